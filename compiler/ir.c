@@ -1,0 +1,254 @@
+/*
+ * ir.c - the graph IR: element types, values and their names, the stable
+ * text dump, and walking nested graphs.
+ *
+ * Values live in one growable array per graph and are referred to by index.
+ * While a graph is loaded, a hash table maps names to value ids; lookups of
+ * names a subgraph does not define climb to the enclosing graphs and leave a
+ * VAL_OUTER value in each graph crossed, so every graph can be read alone.
+ */
+#include <string.h>
+
+#include "kiln.h"
+
+/* ---- element types ---------------------------------------------------- */
+
+static const struct {
+	const char *name;
+	size_t bytes;
+} dtypes[DT_COUNT] = {
+	[DT_UNDEFINED] = {"undefined", 0}, [DT_FLOAT] = {"float32", 4},  [DT_UINT8] = {"uint8", 1},
+	[DT_INT8] = {"int8", 1},           [DT_UINT16] = {"uint16", 2},  [DT_INT16] = {"int16", 2},
+	[DT_INT32] = {"int32", 4},         [DT_INT64] = {"int64", 8},    [DT_STRING] = {"string", 0},
+	[DT_BOOL] = {"bool", 1},           [DT_FLOAT16] = {"float16", 2}, [DT_DOUBLE] = {"float64", 8},
+	[DT_UINT32] = {"uint32", 4},       [DT_UINT64] = {"uint64", 8},
+	[DT_COMPLEX64] = {"complex64", 8}, [DT_COMPLEX128] = {"complex128", 16},
+	[DT_BFLOAT16] = {"bfloat16", 2},
+};
+
+bool dtype_valid(int dt)
+{
+	return dt > DT_UNDEFINED && dt < DT_COUNT;
+}
+
+const char *dtype_name(int dt)
+{
+	return dt >= 0 && dt < DT_COUNT ? dtypes[dt].name : "?";
+}
+
+size_t dtype_size(int dt)
+{
+	return dt >= 0 && dt < DT_COUNT ? dtypes[dt].bytes : 0;
+}
+
+/* ---- names ------------------------------------------------------------ */
+
+typedef struct NameMap {
+	const char **keys;
+	int *ids;
+	size_t cap, count;   /* cap is a power of two */
+} NameMap;
+
+static uint64_t name_hash(const char *s)
+{
+	uint64_t h = 0xcbf29ce484222325u;  /* FNV-1a: names are short */
+	for (; *s; s++)
+		h = (h ^ (unsigned char)*s) * 0x100000001b3u;
+	return h;
+}
+
+static void map_grow(Graph *g)
+{
+	Arena *a = g->model->arena;
+	NameMap *old = g->names, *nm = arena_alloc(a, sizeof *nm);
+	nm->cap = old ? old->cap * 2 : 64;
+	nm->keys = arena_array(a, nm->cap, sizeof *nm->keys);
+	nm->ids = arena_array(a, nm->cap, sizeof *nm->ids);
+	g->names = nm;
+	if (old)
+		for (size_t i = 0; i < old->cap; i++)
+			if (old->keys[i])
+				graph_bind(g, old->keys[i], old->ids[i]);
+}
+
+void graph_bind(Graph *g, const char *name, int id)
+{
+	if (!g->names || (g->names->count + 1) * 2 > g->names->cap)
+		map_grow(g);
+	NameMap *nm = g->names;
+	size_t i = (size_t)name_hash(name) & (nm->cap - 1);
+	while (nm->keys[i] && strcmp(nm->keys[i], name) != 0)
+		i = (i + 1) & (nm->cap - 1);
+	if (!nm->keys[i])
+		nm->count++;
+	nm->keys[i] = name;
+	nm->ids[i] = id;
+}
+
+int graph_lookup_local(Graph *g, const char *name)
+{
+	NameMap *nm = g->names;
+	if (!nm)
+		return NONE;
+	size_t i = (size_t)name_hash(name) & (nm->cap - 1);
+	while (nm->keys[i]) {
+		if (strcmp(nm->keys[i], name) == 0)
+			return nm->ids[i];
+		i = (i + 1) & (nm->cap - 1);
+	}
+	return NONE;
+}
+
+int graph_lookup(Graph *g, const char *name)
+{
+	int id = graph_lookup_local(g, name);
+	if (id != NONE || !g->parent)
+		return id;
+	int outer = graph_lookup(g->parent, name);
+	if (outer == NONE)
+		return NONE;
+	const Value *ov = &g->parent->values[outer];
+	g->parent->values[outer].nuse++;
+	id = graph_add_value(g, name);
+	Value *v = &g->values[id];
+	v->kind = VAL_OUTER;
+	v->outer_id = outer;
+	v->type = ov->type;
+	v->dtype = ov->dtype;
+	v->shape = ov->shape;
+	return id;
+}
+
+Value *graph_value(Graph *g, int id)
+{
+	KILN_ASSERT(id >= 0 && id < g->nvalues);
+	return &g->values[id];
+}
+
+int graph_add_value(Graph *g, const char *name)
+{
+	Arena *a = g->model->arena;
+	if (g->nvalues == g->capvalues) {
+		if (g->capvalues > (1 << 28))
+			diag_fail(g->model->diag, KILN_LIMIT, "graph \"%s\" has too many values", g->name);
+		int cap = g->capvalues ? 2 * g->capvalues : 16;
+		Value *vs = arena_array(a, (size_t)cap, sizeof *vs);
+		if (g->nvalues)
+			memcpy(vs, g->values, (size_t)g->nvalues * sizeof *vs);
+		g->values = vs;
+		g->capvalues = cap;
+	}
+	int id = g->nvalues++;
+	Value *v = &g->values[id];
+	memset(v, 0, sizeof *v);
+	v->name = arena_strdup(a, name);
+	v->shape.rank = -1;
+	v->producer = NONE;
+	v->outer_id = NONE;
+	graph_bind(g, v->name, id);
+	return id;
+}
+
+/* ---- shapes ----------------------------------------------------------- */
+
+int64_t shape_nelem(const Shape *s)
+{
+	if (s->rank < 0)
+		return -1;
+	int64_t n = 1;
+	for (int i = 0; i < s->rank; i++) {
+		int64_t d = s->dims[i].size;
+		if (d < 0 || (d && n > INT64_MAX / d))
+			return -1;
+		n *= d;
+	}
+	return n;
+}
+
+void shape_print(const Shape *s, FILE *out)
+{
+	if (s->rank < 0) {
+		fputs("[?]", out);
+		return;
+	}
+	fputc('[', out);
+	for (int i = 0; i < s->rank; i++) {
+		if (i)
+			fputc(',', out);
+		if (s->dims[i].size >= 0)
+			fprintf(out, "%lld", (long long)s->dims[i].size);
+		else if (s->dims[i].param)
+			fputs(s->dims[i].param, out);
+		else
+			fputc('?', out);
+	}
+	fputc(']', out);
+}
+
+/* ---- walking and printing --------------------------------------------- */
+
+void graph_walk(Graph *g, GraphVisit visit, void *user)
+{
+	visit(g, user);
+	for (int i = 0; i < g->nnodes; i++) {
+		const Node *n = &g->nodes[i];
+		for (int k = 0; k < n->nattrs; k++)
+			if (n->attrs[k].type == AT_GRAPH || n->attrs[k].type == AT_GRAPHS)
+				for (int j = 0; j < n->attrs[k].n; j++)
+					graph_walk(n->attrs[k].graphs[j], visit, user);
+	}
+}
+
+static const char *kind_name(const Value *v)
+{
+	switch (v->kind) {
+	case VAL_TEMP: return "temp";
+	case VAL_INPUT: return "input";
+	case VAL_WEIGHT: return v->is_overridable ? "weight(overridable)" : "weight";
+	case VAL_OUTER: return "outer";
+	}
+	return "?";
+}
+
+static void print_graph(const Graph *g, FILE *out, int indent)
+{
+	fprintf(out, "%*sgraph \"%s\" (%d nodes, %d values)\n", indent, "", g->name, g->nnodes,
+	        g->nvalues);
+	for (int i = 0; i < g->nvalues; i++) {
+		const Value *v = &g->values[i];
+		fprintf(out, "%*s  %%v%d \"%s\" %s %s ", indent, "", i, v->name, kind_name(v),
+		        dtype_name(v->dtype));
+		shape_print(&v->shape, out);
+		if (v->is_output)
+			fputs(" output", out);
+		if (v->kind == VAL_OUTER)
+			fprintf(out, " -> parent %%v%d", v->outer_id);
+		fprintf(out, " uses=%d\n", v->nuse);
+	}
+	for (int i = 0; i < g->nnodes; i++) {
+		const Node *n = &g->nodes[i];
+		fprintf(out, "%*s  n%d \"%s\" %s%s%s v%d (", indent, "", i, n->name,
+		        n->domain[0] ? n->domain : "", n->domain[0] ? "." : "", n->op_type, n->since);
+		for (int k = 0; k < n->nin; k++)
+			n->in[k] == NONE ? fprintf(out, "%s_", k ? ", " : "")
+			                 : fprintf(out, "%s%%v%d", k ? ", " : "", n->in[k]);
+		fputs(") -> (", out);
+		for (int k = 0; k < n->nout; k++)
+			n->out[k] == NONE ? fprintf(out, "%s_", k ? ", " : "")
+			                  : fprintf(out, "%s%%v%d", k ? ", " : "", n->out[k]);
+		fputs(")\n", out);
+		for (int k = 0; k < n->nattrs; k++) {
+			const Attr *at = &n->attrs[k];
+			if (at->type == AT_GRAPH || at->type == AT_GRAPHS)
+				for (int j = 0; j < at->n; j++) {
+					fprintf(out, "%*s    %s:\n", indent, "", at->name);
+					print_graph(at->graphs[j], out, indent + 6);
+				}
+		}
+	}
+}
+
+void ir_print(const Graph *g, FILE *out)
+{
+	print_graph(g, out, 0);
+}

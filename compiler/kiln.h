@@ -1,0 +1,343 @@
+/*
+ * kiln.h - the compiler's internal header: one section per source file, in
+ * pipeline order (utilities, loader, IR, op registry, weights, reports).
+ *
+ * Conventions: all compiler memory comes from an Arena owned by one compile
+ * (nothing is freed piecemeal); graph objects refer to each other by index
+ * (value ids, node ids), never by pointer, except a Graph's subgraphs;
+ * user errors go through diag_fail*(), which long-jumps to the protected
+ * entry point, and broken invariants through KILN_ASSERT.
+ */
+#ifndef KILN_COMPILER_H
+#define KILN_COMPILER_H
+
+#include <setjmp.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+
+#include "kiln/kiln.h"
+
+/* ---- diag.c: errors ---------------------------------------------------- */
+
+/* One compile's error state. The message is one line without the
+ * "kiln: error: " prefix, which the CLI adds. */
+typedef struct Diag {
+	const char *file;        /* model path as the user gave it */
+	enum kiln_status status; /* KILN_OK until the first error */
+	char msg[1024];          /* the formatted error line */
+	jmp_buf *protect;        /* where diag_fail jumps; NULL = abort (a bug) */
+} Diag;
+
+struct Graph;
+struct Node;
+
+/* Record an error naming the model file and long-jump to d->protect. */
+_Noreturn void diag_fail(Diag *d, enum kiln_status st, const char *fmt, ...)
+	__attribute__((format(printf, 3, 4)));
+/* The same, naming the node: `node 17 "conv1" (Conv, ai.onnx opset 13): ...`. */
+_Noreturn void diag_fail_node(Diag *d, const struct Graph *g, const struct Node *n,
+                              enum kiln_status st, const char *fmt, ...)
+	__attribute__((format(printf, 5, 6)));
+/* Format `node 3 "If_0" (If, ai.onnx opset 13) then_branch: node 1 ...`,
+ * naming enclosing nodes first; returns the length it wanted (snprintf-style). */
+size_t diag_node_path(char *buf, size_t size, const struct Graph *g, const struct Node *n);
+/* Bugs, not user errors: report file:line and abort. */
+_Noreturn void kiln_die(const char *file, int line, const char *what);
+#define KILN_ASSERT(c) ((c) ? (void)0 : kiln_die(__FILE__, __LINE__, #c))
+
+/* ---- arena.c: compiler memory ----------------------------------------- */
+
+/* A chain of blocks with a hard cap; allocation past the cap is a KILN_LIMIT
+ * error, a failed malloc KILN_NO_MEMORY. Memory is zeroed. */
+typedef struct Arena {
+	struct ArenaBlock *head;
+	size_t used_bytes;   /* bytes obtained from malloc so far */
+	size_t cap_bytes;    /* the hard limit (--max-memory) */
+	Diag *diag;
+} Arena;
+
+void arena_init(Arena *a, size_t cap_bytes, Diag *d);
+void arena_free(Arena *a);
+void *arena_alloc(Arena *a, size_t bytes);
+void *arena_array(Arena *a, size_t n, size_t elem_bytes); /* overflow-checked */
+char *arena_strdup(Arena *a, const char *s);
+char *arena_printf(Arena *a, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+/* Charge bytes that live outside the arena (protobuf-c's) against the cap. */
+void arena_charge(Arena *a, size_t bytes);
+void arena_uncharge(Arena *a, size_t bytes);
+
+/* ---- dtypes (ir.c) ---------------------------------------------------- */
+
+/* Element types, numbered as ONNX's TensorProto.DataType. */
+enum {
+	DT_UNDEFINED = 0, DT_FLOAT = 1, DT_UINT8, DT_INT8, DT_UINT16, DT_INT16, DT_INT32,
+	DT_INT64, DT_STRING, DT_BOOL, DT_FLOAT16, DT_DOUBLE, DT_UINT32, DT_UINT64,
+	DT_COMPLEX64, DT_COMPLEX128, DT_BFLOAT16, DT_COUNT
+};
+const char *dtype_name(int dt);  /* "float32", "int64", ...; "?" if unknown */
+size_t dtype_size(int dt);       /* bytes per element; 0 for string/undefined */
+bool dtype_valid(int dt);        /* 1..16 */
+
+/* ---- ir.c: the graph -------------------------------------------------- */
+
+#define KILN_MAX_RANK 8
+#define NONE (-1)
+
+/* One dimension: a concrete size, a named symbol ("N"), or unknown. */
+typedef struct Dim {
+	int64_t size;        /* >= 0 if concrete, else -1 */
+	const char *param;   /* symbol name if symbolic, else NULL */
+} Dim;
+
+typedef struct Shape {
+	int rank;            /* -1: rank unknown */
+	Dim dims[KILN_MAX_RANK];
+} Shape;
+
+/* What kind of thing a value's type is; only tensors are compiled. */
+typedef enum TypeKind {
+	TK_UNKNOWN, TK_TENSOR, TK_SEQUENCE, TK_MAP, TK_OPTIONAL, TK_SPARSE
+} TypeKind;
+
+typedef enum ValueKind {
+	VAL_TEMP,    /* produced by a node */
+	VAL_INPUT,   /* graph input fed at run time (or a subgraph's formal input) */
+	VAL_WEIGHT,  /* constant bytes: initializer; uses .weight */
+	VAL_OUTER    /* a subgraph's reference to an enclosing graph's value; uses .outer_id */
+} ValueKind;
+
+/* The bytes of one constant tensor. They point into the mapped model or
+ * external-data file whenever the file layout allows (raw_data, packed
+ * float/double), so weights are never held twice. */
+typedef struct Weight {
+	const void *bytes;   /* little-endian elements; for DT_STRING an array of WeightString */
+	uint64_t nbytes;     /* dtype_size * nelem; for strings the sum of lengths */
+	int64_t nelem;
+	uint64_t hash;       /* content hash over dtype, dims and bytes (weights.c) */
+	const char *location;/* external data file, or NULL */
+	bool is_mapped;      /* bytes live in a file mapping */
+} Weight;
+
+typedef struct WeightString {
+	const char *data;
+	size_t len;
+} WeightString;
+
+typedef struct Value {
+	const char *name;
+	TypeKind type;
+	int dtype;           /* DT_*; for sequences/optionals the innermost tensor's */
+	Shape shape;
+	ValueKind kind;
+	bool is_output;      /* listed in the graph's outputs */
+	bool is_overridable; /* initializer also listed as a graph input (IR < 4 style) */
+	int producer;        /* node id, or NONE */
+	int nuse;            /* node inputs that read it (this graph and nested ones) */
+	int outer_id;        /* VAL_OUTER: value id in graph->parent */
+	Weight *weight;      /* VAL_WEIGHT */
+} Value;
+
+typedef enum AttrType {
+	AT_UNDEFINED = 0, AT_FLOAT = 1, AT_INT = 2, AT_STRING = 3, AT_TENSOR = 4,
+	AT_GRAPH = 5, AT_FLOATS = 6, AT_INTS = 7, AT_STRINGS = 8, AT_TENSORS = 9,
+	AT_GRAPHS = 10, AT_SPARSE_TENSOR = 11, AT_SPARSE_TENSORS = 12,
+	AT_TYPE_PROTO = 13, AT_TYPE_PROTOS = 14
+} AttrType;
+
+/* A constant tensor held by an attribute (Constant's value, ...). */
+typedef struct Tensor {
+	int dtype;
+	Shape shape;
+	Weight w;
+} Tensor;
+
+/* One attribute, as written in the model: validated per op by later stages. */
+typedef struct Attr {
+	const char *name;
+	AttrType type;
+	const char *ref_name;   /* function attribute reference, or NULL */
+	float f;                /* AT_FLOAT */
+	int64_t i;              /* AT_INT */
+	WeightString s;         /* AT_STRING */
+	int n;                  /* element count of the list forms */
+	float *floats;          /* AT_FLOATS */
+	int64_t *ints;          /* AT_INTS */
+	WeightString *strings;  /* AT_STRINGS */
+	Tensor *tensors;        /* AT_TENSOR (n = 1), AT_TENSORS */
+	struct Graph **graphs;  /* AT_GRAPH (n = 1), AT_GRAPHS */
+} Attr;
+
+enum { DOMAIN_ONNX, DOMAIN_ML, DOMAIN_TRAINING, DOMAIN_OTHER };
+
+typedef struct Node {
+	int id;              /* index in graph->nodes */
+	const char *name;    /* ONNX name, or "" */
+	const char *op_type;
+	const char *domain;  /* as written, "" for ai.onnx */
+	int domain_id;       /* DOMAIN_* */
+	int op;              /* row of the op registry (ops.c), or NONE */
+	int opset;           /* the model's imported version of the node's domain */
+	int since;           /* schema since_version the node resolves to, 0 if none */
+	int *in, nin;        /* value ids; NONE for an omitted optional input */
+	int *out, nout;      /* value ids; NONE for an omitted optional output */
+	Attr *attrs;
+	int nattrs;
+} Node;
+
+typedef struct Graph {
+	const char *name;
+	struct Graph *parent;    /* enclosing graph, NULL at the top */
+	int parent_node;         /* node id in parent owning this subgraph */
+	const char *parent_attr; /* attribute name holding it ("then_branch") */
+	struct Model *model;
+	Node *nodes;
+	int nnodes;
+	Value *values;
+	int nvalues, capvalues;
+	int *inputs, ninputs;    /* formal inputs, in order, including overridable weights */
+	int *outputs, noutputs;
+	int ninitializers;
+	struct NameMap *names;   /* name -> value id while loading */
+} Graph;
+
+typedef struct Opset {
+	const char *domain;  /* as written ("" = ai.onnx) */
+	int domain_id;
+	int64_t version;
+} Opset;
+
+typedef struct Mapping {
+	const char *path;
+	const void *base;
+	uint64_t bytes;
+} Mapping;
+
+typedef struct Model {
+	const char *path;        /* as given */
+	const char *dir;         /* folder holding the model, for external data */
+	int64_t ir_version;
+	const char *producer_name, *producer_version;
+	Opset *opsets;
+	int nopsets;
+	const char **functions;  /* model-local function names ("domain:name") */
+	int nfunctions;
+	Graph *graph;
+	Mapping *maps;           /* the model file first, then external-data files */
+	int nmaps, capmaps;
+	Arena *arena;
+	Diag *diag;
+} Model;
+
+Value *graph_value(Graph *g, int id);
+int graph_add_value(Graph *g, const char *name);
+/* Look name up in g, then enclosing graphs; creates VAL_OUTER links as needed.
+ * Returns NONE if it is defined nowhere. */
+int graph_lookup(Graph *g, const char *name);
+int graph_lookup_local(Graph *g, const char *name);
+void graph_bind(Graph *g, const char *name, int id);
+void ir_print(const Graph *g, FILE *out);
+/* Node path for messages: `node 3 "If_0" (If) then_branch node 1 "x" ...`. */
+void shape_print(const Shape *s, FILE *out);
+int64_t shape_nelem(const Shape *s);   /* -1 if unknown or overflowing */
+
+/* Walk every graph (depth first, parents before children). */
+typedef void (*GraphVisit)(Graph *g, void *user);
+void graph_walk(Graph *g, GraphVisit visit, void *user);
+
+/* ---- onnx_load.c: ONNX file -> IR ------------------------------------- */
+
+/* model_new only records the path; model_load maps and parses it, and all
+ * its errors long-jump through the Diag. Mappings made before an error are
+ * still released by model_close, so call it whatever happened. */
+Model *model_new(const char *path, Arena *a, Diag *d);
+void model_load(Model *m);
+void model_close(Model *m);
+
+/* ---- wire.c: protobuf wire pre-pass ----------------------------------- */
+
+/* A payload cut out of the model bytes, left in the mapping. */
+typedef struct Stub {
+	uint32_t field;      /* TensorProto field it came from (raw_data, float_data, double_data) */
+	uint64_t off;        /* offset in the model file */
+	uint64_t bytes;
+} Stub;
+#define WIRE_STUB_FIELD 536870911u   /* highest protobuf field number */
+#define WIRE_MAX_DEPTH 64
+
+struct ProtobufCMessageDescriptor;
+/* Copy the message in buf to a "skeleton" without the large TensorProto
+ * payloads: each is replaced by an unknown field WIRE_STUB_FIELD holding a
+ * Stub. Validates the wire format and nesting depth on the way. */
+uint8_t *wire_skeleton(const struct ProtobufCMessageDescriptor *desc, const uint8_t *buf,
+                       size_t len, size_t *out_len, Arena *a, Diag *d);
+bool wire_stub_decode(const uint8_t *data, size_t len, Stub *out);
+
+/* ---- ops.c: the op registry ------------------------------------------- */
+
+typedef struct OpInfo {
+	const char *op_type;
+	int domain_id;
+} OpInfo;
+
+typedef struct OpVersion {
+	int since;
+	int min_in, max_in, min_out, max_out;
+	bool deprecated;
+} OpVersion;
+
+int op_lookup(const char *op_type, int domain_id);   /* NONE if unknown */
+const OpInfo *op_info(int op);
+const OpVersion *op_version(int op, int since);
+/* The schema version a node of this op resolves to at opset: 0 if none. */
+int op_resolve(int op, int64_t opset);
+int op_max_opset(int domain_id);
+const char *domain_name(int domain_id);  /* "ai.onnx", ... */
+int domain_lookup(const char *domain);   /* DOMAIN_* */
+/* Is the op compiled by kiln? Returns NULL if so, else the reason. */
+const char *op_unsupported_reason(const Graph *g, const Node *n, char *buf, size_t bufsz);
+int op_count(void);
+
+/* ---- weights.c: hashing and dedup ------------------------------------- */
+
+uint64_t weight_hash(int dtype, const Shape *s, const Weight *w);
+bool weight_equal(const Weight *a, const Weight *b, int dta, int dtb,
+                  const Shape *sa, const Shape *sb);
+
+typedef struct WeightStats {
+	int ninitializers;       /* initializers in all graphs */
+	int nconstants;          /* tensors held by Constant nodes and attributes */
+	int nexternal;           /* of those, stored in external data files */
+	uint64_t weight_bytes;   /* bytes of all constant tensors */
+	uint64_t unique_bytes;   /* identical tensors (dtype, shape, bytes) counted once */
+} WeightStats;
+void weight_stats(Model *m, WeightStats *out);
+
+/* ---- json.c: a small JSON writer -------------------------------------- */
+
+typedef struct Json {
+	FILE *out;
+	int depth;
+	bool first[64];      /* per nesting level: no comma needed yet */
+	bool pending_key;
+} Json;
+void json_begin_object(Json *j);
+void json_end_object(Json *j);
+void json_begin_array(Json *j);
+void json_end_array(Json *j);
+void json_key(Json *j, const char *key);
+void json_string(Json *j, const char *s);
+void json_int(Json *j, int64_t v);
+void json_uint(Json *j, uint64_t v);
+void json_bool(Json *j, bool v);
+void json_null(Json *j);
+void json_write_escaped(FILE *out, const char *s);
+
+/* ---- report.c: `kiln info` and `kiln check` --------------------------- */
+
+void report_info(Model *m, FILE *out, bool as_json);
+/* Returns the number of unsupported nodes. */
+int report_check(Model *m, FILE *out);
+
+#endif

@@ -1,0 +1,818 @@
+/*
+ * onnx_load.c - read an .onnx file into the IR.
+ *
+ * The file is mapped read-only, wire.c cuts the weight payloads out into a
+ * small skeleton, protobuf-c unpacks the skeleton into arena memory, and this
+ * file turns the protobuf structures into Graph/Node/Value. No protobuf type
+ * leaves this file. Weights point into the mapping (raw_data, packed
+ * float/double), into external-data files mapped the same way, or, for the
+ * typed fields that need decoding, into arena memory: one copy at most.
+ *
+ * Checked here, because every later stage relies on it: element types, tensor
+ * sizes against their data, external-data paths (inside the model's folder,
+ * in range), one producer per value, every input defined before use, and
+ * outer-scope references from subgraphs. Op semantics are not checked here.
+ * Assumes a little-endian host, as ONNX raw_data is little-endian.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <protobuf-c/protobuf-c.h>
+
+#include "kiln.h"
+#include "onnx.pb-c.h"
+
+typedef struct Loader {
+	Model *m;
+	Arena *a;
+	Diag *d;
+	const uint8_t *file;   /* the model mapping */
+	uint64_t file_bytes;
+	bool alloc_failed;     /* protobuf-c hit the memory cap */
+} Loader;
+
+/* ---- files ------------------------------------------------------------ */
+
+static const Mapping *map_file(Loader *L, const char *path, const char *label)
+{
+	Model *m = L->m;
+	for (int i = 0; i < m->nmaps; i++)
+		if (strcmp(m->maps[i].path, path) == 0)
+			return &m->maps[i];
+	int fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		diag_fail(L->d, KILN_IO, "cannot open %s%s: %s", label, path, strerror(errno));
+	struct stat st;
+	if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
+		close(fd);
+		diag_fail(L->d, KILN_IO, "%s%s is not a regular file", label, path);
+	}
+	const void *base = NULL;
+	if (st.st_size > 0) {
+		base = mmap(NULL, (size_t)st.st_size, PROT_READ, MAP_PRIVATE, fd, 0);
+		if (base == MAP_FAILED) {
+			int e = errno;
+			close(fd);
+			diag_fail(L->d, KILN_IO, "cannot map %s%s: %s", label, path, strerror(e));
+		}
+	}
+	close(fd);
+	if (m->nmaps == m->capmaps) {
+		int cap = m->capmaps ? 2 * m->capmaps : 4;
+		Mapping *maps = arena_array(L->a, (size_t)cap, sizeof *maps);
+		if (m->nmaps)
+			memcpy(maps, m->maps, (size_t)m->nmaps * sizeof *maps);
+		m->maps = maps;
+		m->capmaps = cap;
+	}
+	Mapping *mp = &m->maps[m->nmaps++];
+	mp->path = arena_strdup(L->a, path);
+	mp->base = base;
+	mp->bytes = (uint64_t)st.st_size;
+	return mp;
+}
+
+void model_close(Model *m)
+{
+	if (!m)
+		return;
+	for (int i = 0; i < m->nmaps; i++)
+		if (m->maps[i].base)
+			munmap((void *)m->maps[i].base, (size_t)m->maps[i].bytes);
+	m->nmaps = 0;
+}
+
+/* ---- protobuf-c allocator over the arena ------------------------------ */
+
+static void *pb_alloc(void *user, size_t size)
+{
+	Loader *L = user;
+	Arena *a = L->a;
+	/* Refuse instead of long-jumping through protobuf-c. */
+	if (size > a->cap_bytes || a->used_bytes + (1 << 20) > a->cap_bytes - size) {
+		L->alloc_failed = true;
+		return NULL;
+	}
+	return arena_alloc(a, size ? size : 1);
+}
+
+static void pb_free(void *user, void *p)
+{
+	(void)user;
+	(void)p;  /* arena memory goes all at once */
+}
+
+/* ---- types and shapes ------------------------------------------------- */
+
+static void shape_from_proto(Loader *L, const Onnx__TensorShapeProto *sp, Shape *s,
+                             const char *what)
+{
+	s->rank = -1;
+	if (!sp)
+		return;
+	if (sp->n_dim > KILN_MAX_RANK)
+		diag_fail(L->d, KILN_LIMIT, "%s has rank %zu; kiln supports rank up to %d", what,
+		          sp->n_dim, KILN_MAX_RANK);
+	s->rank = (int)sp->n_dim;
+	for (size_t i = 0; i < sp->n_dim; i++) {
+		const Onnx__TensorShapeProto__Dimension *dp = sp->dim[i];
+		Dim *dim = &s->dims[i];
+		dim->size = -1;
+		dim->param = NULL;
+		if (dp->value_case == ONNX__TENSOR_SHAPE_PROTO__DIMENSION__VALUE_DIM_VALUE &&
+		    dp->dim_value >= 0)
+			dim->size = dp->dim_value;
+		else if (dp->value_case == ONNX__TENSOR_SHAPE_PROTO__DIMENSION__VALUE_DIM_PARAM &&
+		         dp->dim_param && dp->dim_param[0])
+			dim->param = arena_strdup(L->a, dp->dim_param);
+	}
+}
+
+static void check_elem_type(Loader *L, int32_t t, const char *what)
+{
+	if (t != DT_UNDEFINED && !dtype_valid(t))
+		diag_fail(L->d, KILN_INVALID_MODEL, "%s has unknown element type %d", what, (int)t);
+}
+
+/* Fill v's type from a TypeProto; nested sequences/optionals keep the
+ * innermost tensor element type. */
+static void type_from_proto(Loader *L, const Onnx__TypeProto *tp, Value *v, int depth)
+{
+	if (!tp)
+		return;
+	char what[300];
+	snprintf(what, sizeof what, "value \"%.256s\"", v->name);
+	switch (tp->value_case) {
+	case ONNX__TYPE_PROTO__VALUE_TENSOR_TYPE:
+		if (depth == 0)
+			v->type = TK_TENSOR;
+		if (tp->tensor_type->has_elem_type) {
+			check_elem_type(L, tp->tensor_type->elem_type, what);
+			v->dtype = tp->tensor_type->elem_type;
+		}
+		if (depth == 0)
+			shape_from_proto(L, tp->tensor_type->shape, &v->shape, what);
+		break;
+	case ONNX__TYPE_PROTO__VALUE_SPARSE_TENSOR_TYPE:
+		if (depth == 0)
+			v->type = TK_SPARSE;
+		if (tp->sparse_tensor_type->has_elem_type) {
+			check_elem_type(L, tp->sparse_tensor_type->elem_type, what);
+			v->dtype = tp->sparse_tensor_type->elem_type;
+		}
+		if (depth == 0)
+			shape_from_proto(L, tp->sparse_tensor_type->shape, &v->shape, what);
+		break;
+	case ONNX__TYPE_PROTO__VALUE_SEQUENCE_TYPE:
+		if (depth == 0)
+			v->type = TK_SEQUENCE;
+		type_from_proto(L, tp->sequence_type->elem_type, v, depth + 1);
+		break;
+	case ONNX__TYPE_PROTO__VALUE_OPTIONAL_TYPE:
+		if (depth == 0)
+			v->type = TK_OPTIONAL;
+		type_from_proto(L, tp->optional_type->elem_type, v, depth + 1);
+		break;
+	case ONNX__TYPE_PROTO__VALUE_MAP_TYPE:
+		if (depth == 0)
+			v->type = TK_MAP;
+		type_from_proto(L, tp->map_type->value_type, v, depth + 1);
+		break;
+	default:
+		break;
+	}
+}
+
+/* ---- tensors ---------------------------------------------------------- */
+
+static bool parse_u64(const char *s, uint64_t *out)
+{
+	if (!s || !*s)
+		return false;
+	uint64_t v = 0;
+	for (; *s; s++) {
+		if (*s < '0' || *s > '9' || v > (UINT64_MAX - 9) / 10)
+			return false;
+		v = v * 10 + (uint64_t)(*s - '0');
+	}
+	*out = v;
+	return true;
+}
+
+/* Resolve an external-data location against the model's folder. Refuses
+ * absolute paths, ".." components, and anything (a symlink) whose real path
+ * leaves the folder. */
+static const Mapping *open_external(Loader *L, const char *loc, const char *what)
+{
+	if (!loc || !*loc)
+		diag_fail(L->d, KILN_INVALID_MODEL, "%s has external data without a location", what);
+	if (loc[0] == '/' || loc[0] == '\\')
+		diag_fail(L->d, KILN_INVALID_MODEL,
+		          "%s: external data location \"%s\" is an absolute path; it must be "
+		          "relative to the model's folder",
+		          what, loc);
+	for (const char *p = loc; *p;) {
+		const char *q = p;
+		while (*q && *q != '/' && *q != '\\')
+			q++;
+		if (q - p == 2 && p[0] == '.' && p[1] == '.')
+			diag_fail(L->d, KILN_INVALID_MODEL,
+			          "%s: external data location \"%s\" contains \"..\"; it must stay "
+			          "inside the model's folder",
+			          what, loc);
+		p = *q ? q + 1 : q;
+	}
+	char *path = arena_printf(L->a, "%s/%s", L->m->dir, loc);
+	char *real_dir = realpath(L->m->dir, NULL);
+	char *real = realpath(path, NULL);
+	if (!real) {
+		int e = errno;
+		free(real_dir);
+		diag_fail(L->d, KILN_IO, "%s: cannot open external data file \"%s\": %s", what, path,
+		          strerror(e));
+	}
+	size_t n = real_dir ? strlen(real_dir) : 0;
+	bool inside = real_dir && strncmp(real, real_dir, n) == 0 &&
+	              (real[n] == '/' || (n == 1 && real_dir[0] == '/'));
+	char *real_copy = arena_strdup(L->a, real);
+	free(real);
+	free(real_dir);
+	if (!inside)
+		diag_fail(L->d, KILN_INVALID_MODEL,
+		          "%s: external data location \"%s\" resolves to %s, outside the model's "
+		          "folder (symbolic link?)",
+		          what, loc, real_copy);
+	return map_file(L, real_copy, "external data file ");
+}
+
+/* Narrow int32_data/uint64_data elements into an arena buffer of esize bytes each. */
+static const void *narrow(Loader *L, const void *src, size_t src_esize, int64_t n, size_t esize)
+{
+	uint8_t *dst = arena_array(L->a, (size_t)n, esize);
+	for (int64_t i = 0; i < n; i++) {
+		uint64_t v = src_esize == 4 ? (uint64_t)(uint32_t)((const int32_t *)src)[i]
+		                            : ((const uint64_t *)src)[i];
+		memcpy(dst + (size_t)i * esize, &v, esize); /* little-endian: low bytes first */
+	}
+	return dst;
+}
+
+/* Decode a TensorProto into t. `what` names it in errors. */
+static void tensor_from_proto(Loader *L, const Onnx__TensorProto *tp, Tensor *t, const char *what)
+{
+	memset(t, 0, sizeof *t);
+	if (!tp->has_data_type || tp->data_type == DT_UNDEFINED)
+		diag_fail(L->d, KILN_INVALID_MODEL, "%s has no element type", what);
+	if (!dtype_valid(tp->data_type))
+		diag_fail(L->d, KILN_INVALID_MODEL, "%s has unknown element type %d", what,
+		          (int)tp->data_type);
+	t->dtype = tp->data_type;
+	if (tp->n_dims > KILN_MAX_RANK)
+		diag_fail(L->d, KILN_LIMIT, "%s has rank %zu; kiln supports rank up to %d", what,
+		          tp->n_dims, KILN_MAX_RANK);
+	t->shape.rank = (int)tp->n_dims;
+	int64_t nelem = 1;
+	for (size_t i = 0; i < tp->n_dims; i++) {
+		int64_t dim = tp->dims[i];
+		if (dim < 0)
+			diag_fail(L->d, KILN_INVALID_MODEL, "%s has negative dimension %lld at axis %zu",
+			          what, (long long)dim, i);
+		if (dim && nelem > ((int64_t)1 << 62) / dim)
+			diag_fail(L->d, KILN_LIMIT, "%s has too many elements", what);
+		nelem *= dim;
+		t->shape.dims[i].size = dim;
+	}
+	if (tp->segment)
+		diag_fail(L->d, KILN_UNSUPPORTED, "%s is a segmented tensor", what);
+	Weight *w = &t->w;
+	w->nelem = nelem;
+	size_t esize = dtype_size(t->dtype);
+	uint64_t want = (uint64_t)nelem * esize; /* esize <= 16, nelem < 2^62/16 checked below */
+	if (esize && (uint64_t)nelem > UINT64_MAX / 16)
+		diag_fail(L->d, KILN_LIMIT, "%s has too many elements", what);
+
+	if (tp->has_data_location && tp->data_location == ONNX__TENSOR_PROTO__DATA_LOCATION__EXTERNAL) {
+		if (t->dtype == DT_STRING)
+			diag_fail(L->d, KILN_INVALID_MODEL, "%s: string tensors cannot use external data",
+			          what);
+		const char *loc = NULL;
+		uint64_t off = 0, len = 0;
+		bool has_len = false;
+		for (size_t i = 0; i < tp->n_external_data; i++) {
+			const char *k = tp->external_data[i]->key, *v = tp->external_data[i]->value;
+			if (!k)
+				continue;
+			if (strcmp(k, "location") == 0)
+				loc = v;
+			else if (strcmp(k, "offset") == 0 && !parse_u64(v, &off))
+				diag_fail(L->d, KILN_INVALID_MODEL, "%s: bad external data offset \"%s\"",
+				          what, v ? v : "");
+			else if (strcmp(k, "length") == 0) {
+				if (!parse_u64(v, &len))
+					diag_fail(L->d, KILN_INVALID_MODEL,
+					          "%s: bad external data length \"%s\"", what, v ? v : "");
+				has_len = true;
+			}
+		}
+		const Mapping *mp = open_external(L, loc, what);
+		if (has_len && len != want)
+			diag_fail(L->d, KILN_INVALID_MODEL,
+			          "%s: external data length %llu does not match its shape (%llu bytes)",
+			          what, (unsigned long long)len, (unsigned long long)want);
+		if (off > mp->bytes || want > mp->bytes - off)
+			diag_fail(L->d, KILN_INVALID_MODEL,
+			          "%s: external data bytes %llu..%llu lie outside \"%s\" (%llu bytes)",
+			          what, (unsigned long long)off, (unsigned long long)(off + want), loc,
+			          (unsigned long long)mp->bytes);
+		w->bytes = want ? (const uint8_t *)mp->base + off : NULL;
+		w->nbytes = want;
+		w->location = arena_strdup(L->a, loc);
+		w->is_mapped = true;
+		return;
+	}
+
+	/* Stubbed payloads (wire.c): the last record of a field wins, as in protobuf. */
+	const void *raw = NULL, *fdata = NULL, *ddata = NULL;
+	uint64_t raw_n = 0, fdata_n = 0, ddata_n = 0;
+	bool has_raw = false;
+	for (size_t i = 0; i < tp->base.n_unknown_fields; i++) {
+		const ProtobufCMessageUnknownField *u = &tp->base.unknown_fields[i];
+		Stub s;
+		if (u->tag != WIRE_STUB_FIELD || !wire_stub_decode(u->data, u->len, &s))
+			continue;
+		KILN_ASSERT(s.off <= L->file_bytes && s.bytes <= L->file_bytes - s.off);
+		const void *p = L->file + s.off;
+		if (s.field == 9) {
+			raw = p;
+			raw_n = s.bytes;
+			has_raw = true;
+		} else if (s.field == 4) {
+			fdata = p;
+			fdata_n = s.bytes / 4;
+		} else if (s.field == 10) {
+			ddata = p;
+			ddata_n = s.bytes / 8;
+		}
+	}
+	if (tp->has_raw_data) {
+		raw = tp->raw_data.data;
+		raw_n = tp->raw_data.len;
+		has_raw = true;
+	}
+	if (!fdata && tp->n_float_data) {
+		fdata = tp->float_data;
+		fdata_n = tp->n_float_data;
+	}
+	if (!ddata && tp->n_double_data) {
+		ddata = tp->double_data;
+		ddata_n = tp->n_double_data;
+	}
+
+	if (t->dtype == DT_STRING) {
+		if (has_raw)
+			diag_fail(L->d, KILN_INVALID_MODEL, "%s: string tensors cannot use raw_data", what);
+		if ((int64_t)tp->n_string_data != nelem)
+			diag_fail(L->d, KILN_INVALID_MODEL,
+			          "%s has %zu strings but its shape holds %lld elements", what,
+			          tp->n_string_data, (long long)nelem);
+		WeightString *ws = arena_array(L->a, tp->n_string_data, sizeof *ws);
+		for (size_t i = 0; i < tp->n_string_data; i++) {
+			ws[i].data = (const char *)tp->string_data[i].data;
+			ws[i].len = tp->string_data[i].len;
+			w->nbytes += ws[i].len;
+		}
+		w->bytes = ws;
+		return;
+	}
+	w->nbytes = want;
+	if (has_raw) {
+		if (raw_n != want)
+			diag_fail(L->d, KILN_INVALID_MODEL,
+			          "%s has %llu bytes of raw_data but its shape and type need %llu", what,
+			          (unsigned long long)raw_n, (unsigned long long)want);
+		w->bytes = raw;
+		w->is_mapped = raw && (const uint8_t *)raw >= L->file &&
+		               (const uint8_t *)raw < L->file + L->file_bytes;
+		return;
+	}
+	/* Typed fields: which one the spec assigns, and how many numbers per element. */
+	const void *src = NULL;
+	uint64_t have = 0;
+	size_t src_esize = 0;
+	int per = (t->dtype == DT_COMPLEX64 || t->dtype == DT_COMPLEX128) ? 2 : 1;
+	const char *field = "";
+	switch (t->dtype) {
+	case DT_FLOAT: case DT_COMPLEX64:
+		src = fdata, have = fdata_n, src_esize = 4, field = "float_data";
+		w->is_mapped = fdata && fdata != tp->float_data;
+		break;
+	case DT_DOUBLE: case DT_COMPLEX128:
+		src = ddata, have = ddata_n, src_esize = 8, field = "double_data";
+		w->is_mapped = ddata && ddata != tp->double_data;
+		break;
+	case DT_INT64:
+		src = tp->int64_data, have = tp->n_int64_data, src_esize = 8, field = "int64_data";
+		break;
+	case DT_UINT32: case DT_UINT64:
+		src = tp->uint64_data, have = tp->n_uint64_data, src_esize = 8, field = "uint64_data";
+		break;
+	default: /* INT32 and the narrower integer, bool and 16-bit float types */
+		src = tp->int32_data, have = tp->n_int32_data, src_esize = 4, field = "int32_data";
+		break;
+	}
+	if (nelem == 0 && have == 0)
+		return;
+	if (have == 0)
+		diag_fail(L->d, KILN_INVALID_MODEL, "%s has no data (neither raw_data nor %s)", what,
+		          field);
+	if (have != (uint64_t)nelem * (uint64_t)per)
+		diag_fail(L->d, KILN_INVALID_MODEL,
+		          "%s has %llu values in %s but its shape holds %lld elements", what,
+		          (unsigned long long)have, field, (long long)nelem);
+	w->bytes = src_esize == esize / (size_t)per ? src : narrow(L, src, src_esize, nelem, esize);
+}
+
+/* ---- graphs ----------------------------------------------------------- */
+
+static Graph *load_graph(Loader *L, const Onnx__GraphProto *gp, Graph *parent, int parent_node,
+                         const char *parent_attr);
+
+static const char *str_or_empty(const char *s)
+{
+	return s ? s : "";
+}
+
+static void load_attr(Loader *L, Graph *g, Node *n, const Onnx__AttributeProto *ap, Attr *at)
+{
+	at->name = arena_strdup(L->a, str_or_empty(ap->name));
+	at->ref_name = ap->ref_attr_name ? arena_strdup(L->a, ap->ref_attr_name) : NULL;
+	AttrType type = ap->has_type ? (AttrType)ap->type : AT_UNDEFINED;
+	if (type == AT_UNDEFINED) {
+		/* Old models leave the type out; take it from the field that is set. */
+		if (ap->has_f) type = AT_FLOAT;
+		else if (ap->has_i) type = AT_INT;
+		else if (ap->has_s) type = AT_STRING;
+		else if (ap->t) type = AT_TENSOR;
+		else if (ap->g) type = AT_GRAPH;
+		else if (ap->n_floats) type = AT_FLOATS;
+		else if (ap->n_ints) type = AT_INTS;
+		else if (ap->n_strings) type = AT_STRINGS;
+		else if (ap->n_tensors) type = AT_TENSORS;
+		else if (ap->n_graphs) type = AT_GRAPHS;
+		else if (ap->sparse_tensor) type = AT_SPARSE_TENSOR;
+		else if (ap->tp) type = AT_TYPE_PROTO;
+		else if (!at->ref_name)
+			diag_fail_node(L->d, g, n, KILN_INVALID_MODEL, "attribute \"%s\" has no type and no value",
+			               at->name);
+	}
+	at->type = type;
+	char what[400];
+	snprintf(what, sizeof what, "attribute \"%.200s\" of node \"%.150s\"", at->name, n->name);
+	switch (type) {
+	case AT_UNDEFINED: break;
+	case AT_FLOAT: at->f = ap->f; break;
+	case AT_INT: at->i = ap->i; break;
+	case AT_STRING:
+		at->s.data = (const char *)ap->s.data;
+		at->s.len = ap->s.len;
+		break;
+	case AT_FLOATS:
+		at->n = (int)ap->n_floats;
+		at->floats = ap->floats;
+		break;
+	case AT_INTS:
+		at->n = (int)ap->n_ints;
+		at->ints = ap->ints;
+		break;
+	case AT_STRINGS:
+		at->n = (int)ap->n_strings;
+		at->strings = arena_array(L->a, ap->n_strings, sizeof *at->strings);
+		for (size_t i = 0; i < ap->n_strings; i++) {
+			at->strings[i].data = (const char *)ap->strings[i].data;
+			at->strings[i].len = ap->strings[i].len;
+		}
+		break;
+	case AT_TENSOR:
+	case AT_TENSORS: {
+		size_t count = type == AT_TENSOR ? (ap->t ? 1 : 0) : ap->n_tensors;
+		if (type == AT_TENSOR && !ap->t)
+			diag_fail_node(L->d, g, n, KILN_INVALID_MODEL, "attribute \"%s\" has no tensor",
+			               at->name);
+		at->n = (int)count;
+		at->tensors = arena_array(L->a, count, sizeof *at->tensors);
+		for (size_t i = 0; i < count; i++)
+			tensor_from_proto(L, type == AT_TENSOR ? ap->t : ap->tensors[i], &at->tensors[i],
+			                  what);
+		break;
+	}
+	case AT_GRAPH:
+	case AT_GRAPHS: {
+		size_t count = type == AT_GRAPH ? (ap->g ? 1 : 0) : ap->n_graphs;
+		if (type == AT_GRAPH && !ap->g)
+			diag_fail_node(L->d, g, n, KILN_INVALID_MODEL, "attribute \"%s\" has no graph",
+			               at->name);
+		at->n = (int)count;
+		at->graphs = arena_array(L->a, count, sizeof *at->graphs);
+		for (size_t i = 0; i < count; i++)
+			at->graphs[i] = load_graph(L, type == AT_GRAPH ? ap->g : ap->graphs[i], g, n->id,
+			                           at->name);
+		break;
+	}
+	case AT_SPARSE_TENSOR:
+	case AT_SPARSE_TENSORS:
+	case AT_TYPE_PROTO:
+	case AT_TYPE_PROTOS:
+		/* Kept by type only: no op kiln compiles reads them. */
+		break;
+	default:
+		diag_fail_node(L->d, g, n, KILN_INVALID_MODEL, "attribute \"%s\" has unknown type %d",
+		               at->name, (int)type);
+	}
+}
+
+static int64_t opset_of(Model *m, const char *domain, int domain_id)
+{
+	for (int i = 0; i < m->nopsets; i++) {
+		const Opset *o = &m->opsets[i];
+		if (domain_id != DOMAIN_OTHER ? o->domain_id == domain_id : strcmp(o->domain, domain) == 0)
+			return o->version;
+	}
+	return -1;
+}
+
+static void load_node(Loader *L, Graph *g, const Onnx__NodeProto *np, int index)
+{
+	Node *n = &g->nodes[index];
+	n->id = index;
+	n->name = arena_strdup(L->a, str_or_empty(np->name));
+	n->op_type = arena_strdup(L->a, str_or_empty(np->op_type));
+	n->domain = arena_strdup(L->a, str_or_empty(np->domain));
+	n->domain_id = domain_lookup(n->domain);
+	int64_t opset = opset_of(L->m, n->domain, n->domain_id);
+	if (opset < 0 && n->domain_id == DOMAIN_ONNX && L->m->ir_version < 3)
+		opset = 1;  /* before IR 3 there were no opset imports */
+	n->opset = opset < 0 ? 0 : opset > INT_MAX ? INT_MAX : (int)opset;
+	if (!n->op_type[0])
+		diag_fail_node(L->d, g, n, KILN_INVALID_MODEL, "node has no op_type");
+	if (opset < 0)
+		diag_fail_node(L->d, g, n, KILN_INVALID_MODEL,
+		               "domain \"%s\" is used but the model has no opset_import for it",
+		               n->domain[0] ? n->domain : "ai.onnx");
+	n->op = n->domain_id == DOMAIN_OTHER ? NONE : op_lookup(n->op_type, n->domain_id);
+	n->since = n->op == NONE ? 0 : op_resolve(n->op, n->opset);
+
+	if (np->n_input > 65535 || np->n_output > 65535 || np->n_attribute > 65535)
+		diag_fail_node(L->d, g, n, KILN_LIMIT, "node has too many inputs, outputs or attributes");
+	n->nin = (int)np->n_input;
+	n->in = arena_array(L->a, np->n_input, sizeof *n->in);
+	for (size_t i = 0; i < np->n_input; i++) {
+		const char *name = str_or_empty(np->input[i]);
+		if (!name[0]) {
+			n->in[i] = NONE;
+			continue;
+		}
+		int id = graph_lookup(g, name);
+		if (id == NONE)
+			diag_fail_node(L->d, g, n, KILN_INVALID_MODEL,
+			               "input %zu \"%s\" is not defined by any earlier node, graph input "
+			               "or initializer",
+			               i, name);
+		n->in[i] = id;
+		g->values[id].nuse++;
+	}
+	/* Attributes (and so subgraphs) before outputs: a body cannot see them. */
+	n->nattrs = (int)np->n_attribute;
+	n->attrs = arena_array(L->a, np->n_attribute, sizeof *n->attrs);
+	for (size_t i = 0; i < np->n_attribute; i++)
+		load_attr(L, g, n, np->attribute[i], &n->attrs[i]);
+
+	n->nout = (int)np->n_output;
+	n->out = arena_array(L->a, np->n_output, sizeof *n->out);
+	for (size_t i = 0; i < np->n_output; i++) {
+		const char *name = str_or_empty(np->output[i]);
+		if (!name[0]) {
+			n->out[i] = NONE;
+			continue;
+		}
+		int prev = graph_lookup_local(g, name);
+		if (prev != NONE) {
+			const Value *pv = &g->values[prev];
+			if (pv->producer != NONE)
+				diag_fail_node(L->d, g, n, KILN_INVALID_MODEL,
+				               "output \"%s\" is already produced by node %d \"%s\"", name,
+				               pv->producer, g->nodes[pv->producer].name);
+			diag_fail_node(L->d, g, n, KILN_INVALID_MODEL, "output \"%s\" is already a graph %s",
+			               name, pv->kind == VAL_WEIGHT ? "initializer" : "input");
+		}
+		int id = graph_add_value(g, name);
+		g->values[id].kind = VAL_TEMP;
+		g->values[id].producer = index;
+		n->out[i] = id;
+	}
+}
+
+static Graph *load_graph(Loader *L, const Onnx__GraphProto *gp, Graph *parent, int parent_node,
+                         const char *parent_attr)
+{
+	Graph *g = arena_alloc(L->a, sizeof *g);
+	g->name = arena_strdup(L->a, str_or_empty(gp->name));
+	g->parent = parent;
+	g->parent_node = parent_node;
+	g->parent_attr = parent_attr;
+	g->model = L->m;
+	if (gp->n_node > INT_MAX / 2 || gp->n_initializer > INT_MAX / 4 || gp->n_input > INT_MAX / 4)
+		diag_fail(L->d, KILN_LIMIT, "graph \"%s\" is too large", g->name);
+
+	/* Initializers first: graph inputs with the same name are overridable defaults. */
+	for (size_t i = 0; i < gp->n_initializer; i++) {
+		const Onnx__TensorProto *tp = gp->initializer[i];
+		const char *name = str_or_empty(tp->name);
+		if (!name[0])
+			diag_fail(L->d, KILN_INVALID_MODEL, "initializer %zu of graph \"%s\" has no name", i,
+			          g->name);
+		if (graph_lookup_local(g, name) != NONE)
+			diag_fail(L->d, KILN_INVALID_MODEL, "initializer \"%s\" is defined twice", name);
+		int id = graph_add_value(g, name);
+		Value *v = &g->values[id];
+		char what[300];
+		snprintf(what, sizeof what, "initializer \"%.256s\"", name);
+		Tensor t;
+		tensor_from_proto(L, tp, &t, what);
+		v->kind = VAL_WEIGHT;
+		v->type = TK_TENSOR;
+		v->dtype = t.dtype;
+		v->shape = t.shape;
+		v->weight = arena_alloc(L->a, sizeof *v->weight);
+		*v->weight = t.w;
+		g->ninitializers++;
+	}
+	for (size_t i = 0; i < gp->n_sparse_initializer; i++) {
+		const Onnx__SparseTensorProto *sp = gp->sparse_initializer[i];
+		const char *name = sp->values ? str_or_empty(sp->values->name) : "";
+		if (!name[0] || !sp->values)
+			diag_fail(L->d, KILN_INVALID_MODEL, "sparse initializer %zu of graph \"%s\" has no name",
+			          i, g->name);
+		if (graph_lookup_local(g, name) != NONE)
+			diag_fail(L->d, KILN_INVALID_MODEL, "initializer \"%s\" is defined twice", name);
+		char what[300];
+		snprintf(what, sizeof what, "sparse initializer \"%.256s\"", name);
+		Tensor t;
+		tensor_from_proto(L, sp->values, &t, what);
+		int id = graph_add_value(g, name);
+		Value *v = &g->values[id];
+		v->kind = VAL_WEIGHT;
+		v->type = TK_SPARSE;
+		v->dtype = t.dtype;
+		if (sp->n_dims > KILN_MAX_RANK)
+			diag_fail(L->d, KILN_LIMIT, "%s has rank %zu; kiln supports rank up to %d", what,
+			          sp->n_dims, KILN_MAX_RANK);
+		v->shape.rank = (int)sp->n_dims;
+		for (size_t k = 0; k < sp->n_dims; k++)
+			v->shape.dims[k].size = sp->dims[k] >= 0 ? sp->dims[k] : -1;
+		v->weight = arena_alloc(L->a, sizeof *v->weight);
+		*v->weight = t.w;
+		g->ninitializers++;
+	}
+
+	g->ninputs = (int)gp->n_input;
+	g->inputs = arena_array(L->a, gp->n_input, sizeof *g->inputs);
+	for (size_t i = 0; i < gp->n_input; i++) {
+		const Onnx__ValueInfoProto *vp = gp->input[i];
+		const char *name = str_or_empty(vp->name);
+		if (!name[0])
+			diag_fail(L->d, KILN_INVALID_MODEL, "input %zu of graph \"%s\" has no name", i, g->name);
+		int id = graph_lookup_local(g, name);
+		if (id != NONE && g->values[id].kind == VAL_WEIGHT && !g->values[id].is_overridable) {
+			g->values[id].is_overridable = true;
+		} else if (id != NONE) {
+			diag_fail(L->d, KILN_INVALID_MODEL, "graph input \"%s\" is declared twice", name);
+		} else {
+			id = graph_add_value(g, name);
+			g->values[id].kind = VAL_INPUT;
+			type_from_proto(L, vp->type, &g->values[id], 0);
+		}
+		g->inputs[i] = id;
+	}
+
+	g->nnodes = (int)gp->n_node;
+	g->nodes = arena_array(L->a, gp->n_node, sizeof *g->nodes);
+	for (size_t i = 0; i < gp->n_node; i++)
+		load_node(L, g, gp->node[i], (int)i);
+
+	/* value_info annotates intermediate values; entries naming nothing are ignored. */
+	for (size_t i = 0; i < gp->n_value_info; i++) {
+		const Onnx__ValueInfoProto *vp = gp->value_info[i];
+		int id = graph_lookup_local(g, str_or_empty(vp->name));
+		if (id != NONE && g->values[id].kind == VAL_TEMP)
+			type_from_proto(L, vp->type, &g->values[id], 0);
+	}
+
+	g->noutputs = (int)gp->n_output;
+	g->outputs = arena_array(L->a, gp->n_output, sizeof *g->outputs);
+	for (size_t i = 0; i < gp->n_output; i++) {
+		const Onnx__ValueInfoProto *vp = gp->output[i];
+		const char *name = str_or_empty(vp->name);
+		int id = name[0] ? graph_lookup(g, name) : NONE;
+		if (id == NONE)
+			diag_fail(L->d, KILN_INVALID_MODEL,
+			          "output \"%s\" of graph \"%s\" is not produced by any node, input or "
+			          "initializer",
+			          name, g->name);
+		Value *v = &g->values[id];
+		v->is_output = true;
+		if (v->kind == VAL_TEMP || v->kind == VAL_OUTER)
+			type_from_proto(L, vp->type, v, 0);
+		g->outputs[i] = id;
+	}
+	g->names = NULL;  /* lookups are over; the table is arena memory */
+	return g;
+}
+
+/* ---- the model -------------------------------------------------------- */
+
+static char *dir_of(Arena *a, const char *path)
+{
+	const char *slash = strrchr(path, '/');
+	if (!slash)
+		return arena_strdup(a, ".");
+	if (slash == path)
+		return arena_strdup(a, "/");
+	char *d = arena_alloc(a, (size_t)(slash - path) + 1);
+	memcpy(d, path, (size_t)(slash - path));
+	return d;
+}
+
+Model *model_new(const char *path, Arena *a, Diag *d)
+{
+	Model *m = arena_alloc(a, sizeof *m);
+	m->path = arena_strdup(a, path);
+	m->dir = dir_of(a, path);
+	m->arena = a;
+	m->diag = d;
+	return m;
+}
+
+void model_load(Model *m)
+{
+	Arena *a = m->arena;
+	Diag *d = m->diag;
+	const char *path = m->path;
+	const uint16_t one = 1;
+	if (*(const uint8_t *)&one != 1)
+		diag_fail(d, KILN_UNSUPPORTED, "kiln needs a little-endian host to read ONNX files");
+	Loader L = {.m = m, .a = a, .d = d};
+
+	const Mapping *mp = map_file(&L, path, "");
+	if (mp->bytes == 0)
+		diag_fail(d, KILN_INVALID_MODEL, "empty file: not an ONNX model");
+	L.file = mp->base;
+	L.file_bytes = mp->bytes;
+
+	size_t skel_len;
+	uint8_t *skel = wire_skeleton(&onnx__model_proto__descriptor, L.file, (size_t)L.file_bytes,
+	                              &skel_len, a, d);
+	ProtobufCAllocator alloc = {.alloc = pb_alloc, .free = pb_free, .allocator_data = &L};
+	Onnx__ModelProto *mpb = onnx__model_proto__unpack(&alloc, skel_len, skel);
+	if (!mpb) {
+		if (L.alloc_failed)
+			diag_fail(d, KILN_LIMIT, "compiler memory limit of %zu MiB exceeded while parsing "
+			          "(see --max-memory)", a->cap_bytes >> 20);
+		diag_fail(d, KILN_INVALID_MODEL, "not a valid ONNX file: protobuf-c could not unpack it");
+	}
+	if (!mpb->graph)
+		diag_fail(d, KILN_INVALID_MODEL,
+		          "not an ONNX model: no graph (an empty or non-ONNX protobuf file?)");
+	m->ir_version = mpb->has_ir_version ? mpb->ir_version : 0;
+	m->producer_name = arena_strdup(a, str_or_empty(mpb->producer_name));
+	m->producer_version = arena_strdup(a, str_or_empty(mpb->producer_version));
+
+	m->nopsets = (int)mpb->n_opset_import;
+	m->opsets = arena_array(a, mpb->n_opset_import, sizeof *m->opsets);
+	for (size_t i = 0; i < mpb->n_opset_import; i++) {
+		const Onnx__OperatorSetIdProto *op = mpb->opset_import[i];
+		Opset *o = &m->opsets[i];
+		o->domain = arena_strdup(a, str_or_empty(op->domain));
+		o->domain_id = domain_lookup(o->domain);
+		o->version = op->has_version ? op->version : 0;
+		if (o->version < 1)
+			diag_fail(d, KILN_INVALID_MODEL, "opset_import of domain \"%s\" has version %lld",
+			          o->domain, (long long)o->version);
+		for (size_t k = 0; k < i; k++)
+			if (strcmp(m->opsets[k].domain, o->domain) == 0 ||
+			    (o->domain_id != DOMAIN_OTHER && m->opsets[k].domain_id == o->domain_id))
+				diag_fail(d, KILN_INVALID_MODEL, "domain \"%s\" is imported twice", o->domain);
+	}
+	m->nfunctions = (int)mpb->n_functions;
+	m->functions = arena_array(a, mpb->n_functions, sizeof *m->functions);
+	for (size_t i = 0; i < mpb->n_functions; i++)
+		m->functions[i] = arena_printf(a, "%s:%s", str_or_empty(mpb->functions[i]->domain),
+		                               str_or_empty(mpb->functions[i]->name));
+
+	m->graph = load_graph(&L, mpb->graph, NULL, NONE, NULL);
+}

@@ -1,0 +1,226 @@
+/*
+ * ops.c - the op registry: every operator ONNX defines (from ops.def, which
+ * is generated from ONNX's own schemas) with its version history and arity,
+ * plus which of them kiln compiles.
+ *
+ * A node resolves to the newest schema version not newer than the opset its
+ * model imports for the node's domain, as ONNX specifies. Later stages hang
+ * their per-op hooks on the same op ids, so "known", "valid" and "supported"
+ * are answered in one place.
+ */
+#include <string.h>
+
+#include "kiln.h"
+
+enum {
+#define OP(id, name, dom) OP_##id,
+#define OPV(id, since, a, b, c, d)
+#define OPV_DEPRECATED(id, since, a, b, c, d)
+#define OPSET_MAX(dom, n)
+#include "ops.def"
+#undef OP
+#undef OPV
+#undef OPV_DEPRECATED
+#undef OPSET_MAX
+	OP_COUNT
+};
+
+enum { ONNX = DOMAIN_ONNX, ML = DOMAIN_ML, TRAINING = DOMAIN_TRAINING };
+
+static const OpVersion versions[] = {
+#define OP(id, name, dom)
+#define OPV(id, since, a, b, c, d) {since, a, b, c, d, false},
+#define OPV_DEPRECATED(id, since, a, b, c, d) {since, a, b, c, d, true},
+#define OPSET_MAX(dom, n)
+#include "ops.def"
+#undef OP
+#undef OPV
+#undef OPV_DEPRECATED
+#undef OPSET_MAX
+};
+
+/* Which op each version row belongs to, to index the rows per op at start-up. */
+static const int version_op[] = {
+#define OP(id, name, dom)
+#define OPV(id, since, a, b, c, d) OP_##id,
+#define OPV_DEPRECATED(id, since, a, b, c, d) OP_##id,
+#define OPSET_MAX(dom, n)
+#include "ops.def"
+#undef OP
+#undef OPV
+#undef OPV_DEPRECATED
+#undef OPSET_MAX
+};
+
+static const OpInfo ops[OP_COUNT] = {
+#define OP(id, name, dom) [OP_##id] = {name, dom},
+#define OPV(id, since, a, b, c, d)
+#define OPV_DEPRECATED(id, since, a, b, c, d)
+#define OPSET_MAX(dom, n)
+#include "ops.def"
+#undef OP
+#undef OPV
+#undef OPV_DEPRECATED
+#undef OPSET_MAX
+};
+
+static const int opset_max[] = {
+#define OP(id, name, dom)
+#define OPV(id, since, a, b, c, d)
+#define OPV_DEPRECATED(id, since, a, b, c, d)
+#define OPSET_MAX(dom, n) [dom] = n,
+#include "ops.def"
+#undef OP
+#undef OPV
+#undef OPV_DEPRECATED
+#undef OPSET_MAX
+};
+
+/* The first compile slice: what the code generator handles. */
+static const bool compiled[OP_COUNT] = {
+	[OP_Gemm] = 1, [OP_MatMul] = 1, [OP_Add] = 1, [OP_Sub] = 1, [OP_Mul] = 1, [OP_Div] = 1,
+	[OP_Relu] = 1, [OP_Sigmoid] = 1, [OP_Tanh] = 1, [OP_Selu] = 1, [OP_Elu] = 1,
+	[OP_LeakyRelu] = 1, [OP_Erf] = 1, [OP_Softmax] = 1, [OP_LogSoftmax] = 1,
+	[OP_BatchNormalization] = 1, [OP_LayerNormalization] = 1, [OP_Conv] = 1,
+	[OP_MaxPool] = 1, [OP_AveragePool] = 1, [OP_GlobalAveragePool] = 1, [OP_Reshape] = 1,
+	[OP_Flatten] = 1, [OP_Transpose] = 1, [OP_Concat] = 1, [OP_Split] = 1, [OP_Slice] = 1,
+	[OP_Gather] = 1, [OP_Squeeze] = 1, [OP_Unsqueeze] = 1, [OP_ReduceMean] = 1,
+	[OP_ReduceSum] = 1, [OP_Identity] = 1, [OP_Constant] = 1, [OP_Cast] = 1, [OP_Shape] = 1,
+	[OP_Sqrt] = 1, [OP_Pow] = 1, [OP_Exp] = 1, [OP_Log] = 1, [OP_Clip] = 1, [OP_Where] = 1,
+};
+
+/* The version rows of op: contiguous in ops.def, in ascending order. A scan
+ * of ~450 rows per call keeps the tables immutable (threads share them). */
+static void op_rows(int op, int *first, int *count)
+{
+	int n = (int)(sizeof versions / sizeof versions[0]);
+	*first = 0;
+	*count = 0;
+	for (int i = 0; i < n; i++)
+		if (version_op[i] == op) {
+			if (!*count)
+				*first = i;
+			++*count;
+		}
+}
+
+int op_count(void)
+{
+	return OP_COUNT;
+}
+
+const OpInfo *op_info(int op)
+{
+	KILN_ASSERT(op >= 0 && op < OP_COUNT);
+	return &ops[op];
+}
+
+int op_lookup(const char *op_type, int domain_id)
+{
+	/* A linear scan over ~200 rows per node is cheap next to parsing. */
+	for (int i = 0; i < OP_COUNT; i++)
+		if (ops[i].domain_id == domain_id && strcmp(ops[i].op_type, op_type) == 0)
+			return i;
+	return NONE;
+}
+
+const OpVersion *op_version(int op, int since)
+{
+	int first, count;
+	op_rows(op, &first, &count);
+	for (int i = first; i < first + count; i++)
+		if (versions[i].since == since)
+			return &versions[i];
+	return NULL;
+}
+
+int op_resolve(int op, int64_t opset)
+{
+	int first, count, since = 0;
+	op_rows(op, &first, &count);
+	for (int i = first; i < first + count; i++)
+		if (versions[i].since <= opset)
+			since = versions[i].since;
+	return since;
+}
+
+int op_max_opset(int domain_id)
+{
+	return domain_id >= 0 && domain_id < (int)(sizeof opset_max / sizeof opset_max[0])
+	               ? opset_max[domain_id]
+	               : 0;
+}
+
+const char *domain_name(int domain_id)
+{
+	switch (domain_id) {
+	case DOMAIN_ONNX: return "ai.onnx";
+	case DOMAIN_ML: return "ai.onnx.ml";
+	case DOMAIN_TRAINING: return "ai.onnx.preview.training";
+	}
+	return NULL;
+}
+
+int domain_lookup(const char *domain)
+{
+	if (!domain[0] || strcmp(domain, "ai.onnx") == 0)
+		return DOMAIN_ONNX;
+	if (strcmp(domain, "ai.onnx.ml") == 0)
+		return DOMAIN_ML;
+	if (strcmp(domain, "ai.onnx.preview.training") == 0)
+		return DOMAIN_TRAINING;
+	return DOMAIN_OTHER;
+}
+
+const char *op_unsupported_reason(const Graph *g, const Node *n, char *buf, size_t bufsz)
+{
+	const Model *m = g->model;
+	if (n->domain_id == DOMAIN_OTHER) {
+		for (int i = 0; i < m->nfunctions; i++) {
+			size_t dl = strlen(n->domain);
+			if (strncmp(m->functions[i], n->domain, dl) == 0 && m->functions[i][dl] == ':' &&
+			    strcmp(m->functions[i] + dl + 1, n->op_type) == 0) {
+				snprintf(buf, bufsz, "calls a model-local function; kiln does not inline "
+				                     "functions yet");
+				return buf;
+			}
+		}
+		snprintf(buf, bufsz, "domain \"%s\" is not an ONNX operator set kiln knows", n->domain);
+		return buf;
+	}
+	if (n->op == NONE) {
+		snprintf(buf, bufsz, "%s has no operator %s", domain_name(n->domain_id), n->op_type);
+		return buf;
+	}
+	if (n->opset > op_max_opset(n->domain_id)) {
+		snprintf(buf, bufsz, "opset %d is newer than kiln's operator tables (%s up to %d)",
+		         n->opset, domain_name(n->domain_id), op_max_opset(n->domain_id));
+		return buf;
+	}
+	if (n->since == 0) {
+		snprintf(buf, bufsz, "%s does not exist in %s opset %d", n->op_type,
+		         domain_name(n->domain_id), n->opset);
+		return buf;
+	}
+	const OpVersion *v = op_version(n->op, n->since);
+	KILN_ASSERT(v);
+	if (n->nin < v->min_in || n->nin > v->max_in) {
+		snprintf(buf, bufsz, "has %d inputs; %s-%d takes %d to %d", n->nin, n->op_type, v->since,
+		         v->min_in, v->max_in);
+		return buf;
+	}
+	if (n->nout < v->min_out || n->nout > v->max_out) {
+		snprintf(buf, bufsz, "has %d outputs; %s-%d gives %d to %d", n->nout, n->op_type,
+		         v->since, v->min_out, v->max_out);
+		return buf;
+	}
+	if (v->deprecated) {
+		snprintf(buf, bufsz, "%s-%d is deprecated", n->op_type, v->since);
+		return buf;
+	}
+	if (!compiled[n->op]) {
+		snprintf(buf, bufsz, "not supported by kiln yet");
+		return buf;
+	}
+	return NULL;
+}

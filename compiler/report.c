@@ -1,0 +1,303 @@
+/*
+ * report.c - what `kiln info` and `kiln check` print.
+ *
+ * info describes a model (interface, opsets, op histogram, control flow,
+ * weights) as text or as JSON whose keys are documented in docs/cli.md and
+ * only ever added to. check asks the op registry about every node, nested
+ * ones included, and lists what kiln cannot compile with the reason.
+ */
+#include <stdlib.h>
+#include <string.h>
+
+#include "kiln.h"
+#include "kiln_version.h"
+
+/* ---- gathering -------------------------------------------------------- */
+
+typedef struct OpCount {
+	const char *key;     /* "Conv", or "domain:Op" outside ai.onnx */
+	int count;
+} OpCount;
+
+typedef struct Summary {
+	Arena *arena;
+	OpCount *ops;
+	int nops, capops;
+	int nnodes, nsubgraphs;
+	bool has_if, has_loop, has_scan;
+} Summary;
+
+static void count_op(Summary *s, const Node *n)
+{
+	const char *key = n->domain_id == DOMAIN_ONNX
+	                          ? n->op_type
+	                          : arena_printf(s->arena, "%s:%s", n->domain, n->op_type);
+	for (int i = 0; i < s->nops; i++)
+		if (strcmp(s->ops[i].key, key) == 0) {
+			s->ops[i].count++;
+			return;
+		}
+	if (s->nops == s->capops) {
+		int cap = s->capops ? 2 * s->capops : 32;
+		OpCount *o = arena_array(s->arena, (size_t)cap, sizeof *o);
+		if (s->nops)
+			memcpy(o, s->ops, (size_t)s->nops * sizeof *o);
+		s->ops = o;
+		s->capops = cap;
+	}
+	s->ops[s->nops++] = (OpCount){key, 1};
+}
+
+static void summarize_graph(Graph *g, void *user)
+{
+	Summary *s = user;
+	if (g->parent)
+		s->nsubgraphs++;
+	for (int i = 0; i < g->nnodes; i++) {
+		const Node *n = &g->nodes[i];
+		s->nnodes++;
+		count_op(s, n);
+		if (n->domain_id == DOMAIN_ONNX) {
+			s->has_if |= strcmp(n->op_type, "If") == 0;
+			s->has_loop |= strcmp(n->op_type, "Loop") == 0;
+			s->has_scan |= strcmp(n->op_type, "Scan") == 0;
+		}
+	}
+}
+
+static int by_key(const void *a, const void *b)
+{
+	return strcmp(((const OpCount *)a)->key, ((const OpCount *)b)->key);
+}
+
+static void summarize(Model *m, Summary *s)
+{
+	memset(s, 0, sizeof *s);
+	s->arena = m->arena;
+	graph_walk(m->graph, summarize_graph, s);
+	if (s->nops)
+		qsort(s->ops, (size_t)s->nops, sizeof *s->ops, by_key);
+}
+
+static const char *type_word(TypeKind t)
+{
+	switch (t) {
+	case TK_TENSOR: return "tensor";
+	case TK_SEQUENCE: return "sequence";
+	case TK_MAP: return "map";
+	case TK_OPTIONAL: return "optional";
+	case TK_SPARSE: return "sparse_tensor";
+	case TK_UNKNOWN: break;
+	}
+	return "unknown";
+}
+
+static bool is_runtime_input(const Value *v)
+{
+	return v->kind == VAL_INPUT;
+}
+
+/* ---- text ------------------------------------------------------------- */
+
+static void print_value_line(FILE *out, const Value *v)
+{
+	fprintf(out, "  %-24s %-9s ", v->name, dtype_name(v->dtype));
+	shape_print(&v->shape, out);
+	if (v->type != TK_TENSOR)
+		fprintf(out, " (%s)", type_word(v->type));
+	fputc('\n', out);
+}
+
+static void info_text(Model *m, const Summary *s, const WeightStats *w, FILE *out)
+{
+	Graph *g = m->graph;
+	fprintf(out, "model: %s\n", m->path);
+	fprintf(out, "ir_version: %lld\n", (long long)m->ir_version);
+	if (m->producer_name[0])
+		fprintf(out, "producer: %s%s%s\n", m->producer_name, m->producer_version[0] ? " " : "",
+		        m->producer_version);
+	fputs("opsets:", out);
+	for (int i = 0; i < m->nopsets; i++)
+		fprintf(out, " %s %lld%s", m->opsets[i].domain[0] ? m->opsets[i].domain : "ai.onnx",
+		        (long long)m->opsets[i].version, i + 1 < m->nopsets ? "," : "");
+	fputc('\n', out);
+	fputs("inputs:\n", out);
+	for (int i = 0; i < g->ninputs; i++)
+		if (is_runtime_input(&g->values[g->inputs[i]]))
+			print_value_line(out, &g->values[g->inputs[i]]);
+	fputs("outputs:\n", out);
+	for (int i = 0; i < g->noutputs; i++)
+		print_value_line(out, &g->values[g->outputs[i]]);
+	fprintf(out, "nodes: %d (%d op types)\n", s->nnodes, s->nops);
+	for (int i = 0; i < s->nops; i++)
+		fprintf(out, "  %-24s %d\n", s->ops[i].key, s->ops[i].count);
+	fputs("control flow: ", out);
+	if (!s->has_if && !s->has_loop && !s->has_scan)
+		fputs("none\n", out);
+	else
+		fprintf(out, "%s%s%s(%d subgraphs)\n", s->has_if ? "If " : "", s->has_loop ? "Loop " : "",
+		        s->has_scan ? "Scan " : "", s->nsubgraphs);
+	fprintf(out, "initializers: %d\n", w->ninitializers);
+	fprintf(out, "constants: %d\n", w->nconstants);
+	fprintf(out, "external data tensors: %d\n", w->nexternal);
+	fprintf(out, "weight bytes: %llu\n", (unsigned long long)w->weight_bytes);
+	fprintf(out, "unique weight bytes: %llu\n", (unsigned long long)w->unique_bytes);
+}
+
+/* ---- JSON ------------------------------------------------------------- */
+
+static void json_value(Json *j, const Value *v)
+{
+	json_begin_object(j);
+	json_key(j, "name");
+	json_string(j, v->name);
+	json_key(j, "type");
+	json_string(j, type_word(v->type));
+	json_key(j, "dtype");
+	json_string(j, dtype_name(v->dtype));
+	json_key(j, "shape");
+	if (v->shape.rank < 0) {
+		json_null(j);
+	} else {
+		json_begin_array(j);
+		for (int i = 0; i < v->shape.rank; i++) {
+			const Dim *d = &v->shape.dims[i];
+			if (d->size >= 0)
+				json_int(j, d->size);
+			else if (d->param)
+				json_string(j, d->param);
+			else
+				json_null(j);
+		}
+		json_end_array(j);
+	}
+	json_end_object(j);
+}
+
+static void info_json(Model *m, const Summary *s, const WeightStats *w, FILE *out)
+{
+	Graph *g = m->graph;
+	Json j = {.out = out};
+	json_begin_object(&j);
+	json_key(&j, "kiln_version");
+	json_string(&j, KILN_VERSION_STRING);
+	json_key(&j, "model");
+	json_string(&j, m->path);
+	json_key(&j, "ir_version");
+	json_int(&j, m->ir_version);
+	json_key(&j, "producer");
+	json_string(&j, m->producer_name);
+	json_key(&j, "producer_version");
+	json_string(&j, m->producer_version);
+	json_key(&j, "opsets");
+	json_begin_array(&j);
+	for (int i = 0; i < m->nopsets; i++) {
+		json_begin_object(&j);
+		json_key(&j, "domain");
+		json_string(&j, m->opsets[i].domain[0] ? m->opsets[i].domain : "ai.onnx");
+		json_key(&j, "version");
+		json_int(&j, m->opsets[i].version);
+		json_end_object(&j);
+	}
+	json_end_array(&j);
+	json_key(&j, "inputs");
+	json_begin_array(&j);
+	for (int i = 0; i < g->ninputs; i++)
+		if (is_runtime_input(&g->values[g->inputs[i]]))
+			json_value(&j, &g->values[g->inputs[i]]);
+	json_end_array(&j);
+	json_key(&j, "outputs");
+	json_begin_array(&j);
+	for (int i = 0; i < g->noutputs; i++)
+		json_value(&j, &g->values[g->outputs[i]]);
+	json_end_array(&j);
+	json_key(&j, "nodes");
+	json_int(&j, s->nnodes);
+	json_key(&j, "ops");
+	json_begin_object(&j);
+	for (int i = 0; i < s->nops; i++) {
+		json_key(&j, s->ops[i].key);
+		json_int(&j, s->ops[i].count);
+	}
+	json_end_object(&j);
+	json_key(&j, "control_flow");
+	json_begin_array(&j);
+	if (s->has_if)
+		json_string(&j, "If");
+	if (s->has_loop)
+		json_string(&j, "Loop");
+	if (s->has_scan)
+		json_string(&j, "Scan");
+	json_end_array(&j);
+	json_key(&j, "subgraphs");
+	json_int(&j, s->nsubgraphs);
+	json_key(&j, "initializers");
+	json_int(&j, w->ninitializers);
+	json_key(&j, "constants");
+	json_int(&j, w->nconstants);
+	json_key(&j, "external_tensors");
+	json_int(&j, w->nexternal);
+	json_key(&j, "weight_bytes");
+	json_uint(&j, w->weight_bytes);
+	json_key(&j, "unique_weight_bytes");
+	json_uint(&j, w->unique_bytes);
+	json_end_object(&j);
+}
+
+void report_info(Model *m, FILE *out, bool as_json)
+{
+	Summary s;
+	WeightStats w;
+	summarize(m, &s);
+	weight_stats(m, &w);
+	if (as_json)
+		info_json(m, &s, &w, out);
+	else
+		info_text(m, &s, &w, out);
+}
+
+/* ---- check ------------------------------------------------------------ */
+
+typedef struct Check {
+	FILE *out;
+	const char *path;
+	int nbad, nnodes;
+} Check;
+
+static void check_graph(Graph *g, void *user)
+{
+	Check *c = user;
+	char reason[512], where[1024];
+	for (int i = 0; i < g->nnodes; i++) {
+		const Node *n = &g->nodes[i];
+		c->nnodes++;
+		if (!op_unsupported_reason(g, n, reason, sizeof reason))
+			continue;
+		diag_node_path(where, sizeof where, g, n);
+		fprintf(c->out, "%s: %s: %s\n", c->path, where, reason);
+		c->nbad++;
+	}
+}
+
+int report_check(Model *m, FILE *out)
+{
+	Check c = {.out = out, .path = m->path};
+	Graph *g = m->graph;
+	/* Interface values must be tensors: kiln compiles nothing else. */
+	for (int pass = 0; pass < 2; pass++)
+		for (int i = 0; i < (pass ? g->noutputs : g->ninputs); i++) {
+			const Value *v = &g->values[pass ? g->outputs[i] : g->inputs[i]];
+			if (v->type != TK_TENSOR && v->type != TK_UNKNOWN) {
+				fprintf(out, "%s: graph %s \"%s\": %s values are not supported\n", m->path,
+				        pass ? "output" : "input", v->name, type_word(v->type));
+				c.nbad++;
+			}
+		}
+	graph_walk(g, check_graph, &c);
+	if (c.nbad)
+		fprintf(out, "%s: %d of %d nodes or interface values unsupported\n", m->path, c.nbad,
+		        c.nnodes);
+	else
+		fprintf(out, "%s: all %d nodes supported\n", m->path, c.nnodes);
+	return c.nbad;
+}

@@ -1,0 +1,30 @@
+/*
+ * status.c - status sentences and the version of the linked runtime.
+ * A table of fixed strings, so the runtime can describe a failure without
+ * formatting or allocating anything.
+ */
+#include "kiln/kiln.h"
+
+static const char *const status_text[] = {
+	[KILN_OK] = "success",
+	[KILN_INVALID_MODEL] = "invalid model",
+	[KILN_UNSUPPORTED] = "unsupported",
+	[KILN_SHAPE_ERROR] = "shape error",
+	[KILN_LIMIT] = "limit exceeded",
+	[KILN_NO_MEMORY] = "out of memory",
+	[KILN_IO] = "input/output error",
+	[KILN_USAGE] = "bad usage",
+	[KILN_INTERNAL] = "internal error (a bug in kiln)",
+};
+
+KILN_API const char *kiln_status_string(enum kiln_status status)
+{
+	if ((unsigned)status < sizeof status_text / sizeof status_text[0] && status_text[status])
+		return status_text[status];
+	return "unknown status";
+}
+
+KILN_API int kiln_version_num(void)
+{
+	return KILN_VERSION_NUM;
+}
