@@ -1,0 +1,102 @@
+#!/bin/sh
+# CLI driver test: flags, exit codes and the exact one-line errors of the
+# `kiln` command. usage: run.sh KILN FIXTURE_DIR CLI_DIR
+# Each case runs from the fixture folder so paths in messages are stable.
+set -u
+KILN=$1
+FIX=$2
+HERE=$3
+pass=0
+fail=0
+out=$(mktemp) err=$(mktemp)
+trap 'rm -f "$out" "$err"' EXIT
+cd "$FIX" || exit 2
+
+# expect STATUS STDERR-LINE -- ARGS...   (STDERR-LINE "" = stderr must be empty)
+expect() {
+	want_rc=$1 want_err=$2
+	shift 3
+	"$KILN" "$@" >"$out" 2>"$err"
+	rc=$?
+	got_err=$(cat "$err")
+	if [ "$rc" -ne "$want_rc" ] || [ "$got_err" != "$want_err" ]; then
+		echo "FAIL: kiln $*"
+		echo "  exit $rc (want $want_rc)"
+		echo "  stderr: $got_err"
+		echo "  want:   $want_err"
+		fail=$((fail + 1))
+	else
+		pass=$((pass + 1))
+	fi
+}
+
+# expect_out FILE -- compares stdout of the last command with FILE.
+expect_out() {
+	if ! diff -u "$HERE/expected/$1" "$out" >/dev/null; then
+		echo "FAIL: stdout differs from expected/$1:"
+		diff -u "$HERE/expected/$1" "$out" | head -20
+		fail=$((fail + 1))
+	else
+		pass=$((pass + 1))
+	fi
+}
+
+E="kiln: error:"
+# ---- usage
+expect 0 "" -- --help
+grep -q "^usage: kiln <command>" "$out" && pass=$((pass + 1)) || { echo "FAIL: --help text"; fail=$((fail + 1)); }
+expect 0 "" -- --version
+grep -q "^kiln [0-9]*\.[0-9]*\.[0-9]*$" "$out" && pass=$((pass + 1)) || { echo "FAIL: --version text"; fail=$((fail + 1)); }
+expect 2 "$E no command given
+Try 'kiln --help'." --
+expect 2 "$E unknown command 'frobnicate'
+Try 'kiln --help'." -- frobnicate mlp.onnx
+expect 2 "$E 'info' needs a MODEL file
+Try 'kiln --help'." -- info
+expect 2 "$E unknown option '--frob'
+Try 'kiln --help'." -- info --frob mlp.onnx
+expect 2 "$E --json goes with 'info', not 'check'
+Try 'kiln --help'." -- check --json mlp.onnx
+expect 2 "$E --max-memory needs a size in MiB, got 'lots'
+Try 'kiln --help'." -- info --max-memory=lots mlp.onnx
+expect 2 "$E unexpected argument 'extra.onnx'
+Try 'kiln --help'." -- info mlp.onnx extra.onnx
+
+# ---- good models
+expect 0 "" -- info mlp.onnx
+expect_out mlp.info
+expect 0 "" -- info --json mlp.onnx
+expect_out mlp.json
+expect 0 "" -- check mlp.onnx
+expect_out mlp.check
+expect 1 "" -- check unsupported.onnx
+expect_out unsupported.check
+expect 1 "" -- check custom_domain.onnx
+expect_out custom_domain.check
+expect 0 "" -- dump if_outer.onnx
+expect_out if_outer.dump
+expect 0 "" -- info --json external/model.onnx
+expect_out external.json
+
+# ---- bad models: one line naming the file and the tensor or node, exit 2
+expect 2 "$E missing.onnx: cannot open missing.onnx: No such file or directory" -- info missing.onnx
+expect 2 "$E external: external is not a regular file" -- info external
+expect 2 "$E bad_empty.onnx: empty file: not an ONNX model" -- info bad_empty.onnx
+expect 2 "$E bad_truncated.onnx: not a valid ONNX file: onnx.ModelProto.graph at byte offset 17 runs past the end of its message (truncated file?)" -- info bad_truncated.onnx
+expect 2 "$E bad_not_onnx.onnx: not a valid ONNX file: unsupported wire type 4 for onnx.ModelProto.metadata_props at byte offset 0" -- check bad_not_onnx.onnx
+expect 2 "$E bad_bad_wire.onnx: not a valid ONNX file: truncated field tag at byte offset 17" -- info bad_bad_wire.onnx
+expect 2 "$E bad_no_graph.onnx: not an ONNX model: no graph (an empty or non-ONNX protobuf file?)" -- info bad_no_graph.onnx
+expect 2 "$E bad_dtype.onnx: initializer \"W1\" has unknown element type 99" -- info bad_dtype.onnx
+expect 2 "$E bad_dup_output.onnx: node 1 \"second\" (Sigmoid, ai.onnx opset 13): output \"h\" is already produced by node 0 \"first\"" -- info bad_dup_output.onnx
+expect 2 "$E bad_undefined_input.onnx: node 0 \"use\" (Add, ai.onnx opset 13): input 1 \"ghost\" is not defined by any earlier node, graph input or initializer" -- check bad_undefined_input.onnx
+expect 2 "$E bad_raw_size.onnx: initializer \"w\" has 12 bytes of raw_data but its shape and type need 16" -- info bad_raw_size.onnx
+expect 2 "$E bad_negative_dim.onnx: initializer \"w\" has negative dimension -2 at axis 0" -- info bad_negative_dim.onnx
+expect 2 "$E ext_absolute.onnx: initializer \"w\": external data location \"/etc/hostname\" is an absolute path; it must be relative to the model's folder" -- info ext_absolute.onnx
+expect 2 "$E ext_dotdot.onnx: initializer \"w\": external data location \"../weights.bin\" contains \"..\"; it must stay inside the model's folder" -- info ext_dotdot.onnx
+expect 2 "$E ext_missing.onnx: initializer \"w\": cannot open external data file \"./missing.bin\": No such file or directory" -- info ext_missing.onnx
+expect 2 "$E ext_range.onnx: initializer \"w\": external data bytes 64..80 lie outside \"external/weights.bin\" (72 bytes)" -- info ext_range.onnx
+expect 2 "$E ext_length.onnx: initializer \"w\": external data length 4096 does not match its shape (16 bytes)" -- info ext_length.onnx
+expect 2 "$E mlp.onnx: compiler memory limit of 1 MiB exceeded (see --max-memory)" -- info --max-memory=1 mlp.onnx
+
+echo "$pass passed, $fail failed"
+[ "$fail" -eq 0 ]
