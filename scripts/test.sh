@@ -1,33 +1,19 @@
 #!/bin/sh
 # The whole test suite, as the README and CI run it:
-#   1. install the Debian packages (scripts/install-deps.sh; idempotent),
-#   2. build with gcc in build/ and run every suite (unit, cli, testdata, memory),
+#   1. install the Debian packages and build (scripts/build.sh; idempotent),
+#   2. build with the default compiler in build/ and run every suite (unit, cli, testdata, memory),
 #   3. build with clang + AddressSanitizer/UBSan (LeakSanitizer included) in
 #      build-asan/ and run the unit, cli and testdata suites there,
 #   4. print one closing line "tests: N passed, N failed".
 # Exits non-zero if anything failed.
 set -u
 cd "$(dirname "$0")/.." || exit 2
-./scripts/install-deps.sh || exit 2
-
-setup() { # setup DIR [meson args...]
-	dir=$1
-	shift
-	if [ -f "$dir/build.ninja" ]; then
-		meson setup --reconfigure "$dir" "$@" >/dev/null
-	else
-		meson setup "$dir" "$@" >/dev/null
-	fi
-}
-
 status=0
-setup build || exit 2
-ninja -C build || exit 2
+./scripts/build.sh build || exit 2
 meson test -C build --print-errorlogs --num-processes 2 || status=1
 
-CC=clang setup build-asan -Db_sanitize=address,undefined -Db_lundef=false \
+CC=clang ./scripts/build.sh build-asan -Db_sanitize=address,undefined -Db_lundef=false \
 	-Dc_args=-fno-sanitize-recover=all || exit 2
-ninja -C build-asan || exit 2
 ASAN_OPTIONS=detect_leaks=1:abort_on_error=0 UBSAN_OPTIONS=print_stacktrace=1 \
 	meson test -C build-asan --print-errorlogs --num-processes 2 \
 	--suite unit --suite cli --suite testdata || status=1
