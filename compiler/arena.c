@@ -95,6 +95,20 @@ void *arena_array(Arena *a, size_t n, size_t elem_bytes)
 	return arena_alloc(a, bytes ? bytes : 1);
 }
 
+void *arena_grow(Arena *a, void *items, int n, int *cap, size_t elem_bytes)
+{
+	if (n < *cap)
+		return items;
+	if (*cap > (1 << 28))
+		diag_fail(a->diag, KILN_LIMIT, "more than %d items in one table", 1 << 28);
+	int ncap = *cap ? 2 * *cap : 16;
+	void *p = arena_array(a, (size_t)ncap, elem_bytes);
+	if (n)
+		memcpy(p, items, (size_t)n * elem_bytes);
+	*cap = ncap;
+	return p;
+}
+
 char *arena_strdup(Arena *a, const char *s)
 {
 	size_t n = strlen(s);

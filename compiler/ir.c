@@ -128,16 +128,7 @@ Value *graph_value(Graph *g, int id)
 int graph_add_value(Graph *g, const char *name)
 {
 	Arena *a = g->model->arena;
-	if (g->nvalues == g->capvalues) {
-		if (g->capvalues > (1 << 28))
-			diag_fail(g->model->diag, KILN_LIMIT, "graph \"%s\" has too many values", g->name);
-		int cap = g->capvalues ? 2 * g->capvalues : 16;
-		Value *vs = arena_array(a, (size_t)cap, sizeof *vs);
-		if (g->nvalues)
-			memcpy(vs, g->values, (size_t)g->nvalues * sizeof *vs);
-		g->values = vs;
-		g->capvalues = cap;
-	}
+	g->values = arena_grow(a, g->values, g->nvalues, &g->capvalues, sizeof *g->values);
 	int id = g->nvalues++;
 	Value *v = &g->values[id];
 	memset(v, 0, sizeof *v);

@@ -63,6 +63,9 @@ void arena_free(Arena *a);
 void *arena_alloc(Arena *a, size_t bytes);
 void *arena_array(Arena *a, size_t n, size_t elem_bytes); /* overflow-checked */
 char *arena_strdup(Arena *a, const char *s);
+/* Make room for one more element in a growable array of n elements and
+ * capacity *cap (doubling, first 16); returns the (possibly moved) array. */
+void *arena_grow(Arena *a, void *items, int n, int *cap, size_t elem_bytes);
 char *arena_printf(Arena *a, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 /* Charge bytes that live outside the arena (protobuf-c's) against the cap. */
 void arena_charge(Arena *a, size_t bytes);

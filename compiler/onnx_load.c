@@ -45,7 +45,8 @@ static const Mapping *map_file(Loader *L, const char *path, const char *label)
 	for (int i = 0; i < m->nmaps; i++)
 		if (strcmp(m->maps[i].path, path) == 0)
 			return &m->maps[i];
-	int fd = open(path, O_RDONLY | O_CLOEXEC);
+	/* O_NONBLOCK: opening a FIFO must not wait for a writer (we refuse it below). */
+	int fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK);
 	if (fd < 0)
 		diag_fail(L->d, KILN_IO, "cannot open %s%s: %s", label, path, strerror(errno));
 	struct stat st;
@@ -63,14 +64,7 @@ static const Mapping *map_file(Loader *L, const char *path, const char *label)
 		}
 	}
 	close(fd);
-	if (m->nmaps == m->capmaps) {
-		int cap = m->capmaps ? 2 * m->capmaps : 4;
-		Mapping *maps = arena_array(L->a, (size_t)cap, sizeof *maps);
-		if (m->nmaps)
-			memcpy(maps, m->maps, (size_t)m->nmaps * sizeof *maps);
-		m->maps = maps;
-		m->capmaps = cap;
-	}
+	m->maps = arena_grow(L->a, m->maps, m->nmaps, &m->capmaps, sizeof *m->maps);
 	Mapping *mp = &m->maps[m->nmaps++];
 	mp->path = arena_strdup(L->a, path);
 	mp->base = base;

@@ -37,14 +37,7 @@ static void count_op(Summary *s, const Node *n)
 			s->ops[i].count++;
 			return;
 		}
-	if (s->nops == s->capops) {
-		int cap = s->capops ? 2 * s->capops : 32;
-		OpCount *o = arena_array(s->arena, (size_t)cap, sizeof *o);
-		if (s->nops)
-			memcpy(o, s->ops, (size_t)s->nops * sizeof *o);
-		s->ops = o;
-		s->capops = cap;
-	}
+	s->ops = arena_grow(s->arena, s->ops, s->nops, &s->capops, sizeof *s->ops);
 	s->ops[s->nops++] = (OpCount){key, 1};
 }
 

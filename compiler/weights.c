@@ -96,14 +96,7 @@ typedef struct Collect {
 
 static void add_const(Collect *c, int dtype, const Shape *s, Weight *w)
 {
-	if (c->n == c->cap) {
-		int cap = c->cap ? 2 * c->cap : 64;
-		Const *items = arena_array(c->arena, (size_t)cap, sizeof *items);
-		if (c->n)
-			memcpy(items, c->items, (size_t)c->n * sizeof *items);
-		c->items = items;
-		c->cap = cap;
-	}
+	c->items = arena_grow(c->arena, c->items, c->n, &c->cap, sizeof *c->items);
 	c->items[c->n] = (Const){dtype, s, w, c->n};
 	c->n++;
 	c->stats->weight_bytes += w->nbytes;

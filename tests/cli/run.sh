@@ -81,6 +81,10 @@ expect_out external.json
 # ---- bad models: one line naming the file and the tensor or node, exit 2
 expect 2 "$E missing.onnx: cannot open missing.onnx: No such file or directory" -- info missing.onnx
 expect 2 "$E external: external is not a regular file" -- info external
+fifo=$(mktemp -u)
+mkfifo "$fifo"
+expect 2 "$E $fifo: $fifo is not a regular file" -- info "$fifo"
+rm -f "$fifo"
 expect 2 "$E bad_empty.onnx: empty file: not an ONNX model" -- info bad_empty.onnx
 expect 2 "$E bad_truncated.onnx: not a valid ONNX file: onnx.ModelProto.graph at byte offset 17 runs past the end of its message (truncated file?)" -- info bad_truncated.onnx
 expect 2 "$E bad_not_onnx.onnx: not a valid ONNX file: unsupported wire type 4 for onnx.ModelProto.metadata_props at byte offset 0" -- check bad_not_onnx.onnx

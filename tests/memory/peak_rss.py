@@ -56,6 +56,38 @@ def make_model(folder, mib, external):
     return path, 8 * per * 4
 
 
+def make_huge_model(folder):
+    """One float32 tensor of 2.25 GiB plus a small one past the 4 GiB mark, in
+    a sparse external data file (no disk used): sizes and offsets over 2^31
+    and 2^32. Returns (path, weight bytes)."""
+    from onnx import TensorProto, helper
+    big = (9 << 28) // 4                # 2.25 GiB of float32
+    small_off = 5 << 30                 # 5 GiB
+    with open(os.path.join(folder, "huge.bin"), "wb") as f:
+        f.truncate(small_off + 16)
+        f.seek(small_off)
+        f.write(bytes(range(16)))
+    inits = []
+    for name, n, off in (("big", big, 0), ("small", 4, small_off)):
+        t = TensorProto(name=name, data_type=TensorProto.FLOAT, dims=[n])
+        t.data_location = TensorProto.EXTERNAL
+        for k, v in (("location", "huge.bin"), ("offset", str(off)), ("length", str(4 * n))):
+            e = t.external_data.add()
+            e.key, e.value = k, v
+        inits.append(t)
+    g = helper.make_graph(
+        [helper.make_node("Add", ["x", "small"], ["y"], name="add")], "huge",
+        [helper.make_tensor_value_info("x", TensorProto.FLOAT, [4])],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, [4]),
+         helper.make_tensor_value_info("big", TensorProto.FLOAT, [big])],
+        initializer=inits)
+    m = helper.make_model(g, opset_imports=[helper.make_opsetid("", 13)])
+    path = os.path.join(folder, "model.onnx")
+    with open(path, "wb") as f:
+        f.write(m.SerializeToString())
+    return path, 4 * big + 16
+
+
 def peak_rss(cmd):
     """Runs cmd; returns (exit status, stdout, peak RSS in bytes) via wait4."""
     with tempfile.TemporaryFile() as out:
@@ -72,6 +104,9 @@ def main():
         # parent's RSS at fork() in the measured child's ru_maxrss.
         path, w = make_model(sys.argv[2], int(sys.argv[3]), sys.argv[4] == "1")
         print(w)
+        return 0
+    if sys.argv[1] == "--make-huge":
+        print(make_huge_model(sys.argv[2])[1])
         return 0
     kiln = sys.argv[1]
     mib = int(sys.argv[2]) if len(sys.argv) > 2 else 512
@@ -101,6 +136,27 @@ def main():
                         print("  exit %d" % rc)
         finally:
             shutil.rmtree(folder)
+    # Over 2 GiB through external data: check reads no weight; info hashes
+    # every byte (the sparse file's holes read as zeros).
+    folder = tempfile.mkdtemp(prefix="kiln-rss-")
+    try:
+        w = int(subprocess.run([sys.executable, __file__, "--make-huge", folder], check=True,
+                               capture_output=True, text=True).stdout)
+        path = os.path.join(folder, "model.onnx")
+        limit = 1.3 * w + 64 * MiB
+        for cmd in (["info", "--json"], ["check"]):
+            rc, out, rss = peak_rss([kiln] + cmd + [path])
+            ok = rc == 0 and rss <= limit
+            if cmd[0] == "info" and rc == 0:
+                ok = ok and json.loads(out)["weight_bytes"] == w
+            print("%-12s %-8s W = %d MiB: peak RSS %.1f MiB = %.3f W (limit %.0f MiB) %s"
+                  % (" ".join(cmd), "2.25 GiB", w // MiB, rss / MiB, rss / w, limit / MiB,
+                     "ok" if ok else "FAIL"))
+            passed, failed = passed + ok, failed + (not ok)
+            if rc:
+                print("  exit %d" % rc)
+    finally:
+        shutil.rmtree(folder)
     print("%d passed, %d failed" % (passed, failed))
     return 1 if failed else 0
 
