@@ -243,3 +243,51 @@ void ir_print(const Graph *g, FILE *out)
 {
 	print_graph(g, out, 0);
 }
+
+/* ---- verification ----------------------------------------------------- */
+
+/* The invariants the loader establishes and every pass must keep. A failure
+ * is a bug in kiln, not in the model, so it aborts with the broken rule. */
+static void verify_graph(Graph *g, void *user)
+{
+	(void)user;
+	KILN_ASSERT(g->nvalues >= 0 && g->nvalues <= g->capvalues);
+	for (int i = 0; i < g->nvalues; i++) {
+		const Value *v = &g->values[i];
+		KILN_ASSERT(v->name && v->name[0]);
+		KILN_ASSERT(v->dtype == DT_UNDEFINED || dtype_valid(v->dtype));
+		KILN_ASSERT(v->shape.rank >= -1 && v->shape.rank <= KILN_MAX_RANK);
+		KILN_ASSERT((v->kind == VAL_TEMP) == (v->producer != NONE));
+		KILN_ASSERT(v->producer == NONE || (v->producer >= 0 && v->producer < g->nnodes));
+		KILN_ASSERT((v->kind == VAL_WEIGHT) == (v->weight != NULL));
+		if (v->kind == VAL_OUTER) {
+			KILN_ASSERT(g->parent && v->outer_id >= 0 && v->outer_id < g->parent->nvalues);
+			KILN_ASSERT(strcmp(g->parent->values[v->outer_id].name, v->name) == 0);
+		}
+	}
+	for (int i = 0; i < g->nnodes; i++) {
+		const Node *n = &g->nodes[i];
+		KILN_ASSERT(n->id == i);
+		for (int k = 0; k < n->nin; k++) {
+			int id = n->in[k];
+			KILN_ASSERT(id == NONE || (id >= 0 && id < g->nvalues));
+			/* Topological order: an input made by a node is made by an earlier one. */
+			KILN_ASSERT(id == NONE || g->values[id].producer < i);
+		}
+		for (int k = 0; k < n->nout; k++) {
+			int id = n->out[k];
+			KILN_ASSERT(id == NONE || (id >= 0 && id < g->nvalues));
+			KILN_ASSERT(id == NONE || g->values[id].producer == i);
+		}
+	}
+	for (int i = 0; i < g->ninputs; i++)
+		KILN_ASSERT(g->inputs[i] >= 0 && g->inputs[i] < g->nvalues);
+	for (int i = 0; i < g->noutputs; i++)
+		KILN_ASSERT(g->outputs[i] >= 0 && g->outputs[i] < g->nvalues &&
+		            g->values[g->outputs[i]].is_output);
+}
+
+void ir_verify(Graph *g)
+{
+	graph_walk(g, verify_graph, NULL);
+}

@@ -241,6 +241,9 @@ int graph_lookup(Graph *g, const char *name);
 int graph_lookup_local(Graph *g, const char *name);
 void graph_bind(Graph *g, const char *name, int id);
 void ir_print(const Graph *g, FILE *out);
+/* Check the IR's invariants (ids in range, one producer per value,
+ * topological order, outer links); aborts on a violation, which is a bug. */
+void ir_verify(Graph *g);
 /* Node path for messages: `node 3 "If_0" (If) then_branch node 1 "x" ...`. */
 void shape_print(const Shape *s, FILE *out);
 int64_t shape_nelem(const Shape *s);   /* -1 if unknown or overflowing */

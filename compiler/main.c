@@ -109,6 +109,7 @@ static int run(const Options *o)
 	if (setjmp(jb) == 0) {
 		m = model_new(o->model, &arena, &d);
 		model_load(m);
+		ir_verify(m->graph);
 		if (strcmp(o->command, "info") == 0)
 			report_info(m, stdout, o->json);
 		else if (strcmp(o->command, "check") == 0)

@@ -69,6 +69,8 @@ static Model *load_ok(Loaded *l, const char *name)
 	if (l->status != KILN_OK)
 		fprintf(stderr, "unexpected error: %s\n", l->diag.msg);
 	CHECK_EQ_INT(KILN_OK, l->status);
+	if (l->status == KILN_OK)
+		ir_verify(l->model->graph);
 	return l->status == KILN_OK ? l->model : NULL;
 }
 
@@ -624,6 +626,7 @@ static void test_corruption_sweep(void)
 			load_into(&l, tmp("flip.onnx"), (size_t)1 << 28);
 			CHECK(l.status != KILN_INTERNAL);
 			if (l.status == KILN_OK) {
+				ir_verify(l.model->graph);
 				WeightStats ws;
 				jmp_buf jb;
 				l.diag.protect = &jb;
