@@ -1,0 +1,26 @@
+/*
+ * emit_obj.h - the weights object: every constant of a model, once, as a
+ * relocatable object file for any target triple, written through the LLVM-C
+ * API. Kept apart from kiln.h so that only emit_obj.c sees LLVM.
+ */
+#ifndef KILN_EMIT_OBJ_H
+#define KILN_EMIT_OBJ_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+typedef struct ObjSymbol {
+	const char *name;      /* global symbol name: a C identifier */
+	const void *bytes;     /* the contents, any alignment; NULL if nbytes == 0 */
+	uint64_t nbytes;
+	uint32_t align;        /* power of two >= 1; kiln passes 64 */
+} ObjSymbol;
+
+/* Write an object file at path for triple (NULL or "" = the host) defining
+ * each symbol as a global constant in a read-only section, aligned as asked.
+ * The output is deterministic: same input, same bytes. Returns 0 on success,
+ * else -1 with a one-line reason in err. Never exits, never long-jumps. */
+int emit_weights_object(const char *path, const char *triple, const ObjSymbol *syms,
+                        size_t nsyms, char *err, size_t errsz);
+
+#endif
