@@ -282,6 +282,20 @@ bool wire_stub_decode(const uint8_t *data, size_t len, Stub *out);
 
 /* ---- ops.c: the op registry ------------------------------------------- */
 
+/* Op ids: OP_Conv, OP_ML_Normalizer, ... one per row of ops.def. */
+enum {
+#define OP(id, name, dom) OP_##id,
+#define OPV(id, since, a, b, c, d)
+#define OPV_DEPRECATED(id, since, a, b, c, d)
+#define OPSET_MAX(dom, n)
+#include "ops.def"
+#undef OP
+#undef OPV
+#undef OPV_DEPRECATED
+#undef OPSET_MAX
+	OP_COUNT
+};
+
 typedef struct OpInfo {
 	const char *op_type;
 	int domain_id;
@@ -304,6 +318,87 @@ int domain_lookup(const char *domain);   /* DOMAIN_* */
 /* Is the op compiled by kiln? Returns NULL if so, else the reason. */
 const char *op_unsupported_reason(const Graph *g, const Node *n, char *buf, size_t bufsz);
 int op_count(void);
+
+/* ---- shape.c: batch signatures and shape inference -------------------- */
+
+typedef struct ShapeOverride {   /* --shape INPUT=d0,d1,... */
+	const char *input;
+	int rank;
+	int64_t dims[KILN_MAX_RANK];
+} ShapeOverride;
+
+typedef struct BatchDim {        /* --batch-dim INPUT=AXIS */
+	const char *input;
+	int axis;
+} BatchDim;
+
+typedef struct BindOptions {
+	ShapeOverride *shapes;
+	int nshapes;
+	BatchDim *batch_dims;
+	int nbatch_dims;
+} BindOptions;
+
+/* Known contents of a value, for compile-time shape arithmetic. */
+typedef struct Folded {
+	int dtype;
+	int64_t nelem;
+	const void *data;    /* little-endian elements, any alignment */
+} Folded;
+
+/* One batch signature of the top graph: static shapes per value id. */
+typedef struct Sig {
+	int64_t batch;
+	Graph *g;
+	Shape *shapes;       /* per value id */
+	int *dtypes;         /* per value id */
+	Folded **folded;     /* per value id, NULL if the contents are not known */
+} Sig;
+
+/* What an op's inference hook sees. */
+typedef struct Infer {
+	Sig *sig;
+	Graph *g;
+	Node *n;
+	Diag *d;
+	Arena *a;
+} Infer;
+typedef void (*InferHook)(Infer *x);
+
+/* Bind inputs (sig->g, sig->batch set by the caller) and infer every value;
+ * errors name the tensor, node and dim. */
+void shape_infer(Sig *s, const BindOptions *o, Arena *a, Diag *d);
+
+/* Helpers for hooks (ops/ *.c). infer_fail names the node and signature. */
+_Noreturn void infer_fail(Infer *x, enum kiln_status st, const char *fmt, ...)
+	__attribute__((format(printf, 3, 4)));
+bool infer_has_input(Infer *x, int i);
+const Shape *infer_shape(Infer *x, int i);
+int infer_dtype(Infer *x, int i);
+const char *infer_input_name(Infer *x, int i);
+void infer_set_output(Infer *x, int i, int dtype, const Shape *s);
+const Folded *infer_folded(Infer *x, int i);
+const int64_t *infer_ints(Infer *x, int i, int64_t *n);
+const int64_t *infer_require_ints(Infer *x, int i, int64_t *n);
+void infer_set_folded(Infer *x, int i, int dtype, int64_t nelem, const void *data);
+bool infer_foldable(const Shape *s);
+int infer_axis(Infer *x, int64_t axis, int rank, const char *what);
+const Attr *node_attr(const Node *n, const char *name);
+int64_t attr_int(Infer *x, const char *name, int64_t dflt);
+float attr_float(Infer *x, const char *name, float dflt);
+int attr_ints(Infer *x, const char *name, int64_t *out, int max);
+const char *attr_string(Infer *x, const char *name, const char *dflt);
+
+/* ---- ops/ *.c: per-op hooks, by family -------------------------------- */
+
+InferHook op_infer_hook(int op);   /* NULL if the op has none */
+void ops_elementwise_infer(Infer *x);   /* unary, binary with broadcasting, Where, Cast, Clip */
+void ops_matmul_infer(Infer *x);        /* Gemm, MatMul */
+void ops_conv_infer(Infer *x);          /* Conv, MaxPool, AveragePool, GlobalAveragePool */
+void ops_norm_infer(Infer *x);          /* BatchNormalization, LayerNormalization, Softmax, LogSoftmax */
+void ops_reduce_infer(Infer *x);        /* ReduceMean, ReduceSum */
+void ops_shape_infer(Infer *x);         /* Reshape, Flatten, Transpose, Concat, Split, Slice,
+                                           Gather, Squeeze, Unsqueeze, Shape, Constant, Identity */
 
 /* ---- weights.c: hashing and dedup ------------------------------------- */
 
@@ -342,7 +437,16 @@ void json_write_escaped(FILE *out, const char *s);
 
 /* ---- report.c: `kiln info` and `kiln check` --------------------------- */
 
-void report_info(Model *m, FILE *out, bool as_json);
+typedef struct InfoOptions {
+	bool json;
+	const int64_t *batches;  /* signatures to infer; none if nbatches == 0 */
+	int nbatches;
+	const BindOptions *bind;
+} InfoOptions;
+
+void report_info(Model *m, FILE *out, const InfoOptions *o);
+/* The IR, and with a signature its static shapes. */
+void report_dump(Model *m, FILE *out, const InfoOptions *o);
 /* Returns the number of unsupported nodes. */
 int report_check(Model *m, FILE *out);
 

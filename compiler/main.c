@@ -20,12 +20,17 @@ static const char usage[] =
 	"kiln compiles ONNX models ahead of time into C and a weights object.\n"
 	"\n"
 	"commands:\n"
-	"  info MODEL [--json]   describe a model: interface, opsets, ops, weights\n"
+	"  info MODEL [--json]   describe a model: interface, opsets, ops, weights;\n"
+	"                        with --batch, the static shapes of each signature\n"
 	"  check MODEL           list the nodes kiln cannot compile; exit 1 if any\n"
 	"  dump MODEL            print kiln's IR of the model (for debugging)\n"
 	"\n"
 	"options:\n"
 	"  --json                machine-readable output (info); keys in docs/cli.md\n"
+	"  --batch=B1,B2,...     batch sizes to infer shapes for (info, dump)\n"
+	"  --shape=INPUT=D0,D1   fix every dim of an input (repeatable)\n"
+	"  --batch-dim=INPUT=AXIS  the batch axis of an input (default: axis 0 when\n"
+	"                        its first dim is symbolic) (repeatable)\n"
 	"  --max-memory=MB       cap on compiler memory (default 4096); weights mapped\n"
 	"                        from the model files do not count\n"
 	"  -h, --help            show this help\n"
@@ -33,12 +38,54 @@ static const char usage[] =
 	"\n"
 	"exit status: 0 ok, 1 unsupported nodes (check), 2 error\n";
 
+enum { MAX_LIST = 256 };
+
 typedef struct Options {
 	const char *command;
 	const char *model;
 	bool json;
 	size_t max_memory_mb;
+	int64_t batches[MAX_LIST];
+	int nbatches;
+	ShapeOverride shapes[MAX_LIST];
+	BatchDim batch_dims[MAX_LIST];
+	BindOptions bind;
 } Options;
+
+/* Parses "N" or "N,N,...": positive integers; returns the count or -1. */
+static int parse_int_list(const char *s, int64_t *out, int max, int64_t min)
+{
+	int n = 0;
+	while (*s) {
+		char *end;
+		errno = 0;
+		long long v = strtoll(s, &end, 10);
+		if (end == s || errno || v < min || v > (1LL << 31) || n == max)
+			return -1;
+		out[n++] = v;
+		s = end;
+		if (*s == ',' && s[1])
+			s++;
+		else if (*s)
+			return -1;
+	}
+	return n;
+}
+
+/* A flag's value: "--flag=value" or "--flag value". NULL if it is not this flag. */
+static const char *flag_value(int argc, char **argv, int *i, const char *flag, bool *missing)
+{
+	size_t n = strlen(flag);
+	const char *a = argv[*i];
+	if (strncmp(a, flag, n) != 0 || (a[n] != '=' && a[n]))
+		return NULL;
+	if (a[n] == '=')
+		return a + n + 1;
+	if (*i + 1 < argc)
+		return argv[++*i];
+	*missing = true;
+	return "";
+}
 
 static int usage_error(const char *fmt, const char *arg)
 {
@@ -53,8 +100,11 @@ static int parse_args(int argc, char **argv, Options *o)
 {
 	o->max_memory_mb = 4096;
 	bool no_more_flags = false;
+	o->bind.shapes = o->shapes;
+	o->bind.batch_dims = o->batch_dims;
 	for (int i = 1; i < argc; i++) {
-		const char *a = argv[i];
+		const char *a = argv[i], *v;
+		bool missing = false;
 		if (!no_more_flags && a[0] == '-' && a[1]) {
 			if (strcmp(a, "--") == 0) {
 				no_more_flags = true;
@@ -66,18 +116,47 @@ static int parse_args(int argc, char **argv, Options *o)
 				return 0;
 			} else if (strcmp(a, "--json") == 0) {
 				o->json = true;
-			} else if (strncmp(a, "--max-memory", 12) == 0 && (a[12] == '=' || !a[12])) {
-				const char *v = a[12] == '=' ? a + 13 : (i + 1 < argc ? argv[++i] : NULL);
+			} else if ((v = flag_value(argc, argv, &i, "--batch", &missing))) {
+				o->nbatches = parse_int_list(v, o->batches, MAX_LIST, 1);
+				if (o->nbatches <= 0)
+					return usage_error("--batch needs sizes like 1,8,64, got '%s'", v);
+				for (int x = 0; x < o->nbatches; x++)
+					for (int y = 0; y < x; y++)
+						if (o->batches[x] == o->batches[y])
+							return usage_error("--batch lists a size twice: '%s'", v);
+			} else if ((v = flag_value(argc, argv, &i, "--shape", &missing))) {
+				const char *eq = strrchr(v, '=');
+				ShapeOverride *so = &o->shapes[o->bind.nshapes];
+				if (!eq || eq == v || o->bind.nshapes == MAX_LIST)
+					return usage_error("--shape needs INPUT=D0,D1,..., got '%s'", v);
+				so->rank = parse_int_list(eq + 1, so->dims, KILN_MAX_RANK, 0);
+				if (so->rank < 0 && eq[1])
+					return usage_error("--shape needs INPUT=D0,D1,..., got '%s'", v);
+				so->rank = so->rank < 0 ? 0 : so->rank;
+				so->input = strndup(v, (size_t)(eq - v));
+				o->bind.nshapes++;
+			} else if ((v = flag_value(argc, argv, &i, "--batch-dim", &missing))) {
+				const char *eq = strrchr(v, '=');
+				int64_t axis;
+				BatchDim *bd = &o->batch_dims[o->bind.nbatch_dims];
+				if (!eq || eq == v || o->bind.nbatch_dims == MAX_LIST ||
+				    parse_int_list(eq + 1, &axis, 1, 0) != 1 || axis >= KILN_MAX_RANK)
+					return usage_error("--batch-dim needs INPUT=AXIS, got '%s'", v);
+				bd->input = strndup(v, (size_t)(eq - v));
+				bd->axis = (int)axis;
+				o->bind.nbatch_dims++;
+			} else if ((v = flag_value(argc, argv, &i, "--max-memory", &missing))) {
 				char *end;
 				errno = 0;
-				unsigned long long mb = v ? strtoull(v, &end, 10) : 0;
-				if (!v || !*v || *end || errno || mb == 0 || mb > (SIZE_MAX >> 20))
-					return usage_error("--max-memory needs a size in MiB, got '%s'",
-					                   v ? v : "");
+				unsigned long long mb = strtoull(v, &end, 10);
+				if (!*v || *end || errno || mb == 0 || mb > (SIZE_MAX >> 20))
+					return usage_error("--max-memory needs a size in MiB, got '%s'", v);
 				o->max_memory_mb = (size_t)mb;
 			} else {
 				return usage_error("unknown option '%s'", a);
 			}
+			if (missing)
+				return usage_error("%s needs a value", a);
 		} else if (!o->command) {
 			o->command = a;
 		} else if (!o->model) {
@@ -94,6 +173,12 @@ static int parse_args(int argc, char **argv, Options *o)
 		return usage_error("'%s' needs a MODEL file", o->command);
 	if (o->json && strcmp(o->command, "info"))
 		return usage_error("--json goes with 'info', not '%s'", o->command);
+	if ((o->nbatches || o->bind.nshapes || o->bind.nbatch_dims) && strcmp(o->command, "check") == 0)
+		return usage_error("--batch, --shape and --batch-dim go with 'info' or 'dump', not '%s'",
+		                   o->command);
+	/* Shapes without --batch: one signature; the batch only matters for symbolic axes. */
+	if (!o->nbatches && (o->bind.nshapes || o->bind.nbatch_dims))
+		o->batches[o->nbatches++] = 1;
 	return -1;
 }
 
@@ -110,12 +195,14 @@ static int run(const Options *o)
 		m = model_new(o->model, &arena, &d);
 		model_load(m);
 		ir_verify(m->graph);
+		InfoOptions io = {.json = o->json, .batches = o->batches, .nbatches = o->nbatches,
+		                  .bind = &o->bind};
 		if (strcmp(o->command, "info") == 0)
-			report_info(m, stdout, o->json);
+			report_info(m, stdout, &io);
 		else if (strcmp(o->command, "check") == 0)
 			rc = report_check(m, stdout) ? EXIT_UNSUPPORTED : 0;
 		else
-			ir_print(m->graph, stdout);
+			report_dump(m, stdout, &io);
 	} else {
 		fprintf(stderr, "kiln: error: %s\n", d.msg);
 		rc = EXIT_ERROR;
@@ -131,6 +218,10 @@ int main(int argc, char **argv)
 	int rc = parse_args(argc, argv, &o);
 	if (rc < 0)
 		rc = run(&o);
+	for (int i = 0; i < o.bind.nshapes; i++)
+		free((char *)o.shapes[i].input);
+	for (int i = 0; i < o.bind.nbatch_dims; i++)
+		free((char *)o.batch_dims[i].input);
 	if (fflush(stdout) != 0 || ferror(stdout)) {
 		fprintf(stderr, "kiln: error: writing output: %s\n", strerror(errno));
 		rc = EXIT_ERROR;

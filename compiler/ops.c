@@ -12,18 +12,6 @@
 
 #include "kiln.h"
 
-enum {
-#define OP(id, name, dom) OP_##id,
-#define OPV(id, since, a, b, c, d)
-#define OPV_DEPRECATED(id, since, a, b, c, d)
-#define OPSET_MAX(dom, n)
-#include "ops.def"
-#undef OP
-#undef OPV
-#undef OPV_DEPRECATED
-#undef OPSET_MAX
-	OP_COUNT
-};
 
 enum { ONNX = DOMAIN_ONNX, ML = DOMAIN_ML, TRAINING = DOMAIN_TRAINING };
 
@@ -76,18 +64,37 @@ static const int opset_max[] = {
 #undef OPSET_MAX
 };
 
-/* The first compile slice: what the code generator handles. */
-static const bool compiled[OP_COUNT] = {
-	[OP_Gemm] = 1, [OP_MatMul] = 1, [OP_Add] = 1, [OP_Sub] = 1, [OP_Mul] = 1, [OP_Div] = 1,
-	[OP_Relu] = 1, [OP_Sigmoid] = 1, [OP_Tanh] = 1, [OP_Selu] = 1, [OP_Elu] = 1,
-	[OP_LeakyRelu] = 1, [OP_Erf] = 1, [OP_Softmax] = 1, [OP_LogSoftmax] = 1,
-	[OP_BatchNormalization] = 1, [OP_LayerNormalization] = 1, [OP_Conv] = 1,
-	[OP_MaxPool] = 1, [OP_AveragePool] = 1, [OP_GlobalAveragePool] = 1, [OP_Reshape] = 1,
-	[OP_Flatten] = 1, [OP_Transpose] = 1, [OP_Concat] = 1, [OP_Split] = 1, [OP_Slice] = 1,
-	[OP_Gather] = 1, [OP_Squeeze] = 1, [OP_Unsqueeze] = 1, [OP_ReduceMean] = 1,
-	[OP_ReduceSum] = 1, [OP_Identity] = 1, [OP_Constant] = 1, [OP_Cast] = 1, [OP_Shape] = 1,
-	[OP_Sqrt] = 1, [OP_Pow] = 1, [OP_Exp] = 1, [OP_Log] = 1, [OP_Clip] = 1, [OP_Where] = 1,
+/* The first compile slice: the ops with hooks, by family. An op is
+ * supported exactly when it has a row here. */
+static const InferHook infer_hooks[OP_COUNT] = {
+	[OP_Add] = ops_elementwise_infer, [OP_Sub] = ops_elementwise_infer,
+	[OP_Mul] = ops_elementwise_infer, [OP_Div] = ops_elementwise_infer,
+	[OP_Pow] = ops_elementwise_infer, [OP_Where] = ops_elementwise_infer,
+	[OP_Relu] = ops_elementwise_infer, [OP_Sigmoid] = ops_elementwise_infer,
+	[OP_Tanh] = ops_elementwise_infer, [OP_Selu] = ops_elementwise_infer,
+	[OP_Elu] = ops_elementwise_infer, [OP_LeakyRelu] = ops_elementwise_infer,
+	[OP_Erf] = ops_elementwise_infer, [OP_Sqrt] = ops_elementwise_infer,
+	[OP_Exp] = ops_elementwise_infer, [OP_Log] = ops_elementwise_infer,
+	[OP_Clip] = ops_elementwise_infer, [OP_Cast] = ops_elementwise_infer,
+	[OP_Gemm] = ops_matmul_infer, [OP_MatMul] = ops_matmul_infer,
+	[OP_Conv] = ops_conv_infer, [OP_MaxPool] = ops_conv_infer,
+	[OP_AveragePool] = ops_conv_infer, [OP_GlobalAveragePool] = ops_conv_infer,
+	[OP_BatchNormalization] = ops_norm_infer, [OP_LayerNormalization] = ops_norm_infer,
+	[OP_Softmax] = ops_norm_infer, [OP_LogSoftmax] = ops_norm_infer,
+	[OP_ReduceMean] = ops_reduce_infer, [OP_ReduceSum] = ops_reduce_infer,
+	[OP_Reshape] = ops_shape_infer, [OP_Flatten] = ops_shape_infer,
+	[OP_Transpose] = ops_shape_infer, [OP_Concat] = ops_shape_infer,
+	[OP_Split] = ops_shape_infer, [OP_Slice] = ops_shape_infer,
+	[OP_Gather] = ops_shape_infer, [OP_Squeeze] = ops_shape_infer,
+	[OP_Unsqueeze] = ops_shape_infer, [OP_Shape] = ops_shape_infer,
+	[OP_Constant] = ops_shape_infer, [OP_Identity] = ops_shape_infer,
 };
+
+InferHook op_infer_hook(int op)
+{
+	return op >= 0 && op < OP_COUNT ? infer_hooks[op] : NULL;
+}
+
 
 /* The version rows of op: contiguous in ops.def, in ascending order. A scan
  * of ~450 rows per call keeps the tables immutable (threads share them). */
@@ -218,7 +225,7 @@ const char *op_unsupported_reason(const Graph *g, const Node *n, char *buf, size
 		snprintf(buf, bufsz, "%s-%d is deprecated", n->op_type, v->since);
 		return buf;
 	}
-	if (!compiled[n->op]) {
+	if (!infer_hooks[n->op]) {
 		snprintf(buf, bufsz, "not supported by kiln yet");
 		return buf;
 	}

@@ -167,86 +167,199 @@ static void json_value(Json *j, const Value *v)
 	json_end_object(j);
 }
 
-static void info_json(Model *m, const Summary *s, const WeightStats *w, FILE *out)
+/* Leaves the top object open for the signatures. */
+static void info_json(Model *m, const Summary *s, const WeightStats *w, Json *j)
 {
 	Graph *g = m->graph;
-	Json j = {.out = out};
-	json_begin_object(&j);
-	json_key(&j, "kiln_version");
-	json_string(&j, KILN_VERSION_STRING);
-	json_key(&j, "model");
-	json_string(&j, m->path);
-	json_key(&j, "ir_version");
-	json_int(&j, m->ir_version);
-	json_key(&j, "producer");
-	json_string(&j, m->producer_name);
-	json_key(&j, "producer_version");
-	json_string(&j, m->producer_version);
-	json_key(&j, "opsets");
-	json_begin_array(&j);
+	json_begin_object(j);
+	json_key(j, "kiln_version");
+	json_string(j, KILN_VERSION_STRING);
+	json_key(j, "model");
+	json_string(j, m->path);
+	json_key(j, "ir_version");
+	json_int(j, m->ir_version);
+	json_key(j, "producer");
+	json_string(j, m->producer_name);
+	json_key(j, "producer_version");
+	json_string(j, m->producer_version);
+	json_key(j, "opsets");
+	json_begin_array(j);
 	for (int i = 0; i < m->nopsets; i++) {
-		json_begin_object(&j);
-		json_key(&j, "domain");
-		json_string(&j, m->opsets[i].domain[0] ? m->opsets[i].domain : "ai.onnx");
-		json_key(&j, "version");
-		json_int(&j, m->opsets[i].version);
-		json_end_object(&j);
+		json_begin_object(j);
+		json_key(j, "domain");
+		json_string(j, m->opsets[i].domain[0] ? m->opsets[i].domain : "ai.onnx");
+		json_key(j, "version");
+		json_int(j, m->opsets[i].version);
+		json_end_object(j);
 	}
-	json_end_array(&j);
-	json_key(&j, "inputs");
-	json_begin_array(&j);
+	json_end_array(j);
+	json_key(j, "inputs");
+	json_begin_array(j);
 	for (int i = 0; i < g->ninputs; i++)
 		if (is_runtime_input(&g->values[g->inputs[i]]))
-			json_value(&j, &g->values[g->inputs[i]]);
-	json_end_array(&j);
-	json_key(&j, "outputs");
-	json_begin_array(&j);
+			json_value(j, &g->values[g->inputs[i]]);
+	json_end_array(j);
+	json_key(j, "outputs");
+	json_begin_array(j);
 	for (int i = 0; i < g->noutputs; i++)
-		json_value(&j, &g->values[g->outputs[i]]);
-	json_end_array(&j);
-	json_key(&j, "nodes");
-	json_int(&j, s->nnodes);
-	json_key(&j, "ops");
-	json_begin_object(&j);
+		json_value(j, &g->values[g->outputs[i]]);
+	json_end_array(j);
+	json_key(j, "nodes");
+	json_int(j, s->nnodes);
+	json_key(j, "ops");
+	json_begin_object(j);
 	for (int i = 0; i < s->nops; i++) {
-		json_key(&j, s->ops[i].key);
-		json_int(&j, s->ops[i].count);
+		json_key(j, s->ops[i].key);
+		json_int(j, s->ops[i].count);
 	}
-	json_end_object(&j);
-	json_key(&j, "control_flow");
-	json_begin_array(&j);
+	json_end_object(j);
+	json_key(j, "control_flow");
+	json_begin_array(j);
 	if (s->has_if)
-		json_string(&j, "If");
+		json_string(j, "If");
 	if (s->has_loop)
-		json_string(&j, "Loop");
+		json_string(j, "Loop");
 	if (s->has_scan)
-		json_string(&j, "Scan");
-	json_end_array(&j);
-	json_key(&j, "subgraphs");
-	json_int(&j, s->nsubgraphs);
-	json_key(&j, "initializers");
-	json_int(&j, w->ninitializers);
-	json_key(&j, "constants");
-	json_int(&j, w->nconstants);
-	json_key(&j, "external_tensors");
-	json_int(&j, w->nexternal);
-	json_key(&j, "weight_bytes");
-	json_uint(&j, w->weight_bytes);
-	json_key(&j, "unique_weight_bytes");
-	json_uint(&j, w->unique_bytes);
-	json_end_object(&j);
+		json_string(j, "Scan");
+	json_end_array(j);
+	json_key(j, "subgraphs");
+	json_int(j, s->nsubgraphs);
+	json_key(j, "initializers");
+	json_int(j, w->ninitializers);
+	json_key(j, "constants");
+	json_int(j, w->nconstants);
+	json_key(j, "external_tensors");
+	json_int(j, w->nexternal);
+	json_key(j, "weight_bytes");
+	json_uint(j, w->weight_bytes);
+	json_key(j, "unique_weight_bytes");
+	json_uint(j, w->unique_bytes);
 }
 
-void report_info(Model *m, FILE *out, bool as_json)
+/* ---- signatures ------------------------------------------------------- */
+
+static Sig *infer_signatures(Model *m, const InfoOptions *o)
+{
+	Sig *sigs = arena_array(m->arena, (size_t)o->nbatches, sizeof *sigs);
+	for (int i = 0; i < o->nbatches; i++) {
+		sigs[i].batch = o->batches[i];
+		sigs[i].g = m->graph;
+		shape_infer(&sigs[i], o->bind, m->arena, m->diag);
+	}
+	return sigs;
+}
+
+static void print_static_shape(FILE *out, const Shape *s)
+{
+	fputc('[', out);
+	for (int k = 0; k < s->rank; k++)
+		fprintf(out, "%s%lld", k ? "," : "", (long long)s->dims[k].size);
+	fputc(']', out);
+}
+
+static void signatures_text(Model *m, const Sig *sigs, int n, FILE *out)
+{
+	Graph *g = m->graph;
+	for (int i = 0; i < n; i++) {
+		fprintf(out, "signature batch %lld:\n", (long long)sigs[i].batch);
+		for (int pass = 0; pass < 2; pass++)
+			for (int k = 0; k < (pass ? g->noutputs : g->ninputs); k++) {
+				int id = pass ? g->outputs[k] : g->inputs[k];
+				if (!pass && g->values[id].kind != VAL_INPUT)
+					continue;
+				fprintf(out, "  %-6s %-24s %-9s ", pass ? "output" : "input", g->values[id].name,
+				        dtype_name(sigs[i].dtypes[id]));
+				print_static_shape(out, &sigs[i].shapes[id]);
+				fputc('\n', out);
+			}
+	}
+}
+
+static void json_static_value(Json *j, const Value *v, int dtype, const Shape *s)
+{
+	json_begin_object(j);
+	json_key(j, "name");
+	json_string(j, v->name);
+	json_key(j, "dtype");
+	json_string(j, dtype_name(dtype));
+	json_key(j, "shape");
+	json_begin_array(j);
+	for (int k = 0; k < s->rank; k++)
+		json_int(j, s->dims[k].size);
+	json_end_array(j);
+	json_end_object(j);
+}
+
+static void signatures_json(Model *m, const Sig *sigs, int n, Json *j)
+{
+	Graph *g = m->graph;
+	json_key(j, "signatures");
+	json_begin_array(j);
+	for (int i = 0; i < n; i++) {
+		json_begin_object(j);
+		json_key(j, "batch");
+		json_int(j, sigs[i].batch);
+		for (int pass = 0; pass < 2; pass++) {
+			json_key(j, pass ? "outputs" : "inputs");
+			json_begin_array(j);
+			for (int k = 0; k < (pass ? g->noutputs : g->ninputs); k++) {
+				int id = pass ? g->outputs[k] : g->inputs[k];
+				if (pass || g->values[id].kind == VAL_INPUT)
+					json_static_value(j, &g->values[id], sigs[i].dtypes[id], &sigs[i].shapes[id]);
+			}
+			json_end_array(j);
+		}
+		json_end_object(j);
+	}
+	json_end_array(j);
+}
+
+void report_info(Model *m, FILE *out, const InfoOptions *o)
 {
 	Summary s;
 	WeightStats w;
 	summarize(m, &s);
 	weight_stats(m, &w);
-	if (as_json)
-		info_json(m, &s, &w, out);
-	else
+	/* Infer before printing, so an error leaves no half-written report. */
+	Sig *sigs = infer_signatures(m, o);
+	if (o->json) {
+		Json j = {.out = out};
+		info_json(m, &s, &w, &j);
+		if (o->nbatches)
+			signatures_json(m, sigs, o->nbatches, &j);
+		json_end_object(&j);
+	} else {
 		info_text(m, &s, &w, out);
+		signatures_text(m, sigs, o->nbatches, out);
+	}
+}
+
+void report_dump(Model *m, FILE *out, const InfoOptions *o)
+{
+	Sig *sigs = infer_signatures(m, o);
+	ir_print(m->graph, out);
+	Graph *g = m->graph;
+	for (int i = 0; i < o->nbatches; i++) {
+		fprintf(out, "signature batch %lld:\n", (long long)sigs[i].batch);
+		for (int id = 0; id < g->nvalues; id++) {
+			fprintf(out, "  %%v%d %s ", id, dtype_name(sigs[i].dtypes[id]));
+			if (sigs[i].shapes[id].rank >= 0)
+				print_static_shape(out, &sigs[i].shapes[id]);
+			else
+				fputs("-", out);
+			if (sigs[i].folded[id] && sigs[i].folded[id]->dtype == DT_INT64 &&
+			    sigs[i].folded[id]->nelem <= 16) {
+				fputs(" = {", out);
+				for (int64_t k = 0; k < sigs[i].folded[id]->nelem; k++) {
+					int64_t v;
+					memcpy(&v, (const char *)sigs[i].folded[id]->data + 8 * k, 8);
+					fprintf(out, "%s%lld", k ? "," : "", (long long)v);
+				}
+				fputc('}', out);
+			}
+			fputc('\n', out);
+		}
+	}
 }
 
 /* ---- check ------------------------------------------------------------ */

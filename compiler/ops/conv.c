@@ -1,0 +1,162 @@
+/*
+ * ops/conv.c - shape inference for Conv and the pools.
+ *
+ * Input layout is ONNX's NCHW (N, C, spatial...). For every spatial axis the
+ * output size follows the spec: with explicit pads
+ *   out = floor((in + pad_begin + pad_end - ((k - 1) * dilation + 1)) / stride) + 1
+ * (ceil instead of floor for pools with ceil_mode); with auto_pad SAME_* the
+ * output is ceil(in / stride) and the pads are derived from it; with VALID
+ * there is no padding.
+ */
+#include <string.h>
+
+#include "kiln.h"
+
+#define MAX_SPATIAL (KILN_MAX_RANK - 2)
+
+typedef struct Window {
+	int nspatial;
+	int64_t kernel[MAX_SPATIAL], stride[MAX_SPATIAL], dilation[MAX_SPATIAL];
+	int64_t pad_begin[MAX_SPATIAL], pad_end[MAX_SPATIAL];
+	int64_t out[MAX_SPATIAL];
+} Window;
+
+/* Read strides, dilations, pads and auto_pad, and compute output sizes. */
+static void window(Infer *x, const Shape *in, Window *w, bool ceil_mode, bool has_dilation)
+{
+	int ns = w->nspatial;
+	int64_t v[2 * MAX_SPATIAL];
+	for (int i = 0; i < ns; i++)
+		w->stride[i] = w->dilation[i] = 1;
+	int n = attr_ints(x, "strides", v, 2 * MAX_SPATIAL);
+	if (n >= 0 && n != ns)
+		infer_fail(x, KILN_INVALID_MODEL, "strides has %d values for %d spatial axes", n, ns);
+	for (int i = 0; i < n; i++)
+		w->stride[i] = v[i];
+	if (has_dilation) {
+		n = attr_ints(x, "dilations", v, 2 * MAX_SPATIAL);
+		if (n >= 0 && n != ns)
+			infer_fail(x, KILN_INVALID_MODEL, "dilations has %d values for %d spatial axes", n,
+			           ns);
+		for (int i = 0; i < n; i++)
+			w->dilation[i] = v[i];
+	}
+	for (int i = 0; i < ns; i++)
+		if (w->stride[i] < 1 || w->dilation[i] < 1 || w->kernel[i] < 1)
+			infer_fail(x, KILN_INVALID_MODEL, "kernel, strides and dilations must be >= 1");
+	const char *auto_pad = attr_string(x, "auto_pad", "NOTSET");
+	n = attr_ints(x, "pads", v, 2 * MAX_SPATIAL);
+	if (n >= 0 && n != 2 * ns)
+		infer_fail(x, KILN_INVALID_MODEL, "pads has %d values for %d spatial axes", n, ns);
+	for (int i = 0; i < ns; i++) {
+		int64_t size = in->dims[2 + i].size;
+		int64_t span = (w->kernel[i] - 1) * w->dilation[i] + 1;
+		if (strcmp(auto_pad, "SAME_UPPER") == 0 || strcmp(auto_pad, "SAME_LOWER") == 0) {
+			int64_t out = (size + w->stride[i] - 1) / w->stride[i];
+			int64_t total = (out - 1) * w->stride[i] + span - size;
+			if (total < 0)
+				total = 0;
+			bool upper = auto_pad[5] == 'U';
+			w->pad_begin[i] = upper ? total / 2 : total - total / 2;
+			w->pad_end[i] = total - w->pad_begin[i];
+			w->out[i] = out;
+			continue;
+		}
+		if (strcmp(auto_pad, "VALID") == 0) {
+			w->pad_begin[i] = w->pad_end[i] = 0;
+		} else if (strcmp(auto_pad, "NOTSET") == 0) {
+			w->pad_begin[i] = n > 0 ? v[i] : 0;
+			w->pad_end[i] = n > 0 ? v[ns + i] : 0;
+			if (w->pad_begin[i] < 0 || w->pad_end[i] < 0)
+				infer_fail(x, KILN_INVALID_MODEL, "pads must not be negative");
+		} else {
+			infer_fail(x, KILN_INVALID_MODEL, "auto_pad \"%s\" is not NOTSET, SAME_UPPER, "
+			           "SAME_LOWER or VALID", auto_pad);
+		}
+		int64_t room = size + w->pad_begin[i] + w->pad_end[i] - span;
+		if (room < 0)
+			infer_fail(x, KILN_SHAPE_ERROR,
+			           "spatial axis %d: the window (%lld) is larger than the padded input (%lld)",
+			           i, (long long)span, (long long)(size + w->pad_begin[i] + w->pad_end[i]));
+		w->out[i] = (ceil_mode ? (room + w->stride[i] - 1) / w->stride[i] : room / w->stride[i]) + 1;
+	}
+}
+
+static void check_spatial_input(Infer *x, const Shape *in)
+{
+	if (in->rank < 3)
+		infer_fail(x, KILN_SHAPE_ERROR, "input must be (N, C, spatial...), got rank %d",
+		           in->rank);
+}
+
+static void infer_conv(Infer *x)
+{
+	const Shape *in = infer_shape(x, 0), *wt = infer_shape(x, 1);
+	check_spatial_input(x, in);
+	if (wt->rank != in->rank)
+		infer_fail(x, KILN_SHAPE_ERROR, "weights have rank %d, input rank %d", wt->rank,
+		           in->rank);
+	Window w = {.nspatial = in->rank - 2};
+	int64_t ks[MAX_SPATIAL];
+	int nk = attr_ints(x, "kernel_shape", ks, MAX_SPATIAL);
+	for (int i = 0; i < w.nspatial; i++) {
+		w.kernel[i] = wt->dims[2 + i].size;
+		if (nk >= 0 && (nk != w.nspatial || ks[i] != w.kernel[i]))
+			infer_fail(x, KILN_SHAPE_ERROR, "kernel_shape does not match the weights");
+	}
+	int64_t group = attr_int(x, "group", 1);
+	int64_t c = in->dims[1].size, m = wt->dims[0].size;
+	if (group < 1 || c % group || m % group || wt->dims[1].size * group != c)
+		infer_fail(x, KILN_SHAPE_ERROR,
+		           "channels do not fit: input has %lld, weights [%lld,%lld,...] with group %lld",
+		           (long long)c, (long long)m, (long long)wt->dims[1].size, (long long)group);
+	if (infer_has_input(x, 2)) {
+		const Shape *b = infer_shape(x, 2);
+		if (b->rank != 1 || b->dims[0].size != m)
+			infer_fail(x, KILN_SHAPE_ERROR, "bias must be [%lld]", (long long)m);
+	}
+	window(x, in, &w, false, true);
+	Shape y = {.rank = in->rank};
+	y.dims[0] = in->dims[0];
+	y.dims[1].size = m;
+	for (int i = 0; i < w.nspatial; i++)
+		y.dims[2 + i].size = w.out[i];
+	infer_set_output(x, 0, infer_dtype(x, 0), &y);
+}
+
+static void infer_pool(Infer *x)
+{
+	const Shape *in = infer_shape(x, 0);
+	check_spatial_input(x, in);
+	Window w = {.nspatial = in->rank - 2};
+	int nk = attr_ints(x, "kernel_shape", w.kernel, MAX_SPATIAL);
+	if (nk != w.nspatial)
+		infer_fail(x, KILN_INVALID_MODEL, "kernel_shape must have %d values", w.nspatial);
+	bool ceil_mode = attr_int(x, "ceil_mode", 0) != 0;
+	window(x, in, &w, ceil_mode, x->n->op == OP_MaxPool);
+	Shape y = *in;
+	for (int i = 0; i < w.nspatial; i++)
+		y.dims[2 + i].size = w.out[i];
+	infer_set_output(x, 0, infer_dtype(x, 0), &y);
+	infer_set_output(x, 1, DT_INT64, &y);  /* MaxPool's optional Indices */
+}
+
+void ops_conv_infer(Infer *x)
+{
+	switch (x->n->op) {
+	case OP_Conv:
+		infer_conv(x);
+		return;
+	case OP_GlobalAveragePool: {
+		const Shape *in = infer_shape(x, 0);
+		check_spatial_input(x, in);
+		Shape y = *in;
+		for (int i = 2; i < y.rank; i++)
+			y.dims[i].size = 1;
+		infer_set_output(x, 0, infer_dtype(x, 0), &y);
+		return;
+	}
+	default:
+		infer_pool(x);
+	}
+}

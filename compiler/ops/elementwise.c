@@ -1,0 +1,119 @@
+/*
+ * ops/elementwise.c - shape inference for elementwise ops: the unary
+ * activations and math functions, Cast, Clip, the broadcasting binary ops
+ * and Where.
+ *
+ * Broadcasting is ONNX's multidirectional (numpy) rule: shapes are aligned
+ * at the right, and each dim pair must be equal or contain a 1. Integer
+ * results of small known tensors are folded, since exporters compute shapes
+ * with Add/Sub/Mul/Div on Shape outputs.
+ */
+#include <string.h>
+
+#include "kiln.h"
+
+static void broadcast(Infer *x, Shape *out, const Shape *a, const Shape *b)
+{
+	int rank = a->rank > b->rank ? a->rank : b->rank;
+	Shape r = {.rank = rank};
+	for (int k = 0; k < rank; k++) {
+		int ia = k - (rank - a->rank), ib = k - (rank - b->rank);
+		int64_t da = ia >= 0 ? a->dims[ia].size : 1, db = ib >= 0 ? b->dims[ib].size : 1;
+		if (da != db && da != 1 && db != 1)
+			infer_fail(x, KILN_SHAPE_ERROR,
+			           "shapes do not broadcast: dim %d is %lld in one input and %lld in another",
+			           k, (long long)da, (long long)db);
+		r.dims[k].size = da == 1 ? db : da;
+	}
+	*out = r;
+}
+
+/* Element (linear index in the broadcast output) of a folded input. */
+static int64_t bcast_index(const Shape *out, const Shape *in, int64_t linear)
+{
+	int64_t idx = 0, stride = 1;
+	for (int k = out->rank - 1, ki = in->rank - 1; k >= 0; k--, ki--) {
+		int64_t coord = linear % out->dims[k].size;
+		linear /= out->dims[k].size;
+		if (ki >= 0) {
+			if (in->dims[ki].size != 1)
+				idx += coord * stride;
+			stride *= in->dims[ki].size;
+		}
+	}
+	return idx;
+}
+
+static void fold_binary(Infer *x, const Shape *out, int op)
+{
+	int64_t na, nb;
+	const int64_t *a = infer_ints(x, 0, &na), *b = infer_ints(x, 1, &nb);
+	if (!a || !b || !infer_foldable(out) || infer_dtype(x, 0) != DT_INT64)
+		return;
+	int64_t n = shape_nelem(out);
+	int64_t *r = arena_array(x->a, (size_t)n, sizeof *r);
+	for (int64_t i = 0; i < n; i++) {
+		int64_t va = a[bcast_index(out, infer_shape(x, 0), i)];
+		int64_t vb = b[bcast_index(out, infer_shape(x, 1), i)];
+		switch (op) {
+		case OP_Add: r[i] = (int64_t)((uint64_t)va + (uint64_t)vb); break;
+		case OP_Sub: r[i] = (int64_t)((uint64_t)va - (uint64_t)vb); break;
+		case OP_Mul: r[i] = (int64_t)((uint64_t)va * (uint64_t)vb); break;
+		case OP_Div:
+			if (vb == 0 || (va == INT64_MIN && vb == -1))
+				return;  /* leave it to run time, which reports it */
+			r[i] = va / vb;
+			break;
+		default: return;
+		}
+	}
+	infer_set_folded(x, 0, DT_INT64, n, r);
+}
+
+static void infer_cast(Infer *x)
+{
+	int to = (int)attr_int(x, "to", 0);
+	if (!dtype_valid(to))
+		infer_fail(x, KILN_INVALID_MODEL, "attribute \"to\" is not an element type (%d)", to);
+	const Shape *s = infer_shape(x, 0);
+	infer_set_output(x, 0, to, s);
+	/* Integer-to-integer casts of known shapes (int32 <-> int64) stay foldable. */
+	int64_t n;
+	const int64_t *v = infer_ints(x, 0, &n);
+	if (v && to == DT_INT64)
+		infer_set_folded(x, 0, DT_INT64, n, v);
+}
+
+void ops_elementwise_infer(Infer *x)
+{
+	int op = x->n->op;
+	switch (op) {
+	case OP_Cast:
+		infer_cast(x);
+		return;
+	case OP_Add: case OP_Sub: case OP_Mul: case OP_Div: case OP_Pow: {
+		Shape out;
+		broadcast(x, &out, infer_shape(x, 0), infer_shape(x, 1));
+		if (op != OP_Pow && infer_dtype(x, 0) != infer_dtype(x, 1))
+			infer_fail(x, KILN_INVALID_MODEL, "inputs have different element types (%s, %s)",
+			           dtype_name(infer_dtype(x, 0)), dtype_name(infer_dtype(x, 1)));
+		infer_set_output(x, 0, infer_dtype(x, 0), &out);
+		fold_binary(x, &out, op);
+		return;
+	}
+	case OP_Where: {
+		Shape t, out;
+		broadcast(x, &t, infer_shape(x, 1), infer_shape(x, 2));
+		broadcast(x, &out, infer_shape(x, 0), &t);
+		if (infer_dtype(x, 0) != DT_BOOL)
+			infer_fail(x, KILN_INVALID_MODEL, "condition must be bool, not %s",
+			           dtype_name(infer_dtype(x, 0)));
+		infer_set_output(x, 0, infer_dtype(x, 1), &out);
+		return;
+	}
+	default:
+		/* Unary: Relu, Sigmoid, Tanh, Selu, Elu, LeakyRelu, Erf, Sqrt, Exp, Log, Clip. */
+		infer_set_output(x, 0, infer_dtype(x, 0), infer_shape(x, 0));
+		return;
+	}
+}

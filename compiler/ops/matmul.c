@@ -1,0 +1,86 @@
+/*
+ * ops/matmul.c - shape inference for Gemm and MatMul.
+ *
+ * Gemm: Y[M,N] = alpha * op(A) op(B) + beta * C, with op() an optional
+ * transpose and C unidirectionally broadcastable to [M,N]. MatMul follows
+ * numpy.matmul: 1-D operands gain and then lose a unit dim, and the leading
+ * (batch) dims broadcast.
+ */
+#include "kiln.h"
+
+static void infer_gemm(Infer *x)
+{
+	const Shape *a = infer_shape(x, 0), *b = infer_shape(x, 1);
+	if (a->rank != 2 || b->rank != 2)
+		infer_fail(x, KILN_SHAPE_ERROR, "A and B must be 2-D, got rank %d and %d", a->rank,
+		           b->rank);
+	bool ta = attr_int(x, "transA", 0) != 0, tb = attr_int(x, "transB", 0) != 0;
+	int64_t m = a->dims[ta ? 1 : 0].size, ka = a->dims[ta ? 0 : 1].size;
+	int64_t kb = b->dims[tb ? 1 : 0].size, n = b->dims[tb ? 0 : 1].size;
+	if (ka != kb)
+		infer_fail(x, KILN_SHAPE_ERROR, "inner dims differ: A gives K = %lld, B gives %lld",
+		           (long long)ka, (long long)kb);
+	if (infer_has_input(x, 2)) {
+		const Shape *c = infer_shape(x, 2);
+		if (c->rank > 2)
+			infer_fail(x, KILN_SHAPE_ERROR, "C has rank %d; it must broadcast to [M,N]", c->rank);
+		int64_t want[2] = {m, n};
+		for (int k = 0; k < c->rank; k++) {
+			int64_t d = c->dims[k].size, w = want[2 - c->rank + k];
+			if (d != 1 && d != w)
+				infer_fail(x, KILN_SHAPE_ERROR,
+				           "C dim %d is %lld; it must be 1 or %lld to broadcast to [%lld,%lld]", k,
+				           (long long)d, (long long)w, (long long)m, (long long)n);
+		}
+	}
+	Shape y = {.rank = 2};
+	y.dims[0].size = m;
+	y.dims[1].size = n;
+	infer_set_output(x, 0, infer_dtype(x, 0), &y);
+}
+
+static void infer_matmul(Infer *x)
+{
+	Shape a = *infer_shape(x, 0), b = *infer_shape(x, 1);
+	if (a.rank < 1 || b.rank < 1)
+		infer_fail(x, KILN_SHAPE_ERROR, "MatMul operands must have rank >= 1");
+	bool a_vec = a.rank == 1, b_vec = b.rank == 1;
+	if (a_vec) {  /* [K] -> [1,K] */
+		a.dims[1] = a.dims[0];
+		a.dims[0].size = 1;
+		a.rank = 2;
+	}
+	if (b_vec) {  /* [K] -> [K,1] */
+		b.dims[1].size = 1;
+		b.rank = 2;
+	}
+	int64_t ka = a.dims[a.rank - 1].size, kb = b.dims[b.rank - 2].size;
+	if (ka != kb)
+		infer_fail(x, KILN_SHAPE_ERROR, "inner dims differ: %lld vs %lld", (long long)ka,
+		           (long long)kb);
+	int batch_rank = (a.rank > b.rank ? a.rank : b.rank) - 2;
+	Shape y = {.rank = 0};
+	for (int k = 0; k < batch_rank; k++) {
+		int ia = k - (batch_rank - (a.rank - 2)), ib = k - (batch_rank - (b.rank - 2));
+		int64_t da = ia >= 0 ? a.dims[ia].size : 1, db = ib >= 0 ? b.dims[ib].size : 1;
+		if (da != db && da != 1 && db != 1)
+			infer_fail(x, KILN_SHAPE_ERROR, "batch dims do not broadcast: %lld vs %lld",
+			           (long long)da, (long long)db);
+		y.dims[y.rank++].size = da == 1 ? db : da;
+	}
+	if (!a_vec)
+		y.dims[y.rank++].size = a.dims[a.rank - 2].size;
+	if (!b_vec)
+		y.dims[y.rank++].size = b.dims[b.rank - 1].size;
+	if (infer_dtype(x, 0) != infer_dtype(x, 1))
+		infer_fail(x, KILN_INVALID_MODEL, "A and B have different element types");
+	infer_set_output(x, 0, infer_dtype(x, 0), &y);
+}
+
+void ops_matmul_infer(Infer *x)
+{
+	if (x->n->op == OP_Gemm)
+		infer_gemm(x);
+	else
+		infer_matmul(x);
+}

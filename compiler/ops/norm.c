@@ -1,0 +1,66 @@
+/*
+ * ops/norm.c - shape inference for the normalizations: BatchNormalization
+ * (inference mode only), LayerNormalization, Softmax and LogSoftmax. Each
+ * output has the input's shape; what is checked is that parameters fit.
+ */
+#include "kiln.h"
+
+static void infer_batchnorm(Infer *x)
+{
+	const Shape *in = infer_shape(x, 0);
+	if (in->rank < 2)
+		infer_fail(x, KILN_SHAPE_ERROR, "input must be (N, C, ...), got rank %d", in->rank);
+	if (attr_int(x, "training_mode", 0) != 0 || x->n->nout > 1)
+		infer_fail(x, KILN_UNSUPPORTED, "training mode (running mean/var outputs) is not "
+		           "supported; kiln compiles inference graphs");
+	for (int i = 1; i <= 4; i++) {
+		const Shape *p = infer_shape(x, i);
+		if (p->rank != 1 || p->dims[0].size != in->dims[1].size)
+			infer_fail(x, KILN_SHAPE_ERROR, "input %d \"%s\" must be [%lld] (the channels)", i,
+			           infer_input_name(x, i), (long long)in->dims[1].size);
+	}
+	infer_set_output(x, 0, infer_dtype(x, 0), in);
+}
+
+static void infer_layernorm(Infer *x)
+{
+	const Shape *in = infer_shape(x, 0);
+	int axis = infer_axis(x, attr_int(x, "axis", -1), in->rank, "axis");
+	int64_t norm = 1;
+	for (int k = axis; k < in->rank; k++)
+		norm *= in->dims[k].size;
+	for (int i = 1; i <= 2; i++) {
+		if (!infer_has_input(x, i))
+			continue;
+		int64_t n = shape_nelem(infer_shape(x, i));
+		if (n != norm && n != 1)
+			infer_fail(x, KILN_SHAPE_ERROR, "input %d \"%s\" has %lld elements; the normalized "
+			           "dims hold %lld", i, infer_input_name(x, i), (long long)n, (long long)norm);
+	}
+	infer_set_output(x, 0, infer_dtype(x, 0), in);
+	/* Optional Mean and InvStdDev: the normalized dims become 1. */
+	Shape stat = *in;
+	for (int k = axis; k < in->rank; k++)
+		stat.dims[k].size = 1;
+	int stash = (int)attr_int(x, "stash_type", 1);
+	infer_set_output(x, 1, stash, &stat);
+	infer_set_output(x, 2, stash, &stat);
+}
+
+void ops_norm_infer(Infer *x)
+{
+	switch (x->n->op) {
+	case OP_BatchNormalization:
+		infer_batchnorm(x);
+		return;
+	case OP_LayerNormalization:
+		infer_layernorm(x);
+		return;
+	default: { /* Softmax, LogSoftmax: opset < 13 default axis 1, else -1 */
+		const Shape *in = infer_shape(x, 0);
+		if (in->rank > 0)
+			infer_axis(x, attr_int(x, "axis", x->n->since < 13 ? 1 : -1), in->rank, "axis");
+		infer_set_output(x, 0, infer_dtype(x, 0), in);
+	}
+	}
+}

@@ -1,0 +1,49 @@
+/*
+ * ops/reduce.c - shape inference for ReduceMean and ReduceSum.
+ *
+ * The reduced axes come from the `axes` attribute (ReduceMean before opset
+ * 18, ReduceSum before 13) or from the optional second input, which must then
+ * be known at compile time. No axes means all axes, unless
+ * noop_with_empty_axes is set (the input then passes through).
+ */
+#include "kiln.h"
+
+void ops_reduce_infer(Infer *x)
+{
+	const Shape *in = infer_shape(x, 0);
+	int64_t axes[KILN_MAX_RANK * 2];
+	int64_t naxes = -1;
+	if (infer_has_input(x, 1)) {
+		const int64_t *v = infer_require_ints(x, 1, &naxes);
+		if (naxes > KILN_MAX_RANK)
+			infer_fail(x, KILN_SHAPE_ERROR, "%lld axes for rank %d", (long long)naxes, in->rank);
+		for (int64_t i = 0; i < naxes; i++)
+			axes[i] = v[i];
+	} else {
+		naxes = attr_ints(x, "axes", axes, KILN_MAX_RANK * 2);
+	}
+	bool keep = attr_int(x, "keepdims", 1) != 0;
+	bool reduce[KILN_MAX_RANK] = {0};
+	if (naxes <= 0) {
+		if (attr_int(x, "noop_with_empty_axes", 0) != 0) {
+			infer_set_output(x, 0, infer_dtype(x, 0), in);
+			return;
+		}
+		for (int k = 0; k < in->rank; k++)
+			reduce[k] = true;
+	}
+	for (int64_t i = 0; i < naxes; i++) {
+		int a = infer_axis(x, axes[i], in->rank, "axis");
+		if (reduce[a])
+			infer_fail(x, KILN_INVALID_MODEL, "axis %d is listed twice", a);
+		reduce[a] = true;
+	}
+	Shape y = {.rank = 0};
+	for (int k = 0; k < in->rank; k++) {
+		if (!reduce[k])
+			y.dims[y.rank++] = in->dims[k];
+		else if (keep)
+			y.dims[y.rank++].size = 1;
+	}
+	infer_set_output(x, 0, infer_dtype(x, 0), &y);
+}

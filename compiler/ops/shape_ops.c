@@ -1,0 +1,455 @@
+/*
+ * ops/shape_ops.c - shape inference for the ops that move or reinterpret
+ * data without arithmetic: Reshape, Flatten, Transpose, Concat, Split, Slice,
+ * Gather, Squeeze, Unsqueeze, Shape, Constant and Identity.
+ *
+ * These are also the ops exporters use to compute shapes at run time
+ * (Shape -> Gather -> Unsqueeze -> Concat -> Reshape), so each one folds its
+ * output when its inputs are known and small: the data of a reshape-like op
+ * is the input's data, Shape's output is the (static) input shape, and
+ * Gather/Concat/Slice are evaluated.
+ */
+#include <string.h>
+
+#include "kiln.h"
+
+/* Axes for Squeeze/Unsqueeze/Split-like ops: the attribute before `since`,
+ * the (compile-time) input at index `input` from then on. -1 if absent. */
+static int axes_list(Infer *x, int input, int since, int64_t *out, int max)
+{
+	if (x->n->since < since)
+		return attr_ints(x, "axes", out, max);
+	if (!infer_has_input(x, input))
+		return -1;
+	int64_t n;
+	const int64_t *v = infer_require_ints(x, input, &n);
+	if (n > max)
+		infer_fail(x, KILN_SHAPE_ERROR, "%lld axes is too many", (long long)n);
+	memcpy(out, v, (size_t)n * sizeof *v);
+	return (int)n;
+}
+
+/* Same data, new shape: the output folds to the input's contents. */
+static void pass_folded(Infer *x)
+{
+	const Folded *f = infer_folded(x, 0);
+	if (f)
+		infer_set_folded(x, 0, f->dtype, f->nelem, f->data);
+}
+
+static void set_reshaped(Infer *x, const Shape *y)
+{
+	if (shape_nelem(y) != shape_nelem(infer_shape(x, 0)))
+		infer_fail(x, KILN_SHAPE_ERROR, "cannot reshape %lld elements into %lld",
+		           (long long)shape_nelem(infer_shape(x, 0)), (long long)shape_nelem(y));
+	infer_set_output(x, 0, infer_dtype(x, 0), y);
+	pass_folded(x);
+}
+
+static void infer_reshape(Infer *x)
+{
+	const Shape *in = infer_shape(x, 0);
+	int64_t n;
+	const int64_t *want;
+	int64_t attr[KILN_MAX_RANK + 1];
+	if (x->n->since < 5) {
+		int k = attr_ints(x, "shape", attr, KILN_MAX_RANK + 1);
+		if (k < 0)
+			infer_fail(x, KILN_INVALID_MODEL, "attribute \"shape\" is required");
+		want = attr, n = k;
+	} else {
+		want = infer_require_ints(x, 1, &n);
+	}
+	if (n > KILN_MAX_RANK)
+		infer_fail(x, KILN_LIMIT, "target rank %lld exceeds %d", (long long)n, KILN_MAX_RANK);
+	bool allowzero = attr_int(x, "allowzero", 0) != 0;
+	Shape y = {.rank = (int)n};
+	int infer_at = -1;
+	int64_t known = 1;
+	for (int k = 0; k < n; k++) {
+		int64_t d = want[k];
+		if (d == 0 && !allowzero) {
+			if (k >= in->rank)
+				infer_fail(x, KILN_SHAPE_ERROR, "shape[%d] = 0 copies a dim the input lacks", k);
+			d = in->dims[k].size;
+		}
+		if (d == -1) {
+			if (infer_at >= 0)
+				infer_fail(x, KILN_SHAPE_ERROR, "shape has more than one -1");
+			infer_at = k;
+			continue;
+		}
+		if (d < 0)
+			infer_fail(x, KILN_SHAPE_ERROR, "shape[%d] = %lld is negative", k, (long long)d);
+		y.dims[k].size = d;
+		known *= d;
+	}
+	if (infer_at >= 0) {
+		int64_t total = shape_nelem(in);
+		if (known == 0 || total % known)
+			infer_fail(x, KILN_SHAPE_ERROR, "cannot infer the -1 dim: %lld elements into %lld",
+			           (long long)total, (long long)known);
+		y.dims[infer_at].size = total / known;
+	}
+	set_reshaped(x, &y);
+}
+
+static void infer_flatten(Infer *x)
+{
+	const Shape *in = infer_shape(x, 0);
+	int64_t axis = attr_int(x, "axis", 1);
+	if (axis < -in->rank || axis > in->rank)
+		infer_fail(x, KILN_SHAPE_ERROR, "axis %lld is out of range for rank %d", (long long)axis,
+		           in->rank);
+	if (axis < 0)
+		axis += in->rank;
+	Shape y = {.rank = 2};
+	y.dims[0].size = y.dims[1].size = 1;
+	for (int k = 0; k < in->rank; k++)
+		y.dims[k < axis ? 0 : 1].size *= in->dims[k].size;
+	set_reshaped(x, &y);
+}
+
+static void infer_transpose(Infer *x)
+{
+	const Shape *in = infer_shape(x, 0);
+	int64_t perm[KILN_MAX_RANK];
+	int n = attr_ints(x, "perm", perm, KILN_MAX_RANK);
+	if (n < 0) {
+		n = in->rank;
+		for (int k = 0; k < n; k++)
+			perm[k] = n - 1 - k;
+	}
+	if (n != in->rank)
+		infer_fail(x, KILN_SHAPE_ERROR, "perm has %d values for rank %d", n, in->rank);
+	bool seen[KILN_MAX_RANK] = {0};
+	Shape y = {.rank = n};
+	for (int k = 0; k < n; k++) {
+		if (perm[k] < 0 || perm[k] >= n || seen[perm[k]])
+			infer_fail(x, KILN_INVALID_MODEL, "perm is not a permutation of 0..%d", n - 1);
+		seen[perm[k]] = true;
+		y.dims[k] = in->dims[perm[k]];
+	}
+	infer_set_output(x, 0, infer_dtype(x, 0), &y);
+}
+
+static void infer_concat(Infer *x)
+{
+	if (x->n->nin < 1)
+		infer_fail(x, KILN_INVALID_MODEL, "Concat needs at least one input");
+	const Shape *first = infer_shape(x, 0);
+	const Attr *a = node_attr(x->n, "axis");
+	if (!a)
+		infer_fail(x, KILN_INVALID_MODEL, "attribute \"axis\" is required");
+	int axis = infer_axis(x, attr_int(x, "axis", 0), first->rank, "axis");
+	Shape y = *first;
+	y.dims[axis].size = 0;
+	bool all_folded = infer_foldable(first) && first->rank == 1;
+	for (int i = 0; i < x->n->nin; i++) {
+		const Shape *s = infer_shape(x, i);
+		if (s->rank != first->rank || infer_dtype(x, i) != infer_dtype(x, 0))
+			infer_fail(x, KILN_SHAPE_ERROR, "input %d has rank %d or type %s unlike input 0", i,
+			           s->rank, dtype_name(infer_dtype(x, i)));
+		for (int k = 0; k < s->rank; k++)
+			if (k != axis && s->dims[k].size != first->dims[k].size)
+				infer_fail(x, KILN_SHAPE_ERROR, "input %d dim %d is %lld, input 0 has %lld", i, k,
+				           (long long)s->dims[k].size, (long long)first->dims[k].size);
+		y.dims[axis].size += s->dims[axis].size;
+		int64_t n;
+		all_folded = all_folded && infer_ints(x, i, &n);
+	}
+	infer_set_output(x, 0, infer_dtype(x, 0), &y);
+	if (all_folded && infer_dtype(x, 0) == DT_INT64 && infer_foldable(&y)) {
+		int64_t total = y.dims[0].size, at = 0;
+		int64_t *out = arena_array(x->a, (size_t)total, sizeof *out);
+		for (int i = 0; i < x->n->nin; i++) {
+			int64_t n;
+			const int64_t *v = infer_ints(x, i, &n);
+			memcpy(out + at, v, (size_t)n * sizeof *v);
+			at += n;
+		}
+		infer_set_folded(x, 0, DT_INT64, total, out);
+	}
+}
+
+static void infer_split(Infer *x)
+{
+	const Shape *in = infer_shape(x, 0);
+	int axis = infer_axis(x, attr_int(x, "axis", 0), in->rank, "axis");
+	int nout = x->n->nout;
+	int64_t parts[64];
+	int64_t nparts = -1;
+	if (nout > 64)
+		infer_fail(x, KILN_LIMIT, "more than 64 outputs");
+	if (x->n->since >= 13 && infer_has_input(x, 1)) {
+		const int64_t *v = infer_require_ints(x, 1, &nparts);
+		if (nparts > 64)
+			infer_fail(x, KILN_LIMIT, "more than 64 parts");
+		memcpy(parts, v, (size_t)nparts * sizeof *v);
+	} else if (x->n->since < 13) {
+		nparts = attr_ints(x, "split", parts, 64);
+	}
+	int64_t dim = in->dims[axis].size;
+	if (nparts < 0) {
+		if (dim % nout)
+			infer_fail(x, KILN_SHAPE_ERROR, "axis %d (%lld) does not split evenly into %d", axis,
+			           (long long)dim, nout);
+		nparts = nout;
+		for (int i = 0; i < nout; i++)
+			parts[i] = dim / nout;
+	}
+	if (nparts != nout)
+		infer_fail(x, KILN_SHAPE_ERROR, "split has %lld parts for %d outputs", (long long)nparts,
+		           nout);
+	int64_t sum = 0;
+	for (int i = 0; i < nout; i++) {
+		if (parts[i] < 0)
+			infer_fail(x, KILN_SHAPE_ERROR, "split part %d is negative", i);
+		sum += parts[i];
+		Shape y = *in;
+		y.dims[axis].size = parts[i];
+		infer_set_output(x, i, infer_dtype(x, 0), &y);
+	}
+	if (sum != dim)
+		infer_fail(x, KILN_SHAPE_ERROR, "split parts sum to %lld, axis %d has %lld",
+		           (long long)sum, axis, (long long)dim);
+}
+
+static int64_t clamp(int64_t v, int64_t lo, int64_t hi)
+{
+	return v < lo ? lo : v > hi ? hi : v;
+}
+
+static void infer_slice(Infer *x)
+{
+	const Shape *in = infer_shape(x, 0);
+	int64_t starts[KILN_MAX_RANK], ends[KILN_MAX_RANK], axes[KILN_MAX_RANK], steps[KILN_MAX_RANK];
+	int64_t n, ne, na = -1, ns = -1;
+	if (x->n->since < 10) {
+		n = attr_ints(x, "starts", starts, KILN_MAX_RANK);
+		ne = attr_ints(x, "ends", ends, KILN_MAX_RANK);
+		na = attr_ints(x, "axes", axes, KILN_MAX_RANK);
+	} else {
+		const int64_t *v;
+		v = infer_require_ints(x, 1, &n);
+		if (n > KILN_MAX_RANK)
+			infer_fail(x, KILN_SHAPE_ERROR, "too many starts");
+		memcpy(starts, v, (size_t)n * 8);
+		v = infer_require_ints(x, 2, &ne);
+		if (ne > KILN_MAX_RANK)
+			infer_fail(x, KILN_SHAPE_ERROR, "too many ends");
+		memcpy(ends, v, (size_t)ne * 8);
+		if (infer_has_input(x, 3)) {
+			v = infer_require_ints(x, 3, &na);
+			if (na > KILN_MAX_RANK)
+				infer_fail(x, KILN_SHAPE_ERROR, "too many axes");
+			memcpy(axes, v, (size_t)na * 8);
+		}
+		if (infer_has_input(x, 4)) {
+			v = infer_require_ints(x, 4, &ns);
+			if (ns > KILN_MAX_RANK)
+				infer_fail(x, KILN_SHAPE_ERROR, "too many steps");
+			memcpy(steps, v, (size_t)ns * 8);
+		}
+	}
+	if (n < 0 || n != ne || (na >= 0 && na != n) || (ns >= 0 && ns != n))
+		infer_fail(x, KILN_SHAPE_ERROR, "starts, ends, axes and steps must have equal lengths");
+	Shape y = *in;
+	int64_t begin[KILN_MAX_RANK] = {0}, step_of[KILN_MAX_RANK];
+	bool seen[KILN_MAX_RANK] = {0};
+	for (int k = 0; k < in->rank; k++)
+		step_of[k] = 1;
+	for (int i = 0; i < n; i++) {
+		int a = infer_axis(x, na >= 0 ? axes[i] : i, in->rank, "axis");
+		if (seen[a])
+			infer_fail(x, KILN_INVALID_MODEL, "axis %d is sliced twice", a);
+		seen[a] = true;
+		int64_t dim = in->dims[a].size, step = ns >= 0 ? steps[i] : 1;
+		if (step == 0)
+			infer_fail(x, KILN_INVALID_MODEL, "step must not be 0");
+		int64_t s = starts[i], e = ends[i];
+		if (s < 0)
+			s = s < -dim ? 0 : s + dim;
+		if (e < 0)
+			e = e < -dim ? -1 : e + dim;
+		if (step > 0) {
+			s = clamp(s, 0, dim);
+			e = clamp(e, 0, dim);
+		} else {
+			s = clamp(s, 0, dim - 1);
+			e = clamp(e, -1, dim - 1);
+		}
+		int64_t len = step > 0 ? (e - s + step - 1) / step : (s - e + (-step) - 1) / (-step);
+		y.dims[a].size = len > 0 ? len : 0;
+		begin[a] = s;
+		step_of[a] = step;
+	}
+	infer_set_output(x, 0, infer_dtype(x, 0), &y);
+	int64_t cnt;
+	const int64_t *v = infer_ints(x, 0, &cnt);
+	if (v && in->rank == 1 && infer_dtype(x, 0) == DT_INT64) {
+		int64_t len = y.dims[0].size;
+		int64_t *out = arena_array(x->a, (size_t)len, sizeof *out);
+		for (int64_t i = 0; i < len; i++)
+			out[i] = v[begin[0] + i * step_of[0]];
+		infer_set_folded(x, 0, DT_INT64, len, out);
+	}
+}
+
+static void infer_gather(Infer *x)
+{
+	const Shape *data = infer_shape(x, 0), *idx = infer_shape(x, 1);
+	if (data->rank < 1)
+		infer_fail(x, KILN_SHAPE_ERROR, "data must have rank >= 1");
+	int axis = infer_axis(x, attr_int(x, "axis", 0), data->rank, "axis");
+	if (data->rank - 1 + idx->rank > KILN_MAX_RANK)
+		infer_fail(x, KILN_LIMIT, "output rank exceeds %d", KILN_MAX_RANK);
+	int it = infer_dtype(x, 1);
+	if (it != DT_INT64 && it != DT_INT32)
+		infer_fail(x, KILN_INVALID_MODEL, "indices must be int32 or int64, not %s",
+		           dtype_name(it));
+	Shape y = {.rank = 0};
+	for (int k = 0; k < axis; k++)
+		y.dims[y.rank++] = data->dims[k];
+	for (int k = 0; k < idx->rank; k++)
+		y.dims[y.rank++] = idx->dims[k];
+	for (int k = axis + 1; k < data->rank; k++)
+		y.dims[y.rank++] = data->dims[k];
+	infer_set_output(x, 0, infer_dtype(x, 0), &y);
+	/* Fold the common Shape -> Gather(axis 0) of a 1-D integer tensor. */
+	int64_t nd, ni;
+	const int64_t *dv = infer_ints(x, 0, &nd), *iv = infer_ints(x, 1, &ni);
+	if (dv && iv && data->rank == 1 && infer_dtype(x, 0) == DT_INT64 && infer_foldable(&y)) {
+		int64_t *out = arena_array(x->a, (size_t)ni, sizeof *out);
+		for (int64_t i = 0; i < ni; i++) {
+			int64_t j = iv[i] < 0 ? iv[i] + nd : iv[i];
+			if (j < 0 || j >= nd)
+				infer_fail(x, KILN_SHAPE_ERROR, "index %lld is out of range for %lld elements",
+				           (long long)iv[i], (long long)nd);
+			out[i] = dv[j];
+		}
+		infer_set_folded(x, 0, DT_INT64, ni, out);
+	}
+}
+
+static void infer_squeeze(Infer *x)
+{
+	const Shape *in = infer_shape(x, 0);
+	int64_t axes[KILN_MAX_RANK];
+	int n = axes_list(x, 1, 13, axes, KILN_MAX_RANK);
+	bool drop[KILN_MAX_RANK] = {0};
+	if (n < 0) {
+		for (int k = 0; k < in->rank; k++)
+			drop[k] = in->dims[k].size == 1;
+	}
+	for (int i = 0; i < n; i++) {
+		int a = infer_axis(x, axes[i], in->rank, "axis");
+		if (in->dims[a].size != 1)
+			infer_fail(x, KILN_SHAPE_ERROR, "cannot squeeze axis %d of size %lld", a,
+			           (long long)in->dims[a].size);
+		drop[a] = true;
+	}
+	Shape y = {.rank = 0};
+	for (int k = 0; k < in->rank; k++)
+		if (!drop[k])
+			y.dims[y.rank++] = in->dims[k];
+	set_reshaped(x, &y);
+}
+
+static void infer_unsqueeze(Infer *x)
+{
+	const Shape *in = infer_shape(x, 0);
+	int64_t axes[KILN_MAX_RANK];
+	int n = axes_list(x, 1, 13, axes, KILN_MAX_RANK);
+	if (n < 0)
+		infer_fail(x, KILN_INVALID_MODEL, "axes are required");
+	int rank = in->rank + n;
+	if (rank > KILN_MAX_RANK)
+		infer_fail(x, KILN_LIMIT, "output rank %d exceeds %d", rank, KILN_MAX_RANK);
+	bool add[KILN_MAX_RANK] = {0};
+	for (int i = 0; i < n; i++) {
+		int a = infer_axis(x, axes[i], rank, "axis");
+		if (add[a])
+			infer_fail(x, KILN_INVALID_MODEL, "axis %d is listed twice", a);
+		add[a] = true;
+	}
+	Shape y = {.rank = rank};
+	for (int k = 0, j = 0; k < rank; k++)
+		y.dims[k] = add[k] ? (Dim){1, NULL} : in->dims[j++];
+	set_reshaped(x, &y);
+}
+
+static void infer_shape_op(Infer *x)
+{
+	const Shape *in = infer_shape(x, 0);
+	int64_t start = attr_int(x, "start", 0), end = attr_int(x, "end", in->rank);
+	if (start < 0)
+		start += in->rank;
+	if (end < 0)
+		end += in->rank;
+	start = clamp(start, 0, in->rank);
+	end = clamp(end, start, in->rank);
+	int64_t *dims = arena_array(x->a, (size_t)(end - start) + 1, sizeof *dims);
+	for (int64_t k = start; k < end; k++)
+		dims[k - start] = in->dims[k].size;
+	Shape y = {.rank = 1};
+	y.dims[0].size = end - start;
+	infer_set_output(x, 0, DT_INT64, &y);
+	infer_set_folded(x, 0, DT_INT64, end - start, dims);
+}
+
+static void infer_constant(Infer *x)
+{
+	if (x->n->nattrs != 1)
+		infer_fail(x, KILN_INVALID_MODEL, "Constant needs exactly one value attribute, has %d",
+		           x->n->nattrs);
+	const Attr *a = &x->n->attrs[0];
+	Shape y = {.rank = 0};
+	const char *name = a->name;
+	if (strcmp(name, "value") == 0 && a->type == AT_TENSOR) {
+		const Tensor *t = &a->tensors[0];
+		if (t->dtype == DT_STRING)
+			infer_fail(x, KILN_UNSUPPORTED, "string constants are not supported");
+		infer_set_output(x, 0, t->dtype, &t->shape);
+		infer_set_folded(x, 0, t->dtype, t->w.nelem, t->w.bytes);
+	} else if (strcmp(name, "value_float") == 0 && a->type == AT_FLOAT) {
+		infer_set_output(x, 0, DT_FLOAT, &y);
+		infer_set_folded(x, 0, DT_FLOAT, 1, &a->f);
+	} else if (strcmp(name, "value_int") == 0 && a->type == AT_INT) {
+		infer_set_output(x, 0, DT_INT64, &y);
+		infer_set_folded(x, 0, DT_INT64, 1, &a->i);
+	} else if (strcmp(name, "value_floats") == 0 && a->type == AT_FLOATS) {
+		y.rank = 1;
+		y.dims[0].size = a->n;
+		infer_set_output(x, 0, DT_FLOAT, &y);
+		infer_set_folded(x, 0, DT_FLOAT, a->n, a->floats);
+	} else if (strcmp(name, "value_ints") == 0 && a->type == AT_INTS) {
+		y.rank = 1;
+		y.dims[0].size = a->n;
+		infer_set_output(x, 0, DT_INT64, &y);
+		infer_set_folded(x, 0, DT_INT64, a->n, a->ints);
+	} else {
+		infer_fail(x, KILN_UNSUPPORTED, "Constant attribute \"%s\" is not supported", name);
+	}
+}
+
+void ops_shape_infer(Infer *x)
+{
+	switch (x->n->op) {
+	case OP_Reshape: infer_reshape(x); return;
+	case OP_Flatten: infer_flatten(x); return;
+	case OP_Transpose: infer_transpose(x); return;
+	case OP_Concat: infer_concat(x); return;
+	case OP_Split: infer_split(x); return;
+	case OP_Slice: infer_slice(x); return;
+	case OP_Gather: infer_gather(x); return;
+	case OP_Squeeze: infer_squeeze(x); return;
+	case OP_Unsqueeze: infer_unsqueeze(x); return;
+	case OP_Shape: infer_shape_op(x); return;
+	case OP_Constant: infer_constant(x); return;
+	default: /* Identity */
+		infer_set_output(x, 0, infer_dtype(x, 0), infer_shape(x, 0));
+		pass_folded(x);
+		return;
+	}
+}

@@ -1,0 +1,349 @@
+/*
+ * shape.c - shape inference for one batch signature.
+ *
+ * A signature binds every graph input to a static shape: the batch axis
+ * (axis 0 of an input whose first dim is symbolic, or --batch-dim) to the
+ * batch size, and any other dim from --shape. Inference then walks the nodes
+ * in order and asks each op's hook (in compiler/ops/) for its outputs' dtypes and
+ * shapes. Hooks also evaluate shape arithmetic at compile time: small integer
+ * values whose contents are known (weights, Constant, Shape, and what is
+ * computed from them) are "folded", so Shape -> Gather -> Concat -> Reshape
+ * chains end in static shapes. After inference every value of the graph has
+ * a static shape, or the signature fails naming the tensor, node and dim.
+ *
+ * The IR keeps the declared (symbolic) shapes; each signature has its own
+ * arrays indexed by value id.
+ */
+#include <stdarg.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "kiln.h"
+
+/* ---- binding ---------------------------------------------------------- */
+
+static const ShapeOverride *find_override(const BindOptions *o, const char *name)
+{
+	for (int i = 0; i < o->nshapes; i++)
+		if (strcmp(o->shapes[i].input, name) == 0)
+			return &o->shapes[i];
+	return NULL;
+}
+
+static int find_batch_dim(const BindOptions *o, const char *name)
+{
+	for (int i = 0; i < o->nbatch_dims; i++)
+		if (strcmp(o->batch_dims[i].input, name) == 0)
+			return o->batch_dims[i].axis;
+	return NONE;
+}
+
+/* Every option must name a real runtime input: a typo is an error, not a no-op. */
+static void check_option_names(Graph *g, const BindOptions *o, Diag *d)
+{
+	for (int k = 0; k < o->nshapes + o->nbatch_dims; k++) {
+		const char *name = k < o->nshapes ? o->shapes[k].input
+		                                  : o->batch_dims[k - o->nshapes].input;
+		bool found = false;
+		for (int i = 0; i < g->ninputs && !found; i++)
+			found = g->values[g->inputs[i]].kind == VAL_INPUT &&
+			        strcmp(g->values[g->inputs[i]].name, name) == 0;
+		if (!found)
+			diag_fail(d, KILN_USAGE, "%s names \"%s\", which is not a graph input",
+			          k < o->nshapes ? "--shape" : "--batch-dim", name);
+	}
+}
+
+static void bind_inputs(Sig *s, const BindOptions *o, Diag *d)
+{
+	Graph *g = s->g;
+	check_option_names(g, o, d);
+	/* Symbols of batch axes: the same name elsewhere is the batch too. */
+	const char *batch_syms[64];
+	int nsyms = 0;
+	for (int i = 0; i < g->ninputs; i++) {
+		const Value *v = &g->values[g->inputs[i]];
+		if (v->kind != VAL_INPUT || v->shape.rank < 1)
+			continue;
+		int axis = find_batch_dim(o, v->name);
+		if (axis == NONE && !find_override(o, v->name) && v->shape.dims[0].size < 0)
+			axis = 0;
+		if (axis != NONE && axis < v->shape.rank && v->shape.dims[axis].param && nsyms < 64)
+			batch_syms[nsyms++] = v->shape.dims[axis].param;
+	}
+	for (int i = 0; i < g->ninputs; i++) {
+		int id = g->inputs[i];
+		const Value *v = &g->values[id];
+		if (v->kind != VAL_INPUT)
+			continue;
+		if (v->type != TK_TENSOR)
+			diag_fail(d, KILN_UNSUPPORTED, "graph input \"%s\" is a %s, not a tensor", v->name,
+			          v->type == TK_SEQUENCE ? "sequence" : "non-tensor value");
+		if (!dtype_valid(v->dtype))
+			diag_fail(d, KILN_INVALID_MODEL, "graph input \"%s\" has no element type", v->name);
+		Shape sh = v->shape;
+		const ShapeOverride *ov = find_override(o, v->name);
+		int axis = find_batch_dim(o, v->name);
+		if (ov) {
+			sh.rank = ov->rank;
+			for (int k = 0; k < ov->rank; k++)
+				sh.dims[k] = (Dim){ov->dims[k], NULL};
+		}
+		if (sh.rank < 0)
+			diag_fail(d, KILN_SHAPE_ERROR,
+			          "graph input \"%s\" has no declared shape: give it with --shape %s=d0,d1,...",
+			          v->name, v->name);
+		if (axis != NONE && axis >= sh.rank)
+			diag_fail(d, KILN_USAGE, "--batch-dim %s=%d: the input has rank %d", v->name, axis,
+			          sh.rank);
+		if (axis == NONE && !ov && sh.rank > 0 && sh.dims[0].size < 0)
+			axis = 0;
+		for (int k = 0; k < sh.rank; k++) {
+			bool is_batch = k == axis;
+			for (int j = 0; j < nsyms && !is_batch && sh.dims[k].param; j++)
+				is_batch = strcmp(sh.dims[k].param, batch_syms[j]) == 0;
+			if (is_batch && !ov)
+				sh.dims[k] = (Dim){s->batch, NULL};
+			else if (is_batch && k == axis)
+				sh.dims[k] = (Dim){s->batch, NULL};
+			if (sh.dims[k].size < 0)
+				diag_fail(d, KILN_SHAPE_ERROR,
+				          "graph input \"%s\" dim %d (%s) is not static: fix it with --shape %s=...",
+				          v->name, k, sh.dims[k].param ? sh.dims[k].param : "unknown", v->name);
+		}
+		s->shapes[id] = sh;
+		s->dtypes[id] = v->dtype;
+	}
+}
+
+/* ---- hook helpers ----------------------------------------------------- */
+
+_Noreturn void infer_fail(Infer *x, enum kiln_status st, const char *fmt, ...)
+{
+	char msg[600];
+	va_list ap;
+	va_start(ap, fmt);
+	vsnprintf(msg, sizeof msg, fmt, ap);
+	va_end(ap);
+	diag_fail_node(x->d, x->g, x->n, st, "%s (batch %lld)", msg, (long long)x->sig->batch);
+}
+
+bool infer_has_input(Infer *x, int i)
+{
+	return i < x->n->nin && x->n->in[i] != NONE;
+}
+
+static int input_id(Infer *x, int i)
+{
+	if (!infer_has_input(x, i))
+		infer_fail(x, KILN_INVALID_MODEL, "input %d is required", i);
+	return x->n->in[i];
+}
+
+const Shape *infer_shape(Infer *x, int i)
+{
+	return &x->sig->shapes[input_id(x, i)];
+}
+
+int infer_dtype(Infer *x, int i)
+{
+	return x->sig->dtypes[input_id(x, i)];
+}
+
+const char *infer_input_name(Infer *x, int i)
+{
+	return infer_has_input(x, i) ? x->g->values[x->n->in[i]].name : "";
+}
+
+void infer_set_output(Infer *x, int i, int dtype, const Shape *s)
+{
+	if (i >= x->n->nout || x->n->out[i] == NONE)
+		return;
+	for (int k = 0; k < s->rank; k++)
+		if (s->dims[k].size < 0)
+			infer_fail(x, KILN_SHAPE_ERROR, "output %d \"%s\" dim %d is not static", i,
+			           x->g->values[x->n->out[i]].name, k);
+	x->sig->shapes[x->n->out[i]] = *s;
+	x->sig->dtypes[x->n->out[i]] = dtype;
+}
+
+/* Contents of a weight as a Folded view (any dtype; integers are what shape
+ * arithmetic needs, but Constant floats are folded too). */
+static const Folded *fold_weight(Infer *x, int id)
+{
+	Value *v = &x->g->values[id];
+	if (v->kind == VAL_OUTER) {
+		/* Weights of enclosing graphs are reachable through the link. */
+		return NULL;
+	}
+	if (v->kind != VAL_WEIGHT || v->type != TK_TENSOR || v->dtype == DT_STRING)
+		return NULL;
+	Folded *f = arena_alloc(x->a, sizeof *f);
+	f->dtype = v->dtype;
+	f->nelem = v->weight->nelem;
+	f->data = v->weight->bytes;
+	x->sig->folded[id] = f;
+	return f;
+}
+
+const Folded *infer_folded(Infer *x, int i)
+{
+	if (!infer_has_input(x, i))
+		return NULL;
+	int id = x->n->in[i];
+	return x->sig->folded[id] ? x->sig->folded[id] : fold_weight(x, id);
+}
+
+/* Integer contents of input i, converted to int64; NULL if not known. */
+const int64_t *infer_ints(Infer *x, int i, int64_t *n)
+{
+	const Folded *f = infer_folded(x, i);
+	if (!f || (f->dtype != DT_INT64 && f->dtype != DT_INT32))
+		return NULL;
+	*n = f->nelem;
+	if (f->dtype == DT_INT64 && ((uintptr_t)f->data & 7) == 0)
+		return f->data;
+	int64_t *out = arena_array(x->a, (size_t)f->nelem, sizeof *out);
+	for (int64_t k = 0; k < f->nelem; k++) {
+		if (f->dtype == DT_INT64) {
+			memcpy(&out[k], (const char *)f->data + 8 * k, 8);
+		} else {
+			int32_t v;
+			memcpy(&v, (const char *)f->data + 4 * k, 4);
+			out[k] = v;
+		}
+	}
+	return out;
+}
+
+const int64_t *infer_require_ints(Infer *x, int i, int64_t *n)
+{
+	const int64_t *v = infer_ints(x, i, n);
+	if (!v)
+		infer_fail(x, KILN_UNSUPPORTED,
+		           "input %d \"%s\" must be known at compile time (a constant, or computed "
+		           "from shapes)",
+		           i, infer_input_name(x, i));
+	return v;
+}
+
+void infer_set_folded(Infer *x, int i, int dtype, int64_t nelem, const void *data)
+{
+	if (i >= x->n->nout || x->n->out[i] == NONE)
+		return;
+	Folded *f = arena_alloc(x->a, sizeof *f);
+	f->dtype = dtype;
+	f->nelem = nelem;
+	f->data = data;
+	x->sig->folded[x->n->out[i]] = f;
+}
+
+/* Folding is for shape arithmetic: keep it to small tensors. */
+bool infer_foldable(const Shape *s)
+{
+	int64_t n = shape_nelem(s);
+	return n >= 0 && n <= 4096;
+}
+
+const Attr *node_attr(const Node *n, const char *name)
+{
+	for (int i = 0; i < n->nattrs; i++)
+		if (strcmp(n->attrs[i].name, name) == 0)
+			return &n->attrs[i];
+	return NULL;
+}
+
+int64_t attr_int(Infer *x, const char *name, int64_t dflt)
+{
+	const Attr *a = node_attr(x->n, name);
+	if (!a)
+		return dflt;
+	if (a->type != AT_INT)
+		infer_fail(x, KILN_INVALID_MODEL, "attribute \"%s\" must be an int", name);
+	return a->i;
+}
+
+float attr_float(Infer *x, const char *name, float dflt)
+{
+	const Attr *a = node_attr(x->n, name);
+	if (!a)
+		return dflt;
+	if (a->type != AT_FLOAT)
+		infer_fail(x, KILN_INVALID_MODEL, "attribute \"%s\" must be a float", name);
+	return a->f;
+}
+
+/* Copies an INTS attribute into out (up to max); returns the count or -1 if absent. */
+int attr_ints(Infer *x, const char *name, int64_t *out, int max)
+{
+	const Attr *a = node_attr(x->n, name);
+	if (!a)
+		return -1;
+	if (a->type != AT_INTS)
+		infer_fail(x, KILN_INVALID_MODEL, "attribute \"%s\" must be a list of ints", name);
+	if (a->n > max)
+		infer_fail(x, KILN_LIMIT, "attribute \"%s\" has %d values; at most %d fit", name, a->n,
+		           max);
+	for (int i = 0; i < a->n; i++)
+		out[i] = a->ints[i];
+	return a->n;
+}
+
+const char *attr_string(Infer *x, const char *name, const char *dflt)
+{
+	const Attr *a = node_attr(x->n, name);
+	if (!a)
+		return dflt;
+	if (a->type != AT_STRING)
+		infer_fail(x, KILN_INVALID_MODEL, "attribute \"%s\" must be a string", name);
+	char *s = arena_alloc(x->a, a->s.len + 1);
+	memcpy(s, a->s.data, a->s.len);
+	return s;
+}
+
+/* Normalizes a possibly negative axis against rank; fails if out of range. */
+int infer_axis(Infer *x, int64_t axis, int rank, const char *what)
+{
+	if (axis < -rank || axis >= rank)
+		infer_fail(x, KILN_SHAPE_ERROR, "%s %lld is out of range for rank %d", what,
+		           (long long)axis, rank);
+	return (int)(axis < 0 ? axis + rank : axis);
+}
+
+/* ---- the walk --------------------------------------------------------- */
+
+void shape_infer(Sig *s, const BindOptions *o, Arena *a, Diag *d)
+{
+	Graph *g = s->g;
+	s->shapes = arena_array(a, (size_t)g->nvalues, sizeof *s->shapes);
+	s->dtypes = arena_array(a, (size_t)g->nvalues, sizeof *s->dtypes);
+	s->folded = arena_array(a, (size_t)g->nvalues, sizeof *s->folded);
+	for (int i = 0; i < g->nvalues; i++) {
+		const Value *v = &g->values[i];
+		s->shapes[i].rank = -1;
+		if (v->kind == VAL_WEIGHT) {
+			s->shapes[i] = v->shape;
+			s->dtypes[i] = v->dtype;
+		}
+	}
+	bind_inputs(s, o, d);
+	char reason[512];
+	for (int i = 0; i < g->nnodes; i++) {
+		Node *n = &g->nodes[i];
+		Infer x = {.sig = s, .g = g, .n = n, .d = d, .a = a};
+		const char *why = op_unsupported_reason(g, n, reason, sizeof reason);
+		if (why)
+			diag_fail_node(d, g, n, KILN_UNSUPPORTED, "%s", why);
+		InferHook hook = op_infer_hook(n->op);
+		if (!hook)
+			diag_fail_node(d, g, n, KILN_UNSUPPORTED, "no shape inference for this op yet");
+		hook(&x);
+		for (int k = 0; k < n->nout; k++)
+			if (n->out[k] != NONE && s->shapes[n->out[k]].rank < 0)
+				diag_fail_node(d, g, n, KILN_INTERNAL, "output %d got no shape", k);
+	}
+	for (int i = 0; i < g->noutputs; i++)
+		if (s->shapes[g->outputs[i]].rank < 0)
+			diag_fail(d, KILN_SHAPE_ERROR, "graph output \"%s\" has no static shape",
+			          g->values[g->outputs[i]].name);
+}
