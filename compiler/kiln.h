@@ -389,6 +389,28 @@ float attr_float(Infer *x, const char *name, float dflt);
 int attr_ints(Infer *x, const char *name, int64_t *out, int max);
 const char *attr_string(Infer *x, const char *name, const char *dflt);
 
+/* ---- plan.c: the static buffer plan ----------------------------------- */
+
+typedef struct PlanBuf {
+	int root;            /* value id the buffer is named after */
+	int first, last;     /* lifetime: schedule steps (node ids), inclusive */
+	int64_t bytes;       /* 64-byte aligned size */
+	int64_t off;         /* offset in the arena, 64-byte aligned */
+} PlanBuf;
+
+typedef struct Plan {
+	int *root;           /* per value id: the value whose bytes it shares (itself if none);
+	                        a root outside the arena (input, weight) makes a read-only view */
+	int *buf_of;         /* per value id: index in bufs, NONE if not in the arena */
+	PlanBuf *bufs;
+	int nbufs, capbufs;
+	int64_t arena_bytes;        /* the arena size this signature needs */
+	int64_t lower_bound_bytes;  /* the most bytes live at one step */
+} Plan;
+
+/* Plan the arena of a signature whose shapes are inferred. */
+void plan_build(Plan *p, const Sig *s, Arena *a);
+
 /* ---- ops/ *.c: per-op hooks, by family -------------------------------- */
 
 InferHook op_infer_hook(int op);   /* NULL if the op has none */
@@ -442,6 +464,7 @@ typedef struct InfoOptions {
 	const int64_t *batches;  /* signatures to infer; none if nbatches == 0 */
 	int nbatches;
 	const BindOptions *bind;
+	bool plan;               /* also plan the arena of each signature */
 } InfoOptions;
 
 void report_info(Model *m, FILE *out, const InfoOptions *o);

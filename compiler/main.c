@@ -31,6 +31,8 @@ static const char usage[] =
 	"  --shape=INPUT=D0,D1   fix every dim of an input (repeatable)\n"
 	"  --batch-dim=INPUT=AXIS  the batch axis of an input (default: axis 0 when\n"
 	"                        its first dim is symbolic) (repeatable)\n"
+	"  --plan                plan each signature's arena and print its size and\n"
+	"                        lower bound (info, dump)\n"
 	"  --max-memory=MB       cap on compiler memory (default 4096); weights mapped\n"
 	"                        from the model files do not count\n"
 	"  -h, --help            show this help\n"
@@ -44,6 +46,7 @@ typedef struct Options {
 	const char *command;
 	const char *model;
 	bool json;
+	bool plan;
 	size_t max_memory_mb;
 	int64_t batches[MAX_LIST];
 	int nbatches;
@@ -116,6 +119,8 @@ static int parse_args(int argc, char **argv, Options *o)
 				return 0;
 			} else if (strcmp(a, "--json") == 0) {
 				o->json = true;
+			} else if (strcmp(a, "--plan") == 0) {
+				o->plan = true;
 			} else if ((v = flag_value(argc, argv, &i, "--batch", &missing))) {
 				o->nbatches = parse_int_list(v, o->batches, MAX_LIST, 1);
 				if (o->nbatches <= 0)
@@ -173,11 +178,12 @@ static int parse_args(int argc, char **argv, Options *o)
 		return usage_error("'%s' needs a MODEL file", o->command);
 	if (o->json && strcmp(o->command, "info"))
 		return usage_error("--json goes with 'info', not '%s'", o->command);
-	if ((o->nbatches || o->bind.nshapes || o->bind.nbatch_dims) && strcmp(o->command, "check") == 0)
-		return usage_error("--batch, --shape and --batch-dim go with 'info' or 'dump', not '%s'",
-		                   o->command);
+	if ((o->nbatches || o->bind.nshapes || o->bind.nbatch_dims || o->plan) &&
+	    strcmp(o->command, "check") == 0)
+		return usage_error("--batch, --shape, --batch-dim and --plan go with 'info' or 'dump', "
+		                   "not '%s'", o->command);
 	/* Shapes without --batch: one signature; the batch only matters for symbolic axes. */
-	if (!o->nbatches && (o->bind.nshapes || o->bind.nbatch_dims))
+	if (!o->nbatches && (o->bind.nshapes || o->bind.nbatch_dims || o->plan))
 		o->batches[o->nbatches++] = 1;
 	return -1;
 }
@@ -196,7 +202,7 @@ static int run(const Options *o)
 		model_load(m);
 		ir_verify(m->graph);
 		InfoOptions io = {.json = o->json, .batches = o->batches, .nbatches = o->nbatches,
-		                  .bind = &o->bind};
+		                  .bind = &o->bind, .plan = o->plan};
 		if (strcmp(o->command, "info") == 0)
 			report_info(m, stdout, &io);
 		else if (strcmp(o->command, "check") == 0)

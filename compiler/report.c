@@ -257,11 +257,25 @@ static void print_static_shape(FILE *out, const Shape *s)
 	fputc(']', out);
 }
 
-static void signatures_text(Model *m, const Sig *sigs, int n, FILE *out)
+static Plan *plan_signatures(Model *m, const Sig *sigs, const InfoOptions *o)
+{
+	if (!o->plan)
+		return NULL;
+	Plan *plans = arena_array(m->arena, (size_t)o->nbatches, sizeof *plans);
+	for (int i = 0; i < o->nbatches; i++)
+		plan_build(&plans[i], &sigs[i], m->arena);
+	return plans;
+}
+
+static void signatures_text(Model *m, const Sig *sigs, const Plan *plans, int n, FILE *out)
 {
 	Graph *g = m->graph;
 	for (int i = 0; i < n; i++) {
 		fprintf(out, "signature batch %lld:\n", (long long)sigs[i].batch);
+		if (plans)
+			fprintf(out, "  arena %lld bytes in %d buffers (lower bound %lld bytes)\n",
+			        (long long)plans[i].arena_bytes, plans[i].nbufs,
+			        (long long)plans[i].lower_bound_bytes);
 		for (int pass = 0; pass < 2; pass++)
 			for (int k = 0; k < (pass ? g->noutputs : g->ninputs); k++) {
 				int id = pass ? g->outputs[k] : g->inputs[k];
@@ -290,7 +304,7 @@ static void json_static_value(Json *j, const Value *v, int dtype, const Shape *s
 	json_end_object(j);
 }
 
-static void signatures_json(Model *m, const Sig *sigs, int n, Json *j)
+static void signatures_json(Model *m, const Sig *sigs, const Plan *plans, int n, Json *j)
 {
 	Graph *g = m->graph;
 	json_key(j, "signatures");
@@ -299,6 +313,14 @@ static void signatures_json(Model *m, const Sig *sigs, int n, Json *j)
 		json_begin_object(j);
 		json_key(j, "batch");
 		json_int(j, sigs[i].batch);
+		if (plans) {
+			json_key(j, "arena_bytes");
+			json_int(j, plans[i].arena_bytes);
+			json_key(j, "lower_bound_bytes");
+			json_int(j, plans[i].lower_bound_bytes);
+			json_key(j, "buffers");
+			json_int(j, plans[i].nbufs);
+		}
 		for (int pass = 0; pass < 2; pass++) {
 			json_key(j, pass ? "outputs" : "inputs");
 			json_begin_array(j);
@@ -322,25 +344,30 @@ void report_info(Model *m, FILE *out, const InfoOptions *o)
 	weight_stats(m, &w);
 	/* Infer before printing, so an error leaves no half-written report. */
 	Sig *sigs = infer_signatures(m, o);
+	Plan *plans = plan_signatures(m, sigs, o);
 	if (o->json) {
 		Json j = {.out = out};
 		info_json(m, &s, &w, &j);
 		if (o->nbatches)
-			signatures_json(m, sigs, o->nbatches, &j);
+			signatures_json(m, sigs, plans, o->nbatches, &j);
 		json_end_object(&j);
 	} else {
 		info_text(m, &s, &w, out);
-		signatures_text(m, sigs, o->nbatches, out);
+		signatures_text(m, sigs, plans, o->nbatches, out);
 	}
 }
 
 void report_dump(Model *m, FILE *out, const InfoOptions *o)
 {
 	Sig *sigs = infer_signatures(m, o);
+	Plan *plans = plan_signatures(m, sigs, o);
 	ir_print(m->graph, out);
 	Graph *g = m->graph;
 	for (int i = 0; i < o->nbatches; i++) {
 		fprintf(out, "signature batch %lld:\n", (long long)sigs[i].batch);
+		if (plans)
+			fprintf(out, "  arena %lld bytes (lower bound %lld)\n",
+			        (long long)plans[i].arena_bytes, (long long)plans[i].lower_bound_bytes);
 		for (int id = 0; id < g->nvalues; id++) {
 			fprintf(out, "  %%v%d %s ", id, dtype_name(sigs[i].dtypes[id]));
 			if (sigs[i].shapes[id].rank >= 0)
@@ -356,6 +383,15 @@ void report_dump(Model *m, FILE *out, const InfoOptions *o)
 					fprintf(out, "%s%lld", k ? "," : "", (long long)v);
 				}
 				fputc('}', out);
+			}
+			if (plans && plans[i].buf_of[id] != NONE) {
+				const PlanBuf *b = &plans[i].bufs[plans[i].buf_of[id]];
+				fprintf(out, " @%lld+%lld live n%d..n%d", (long long)b->off, (long long)b->bytes,
+				        b->first, b->last);
+				if (plans[i].root[id] != id)
+					fprintf(out, " (shares %%v%d)", plans[i].root[id]);
+			} else if (plans && plans[i].root[id] != id) {
+				fprintf(out, " (view of %%v%d)", plans[i].root[id]);
 			}
 			fputc('\n', out);
 		}

@@ -85,6 +85,10 @@ expect 0 "" -- info --json --batch=4 mlp.onnx
 expect_out mlp_batch4.json
 expect 0 "" -- dump --batch 3 shape_chain.onnx
 expect_out shape_chain.dump
+expect 0 "" -- dump --batch 2 --plan shape_chain.onnx
+expect_out shape_chain_plan.dump
+expect 0 "" -- info --json --plan --batch 1,64 ../../examples/jet_tagger/model.onnx
+expect_out jet_tagger_plan.json
 expect 2 "$E mlp.onnx: --shape names \"nope\", which is not a graph input" -- info --shape=nope=1,2 mlp.onnx
 expect 2 "$E mlp.onnx: node 0 \"fc1\" (Gemm, ai.onnx opset 13): inner dims differ: A gives K = 5, B gives 4 (batch 1)" -- info --shape=x=2,5 mlp.onnx
 expect 2 "$E mlp.onnx: --batch-dim x=5: the input has rank 2" -- info --batch-dim=x=5 mlp.onnx
@@ -95,7 +99,7 @@ expect 2 "$E --batch lists a size twice: '1,1'
 Try 'kiln --help'." -- info --batch 1,1 mlp.onnx
 expect 2 "$E --shape needs INPUT=D0,D1,..., got 'x'
 Try 'kiln --help'." -- info --shape x mlp.onnx
-expect 2 "$E --batch, --shape and --batch-dim go with 'info' or 'dump', not 'check'
+expect 2 "$E --batch, --shape, --batch-dim and --plan go with 'info' or 'dump', not 'check'
 Try 'kiln --help'." -- check --batch 1 mlp.onnx
 
 # ---- bad models: one line naming the file and the tensor or node, exit 2

@@ -2,8 +2,9 @@
 """Shape inference against the ONNX backend test data: for every
 libonnx-testdata case whose nodes `kiln check` accepts, bind each graph input
 to the shape of test_data_set_0/input_K.pb (--shape), run
-`kiln info --json`, and compare every output's dtype and shape with
+`kiln info --json --plan`, and compare every output's dtype and shape with
 output_K.pb. The outputs are real reference results, so a wrong shape fails.
+The buffer plan must also meet its target: arena <= 1.10 x lower bound.
 
 A case may instead end in kiln's documented ahead-of-time limit: a value that
 decides a shape (a Reshape target, Slice bounds, ...) fed as a graph input
@@ -47,7 +48,7 @@ def run_case(kiln, case):
     g = onnx.load(model, load_external_data=False).graph
     inits = {t.name for t in g.initializer}
     inputs = [vi.name for vi in g.input if vi.name not in inits]
-    args = [kiln, "info", "--json", "--batch=1"]
+    args = [kiln, "info", "--json", "--plan", "--batch=1"]
     for k, name in enumerate(inputs):
         t = read_pb(os.path.join(ds, "input_%d.pb" % k))
         args.append("--shape=%s=%s" % (name, ",".join(str(d) for d in t.dims)))
@@ -59,7 +60,12 @@ def run_case(kiln, case):
         if "is not supported" in p.stderr or "are not supported" in p.stderr:
             return "unsupported", p.stderr.strip()
         return "fail", "exit %d: %s" % (p.returncode, p.stderr.strip())
-    got = json.loads(p.stdout)["signatures"][0]["outputs"]
+    sig = json.loads(p.stdout)["signatures"][0]
+    # The buffer plan's target: within 10% of the most bytes live at once.
+    if sig["arena_bytes"] > 1.10 * sig["lower_bound_bytes"]:
+        return "fail", "arena %d bytes > 1.10 x lower bound %d" % (sig["arena_bytes"],
+                                                                 sig["lower_bound_bytes"])
+    got = sig["outputs"]
     for k, out in enumerate(got):
         ref = read_pb(os.path.join(ds, "output_%d.pb" % k))
         if out["shape"] != list(ref.dims):

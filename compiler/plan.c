@@ -1,0 +1,201 @@
+/*
+ * plan.c - the static buffer plan of one signature: where every
+ * intermediate tensor lives in the per-thread arena.
+ *
+ * The schedule is the node order (the IR is topologically sorted). Graph
+ * inputs and outputs are the caller's buffers, weights and folded values are
+ * constants, so only the other temporaries need arena space. Before placing
+ * them, values are merged into buffers:
+ *   - zero-cost aliases: Reshape, Flatten, Squeeze, Unsqueeze and Identity
+ *     outputs share their input's buffer (same bytes, new shape), even when
+ *     that is a graph input or a weight (a read-only view, no arena);
+ *   - in-place reuse: an elementwise op may write its output over an input
+ *     that dies at that node, when both have the same shape and element size.
+ * Each buffer lives from its first definition to its last use. Buffers are
+ * placed greedily by size, largest first, each at the lowest 64-byte aligned
+ * offset that overlaps no buffer with an intersecting lifetime. The lower
+ * bound is the most bytes live at any one step; no placement can beat it.
+ */
+#include <stdlib.h>
+#include <string.h>
+
+#include "kiln.h"
+
+enum { PLAN_ALIGN = 64 };
+
+static int64_t align_up(int64_t n)
+{
+	return (n + PLAN_ALIGN - 1) / PLAN_ALIGN * PLAN_ALIGN;
+}
+
+static bool is_alias_op(int op)
+{
+	return op == OP_Reshape || op == OP_Flatten || op == OP_Squeeze || op == OP_Unsqueeze ||
+	       op == OP_Identity;
+}
+
+static bool is_elementwise_op(int op)
+{
+	switch (op) {
+	case OP_Add: case OP_Sub: case OP_Mul: case OP_Div: case OP_Pow: case OP_Where:
+	case OP_Relu: case OP_Sigmoid: case OP_Tanh: case OP_Selu: case OP_Elu: case OP_LeakyRelu:
+	case OP_Erf: case OP_Sqrt: case OP_Exp: case OP_Log: case OP_Clip: case OP_Cast:
+		return true;
+	}
+	return false;
+}
+
+static bool same_shape(const Shape *a, const Shape *b)
+{
+	if (a->rank != b->rank)
+		return false;
+	for (int k = 0; k < a->rank; k++)
+		if (a->dims[k].size != b->dims[k].size)
+			return false;
+	return true;
+}
+
+/* Does the value need arena space of its own (before merging)? */
+static bool needs_arena(const Sig *s, int id)
+{
+	const Value *v = &s->g->values[id];
+	return v->kind == VAL_TEMP && !v->is_output && !s->folded[id];
+}
+
+static int root_of(const Plan *p, int id)
+{
+	while (p->root[id] != id)
+		id = p->root[id];
+	return id;
+}
+
+typedef struct Order {
+	int buf;
+	int64_t bytes;
+} Order;
+
+static int by_size_desc(const void *a, const void *b)
+{
+	const Order *x = a, *y = b;
+	if (x->bytes != y->bytes)
+		return x->bytes > y->bytes ? -1 : 1;
+	return x->buf - y->buf;  /* deterministic */
+}
+
+void plan_build(Plan *p, const Sig *s, Arena *a)
+{
+	Graph *g = s->g;
+	int nv = g->nvalues;
+	memset(p, 0, sizeof *p);
+	p->root = arena_array(a, (size_t)nv, sizeof *p->root);
+	p->buf_of = arena_array(a, (size_t)nv, sizeof *p->buf_of);
+	int *last_use = arena_array(a, (size_t)nv, sizeof *last_use);
+	int *root_last = arena_array(a, (size_t)nv, sizeof *root_last);
+	for (int i = 0; i < nv; i++) {
+		p->root[i] = i;
+		p->buf_of[i] = NONE;
+		last_use[i] = g->values[i].producer;
+	}
+	for (int i = 0; i < g->nnodes; i++)
+		for (int k = 0; k < g->nodes[i].nin; k++)
+			if (g->nodes[i].in[k] != NONE)
+				last_use[g->nodes[i].in[k]] = i;
+	for (int i = 0; i < nv; i++)
+		root_last[i] = last_use[i];
+
+	/* Merge in schedule order; a root's lifetime is the union of its members'. */
+	for (int i = 0; i < g->nnodes; i++) {
+		const Node *n = &g->nodes[i];
+		if (n->nout < 1 || n->out[0] == NONE || !needs_arena(s, n->out[0]))
+			continue;
+		int out = n->out[0];
+		int src = NONE;
+		if (is_alias_op(n->op) && n->in[0] != NONE) {
+			/* A view: of an arena buffer, or of an input or weight (no arena). */
+			src = n->in[0];
+		} else if (is_elementwise_op(n->op)) {
+			for (int k = 0; k < n->nin && src == NONE; k++) {
+				int in = n->in[k];
+				/* Never write over the caller's inputs or the weights. */
+				if (in == NONE || !needs_arena(s, root_of(p, in)))
+					continue;
+				int r = root_of(p, in);
+				if (root_last[r] == i && same_shape(&s->shapes[in], &s->shapes[out]) &&
+				    dtype_size(s->dtypes[in]) == dtype_size(s->dtypes[out]))
+					src = in;
+			}
+		}
+		if (src == NONE)
+			continue;
+		int r = root_of(p, src);
+		p->root[out] = r;
+		if (root_last[out] > root_last[r])
+			root_last[r] = root_last[out];
+	}
+
+	/* One buffer per root that needs arena space. */
+	for (int i = 0; i < nv; i++) {
+		int r = root_of(p, i);
+		if (!needs_arena(s, i) || !needs_arena(s, r))
+			continue;
+		int64_t bytes = align_up(shape_nelem(&s->shapes[i]) * (int64_t)dtype_size(s->dtypes[i]));
+		if (p->buf_of[r] == NONE) {
+			p->bufs = arena_grow(a, p->bufs, p->nbufs, &p->capbufs, sizeof *p->bufs);
+			PlanBuf *b = &p->bufs[p->nbufs];
+			b->root = r;
+			b->first = g->values[r].producer;
+			b->last = root_last[r];
+			b->bytes = 0;
+			b->off = -1;
+			p->buf_of[r] = p->nbufs++;
+		}
+		PlanBuf *b = &p->bufs[p->buf_of[r]];
+		if (bytes > b->bytes)
+			b->bytes = bytes;
+		p->buf_of[i] = p->buf_of[r];
+	}
+
+	/* Lower bound: the most bytes live at one step. */
+	for (int t = 0; t < g->nnodes; t++) {
+		int64_t live = 0;
+		for (int b = 0; b < p->nbufs; b++)
+			if (p->bufs[b].first <= t && t <= p->bufs[b].last)
+				live += p->bufs[b].bytes;
+		if (live > p->lower_bound_bytes)
+			p->lower_bound_bytes = live;
+	}
+
+	/* Greedy by size: lowest offset clear of every placed, overlapping buffer. */
+	Order *order = arena_array(a, (size_t)p->nbufs, sizeof *order);
+	for (int b = 0; b < p->nbufs; b++)
+		order[b] = (Order){b, p->bufs[b].bytes};
+	if (p->nbufs)
+		qsort(order, (size_t)p->nbufs, sizeof *order, by_size_desc);
+	int *placed = arena_array(a, (size_t)p->nbufs, sizeof *placed);
+	Order *busy = arena_array(a, (size_t)p->nbufs, sizeof *busy);  /* (index, offset) */
+	int nplaced = 0;
+	for (int k = 0; k < p->nbufs; k++) {
+		PlanBuf *b = &p->bufs[order[k].buf];
+		/* Placed buffers alive at the same time, by offset; take the first gap. */
+		int nbusy = 0;
+		for (int j = 0; j < nplaced; j++) {
+			const PlanBuf *o = &p->bufs[placed[j]];
+			if (o->first <= b->last && b->first <= o->last)
+				busy[nbusy++] = (Order){placed[j], -o->off};
+		}
+		if (nbusy)
+			qsort(busy, (size_t)nbusy, sizeof *busy, by_size_desc);  /* -off desc = off asc */
+		int64_t off = 0;
+		for (int j = 0; j < nbusy; j++) {
+			const PlanBuf *o = &p->bufs[busy[j].buf];
+			if (o->off >= off + b->bytes)
+				break;  /* the gap before o fits */
+			if (o->off + o->bytes > off)
+				off = o->off + o->bytes;
+		}
+		b->off = off;
+		placed[nplaced++] = order[k].buf;
+		if (off + b->bytes > p->arena_bytes)
+			p->arena_bytes = off + b->bytes;
+	}
+}
