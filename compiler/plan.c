@@ -198,4 +198,16 @@ void plan_build(Plan *p, const Sig *s, Arena *a)
 		if (off + b->bytes > p->arena_bytes)
 			p->arena_bytes = off + b->bytes;
 	}
+	/* The plan's invariant, checked every time: buffers alive together
+	 * never share bytes, and all are aligned. A failure is a bug. */
+	for (int x = 0; x < p->nbufs; x++) {
+		const PlanBuf *b = &p->bufs[x];
+		KILN_ASSERT(b->off >= 0 && b->off % PLAN_ALIGN == 0 && b->off + b->bytes <= p->arena_bytes);
+		for (int y = x + 1; y < p->nbufs; y++) {
+			const PlanBuf *o = &p->bufs[y];
+			KILN_ASSERT(!(o->first <= b->last && b->first <= o->last && o->off < b->off + b->bytes &&
+			              b->off < o->off + o->bytes));
+		}
+	}
+	KILN_ASSERT(p->arena_bytes >= p->lower_bound_bytes);
 }
