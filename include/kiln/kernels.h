@@ -1,0 +1,241 @@
+/*
+ * kernels.h - the compute kernels of libkiln that generated code calls.
+ *
+ * The compiler knows every shape when it emits a model, so each kernel takes
+ * its sizes and strides as plain int64_t arguments (or a small params struct)
+ * and does no shape inference of its own: broadcasting, axis normalisation,
+ * output sizes and padding arithmetic are the caller's business. These are
+ * the portable reference kernels: plain C11, float32, correct first and
+ * reasonably fast second. Faster variants (packed micro-kernels) are added
+ * later beside them and are tested against them.
+ *
+ * Conventions shared by every kernel:
+ *   - Tensors are dense, row-major (C order) unless a stride says otherwise.
+ *     Sizes are element counts, never bytes, except elem_bytes.
+ *   - Every size may be 0. A kernel whose output is empty writes nothing.
+ *   - Outputs must not overlap inputs, except where a kernel says "in place":
+ *     then Y may be exactly X (same pointer), but never a partial overlap.
+ *   - Kernels keep no state and allocate nothing, so they are thread-safe.
+ *     None needs scratch memory.
+ *   - Kernels that can fail on data (gather indices) return enum kiln_status;
+ *     the others cannot fail given valid arguments and return void.
+ *   - NaN inputs propagate through arithmetic as IEEE 754 says. How a max
+ *     treats NaN is not specified (the reference kernels skip it).
+ *   - Arguments are trusted: the compiler has checked shapes, strides, perms
+ *     and groups, so a kernel does not check them again. Only data that
+ *     arrives at run time (gather indices) is checked.
+ */
+#ifndef KILN_KERNELS_H
+#define KILN_KERNELS_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "kiln.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* ---- matrix multiplication -------------------------------------------- */
+
+/*
+ * C = alpha * A B + beta * C, with C of shape [M, N] and K the shared
+ * dimension. Element (m, k) of A is A[m * a_row_stride + k * a_col_stride],
+ * element (k, n) of B is B[k * b_row_stride + n * b_col_stride], element
+ * (m, n) of C is C[m * c_row_stride + n]. Strides are in elements and may be
+ * anything, so transposed operands are a matter of swapping strides:
+ *   - ONNX Gemm: transA=0 gives (a_row_stride, a_col_stride) = (K, 1), transA=1
+ *     gives (1, M); likewise for B with (N, 1) or (1, K). If Gemm has its
+ *     optional input C, the caller first writes it, broadcast to [M, N], into
+ *     the output and passes beta; without it, beta = 0.
+ *   - ONNX MatMul: alpha = 1, beta = 0, one call per batch matrix (the caller
+ *     loops over the broadcast batch dimensions).
+ * beta == 0 means C is write-only: it is not read, so it may hold garbage,
+ * even NaN. K == 0 gives C = beta * C. alpha == 0 is not special: NaN or
+ * infinity in A or B still reaches C. Rows of C must not overlap each other
+ * (c_row_stride >= N when M > 1), nor A or B. Sums are accumulated in float.
+ */
+KILN_API void kiln_f32_gemm(int64_t M, int64_t N, int64_t K, float alpha,
+                            const float *A, int64_t a_row_stride, int64_t a_col_stride,
+                            const float *B, int64_t b_row_stride, int64_t b_col_stride,
+                            float beta, float *C, int64_t c_row_stride);
+
+/* ---- convolution ------------------------------------------------------ */
+
+/* The shape of one 2-D convolution. The caller computes out_h and out_w
+ * (from ONNX's pads, auto_pad, strides and dilations); the kernel trusts them.
+ * pad_bottom and pad_right do not change the result of a convolution (input
+ * outside the image is zero either way) but are kept so a params struct
+ * describes the node completely. */
+typedef struct kiln_conv2d_params {
+	int64_t batch;         /* N */
+	int64_t in_channels;   /* C, a multiple of group */
+	int64_t in_h, in_w;    /* H, W of the input */
+	int64_t out_channels;  /* M, a multiple of group */
+	int64_t group;         /* >= 1; group == C == M is depthwise */
+	int64_t kernel_h, kernel_w;      /* kH, kW */
+	int64_t stride_h, stride_w;      /* >= 1 */
+	int64_t dilation_h, dilation_w;  /* >= 1 */
+	int64_t pad_top, pad_left, pad_bottom, pad_right;  /* >= 0 */
+	int64_t out_h, out_w;  /* OH, OW */
+} kiln_conv2d_params;
+
+/*
+ * ONNX Conv in 2-D, NCHW. X is [N, C, H, W], W is [M, C/group, kH, kW],
+ * bias is [M] or NULL, Y is [N, M, OH, OW]:
+ *   Y[n, m, oh, ow] = bias[m] + sum over c', kh, kw of
+ *       X[n, g*C/group + c', oh*sH - pad_top + kh*dH, ow*sW - pad_left + kw*dW]
+ *       * W[m, c', kh, kw]
+ * with g = m / (M/group) and X read as 0 outside [0, H) x [0, W).
+ * Conv1D is H = 1, kH = 1, sH = dH = 1, pad_top = pad_bottom = 0.
+ * Direct loops; a 1x1, stride-1, unpadded convolution goes through
+ * kiln_f32_gemm. Sums are accumulated in float.
+ */
+KILN_API void kiln_f32_conv2d(const kiln_conv2d_params *p, const float *X, const float *W,
+                              const float *bias, float *Y);
+
+/* ---- pooling ---------------------------------------------------------- */
+
+/* The shape of one 2-D pooling. out_h and out_w come from the caller, which
+ * applies ceil_mode, so a window may begin in, or reach beyond, the bottom or
+ * right padding. */
+typedef struct kiln_pool2d_params {
+	int64_t batch, channels;         /* N, C */
+	int64_t in_h, in_w;              /* H, W */
+	int64_t kernel_h, kernel_w;      /* kH, kW */
+	int64_t stride_h, stride_w;      /* >= 1 */
+	int64_t dilation_h, dilation_w;  /* >= 1 (1 for AveragePool before opset 19) */
+	int64_t pad_top, pad_left, pad_bottom, pad_right;  /* >= 0 */
+	int64_t out_h, out_w;            /* OH, OW */
+} kiln_pool2d_params;
+
+/*
+ * ONNX MaxPool, NCHW: X is [N, C, H, W], Y is [N, C, OH, OW]. The window of
+ * output (oh, ow) has taps (oh*sH - pad_top + i*dH, ow*sW - pad_left + j*dW)
+ * for i < kH, j < kW; taps outside the input are ignored. A window with no
+ * tap inside the input gives -INFINITY. The Indices output is not produced.
+ */
+KILN_API void kiln_f32_maxpool2d(const kiln_pool2d_params *p, const float *X, float *Y);
+
+/*
+ * ONNX AveragePool, NCHW, windows as for kiln_f32_maxpool2d. The sum of the
+ * taps inside the input is divided by
+ *   - count_include_pad == 0: the number of taps inside the input;
+ *   - count_include_pad != 0: the number of taps inside the padded input,
+ *     [-pad_top, H + pad_bottom) x [-pad_left, W + pad_right). Taps beyond
+ *     the padding, which only ceil_mode creates, are not counted: this is
+ *     what PyTorch and ONNX Runtime's AveragePool-19 do. (ONNX Runtime for
+ *     older opsets and the ONNX reference implementation divide by kH * kW
+ *     there instead.)
+ * A window with a divisor of 0 gives NaN (0 / 0, as ONNX Runtime).
+ */
+KILN_API void kiln_f32_avgpool2d(const kiln_pool2d_params *p, int count_include_pad,
+                                 const float *X, float *Y);
+
+/*
+ * ONNX GlobalAveragePool and GlobalMaxPool: X is `planes` contiguous planes of
+ * plane_size elements (planes = N*C, plane_size = the product of the spatial
+ * dims), Y is [planes]. The average is accumulated in double. An empty plane
+ * gives NaN (average) or -INFINITY (max).
+ */
+KILN_API void kiln_f32_global_avgpool(const float *X, float *Y, int64_t planes,
+                                      int64_t plane_size);
+KILN_API void kiln_f32_global_maxpool(const float *X, float *Y, int64_t planes,
+                                      int64_t plane_size);
+
+/* ---- softmax ---------------------------------------------------------- */
+
+/*
+ * ONNX Softmax (is_log == 0) or LogSoftmax (is_log != 0) along the middle
+ * axis of X viewed as [outer, axis_len, inner]; Y has the shape of X.
+ *   - opset >= 13 (one axis): outer is the product of the dims before the
+ *     axis, inner the product after it;
+ *   - opset < 13 (the input coerced to 2-D at axis): outer = product of the
+ *     dims before axis, axis_len = product of the rest, inner = 1.
+ * The maximum along the axis is subtracted first, so large inputs neither
+ * overflow nor give NaN; the sum of exponentials is accumulated in double.
+ * A -INFINITY input gives 0 (LogSoftmax: -INFINITY) as long as one element
+ * of its line is finite; a line of only -INFINITY gives NaN. In place.
+ */
+KILN_API void kiln_f32_softmax(const float *X, float *Y, int64_t outer, int64_t axis_len,
+                               int64_t inner, int is_log);
+
+/* ---- normalization ---------------------------------------------------- */
+
+/*
+ * ONNX LayerNormalization: X is [outer, norm_size] (outer = product of the
+ * dims before `axis`, norm_size = product from `axis` on); scale is
+ * [norm_size]; bias is [norm_size] or NULL. Per row:
+ *   Y = (X - mean) / sqrt(var + epsilon) * scale + bias,
+ * var the biased (population) variance. The caller expands a Scale or B that
+ * merely broadcasts to the normalized shape. Mean and variance are computed
+ * in double (two passes), which is at least as precise as any stash_type.
+ * The optional Mean and InvStdDev outputs are not produced yet. In place.
+ */
+KILN_API void kiln_f32_layernorm(const float *X, const float *scale, const float *bias,
+                                 float *Y, int64_t outer, int64_t norm_size, float epsilon);
+
+/*
+ * ONNX BatchNormalization in inference mode (training_mode = 0): X and Y are
+ * [N, C, spatial] (spatial = product of the dims after C, 1 for 2-D input);
+ * scale, bias, mean and var are [C]:
+ *   Y = (X - mean[c]) / sqrt(var[c] + epsilon) * scale[c] + bias[c].
+ * Computed in double per element. In place.
+ */
+KILN_API void kiln_f32_batchnorm(const float *X, const float *scale, const float *bias,
+                                 const float *mean, const float *var, float *Y, int64_t N,
+                                 int64_t C, int64_t spatial, float epsilon);
+
+/* ---- reduction -------------------------------------------------------- */
+
+/*
+ * Sum or mean over the middle axis of X viewed as [outer, reduce_len, inner];
+ * Y is [outer, inner]. This reduces one contiguous block of axes (outer =
+ * product of the dims before the block, reduce_len = product of the block,
+ * inner = product after it); keepdims only changes the shape the caller
+ * records. Non-adjacent axes are reduced by calling once per contiguous block
+ * (into a temporary) or after a transpose. Accumulated in double, so the
+ * result is within one float rounding of exact for any realistic length.
+ * reduce_len == 0 gives 0 (sum) and NaN (mean).
+ */
+KILN_API void kiln_f32_reduce_sum(const float *X, float *Y, int64_t outer,
+                                  int64_t reduce_len, int64_t inner);
+KILN_API void kiln_f32_reduce_mean(const float *X, float *Y, int64_t outer,
+                                   int64_t reduce_len, int64_t inner);
+
+/* ---- data movement (any element type) --------------------------------- */
+
+/*
+ * ONNX Transpose: Y = X with its axes permuted, for 0 <= rank <= 8. X has
+ * dims in_dims[0..rank); Y has dims out[i] = in_dims[perm[i]], so output axis
+ * i is input axis perm[i]. perm must be a permutation of 0..rank-1. Elements
+ * are elem_bytes bytes each (any size; 1, 2, 4, 8 and 16 have fast paths) and
+ * are copied bit for bit. Axes of size 1 and axes that stay adjacent are
+ * merged first, so an identity permutation is one memcpy. rank > 8 copies
+ * nothing (the compiler never emits it).
+ */
+KILN_API void kiln_transpose(const void *X, void *Y, size_t elem_bytes, int rank,
+                             const int64_t *in_dims, const int *perm);
+
+/*
+ * ONNX Gather along one axis: data is viewed as [outer, axis_len, inner]
+ * (outer = product of the dims before `axis`, inner = product after it),
+ * indices is flattened to [nindices], and out is [outer, nindices, inner]:
+ *   out[o, i, j] = data[o, idx(i), j], idx(i) = indices[i] (+ axis_len if < 0).
+ * Elements are elem_bytes bytes, copied bit for bit. All indices are checked
+ * before anything is written: if one lies outside [-axis_len, axis_len) the
+ * function returns KILN_SHAPE_ERROR and out is left untouched; otherwise
+ * KILN_OK. kiln_gather_i32 is the same for int32 indices.
+ */
+KILN_API enum kiln_status kiln_gather(const void *data, const int64_t *indices, void *out,
+                                      size_t elem_bytes, int64_t outer, int64_t axis_len,
+                                      int64_t inner, int64_t nindices);
+KILN_API enum kiln_status kiln_gather_i32(const void *data, const int32_t *indices, void *out,
+                                          size_t elem_bytes, int64_t outer, int64_t axis_len,
+                                          int64_t inner, int64_t nindices);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

@@ -1,0 +1,191 @@
+/*
+ * test_gemm.c - kiln_f32_gemm against a double-precision reference.
+ *
+ * Every shape is run with every combination of four layouts for A and four
+ * for B (row-major, transposed, row-major with padded rows, both strides
+ * non-unit), which between them take each of the kernel's three loop orders.
+ * Operand memory that is not part of the logical matrix holds NaN, so a read
+ * of the wrong element shows up in the result. C has gaps between its rows
+ * that must stay untouched, and with beta == 0 it starts as NaN, which the
+ * kernel must not read. Shapes cover 1, 0 (K == 0 leaves beta * C), sizes
+ * that are not multiples of 4 or of the kernel's blocks (128 for K, 256 for
+ * N, 64 columns on the dot-product path), and random shapes.
+ * Tolerance: |err| <= 1e-5 * (|alpha| sum_k |A[m,k]| |B[k,n]| + |beta| |C[m,n]|).
+ */
+#include "kiln/kernels.h"
+
+#include "harness.h"
+
+static const double GEMM_TOL = 1e-5;
+static const float GAP = 7777.0f; /* the value of C between rows */
+
+/* Where element (r, c) of an operand of rows x cols lives: r * row + c * col. */
+typedef struct {
+	const char *name;
+	int64_t row, col;
+} Layout;
+
+enum { NLAYOUTS = 4 };
+
+static Layout layout_of(int kind, int64_t rows, int64_t cols)
+{
+	switch (kind) {
+	case 0: return (Layout){"row-major", cols, 1};
+	case 1: return (Layout){"transposed", 1, rows};
+	case 2: return (Layout){"padded-rows", cols + 5, 1};
+	default: return (Layout){"strided", 2, 2 * rows + 1};
+	}
+}
+
+/* A rows x cols operand in layout l: a buffer of NaN with the logical
+ * elements (also returned in row-major `logical`) set to random values. */
+static float *make_operand(Layout l, int64_t rows, int64_t cols, double *logical)
+{
+	int64_t size = rows > 0 && cols > 0 ? (rows - 1) * l.row + (cols - 1) * l.col + 1 : 1;
+	float *buf = xmalloc((size_t)size * sizeof *buf);
+	for (int64_t i = 0; i < size; i++)
+		buf[i] = NAN;
+	for (int64_t r = 0; r < rows; r++)
+		for (int64_t c = 0; c < cols; c++) {
+			float v = rng_float(-1.0f, 1.0f);
+			buf[r * l.row + c * l.col] = v;
+			logical[r * cols + c] = (double)v;
+		}
+	return buf;
+}
+
+static void run_case(int64_t M, int64_t N, int64_t K, float alpha, float beta, int a_kind,
+                     int b_kind, int64_t c_pad)
+{
+	Layout la = layout_of(a_kind, M, K), lb = layout_of(b_kind, K, N);
+	double *a = xmalloc((size_t)(M * K) * sizeof *a);
+	double *b = xmalloc((size_t)(K * N) * sizeof *b);
+	double *c0 = xmalloc((size_t)(M * N) * sizeof *c0);
+	double *want = xmalloc((size_t)(M * N) * sizeof *want);
+	double *bound = xmalloc((size_t)(M * N) * sizeof *bound);
+	float *got = xmalloc((size_t)(M * N) * sizeof *got);
+	float *A = make_operand(la, M, K, a);
+	float *B = make_operand(lb, K, N, b);
+
+	int64_t c_rs = N + c_pad;
+	int64_t c_size = M > 0 ? (M - 1) * c_rs + N : 0;
+	Guarded gc;
+	float *C = guarded_alloc(&gc, (size_t)c_size * sizeof *C, 0);
+	for (int64_t i = 0; i < c_size; i++)
+		C[i] = GAP;
+	for (int64_t m = 0; m < M; m++)
+		for (int64_t n = 0; n < N; n++) {
+			/* beta == 0: C is write-only, so NaN there must not reach the result */
+			float v = beta == 0.0f ? NAN : rng_float(-1.0f, 1.0f);
+			C[m * c_rs + n] = v;
+			c0[m * N + n] = (double)v;
+		}
+
+	for (int64_t m = 0; m < M; m++)
+		for (int64_t n = 0; n < N; n++) {
+			double sum = 0.0, mag = 0.0;
+			for (int64_t k = 0; k < K; k++) {
+				sum += a[m * K + k] * b[k * N + n];
+				mag += fabs(a[m * K + k] * b[k * N + n]);
+			}
+			want[m * N + n] = (double)alpha * sum;
+			bound[m * N + n] = fabs((double)alpha) * mag;
+			if (beta != 0.0f) {
+				want[m * N + n] += (double)beta * c0[m * N + n];
+				bound[m * N + n] += fabs((double)beta * c0[m * N + n]);
+			}
+		}
+
+	kiln_f32_gemm(M, N, K, alpha, A, la.row, la.col, B, lb.row, lb.col, beta, C, c_rs);
+
+	char what[256];
+	snprintf(what, sizeof what,
+	         "gemm M=%lld N=%lld K=%lld alpha=%g beta=%g A %s B %s c_row_stride=%lld",
+	         (long long)M, (long long)N, (long long)K, (double)alpha, (double)beta, la.name,
+	         lb.name, (long long)c_rs);
+	int gaps_ok = 1;
+	for (int64_t m = 0; m < M; m++) {
+		for (int64_t n = 0; n < N; n++)
+			got[m * N + n] = C[m * c_rs + n];
+		if (m + 1 < M)
+			for (int64_t n = N; n < c_rs; n++)
+				gaps_ok &= C[m * c_rs + n] == GAP;
+	}
+	CHECK_CLOSE(what, got, want, bound, M * N, GEMM_TOL);
+	if (c_pad > 0)
+		CHECK(gaps_ok, what);
+	CHECK(guarded_intact(&gc), what);
+
+	guarded_free(&gc);
+	free(A), free(B), free(a), free(b), free(c0), free(want), free(bound), free(got);
+}
+
+/* (alpha, beta) pairs; beta == 0 also starts C as NaN */
+static const float alpha_beta[][2] = {
+	{1.0f, 0.0f}, {1.0f, 1.0f}, {0.5f, -2.0f}, {-1.5f, 0.25f}, {2.0f, 0.0f}, {0.0f, 0.5f},
+};
+enum { NALPHA_BETA = sizeof alpha_beta / sizeof alpha_beta[0] };
+
+/* Every layout of A with every layout of B; small shapes with every (alpha,
+ * beta) pair, large ones with one pair that shifts with `shape_index`, so that
+ * every layout pair still meets every (alpha, beta) over the list. Gaps
+ * between rows of C come and go at random. */
+static void run_shape(int64_t M, int64_t N, int64_t K, int shape_index)
+{
+	int every_pair = M * N * K <= 300000;
+	for (int la = 0; la < NLAYOUTS; la++)
+		for (int lb = 0; lb < NLAYOUTS; lb++)
+			for (int ab = 0; ab < NALPHA_BETA; ab++) {
+				if (!every_pair && ab != (la * NLAYOUTS + lb + shape_index) % NALPHA_BETA)
+					continue;
+				run_case(M, N, K, alpha_beta[ab][0], alpha_beta[ab][1], la, lb,
+				         rng_int(0, 1) ? 3 : 0);
+			}
+}
+
+/* M == 0 or N == 0: nothing may be written. */
+static void empty_output(void)
+{
+	float C[4] = {GAP, GAP, GAP, GAP}, A[4] = {1, 2, 3, 4}, B[4] = {1, 2, 3, 4};
+	kiln_f32_gemm(0, 2, 2, 1.0f, A, 2, 1, B, 2, 1, 0.0f, C, 2);
+	kiln_f32_gemm(2, 0, 2, 1.0f, A, 2, 1, B, 2, 1, 0.0f, C, 2);
+	kiln_f32_gemm(0, 0, 0, 1.0f, A, 2, 1, B, 2, 1, 0.0f, C, 2);
+	CHECK(C[0] == GAP && C[1] == GAP && C[2] == GAP && C[3] == GAP,
+	      "gemm with M == 0 or N == 0 writes nothing");
+}
+
+/* A tiny product checked by hand, so the reference is not the only judge. */
+static void by_hand(void)
+{
+	const float A[6] = {1, 2, 3, 4, 5, 6}; /* 2 x 3 */
+	const float B[6] = {7, 8, 9, 10, 11, 12}; /* 3 x 2 */
+	float C[4] = {1, 1, 1, 1};
+	kiln_f32_gemm(2, 2, 3, 1.0f, A, 3, 1, B, 2, 1, 10.0f, C, 2);
+	CHECK(C[0] == 68 && C[1] == 74 && C[2] == 149 && C[3] == 164, "gemm 2x3 by 3x2 by hand");
+	/* A^T B^T with the same buffers read as 3 x 2 and 2 x 3 */
+	float D[9];
+	kiln_f32_gemm(3, 3, 2, 1.0f, A, 1, 3, B, 1, 2, 0.0f, D, 3);
+	CHECK(D[0] == 1 * 7 + 4 * 8 && D[4] == 2 * 9 + 5 * 10 && D[8] == 3 * 11 + 6 * 12,
+	      "gemm transposed operands by hand");
+}
+
+int main(void)
+{
+	static const int64_t shapes[][3] = {
+		{1, 1, 1}, {1, 1, 0}, {3, 5, 0}, {4, 4, 0}, {1, 1, 7}, {1, 9, 1}, {9, 1, 1},
+		{1, 300, 3}, {300, 1, 3}, {1, 1, 300}, {2, 3, 4}, {4, 4, 4}, {5, 7, 3}, {8, 8, 8},
+		{13, 17, 9}, {3, 65, 5}, {6, 63, 67}, {33, 65, 129}, {7, 257, 130}, {5, 258, 3},
+		{64, 64, 64}, {67, 300, 260},
+	};
+	int shape_index = 0;
+	by_hand();
+	empty_output();
+	for (size_t i = 0; i < sizeof shapes / sizeof shapes[0]; i++)
+		run_shape(shapes[i][0], shapes[i][1], shapes[i][2], shape_index++);
+	for (int i = 0; i < 30; i++) {
+		/* one draw per statement: argument order would differ between compilers */
+		int64_t M = rng_int(1, 40), N = rng_int(1, 90), K = rng_int(1, 70);
+		run_shape(M, N, K, shape_index++);
+	}
+	return harness_report();
+}
