@@ -229,6 +229,7 @@ typedef struct Model {
 	Graph *graph;
 	Mapping *maps;           /* the model file first, then external-data files */
 	int nmaps, capmaps;
+	FILE *files[8];          /* open output files, closed by model_close on any path */
 	Arena *arena;
 	Diag *diag;
 } Model;
@@ -260,6 +261,11 @@ void graph_walk(Graph *g, GraphVisit visit, void *user);
 Model *model_new(const char *path, Arena *a, Diag *d);
 void model_load(Model *m);
 void model_close(Model *m);
+void model_track_file(Model *m, FILE *f);
+void model_untrack_file(Model *m, FILE *f);
+/* Read a standalone TensorProto file (ONNX test data) into t; its bytes
+ * live in the arena. */
+void tensor_load_file(Model *m, const char *path, Tensor *t);
 
 /* ---- wire.c: protobuf wire pre-pass ----------------------------------- */
 

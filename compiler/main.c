@@ -9,6 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "compile.h"
 #include "kiln.h"
 #include "kiln_version.h"
 
@@ -24,6 +25,9 @@ static const char usage[] =
 	"                        with --batch, the static shapes of each signature\n"
 	"  check MODEL           list the nodes kiln cannot compile; exit 1 if any\n"
 	"  dump MODEL            print kiln's IR of the model (for debugging)\n"
+	"  compile MODEL --batch=B1,...  write NAME.h, NAME.c, NAME_weights.o and NAME.o\n"
+	"  verify CASE_DIR...    compile ONNX backend-test cases (model.onnx and\n"
+	"                        test_data_set_*), run them, compare with their outputs\n"
 	"\n"
 	"options:\n"
 	"  --json                machine-readable output (info); keys in docs/cli.md\n"
@@ -35,6 +39,14 @@ static const char usage[] =
 	"                        lower bound (info, dump)\n"
 	"  --max-memory=MB       cap on compiler memory (default 4096); weights mapped\n"
 	"                        from the model files do not count\n"
+	"  --name=NAME           C prefix of the generated symbols (compile; default:\n"
+	"                        the model's file name)\n"
+	"  -o DIR, --output=DIR  where compile writes its files (default .)\n"
+	"  --target=TRIPLE       target of the weights object (default: the host);\n"
+	"                        for another target NAME.o is left to your toolchain\n"
+	"  -O N                  optimization level for the C compiler (compile 2, verify 1)\n"
+	"  --keep                keep verify's build folders\n"
+	"  environment: CC (default cc) and LD (default ld) build the objects\n"
 	"  -h, --help            show this help\n"
 	"  --version             show the version\n"
 	"\n"
@@ -47,6 +59,11 @@ typedef struct Options {
 	const char *model;
 	bool json;
 	bool plan;
+	bool keep;
+	int opt_level;
+	const char *name, *outdir, *target;
+	char **paths;                 /* verify: every CASE_DIR */
+	int npaths;
 	size_t max_memory_mb;
 	int64_t batches[MAX_LIST];
 	int nbatches;
@@ -102,6 +119,7 @@ static int usage_error(const char *fmt, const char *arg)
 static int parse_args(int argc, char **argv, Options *o)
 {
 	o->max_memory_mb = 4096;
+	o->opt_level = -1;
 	bool no_more_flags = false;
 	o->bind.shapes = o->shapes;
 	o->bind.batch_dims = o->batch_dims;
@@ -121,6 +139,17 @@ static int parse_args(int argc, char **argv, Options *o)
 				o->json = true;
 			} else if (strcmp(a, "--plan") == 0) {
 				o->plan = true;
+			} else if (strcmp(a, "--keep") == 0) {
+				o->keep = true;
+			} else if ((v = flag_value(argc, argv, &i, "--name", &missing))) {
+				o->name = v;
+			} else if ((v = flag_value(argc, argv, &i, "--output", &missing)) ||
+			           (v = flag_value(argc, argv, &i, "-o", &missing))) {
+				o->outdir = v;
+			} else if ((v = flag_value(argc, argv, &i, "--target", &missing))) {
+				o->target = v;
+			} else if (strncmp(a, "-O", 2) == 0 && a[2] >= '0' && a[2] <= '3' && !a[3]) {
+				o->opt_level = a[2] - '0';
 			} else if ((v = flag_value(argc, argv, &i, "--batch", &missing))) {
 				o->nbatches = parse_int_list(v, o->batches, MAX_LIST, 1);
 				if (o->nbatches <= 0)
@@ -166,30 +195,61 @@ static int parse_args(int argc, char **argv, Options *o)
 			o->command = a;
 		} else if (!o->model) {
 			o->model = a;
+			o->paths = argv + i;
+			o->npaths = 1;
+		} else if (strcmp(o->command, "verify") == 0 && argv + i == o->paths + o->npaths) {
+			o->npaths++;  /* consecutive case folders */
 		} else {
 			return usage_error("unexpected argument '%s'", a);
 		}
 	}
 	if (!o->command)
 		return usage_error("%s", "no command given");
-	if (strcmp(o->command, "info") && strcmp(o->command, "check") && strcmp(o->command, "dump"))
+	if (strcmp(o->command, "info") && strcmp(o->command, "check") && strcmp(o->command, "dump") &&
+	    strcmp(o->command, "compile") && strcmp(o->command, "verify"))
 		return usage_error("unknown command '%s'", o->command);
+	if (o->opt_level < 0)
+		o->opt_level = strcmp(o->command, "verify") == 0 ? 1 : 2;
+	if (strcmp(o->command, "compile") == 0 && !o->nbatches)
+		return usage_error("%s", "compile needs --batch, e.g. --batch=1,8");
 	if (!o->model)
 		return usage_error("'%s' needs a MODEL file", o->command);
 	if (o->json && strcmp(o->command, "info"))
 		return usage_error("--json goes with 'info', not '%s'", o->command);
 	if ((o->nbatches || o->bind.nshapes || o->bind.nbatch_dims || o->plan) &&
-	    strcmp(o->command, "check") == 0)
-		return usage_error("--batch, --shape, --batch-dim and --plan go with 'info' or 'dump', "
-		                   "not '%s'", o->command);
+	    (strcmp(o->command, "check") == 0 || strcmp(o->command, "verify") == 0) &&
+	    !(strcmp(o->command, "verify") == 0 && o->nbatches == 1 && !o->bind.nshapes &&
+	      !o->bind.nbatch_dims && !o->plan))
+		return usage_error("--batch, --shape, --batch-dim and --plan go with 'info', 'dump' or "
+		                   "'compile', not '%s'", o->command);
 	/* Shapes without --batch: one signature; the batch only matters for symbolic axes. */
 	if (!o->nbatches && (o->bind.nshapes || o->bind.nbatch_dims || o->plan))
 		o->batches[o->nbatches++] = 1;
 	return -1;
 }
 
+static int run_compile(const Options *o, Model *m)
+{
+	CompileOptions co = {.name = o->name, .outdir = o->outdir, .target = o->target,
+	                     .batches = o->batches, .nbatches = o->nbatches, .bind = &o->bind,
+	                     .opt_level = o->opt_level};
+	CompileResult cr;
+	compile_model(m, &co, &cr);
+	printf("%s\n%s\n%s (%d symbols, %llu bytes)\n", cr.h_path, cr.c_path, cr.weights_path,
+	       cr.nsymbols, (unsigned long long)cr.weight_bytes);
+	if (cr.o_path)
+		printf("%s (link this one)\n", cr.o_path);
+	printf("arena: %lld bytes at the largest batch size\n", (long long)cr.arena_bytes);
+	return 0;
+}
+
 static int run(const Options *o)
 {
+	if (strcmp(o->command, "verify") == 0) {
+		VerifyOptions vo = {.batch = o->nbatches ? o->batches[0] : 0, .opt_level = o->opt_level,
+		                    .keep = o->keep, .max_memory_bytes = o->max_memory_mb << 20};
+		return verify_run(&vo, o->paths, o->npaths, stdout);
+	}
 	Diag d = {.file = o->model};
 	Arena arena;
 	arena_init(&arena, o->max_memory_mb << 20, &d);
@@ -207,6 +267,8 @@ static int run(const Options *o)
 			report_info(m, stdout, &io);
 		else if (strcmp(o->command, "check") == 0)
 			rc = report_check(m, stdout) ? EXIT_UNSUPPORTED : 0;
+		else if (strcmp(o->command, "compile") == 0)
+			rc = run_compile(o, m);
 		else
 			report_dump(m, stdout, &io);
 	} else {

@@ -72,10 +72,32 @@ static const Mapping *map_file(Loader *L, const char *path, const char *label)
 	return mp;
 }
 
+void model_track_file(Model *m, FILE *f)
+{
+	for (int i = 0; i < 8; i++)
+		if (!m->files[i]) {
+			m->files[i] = f;
+			return;
+		}
+	KILN_ASSERT(!"more than 8 files open at once");
+}
+
+void model_untrack_file(Model *m, FILE *f)
+{
+	for (int i = 0; i < 8; i++)
+		if (m->files[i] == f)
+			m->files[i] = NULL;
+}
+
 void model_close(Model *m)
 {
 	if (!m)
 		return;
+	for (int i = 0; i < 8; i++)
+		if (m->files[i]) {
+			fclose(m->files[i]);
+			m->files[i] = NULL;
+		}
 	for (int i = 0; i < m->nmaps; i++)
 		if (m->maps[i].base)
 			munmap((void *)m->maps[i].base, (size_t)m->maps[i].bytes);
@@ -809,4 +831,27 @@ void model_load(Model *m)
 		                               str_or_empty(mpb->functions[i]->name));
 
 	m->graph = load_graph(&L, mpb->graph, NULL, NONE, NULL);
+}
+
+/* ---- standalone tensors (test data) ----------------------------------- */
+
+void tensor_load_file(Model *m, const char *path, Tensor *t)
+{
+	Loader L = {.m = m, .a = m->arena, .d = m->diag};
+	const Mapping *mp = map_file(&L, path, "tensor file ");
+	L.file = mp->base;
+	L.file_bytes = mp->bytes;
+	size_t skel_len;
+	uint8_t *skel = mp->bytes ? wire_skeleton(&onnx__tensor_proto__descriptor, L.file,
+	                                          (size_t)L.file_bytes, &skel_len, L.a, L.d)
+	                          : NULL;
+	ProtobufCAllocator alloc = {.alloc = pb_alloc, .free = pb_free, .allocator_data = &L};
+	Onnx__TensorProto *tp = onnx__tensor_proto__unpack(&alloc, mp->bytes ? skel_len : 0,
+	                                                   skel ? skel : (const uint8_t *)"");
+	if (!tp)
+		diag_fail(L.d, L.alloc_failed ? KILN_LIMIT : KILN_INVALID_MODEL,
+		          "%s is not a valid TensorProto file", path);
+	char what[300];
+	snprintf(what, sizeof what, "tensor file %.256s", path);
+	tensor_from_proto(&L, tp, t, what);
 }

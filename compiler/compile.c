@@ -1,0 +1,237 @@
+/*
+ * compile.c - `kiln compile`: the whole pipeline for one model, and the
+ * builds that follow it.
+ *
+ *   load -> shape inference per batch size -> buffer plan -> NAME.h, NAME.c
+ *   -> NAME_weights.o (LLVM-C) -> NAME.o = cc(NAME.c) + NAME_weights.o (ld -r)
+ *
+ * The C compiler is $CC (default cc) and the linker $LD (default ld); both
+ * are run directly (posix_spawnp), never through a shell. For `kiln verify`
+ * the same steps build a shared object instead, linked with libkiln, to load
+ * with dlopen. Files that stay open across long-jumping code are registered
+ * on the Model, which closes them on every path.
+ */
+#include <errno.h>
+#include <spawn.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "compile.h"
+#include "emit.h"
+#include "emit_obj.h"
+#include "kiln.h"
+
+extern char **environ;
+
+/* ---- paths of kiln's own headers and runtime -------------------------- */
+
+static bool exists(const char *path)
+{
+	struct stat st;
+	return stat(path, &st) == 0;
+}
+
+/* $KILN_INCLUDE_DIR, else the source tree kiln was built from, else the
+ * install prefix: the first that holds kiln/kernels.h. */
+const char *compile_include_dir(Arena *a)
+{
+	const char *cands[] = {getenv("KILN_INCLUDE_DIR"), KILN_SOURCE_INCLUDE_DIR,
+	                       KILN_INSTALL_INCLUDE_DIR};
+	for (size_t i = 0; i < sizeof cands / sizeof cands[0]; i++)
+		if (cands[i] && *cands[i] && exists(arena_printf(a, "%s/kiln/kernels.h", cands[i])))
+			return cands[i];
+	return KILN_INSTALL_INCLUDE_DIR;
+}
+
+const char *compile_runtime_lib(void)
+{
+	const char *cands[] = {getenv("KILN_RUNTIME_LIB"), KILN_BUILD_RUNTIME_LIB,
+	                       KILN_INSTALL_RUNTIME_LIB};
+	for (size_t i = 0; i < sizeof cands / sizeof cands[0]; i++)
+		if (cands[i] && *cands[i] && exists(cands[i]))
+			return cands[i];
+	return KILN_INSTALL_RUNTIME_LIB;
+}
+
+/* ---- running tools ---------------------------------------------------- */
+
+/* Split $VAR (or dflt) on spaces: CC may be "ccache gcc". */
+static int tool_argv(Arena *a, const char *var, const char *dflt, const char **argv, int max)
+{
+	const char *v = getenv(var);
+	if (!v || !*v)
+		v = dflt;
+	char *copy = arena_strdup(a, v);
+	int n = 0;
+	for (char *tok = strtok(copy, " \t"); tok && n < max; tok = strtok(NULL, " \t"))
+		argv[n++] = tok;
+	return n;
+}
+
+static void run_tool(Model *m, const char *const *argv, const char *what)
+{
+	pid_t pid;
+	int err = posix_spawnp(&pid, argv[0], NULL, NULL, (char *const *)argv, environ);
+	if (err)
+		diag_fail(m->diag, KILN_IO, "cannot run %s (%s) to %s: %s", argv[0],
+		          argv[0][0] ? argv[0] : "?", what, strerror(err));
+	int status;
+	while (waitpid(pid, &status, 0) < 0)
+		if (errno != EINTR)
+			diag_fail(m->diag, KILN_IO, "waiting for %s: %s", argv[0], strerror(errno));
+	if (!WIFEXITED(status) || WEXITSTATUS(status) != 0)
+		diag_fail(m->diag, KILN_INTERNAL,
+		          "%s failed to %s (status %d); the generated code should always build, so "
+		          "this is a bug in kiln",
+		          argv[0], what, WIFEXITED(status) ? WEXITSTATUS(status) : -1);
+}
+
+/* ---- the pipeline ----------------------------------------------------- */
+
+static int cmp_i64(const void *a, const void *b)
+{
+	int64_t x = *(const int64_t *)a, y = *(const int64_t *)b;
+	return (x > y) - (x < y);
+}
+
+static bool is_identifier(const char *s)
+{
+	if (!*s || (*s >= '0' && *s <= '9'))
+		return false;
+	for (; *s; s++)
+		if (!((*s >= 'a' && *s <= 'z') || (*s >= 'A' && *s <= 'Z') || (*s >= '0' && *s <= '9') ||
+		      *s == '_'))
+			return false;
+	return true;
+}
+
+/* The default name: the model file's base name without extension, made an identifier. */
+static const char *default_name(Arena *a, const char *path)
+{
+	const char *base = strrchr(path, '/');
+	base = base ? base + 1 : path;
+	char *s = arena_strdup(a, base);
+	char *dot = strrchr(s, '.');
+	if (dot && dot != s)
+		*dot = 0;
+	if (strcmp(s, "model") == 0) {
+		/* ONNX test cases are all model.onnx: name them after their folder. */
+		const char *dir = strrchr(path, '/');
+		if (dir && dir > path) {
+			const char *start = dir - 1;
+			while (start > path && start[-1] != '/')
+				start--;
+			s = arena_alloc(a, (size_t)(dir - start) + 1);
+			memcpy(s, start, (size_t)(dir - start));
+		}
+	}
+	for (char *p = s; *p; p++)
+		if (!((*p >= 'a' && *p <= 'z') || (*p >= 'A' && *p <= 'Z') || (*p >= '0' && *p <= '9')))
+			*p = '_';
+	if (!*s || (*s >= '0' && *s <= '9'))
+		s = arena_printf(a, "m_%s", s);
+	return s;
+}
+
+FILE *compile_open(Model *m, const char *path, const char *mode)
+{
+	FILE *f = path ? fopen(path, mode) : tmpfile();
+	if (!f)
+		diag_fail(m->diag, KILN_IO, "cannot open %s: %s", path ? path : "a temporary file",
+		          strerror(errno));
+	model_track_file(m, f);
+	return f;
+}
+
+void compile_close(Model *m, FILE *f, const char *path)
+{
+	model_untrack_file(m, f);
+	if (fclose(f) != 0)
+		diag_fail(m->diag, KILN_IO, "writing %s: %s", path, strerror(errno));
+}
+
+void compile_model(Model *m, const CompileOptions *o, CompileResult *res)
+{
+	Arena *a = m->arena;
+	Diag *d = m->diag;
+	memset(res, 0, sizeof *res);
+	const char *name = o->name ? o->name : default_name(a, m->path);
+	if (!is_identifier(name))
+		diag_fail(d, KILN_USAGE, "--name \"%s\" is not a C identifier", name);
+	if (o->nbatches < 1)
+		diag_fail(d, KILN_USAGE, "no batch sizes: give --batch, e.g. --batch 1,8");
+	int64_t *batches = arena_array(a, (size_t)o->nbatches, sizeof *batches);
+	memcpy(batches, o->batches, (size_t)o->nbatches * sizeof *batches);
+	qsort(batches, (size_t)o->nbatches, sizeof *batches, cmp_i64);
+
+	Sig *sigs = arena_array(a, (size_t)o->nbatches, sizeof *sigs);
+	Plan *plans = arena_array(a, (size_t)o->nbatches, sizeof *plans);
+	for (int i = 0; i < o->nbatches; i++) {
+		sigs[i].batch = batches[i];
+		sigs[i].g = m->graph;
+		shape_infer(&sigs[i], o->bind, a, d);
+		plan_build(&plans[i], &sigs[i], a);
+	}
+
+	const char *dir = o->outdir ? o->outdir : ".";
+	if (!exists(dir) && mkdir(dir, 0777) != 0)
+		diag_fail(d, KILN_IO, "cannot create %s: %s", dir, strerror(errno));
+	res->name = name;
+	res->h_path = arena_printf(a, "%s/%s.h", dir, name);
+	res->c_path = arena_printf(a, "%s/%s.c", dir, name);
+	res->weights_path = arena_printf(a, "%s/%s_weights.o", dir, name);
+	FILE *h = compile_open(m, res->h_path, "w");
+	FILE *c = compile_open(m, res->c_path, "w");
+	FILE *scratch = compile_open(m, NULL, "w+");
+	EmitOptions eo = {.name = name};
+	EmitResult er;
+	emit_c(m, sigs, plans, o->nbatches, &eo, h, c, scratch, &er);
+	compile_close(m, scratch, "a temporary file");
+	compile_close(m, c, res->c_path);
+	compile_close(m, h, res->h_path);
+
+	ObjSymbol *syms = arena_array(a, (size_t)er.nsyms, sizeof *syms);
+	for (int i = 0; i < er.nsyms; i++)
+		syms[i] = (ObjSymbol){er.syms[i].name, er.syms[i].bytes, er.syms[i].nbytes, 64};
+	char err[512];
+	if (emit_weights_object(res->weights_path, o->target, syms, (size_t)er.nsyms, err,
+	                        sizeof err) != 0)
+		diag_fail(d, KILN_IO, "writing %s: %s", res->weights_path, err);
+	for (int i = 0; i < er.nsyms; i++)
+		res->weight_bytes += er.syms[i].nbytes;
+	res->nsymbols = er.nsyms;
+	res->arena_bytes = 0;
+	for (int i = 0; i < o->nbatches; i++)
+		if (plans[i].arena_bytes > res->arena_bytes)
+			res->arena_bytes = plans[i].arena_bytes;
+
+	if (o->target && !o->shared) {
+		/* A cross target: the host's cc cannot build NAME.o for it. */
+		return;
+	}
+	const char *argv[64];
+	int n = tool_argv(a, "CC", "cc", argv, 40);
+	const char *inc = arena_printf(a, "-I%s", compile_include_dir(a));
+	const char *opt = arena_printf(a, "-O%d", o->opt_level);
+	if (o->shared) {
+		res->so_path = arena_printf(a, "%s/%s.so", dir, name);
+		const char *more[] = {"-std=c11", opt, "-fPIC", "-shared", inc, "-o", res->so_path,
+		                      res->c_path, res->weights_path, compile_runtime_lib(), "-lm", NULL};
+		memcpy(argv + n, more, sizeof more);
+		run_tool(m, argv, "build the shared object");
+		return;
+	}
+	const char *code_o = arena_printf(a, "%s/%s_code.o", dir, name);
+	const char *more[] = {"-std=c11", opt, "-fPIC", inc, "-c", res->c_path, "-o", code_o, NULL};
+	memcpy(argv + n, more, sizeof more);
+	run_tool(m, argv, arena_printf(a, "compile %s", res->c_path));
+	res->o_path = arena_printf(a, "%s/%s.o", dir, name);
+	n = tool_argv(a, "LD", "ld", argv, 40);
+	const char *link[] = {"-r", "-o", res->o_path, code_o, res->weights_path, NULL};
+	memcpy(argv + n, link, sizeof link);
+	run_tool(m, argv, "merge the code and weights objects");
+	unlink(code_o);
+}

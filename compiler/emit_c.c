@@ -1,0 +1,1360 @@
+/*
+ * emit_c.c - write NAME.h and NAME.c for a model and its signatures, and
+ * collect the constants the weights object must hold.
+ *
+ * The generated C is meant to be read: per batch size B, one static function
+ * per node (`b8_n003_relu1`) with a comment naming the ONNX node, its op and
+ * every operand's dtype, shape and place (caller buffer, weight symbol or
+ * arena offset); its body is one runtime kernel call with literal sizes or a
+ * short loop. NAME_run_bB calls them in schedule order. Nothing is allocated:
+ * temporaries live at planned offsets of the caller's arena.
+ *
+ * Constants (initializers, and values folded at compile time that a kernel
+ * reads) become symbols of the weights object. Identical bytes of the same
+ * element type are stored once, whatever their names or shapes.
+ *
+ * Output is deterministic: everything is emitted in node order, floats are
+ * printed in hexadecimal (%a), and no time or absolute path is written.
+ */
+#include <float.h>
+#include <inttypes.h>
+#include <math.h>
+#include <stdarg.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "emit.h"
+#include "kiln.h"
+#include "kiln_version.h"
+
+typedef struct Emit {
+	Model *m;
+	Graph *g;
+	Diag *d;
+	Arena *a;
+	const EmitOptions *o;
+	FILE *c;
+	const Sig *sig;
+	const Plan *plan;
+	int *in_index, *out_index;   /* value id -> position in the run arrays, or NONE */
+	EmitSymbol *syms;
+	int nsyms, capsyms;
+	int *sym_of_weight;          /* value id -> symbol, for initializers (all signatures) */
+	Node *n;                     /* the node being emitted, for errors */
+} Emit;
+
+/* ---- small helpers ---------------------------------------------------- */
+
+static void out(Emit *E, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static void out(Emit *E, const char *fmt, ...)
+{
+	va_list ap;
+	va_start(ap, fmt);
+	vfprintf(E->c, fmt, ap);
+	va_end(ap);
+}
+
+static _Noreturn void emit_fail(Emit *E, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static _Noreturn void emit_fail(Emit *E, const char *fmt, ...)
+{
+	char msg[512];
+	va_list ap;
+	va_start(ap, fmt);
+	vsnprintf(msg, sizeof msg, fmt, ap);
+	va_end(ap);
+	diag_fail_node(E->d, E->g, E->n, KILN_UNSUPPORTED, "%s", msg);
+}
+
+/* A C identifier fragment from any ONNX name: [A-Za-z0-9_], at most 40 chars. */
+static char *sanitize(Arena *a, const char *name)
+{
+	size_t n = strlen(name);
+	if (n > 40)
+		n = 40;
+	char *s = arena_alloc(a, n + 2);
+	size_t k = 0;
+	for (size_t i = 0; i < n; i++) {
+		char ch = name[i];
+		bool ok = (ch >= 'a' && ch <= 'z') || (ch >= 'A' && ch <= 'Z') || (ch >= '0' && ch <= '9');
+		s[k++] = ok ? ch : '_';
+	}
+	if (k == 0)
+		s[k++] = 'x';
+	s[k] = 0;
+	return s;
+}
+
+/* Comments hold model names: keep them from closing the comment or the line. */
+static void comment_text(Emit *E, const char *s)
+{
+	for (; *s; s++) {
+		if ((unsigned char)*s < 0x20 || *s == 0x7f || (s[0] == '*' && s[1] == '/'))
+			fputc('?', E->c);
+		else
+			fputc(*s, E->c);
+	}
+}
+
+static const char *ctype(int dt)
+{
+	switch (dt) {
+	case DT_FLOAT: return "float";
+	case DT_DOUBLE: return "double";
+	case DT_INT8: return "int8_t";
+	case DT_UINT8: return "uint8_t";
+	case DT_INT16: return "int16_t";
+	case DT_UINT16: return "uint16_t";
+	case DT_INT32: return "int32_t";
+	case DT_UINT32: return "uint32_t";
+	case DT_INT64: return "int64_t";
+	case DT_UINT64: return "uint64_t";
+	case DT_BOOL: return "uint8_t";
+	case DT_FLOAT16: case DT_BFLOAT16: return "uint16_t";
+	}
+	return NULL;
+}
+
+/* A float literal that round-trips, in the type of dt. */
+static const char *flit(Emit *E, double v, int dt)
+{
+	if (isnan(v))
+		return dt == DT_FLOAT ? "NAN" : "(double)NAN";
+	if (isinf(v))
+		return v > 0 ? (dt == DT_FLOAT ? "INFINITY" : "(double)INFINITY")
+		             : (dt == DT_FLOAT ? "-INFINITY" : "-(double)INFINITY");
+	return arena_printf(E->a, "%a%s", v, dt == DT_FLOAT ? "f" : "");
+}
+
+static void shape_text(Emit *E, const Shape *s)
+{
+	out(E, "[");
+	for (int k = 0; k < s->rank; k++)
+		out(E, "%s%" PRId64, k ? "," : "", s->dims[k].size);
+	out(E, "]");
+}
+
+/* ---- constants -------------------------------------------------------- */
+
+static uint64_t bytes_hash(const void *p, uint64_t n)
+{
+	Weight w = {.bytes = p, .nbytes = n};
+	Shape s = {.rank = 0};
+	return weight_hash(DT_UINT8, &s, &w);
+}
+
+/* The symbol holding these bytes, made on first use. Identical bytes of the
+ * same dtype share one symbol. */
+static int symbol_for(Emit *E, int dtype, const void *bytes, uint64_t nbytes, const char *hint)
+{
+	uint64_t h = bytes_hash(bytes, nbytes) ^ (uint64_t)dtype;
+	for (int i = 0; i < E->nsyms; i++) {
+		EmitSymbol *s = &E->syms[i];
+		if (s->hash == h && s->dtype == dtype && s->nbytes == nbytes &&
+		    (nbytes == 0 || memcmp(s->bytes, bytes, nbytes) == 0))
+			return i;
+	}
+	E->syms = arena_grow(E->a, E->syms, E->nsyms, &E->capsyms, sizeof *E->syms);
+	EmitSymbol *s = &E->syms[E->nsyms];
+	s->name = arena_printf(E->a, "%s_w%d_%s", E->o->name, E->nsyms, sanitize(E->a, hint));
+	s->bytes = bytes;
+	s->nbytes = nbytes;
+	s->dtype = dtype;
+	s->hash = h;
+	s->source = arena_strdup(E->a, hint);
+	return E->nsyms++;
+}
+
+/* ---- operands --------------------------------------------------------- */
+
+typedef struct Operand {
+	const char *expr;    /* a C expression of type `T *` or `const T *` */
+	int dtype;
+	const Shape *shape;
+	int64_t nelem;
+} Operand;
+
+/* Where value id lives, as a C pointer expression. */
+static Operand operand(Emit *E, int id, bool writable)
+{
+	const Value *v = &E->g->values[id];
+	Operand op = {.dtype = E->sig->dtypes[id], .shape = &E->sig->shapes[id]};
+	op.nelem = shape_nelem(op.shape);
+	const char *t = ctype(op.dtype);
+	if (!t)
+		emit_fail(E, "element type %s of \"%s\" is not supported by the code generator yet",
+		          dtype_name(op.dtype), v->name);
+	if (E->out_index[id] != NONE) {
+		op.expr = arena_printf(E->a, "(%s *)out[%d]", t, E->out_index[id]);
+		return op;
+	}
+	KILN_ASSERT(!writable);
+	(void)writable;
+	if (E->sig->folded[id] && v->kind != VAL_INPUT) {
+		const Folded *f = E->sig->folded[id];
+		uint64_t nbytes = (uint64_t)f->nelem * dtype_size(f->dtype);
+		int s = symbol_for(E, f->dtype, f->data, nbytes, v->name);
+		op.expr = arena_printf(E->a, "(const %s *)%s", t, E->syms[s].name);
+		return op;
+	}
+	int root = E->plan->root[id];
+	const Value *rv = &E->g->values[root];
+	if (E->in_index[root] != NONE) {
+		op.expr = arena_printf(E->a, "(const %s *)in[%d]", t, E->in_index[root]);
+	} else if (rv->kind == VAL_WEIGHT) {
+		int s = E->sym_of_weight[root];
+		if (s == NONE) {
+			s = symbol_for(E, rv->dtype, rv->weight->bytes, rv->weight->nbytes, rv->name);
+			E->sym_of_weight[root] = s;
+		}
+		op.expr = arena_printf(E->a, "(const %s *)%s", t, E->syms[s].name);
+	} else if (E->plan->buf_of[id] != NONE) {
+		op.expr = arena_printf(E->a, "(%s *)(a + %" PRId64 ")", t,
+		                       E->plan->bufs[E->plan->buf_of[id]].off);
+	} else {
+		emit_fail(E, "value \"%s\" has no storage (kind %d)", v->name, (int)v->kind);
+	}
+	return op;
+}
+
+/* The output buffer of a node output (arena or caller). */
+static Operand result(Emit *E, int id)
+{
+	Operand op = {.dtype = E->sig->dtypes[id], .shape = &E->sig->shapes[id]};
+	op.nelem = shape_nelem(op.shape);
+	const char *t = ctype(op.dtype);
+	if (!t)
+		emit_fail(E, "element type %s is not supported by the code generator yet",
+		          dtype_name(op.dtype));
+	if (E->out_index[id] != NONE)
+		op.expr = arena_printf(E->a, "(%s *)out[%d]", t, E->out_index[id]);
+	else if (E->plan->buf_of[id] != NONE)
+		op.expr = arena_printf(E->a, "(%s *)(a + %" PRId64 ")", t,
+		                       E->plan->bufs[E->plan->buf_of[id]].off);
+	else
+		emit_fail(E, "output \"%s\" has no buffer", E->g->values[id].name);
+	return op;
+}
+
+static Operand in_op(Emit *E, int i)
+{
+	if (i >= E->n->nin || E->n->in[i] == NONE)
+		emit_fail(E, "input %d is missing", i);
+	return operand(E, E->n->in[i], false);
+}
+
+static Operand out_op(Emit *E, int i)
+{
+	return result(E, E->n->out[i]);
+}
+
+/* Declare a local pointer for an operand: `const float *X = ...;`. */
+static void decl(Emit *E, const char *var, const Operand *op, bool writable)
+{
+	out(E, "\t%s%s *%s = %s;\n", writable ? "" : "const ", ctype(op->dtype), var, op->expr);
+}
+
+static float node_attr_float(const Node *n, const char *name, float dflt)
+{
+	const Attr *a = node_attr(n, name);
+	return a && a->type == AT_FLOAT ? a->f : dflt;
+}
+
+static int64_t node_attr_int(const Node *n, const char *name, int64_t dflt)
+{
+	const Attr *a = node_attr(n, name);
+	return a && a->type == AT_INT ? a->i : dflt;
+}
+
+/* A scalar of a folded input (Clip bounds), as double; false if absent. */
+static bool folded_scalar(Emit *E, int i, double *v)
+{
+	if (i >= E->n->nin || E->n->in[i] == NONE)
+		return false;
+	const Folded *f = E->sig->folded[E->n->in[i]];
+	int id = E->n->in[i];
+	const void *data = f ? f->data : NULL;
+	int dt = f ? f->dtype : E->sig->dtypes[id];
+	if (!f && E->g->values[id].kind == VAL_WEIGHT)
+		data = E->g->values[id].weight->bytes;
+	if (!data)
+		emit_fail(E, "input %d must be a constant", i);
+	if (dt == DT_FLOAT) {
+		float x;
+		memcpy(&x, data, 4);
+		*v = x;
+	} else if (dt == DT_DOUBLE) {
+		memcpy(v, data, 8);
+	} else if (dt == DT_INT64) {
+		int64_t x;
+		memcpy(&x, data, 8);
+		*v = (double)x;
+	} else if (dt == DT_INT32) {
+		int32_t x;
+		memcpy(&x, data, 4);
+		*v = x;
+	} else {
+		emit_fail(E, "input %d has element type %s", i, dtype_name(dt));
+	}
+	return true;
+}
+
+/* ---- elementwise ------------------------------------------------------ */
+
+/* Strides (elements) of an input broadcast to out's shape; 0 where it repeats. */
+static void bcast_strides(const Shape *in, const Shape *outs, int64_t *st)
+{
+	int64_t s = 1;
+	for (int k = outs->rank - 1, ki = in->rank - 1; k >= 0; k--, ki--) {
+		if (ki >= 0 && in->dims[ki].size != 1) {
+			st[k] = s;
+			s *= in->dims[ki].size;
+		} else {
+			st[k] = 0;
+			if (ki >= 0)
+				s *= 1;
+		}
+	}
+}
+
+/* Nested loops over out's shape; operand k is read as x<k> through its own
+ * broadcast strides, and `expr` computes y from x0, x1, ... Adjacent dims
+ * that are contiguous for every operand are merged first. */
+static void emit_map(Emit *E, const Operand *y, const Operand *xs, int nx, const char *expr)
+{
+	int rank = y->shape->rank;
+	int64_t dims[KILN_MAX_RANK], st[4][KILN_MAX_RANK], yst[KILN_MAX_RANK];
+	for (int k = 0; k < rank; k++)
+		dims[k] = y->shape->dims[k].size;
+	int64_t s = 1;
+	for (int k = rank - 1; k >= 0; k--) {
+		yst[k] = s;
+		s *= dims[k];
+	}
+	for (int j = 0; j < nx; j++)
+		bcast_strides(xs[j].shape, y->shape, st[j]);
+	/* Merge dim k into k+1 when every operand steps contiguously across them. */
+	int r = 0;
+	int64_t md[KILN_MAX_RANK], ms[5][KILN_MAX_RANK];
+	for (int k = 0; k < rank; k++) {
+		if (dims[k] == 1)
+			continue;
+		bool merge = r > 0;
+		if (merge) {
+			merge = ms[0][r - 1] == yst[k] * dims[k];
+			for (int j = 0; j < nx && merge; j++)
+				merge = ms[j + 1][r - 1] == st[j][k] * dims[k];
+		}
+		if (merge) {
+			md[r - 1] *= dims[k];
+			ms[0][r - 1] = yst[k];
+			for (int j = 0; j < nx; j++)
+				ms[j + 1][r - 1] = st[j][k];
+		} else {
+			md[r] = dims[k];
+			ms[0][r] = yst[k];
+			for (int j = 0; j < nx; j++)
+				ms[j + 1][r] = st[j][k];
+			r++;
+		}
+	}
+	decl(E, "Y", y, true);
+	for (int j = 0; j < nx; j++) {
+		char var[8];
+		snprintf(var, sizeof var, "X%d", j);
+		decl(E, var, &xs[j], false);
+	}
+	if (y->nelem == 0)
+		return;
+	const char *ind = "\t";
+	char indent[16] = "\t";
+	for (int k = 0; k < r; k++) {
+		out(E, "%sfor (int64_t i%d = 0; i%d < %" PRId64 "; i%d++)\n", indent, k, k, md[k], k);
+		size_t len = strlen(indent);
+		indent[len] = '\t';
+		indent[len + 1] = 0;
+	}
+	(void)ind;
+	out(E, "%s{\n", indent);
+	for (int j = 0; j < nx; j++) {
+		out(E, "%s\t%s x%d = X%d[0", indent, ctype(xs[j].dtype), j, j);
+		for (int k = 0; k < r; k++)
+			if (ms[j + 1][k])
+				out(E, " + i%d * %" PRId64, k, ms[j + 1][k]);
+		out(E, "];\n");
+	}
+	out(E, "%s\tY[0", indent);
+	for (int k = 0; k < r; k++)
+		out(E, " + i%d * %" PRId64, k, ms[0][k]);
+	out(E, "] = %s;\n%s}\n", expr, indent);
+}
+
+static bool is_float(int dt)
+{
+	return dt == DT_FLOAT || dt == DT_DOUBLE;
+}
+
+/* libm name for a float function in the operand's precision. */
+static const char *fn(Emit *E, const char *name, int dt)
+{
+	return arena_printf(E->a, "%s%s", name, dt == DT_FLOAT ? "f" : "");
+}
+
+static void emit_unary(Emit *E)
+{
+	Operand x = in_op(E, 0), y = out_op(E, 0);
+	int dt = x.dtype, op = E->n->op;
+	const char *e = NULL;
+	bool needs_float = true;
+	switch (op) {
+	case OP_Relu:
+		e = is_float(dt) ? arena_printf(E->a, "x0 < 0 ? %s : x0", flit(E, 0, dt)) : "x0 < 0 ? 0 : x0";
+		needs_float = false;
+		break;
+	case OP_Identity:
+		e = "x0";
+		needs_float = false;
+		break;
+	case OP_Sigmoid:
+		e = arena_printf(E->a, "%s / (%s + %s(-x0))", flit(E, 1, dt), flit(E, 1, dt), fn(E, "exp", dt));
+		break;
+	case OP_Tanh: e = arena_printf(E->a, "%s(x0)", fn(E, "tanh", dt)); break;
+	case OP_Erf: e = arena_printf(E->a, "%s(x0)", fn(E, "erf", dt)); break;
+	case OP_Sqrt: e = arena_printf(E->a, "%s(x0)", fn(E, "sqrt", dt)); break;
+	case OP_Exp: e = arena_printf(E->a, "%s(x0)", fn(E, "exp", dt)); break;
+	case OP_Log: e = arena_printf(E->a, "%s(x0)", fn(E, "log", dt)); break;
+	case OP_Selu: {
+		double alpha = node_attr_float(E->n, "alpha", 1.67326319217681884765625f);
+		double gamma = node_attr_float(E->n, "gamma", 1.05070102214813232421875f);
+		e = arena_printf(E->a, "x0 > 0 ? %s * x0 : %s * (%s * %s(x0) - %s)", flit(E, gamma, dt),
+		                 flit(E, gamma, dt), flit(E, alpha, dt), fn(E, "exp", dt), flit(E, alpha, dt));
+		break;
+	}
+	case OP_Elu: {
+		double alpha = node_attr_float(E->n, "alpha", 1.0f);
+		e = arena_printf(E->a, "x0 < 0 ? %s * (%s(x0) - %s) : x0", flit(E, alpha, dt),
+		                 fn(E, "exp", dt), flit(E, 1, dt));
+		break;
+	}
+	case OP_LeakyRelu: {
+		double alpha = node_attr_float(E->n, "alpha", 0.01f);
+		e = arena_printf(E->a, "x0 < 0 ? %s * x0 : x0", flit(E, alpha, dt));
+		break;
+	}
+	case OP_Clip: {
+		double lo = -INFINITY, hi = INFINITY;
+		if (E->n->since < 11) {
+			lo = node_attr_float(E->n, "min", -FLT_MAX);
+			hi = node_attr_float(E->n, "max", FLT_MAX);
+		} else {
+			folded_scalar(E, 1, &lo);
+			folded_scalar(E, 2, &hi);
+		}
+		if (is_float(dt))
+			e = arena_printf(E->a, "x0 < %s ? %s : x0 > %s ? %s : x0", flit(E, lo, dt),
+			                 flit(E, lo, dt), flit(E, hi, dt), flit(E, hi, dt));
+		else
+			e = arena_printf(E->a, "x0 < %.0f ? (%s)%.0f : x0 > %.0f ? (%s)%.0f : x0",
+			                 isinf(lo) ? -9.2e18 : lo, ctype(dt), isinf(lo) ? -9.2e18 : lo,
+			                 isinf(hi) ? 9.2e18 : hi, ctype(dt), isinf(hi) ? 9.2e18 : hi);
+		needs_float = false;
+		break;
+	}
+	default:
+		emit_fail(E, "no code generator for this op yet");
+	}
+	if (needs_float && !is_float(dt))
+		emit_fail(E, "%s on %s is not supported by the code generator yet", E->n->op_type,
+		          dtype_name(dt));
+	emit_map(E, &y, &x, 1, e);
+}
+
+static void emit_binary(Emit *E)
+{
+	Operand xs[3], y = out_op(E, 0);
+	int nx = E->n->op == OP_Where ? 3 : 2;
+	for (int i = 0; i < nx; i++)
+		xs[i] = in_op(E, i);
+	int dt = y.dtype;
+	const char *e = NULL;
+	switch (E->n->op) {
+	case OP_Add: e = "x0 + x1"; break;
+	case OP_Sub: e = "x0 - x1"; break;
+	case OP_Mul: e = "x0 * x1"; break;
+	case OP_Div: e = is_float(dt) ? "x0 / x1" : "x1 == 0 ? 0 : x0 / x1"; break;
+	case OP_Pow:
+		if (!is_float(dt))
+			emit_fail(E, "Pow on %s is not supported by the code generator yet", dtype_name(dt));
+		e = arena_printf(E->a, "%s(x0, (%s)x1)", fn(E, "pow", dt), ctype(dt));
+		break;
+	case OP_Where: e = "x0 ? x1 : x2"; break;
+	}
+	if (dt == DT_FLOAT16 || dt == DT_BFLOAT16)
+		emit_fail(E, "%s on %s is not supported by the code generator yet", E->n->op_type,
+		          dtype_name(dt));
+	emit_map(E, &y, xs, nx, e);
+}
+
+static void emit_cast(Emit *E)
+{
+	Operand x = in_op(E, 0), y = out_op(E, 0);
+	if (x.dtype == DT_FLOAT16 || x.dtype == DT_BFLOAT16 || y.dtype == DT_FLOAT16 ||
+	    y.dtype == DT_BFLOAT16)
+		emit_fail(E, "Cast between %s and %s is not supported by the code generator yet",
+		          dtype_name(x.dtype), dtype_name(y.dtype));
+	const char *e = y.dtype == DT_BOOL ? "(uint8_t)(x0 != 0)"
+	                                   : arena_printf(E->a, "(%s)x0", ctype(y.dtype));
+	emit_map(E, &y, &x, 1, e);
+}
+
+/* ---- linear algebra --------------------------------------------------- */
+
+static void require_f32(Emit *E, const Operand *x)
+{
+	if (x->dtype != DT_FLOAT)
+		emit_fail(E, "%s on %s is not supported by the code generator yet (float32 only)",
+		          E->n->op_type, dtype_name(x->dtype));
+}
+
+static void emit_gemm(Emit *E)
+{
+	Operand A = in_op(E, 0), B = in_op(E, 1), Y = out_op(E, 0);
+	require_f32(E, &A);
+	bool ta = node_attr_int(E->n, "transA", 0) != 0, tb = node_attr_int(E->n, "transB", 0) != 0;
+	float alpha = node_attr_float(E->n, "alpha", 1.0f), beta = node_attr_float(E->n, "beta", 1.0f);
+	int64_t M = Y.shape->dims[0].size, N = Y.shape->dims[1].size;
+	int64_t K = A.shape->dims[ta ? 0 : 1].size;
+	bool has_c = E->n->nin > 2 && E->n->in[2] != NONE && beta != 0.0f;
+	decl(E, "A", &A, false);
+	decl(E, "B", &B, false);
+	if (has_c) {
+		Operand C = in_op(E, 2);
+		/* Y = C broadcast to [M, N]; the product is then accumulated with beta. */
+		Operand cy = Y;
+		emit_map(E, &cy, &C, 1, "x0");
+		out(E, "\tkiln_f32_gemm(%" PRId64 ", %" PRId64 ", %" PRId64 ", %s, A, %" PRId64 ", %" PRId64
+		       ", B, %" PRId64 ", %" PRId64 ", %s, Y, %" PRId64 ");\n",
+		    M, N, K, flit(E, alpha, DT_FLOAT), ta ? (int64_t)1 : K, ta ? M : (int64_t)1,
+		    tb ? (int64_t)1 : N, tb ? K : (int64_t)1, flit(E, beta, DT_FLOAT), N);
+	} else {
+		decl(E, "Y", &Y, true);
+		out(E, "\tkiln_f32_gemm(%" PRId64 ", %" PRId64 ", %" PRId64 ", %s, A, %" PRId64 ", %" PRId64
+		       ", B, %" PRId64 ", %" PRId64 ", 0.0f, Y, %" PRId64 ");\n",
+		    M, N, K, flit(E, alpha, DT_FLOAT), ta ? (int64_t)1 : K, ta ? M : (int64_t)1,
+		    tb ? (int64_t)1 : N, tb ? K : (int64_t)1, N);
+	}
+}
+
+static void emit_matmul(Emit *E)
+{
+	Operand A = in_op(E, 0), B = in_op(E, 1), Y = out_op(E, 0);
+	require_f32(E, &A);
+	Shape a = *A.shape, b = *B.shape;
+	if (a.rank == 1) {
+		a.dims[1] = a.dims[0];
+		a.dims[0].size = 1;
+		a.rank = 2;
+	}
+	if (b.rank == 1) {
+		b.dims[1].size = 1;
+		b.rank = 2;
+	}
+	int64_t M = a.dims[a.rank - 2].size, K = a.dims[a.rank - 1].size, N = b.dims[b.rank - 1].size;
+	/* Batch dims broadcast like elementwise ops; loop over the output's. */
+	int br = (a.rank > b.rank ? a.rank : b.rank) - 2;
+	Shape ob = {.rank = br}, ab = {.rank = a.rank - 2}, bb = {.rank = b.rank - 2};
+	for (int k = 0; k < ab.rank; k++)
+		ab.dims[k] = a.dims[k];
+	for (int k = 0; k < bb.rank; k++)
+		bb.dims[k] = b.dims[k];
+	int64_t as[KILN_MAX_RANK], bs[KILN_MAX_RANK], nb = 1;
+	for (int k = 0; k < br; k++) {
+		int ia = k - (br - ab.rank), ib = k - (br - bb.rank);
+		int64_t da = ia >= 0 ? ab.dims[ia].size : 1, db = ib >= 0 ? bb.dims[ib].size : 1;
+		ob.dims[k].size = da > db ? da : db;
+		nb *= ob.dims[k].size;
+	}
+	bcast_strides(&ab, &ob, as);
+	bcast_strides(&bb, &ob, bs);
+	decl(E, "A", &A, false);
+	decl(E, "B", &B, false);
+	decl(E, "Y", &Y, true);
+	if (nb == 1) {
+		out(E, "\tkiln_f32_gemm(%" PRId64 ", %" PRId64 ", %" PRId64 ", 1.0f, A, %" PRId64
+		       ", 1, B, %" PRId64 ", 1, 0.0f, Y, %" PRId64 ");\n", M, N, K, K, N, N);
+		return;
+	}
+	out(E, "\tfor (int64_t i = 0; i < %" PRId64 "; i++) {\n", nb);
+	out(E, "\t\tint64_t r = i, ao = 0, bo = 0;\n");
+	for (int k = br - 1; k >= 0; k--) {
+		out(E, "\t\t{ int64_t c = r %% %" PRId64 "; r /= %" PRId64 ";", ob.dims[k].size,
+		    ob.dims[k].size);
+		if (as[k])
+			out(E, " ao += c * %" PRId64 ";", as[k]);
+		if (bs[k])
+			out(E, " bo += c * %" PRId64 ";", bs[k]);
+		out(E, " (void)c; }\n");
+	}
+	out(E, "\t\tkiln_f32_gemm(%" PRId64 ", %" PRId64 ", %" PRId64 ", 1.0f, A + ao * %" PRId64
+	       ", %" PRId64 ", 1, B + bo * %" PRId64 ", %" PRId64 ", 1, 0.0f, Y + i * %" PRId64
+	       ", %" PRId64 ");\n\t}\n",
+	    M, N, K, M * K, K, K * N, N, M * N, N);
+}
+
+/* ---- normalization ---------------------------------------------------- */
+
+static void emit_softmax(Emit *E)
+{
+	Operand X = in_op(E, 0), Y = out_op(E, 0);
+	require_f32(E, &X);
+	const Shape *s = X.shape;
+	int rank = s->rank;
+	int64_t axis = node_attr_int(E->n, "axis", E->n->since < 13 ? 1 : -1);
+	if (axis < 0)
+		axis += rank;
+	int64_t outer = 1, len = 1, inner = 1;
+	for (int k = 0; k < rank; k++) {
+		int64_t d = s->dims[k].size;
+		if (k < axis)
+			outer *= d;
+		else if (k == axis || E->n->since < 13)
+			len *= d;
+		else
+			inner *= d;
+	}
+	decl(E, "X", &X, false);
+	decl(E, "Y", &Y, true);
+	out(E, "\tkiln_f32_softmax(X, Y, %" PRId64 ", %" PRId64 ", %" PRId64 ", %d);\n", outer, len,
+	    inner, E->n->op == OP_LogSoftmax);
+}
+
+static void emit_batchnorm(Emit *E)
+{
+	Operand X = in_op(E, 0), Y = out_op(E, 0);
+	require_f32(E, &X);
+	Operand p[4];
+	for (int i = 0; i < 4; i++) {
+		p[i] = in_op(E, i + 1);
+		require_f32(E, &p[i]);
+	}
+	int64_t n = X.shape->dims[0].size, c = X.shape->dims[1].size, spatial = 1;
+	for (int k = 2; k < X.shape->rank; k++)
+		spatial *= X.shape->dims[k].size;
+	decl(E, "X", &X, false);
+	decl(E, "Y", &Y, true);
+	out(E, "\tkiln_f32_batchnorm(X, %s, %s, %s, %s, Y, %" PRId64 ", %" PRId64 ", %" PRId64
+	       ", %s);\n", p[0].expr, p[1].expr, p[2].expr, p[3].expr, n, c, spatial,
+	    flit(E, node_attr_float(E->n, "epsilon", 1e-5f), DT_FLOAT));
+}
+
+static void emit_layernorm(Emit *E)
+{
+	Operand X = in_op(E, 0), Y = out_op(E, 0), S = in_op(E, 1);
+	require_f32(E, &X);
+	if (E->n->nout > 1 && (E->n->out[1] != NONE || (E->n->nout > 2 && E->n->out[2] != NONE)))
+		emit_fail(E, "the Mean and InvStdDev outputs are not supported yet");
+	int rank = X.shape->rank;
+	int64_t axis = node_attr_int(E->n, "axis", -1);
+	if (axis < 0)
+		axis += rank;
+	int64_t outer = 1, norm = 1;
+	for (int k = 0; k < rank; k++)
+		*(k < axis ? &outer : &norm) *= X.shape->dims[k].size;
+	if (S.nelem != norm)
+		emit_fail(E, "a Scale that broadcasts is not supported yet");
+	const char *bias = "NULL";
+	if (E->n->nin > 2 && E->n->in[2] != NONE) {
+		Operand Bi = in_op(E, 2);
+		if (Bi.nelem != norm)
+			emit_fail(E, "a bias that broadcasts is not supported yet");
+		bias = Bi.expr;
+	}
+	decl(E, "X", &X, false);
+	decl(E, "Y", &Y, true);
+	out(E, "\tkiln_f32_layernorm(X, %s, %s, Y, %" PRId64 ", %" PRId64 ", %s);\n", S.expr, bias,
+	    outer, norm, flit(E, node_attr_float(E->n, "epsilon", 1e-5f), DT_FLOAT));
+}
+
+/* ---- data movement ---------------------------------------------------- */
+
+static void emit_copy(Emit *E)
+{
+	Operand X = in_op(E, 0), Y = out_op(E, 0);
+	decl(E, "X", &X, false);
+	decl(E, "Y", &Y, true);
+	out(E, "\tmemcpy(Y, X, %" PRId64 ");\n", Y.nelem * (int64_t)dtype_size(Y.dtype));
+}
+
+static void emit_transpose(Emit *E)
+{
+	Operand X = in_op(E, 0), Y = out_op(E, 0);
+	int rank = X.shape->rank;
+	int64_t perm[KILN_MAX_RANK];
+	const Attr *pa = node_attr(E->n, "perm");
+	for (int k = 0; k < rank; k++)
+		perm[k] = pa ? pa->ints[k] : rank - 1 - k;
+	decl(E, "X", &X, false);
+	decl(E, "Y", &Y, true);
+	out(E, "\tstatic const int64_t dims[] = {");
+	for (int k = 0; k < rank; k++)
+		out(E, "%s%" PRId64, k ? ", " : "", X.shape->dims[k].size);
+	out(E, "%s};\n\tstatic const int perm[] = {", rank ? "" : "0");
+	for (int k = 0; k < rank; k++)
+		out(E, "%s%" PRId64, k ? ", " : "", perm[k]);
+	out(E, "%s};\n", rank ? "" : "0");
+	out(E, "\tkiln_transpose(X, Y, %zu, %d, dims, perm);\n", dtype_size(X.dtype), rank);
+}
+
+static int norm_axis(int64_t axis, int rank)
+{
+	return (int)(axis < 0 ? axis + rank : axis);
+}
+
+/* Concat and Split: rows of [outer, axis*inner] copied piecewise. */
+static void emit_concat(Emit *E)
+{
+	Operand Y = out_op(E, 0);
+	int rank = Y.shape->rank;
+	int axis = norm_axis(node_attr_int(E->n, "axis", 0), rank);
+	int64_t outer = 1, inner = 1;
+	for (int k = 0; k < rank; k++) {
+		if (k < axis)
+			outer *= Y.shape->dims[k].size;
+		else if (k > axis)
+			inner *= Y.shape->dims[k].size;
+	}
+	size_t es = dtype_size(Y.dtype);
+	int64_t row = Y.shape->dims[axis].size * inner * (int64_t)es, at = 0;
+	decl(E, "Y", &Y, true);
+	out(E, "\tunsigned char *y = (unsigned char *)Y;\n");
+	for (int i = 0; i < E->n->nin; i++) {
+		Operand X = in_op(E, i);
+		int64_t piece = X.shape->dims[axis].size * inner * (int64_t)es;
+		if (piece == 0)
+			continue;
+		out(E, "\tfor (int64_t o = 0; o < %" PRId64 "; o++)\n\t\tmemcpy(y + o * %" PRId64
+		       " + %" PRId64 ", (const unsigned char *)%s + o * %" PRId64 ", %" PRId64 ");\n",
+		    outer, row, at, X.expr, piece, piece);
+		at += piece;
+	}
+}
+
+static void emit_split(Emit *E)
+{
+	Operand X = in_op(E, 0);
+	int rank = X.shape->rank;
+	int axis = norm_axis(node_attr_int(E->n, "axis", 0), rank);
+	int64_t outer = 1, inner = 1;
+	for (int k = 0; k < rank; k++) {
+		if (k < axis)
+			outer *= X.shape->dims[k].size;
+		else if (k > axis)
+			inner *= X.shape->dims[k].size;
+	}
+	size_t es = dtype_size(X.dtype);
+	int64_t row = X.shape->dims[axis].size * inner * (int64_t)es, at = 0;
+	decl(E, "X", &X, false);
+	out(E, "\tconst unsigned char *x = (const unsigned char *)X;\n");
+	for (int i = 0; i < E->n->nout; i++) {
+		if (E->n->out[i] == NONE)
+			continue;
+		Operand Y = out_op(E, i);
+		int64_t piece = Y.shape->dims[axis].size * inner * (int64_t)es;
+		if (piece)
+			out(E, "\tfor (int64_t o = 0; o < %" PRId64 "; o++)\n\t\tmemcpy((unsigned char *)%s"
+			       " + o * %" PRId64 ", x + o * %" PRId64 " + %" PRId64 ", %" PRId64 ");\n",
+			    outer, Y.expr, piece, row, at, piece);
+		at += piece;
+	}
+}
+
+static void emit_gather(Emit *E)
+{
+	Operand D = in_op(E, 0), I = in_op(E, 1), Y = out_op(E, 0);
+	int rank = D.shape->rank;
+	int axis = norm_axis(node_attr_int(E->n, "axis", 0), rank);
+	int64_t outer = 1, inner = 1;
+	for (int k = 0; k < rank; k++) {
+		if (k < axis)
+			outer *= D.shape->dims[k].size;
+		else if (k > axis)
+			inner *= D.shape->dims[k].size;
+	}
+	out(E, "\treturn kiln_gather%s(%s, %s, %s, %zu, %" PRId64 ", %" PRId64 ", %" PRId64 ", %" PRId64
+	       ");\n", I.dtype == DT_INT32 ? "_i32" : "", D.expr, I.expr, Y.expr, dtype_size(D.dtype),
+	    outer, D.shape->dims[axis].size, inner, I.nelem);
+}
+
+/* Slice as a strided gather: nested loops over the output. */
+static void emit_slice(Emit *E)
+{
+	Operand X = in_op(E, 0), Y = out_op(E, 0);
+	int rank = X.shape->rank;
+	/* Recover begin and step per axis from the inferred output (shape.c
+	 * already validated them); re-derive with the same rules. */
+	int64_t begin[KILN_MAX_RANK] = {0}, step[KILN_MAX_RANK];
+	for (int k = 0; k < rank; k++)
+		step[k] = 1;
+	int64_t starts[KILN_MAX_RANK], ends[KILN_MAX_RANK], axes[KILN_MAX_RANK], steps[KILN_MAX_RANK];
+	int64_t n = 0, na = -1, ns = -1;
+	Infer x = {.sig = (Sig *)E->sig, .g = E->g, .n = E->n, .d = E->d, .a = E->a};
+	if (E->n->since < 10) {
+		n = attr_ints(&x, "starts", starts, KILN_MAX_RANK);
+		attr_ints(&x, "ends", ends, KILN_MAX_RANK);
+		na = attr_ints(&x, "axes", axes, KILN_MAX_RANK);
+	} else {
+		int64_t cnt;
+		const int64_t *v = infer_require_ints(&x, 1, &n);
+		memcpy(starts, v, (size_t)n * 8);
+		v = infer_require_ints(&x, 2, &cnt);
+		memcpy(ends, v, (size_t)cnt * 8);
+		if (infer_has_input(&x, 3)) {
+			v = infer_require_ints(&x, 3, &na);
+			memcpy(axes, v, (size_t)na * 8);
+		}
+		if (infer_has_input(&x, 4)) {
+			v = infer_require_ints(&x, 4, &ns);
+			memcpy(steps, v, (size_t)ns * 8);
+		}
+	}
+	for (int i = 0; i < n; i++) {
+		int a = norm_axis(na >= 0 ? axes[i] : i, rank);
+		int64_t dim = X.shape->dims[a].size, st = ns >= 0 ? steps[i] : 1, s = starts[i];
+		if (s < 0)
+			s = s < -dim ? 0 : s + dim;
+		s = st > 0 ? (s > dim ? dim : s) : (s > dim - 1 ? dim - 1 : s);
+		begin[a] = s;
+		step[a] = st;
+	}
+	int64_t xs[KILN_MAX_RANK], acc = 1;
+	for (int k = rank - 1; k >= 0; k--) {
+		xs[k] = acc;
+		acc *= X.shape->dims[k].size;
+	}
+	decl(E, "X", &X, false);
+	decl(E, "Y", &Y, true);
+	if (Y.nelem == 0)
+		return;
+	int64_t base = 0;
+	for (int k = 0; k < rank; k++)
+		base += begin[k] * xs[k];
+	out(E, "\tint64_t at = 0;\n");
+	char indent[16] = "\t";
+	for (int k = 0; k < rank; k++) {
+		out(E, "%sfor (int64_t i%d = 0; i%d < %" PRId64 "; i%d++)\n", indent, k, k,
+		    Y.shape->dims[k].size, k);
+		size_t len = strlen(indent);
+		indent[len] = '\t';
+		indent[len + 1] = 0;
+	}
+	out(E, "%sY[at++] = X[%" PRId64, indent, base);
+	for (int k = 0; k < rank; k++)
+		out(E, " + i%d * %" PRId64, k, step[k] * xs[k]);
+	out(E, "];\n");
+}
+
+/* ---- convolution and pooling ------------------------------------------ */
+
+typedef struct Geo {
+	int64_t k[2], s[2], d[2], pb[2], pe[2], in[2], outsz[2];
+} Geo;
+
+/* The spatial geometry of a 1-D or 2-D window op, as shape.c derived it. */
+static void geometry(Emit *E, const Shape *x, const Shape *y, const Shape *w, Geo *g)
+{
+	int ns = x->rank - 2;
+	if (ns < 1 || ns > 2)
+		emit_fail(E, "%d-D windows are not supported by the code generator yet", ns);
+	Infer inf = {.sig = (Sig *)E->sig, .g = E->g, .n = E->n, .d = E->d, .a = E->a};
+	int64_t v[4];
+	for (int i = 0; i < 2; i++) {
+		g->k[i] = g->s[i] = g->d[i] = 1;
+		g->pb[i] = g->pe[i] = 0;
+		g->in[i] = g->outsz[i] = 1;
+	}
+	int off = 2 - ns;  /* 1-D maps onto the W axis */
+	for (int i = 0; i < ns; i++) {
+		g->in[off + i] = x->dims[2 + i].size;
+		g->outsz[off + i] = y->dims[2 + i].size;
+		g->k[off + i] = w ? w->dims[2 + i].size : 1;
+	}
+	if (!w) {
+		int nk = attr_ints(&inf, "kernel_shape", v, 4);
+		for (int i = 0; i < nk && i < ns; i++)
+			g->k[off + i] = v[i];
+	}
+	int n = attr_ints(&inf, "strides", v, 4);
+	for (int i = 0; i < n && i < ns; i++)
+		g->s[off + i] = v[i];
+	n = attr_ints(&inf, "dilations", v, 4);
+	for (int i = 0; i < n && i < ns; i++)
+		g->d[off + i] = v[i];
+	const char *ap = attr_string(&inf, "auto_pad", "NOTSET");
+	n = attr_ints(&inf, "pads", v, 4);
+	for (int i = 0; i < ns; i++) {
+		int j = off + i;
+		if (strncmp(ap, "SAME", 4) == 0) {
+			int64_t span = (g->k[j] - 1) * g->d[j] + 1;
+			int64_t total = (g->outsz[j] - 1) * g->s[j] + span - g->in[j];
+			if (total < 0)
+				total = 0;
+			g->pb[j] = ap[5] == 'U' ? total / 2 : total - total / 2;
+			g->pe[j] = total - g->pb[j];
+		} else if (strcmp(ap, "NOTSET") == 0 && n == 2 * ns) {
+			g->pb[j] = v[i];
+			g->pe[j] = v[ns + i];
+		}
+	}
+}
+
+static void emit_conv(Emit *E)
+{
+	Operand X = in_op(E, 0), W = in_op(E, 1), Y = out_op(E, 0);
+	require_f32(E, &X);
+	Geo g;
+	geometry(E, X.shape, Y.shape, W.shape, &g);
+	const char *bias = "NULL";
+	if (E->n->nin > 2 && E->n->in[2] != NONE)
+		bias = in_op(E, 2).expr;
+	out(E, "\tstatic const kiln_conv2d_params p = {\n"
+	       "\t\t.batch = %" PRId64 ", .in_channels = %" PRId64 ", .in_h = %" PRId64 ", .in_w = %" PRId64 ",\n"
+	       "\t\t.out_channels = %" PRId64 ", .group = %" PRId64 ", .kernel_h = %" PRId64 ", .kernel_w = %" PRId64 ",\n"
+	       "\t\t.stride_h = %" PRId64 ", .stride_w = %" PRId64 ", .dilation_h = %" PRId64 ", .dilation_w = %" PRId64 ",\n"
+	       "\t\t.pad_top = %" PRId64 ", .pad_left = %" PRId64 ", .pad_bottom = %" PRId64 ", .pad_right = %" PRId64 ",\n"
+	       "\t\t.out_h = %" PRId64 ", .out_w = %" PRId64 ",\n\t};\n",
+	    X.shape->dims[0].size, X.shape->dims[1].size, g.in[0], g.in[1], Y.shape->dims[1].size,
+	    node_attr_int(E->n, "group", 1), g.k[0], g.k[1], g.s[0], g.s[1], g.d[0], g.d[1], g.pb[0],
+	    g.pb[1], g.pe[0], g.pe[1], g.outsz[0], g.outsz[1]);
+	out(E, "\tkiln_f32_conv2d(&p, %s, %s, %s, %s);\n", X.expr, W.expr, bias, Y.expr);
+}
+
+static void emit_pool(Emit *E)
+{
+	Operand X = in_op(E, 0), Y = out_op(E, 0);
+	require_f32(E, &X);
+	if (E->n->op == OP_GlobalAveragePool) {
+		int64_t planes = X.shape->dims[0].size * X.shape->dims[1].size;
+		out(E, "\tkiln_f32_global_avgpool(%s, %s, %" PRId64 ", %" PRId64 ");\n", X.expr, Y.expr,
+		    planes, X.nelem / (planes ? planes : 1));
+		return;
+	}
+	if (E->n->nout > 1 && E->n->out[1] != NONE)
+		emit_fail(E, "the Indices output is not supported yet");
+	Geo g;
+	geometry(E, X.shape, Y.shape, NULL, &g);
+	if (E->n->op == OP_AveragePool)
+		g.d[0] = g.d[1] = 1;
+	out(E, "\tstatic const kiln_pool2d_params p = {\n"
+	       "\t\t.batch = %" PRId64 ", .channels = %" PRId64 ", .in_h = %" PRId64 ", .in_w = %" PRId64 ",\n"
+	       "\t\t.kernel_h = %" PRId64 ", .kernel_w = %" PRId64 ", .stride_h = %" PRId64 ", .stride_w = %" PRId64 ",\n"
+	       "\t\t.dilation_h = %" PRId64 ", .dilation_w = %" PRId64 ",\n"
+	       "\t\t.pad_top = %" PRId64 ", .pad_left = %" PRId64 ", .pad_bottom = %" PRId64 ", .pad_right = %" PRId64 ",\n"
+	       "\t\t.out_h = %" PRId64 ", .out_w = %" PRId64 ",\n\t};\n",
+	    X.shape->dims[0].size, X.shape->dims[1].size, g.in[0], g.in[1], g.k[0], g.k[1], g.s[0],
+	    g.s[1], g.d[0], g.d[1], g.pb[0], g.pb[1], g.pe[0], g.pe[1], g.outsz[0], g.outsz[1]);
+	if (E->n->op == OP_MaxPool)
+		out(E, "\tkiln_f32_maxpool2d(&p, %s, %s);\n", X.expr, Y.expr);
+	else
+		out(E, "\tkiln_f32_avgpool2d(&p, %d, %s, %s);\n",
+		    (int)node_attr_int(E->n, "count_include_pad", 0), X.expr, Y.expr);
+}
+
+/* ---- reductions ------------------------------------------------------- */
+
+static void emit_reduce(Emit *E)
+{
+	Operand X = in_op(E, 0), Y = out_op(E, 0);
+	require_f32(E, &X);
+	/* Reduced axes: those whose size differs or that keepdims set to 1, found
+	 * by re-reading the node the way shape.c did. */
+	Infer inf = {.sig = (Sig *)E->sig, .g = E->g, .n = E->n, .d = E->d, .a = E->a};
+	int rank = X.shape->rank;
+	int64_t axes[KILN_MAX_RANK];
+	int64_t na = -1;
+	if (infer_has_input(&inf, 1)) {
+		const int64_t *v = infer_require_ints(&inf, 1, &na);
+		memcpy(axes, v, (size_t)na * 8);
+	} else {
+		na = attr_ints(&inf, "axes", axes, KILN_MAX_RANK);
+	}
+	bool red[KILN_MAX_RANK] = {0};
+	if (na <= 0) {
+		if (node_attr_int(E->n, "noop_with_empty_axes", 0)) {
+			emit_copy(E);
+			return;
+		}
+		for (int k = 0; k < rank; k++)
+			red[k] = true;
+	}
+	for (int i = 0; i < na; i++)
+		red[norm_axis(axes[i], rank)] = true;
+	int first = -1, last = -1;
+	for (int k = 0; k < rank; k++)
+		if (red[k] && X.shape->dims[k].size != 1) {
+			if (first < 0)
+				first = k;
+			last = k;
+		}
+	for (int k = first; k >= 0 && k <= last; k++)
+		if (!red[k] && X.shape->dims[k].size != 1)
+			emit_fail(E, "reducing non-adjacent axes is not supported by the code generator yet");
+	int64_t outer = 1, len = 1, inner = 1;
+	for (int k = 0; k < rank; k++) {
+		int64_t d = X.shape->dims[k].size;
+		if (first < 0 || k < first)
+			outer *= d;
+		else if (k <= last)
+			len *= d;
+		else
+			inner *= d;
+	}
+	out(E, "\tkiln_f32_reduce_%s(%s, %s, %" PRId64 ", %" PRId64 ", %" PRId64 ");\n",
+	    E->n->op == OP_ReduceMean ? "mean" : "sum", X.expr, Y.expr, outer, len, inner);
+}
+
+/* ---- nodes ------------------------------------------------------------ */
+
+static void emit_body(Emit *E)
+{
+	switch (E->n->op) {
+	case OP_Add: case OP_Sub: case OP_Mul: case OP_Div: case OP_Pow: case OP_Where:
+		emit_binary(E);
+		break;
+	case OP_Cast: emit_cast(E); break;
+	case OP_Gemm: emit_gemm(E); break;
+	case OP_MatMul: emit_matmul(E); break;
+	case OP_Softmax: case OP_LogSoftmax: emit_softmax(E); break;
+	case OP_BatchNormalization: emit_batchnorm(E); break;
+	case OP_LayerNormalization: emit_layernorm(E); break;
+	case OP_Reshape: case OP_Flatten: case OP_Squeeze: case OP_Unsqueeze: emit_copy(E); break;
+	case OP_Transpose: emit_transpose(E); break;
+	case OP_Concat: emit_concat(E); break;
+	case OP_Split: emit_split(E); break;
+	case OP_Gather: emit_gather(E); return;
+	case OP_Slice: emit_slice(E); break;
+	case OP_Conv: emit_conv(E); break;
+	case OP_MaxPool: case OP_AveragePool: case OP_GlobalAveragePool: emit_pool(E); break;
+	case OP_ReduceMean: case OP_ReduceSum: emit_reduce(E); break;
+	default: emit_unary(E); break;
+	}
+	out(E, "\treturn 0;\n");
+}
+
+static void describe(Emit *E, const char *role, int id)
+{
+	const Value *v = &E->g->values[id];
+	out(E, " *   %s \"", role);
+	comment_text(E, v->name);
+	out(E, "\" %s ", dtype_name(E->sig->dtypes[id]));
+	shape_text(E, &E->sig->shapes[id]);
+	if (E->in_index[id] != NONE)
+		out(E, " input %d", E->in_index[id]);
+	else if (E->out_index[id] != NONE)
+		out(E, " output %d", E->out_index[id]);
+	else if (E->sig->folded[id] || v->kind == VAL_WEIGHT)
+		out(E, " constant");
+	else if (E->plan->buf_of[id] != NONE)
+		out(E, " arena @%" PRId64, E->plan->bufs[E->plan->buf_of[id]].off);
+	else if (E->plan->root[id] != id)
+		out(E, " view of \"%s\"", E->g->values[E->plan->root[id]].name);
+	out(E, "\n");
+}
+
+/* Does the node produce anything at run time? Folded outputs are constants
+ * and views need no code, unless the caller's output buffer must be filled. */
+static bool node_has_code(Emit *E, const Node *n)
+{
+	for (int k = 0; k < n->nout; k++) {
+		int id = n->out[k];
+		if (id == NONE)
+			continue;
+		if (E->out_index[id] != NONE)
+			return true;
+		if (!E->sig->folded[id] && E->plan->root[id] == id)
+			return true;
+	}
+	return false;
+}
+
+static const char *fn_name(Emit *E, const Node *n)
+{
+	return arena_printf(E->a, "b%" PRId64 "_n%03d_%s", E->sig->batch, n->id,
+	                    sanitize(E->a, n->name[0] ? n->name : n->op_type));
+}
+
+static void emit_node(Emit *E, Node *n)
+{
+	E->n = n;
+	out(E, "/* node %d \"", n->id);
+	comment_text(E, n->name);
+	out(E, "\" (%s)\n", n->op_type);
+	for (int k = 0; k < n->nin; k++)
+		if (n->in[k] != NONE)
+			describe(E, "in ", n->in[k]);
+	for (int k = 0; k < n->nout; k++)
+		if (n->out[k] != NONE)
+			describe(E, "out", n->out[k]);
+	out(E, " */\n");
+	out(E, "static int %s(unsigned char *a, const void *const *in, void *const *out)\n{\n",
+	    fn_name(E, n));
+	out(E, "\t(void)a, (void)in, (void)out;\n");
+	/* A folded output the caller wants is copied from its constant. */
+	bool all_folded = true;
+	for (int k = 0; k < n->nout; k++)
+		if (n->out[k] != NONE && !E->sig->folded[n->out[k]])
+			all_folded = false;
+	if (all_folded) {
+		for (int k = 0; k < n->nout; k++) {
+			int id = n->out[k];
+			if (id == NONE || E->out_index[id] == NONE)
+				continue;
+			const Folded *f = E->sig->folded[id];
+			int s = symbol_for(E, f->dtype, f->data, (uint64_t)f->nelem * dtype_size(f->dtype),
+			                   E->g->values[id].name);
+			out(E, "\tmemcpy(out[%d], %s, %" PRIu64 ");\n", E->out_index[id], E->syms[s].name,
+			    E->syms[s].nbytes);
+		}
+		out(E, "\treturn 0;\n}\n\n");
+		return;
+	}
+	emit_body(E);
+	out(E, "}\n\n");
+}
+
+/* ---- files ------------------------------------------------------------ */
+
+static void index_interface(Emit *E)
+{
+	Graph *g = E->g;
+	E->in_index = arena_array(E->a, (size_t)g->nvalues, sizeof *E->in_index);
+	E->out_index = arena_array(E->a, (size_t)g->nvalues, sizeof *E->out_index);
+	for (int i = 0; i < g->nvalues; i++)
+		E->in_index[i] = E->out_index[i] = NONE;
+	int k = 0;
+	for (int i = 0; i < g->ninputs; i++)
+		if (g->values[g->inputs[i]].kind == VAL_INPUT)
+			E->in_index[g->inputs[i]] = k++;
+	for (int i = 0; i < g->noutputs; i++) {
+		int id = g->outputs[i];
+		if (E->out_index[id] != NONE || E->in_index[id] != NONE ||
+		    g->values[id].kind != VAL_TEMP)
+			diag_fail(E->d, KILN_UNSUPPORTED,
+			          "graph output \"%s\" is %s; kiln needs outputs computed by nodes",
+			          g->values[id].name,
+			          E->out_index[id] != NONE ? "listed twice" : "an input or a weight");
+		E->out_index[id] = i;
+	}
+}
+
+static int ninputs(const Graph *g)
+{
+	int n = 0;
+	for (int i = 0; i < g->ninputs; i++)
+		n += g->values[g->inputs[i]].kind == VAL_INPUT;
+	return n;
+}
+
+static void banner(FILE *f, Emit *E, const Sig *sigs, int nsigs)
+{
+	const char *base = strrchr(E->m->path, '/');
+	base = base ? base + 1 : E->m->path;
+	fprintf(f, "/*\n * Generated by kiln %s from %s", KILN_VERSION_STRING, base);
+	for (int i = 0; i < E->m->nopsets; i++)
+		fprintf(f, "%s%s opset %" PRId64, i ? ", " : " (",
+		        E->m->opsets[i].domain[0] ? E->m->opsets[i].domain : "ai.onnx",
+		        E->m->opsets[i].version);
+	fprintf(f, "%s.\n * Batch sizes:", E->m->nopsets ? ")" : "");
+	for (int i = 0; i < nsigs; i++)
+		fprintf(f, " %" PRId64, sigs[i].batch);
+	fprintf(f, ". Do not edit: regenerate with kiln compile.\n */\n");
+}
+
+static void emit_header(Emit *E, FILE *h, const Sig *sigs, const Plan *plans, int nsigs)
+{
+	Graph *g = E->g;
+	const char *N = E->o->name;
+	banner(h, E, sigs, nsigs);
+	char *guard = arena_strdup(E->a, N);
+	for (char *p = guard; *p; p++)
+		if (*p >= 'a' && *p <= 'z')
+			*p = (char)(*p - 'a' + 'A');
+	int64_t max_arena = 0;
+	for (int i = 0; i < nsigs; i++)
+		if (plans[i].arena_bytes > max_arena)
+			max_arena = plans[i].arena_bytes;
+	fprintf(h, "#ifndef %s_H\n#define %s_H\n\n#include <stdint.h>\n\n#include <kiln/model.h>\n\n",
+	        guard, guard);
+	fprintf(h, "#ifdef __cplusplus\nextern \"C\" {\n#endif\n\n");
+	fprintf(h, "/* Bytes of arena one call needs at the largest compiled batch size;\n"
+	           " * align it to 64 bytes. Each thread needs its own. */\n");
+	fprintf(h, "#define %s_ARENA_BYTES %" PRId64 "\n\n", guard, max_arena);
+	fprintf(h, "/* The model: interface, batch sizes, arena sizes and entry points. */\n");
+	fprintf(h, "extern const kiln_model %s_model;\n\n", N);
+	for (int i = 0; i < nsigs; i++) {
+		fprintf(h, "/* Batch %" PRId64 ": arena %" PRId64 " bytes. Returns 0 or a kiln_status. */\n",
+		        sigs[i].batch, plans[i].arena_bytes);
+		fprintf(h, "int %s_run_b%" PRId64 "(void *arena", N, sigs[i].batch);
+		for (int k = 0; k < g->ninputs; k++) {
+			int id = g->inputs[k];
+			if (g->values[id].kind == VAL_INPUT)
+				fprintf(h, ", const %s *%s", ctype(sigs[i].dtypes[id]),
+				        arena_printf(E->a, "in_%s", sanitize(E->a, g->values[id].name)));
+		}
+		for (int k = 0; k < g->noutputs; k++) {
+			int id = g->outputs[k];
+			fprintf(h, ", %s *%s", ctype(sigs[i].dtypes[id]),
+			        arena_printf(E->a, "out_%s", sanitize(E->a, g->values[id].name)));
+		}
+		fprintf(h, ");\n");
+	}
+	fprintf(h, "\n#ifdef __cplusplus\n}\n#endif\n#endif\n");
+}
+
+static void emit_descriptor(Emit *E, const Sig *sigs, const Plan *plans, int nsigs)
+{
+	Graph *g = E->g;
+	const char *N = E->o->name;
+	const Sig *s0 = &sigs[0];
+	for (int pass = 0; pass < 2; pass++) {
+		int count = pass ? g->noutputs : g->ninputs;
+		for (int k = 0, j = 0; k < count; k++) {
+			int id = pass ? g->outputs[k] : g->inputs[k];
+			if (!pass && g->values[id].kind != VAL_INPUT)
+				continue;
+			out(E, "static const int64_t %s_dims_%s%d[] = {", N, pass ? "out" : "in", j++);
+			const Shape *sh = &s0->shapes[id];
+			for (int d = 0; d < sh->rank; d++)
+				out(E, "%s%" PRId64, d ? ", " : "", sh->dims[d].size);
+			out(E, "%s};\n", sh->rank ? "" : "0");
+		}
+	}
+	for (int pass = 0; pass < 2; pass++) {
+		out(E, "static const kiln_tensor_desc %s_%s[] = {\n", N, pass ? "outputs" : "inputs");
+		int count = pass ? g->noutputs : g->ninputs;
+		for (int k = 0, j = 0; k < count; k++) {
+			int id = pass ? g->outputs[k] : g->inputs[k];
+			if (!pass && g->values[id].kind != VAL_INPUT)
+				continue;
+			out(E, "\t{\"");
+			for (const char *p = g->values[id].name; *p; p++)
+				out(E, (*p == '"' || *p == '\\') ? "\\%c" : ((unsigned char)*p < 0x20 ? "?" : "%c"),
+				    *p);
+			out(E, "\", %d, %d, %s_dims_%s%d, %d},\n", s0->dtypes[id], s0->shapes[id].rank, N,
+			    pass ? "out" : "in", j, -1);
+			j++;
+		}
+		out(E, "%s};\n", count ? "" : "\t{0}\n");
+	}
+	out(E, "static const int64_t %s_batches[] = {", N);
+	for (int i = 0; i < nsigs; i++)
+		out(E, "%s%" PRId64, i ? ", " : "", sigs[i].batch);
+	out(E, "};\nstatic const uint64_t %s_arena_bytes[] = {", N);
+	int64_t max_arena = 0;
+	for (int i = 0; i < nsigs; i++) {
+		out(E, "%s%" PRId64, i ? ", " : "", plans[i].arena_bytes);
+		if (plans[i].arena_bytes > max_arena)
+			max_arena = plans[i].arena_bytes;
+	}
+	out(E, "};\nstatic const kiln_run_fn %s_run[] = {", N);
+	for (int i = 0; i < nsigs; i++)
+		out(E, "%s%s_run_generic_b%" PRId64, i ? ", " : "", N, sigs[i].batch);
+	out(E, "};\n\nconst kiln_model %s_model = {\n", N);
+	out(E, "\t.struct_bytes = sizeof(kiln_model),\n\t.kiln_version = %d,\n\t.name = \"%s\",\n",
+	    KILN_VERSION_NUM, N);
+	out(E, "\t.ninputs = %d, .noutputs = %d,\n", ninputs(g), g->noutputs);
+	out(E, "\t.inputs = %s_inputs, .outputs = %s_outputs,\n", N, N);
+	out(E, "\t.nbatches = %d, .batches = %s_batches, .arena_bytes = %s_arena_bytes, "
+	       ".run = %s_run,\n", nsigs, N, N, N);
+	out(E, "\t.max_arena_bytes = %" PRId64 ",\n};\n", max_arena);
+}
+
+void emit_c(Model *m, const Sig *sigs, const Plan *plans, int nsigs, const EmitOptions *o,
+            FILE *h, FILE *c, FILE *scratch, EmitResult *res)
+{
+	/* The code goes to scratch first: the weight symbols it names are only
+	 * known once it is written, and their declarations come first in NAME.c. */
+	Emit E0 = {.m = m, .g = m->graph, .d = m->diag, .a = m->arena, .o = o, .c = scratch};
+	Emit *E = &E0;
+	Graph *g = m->graph;
+	for (int i = 0; i < g->nnodes; i++)
+		if (g->nodes[i].nattrs)
+			for (int k = 0; k < g->nodes[i].nattrs; k++)
+				if (g->nodes[i].attrs[k].type == AT_GRAPH || g->nodes[i].attrs[k].type == AT_GRAPHS)
+					diag_fail_node(E->d, g, &g->nodes[i], KILN_UNSUPPORTED,
+					               "control flow is not supported by the code generator yet");
+	index_interface(E);
+	E->sym_of_weight = arena_array(E->a, (size_t)g->nvalues, sizeof *E->sym_of_weight);
+	for (int i = 0; i < g->nvalues; i++)
+		E->sym_of_weight[i] = NONE;
+
+	for (int i = 0; i < nsigs; i++) {
+		E->sig = &sigs[i];
+		E->plan = &plans[i];
+		out(E, "/* ==== batch %" PRId64 ": arena %" PRId64 " bytes ==== */\n\n", sigs[i].batch,
+		    plans[i].arena_bytes);
+		for (int k = 0; k < g->nnodes; k++)
+			if (node_has_code(E, &g->nodes[k]))
+				emit_node(E, &g->nodes[k]);
+		out(E, "static int %s_run_generic_b%" PRId64 "(void *arena, const void *const *in, "
+		       "void *const *out)\n{\n\tunsigned char *a = arena;\n\tint st;\n",
+		    o->name, sigs[i].batch);
+		for (int k = 0; k < g->nnodes; k++) {
+			Node *n = &g->nodes[k];
+			if (!node_has_code(E, n))
+				continue;
+			out(E, "\tif ((st = %s(a, in, out)) != 0) /* %s */\n\t\treturn st;\n", fn_name(E, n),
+			    n->op_type);
+		}
+		out(E, "\treturn 0;\n}\n\n");
+		out(E, "int %s_run_b%" PRId64 "(void *arena", o->name, sigs[i].batch);
+		int nin = 0, nout = 0;
+		for (int k = 0; k < g->ninputs; k++) {
+			int id = g->inputs[k];
+			if (g->values[id].kind == VAL_INPUT) {
+				out(E, ", const %s *in_%s", ctype(sigs[i].dtypes[id]),
+				    sanitize(E->a, g->values[id].name));
+				nin++;
+			}
+		}
+		for (int k = 0; k < g->noutputs; k++) {
+			out(E, ", %s *out_%s", ctype(sigs[i].dtypes[g->outputs[k]]),
+			    sanitize(E->a, g->values[g->outputs[k]].name));
+			nout++;
+		}
+		out(E, ")\n{\n\tconst void *in[%d] = {", nin ? nin : 1);
+		for (int k = 0, j = 0; k < g->ninputs; k++)
+			if (g->values[g->inputs[k]].kind == VAL_INPUT)
+				out(E, "%sin_%s", j++ ? ", " : "", sanitize(E->a, g->values[g->inputs[k]].name));
+		out(E, "%s};\n\tvoid *out[%d] = {", nin ? "" : "0", nout ? nout : 1);
+		for (int k = 0; k < g->noutputs; k++)
+			out(E, "%sout_%s", k ? ", " : "", sanitize(E->a, g->values[g->outputs[k]].name));
+		out(E, "%s};\n\treturn %s_run_generic_b%" PRId64 "(arena, in, out);\n}\n\n",
+		    nout ? "" : "0", o->name, sigs[i].batch);
+	}
+	emit_descriptor(E, sigs, plans, nsigs);
+	emit_header(E, h, sigs, plans, nsigs);
+
+	banner(c, E, sigs, nsigs);
+	fprintf(c, "#include <math.h>\n#include <stdint.h>\n#include <string.h>\n\n");
+	fprintf(c, "#include <kiln/kernels.h>\n#include <kiln/model.h>\n\n");
+	fprintf(c, "#include \"%s.h\"\n\n", o->name);
+	fprintf(c, "#if !defined(KILN_VERSION_NUM) || KILN_VERSION_NUM != %d\n"
+	           "#error \"generated by kiln %s: build it with that version's headers\"\n"
+	           "#endif\n\n", KILN_VERSION_NUM, KILN_VERSION_STRING);
+	fprintf(c, "/* Constants, in %s_weights.o: read-only, 64-byte aligned, each stored once. */\n",
+	        o->name);
+	for (int i = 0; i < E->nsyms; i++) {
+		fprintf(c, "extern const unsigned char %s[]; /* %s, %" PRIu64 " bytes, from \"",
+		        E->syms[i].name, dtype_name(E->syms[i].dtype), E->syms[i].nbytes);
+		E->c = c;
+		comment_text(E, E->syms[i].source);
+		fprintf(c, "\" */\n");
+	}
+	fputc('\n', c);
+	rewind(scratch);
+	char buf[65536];
+	size_t got;
+	while ((got = fread(buf, 1, sizeof buf, scratch)) > 0)
+		fwrite(buf, 1, got, c);
+	res->syms = E->syms;
+	res->nsyms = E->nsyms;
+}

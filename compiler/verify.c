@@ -1,0 +1,264 @@
+/*
+ * verify.c - `kiln verify`: compile ONNX backend-test cases, run them, and
+ * compare with their reference outputs.
+ *
+ * A case is a folder with model.onnx and test_data_set_K/{input,output}_I.pb.
+ * Each data set's inputs give the shapes to compile at (every runtime input
+ * bound with --shape, the batch from the first input's first dim); the model
+ * is compiled as a shared object with libkiln (compile.c), loaded with
+ * dlopen, and run through its kiln_model descriptor. Floats must agree within
+ * |got - want| <= atol + rtol * |want| (rtol 1e-3, atol 1e-5; NaN matches
+ * NaN), integers and booleans exactly. One line per case and a summary line.
+ * Each case runs in its own arena and protected call, so one bad case cannot
+ * stop the others.
+ */
+#include <dirent.h>
+#include <dlfcn.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "compile.h"
+#include "kiln.h"
+#include "kiln/model.h"
+
+enum { MAX_IO = 64, MAX_SETS = 64 };
+static const double RTOL = 1e-3, ATOL = 1e-5;
+
+typedef struct Outcome {
+	enum { V_PASS, V_FAIL, V_UNSUPPORTED, V_ERROR } kind;
+	char detail[1200];
+	double worst_abs, worst_rel;
+} Outcome;
+
+static int by_name(const void *a, const void *b)
+{
+	return strcmp(*(char *const *)a, *(char *const *)b);
+}
+
+/* Sorted test_data_set_* folders of a case. */
+static int data_sets(Arena *a, const char *dir, char **sets, int max)
+{
+	DIR *d = opendir(dir);
+	if (!d)
+		return 0;
+	int n = 0;
+	struct dirent *e;
+	while ((e = readdir(d)) && n < max)
+		if (strncmp(e->d_name, "test_data_set_", 14) == 0)
+			sets[n++] = arena_printf(a, "%s/%s", dir, e->d_name);
+	closedir(d);
+	qsort(sets, (size_t)n, sizeof *sets, by_name);
+	return n;
+}
+
+static bool file_exists(const char *p)
+{
+	struct stat st;
+	return stat(p, &st) == 0;
+}
+
+static double load_num(const void *p, int dt, int64_t i)
+{
+	const unsigned char *b = p;
+	switch (dt) {
+	case DT_FLOAT: { float v; memcpy(&v, b + 4 * i, 4); return v; }
+	case DT_DOUBLE: { double v; memcpy(&v, b + 8 * i, 8); return v; }
+	default: return 0;
+	}
+}
+
+/* Compare one output; fills o on mismatch and returns false. */
+static bool compare(const Tensor *want, const void *got, const char *name, int index, Outcome *o)
+{
+	int dt = want->dtype;
+	int64_t n = want->w.nelem;
+	if (dt == DT_FLOAT || dt == DT_DOUBLE) {
+		for (int64_t i = 0; i < n; i++) {
+			double w = load_num(want->w.bytes, dt, i), g = load_num(got, dt, i);
+			if (isnan(w) && isnan(g))
+				continue;
+			double err = fabs(g - w), rel = w != 0 ? err / fabs(w) : err;
+			if (isinf(w) && g == w)
+				err = rel = 0;
+			if (err > o->worst_abs || isnan(err))
+				o->worst_abs = err;
+			if (rel > o->worst_rel || isnan(rel))
+				o->worst_rel = rel;
+			if (!(err <= ATOL + RTOL * fabs(w))) {
+				snprintf(o->detail, sizeof o->detail,
+				         "output %d \"%s\" element %lld: got %.9g, expected %.9g (abs err %.3g)",
+				         index, name, (long long)i, g, w, err);
+				return false;
+			}
+		}
+		return true;
+	}
+	size_t es = dtype_size(dt);
+	for (int64_t i = 0; i < n; i++)
+		if (memcmp((const char *)got + (size_t)i * es, (const char *)want->w.bytes + (size_t)i * es,
+		           es) != 0) {
+			snprintf(o->detail, sizeof o->detail, "output %d \"%s\" element %lld differs (%s)",
+			         index, name, (long long)i, dtype_name(dt));
+			return false;
+		}
+	return true;
+}
+
+/* Compile and run one case; everything it allocates is in arena a. */
+static void verify_case(const char *dir, Arena *a, Diag *d, Outcome *o, const VerifyOptions *vo)
+{
+	jmp_buf jb;
+	d->protect = &jb;
+	Model *volatile m = NULL;
+	char *volatile tmp = NULL;
+	void *volatile so = NULL;
+	if (setjmp(jb) != 0) {
+		o->kind = d->status == KILN_UNSUPPORTED ? V_UNSUPPORTED : V_ERROR;
+		snprintf(o->detail, sizeof o->detail, "%s", d->msg);
+		goto done;
+	}
+	const char *model_path = arena_printf(a, "%s/model.onnx", dir);
+	d->file = model_path;
+	m = model_new(model_path, a, d);
+	model_load(m);
+	ir_verify(m->graph);
+	Graph *g = m->graph;
+	char *sets[MAX_SETS];
+	int nsets = data_sets(a, dir, sets, MAX_SETS);
+	if (nsets == 0)
+		diag_fail(d, KILN_IO, "no test_data_set_* folder in %s", dir);
+
+	int rt_in[MAX_IO], nin = 0;
+	for (int i = 0; i < g->ninputs; i++)
+		if (g->values[g->inputs[i]].kind == VAL_INPUT && nin < MAX_IO)
+			rt_in[nin++] = g->inputs[i];
+	if (g->noutputs > MAX_IO)
+		diag_fail(d, KILN_LIMIT, "more than %d outputs", MAX_IO);
+
+	for (int s = 0; s < nsets; s++) {
+		Tensor ins[MAX_IO], outs[MAX_IO];
+		ShapeOverride shapes[MAX_IO];
+		for (int i = 0; i < nin; i++) {
+			const char *p = arena_printf(a, "%s/input_%d.pb", sets[s], i);
+			if (!file_exists(p))
+				diag_fail(d, KILN_IO, "%s is missing", p);
+			tensor_load_file(m, p, &ins[i]);
+			if (ins[i].dtype != g->values[rt_in[i]].dtype)
+				diag_fail(d, KILN_INVALID_MODEL, "%s has type %s; the model's input \"%s\" is %s",
+				          p, dtype_name(ins[i].dtype), g->values[rt_in[i]].name,
+				          dtype_name(g->values[rt_in[i]].dtype));
+			shapes[i].input = g->values[rt_in[i]].name;
+			shapes[i].rank = ins[i].shape.rank;
+			for (int k = 0; k < ins[i].shape.rank; k++)
+				shapes[i].dims[k] = ins[i].shape.dims[k].size;
+		}
+		for (int i = 0; i < g->noutputs; i++)
+			tensor_load_file(m, arena_printf(a, "%s/output_%d.pb", sets[s], i), &outs[i]);
+		BindOptions bind = {.shapes = shapes, .nshapes = nin};
+		int64_t batch = vo->batch > 0 ? vo->batch
+		                : nin && ins[0].shape.rank > 0 ? ins[0].shape.dims[0].size : 1;
+		if (batch < 1)
+			batch = 1;
+
+		char templ[256];
+		snprintf(templ, sizeof templ, "%s/kiln-verify-XXXXXX",
+		         getenv("TMPDIR") ? getenv("TMPDIR") : "/tmp");
+		if (!mkdtemp(templ))
+			diag_fail(d, KILN_IO, "cannot create a temporary folder in %s", templ);
+		tmp = arena_strdup(a, templ);
+		CompileOptions co = {.name = "m", .outdir = tmp, .batches = &batch, .nbatches = 1,
+		                     .bind = &bind, .shared = true, .opt_level = vo->opt_level};
+		CompileResult cr;
+		compile_model(m, &co, &cr);
+		so = dlopen(cr.so_path, RTLD_NOW | RTLD_LOCAL);
+		if (!so)
+			diag_fail(d, KILN_INTERNAL, "dlopen %s: %s", cr.so_path, dlerror());
+		const kiln_model *km = dlsym(so, "m_model");
+		if (!km)
+			diag_fail(d, KILN_INTERNAL, "no m_model in %s", cr.so_path);
+
+		const void *in_ptrs[MAX_IO];
+		void *out_ptrs[MAX_IO];
+		for (int i = 0; i < nin; i++)
+			in_ptrs[i] = ins[i].w.bytes;
+		for (int i = 0; i < g->noutputs; i++) {
+			out_ptrs[i] = arena_alloc(a, outs[i].w.nbytes + 64);
+			memset(out_ptrs[i], 0xa5, outs[i].w.nbytes);  /* stale bytes must not pass */
+		}
+		void *arena_mem = arena_alloc(a, km->max_arena_bytes + 64);
+		arena_mem = (void *)(((uintptr_t)arena_mem + 63) & ~(uintptr_t)63);
+		int st = km->run[0](arena_mem, in_ptrs, out_ptrs);
+		if (st != 0)
+			diag_fail(d, KILN_INTERNAL, "run returned status %d (%s)", st,
+			          kiln_status_string((enum kiln_status)st));
+		for (int i = 0; i < g->noutputs; i++) {
+			if (km->outputs[i].dtype != outs[i].dtype) {
+				o->kind = V_FAIL;
+				snprintf(o->detail, sizeof o->detail, "output %d has type %s, expected %s", i,
+				         dtype_name(km->outputs[i].dtype), dtype_name(outs[i].dtype));
+				goto done;
+			}
+			if (!compare(&outs[i], out_ptrs[i], g->values[g->outputs[i]].name, i, o)) {
+				o->kind = V_FAIL;
+				goto done;
+			}
+		}
+		dlclose(so);
+		so = NULL;
+		char cmd[600];
+		snprintf(cmd, sizeof cmd, "rm -rf '%s'", tmp);
+		if (system(cmd) != 0) { /* best effort */
+		}
+		tmp = NULL;
+	}
+	o->kind = V_PASS;
+done:
+	d->protect = NULL;
+	if (so)
+		dlclose(so);
+	if (tmp && !vo->keep) {
+		char cmd[600];
+		snprintf(cmd, sizeof cmd, "rm -rf '%s'", tmp);
+		if (system(cmd) != 0) {
+		}
+	}
+	model_close(m);
+}
+
+int verify_run(const VerifyOptions *vo, char **dirs, int ndirs, FILE *out)
+{
+	int passed = 0, failed = 0, unsupported = 0;
+	for (int i = 0; i < ndirs; i++) {
+		Diag d = {.file = dirs[i]};
+		Arena a;
+		arena_init(&a, vo->max_memory_bytes, &d);
+		Outcome o = {.kind = V_ERROR};
+		verify_case(dirs[i], &a, &d, &o, vo);
+		switch (o.kind) {
+		case V_PASS:
+			fprintf(out, "PASS %s (worst abs err %.3g, rel err %.3g)\n", dirs[i], o.worst_abs,
+			        o.worst_rel);
+			passed++;
+			break;
+		case V_FAIL:
+			fprintf(out, "FAIL %s: %s\n", dirs[i], o.detail);
+			failed++;
+			break;
+		case V_UNSUPPORTED:
+			fprintf(out, "UNSUPPORTED %s: %s\n", dirs[i], o.detail);
+			unsupported++;
+			break;
+		case V_ERROR:
+			fprintf(out, "ERROR %s: %s\n", dirs[i], o.detail);
+			failed++;
+			break;
+		}
+		fflush(out);
+		arena_free(&a);
+	}
+	fprintf(out, "verify: %d passed, %d failed, %d skipped\n", passed, failed, unsupported);
+	return failed || unsupported ? 1 : 0;
+}

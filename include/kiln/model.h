@@ -1,0 +1,60 @@
+/*
+ * model.h - the descriptor every kiln-generated model exports, so that
+ * programs (and libkiln's batch stitching) can drive any compiled model
+ * without knowing its generated function names.
+ *
+ * A generated NAME.h declares `extern const kiln_model NAME_model;` plus typed
+ * entry points NAME_run_bB per compiled batch size. Everything here is
+ * immutable and shared by all threads; each thread passes its own arena.
+ */
+#ifndef KILN_MODEL_H
+#define KILN_MODEL_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "kiln/kiln.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* Element types, numbered as ONNX's TensorProto.DataType. */
+enum kiln_dtype {
+	KILN_FLOAT32 = 1, KILN_UINT8 = 2, KILN_INT8 = 3, KILN_UINT16 = 4, KILN_INT16 = 5,
+	KILN_INT32 = 6, KILN_INT64 = 7, KILN_BOOL = 9, KILN_FLOAT16 = 10, KILN_FLOAT64 = 11,
+	KILN_UINT32 = 12, KILN_UINT64 = 13, KILN_BFLOAT16 = 16
+};
+
+/* One graph input or output. dims are the shape of the smallest compiled
+ * signature with the batch axis set to 1 (per-sample shape); batch_axis is
+ * -1 for a tensor without a batch axis. Buffers are dense and row-major. */
+typedef struct kiln_tensor_desc {
+	const char *name;
+	int dtype;                 /* enum kiln_dtype */
+	int rank;
+	const int64_t *dims;       /* rank entries */
+	int batch_axis;
+} kiln_tensor_desc;
+
+/* Runs the model at one compiled batch size. inputs[i] and outputs[i] follow
+ * the descriptor's order. Returns 0 (KILN_OK) or an enum kiln_status. */
+typedef int (*kiln_run_fn)(void *arena, const void *const *inputs, void *const *outputs);
+
+typedef struct kiln_model {
+	uint32_t struct_bytes;     /* sizeof(kiln_model) when generated: room to grow */
+	uint32_t kiln_version;     /* KILN_VERSION_NUM of the compiler */
+	const char *name;
+	int ninputs, noutputs;
+	const kiln_tensor_desc *inputs, *outputs;
+	int nbatches;              /* compiled batch sizes, ascending */
+	const int64_t *batches;
+	const uint64_t *arena_bytes;   /* per batch size */
+	const kiln_run_fn *run;        /* per batch size */
+	uint64_t max_arena_bytes;
+} kiln_model;
+
+#ifdef __cplusplus
+}
+#endif
+#endif
