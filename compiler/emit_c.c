@@ -1060,7 +1060,8 @@ static void describe(Emit *E, const char *role, int id)
 }
 
 /* Does the node produce anything at run time? Folded outputs are constants
- * and views need no code, unless the caller's output buffer must be filled. */
+ * and views need no code, unless the caller's output buffer must be filled.
+ * (An in-place output shares its input's buffer but is still computed.) */
 static bool node_has_code(Emit *E, const Node *n)
 {
 	for (int k = 0; k < n->nout; k++) {
@@ -1069,7 +1070,7 @@ static bool node_has_code(Emit *E, const Node *n)
 			continue;
 		if (E->out_index[id] != NONE)
 			return true;
-		if (!E->sig->folded[id] && E->plan->root[id] == id)
+		if (!E->sig->folded[id] && (E->plan->root[id] == id || !plan_is_view_op(n->op)))
 			return true;
 	}
 	return false;

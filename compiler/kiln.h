@@ -414,6 +414,8 @@ typedef struct Plan {
 	int64_t lower_bound_bytes;  /* the most bytes live at one step */
 } Plan;
 
+/* Ops whose output is a view of input 0 (same bytes, another shape). */
+bool plan_is_view_op(int op);
 /* Plan the arena of a signature whose shapes are inferred. */
 void plan_build(Plan *p, const Sig *s, Arena *a);
 

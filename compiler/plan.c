@@ -28,7 +28,7 @@ static int64_t align_up(int64_t n)
 	return (n + PLAN_ALIGN - 1) / PLAN_ALIGN * PLAN_ALIGN;
 }
 
-static bool is_alias_op(int op)
+bool plan_is_view_op(int op)
 {
 	return op == OP_Reshape || op == OP_Flatten || op == OP_Squeeze || op == OP_Unsqueeze ||
 	       op == OP_Identity;
@@ -110,7 +110,7 @@ void plan_build(Plan *p, const Sig *s, Arena *a)
 			continue;
 		int out = n->out[0];
 		int src = NONE;
-		if (is_alias_op(n->op) && n->in[0] != NONE) {
+		if (plan_is_view_op(n->op) && n->in[0] != NONE) {
 			/* A view: of an arena buffer, or of an input or weight (no arena). */
 			src = n->in[0];
 		} else if (is_elementwise_op(n->op)) {

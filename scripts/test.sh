@@ -3,7 +3,7 @@
 #   1. install the Debian packages and build (scripts/build.sh; idempotent),
 #   2. build with the default compiler in build/ and run every suite (unit, cli, testdata, memory),
 #   3. build with clang + AddressSanitizer/UBSan (LeakSanitizer included) in
-#      build-asan/ and run the unit, cli, testdata, obj and kernels suites there,
+#      build-asan/ and run every suite but memory there,
 #   4. print one closing line "tests: N passed, N failed".
 # Exits non-zero if anything failed.
 set -u
@@ -16,7 +16,7 @@ CC=clang ./scripts/build.sh build-asan -Db_sanitize=address,undefined -Db_lundef
 	-Dc_args=-fno-sanitize-recover=all || exit 2
 ASAN_OPTIONS=detect_leaks=1:abort_on_error=0 UBSAN_OPTIONS=print_stacktrace=1 \
 	meson test -C build-asan --print-errorlogs --num-processes 2 \
-	--suite unit --suite cli --suite testdata --suite obj --suite kernels || status=1
+	--suite unit --suite cli --suite testdata --suite obj --suite kernels --suite conformance || status=1
 
 # One summary line over both runs, from meson's JSON logs.
 /usr/bin/python3 - build/meson-logs/testlog.json build-asan/meson-logs/testlog.json <<'PY'
