@@ -218,7 +218,9 @@ void compile_model(Model *m, const CompileOptions *o, CompileResult *res)
 	const char *opt = arena_printf(a, "-O%d", o->opt_level);
 	if (o->shared) {
 		res->so_path = arena_printf(a, "%s/%s.so", dir, name);
-		const char *more[] = {"-std=c11", opt, "-fPIC", "-shared", inc, "-o", res->so_path,
+		/* verify holds the generated C to its promise: no warnings. */
+		const char *more[] = {"-std=c11", opt, "-Wall", "-Wextra", "-Werror", "-fPIC", "-shared",
+		                      inc, "-o", res->so_path,
 		                      res->c_path, res->weights_path, compile_runtime_lib(), "-lm", NULL};
 		memcpy(argv + n, more, sizeof more);
 		run_tool(m, argv, "build the shared object");

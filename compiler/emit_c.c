@@ -449,13 +449,23 @@ static void emit_unary(Emit *E)
 			folded_scalar(E, 1, &lo);
 			folded_scalar(E, 2, &hi);
 		}
-		if (is_float(dt))
+		if (is_float(dt)) {
 			e = arena_printf(E->a, "x0 < %s ? %s : x0 > %s ? %s : x0", flit(E, lo, dt),
 			                 flit(E, lo, dt), flit(E, hi, dt), flit(E, hi, dt));
-		else
-			e = arena_printf(E->a, "x0 < %.0f ? (%s)%.0f : x0 > %.0f ? (%s)%.0f : x0",
-			                 isinf(lo) ? -9.2e18 : lo, ctype(dt), isinf(lo) ? -9.2e18 : lo,
-			                 isinf(hi) ? 9.2e18 : hi, ctype(dt), isinf(hi) ? 9.2e18 : hi);
+		} else {
+			/* Integers: compare only with bounds inside the type's range, so
+			 * the C compiler sees no always-false comparison. */
+			double tmin = 0, tmax = 0;
+			size_t bits = 8 * dtype_size(dt);
+			bool is_signed = dt == DT_INT8 || dt == DT_INT16 || dt == DT_INT32 || dt == DT_INT64;
+			tmax = is_signed ? ldexp(1, (int)bits - 1) - 1 : ldexp(1, (int)bits) - 1;
+			tmin = is_signed ? -ldexp(1, (int)bits - 1) : 0;
+			const char *lo_s = lo > tmin ? arena_printf(E->a, "x0 < %.0f ? (%s)%.0f : ", lo,
+			                                            ctype(dt), lo) : "";
+			const char *hi_s = hi < tmax ? arena_printf(E->a, "x0 > %.0f ? (%s)%.0f : ", hi,
+			                                            ctype(dt), hi) : "";
+			e = arena_printf(E->a, "%s%sx0", lo_s, hi_s);
+		}
 		needs_float = false;
 		break;
 	}
