@@ -44,13 +44,12 @@ static size_t elem_bytes(int dtype)
 	}
 }
 
-/* Bytes of one tensor at batch b: the descriptor's shape is at the smallest
- * batch, whose batch axis (axis 0 here) scales with b. */
-static size_t tensor_bytes(const kiln_tensor_desc *t, int64_t b0, int64_t b)
+/* Bytes of one tensor at batch b: the descriptor gives the per-sample shape. */
+static size_t tensor_bytes(const kiln_tensor_desc *t, int64_t b)
 {
 	int64_t n = 1;
 	for (int k = 0; k < t->rank; k++)
-		n *= k == 0 && t->dims[0] == b0 ? b : t->dims[k];
+		n *= k == t->batch_axis ? t->dims[k] * b : t->dims[k];
 	return (size_t)n * elem_bytes(t->dtype);
 }
 
@@ -60,7 +59,6 @@ int main(int argc, char **argv)
 	if (reps < 5)
 		reps = 5;
 	const kiln_model *m = &bench_model;
-	int64_t b0 = m->batches[0];
 	void *arena = aligned_alloc(64, (m->max_arena_bytes + 63) / 64 * 64 + 64);
 	double *t = malloc((size_t)reps * sizeof *t);
 	printf("%-8s %14s %14s %16s\n", "batch", "median us", "p90 us", "median us/sample");
@@ -70,7 +68,7 @@ int main(int argc, char **argv)
 		const void *ins[64];
 		void *outs[64];
 		for (int k = 0; k < m->ninputs && k < 64; k++) {
-			size_t n = tensor_bytes(&m->inputs[k], b0, b);
+			size_t n = tensor_bytes(&m->inputs[k], b);
 			float *p = aligned_alloc(64, (n + 63) / 64 * 64 + 64);
 			for (size_t j = 0; j < n / 4; j++) {
 				seed = seed * 6364136223846793005u + 1442695040888963407u;
@@ -79,7 +77,7 @@ int main(int argc, char **argv)
 			ins[k] = p;
 		}
 		for (int k = 0; k < m->noutputs && k < 64; k++) {
-			size_t n = tensor_bytes(&m->outputs[k], b0, b);
+			size_t n = tensor_bytes(&m->outputs[k], b);
 			outs[k] = aligned_alloc(64, (n + 63) / 64 * 64 + 64);
 		}
 		for (int w = 0; w < 10; w++)

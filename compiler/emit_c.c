@@ -441,31 +441,46 @@ static void emit_unary(Emit *E)
 		break;
 	}
 	case OP_Clip: {
-		double lo = -INFINITY, hi = INFINITY;
-		if (E->n->since < 11) {
-			lo = node_attr_float(E->n, "min", -FLT_MAX);
-			hi = node_attr_float(E->n, "max", FLT_MAX);
-		} else {
-			folded_scalar(E, 1, &lo);
-			folded_scalar(E, 2, &hi);
-		}
-		if (is_float(dt)) {
-			e = arena_printf(E->a, "x0 < %s ? %s : x0 > %s ? %s : x0", flit(E, lo, dt),
-			                 flit(E, lo, dt), flit(E, hi, dt), flit(E, hi, dt));
-		} else {
-			/* Integers: compare only with bounds inside the type's range, so
-			 * the C compiler sees no always-false comparison. */
-			double tmin = 0, tmax = 0;
+		/* Bounds come from attributes before opset 11, then from optional
+		 * inputs. One known at compile time becomes a literal (left out when
+		 * an integer type cannot exceed it, so the C compiler sees no
+		 * always-false comparison); one fed at run time is read once. */
+		const char *bound[2] = {NULL, NULL};
+		for (int i = 0; i < 2; i++) {
+			double v;
+			if (E->n->since < 11) {
+				const Attr *at = node_attr(E->n, i ? "max" : "min");
+				if (!at)
+					continue;
+				v = at->f;
+			} else {
+				int k = i + 1;
+				if (k >= E->n->nin || E->n->in[k] == NONE)
+					continue;
+				int id = E->n->in[k];
+				if (!E->sig->folded[id] && E->g->values[E->plan->root[id]].kind != VAL_WEIGHT) {
+					out(E, "\tconst %s %s = (%s)[0];\n", ctype(dt), i ? "hi" : "lo",
+					    in_op(E, k).expr);
+					bound[i] = i ? "hi" : "lo";
+					continue;
+				}
+				folded_scalar(E, k, &v);
+			}
+			if (is_float(dt)) {
+				bound[i] = flit(E, v, dt);
+				continue;
+			}
 			size_t bits = 8 * dtype_size(dt);
 			bool is_signed = dt == DT_INT8 || dt == DT_INT16 || dt == DT_INT32 || dt == DT_INT64;
-			tmax = is_signed ? ldexp(1, (int)bits - 1) - 1 : ldexp(1, (int)bits) - 1;
-			tmin = is_signed ? -ldexp(1, (int)bits - 1) : 0;
-			const char *lo_s = lo > tmin ? arena_printf(E->a, "x0 < %.0f ? (%s)%.0f : ", lo,
-			                                            ctype(dt), lo) : "";
-			const char *hi_s = hi < tmax ? arena_printf(E->a, "x0 > %.0f ? (%s)%.0f : ", hi,
-			                                            ctype(dt), hi) : "";
-			e = arena_printf(E->a, "%s%sx0", lo_s, hi_s);
+			double tmax = is_signed ? ldexp(1, (int)bits - 1) - 1 : ldexp(1, (int)bits) - 1;
+			double tmin = is_signed ? -ldexp(1, (int)bits - 1) : 0;
+			if (i ? v < tmax : v > tmin)
+				bound[i] = arena_printf(E->a, "(%s)%.0f", ctype(dt), v);
 		}
+		e = arena_printf(E->a, "%s%s%s%s%s%sx0", bound[0] ? "x0 < " : "",
+		                 bound[0] ? bound[0] : "", bound[0] ? arena_printf(E->a, " ? %s : ", bound[0]) : "",
+		                 bound[1] ? "x0 > " : "", bound[1] ? bound[1] : "",
+		                 bound[1] ? arena_printf(E->a, " ? %s : ", bound[1]) : "");
 		needs_float = false;
 		break;
 	}
@@ -660,8 +675,10 @@ static void emit_layernorm(Emit *E)
 {
 	Operand X = in_op(E, 0), Y = out_op(E, 0), S = in_op(E, 1);
 	require_f32(E, &X);
-	if (E->n->nout > 1 && (E->n->out[1] != NONE || (E->n->nout > 2 && E->n->out[2] != NONE)))
-		emit_fail(E, "the Mean and InvStdDev outputs are not supported yet");
+	bool want_mean = E->n->nout > 1 && E->n->out[1] != NONE;
+	bool want_inv = E->n->nout > 2 && E->n->out[2] != NONE;
+	if ((want_mean && out_op(E, 1).dtype != DT_FLOAT) || (want_inv && out_op(E, 2).dtype != DT_FLOAT))
+		emit_fail(E, "a stash_type other than float32 is not supported yet");
 	int rank = X.shape->rank;
 	int64_t axis = node_attr_int(E->n, "axis", -1);
 	if (axis < 0)
@@ -680,8 +697,26 @@ static void emit_layernorm(Emit *E)
 	}
 	decl(E, "X", &X, false);
 	decl(E, "Y", &Y, true);
+	const char *eps = flit(E, node_attr_float(E->n, "epsilon", 1e-5f), DT_FLOAT);
+	if (want_mean || want_inv) {
+		/* The optional statistics, per normalized row, before Y may overwrite X. */
+		out(E, "\tfor (int64_t r = 0; r < %" PRId64 "; r++) {\n"
+		       "\t\tconst float *x = X + r * %" PRId64 ";\n"
+		       "\t\tdouble sum = 0, sq = 0;\n"
+		       "\t\tfor (int64_t i = 0; i < %" PRId64 "; i++)\n\t\t\tsum += x[i];\n"
+		       "\t\tdouble mean = sum / %" PRId64 ";\n"
+		       "\t\tfor (int64_t i = 0; i < %" PRId64 "; i++)\n"
+		       "\t\t\tsq += (x[i] - mean) * (x[i] - mean);\n",
+		    outer, norm, norm, norm, norm);
+		if (want_mean)
+			out(E, "\t\t(%s)[r] = (float)mean;\n", out_op(E, 1).expr);
+		if (want_inv)
+			out(E, "\t\t(%s)[r] = (float)(1.0 / sqrt(sq / %" PRId64 " + %s));\n",
+			    out_op(E, 2).expr, norm, eps);
+		out(E, "\t}\n");
+	}
 	out(E, "\tkiln_f32_layernorm(X, %s, %s, Y, %" PRId64 ", %" PRId64 ", %s);\n", S.expr, bias,
-	    outer, norm, flit(E, node_attr_float(E->n, "epsilon", 1e-5f), DT_FLOAT));
+	    outer, norm, eps);
 }
 
 /* ---- data movement ---------------------------------------------------- */
@@ -1220,6 +1255,29 @@ static void emit_header(Emit *E, FILE *h, const Sig *sigs, const Plan *plans, in
 	fprintf(h, "\n#ifdef __cplusplus\n}\n#endif\n#endif\n");
 }
 
+/* The batch axis of an interface value: the one axis whose size is the batch
+ * times a constant in every signature while the others stay put; with one
+ * signature, axis 0 if it equals the batch. -1 if there is none. */
+static int batch_axis(const Sig *sigs, int nsigs, int id)
+{
+	const Shape *s0 = &sigs[0].shapes[id];
+	for (int a = 0; a < s0->rank; a++) {
+		int64_t d0 = s0->dims[a].size, b0 = sigs[0].batch;
+		if (d0 % b0 || (nsigs == 1 && d0 != b0))
+			continue;
+		bool scales = true;
+		for (int i = 1; i < nsigs && scales; i++) {
+			const Shape *si = &sigs[i].shapes[id];
+			for (int k = 0; k < s0->rank && scales; k++)
+				scales = k == a ? si->dims[k].size == d0 / b0 * sigs[i].batch
+				                : si->dims[k].size == s0->dims[k].size;
+		}
+		if (scales)
+			return a;
+	}
+	return -1;
+}
+
 static void emit_descriptor(Emit *E, const Sig *sigs, const Plan *plans, int nsigs)
 {
 	Graph *g = E->g;
@@ -1231,10 +1289,13 @@ static void emit_descriptor(Emit *E, const Sig *sigs, const Plan *plans, int nsi
 			int id = pass ? g->outputs[k] : g->inputs[k];
 			if (!pass && g->values[id].kind != VAL_INPUT)
 				continue;
+			/* Per-sample shape: the batch axis at 1. */
 			out(E, "static const int64_t %s_dims_%s%d[] = {", N, pass ? "out" : "in", j++);
 			const Shape *sh = &s0->shapes[id];
+			int ba = batch_axis(sigs, nsigs, id);
 			for (int d = 0; d < sh->rank; d++)
-				out(E, "%s%" PRId64, d ? ", " : "", sh->dims[d].size);
+				out(E, "%s%" PRId64, d ? ", " : "",
+				    d == ba ? sh->dims[d].size / s0->batch : sh->dims[d].size);
 			out(E, "%s};\n", sh->rank ? "" : "0");
 		}
 	}
@@ -1250,7 +1311,7 @@ static void emit_descriptor(Emit *E, const Sig *sigs, const Plan *plans, int nsi
 				out(E, (*p == '"' || *p == '\\') ? "\\%c" : ((unsigned char)*p < 0x20 ? "?" : "%c"),
 				    *p);
 			out(E, "\", %d, %d, %s_dims_%s%d, %d},\n", s0->dtypes[id], s0->shapes[id].rank, N,
-			    pass ? "out" : "in", j, -1);
+			    pass ? "out" : "in", j, batch_axis(sigs, nsigs, id));
 			j++;
 		}
 		out(E, "%s};\n", count ? "" : "\t{0}\n");

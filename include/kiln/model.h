@@ -26,9 +26,9 @@ enum kiln_dtype {
 	KILN_UINT32 = 12, KILN_UINT64 = 13, KILN_BFLOAT16 = 16
 };
 
-/* One graph input or output. dims are the shape of the smallest compiled
- * signature with the batch axis set to 1 (per-sample shape); batch_axis is
- * -1 for a tensor without a batch axis. Buffers are dense and row-major. */
+/* One graph input or output. dims is the per-sample shape: the batch axis
+ * at 1 (its size at batch B is B times that). batch_axis is -1 for a tensor
+ * whose shape does not follow the batch. Buffers are dense and row-major. */
 typedef struct kiln_tensor_desc {
 	const char *name;
 	int dtype;                 /* enum kiln_dtype */
