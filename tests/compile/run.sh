@@ -19,8 +19,10 @@ CCBIN=${CC:-cc}
 # README path
 "$KILN" compile "$SRC/examples/jet_tagger/model.onnx" --batch 1,8 --name jet_tagger -o "$OUT/jt" >/dev/null \
 	&& ok || bad "compile jet_tagger"
-$CCBIN -std=c11 -Wall -Wextra -Werror -I"$OUT/jt" -I"$SRC/include" "$SRC/examples/jet_tagger/main.c" \
-	"$OUT/jt/jet_tagger.o" "$LIBKILN" -lm -o "$OUT/jt/demo" && ok || bad "link the example"
+# shellcheck disable=SC2086  # SANFLAGS: none, or one -fsanitize= flag
+$CCBIN -std=c11 -Wall -Wextra -Werror ${SANFLAGS:-} -I"$OUT/jt" -I"$SRC/include" \
+	"$SRC/examples/jet_tagger/main.c" "$OUT/jt/jet_tagger.o" "$LIBKILN" -lm -o "$OUT/jt/demo" \
+	&& ok || bad "link the example"
 if "$OUT/jt/demo" >"$OUT/jt/demo.out"; then
 	grep -q "^jet 7:" "$OUT/jt/demo.out" && ok || bad "example output"
 else
