@@ -1162,6 +1162,14 @@ static void emit_node(Emit *E, Node *n)
 		out(E, "\treturn 0;\n}\n\n");
 		return;
 	}
+	bool empty = true;
+	for (int k = 0; k < n->nout; k++)
+		if (n->out[k] != NONE && shape_nelem(&E->sig->shapes[n->out[k]]) != 0)
+			empty = false;
+	if (empty) {
+		out(E, "\treturn 0; /* every output is empty: nothing to compute */\n}\n\n");
+		return;
+	}
 	emit_body(E);
 	out(E, "}\n\n");
 }

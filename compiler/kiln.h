@@ -338,11 +338,20 @@ typedef struct BatchDim {        /* --batch-dim INPUT=AXIS */
 	int axis;
 } BatchDim;
 
+/* An input whose values are fixed at compile time (for shapes only: the
+ * generated code still reads the input). */
+typedef struct Freeze {
+	const char *input;
+	const Tensor *value;
+} Freeze;
+
 typedef struct BindOptions {
 	ShapeOverride *shapes;
 	int nshapes;
 	BatchDim *batch_dims;
 	int nbatch_dims;
+	Freeze *freezes;
+	int nfreezes;
 } BindOptions;
 
 /* Known contents of a value, for compile-time shape arithmetic. */
@@ -359,6 +368,7 @@ typedef struct Sig {
 	Shape *shapes;       /* per value id */
 	int *dtypes;         /* per value id */
 	Folded **folded;     /* per value id, NULL if the contents are not known */
+	Arena *a;
 } Sig;
 
 /* What an op's inference hook sees. */

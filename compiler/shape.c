@@ -113,6 +113,17 @@ static void bind_inputs(Sig *s, const BindOptions *o, Diag *d)
 		}
 		s->shapes[id] = sh;
 		s->dtypes[id] = v->dtype;
+		for (int k = 0; k < o->nfreezes; k++) {
+			const Tensor *t = o->freezes[k].value;
+			if (strcmp(o->freezes[k].input, v->name) != 0)
+				continue;
+			if (t->dtype != v->dtype || t->w.nelem != shape_nelem(&sh))
+				diag_fail(d, KILN_USAGE, "frozen value of input \"%s\" does not fit its shape",
+				          v->name);
+			Folded *f = arena_alloc(s->a, sizeof *f);
+			*f = (Folded){t->dtype, t->w.nelem, t->w.bytes};
+			s->folded[id] = f;
+		}
 	}
 }
 
@@ -318,6 +329,7 @@ void shape_infer(Sig *s, const BindOptions *o, Arena *a, Diag *d)
 	s->shapes = arena_array(a, (size_t)g->nvalues, sizeof *s->shapes);
 	s->dtypes = arena_array(a, (size_t)g->nvalues, sizeof *s->dtypes);
 	s->folded = arena_array(a, (size_t)g->nvalues, sizeof *s->folded);
+	s->a = a;
 	for (int i = 0; i < g->nvalues; i++) {
 		const Value *v = &g->values[i];
 		s->shapes[i].rank = -1;
