@@ -754,19 +754,26 @@ static int norm_axis(int64_t axis, int rank)
 	return (int)(axis < 0 ? axis + rank : axis);
 }
 
+/* outer = product of the dims before axis, inner = product after it. */
+static void around_axis(const Shape *s, int axis, int64_t *outer, int64_t *inner)
+{
+	*outer = *inner = 1;
+	for (int k = 0; k < s->rank; k++) {
+		if (k < axis)
+			*outer *= s->dims[k].size;
+		else if (k > axis)
+			*inner *= s->dims[k].size;
+	}
+}
+
 /* Concat and Split: rows of [outer, axis*inner] copied piecewise. */
 static void emit_concat(Emit *E)
 {
 	Operand Y = out_op(E, 0);
 	int rank = Y.shape->rank;
 	int axis = norm_axis(node_attr_int(E->n, "axis", 0), rank);
-	int64_t outer = 1, inner = 1;
-	for (int k = 0; k < rank; k++) {
-		if (k < axis)
-			outer *= Y.shape->dims[k].size;
-		else if (k > axis)
-			inner *= Y.shape->dims[k].size;
-	}
+	int64_t outer, inner;
+	around_axis(Y.shape, axis, &outer, &inner);
 	size_t es = dtype_size(Y.dtype);
 	int64_t row = Y.shape->dims[axis].size * inner * (int64_t)es, at = 0;
 	decl(E, "Y", &Y, true);
@@ -788,13 +795,8 @@ static void emit_split(Emit *E)
 	Operand X = in_op(E, 0);
 	int rank = X.shape->rank;
 	int axis = norm_axis(node_attr_int(E->n, "axis", 0), rank);
-	int64_t outer = 1, inner = 1;
-	for (int k = 0; k < rank; k++) {
-		if (k < axis)
-			outer *= X.shape->dims[k].size;
-		else if (k > axis)
-			inner *= X.shape->dims[k].size;
-	}
+	int64_t outer, inner;
+	around_axis(X.shape, axis, &outer, &inner);
 	size_t es = dtype_size(X.dtype);
 	int64_t row = X.shape->dims[axis].size * inner * (int64_t)es, at = 0;
 	decl(E, "X", &X, false);
@@ -817,13 +819,8 @@ static void emit_gather(Emit *E)
 	Operand D = in_op(E, 0), I = in_op(E, 1), Y = out_op(E, 0);
 	int rank = D.shape->rank;
 	int axis = norm_axis(node_attr_int(E->n, "axis", 0), rank);
-	int64_t outer = 1, inner = 1;
-	for (int k = 0; k < rank; k++) {
-		if (k < axis)
-			outer *= D.shape->dims[k].size;
-		else if (k > axis)
-			inner *= D.shape->dims[k].size;
-	}
+	int64_t outer, inner;
+	around_axis(D.shape, axis, &outer, &inner);
 	out(E, "\treturn kiln_gather%s(%s, %s, %s, %zu, %" PRId64 ", %" PRId64 ", %" PRId64 ", %" PRId64
 	       ");\n", I.dtype == DT_INT32 ? "_i32" : "", D.expr, I.expr, Y.expr, dtype_size(D.dtype),
 	    outer, D.shape->dims[axis].size, inner, I.nelem);
