@@ -507,9 +507,9 @@ static void emit_binary(Emit *E)
 	case OP_Mul: e = "x0 * x1"; break;
 	case OP_Div: e = is_float(dt) ? "x0 / x1" : "x1 == 0 ? 0 : x0 / x1"; break;
 	case OP_Pow:
-		if (!is_float(dt))
-			emit_fail(E, "Pow on %s is not supported by the code generator yet", dtype_name(dt));
-		e = arena_printf(E->a, "%s(x0, (%s)x1)", fn(E, "pow", dt), ctype(dt));
+		/* Integer powers go through double, exact for every result that fits. */
+		e = is_float(dt) ? arena_printf(E->a, "%s(x0, (%s)x1)", fn(E, "pow", dt), ctype(dt))
+		                 : arena_printf(E->a, "(%s)pow((double)x0, (double)x1)", ctype(dt));
 		break;
 	case OP_Where: e = "x0 ? x1 : x2"; break;
 	}
@@ -522,12 +522,18 @@ static void emit_binary(Emit *E)
 static void emit_cast(Emit *E)
 {
 	Operand x = in_op(E, 0), y = out_op(E, 0);
-	if (x.dtype == DT_FLOAT16 || x.dtype == DT_BFLOAT16 || y.dtype == DT_FLOAT16 ||
-	    y.dtype == DT_BFLOAT16)
-		emit_fail(E, "Cast between %s and %s is not supported by the code generator yet",
-		          dtype_name(x.dtype), dtype_name(y.dtype));
-	const char *e = y.dtype == DT_BOOL ? "(uint8_t)(x0 != 0)"
-	                                   : arena_printf(E->a, "(%s)x0", ctype(y.dtype));
+	/* 16-bit floats travel as bit patterns and go through float32. */
+	const char *src = x.dtype == DT_FLOAT16    ? "kiln_f16_to_f32(x0)"
+	                  : x.dtype == DT_BFLOAT16 ? "kiln_bf16_to_f32(x0)"
+	                                           : "x0";
+	const char *e;
+	if (y.dtype == DT_FLOAT16 || y.dtype == DT_BFLOAT16)
+		e = arena_printf(E->a, "%s((float)%s)",
+		                 y.dtype == DT_FLOAT16 ? "kiln_f32_to_f16" : "kiln_f32_to_bf16", src);
+	else if (y.dtype == DT_BOOL)
+		e = arena_printf(E->a, "(uint8_t)(%s != 0)", src);
+	else
+		e = arena_printf(E->a, "(%s)%s", ctype(y.dtype), src);
 	emit_map(E, &y, &x, 1, e);
 }
 

@@ -235,6 +235,19 @@ KILN_API enum kiln_status kiln_gather_i32(const void *data, const int32_t *indic
                                           size_t elem_bytes, int64_t outer, int64_t axis_len,
                                           int64_t inner, int64_t nindices);
 
+/* ---- 16-bit floats ---------------------------------------------------- */
+
+/*
+ * float16 (IEEE binary16) and bfloat16 values are stored as their uint16_t
+ * bit patterns. Widening to float32 is exact; narrowing rounds to nearest,
+ * ties to even, overflows to infinity, underflows gradually (float16), and
+ * keeps NaN a (quiet) NaN.
+ */
+KILN_API float kiln_f16_to_f32(uint16_t h);
+KILN_API uint16_t kiln_f32_to_f16(float f);
+KILN_API float kiln_bf16_to_f32(uint16_t h);
+KILN_API uint16_t kiln_f32_to_bf16(float f);
+
 #ifdef __cplusplus
 }
 #endif
