@@ -253,10 +253,11 @@ static void decl(Emit *E, const char *var, const Operand *op, bool writable)
 	out(E, "\t%s%s *%s = %s;\n", writable ? "" : "const ", ctype(op->dtype), var, op->expr);
 }
 
-static float node_attr_float(const Node *n, const char *name, float dflt)
+/* Float attributes are float32 in ONNX; returned widened for printing. */
+static double node_attr_float(const Node *n, const char *name, float dflt)
 {
 	const Attr *a = node_attr(n, name);
-	return a && a->type == AT_FLOAT ? a->f : dflt;
+	return (double)(a && a->type == AT_FLOAT ? a->f : dflt);
 }
 
 static int64_t node_attr_int(const Node *n, const char *name, int64_t dflt)
@@ -281,7 +282,7 @@ static bool folded_scalar(Emit *E, int i, double *v)
 	if (dt == DT_FLOAT) {
 		float x;
 		memcpy(&x, data, 4);
-		*v = x;
+		*v = (double)x;
 	} else if (dt == DT_DOUBLE) {
 		memcpy(v, data, 8);
 	} else if (dt == DT_INT64) {
@@ -452,7 +453,7 @@ static void emit_unary(Emit *E)
 				const Attr *at = node_attr(E->n, i ? "max" : "min");
 				if (!at)
 					continue;
-				v = at->f;
+				v = (double)at->f;
 			} else {
 				int k = i + 1;
 				if (k >= E->n->nin || E->n->in[k] == NONE)
@@ -551,10 +552,10 @@ static void emit_gemm(Emit *E)
 	Operand A = in_op(E, 0), B = in_op(E, 1), Y = out_op(E, 0);
 	require_f32(E, &A);
 	bool ta = node_attr_int(E->n, "transA", 0) != 0, tb = node_attr_int(E->n, "transB", 0) != 0;
-	float alpha = node_attr_float(E->n, "alpha", 1.0f), beta = node_attr_float(E->n, "beta", 1.0f);
+	double alpha = node_attr_float(E->n, "alpha", 1.0f), beta = node_attr_float(E->n, "beta", 1.0f);
 	int64_t M = Y.shape->dims[0].size, N = Y.shape->dims[1].size;
 	int64_t K = A.shape->dims[ta ? 0 : 1].size;
-	bool has_c = E->n->nin > 2 && E->n->in[2] != NONE && beta != 0.0f;
+	bool has_c = E->n->nin > 2 && E->n->in[2] != NONE && beta != 0.0;
 	decl(E, "A", &A, false);
 	decl(E, "B", &B, false);
 	if (has_c) {

@@ -66,7 +66,7 @@ static double load_num(const void *p, int dt, int64_t i)
 {
 	const unsigned char *b = p;
 	switch (dt) {
-	case DT_FLOAT: { float v; memcpy(&v, b + 4 * i, 4); return v; }
+	case DT_FLOAT: { float v; memcpy(&v, b + 4 * i, 4); return (double)v; }
 	case DT_DOUBLE: { double v; memcpy(&v, b + 8 * i, 8); return v; }
 	default: return 0;
 	}
