@@ -903,42 +903,46 @@ static void emit_slice(Emit *E)
 
 /* ---- convolution and pooling ------------------------------------------ */
 
+/* Window geometry in three slots (D, H, W); an op with fewer spatial axes
+ * uses the last ones (1-D is W, 2-D is H and W) and size 1 elsewhere. */
 typedef struct Geo {
-	int64_t k[2], s[2], d[2], pb[2], pe[2], in[2], outsz[2];
+	int ns;
+	int64_t k[3], s[3], d[3], pb[3], pe[3], in[3], outsz[3];
 } Geo;
 
-/* The spatial geometry of a 1-D or 2-D window op, as shape.c derived it. */
+/* The spatial geometry of a window op, as shape.c derived it. */
 static void geometry(Emit *E, const Shape *x, const Shape *y, const Shape *w, Geo *g)
 {
 	int ns = x->rank - 2;
-	if (ns < 1 || ns > 2)
+	if (ns < 1 || ns > 3)
 		emit_fail(E, "%d-D windows are not supported by the code generator yet", ns);
+	g->ns = ns;
 	Infer inf = {.sig = (Sig *)E->sig, .g = E->g, .n = E->n, .d = E->d, .a = E->a};
-	int64_t v[4];
-	for (int i = 0; i < 2; i++) {
+	int64_t v[6];
+	for (int i = 0; i < 3; i++) {
 		g->k[i] = g->s[i] = g->d[i] = 1;
 		g->pb[i] = g->pe[i] = 0;
 		g->in[i] = g->outsz[i] = 1;
 	}
-	int off = 2 - ns;  /* 1-D maps onto the W axis */
+	int off = 3 - ns;
 	for (int i = 0; i < ns; i++) {
 		g->in[off + i] = x->dims[2 + i].size;
 		g->outsz[off + i] = y->dims[2 + i].size;
 		g->k[off + i] = w ? w->dims[2 + i].size : 1;
 	}
 	if (!w) {
-		int nk = attr_ints(&inf, "kernel_shape", v, 4);
+		int nk = attr_ints(&inf, "kernel_shape", v, 6);
 		for (int i = 0; i < nk && i < ns; i++)
 			g->k[off + i] = v[i];
 	}
-	int n = attr_ints(&inf, "strides", v, 4);
+	int n = attr_ints(&inf, "strides", v, 6);
 	for (int i = 0; i < n && i < ns; i++)
 		g->s[off + i] = v[i];
-	n = attr_ints(&inf, "dilations", v, 4);
+	n = attr_ints(&inf, "dilations", v, 6);
 	for (int i = 0; i < n && i < ns; i++)
 		g->d[off + i] = v[i];
 	const char *ap = attr_string(&inf, "auto_pad", "NOTSET");
-	n = attr_ints(&inf, "pads", v, 4);
+	n = attr_ints(&inf, "pads", v, 6);
 	for (int i = 0; i < ns; i++) {
 		int j = off + i;
 		if (strncmp(ap, "SAME", 4) == 0) {
@@ -955,6 +959,20 @@ static void geometry(Emit *E, const Shape *x, const Shape *y, const Shape *w, Ge
 	}
 }
 
+/* The 3-D params struct, shared by Conv and the pools. */
+static void emit_window3d(Emit *E, const Geo *g, int64_t n, int64_t c, int64_t m, int64_t group)
+{
+	out(E, "\tstatic const kiln_window3d_params p = {\n"
+	       "\t\t.batch = %" PRId64 ", .channels = %" PRId64 ", .out_channels = %" PRId64
+	       ", .group = %" PRId64 ",\n", n, c, m, group);
+	const char *names[] = {"in", "kernel", "stride", "dilation", "pad_begin", "pad_end", "out"};
+	const int64_t *vals[] = {g->in, g->k, g->s, g->d, g->pb, g->pe, g->outsz};
+	for (int i = 0; i < 7; i++)
+		out(E, "\t\t.%s = {%" PRId64 ", %" PRId64 ", %" PRId64 "},\n", names[i], vals[i][0],
+		    vals[i][1], vals[i][2]);
+	out(E, "\t};\n");
+}
+
 static void emit_conv(Emit *E)
 {
 	Operand X = in_op(E, 0), W = in_op(E, 1), Y = out_op(E, 0);
@@ -964,15 +982,21 @@ static void emit_conv(Emit *E)
 	const char *bias = "NULL";
 	if (E->n->nin > 2 && E->n->in[2] != NONE)
 		bias = in_op(E, 2).expr;
+	if (g.ns == 3) {
+		emit_window3d(E, &g, X.shape->dims[0].size, X.shape->dims[1].size, Y.shape->dims[1].size,
+		              node_attr_int(E->n, "group", 1));
+		out(E, "\tkiln_f32_conv3d(&p, %s, %s, %s, %s);\n", X.expr, W.expr, bias, Y.expr);
+		return;
+	}
 	out(E, "\tstatic const kiln_conv2d_params p = {\n"
 	       "\t\t.batch = %" PRId64 ", .in_channels = %" PRId64 ", .in_h = %" PRId64 ", .in_w = %" PRId64 ",\n"
 	       "\t\t.out_channels = %" PRId64 ", .group = %" PRId64 ", .kernel_h = %" PRId64 ", .kernel_w = %" PRId64 ",\n"
 	       "\t\t.stride_h = %" PRId64 ", .stride_w = %" PRId64 ", .dilation_h = %" PRId64 ", .dilation_w = %" PRId64 ",\n"
 	       "\t\t.pad_top = %" PRId64 ", .pad_left = %" PRId64 ", .pad_bottom = %" PRId64 ", .pad_right = %" PRId64 ",\n"
 	       "\t\t.out_h = %" PRId64 ", .out_w = %" PRId64 ",\n\t};\n",
-	    X.shape->dims[0].size, X.shape->dims[1].size, g.in[0], g.in[1], Y.shape->dims[1].size,
-	    node_attr_int(E->n, "group", 1), g.k[0], g.k[1], g.s[0], g.s[1], g.d[0], g.d[1], g.pb[0],
-	    g.pb[1], g.pe[0], g.pe[1], g.outsz[0], g.outsz[1]);
+	    X.shape->dims[0].size, X.shape->dims[1].size, g.in[1], g.in[2], Y.shape->dims[1].size,
+	    node_attr_int(E->n, "group", 1), g.k[1], g.k[2], g.s[1], g.s[2], g.d[1], g.d[2], g.pb[1],
+	    g.pb[2], g.pe[1], g.pe[2], g.outsz[1], g.outsz[2]);
 	out(E, "\tkiln_f32_conv2d(&p, %s, %s, %s, %s);\n", X.expr, W.expr, bias, Y.expr);
 }
 
@@ -991,15 +1015,24 @@ static void emit_pool(Emit *E)
 	Geo g;
 	geometry(E, X.shape, Y.shape, NULL, &g);
 	if (E->n->op == OP_AveragePool)
-		g.d[0] = g.d[1] = 1;
+		g.d[0] = g.d[1] = g.d[2] = 1;
+	if (g.ns == 3) {
+		emit_window3d(E, &g, X.shape->dims[0].size, X.shape->dims[1].size, 0, 1);
+		if (E->n->op == OP_MaxPool)
+			out(E, "\tkiln_f32_maxpool3d(&p, %s, %s);\n", X.expr, Y.expr);
+		else
+			out(E, "\tkiln_f32_avgpool3d(&p, %d, %s, %s);\n",
+			    (int)node_attr_int(E->n, "count_include_pad", 0), X.expr, Y.expr);
+		return;
+	}
 	out(E, "\tstatic const kiln_pool2d_params p = {\n"
 	       "\t\t.batch = %" PRId64 ", .channels = %" PRId64 ", .in_h = %" PRId64 ", .in_w = %" PRId64 ",\n"
 	       "\t\t.kernel_h = %" PRId64 ", .kernel_w = %" PRId64 ", .stride_h = %" PRId64 ", .stride_w = %" PRId64 ",\n"
 	       "\t\t.dilation_h = %" PRId64 ", .dilation_w = %" PRId64 ",\n"
 	       "\t\t.pad_top = %" PRId64 ", .pad_left = %" PRId64 ", .pad_bottom = %" PRId64 ", .pad_right = %" PRId64 ",\n"
 	       "\t\t.out_h = %" PRId64 ", .out_w = %" PRId64 ",\n\t};\n",
-	    X.shape->dims[0].size, X.shape->dims[1].size, g.in[0], g.in[1], g.k[0], g.k[1], g.s[0],
-	    g.s[1], g.d[0], g.d[1], g.pb[0], g.pb[1], g.pe[0], g.pe[1], g.outsz[0], g.outsz[1]);
+	    X.shape->dims[0].size, X.shape->dims[1].size, g.in[1], g.in[2], g.k[1], g.k[2], g.s[1],
+	    g.s[2], g.d[1], g.d[2], g.pb[1], g.pb[2], g.pe[1], g.pe[2], g.outsz[1], g.outsz[2]);
 	if (E->n->op == OP_MaxPool)
 		out(E, "\tkiln_f32_maxpool2d(&p, %s, %s);\n", X.expr, Y.expr);
 	else

@@ -144,6 +144,29 @@ KILN_API void kiln_f32_global_avgpool(const float *X, float *Y, int64_t planes,
 KILN_API void kiln_f32_global_maxpool(const float *X, float *Y, int64_t planes,
                                       int64_t plane_size);
 
+/* ---- 3-D windows ------------------------------------------------------ */
+
+/* The shape of one 3-D convolution or pooling, NCDHW. Axes 0, 1, 2 are D, H,
+ * W. channels is C (the input's); out_channels and group are Conv's (pools
+ * ignore them). out[] comes from the caller, as for the 2-D kernels. */
+typedef struct kiln_window3d_params {
+	int64_t batch, channels, out_channels, group;
+	int64_t in[3], kernel[3], stride[3], dilation[3];
+	int64_t pad_begin[3], pad_end[3];
+	int64_t out[3];
+} kiln_window3d_params;
+
+/* ONNX Conv in 3-D: X [N, C, D, H, W], W [M, C/group, kD, kH, kW], bias [M]
+ * or NULL, Y [N, M, OD, OH, OW]; input outside the volume reads as 0. Sums
+ * accumulate in double. */
+KILN_API void kiln_f32_conv3d(const kiln_window3d_params *p, const float *X, const float *W,
+                              const float *bias, float *Y);
+/* ONNX MaxPool and AveragePool in 3-D, with the windows and divisors of the
+ * 2-D kernels. */
+KILN_API void kiln_f32_maxpool3d(const kiln_window3d_params *p, const float *X, float *Y);
+KILN_API void kiln_f32_avgpool3d(const kiln_window3d_params *p, int count_include_pad,
+                                 const float *X, float *Y);
+
 /* ---- softmax ---------------------------------------------------------- */
 
 /*
