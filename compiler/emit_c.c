@@ -317,13 +317,18 @@ static void bcast_strides(const Shape *in, const Shape *outs, int64_t *st)
 	}
 }
 
-/* Nested loops over out's shape; operand k is read as x<k> through its own
- * broadcast strides, and `expr` computes y from x0, x1, ... Adjacent dims
- * that are contiguous for every operand are merged first. */
-static void emit_map(Emit *E, const Operand *y, const Operand *xs, int nx, const char *expr)
+enum { MAX_MAP_OPERANDS = 8 };
+
+/* Nested loops over y's shape; operand j is read as x<j> through its own
+ * broadcast strides, then `expr` computes the element, or, if `stmts` is
+ * given, those statements assign it to r. Adjacent dims that are contiguous
+ * for every operand are merged first, so same-shape operands get one loop. */
+static void emit_map_body(Emit *E, const Operand *y, const Operand *xs, int nx, const char *expr,
+                          const char *stmts)
 {
+	KILN_ASSERT(nx <= MAX_MAP_OPERANDS);
 	int rank = y->shape->rank;
-	int64_t dims[KILN_MAX_RANK], st[4][KILN_MAX_RANK], yst[KILN_MAX_RANK];
+	int64_t dims[KILN_MAX_RANK], st[MAX_MAP_OPERANDS][KILN_MAX_RANK], yst[KILN_MAX_RANK];
 	for (int k = 0; k < rank; k++)
 		dims[k] = y->shape->dims[k].size;
 	int64_t s = 1;
@@ -333,30 +338,20 @@ static void emit_map(Emit *E, const Operand *y, const Operand *xs, int nx, const
 	}
 	for (int j = 0; j < nx; j++)
 		bcast_strides(xs[j].shape, y->shape, st[j]);
-	/* Merge dim k into k+1 when every operand steps contiguously across them. */
+	/* Merge dim k into the previous one when every operand steps contiguously. */
 	int r = 0;
-	int64_t md[KILN_MAX_RANK], ms[5][KILN_MAX_RANK];
+	int64_t md[KILN_MAX_RANK], ms[MAX_MAP_OPERANDS + 1][KILN_MAX_RANK];
 	for (int k = 0; k < rank; k++) {
 		if (dims[k] == 1)
 			continue;
-		bool merge = r > 0;
-		if (merge) {
-			merge = ms[0][r - 1] == yst[k] * dims[k];
-			for (int j = 0; j < nx && merge; j++)
-				merge = ms[j + 1][r - 1] == st[j][k] * dims[k];
-		}
-		if (merge) {
-			md[r - 1] *= dims[k];
-			ms[0][r - 1] = yst[k];
-			for (int j = 0; j < nx; j++)
-				ms[j + 1][r - 1] = st[j][k];
-		} else {
-			md[r] = dims[k];
-			ms[0][r] = yst[k];
-			for (int j = 0; j < nx; j++)
-				ms[j + 1][r] = st[j][k];
-			r++;
-		}
+		bool merge = r > 0 && ms[0][r - 1] == yst[k] * dims[k];
+		for (int j = 0; j < nx && merge; j++)
+			merge = ms[j + 1][r - 1] == st[j][k] * dims[k];
+		int at = merge ? r - 1 : r++;
+		md[at] = merge ? md[at] * dims[k] : dims[k];
+		ms[0][at] = yst[k];
+		for (int j = 0; j < nx; j++)
+			ms[j + 1][at] = st[j][k];
 	}
 	decl(E, "Y", y, true);
 	for (int j = 0; j < nx; j++) {
@@ -366,32 +361,44 @@ static void emit_map(Emit *E, const Operand *y, const Operand *xs, int nx, const
 	}
 	if (y->nelem == 0)
 		return;
-	const char *ind = "\t";
-	char indent[16] = "\t";
+	char indent[KILN_MAX_RANK + 2] = "\t";
 	for (int k = 0; k < r; k++) {
-		out(E, "%sfor (int64_t i%d = 0; i%d < %" PRId64 "; i%d++)\n", indent, k, k, md[k], k);
-		size_t len = strlen(indent);
-		indent[len] = '\t';
-		indent[len + 1] = 0;
+		out(E, "%sfor (int64_t i%d = 0; i%d < %" PRId64 "; i%d++) {\n", indent, k, k, md[k], k);
+		indent[k + 1] = '\t';
+		indent[k + 2] = 0;
 	}
-	(void)ind;
-	out(E, "%s{\n", indent);
+	if (r == 0)
+		out(E, "\t{\n"), strcpy(indent, "\t\t");
 	for (int j = 0; j < nx; j++) {
-		out(E, "%s\t%s x%d = X%d[0", indent, ctype(xs[j].dtype), j, j);
+		out(E, "%s%s x%d = X%d[0", indent, ctype(xs[j].dtype), j, j);
 		for (int k = 0; k < r; k++)
 			if (ms[j + 1][k])
 				out(E, " + i%d * %" PRId64, k, ms[j + 1][k]);
 		out(E, "];\n");
 	}
-	out(E, "%s\tY[0", indent);
+	if (stmts)
+		out(E, "%s%s r;\n%s%s\n", indent, ctype(y->dtype), indent, stmts);
+	out(E, "%sY[0", indent);
 	for (int k = 0; k < r; k++)
 		out(E, " + i%d * %" PRId64, k, ms[0][k]);
-	out(E, "] = %s;\n%s}\n", expr, indent);
+	out(E, "] = %s;\n", stmts ? "r" : expr);
+	for (int k = (r ? r : 1) - 1; k >= 0; k--)
+		out(E, "%.*s}\n", k + 1, "\t\t\t\t\t\t\t\t\t");
+}
+
+static void emit_map(Emit *E, const Operand *y, const Operand *xs, int nx, const char *expr)
+{
+	emit_map_body(E, y, xs, nx, expr, NULL);
 }
 
 static bool is_float(int dt)
 {
 	return dt == DT_FLOAT || dt == DT_DOUBLE;
+}
+
+static bool is_unsigned(int dt)
+{
+	return dt == DT_UINT8 || dt == DT_UINT16 || dt == DT_UINT32 || dt == DT_UINT64 || dt == DT_BOOL;
 }
 
 /* libm name for a float function in the operand's precision. */
@@ -439,6 +446,75 @@ static void emit_unary(Emit *E)
 	case OP_LeakyRelu: {
 		double alpha = node_attr_float(E->n, "alpha", 0.01f);
 		e = arena_printf(E->a, "x0 < 0 ? %s * x0 : x0", flit(E, alpha, dt));
+		break;
+	}
+	case OP_Neg:
+		e = is_unsigned(dt) ? "(uint8_t)0" : arena_printf(E->a, "(%s)-x0", ctype(dt));
+		needs_float = false;
+		break;
+	case OP_Abs:
+		e = is_float(dt) ? arena_printf(E->a, "%s(x0)", fn(E, "fabs", dt))
+		    : is_unsigned(dt) ? "x0" : arena_printf(E->a, "(%s)(x0 < 0 ? -x0 : x0)", ctype(dt));
+		needs_float = false;
+		break;
+	case OP_Sign:
+		e = is_unsigned(dt) ? arena_printf(E->a, "(%s)(x0 > 0)", ctype(dt))
+		                    : arena_printf(E->a, "x0 > 0 ? (%s)1 : x0 < 0 ? (%s)-1 : x0", ctype(dt),
+		                                   ctype(dt));
+		needs_float = false;
+		break;
+	case OP_Floor: e = arena_printf(E->a, "%s(x0)", fn(E, "floor", dt)); break;
+	case OP_Ceil: e = arena_printf(E->a, "%s(x0)", fn(E, "ceil", dt)); break;
+	case OP_Round: e = arena_printf(E->a, "%s(x0)", fn(E, "rint", dt)); break; /* ties to even */
+	case OP_Reciprocal: e = arena_printf(E->a, "%s / x0", flit(E, 1, dt)); break;
+	case OP_Sin: case OP_Cos: case OP_Tan: case OP_Asin: case OP_Acos: case OP_Atan:
+	case OP_Sinh: case OP_Cosh: case OP_Asinh: case OP_Acosh: case OP_Atanh: {
+		char lower[8];
+		size_t k = 0;
+		for (const char *p = E->n->op_type; *p && k < sizeof lower - 1; p++)
+			lower[k++] = (char)(*p >= 'A' && *p <= 'Z' ? *p - 'A' + 'a' : *p);
+		lower[k] = 0;
+		e = arena_printf(E->a, "%s(x0)", fn(E, lower, dt));
+		break;
+	}
+	case OP_Softplus: /* log(1 + exp(x)) without overflow */
+		e = arena_printf(E->a, "x0 > 0 ? x0 + %s(%s(-x0)) : %s(%s(x0))", fn(E, "log1p", dt),
+		                 fn(E, "exp", dt), fn(E, "log1p", dt), fn(E, "exp", dt));
+		break;
+	case OP_Softsign: e = arena_printf(E->a, "x0 / (%s + %s(x0))", flit(E, 1, dt), fn(E, "fabs", dt)); break;
+	case OP_HardSigmoid: case OP_HardSwish: {
+		double alpha = E->n->op == OP_HardSwish ? 1.0 / 6 : node_attr_float(E->n, "alpha", 0.2f);
+		double beta = E->n->op == OP_HardSwish ? 0.5 : node_attr_float(E->n, "beta", 0.5f);
+		const char *hs = arena_printf(E->a, "%s(%s, %s(%s, %s * x0 + %s))", fn(E, "fmax", dt),
+		                              flit(E, 0, dt), fn(E, "fmin", dt), flit(E, 1, dt),
+		                              flit(E, alpha, dt), flit(E, beta, dt));
+		e = E->n->op == OP_HardSwish ? arena_printf(E->a, "x0 * %s", hs) : hs;
+		break;
+	}
+	case OP_ThresholdedRelu: {
+		double alpha = node_attr_float(E->n, "alpha", 1.0f);
+		e = arena_printf(E->a, "x0 > %s ? x0 : %s", flit(E, alpha, dt), flit(E, 0, dt));
+		break;
+	}
+	case OP_Celu: {
+		double alpha = node_attr_float(E->n, "alpha", 1.0f);
+		e = arena_printf(E->a, "%s(%s, x0) + %s(%s, %s * (%s(x0 / %s) - %s))", fn(E, "fmax", dt),
+		                 flit(E, 0, dt), fn(E, "fmin", dt), flit(E, 0, dt), flit(E, alpha, dt),
+		                 fn(E, "exp", dt), flit(E, alpha, dt), flit(E, 1, dt));
+		break;
+	}
+	case OP_Not:
+		e = "(uint8_t)!x0";
+		needs_float = false;
+		break;
+	case OP_IsNaN:
+		e = "(uint8_t)(x0 != x0)";
+		break;
+	case OP_IsInf: {
+		bool neg = node_attr_int(E->n, "detect_negative", 1) != 0;
+		bool pos = node_attr_int(E->n, "detect_positive", 1) != 0;
+		e = arena_printf(E->a, "(uint8_t)(isinf(x0) && ((x0 > 0 && %d) || (x0 < 0 && %d)))", pos,
+		                 neg);
 		break;
 	}
 	case OP_Clip: {
@@ -494,30 +570,88 @@ static void emit_unary(Emit *E)
 	emit_map(E, &y, &x, 1, e);
 }
 
+/* Elementwise ops of two or more inputs, broadcast. */
 static void emit_binary(Emit *E)
 {
-	Operand xs[3], y = out_op(E, 0);
-	int nx = E->n->op == OP_Where ? 3 : 2;
+	Operand xs[MAX_MAP_OPERANDS], y = out_op(E, 0);
+	int nx = E->n->nin, op = E->n->op;
+	if (nx > MAX_MAP_OPERANDS)
+		emit_fail(E, "more than %d inputs is not supported by the code generator yet",
+		          MAX_MAP_OPERANDS);
 	for (int i = 0; i < nx; i++)
 		xs[i] = in_op(E, i);
-	int dt = y.dtype;
-	const char *e = NULL;
-	switch (E->n->op) {
+	Shape slope;
+	if (op == OP_PRelu && E->n->since < 7 && xs[1].shape->rank == 1 && xs[0].shape->rank > 2 &&
+	    xs[1].shape->dims[0].size == xs[0].shape->dims[1].size) {
+		slope = prelu_channel_shape(xs[0].shape);
+		xs[1].shape = &slope;
+	}
+	int dt = xs[0].dtype;  /* comparisons output bool; compute in the inputs' type */
+	const char *t = ctype(dt), *e = NULL, *stmts = NULL;
+	if (dt == DT_FLOAT16 || dt == DT_BFLOAT16 || dt == DT_STRING)
+		emit_fail(E, "%s on %s is not supported by the code generator yet", E->n->op_type,
+		          dtype_name(dt));
+	switch (op) {
 	case OP_Add: e = "x0 + x1"; break;
 	case OP_Sub: e = "x0 - x1"; break;
 	case OP_Mul: e = "x0 * x1"; break;
 	case OP_Div: e = is_float(dt) ? "x0 / x1" : "x1 == 0 ? 0 : x0 / x1"; break;
 	case OP_Pow:
 		/* Integer powers go through double, exact for every result that fits. */
-		e = is_float(dt) ? arena_printf(E->a, "%s(x0, (%s)x1)", fn(E, "pow", dt), ctype(dt))
-		                 : arena_printf(E->a, "(%s)pow((double)x0, (double)x1)", ctype(dt));
+		e = is_float(dt) ? arena_printf(E->a, "%s(x0, (%s)x1)", fn(E, "pow", dt), t)
+		                 : arena_printf(E->a, "(%s)pow((double)x0, (double)x1)", ctype(y.dtype));
 		break;
 	case OP_Where: e = "x0 ? x1 : x2"; break;
+	case OP_And: e = "(uint8_t)(x0 && x1)"; break;
+	case OP_Or: e = "(uint8_t)(x0 || x1)"; break;
+	case OP_Xor: e = "(uint8_t)(!x0 != !x1)"; break;
+	case OP_Equal: e = "(uint8_t)(x0 == x1)"; break;
+	case OP_Less: e = "(uint8_t)(x0 < x1)"; break;
+	case OP_Greater: e = "(uint8_t)(x0 > x1)"; break;
+	case OP_LessOrEqual: e = "(uint8_t)(x0 <= x1)"; break;
+	case OP_GreaterOrEqual: e = "(uint8_t)(x0 >= x1)"; break;
+	case OP_PRelu: e = "x0 < 0 ? x1 * x0 : x0"; break;
+	case OP_BitShift: {
+		bool left = false;
+		const Attr *dir = node_attr(E->n, "direction");
+		if (dir && dir->type == AT_STRING && dir->s.len == 4 && memcmp(dir->s.data, "LEFT", 4) == 0)
+			left = true;
+		e = arena_printf(E->a, "x1 >= %zu ? 0 : (%s)(x0 %s x1)", 8 * dtype_size(dt), t,
+		                 left ? "<<" : ">>");
+		break;
 	}
-	if (dt == DT_FLOAT16 || dt == DT_BFLOAT16)
-		emit_fail(E, "%s on %s is not supported by the code generator yet", E->n->op_type,
-		          dtype_name(dt));
-	emit_map(E, &y, xs, nx, e);
+	case OP_Mod:
+		if (node_attr_int(E->n, "fmod", 0) || is_float(dt))
+			e = is_float(dt) ? arena_printf(E->a, "%s(x0, x1)", fn(E, "fmod", dt))
+			                 : "x1 == 0 ? 0 : x0 % x1";
+		else if (is_unsigned(dt))
+			e = "x1 == 0 ? 0 : x0 % x1";
+		else /* the sign of the divisor, as Python's % */
+			stmts = arena_printf(E->a, "r = x1 == 0 ? 0 : (%s)(x0 %% x1); "
+			                           "if (r != 0 && (r < 0) != (x1 < 0)) r = (%s)(r + x1);", t, t);
+		break;
+	case OP_Sum: case OP_Mean: case OP_Min: case OP_Max: {
+		char *b = arena_printf(E->a, "r = x0;");
+		for (int i = 1; i < nx; i++) {
+			const char *step;
+			if (op == OP_Sum || op == OP_Mean)
+				step = arena_printf(E->a, " r = (%s)(r + x%d);", t, i);
+			else if (is_float(dt)) /* NaN wins, as in numpy */
+				step = arena_printf(E->a, " r = (r != r || r %s x%d) ? r : x%d;",
+				                    op == OP_Max ? ">" : "<", i, i);
+			else
+				step = arena_printf(E->a, " r = r %s x%d ? r : x%d;", op == OP_Max ? ">" : "<", i, i);
+			b = arena_printf(E->a, "%s%s", b, step);
+		}
+		if (op == OP_Mean)
+			b = arena_printf(E->a, "%s r = (%s)(r / %d);", b, t, nx);
+		stmts = b;
+		break;
+	}
+	default:
+		emit_fail(E, "no code generator for this op yet");
+	}
+	emit_map_body(E, &y, xs, nx, e, stmts);
 }
 
 static void emit_cast(Emit *E)
@@ -1099,6 +1233,9 @@ static void emit_body(Emit *E)
 {
 	switch (E->n->op) {
 	case OP_Add: case OP_Sub: case OP_Mul: case OP_Div: case OP_Pow: case OP_Where:
+	case OP_And: case OP_Or: case OP_Xor: case OP_Equal: case OP_Less: case OP_Greater:
+	case OP_LessOrEqual: case OP_GreaterOrEqual: case OP_Mod: case OP_BitShift: case OP_PRelu:
+	case OP_Min: case OP_Max: case OP_Sum: case OP_Mean:
 		emit_binary(E);
 		break;
 	case OP_Cast: emit_cast(E); break;

@@ -433,6 +433,8 @@ void plan_build(Plan *p, const Sig *s, Arena *a);
 
 InferHook op_infer_hook(int op);   /* NULL if the op has none */
 void ops_elementwise_infer(Infer *x);   /* unary, binary with broadcasting, Where, Cast, Clip */
+/* The broadcast shape [C,1,...] of a legacy (opset < 7) per-channel PRelu slope. */
+Shape prelu_channel_shape(const Shape *x);
 void ops_matmul_infer(Infer *x);        /* Gemm, MatMul */
 void ops_conv_infer(Infer *x);          /* Conv, MaxPool, AveragePool, GlobalAveragePool */
 void ops_norm_infer(Infer *x);          /* BatchNormalization, LayerNormalization, Softmax, LogSoftmax */

@@ -34,15 +34,11 @@ bool plan_is_view_op(int op)
 	       op == OP_Identity;
 }
 
+/* Ops computing each output element from the same element of each input
+ * (after broadcasting): they may write over an input that dies. */
 static bool is_elementwise_op(int op)
 {
-	switch (op) {
-	case OP_Add: case OP_Sub: case OP_Mul: case OP_Div: case OP_Pow: case OP_Where:
-	case OP_Relu: case OP_Sigmoid: case OP_Tanh: case OP_Selu: case OP_Elu: case OP_LeakyRelu:
-	case OP_Erf: case OP_Sqrt: case OP_Exp: case OP_Log: case OP_Clip: case OP_Cast:
-		return true;
-	}
-	return false;
+	return op_infer_hook(op) == ops_elementwise_infer;
 }
 
 static bool same_shape(const Shape *a, const Shape *b)

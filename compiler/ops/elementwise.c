@@ -44,6 +44,15 @@ static int64_t bcast_index(const Shape *out, const Shape *in, int64_t linear)
 	return idx;
 }
 
+Shape prelu_channel_shape(const Shape *x)
+{
+	Shape s = {.rank = x->rank - 1};
+	s.dims[0] = x->dims[1];
+	for (int k = 1; k < s.rank; k++)
+		s.dims[k].size = 1;
+	return s;
+}
+
 static void fold_binary(Infer *x, const Shape *out, int op)
 {
 	int64_t na, nb;
@@ -111,8 +120,35 @@ void ops_elementwise_infer(Infer *x)
 		infer_set_output(x, 0, infer_dtype(x, 1), &out);
 		return;
 	}
+	case OP_And: case OP_Or: case OP_Xor: case OP_Equal: case OP_Less: case OP_Greater:
+	case OP_LessOrEqual: case OP_GreaterOrEqual: case OP_Mod: case OP_BitShift: case OP_PRelu:
+	case OP_Min: case OP_Max: case OP_Sum: case OP_Mean: {
+		/* Broadcasting over every input (Min/Max/Sum/Mean are variadic). */
+		if (x->n->nin < 1)
+			infer_fail(x, KILN_INVALID_MODEL, "needs at least one input");
+		Shape out = *infer_shape(x, 0);
+		for (int i = 1; i < x->n->nin; i++) {
+			Shape t, in = *infer_shape(x, i);
+			/* PRelu before opset 7: a 1-D slope of C values is per channel (axis 1). */
+			if (op == OP_PRelu && x->n->since < 7 && in.rank == 1 && out.rank > 2 &&
+			    in.dims[0].size == out.dims[1].size)
+				in = prelu_channel_shape(&out);
+			broadcast(x, &t, &out, &in);
+			out = t;
+			if (op != OP_PRelu && infer_dtype(x, i) != infer_dtype(x, 0))
+				infer_fail(x, KILN_INVALID_MODEL, "inputs have different element types (%s, %s)",
+				           dtype_name(infer_dtype(x, 0)), dtype_name(infer_dtype(x, i)));
+		}
+		bool to_bool = op == OP_Equal || op == OP_Less || op == OP_Greater ||
+		               op == OP_LessOrEqual || op == OP_GreaterOrEqual;
+		infer_set_output(x, 0, to_bool ? DT_BOOL : infer_dtype(x, 0), &out);
+		return;
+	}
+	case OP_IsNaN: case OP_IsInf:
+		infer_set_output(x, 0, DT_BOOL, infer_shape(x, 0));
+		return;
 	default:
-		/* Unary: Relu, Sigmoid, Tanh, Selu, Elu, LeakyRelu, Erf, Sqrt, Exp, Log, Clip. */
+		/* Unary: the activations and math functions, Not, Clip. */
 		infer_set_output(x, 0, infer_dtype(x, 0), infer_shape(x, 0));
 		return;
 	}
