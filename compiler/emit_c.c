@@ -1176,34 +1176,104 @@ static void emit_pool(Emit *E)
 
 /* ---- reductions ------------------------------------------------------- */
 
-static void emit_reduce(Emit *E)
+/* Loops over the kept axes (outer) and, inside, the reduced ones: any set of
+ * axes, any element type. `init`, `step` and `fini` are statements over
+ * `acc` (the accumulator, of type acc_t) and `x` (the element); `fini`
+ * assigns `r`. n is the number of reduced elements. */
+static void emit_reduce_loops(Emit *E, const Operand *X, const Operand *Y, const bool *red,
+                              const char *acc_t, const char *init, const char *step,
+                              const char *fini)
 {
-	Operand X = in_op(E, 0), Y = out_op(E, 0);
-	require_f32(E, &X);
-	/* Reduced axes: those whose size differs or that keepdims set to 1, found
-	 * by re-reading the node the way shape.c did. */
+	int rank = X->shape->rank;
+	int64_t st[KILN_MAX_RANK], n = 1, stride = 1;
+	for (int k = rank - 1; k >= 0; k--) {
+		st[k] = stride;
+		stride *= X->shape->dims[k].size;
+		if (red[k])
+			n *= X->shape->dims[k].size;
+	}
+	decl(E, "X", X, false);
+	decl(E, "Y", Y, true);
+	if (Y->nelem == 0)
+		return;
+	out(E, "\tint64_t at = 0;\n");
+	char ind[2 * KILN_MAX_RANK + 3] = "\t";
+	int depth = 0;
+	for (int k = 0; k < rank; k++)
+		if (!red[k]) {
+			out(E, "%sfor (int64_t o%d = 0; o%d < %" PRId64 "; o%d++) {\n", ind, k, k,
+			    X->shape->dims[k].size, k);
+			ind[++depth] = '\t';
+			ind[depth + 1] = 0;
+		}
+	if (depth == 0) {
+		out(E, "\t{\n");
+		ind[++depth] = '\t';
+		ind[depth + 1] = 0;
+	}
+	int outer_depth = depth;
+	out(E, "%s%s acc;\n%sconst int64_t n = %" PRId64 ";\n%s(void)n;\n%s%s\n", ind, acc_t, ind, n,
+	    ind, ind, init);
+	for (int k = 0; k < rank; k++)
+		if (red[k]) {
+			out(E, "%sfor (int64_t o%d = 0; o%d < %" PRId64 "; o%d++) {\n", ind, k, k,
+			    X->shape->dims[k].size, k);
+			ind[++depth] = '\t';
+			ind[depth + 1] = 0;
+		}
+	out(E, "%s%s x = X[0", ind, ctype(X->dtype));
+	for (int k = 0; k < rank; k++)
+		if (X->shape->dims[k].size > 1)
+			out(E, " + o%d * %" PRId64, k, st[k]);
+	out(E, "];\n%s%s\n", ind, step);
+	while (depth > outer_depth) {
+		ind[depth--] = 0;
+		out(E, "%s}\n", ind);
+	}
+	out(E, "%s%s r;\n%s%s\n%sY[at++] = r;\n", ind, ctype(Y->dtype), ind, fini, ind);
+	while (depth > 0) {
+		ind[depth--] = 0;
+		out(E, "%s}\n", ind);
+	}
+}
+
+/* The reduced axes of a Reduce* node, read as shape.c read them; false if
+ * the node passes its input through (noop_with_empty_axes). */
+static bool reduced_axes(Emit *E, int rank, bool *red)
+{
 	Infer inf = {.sig = (Sig *)E->sig, .g = E->g, .n = E->n, .d = E->d, .a = E->a};
-	int rank = X.shape->rank;
-	int64_t axes[KILN_MAX_RANK];
+	int64_t axes[KILN_MAX_RANK * 2];
 	int64_t na = -1;
 	if (infer_has_input(&inf, 1)) {
 		const int64_t *v = infer_require_ints(&inf, 1, &na);
 		memcpy(axes, v, (size_t)na * 8);
 	} else {
-		na = attr_ints(&inf, "axes", axes, KILN_MAX_RANK);
+		na = attr_ints(&inf, "axes", axes, KILN_MAX_RANK * 2);
 	}
-	bool red[KILN_MAX_RANK] = {0};
+	memset(red, 0, KILN_MAX_RANK * sizeof *red);
 	if (na <= 0) {
-		if (node_attr_int(E->n, "noop_with_empty_axes", 0)) {
-			emit_copy(E);
-			return;
-		}
+		if (node_attr_int(E->n, "noop_with_empty_axes", 0))
+			return false;
 		for (int k = 0; k < rank; k++)
 			red[k] = true;
 	}
 	for (int i = 0; i < na; i++)
 		red[norm_axis(axes[i], rank)] = true;
+	return true;
+}
+
+static void emit_reduce(Emit *E)
+{
+	Operand X = in_op(E, 0), Y = out_op(E, 0);
+	int rank = X.shape->rank, op = E->n->op, dt = X.dtype;
+	bool red[KILN_MAX_RANK];
+	if (!reduced_axes(E, rank, red)) {
+		emit_copy(E);
+		return;
+	}
+	/* float32 sums and means over one block of axes: the runtime kernel. */
 	int first = -1, last = -1;
+	bool adjacent = true;
 	for (int k = 0; k < rank; k++)
 		if (red[k] && X.shape->dims[k].size != 1) {
 			if (first < 0)
@@ -1211,20 +1281,83 @@ static void emit_reduce(Emit *E)
 			last = k;
 		}
 	for (int k = first; k >= 0 && k <= last; k++)
-		if (!red[k] && X.shape->dims[k].size != 1)
-			emit_fail(E, "reducing non-adjacent axes is not supported by the code generator yet");
-	int64_t outer = 1, len = 1, inner = 1;
-	for (int k = 0; k < rank; k++) {
-		int64_t d = X.shape->dims[k].size;
-		if (first < 0 || k < first)
-			outer *= d;
-		else if (k <= last)
-			len *= d;
-		else
-			inner *= d;
+		adjacent = adjacent && (red[k] || X.shape->dims[k].size == 1);
+	if (dt == DT_FLOAT && adjacent && (op == OP_ReduceMean || op == OP_ReduceSum)) {
+		int64_t outer = 1, len = 1, inner = 1;
+		for (int k = 0; k < rank; k++) {
+			int64_t d = X.shape->dims[k].size;
+			if (first < 0 || k < first)
+				outer *= d;
+			else if (k <= last)
+				len *= d;
+			else
+				inner *= d;
+		}
+		out(E, "\tkiln_f32_reduce_%s(%s, %s, %" PRId64 ", %" PRId64 ", %" PRId64 ");\n",
+		    op == OP_ReduceMean ? "mean" : "sum", X.expr, Y.expr, outer, len, inner);
+		return;
 	}
-	out(E, "\tkiln_f32_reduce_%s(%s, %s, %" PRId64 ", %" PRId64 ", %" PRId64 ");\n",
-	    E->n->op == OP_ReduceMean ? "mean" : "sum", X.expr, Y.expr, outer, len, inner);
+	if (dt == DT_FLOAT16 || dt == DT_BFLOAT16 || dt == DT_STRING || dt == DT_BOOL)
+		emit_fail(E, "%s on %s is not supported by the code generator yet", E->n->op_type,
+		          dtype_name(dt));
+	/* Floats accumulate in double, integers in their own type widened. */
+	bool fl = is_float(dt);
+	const char *acc_t = fl ? "double" : is_unsigned(dt) ? "uint64_t" : "int64_t";
+	const char *t = ctype(Y.dtype);
+	const char *init = "acc = 0;", *step = "acc += x;";
+	const char *fini = arena_printf(E->a, "r = (%s)acc;", t);
+	switch (op) {
+	case OP_ReduceSum: break;
+	case OP_ReduceMean: fini = arena_printf(E->a, "r = (%s)(acc / n);", t); break;
+	case OP_ReduceProd: init = "acc = 1;"; step = "acc *= x;"; break;
+	case OP_ReduceSumSquare: step = "acc += (double)x * x;"; break;
+	case OP_ReduceL1: step = fl ? "acc += fabs((double)x);" : "acc += x < 0 ? -x : x;"; break;
+	case OP_ReduceL2:
+		step = "acc += (double)x * x;";
+		fini = arena_printf(E->a, "r = (%s)sqrt((double)acc);", t);
+		break;
+	case OP_ReduceLogSum: fini = arena_printf(E->a, "r = (%s)log((double)acc);", t); break;
+	case OP_ReduceLogSumExp:
+		/* As the ONNX definition: log(sum(exp(x))), in double. */
+		acc_t = "double";
+		step = "acc += exp((double)x);";
+		fini = arena_printf(E->a, "r = (%s)log(acc);", t);
+		break;
+	case OP_ReduceMax: case OP_ReduceMin: {
+		const char *cmp = op == OP_ReduceMax ? ">" : "<";
+		acc_t = fl ? "double" : ctype(dt);
+		init = fl ? (op == OP_ReduceMax ? "acc = -(double)INFINITY;" : "acc = (double)INFINITY;")
+		          : "acc = 0; int first = 1;";
+		if (fl)
+			step = arena_printf(E->a, "if (x != x || x %s acc) acc = x;", cmp);
+		else
+			step = arena_printf(E->a, "if (first || x %s acc) acc = x; first = 0;", cmp);
+		break;
+	}
+	default:
+		emit_fail(E, "no code generator for this op yet");
+	}
+	emit_reduce_loops(E, &X, &Y, red, acc_t, init, step, fini);
+}
+
+/* ArgMax/ArgMin along one axis: the first (or, with select_last_index, the
+ * last) position of the extreme value, as int64. */
+static void emit_argext(Emit *E)
+{
+	Operand X = in_op(E, 0), Y = out_op(E, 0);
+	int rank = X.shape->rank;
+	if (X.dtype == DT_FLOAT16 || X.dtype == DT_BFLOAT16)
+		emit_fail(E, "%s on %s is not supported by the code generator yet", E->n->op_type,
+		          dtype_name(X.dtype));
+	bool red[KILN_MAX_RANK] = {0};
+	int axis = norm_axis(node_attr_int(E->n, "axis", 0), rank);
+	red[axis] = true;
+	bool last = node_attr_int(E->n, "select_last_index", 0) != 0;
+	const char *cmp = E->n->op == OP_ArgMax ? (last ? ">=" : ">") : (last ? "<=" : "<");
+	const char *step = arena_printf(E->a, "if (i == 0 || x %s best) { best = x; acc = i; } i++;",
+	                                cmp);
+	const char *init = arena_printf(E->a, "acc = 0; int64_t i = 0; %s best = 0;", ctype(X.dtype));
+	emit_reduce_loops(E, &X, &Y, red, "int64_t", init, step, "r = acc;");
 }
 
 /* ---- nodes ------------------------------------------------------------ */
@@ -1252,7 +1385,12 @@ static void emit_body(Emit *E)
 	case OP_Slice: emit_slice(E); break;
 	case OP_Conv: emit_conv(E); break;
 	case OP_MaxPool: case OP_AveragePool: case OP_GlobalAveragePool: emit_pool(E); break;
-	case OP_ReduceMean: case OP_ReduceSum: emit_reduce(E); break;
+	case OP_ReduceMean: case OP_ReduceSum: case OP_ReduceMax: case OP_ReduceMin:
+	case OP_ReduceProd: case OP_ReduceSumSquare: case OP_ReduceL1: case OP_ReduceL2:
+	case OP_ReduceLogSum: case OP_ReduceLogSumExp:
+		emit_reduce(E);
+		break;
+	case OP_ArgMax: case OP_ArgMin: emit_argext(E); break;
 	default: emit_unary(E); break;
 	}
 	out(E, "\treturn 0;\n");

@@ -212,6 +212,9 @@ const int64_t *infer_ints(Infer *x, int i, int64_t *n)
 	if (!f || (f->dtype != DT_INT64 && f->dtype != DT_INT32))
 		return NULL;
 	*n = f->nelem;
+	static const int64_t none[1];
+	if (f->nelem == 0)
+		return none;  /* known, and empty */
 	if (f->dtype == DT_INT64 && ((uintptr_t)f->data & 7) == 0)
 		return f->data;
 	int64_t *out = arena_array(x->a, (size_t)f->nelem, sizeof *out);

@@ -1,5 +1,5 @@
 /*
- * ops/reduce.c - shape inference for ReduceMean and ReduceSum.
+ * ops/reduce.c - shape inference for the Reduce* family, ArgMax and ArgMin.
  *
  * The reduced axes come from the `axes` attribute (ReduceMean before opset
  * 18, ReduceSum before 13) or from the optional second input, which must then
@@ -8,8 +8,28 @@
  */
 #include "kiln.h"
 
+/* ArgMax/ArgMin: one axis, its index as int64. */
+static void infer_argext(Infer *x)
+{
+	const Shape *in = infer_shape(x, 0);
+	int axis = infer_axis(x, attr_int(x, "axis", 0), in->rank, "axis");
+	bool keep = attr_int(x, "keepdims", 1) != 0;
+	Shape y = {.rank = 0};
+	for (int k = 0; k < in->rank; k++) {
+		if (k != axis)
+			y.dims[y.rank++] = in->dims[k];
+		else if (keep)
+			y.dims[y.rank++].size = 1;
+	}
+	infer_set_output(x, 0, DT_INT64, &y);
+}
+
 void ops_reduce_infer(Infer *x)
 {
+	if (x->n->op == OP_ArgMax || x->n->op == OP_ArgMin) {
+		infer_argext(x);
+		return;
+	}
 	const Shape *in = infer_shape(x, 0);
 	int64_t axes[KILN_MAX_RANK * 2];
 	int64_t naxes = -1;
