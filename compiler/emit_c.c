@@ -1360,6 +1360,47 @@ static void emit_argext(Emit *E)
 	emit_reduce_loops(E, &X, &Y, red, "int64_t", init, step, "r = acc;");
 }
 
+/* ---- generators ------------------------------------------------------- */
+
+/* ConstantOfShape too large to fold: fill with the value. */
+static void emit_constant_of_shape(Emit *E)
+{
+	Operand Y = out_op(E, 0);
+	const Attr *v = node_attr(E->n, "value");
+	decl(E, "Y", &Y, true);
+	if (!v) {
+		out(E, "\tmemset(Y, 0, %" PRId64 ");\n", Y.nelem * (int64_t)dtype_size(Y.dtype));
+		return;
+	}
+	int s = symbol_for(E, v->tensors[0].dtype, v->tensors[0].w.bytes, dtype_size(Y.dtype),
+	                   "constant_of_shape_value");
+	out(E, "\tconst %s value = ((const %s *)%s)[0];\n", ctype(Y.dtype), ctype(Y.dtype),
+	    E->syms[s].name);
+	out(E, "\tfor (int64_t i = 0; i < %" PRId64 "; i++)\n\t\tY[i] = value;\n", Y.nelem);
+}
+
+/* Range not folded (floats, or large): y[i] = start + i * delta, as ONNX. */
+static void emit_range(Emit *E)
+{
+	Operand S = in_op(E, 0), D = in_op(E, 2), Y = out_op(E, 0);
+	decl(E, "Y", &Y, true);
+	out(E, "\tconst %s start = (%s)[0], delta = (%s)[0];\n", ctype(Y.dtype), S.expr, D.expr);
+	out(E, "\tfor (int64_t i = 0; i < %" PRId64 "; i++)\n\t\tY[i] = (%s)(start + (%s)i * delta);\n",
+	    Y.nelem, ctype(Y.dtype), ctype(Y.dtype));
+}
+
+static void emit_dropout(Emit *E)
+{
+	int y = E->n->out[0];
+	if (E->plan->root[y] == y) /* the output is the caller's: copy */
+		emit_copy(E);
+	if (E->n->nout > 1 && E->n->out[1] != NONE) {
+		Operand M = out_op(E, 1);
+		out(E, "\tmemset(%s, 1, %" PRId64 "); /* inference: every element kept */\n", M.expr,
+		    M.nelem);
+	}
+}
+
 /* ---- nodes ------------------------------------------------------------ */
 
 static void emit_body(Emit *E)
@@ -1371,7 +1412,15 @@ static void emit_body(Emit *E)
 	case OP_Min: case OP_Max: case OP_Sum: case OP_Mean:
 		emit_binary(E);
 		break;
-	case OP_Cast: emit_cast(E); break;
+	case OP_Cast: case OP_CastLike: emit_cast(E); break;
+	case OP_Expand: {
+		Operand X = in_op(E, 0), Y = out_op(E, 0);
+		emit_map(E, &Y, &X, 1, "x0");
+		break;
+	}
+	case OP_ConstantOfShape: emit_constant_of_shape(E); break;
+	case OP_Range: emit_range(E); break;
+	case OP_Dropout: emit_dropout(E); break;
 	case OP_Gemm: emit_gemm(E); break;
 	case OP_MatMul: emit_matmul(E); break;
 	case OP_Softmax: case OP_LogSoftmax: emit_softmax(E); break;

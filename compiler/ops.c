@@ -115,6 +115,9 @@ static const InferHook infer_hooks[OP_COUNT] = {
 	[OP_Gather] = ops_shape_infer, [OP_Squeeze] = ops_shape_infer,
 	[OP_Unsqueeze] = ops_shape_infer, [OP_Shape] = ops_shape_infer,
 	[OP_Constant] = ops_shape_infer, [OP_Identity] = ops_shape_infer,
+	[OP_Size] = ops_shape_infer, [OP_ConstantOfShape] = ops_shape_infer,
+	[OP_Range] = ops_shape_infer, [OP_Expand] = ops_shape_infer,
+	[OP_Dropout] = ops_shape_infer, [OP_CastLike] = ops_elementwise_infer,
 };
 
 InferHook op_infer_hook(int op)

@@ -31,7 +31,7 @@ static int64_t align_up(int64_t n)
 bool plan_is_view_op(int op)
 {
 	return op == OP_Reshape || op == OP_Flatten || op == OP_Squeeze || op == OP_Unsqueeze ||
-	       op == OP_Identity;
+	       op == OP_Identity || op == OP_Dropout;
 }
 
 /* Ops computing each output element from the same element of each input

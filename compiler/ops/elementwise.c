@@ -81,7 +81,8 @@ static void fold_binary(Infer *x, const Shape *out, int op)
 
 static void infer_cast(Infer *x)
 {
-	int to = (int)attr_int(x, "to", 0);
+	/* CastLike takes the target type from its second input. */
+	int to = x->n->op == OP_CastLike ? infer_dtype(x, 1) : (int)attr_int(x, "to", 0);
 	if (!dtype_valid(to))
 		infer_fail(x, KILN_INVALID_MODEL, "attribute \"to\" is not an element type (%d)", to);
 	const Shape *s = infer_shape(x, 0);
@@ -97,7 +98,7 @@ void ops_elementwise_infer(Infer *x)
 {
 	int op = x->n->op;
 	switch (op) {
-	case OP_Cast:
+	case OP_Cast: case OP_CastLike:
 		infer_cast(x);
 		return;
 	case OP_Add: case OP_Sub: case OP_Mul: case OP_Div: case OP_Pow: {
@@ -147,9 +148,19 @@ void ops_elementwise_infer(Infer *x)
 	case OP_IsNaN: case OP_IsInf:
 		infer_set_output(x, 0, DT_BOOL, infer_shape(x, 0));
 		return;
-	default:
+	default: {
 		/* Unary: the activations and math functions, Not, Clip. */
 		infer_set_output(x, 0, infer_dtype(x, 0), infer_shape(x, 0));
+		/* Shape arithmetic negates and takes absolute values of small integers. */
+		int64_t n;
+		const int64_t *v = infer_ints(x, 0, &n);
+		if (v && (op == OP_Neg || op == OP_Abs) && infer_dtype(x, 0) == DT_INT64 && n <= 4096) {
+			int64_t *r = arena_array(x->a, (size_t)n + 1, sizeof *r);
+			for (int64_t i = 0; i < n; i++)
+				r[i] = op == OP_Neg ? (int64_t)(0 - (uint64_t)v[i]) : v[i] < 0 ? (int64_t)(0 - (uint64_t)v[i]) : v[i];
+			infer_set_folded(x, 0, DT_INT64, n, r);
+		}
 		return;
+	}
 	}
 }

@@ -9,6 +9,7 @@
  * is the input's data, Shape's output is the (static) input shape, and
  * Gather/Concat/Slice are evaluated.
  */
+#include <math.h>
 #include <string.h>
 
 #include "kiln.h"
@@ -433,6 +434,124 @@ static void infer_constant(Infer *x)
 	}
 }
 
+static void infer_size(Infer *x)
+{
+	int64_t *n = arena_alloc(x->a, sizeof *n);
+	*n = shape_nelem(infer_shape(x, 0));
+	Shape y = {.rank = 0};
+	infer_set_output(x, 0, DT_INT64, &y);
+	infer_set_folded(x, 0, DT_INT64, 1, n);
+}
+
+/* ConstantOfShape: the value attribute (a one-element tensor, default float
+ * 0) repeated over the shape given by input 0; folded when small. */
+static void infer_constant_of_shape(Infer *x)
+{
+	int64_t n;
+	const int64_t *dims = infer_require_ints(x, 0, &n);
+	if (n > KILN_MAX_RANK)
+		infer_fail(x, KILN_LIMIT, "rank %lld exceeds %d", (long long)n, KILN_MAX_RANK);
+	Shape y = {.rank = (int)n};
+	for (int k = 0; k < n; k++) {
+		if (dims[k] < 0)
+			infer_fail(x, KILN_SHAPE_ERROR, "dim %d is negative", k);
+		y.dims[k].size = dims[k];
+	}
+	const Attr *v = node_attr(x->n, "value");
+	int dt = DT_FLOAT;
+	const void *one = NULL;
+	static const float zero;
+	if (v) {
+		if (v->type != AT_TENSOR || v->tensors[0].w.nelem != 1)
+			infer_fail(x, KILN_INVALID_MODEL, "value must be a one-element tensor");
+		dt = v->tensors[0].dtype;
+		one = v->tensors[0].w.bytes;
+	}
+	infer_set_output(x, 0, dt, &y);
+	if (infer_foldable(&y) && dtype_size(dt)) {
+		size_t es = dtype_size(dt);
+		int64_t count = shape_nelem(&y);
+		unsigned char *data = arena_array(x->a, (size_t)count + 1, es);
+		for (int64_t i = 0; i < count; i++)
+			memcpy(data + (size_t)i * es, one ? one : &zero, es);
+		infer_set_folded(x, 0, dt, count, data);
+	}
+}
+
+/* Range(start, limit, delta): all three known scalars. */
+static void infer_range(Infer *x)
+{
+	int dt = infer_dtype(x, 0);
+	double v[3];
+	for (int i = 0; i < 3; i++) {
+		const Folded *f = infer_folded(x, i);
+		if (!f || f->nelem != 1)
+			infer_fail(x, KILN_UNSUPPORTED, "input %d \"%s\" must be known at compile time", i,
+			           infer_input_name(x, i));
+		switch (f->dtype) {
+		case DT_FLOAT: { float t; memcpy(&t, f->data, 4); v[i] = (double)t; break; }
+		case DT_DOUBLE: memcpy(&v[i], f->data, 8); break;
+		case DT_INT64: { int64_t t; memcpy(&t, f->data, 8); v[i] = (double)t; break; }
+		case DT_INT32: { int32_t t; memcpy(&t, f->data, 4); v[i] = t; break; }
+		case DT_INT16: { int16_t t; memcpy(&t, f->data, 2); v[i] = t; break; }
+		default: infer_fail(x, KILN_UNSUPPORTED, "Range on %s", dtype_name(f->dtype));
+		}
+	}
+	if (v[2] == 0)
+		infer_fail(x, KILN_SHAPE_ERROR, "delta is 0");
+	double count = ceil((v[1] - v[0]) / v[2]);
+	if (!(count < 1e9))
+		infer_fail(x, KILN_LIMIT, "Range of %g elements", count);
+	Shape y = {.rank = 1};
+	y.dims[0].size = count > 0 ? (int64_t)count : 0;
+	infer_set_output(x, 0, dt, &y);
+	if (dt == DT_INT64 && infer_foldable(&y)) {
+		int64_t *out = arena_array(x->a, (size_t)y.dims[0].size + 1, sizeof *out);
+		for (int64_t i = 0; i < y.dims[0].size; i++)
+			out[i] = (int64_t)v[0] + i * (int64_t)v[2];
+		infer_set_folded(x, 0, DT_INT64, y.dims[0].size, out);
+	}
+}
+
+/* Expand: multidirectional broadcast of input 0 with the known shape input 1. */
+static void infer_expand(Infer *x)
+{
+	const Shape *in = infer_shape(x, 0);
+	int64_t n;
+	const int64_t *want = infer_require_ints(x, 1, &n);
+	int rank = (int)(n > in->rank ? n : in->rank);
+	if (rank > KILN_MAX_RANK)
+		infer_fail(x, KILN_LIMIT, "rank %d exceeds %d", rank, KILN_MAX_RANK);
+	Shape y = {.rank = rank};
+	for (int k = 0; k < rank; k++) {
+		int ia = k - (rank - in->rank), ib = k - (rank - (int)n);
+		int64_t a = ia >= 0 ? in->dims[ia].size : 1, b = ib >= 0 ? want[ib] : 1;
+		if (a != b && a != 1 && b != 1)
+			infer_fail(x, KILN_SHAPE_ERROR, "dim %d: %lld does not broadcast to %lld", k,
+			           (long long)a, (long long)b);
+		y.dims[k].size = a == 1 ? b : a;
+	}
+	infer_set_output(x, 0, infer_dtype(x, 0), &y);
+}
+
+/* Dropout in inference: the output is the input; the optional mask is all
+ * true. Training mode (randomness) is refused. */
+static void infer_dropout(Infer *x)
+{
+	if (attr_int(x, "is_test", 1) == 0 && x->n->since < 7)
+		infer_fail(x, KILN_UNSUPPORTED, "training-mode Dropout is not supported");
+	if (infer_has_input(x, 2)) {
+		const Folded *f = infer_folded(x, 2);
+		if (!f || f->nelem != 1)
+			infer_fail(x, KILN_UNSUPPORTED, "training_mode must be known at compile time");
+		if (((const uint8_t *)f->data)[0])
+			infer_fail(x, KILN_UNSUPPORTED, "training-mode Dropout (random) is not supported");
+	}
+	infer_set_output(x, 0, infer_dtype(x, 0), infer_shape(x, 0));
+	infer_set_output(x, 1, DT_BOOL, infer_shape(x, 0));
+	pass_folded(x);
+}
+
 void ops_shape_infer(Infer *x)
 {
 	switch (x->n->op) {
@@ -447,6 +566,11 @@ void ops_shape_infer(Infer *x)
 	case OP_Unsqueeze: infer_unsqueeze(x); return;
 	case OP_Shape: infer_shape_op(x); return;
 	case OP_Constant: infer_constant(x); return;
+	case OP_Size: infer_size(x); return;
+	case OP_ConstantOfShape: infer_constant_of_shape(x); return;
+	case OP_Range: infer_range(x); return;
+	case OP_Expand: infer_expand(x); return;
+	case OP_Dropout: infer_dropout(x); return;
 	default: /* Identity */
 		infer_set_output(x, 0, infer_dtype(x, 0), infer_shape(x, 0));
 		pass_folded(x);
