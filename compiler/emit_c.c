@@ -1401,6 +1401,216 @@ static void emit_dropout(Emit *E)
 	}
 }
 
+/* Open one loop per axis of s (index variables o0, o1, ...); returns the
+ * indent for the body. close_loops ends them. */
+static const char *open_loops(Emit *E, const Shape *s)
+{
+	char *ind = arena_alloc(E->a, KILN_MAX_RANK + 3);
+	ind[0] = '\t';
+	for (int k = 0; k < s->rank; k++) {
+		out(E, "%sfor (int64_t o%d = 0; o%d < %" PRId64 "; o%d++) {\n", ind, k, k,
+		    s->dims[k].size, k);
+		ind[k + 1] = '\t';
+	}
+	if (s->rank == 0) {
+		out(E, "\t{\n");
+		ind[1] = '\t';
+	}
+	return ind;
+}
+
+static void close_loops(Emit *E, const Shape *s)
+{
+	for (int k = (s->rank ? s->rank : 1) - 1; k >= 0; k--)
+		out(E, "%.*s}\n", k + 1, "\t\t\t\t\t\t\t\t\t");
+}
+
+/* "o0 * s0 + o1 * s1 + ..." over the axes of s (row-major strides), with
+ * axis `swap` replaced by the expression `with` (or nothing, if NULL). */
+static const char *linear(Emit *E, const Shape *s, int swap, const char *with)
+{
+	char *e = arena_strdup(E->a, "0");
+	int64_t st = 1;
+	for (int k = s->rank - 1; k >= 0; k--) {
+		const char *v = k == swap ? with : arena_printf(E->a, "o%d", k);
+		if (v && s->dims[k].size != 1)
+			e = arena_printf(E->a, "%s + (%s) * %" PRId64, e, v, st);
+		st *= s->dims[k].size;
+	}
+	return e;
+}
+
+static void emit_gather_elements(Emit *E)
+{
+	Operand D = in_op(E, 0), I = in_op(E, 1), Y = out_op(E, 0);
+	int axis = norm_axis(node_attr_int(E->n, "axis", 0), D.shape->rank);
+	int64_t len = D.shape->dims[axis].size;
+	decl(E, "D", &D, false);
+	decl(E, "I", &I, false);
+	decl(E, "Y", &Y, true);
+	/* Check every index first: nothing is written if one is out of range. */
+	out(E, "\tfor (int64_t i = 0; i < %" PRId64 "; i++)\n"
+	       "\t\tif (I[i] < -%" PRId64 " || I[i] >= %" PRId64 ")\n\t\t\treturn KILN_SHAPE_ERROR;\n",
+	    I.nelem, len, len);
+	const char *ind = open_loops(E, I.shape);
+	out(E, "%sint64_t j = I[%s];\n%sif (j < 0)\n%s\tj += %" PRId64 ";\n", ind,
+	    linear(E, I.shape, -1, NULL), ind, ind, len);
+	out(E, "%sY[%s] = D[%s];\n", ind, linear(E, I.shape, -1, NULL), linear(E, D.shape, axis, "j"));
+	close_loops(E, I.shape);
+}
+
+static void emit_tile(Emit *E)
+{
+	Operand X = in_op(E, 0), Y = out_op(E, 0);
+	decl(E, "X", &X, false);
+	decl(E, "Y", &Y, true);
+	if (Y.nelem == 0)
+		return;
+	const char *ind = open_loops(E, Y.shape);
+	char *src = arena_strdup(E->a, "0");
+	int64_t st = 1;
+	for (int k = X.shape->rank - 1; k >= 0; k--) {
+		if (X.shape->dims[k].size != 1)
+			src = arena_printf(E->a, "%s + (o%d %% %" PRId64 ") * %" PRId64, src, k,
+			                   X.shape->dims[k].size, st);
+		st *= X.shape->dims[k].size;
+	}
+	out(E, "%sY[%s] = X[%s];\n", ind, linear(E, Y.shape, -1, NULL), src);
+	close_loops(E, Y.shape);
+}
+
+static void emit_pad(Emit *E)
+{
+	Operand X = in_op(E, 0), Y = out_op(E, 0);
+	int rank = X.shape->rank;
+	Infer inf = {.sig = (Sig *)E->sig, .g = E->g, .n = E->n, .d = E->d, .a = E->a};
+	int64_t pads[2 * KILN_MAX_RANK], n;
+	if (E->n->since < 11) {
+		attr_ints(&inf, "pads", pads, 2 * KILN_MAX_RANK);
+	} else {
+		const int64_t *v = infer_require_ints(&inf, 1, &n);
+		memcpy(pads, v, (size_t)n * 8);
+	}
+	Infer *xp = &inf;
+	const char *mode = attr_string(xp, "mode", "constant");
+	decl(E, "X", &X, false);
+	decl(E, "Y", &Y, true);
+	if (strcmp(mode, "constant") == 0) {
+		if (E->n->since < 11)
+			out(E, "\tconst %s value = (%s)%s;\n", ctype(Y.dtype), ctype(Y.dtype),
+			    flit(E, node_attr_float(E->n, "value", 0.0f), DT_DOUBLE));
+		else if (E->n->nin > 2 && E->n->in[2] != NONE)
+			out(E, "\tconst %s value = (%s)[0];\n", ctype(Y.dtype), in_op(E, 2).expr);
+		else
+			out(E, "\tconst %s value = 0;\n", ctype(Y.dtype));
+	} else if (strcmp(mode, "reflect") && strcmp(mode, "edge")) {
+		emit_fail(E, "Pad mode \"%s\" is not supported", mode);
+	}
+	if (Y.nelem == 0)
+		return;
+	const char *ind = open_loops(E, Y.shape);
+	out(E, "%sint64_t at = 0;\n%sint ok = 1;\n%s(void)ok;\n", ind, ind, ind);
+	int64_t st = 1, xs[KILN_MAX_RANK];
+	for (int k = rank - 1; k >= 0; k--) {
+		xs[k] = st;
+		st *= X.shape->dims[k].size;
+	}
+	for (int k = 0; k < rank; k++) {
+		int64_t len = X.shape->dims[k].size;
+		out(E, "%s{\n%s\tint64_t c = o%d - %" PRId64 ";\n", ind, ind, k, pads[k]);
+		if (strcmp(mode, "constant") == 0)
+			out(E, "%s\tif (c < 0 || c >= %" PRId64 ") ok = 0;\n", ind, len);
+		else if (strcmp(mode, "edge") == 0)
+			out(E, "%s\tc = c < 0 ? 0 : c >= %" PRId64 " ? %" PRId64 " : c;\n", ind, len, len - 1);
+		else /* reflect, without repeating the edge */
+			out(E, "%s\twhile (c < 0 || c >= %" PRId64 ")\n%s\t\tc = c < 0 ? -c : 2 * %" PRId64
+			       " - c;\n", ind, len, ind, len - 1);
+		out(E, "%s\tat += c * %" PRId64 ";\n%s}\n", ind, xs[k], ind);
+	}
+	out(E, "%sY[%s] = %s;\n", ind, linear(E, Y.shape, -1, NULL),
+	    strcmp(mode, "constant") == 0 ? "ok ? X[at] : value" : "X[at]");
+	close_loops(E, Y.shape);
+}
+
+/* Trilu: keep the upper (j - i >= k) or lower (j - i <= k) triangle of the
+ * last two axes; zero the rest. */
+static void emit_trilu(Emit *E)
+{
+	Operand X = in_op(E, 0), Y = out_op(E, 0);
+	int r = X.shape->rank;
+	bool upper = node_attr_int(E->n, "upper", 1) != 0;
+	decl(E, "X", &X, false);
+	decl(E, "Y", &Y, true);
+	if (E->n->nin > 1 && E->n->in[1] != NONE)
+		out(E, "\tconst int64_t k = (%s)[0];\n", in_op(E, 1).expr);
+	else
+		out(E, "\tconst int64_t k = 0;\n");
+	if (Y.nelem == 0)
+		return;
+	const char *ind = open_loops(E, Y.shape);
+	const char *at = linear(E, Y.shape, -1, NULL);
+	out(E, "%sY[%s] = o%d - o%d %s k ? X[%s] : 0;\n", ind, at, r - 1, r - 2, upper ? ">=" : "<=", at);
+	close_loops(E, Y.shape);
+}
+
+/* The outer/axis/inner view of axis for Hardmax (opset >= 13) or the 2-D
+ * coercion before it; and CumSum's. */
+static void emit_hardmax(Emit *E)
+{
+	Operand X = in_op(E, 0), Y = out_op(E, 0);
+	require_f32(E, &X);
+	int rank = X.shape->rank;
+	int axis = norm_axis(node_attr_int(E->n, "axis", E->n->since < 13 ? 1 : -1), rank);
+	int64_t outer = 1, len = 1, inner = 1;
+	for (int k = 0; k < rank; k++) {
+		int64_t d = X.shape->dims[k].size;
+		if (k < axis)
+			outer *= d;
+		else if (k == axis || E->n->since < 13)
+			len *= d;
+		else
+			inner *= d;
+	}
+	decl(E, "X", &X, false);
+	decl(E, "Y", &Y, true);
+	out(E, "\tfor (int64_t o = 0; o < %" PRId64 "; o++)\n\t\tfor (int64_t i = 0; i < %" PRId64
+	       "; i++) {\n\t\t\tint64_t best = 0;\n"
+	       "\t\t\tfor (int64_t a = 1; a < %" PRId64 "; a++)\n"
+	       "\t\t\t\tif (X[(o * %" PRId64 " + a) * %" PRId64 " + i] > X[(o * %" PRId64
+	       " + best) * %" PRId64 " + i])\n\t\t\t\t\tbest = a;\n"
+	       "\t\t\tfor (int64_t a = 0; a < %" PRId64 "; a++)\n"
+	       "\t\t\t\tY[(o * %" PRId64 " + a) * %" PRId64 " + i] = a == best ? 1.0f : 0.0f;\n\t\t}\n",
+	    outer, inner, len, len, inner, len, inner, len, len, inner);
+}
+
+static void emit_cumsum(Emit *E)
+{
+	Operand X = in_op(E, 0), Y = out_op(E, 0);
+	int rank = X.shape->rank;
+	Infer inf = {.sig = (Sig *)E->sig, .g = E->g, .n = E->n, .d = E->d, .a = E->a};
+	int64_t n;
+	const int64_t *ax = infer_require_ints(&inf, 1, &n);
+	if (n != 1)
+		emit_fail(E, "axis must be a single value");
+	int axis = norm_axis(ax[0], rank);
+	bool excl = node_attr_int(E->n, "exclusive", 0) != 0, rev = node_attr_int(E->n, "reverse", 0) != 0;
+	int64_t outer, inner;
+	around_axis(X.shape, axis, &outer, &inner);
+	int64_t len = X.shape->dims[axis].size;
+	decl(E, "X", &X, false);
+	decl(E, "Y", &Y, true);
+	out(E, "\tfor (int64_t o = 0; o < %" PRId64 "; o++)\n\t\tfor (int64_t i = 0; i < %" PRId64
+	       "; i++) {\n\t\t\t%s acc = 0;\n"
+	       "\t\t\tfor (int64_t s = 0; s < %" PRId64 "; s++) {\n"
+	       "\t\t\t\tint64_t a = %s, at = (o * %" PRId64 " + a) * %" PRId64 " + i;\n"
+	       "\t\t\t\t%s x = X[at];\n%s"
+	       "\t\t\t}\n\t\t}\n",
+	    outer, inner, is_float(X.dtype) ? "double" : ctype(X.dtype), len,
+	    rev ? arena_printf(E->a, "%" PRId64 " - s", len - 1) : "s", len, inner, ctype(X.dtype),
+	    excl ? arena_printf(E->a, "\t\t\t\tY[at] = (%s)acc;\n\t\t\t\tacc += x;\n", ctype(X.dtype))
+	         : arena_printf(E->a, "\t\t\t\tacc += x;\n\t\t\t\tY[at] = (%s)acc;\n", ctype(X.dtype)));
+}
+
 /* ---- nodes ------------------------------------------------------------ */
 
 static void emit_body(Emit *E)
@@ -1421,6 +1631,12 @@ static void emit_body(Emit *E)
 	case OP_ConstantOfShape: emit_constant_of_shape(E); break;
 	case OP_Range: emit_range(E); break;
 	case OP_Dropout: emit_dropout(E); break;
+	case OP_GatherElements: emit_gather_elements(E); break;
+	case OP_Tile: emit_tile(E); break;
+	case OP_Pad: emit_pad(E); break;
+	case OP_Trilu: emit_trilu(E); break;
+	case OP_Hardmax: emit_hardmax(E); break;
+	case OP_CumSum: emit_cumsum(E); break;
 	case OP_Gemm: emit_gemm(E); break;
 	case OP_MatMul: emit_matmul(E); break;
 	case OP_Softmax: case OP_LogSoftmax: emit_softmax(E); break;

@@ -118,6 +118,9 @@ static const InferHook infer_hooks[OP_COUNT] = {
 	[OP_Size] = ops_shape_infer, [OP_ConstantOfShape] = ops_shape_infer,
 	[OP_Range] = ops_shape_infer, [OP_Expand] = ops_shape_infer,
 	[OP_Dropout] = ops_shape_infer, [OP_CastLike] = ops_elementwise_infer,
+	[OP_GatherElements] = ops_shape_infer, [OP_Tile] = ops_shape_infer,
+	[OP_Pad] = ops_shape_infer, [OP_Trilu] = ops_shape_infer,
+	[OP_Hardmax] = ops_shape_infer, [OP_CumSum] = ops_shape_infer,
 };
 
 InferHook op_infer_hook(int op)

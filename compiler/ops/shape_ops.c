@@ -552,6 +552,64 @@ static void infer_dropout(Infer *x)
 	pass_folded(x);
 }
 
+static void infer_same_shape(Infer *x)
+{
+	infer_set_output(x, 0, infer_dtype(x, 0), infer_shape(x, 0));
+}
+
+static void infer_gather_elements(Infer *x)
+{
+	const Shape *data = infer_shape(x, 0), *idx = infer_shape(x, 1);
+	if (data->rank != idx->rank || data->rank < 1)
+		infer_fail(x, KILN_SHAPE_ERROR, "data and indices must have the same rank >= 1");
+	infer_axis(x, attr_int(x, "axis", 0), data->rank, "axis");
+	infer_set_output(x, 0, infer_dtype(x, 0), idx);
+}
+
+static void infer_tile(Infer *x)
+{
+	const Shape *in = infer_shape(x, 0);
+	int64_t n;
+	const int64_t *rep = infer_require_ints(x, 1, &n);
+	if (n != in->rank)
+		infer_fail(x, KILN_SHAPE_ERROR, "repeats has %lld values for rank %d", (long long)n,
+		           in->rank);
+	Shape y = *in;
+	for (int k = 0; k < in->rank; k++) {
+		if (rep[k] < 0)
+			infer_fail(x, KILN_SHAPE_ERROR, "repeats[%d] is negative", k);
+		y.dims[k].size = in->dims[k].size * rep[k];
+	}
+	infer_set_output(x, 0, infer_dtype(x, 0), &y);
+}
+
+/* Pad: pads from the attribute (before opset 11) or the known input 1;
+ * [begin_0, ..., begin_r-1, end_0, ...]; negative pads crop. */
+static void infer_pad(Infer *x)
+{
+	const Shape *in = infer_shape(x, 0);
+	int64_t pads[2 * KILN_MAX_RANK];
+	int64_t n;
+	if (x->n->since < 11) {
+		n = attr_ints(x, "pads", pads, 2 * KILN_MAX_RANK);
+	} else {
+		const int64_t *v = infer_require_ints(x, 1, &n);
+		if (n > 2 * KILN_MAX_RANK)
+			infer_fail(x, KILN_SHAPE_ERROR, "too many pads");
+		memcpy(pads, v, (size_t)n * sizeof *v);
+	}
+	if (n != 2 * in->rank)
+		infer_fail(x, KILN_SHAPE_ERROR, "pads has %lld values for rank %d", (long long)n,
+		           in->rank);
+	Shape y = *in;
+	for (int k = 0; k < in->rank; k++) {
+		y.dims[k].size = in->dims[k].size + pads[k] + pads[in->rank + k];
+		if (y.dims[k].size < 0)
+			infer_fail(x, KILN_SHAPE_ERROR, "axis %d: pads crop more than its size", k);
+	}
+	infer_set_output(x, 0, infer_dtype(x, 0), &y);
+}
+
 void ops_shape_infer(Infer *x)
 {
 	switch (x->n->op) {
@@ -571,6 +629,10 @@ void ops_shape_infer(Infer *x)
 	case OP_Range: infer_range(x); return;
 	case OP_Expand: infer_expand(x); return;
 	case OP_Dropout: infer_dropout(x); return;
+	case OP_GatherElements: infer_gather_elements(x); return;
+	case OP_Tile: infer_tile(x); return;
+	case OP_Pad: infer_pad(x); return;
+	case OP_Trilu: case OP_Hardmax: case OP_CumSum: infer_same_shape(x); return;
 	default: /* Identity */
 		infer_set_output(x, 0, infer_dtype(x, 0), infer_shape(x, 0));
 		pass_folded(x);
