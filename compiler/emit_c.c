@@ -1611,6 +1611,73 @@ static void emit_cumsum(Emit *E)
 	         : arena_printf(E->a, "\t\t\t\tacc += x;\n\t\t\t\tY[at] = (%s)acc;\n", ctype(X.dtype)));
 }
 
+/* NegativeLogLikelihoodLoss, and SoftmaxCrossEntropyLoss (log-softmax over
+ * the classes computed per position on the fly, so no scratch is needed). */
+static void emit_loss(Emit *E)
+{
+	bool sce = E->n->op == OP_SoftmaxCrossEntropyLoss;
+	Operand X = in_op(E, 0), T = in_op(E, 1), Y = out_op(E, 0);
+	if (!is_float(X.dtype))
+		emit_fail(E, "%s on %s is not supported", E->n->op_type, dtype_name(X.dtype));
+	const char *red = "mean";
+	const Attr *ra = node_attr(E->n, "reduction");
+	if (ra && ra->type == AT_STRING)
+		red = arena_printf(E->a, "%.*s", (int)ra->s.len, ra->s.data);
+	if (strcmp(red, "none") && strcmp(red, "sum") && strcmp(red, "mean"))
+		emit_fail(E, "reduction \"%s\" is not none, sum or mean", red);
+	bool none = strcmp(red, "none") == 0;
+	const Attr *ig = node_attr(E->n, "ignore_index");
+	int64_t N = X.shape->dims[0].size, C = X.shape->dims[1].size, NC = N * C;
+	int64_t S = NC ? X.nelem / NC : 0;
+	const char *t = ctype(X.dtype);
+	decl(E, "X", &X, false);
+	decl(E, "T", &T, false);
+	decl(E, "Y", &Y, true);
+	if (E->n->nin > 2 && E->n->in[2] != NONE)
+		out(E, "\tconst %s *W = %s;\n", t, in_op(E, 2).expr);
+	else
+		out(E, "\tconst %s *W = NULL;\n", t);
+	bool want_lp = sce && E->n->nout > 1 && E->n->out[1] != NONE;
+	if (want_lp)
+		out(E, "\t%s *P = %s;\n", t, out_op(E, 1).expr);
+	out(E, "\tdouble total = 0, wsum = 0;\n\t(void)total, (void)wsum;\n");
+	out(E, "\tfor (int64_t n = 0; n < %" PRId64 "; n++)\n\t\tfor (int64_t s = 0; s < %" PRId64
+	       "; s++) {\n\t\t\tint64_t c = T[n * %" PRId64 " + s];\n", N, S, S);
+	if (sce) {
+		/* log_prob[k] = x[k] - max - log(sum(exp(x - max))) */
+		out(E, "\t\t\tdouble m = -(double)INFINITY, z = 0;\n"
+		       "\t\t\tfor (int64_t k = 0; k < %" PRId64 "; k++) {\n"
+		       "\t\t\t\tdouble v = X[(n * %" PRId64 " + k) * %" PRId64 " + s];\n"
+		       "\t\t\t\tm = v > m ? v : m;\n\t\t\t}\n"
+		       "\t\t\tfor (int64_t k = 0; k < %" PRId64 "; k++)\n"
+		       "\t\t\t\tz += exp(X[(n * %" PRId64 " + k) * %" PRId64 " + s] - m);\n"
+		       "\t\t\tconst double lse = m + log(z);\n",
+		    C, C, S, C, C, S);
+		if (want_lp)
+			out(E, "\t\t\tfor (int64_t k = 0; k < %" PRId64 "; k++)\n"
+			       "\t\t\t\tP[(n * %" PRId64 " + k) * %" PRId64 " + s] = (%s)(X[(n * %" PRId64
+			       " + k) * %" PRId64 " + s] - lse);\n", C, C, S, t, C, S);
+	}
+	if (ig) { /* an ignored position: no loss, no weight */
+		out(E, "\t\t\tif (c == %" PRId64 ") {\n", ig->i);
+		if (none)
+			out(E, "\t\t\t\tY[n * %" PRId64 " + s] = 0;\n", S);
+		out(E, "\t\t\t\tcontinue;\n\t\t\t}\n");
+	}
+	out(E, "\t\t\tif (c < 0 || c >= %" PRId64 ")\n\t\t\t\treturn KILN_SHAPE_ERROR;\n", C);
+	out(E, "\t\t\tconst double w = W ? (double)W[c] : 1.0;\n"
+	       "\t\t\tconst double l = -(%s) * w;\n",
+	    sce ? arena_printf(E->a, "((double)X[(n * %" PRId64 " + c) * %" PRId64 " + s] - lse)", C, S)
+	        : arena_printf(E->a, "(double)X[(n * %" PRId64 " + c) * %" PRId64 " + s]", C, S));
+	if (none)
+		out(E, "\t\t\tY[n * %" PRId64 " + s] = (%s)l;\n", S, t);
+	else
+		out(E, "\t\t\ttotal += l;\n\t\t\twsum += w;\n");
+	out(E, "\t\t}\n");
+	if (!none)
+		out(E, "\tY[0] = (%s)(%s);\n", t, strcmp(red, "sum") == 0 ? "total" : "total / wsum");
+}
+
 /* ---- nodes ------------------------------------------------------------ */
 
 static void emit_body(Emit *E)
@@ -1637,6 +1704,7 @@ static void emit_body(Emit *E)
 	case OP_Trilu: emit_trilu(E); break;
 	case OP_Hardmax: emit_hardmax(E); break;
 	case OP_CumSum: emit_cumsum(E); break;
+	case OP_NegativeLogLikelihoodLoss: case OP_SoftmaxCrossEntropyLoss: emit_loss(E); break;
 	case OP_Gemm: emit_gemm(E); break;
 	case OP_MatMul: emit_matmul(E); break;
 	case OP_Softmax: case OP_LogSoftmax: emit_softmax(E); break;

@@ -103,6 +103,7 @@ static const InferHook infer_hooks[OP_COUNT] = {
 	[OP_AveragePool] = ops_conv_infer, [OP_GlobalAveragePool] = ops_conv_infer,
 	[OP_BatchNormalization] = ops_norm_infer, [OP_LayerNormalization] = ops_norm_infer,
 	[OP_Softmax] = ops_norm_infer, [OP_LogSoftmax] = ops_norm_infer,
+	[OP_NegativeLogLikelihoodLoss] = ops_norm_infer, [OP_SoftmaxCrossEntropyLoss] = ops_norm_infer,
 	[OP_ReduceMean] = ops_reduce_infer, [OP_ReduceSum] = ops_reduce_infer,
 	[OP_ReduceMax] = ops_reduce_infer, [OP_ReduceMin] = ops_reduce_infer,
 	[OP_ReduceProd] = ops_reduce_infer, [OP_ReduceSumSquare] = ops_reduce_infer,

@@ -3,6 +3,8 @@
  * (inference mode only), LayerNormalization, Softmax and LogSoftmax. Each
  * output has the input's shape; what is checked is that parameters fit.
  */
+#include <string.h>
+
 #include "kiln.h"
 
 static void infer_batchnorm(Infer *x)
@@ -47,8 +49,33 @@ static void infer_layernorm(Infer *x)
 	infer_set_output(x, 2, stash, &stat);
 }
 
+/* NegativeLogLikelihoodLoss and SoftmaxCrossEntropyLoss: scores [N, C, d...],
+ * targets [N, d...]; the loss has the targets' shape with reduction "none",
+ * else it is a scalar. SCE's optional second output is the log-probabilities. */
+static void infer_loss(Infer *x)
+{
+	const Shape *in = infer_shape(x, 0), *t = infer_shape(x, 1);
+	if (in->rank < 2 || t->rank != in->rank - 1 || t->dims[0].size != in->dims[0].size)
+		infer_fail(x, KILN_SHAPE_ERROR, "scores must be [N, C, ...] and targets [N, ...]");
+	for (int k = 1; k < t->rank; k++)
+		if (t->dims[k].size != in->dims[k + 1].size)
+			infer_fail(x, KILN_SHAPE_ERROR, "targets dim %d does not match the scores", k);
+	int it = infer_dtype(x, 1);
+	if (it != DT_INT64 && it != DT_INT32)
+		infer_fail(x, KILN_INVALID_MODEL, "targets must be int32 or int64");
+	const Attr *r = node_attr(x->n, "reduction");
+	bool none = r && r->type == AT_STRING && r->s.len == 4 && memcmp(r->s.data, "none", 4) == 0;
+	Shape scalar = {.rank = 0};
+	infer_set_output(x, 0, infer_dtype(x, 0), none ? t : &scalar);
+	infer_set_output(x, 1, infer_dtype(x, 0), in);
+}
+
 void ops_norm_infer(Infer *x)
 {
+	if (x->n->op == OP_NegativeLogLikelihoodLoss || x->n->op == OP_SoftmaxCrossEntropyLoss) {
+		infer_loss(x);
+		return;
+	}
 	switch (x->n->op) {
 	case OP_BatchNormalization:
 		infer_batchnorm(x);
