@@ -1678,6 +1678,60 @@ static void emit_loss(Emit *E)
 		out(E, "\tY[0] = (%s)(%s);\n", t, strcmp(red, "sum") == 0 ? "total" : "total / wsum");
 }
 
+/* ConvTranspose: each input element scattered through the kernel into the
+ * output, which starts as the bias. Spatial axes padded to three. */
+static void emit_conv_transpose(Emit *E)
+{
+	Operand X = in_op(E, 0), W = in_op(E, 1), Y = out_op(E, 0);
+	require_f32(E, &X);
+	Infer inf = {.sig = (Sig *)E->sig, .g = E->g, .n = E->n, .d = E->d, .a = E->a};
+	ConvTGeometry g;
+	conv_transpose_geometry(&inf, X.shape, W.shape, &g);
+	int64_t in[3] = {1, 1, 1}, k[3] = {1, 1, 1}, s[3] = {1, 1, 1}, d[3] = {1, 1, 1};
+	int64_t pb[3] = {0, 0, 0}, o[3] = {1, 1, 1};
+	int off = 3 - g.ns;
+	for (int i = 0; i < g.ns; i++) {
+		in[off + i] = X.shape->dims[2 + i].size;
+		k[off + i] = g.kernel[i];
+		s[off + i] = g.stride[i];
+		d[off + i] = g.dilation[i];
+		pb[off + i] = g.pad_begin[i];
+		o[off + i] = g.out[i];
+	}
+	int64_t N = X.shape->dims[0].size, C = X.shape->dims[1].size, M = g.out_channels;
+	int64_t cg = C / g.group, mg = M / g.group;
+	decl(E, "X", &X, false);
+	decl(E, "W", &W, false);
+	decl(E, "Y", &Y, true);
+	const char *bias = E->n->nin > 2 && E->n->in[2] != NONE ? in_op(E, 2).expr : NULL;
+	int64_t ovol = o[0] * o[1] * o[2], ivol = in[0] * in[1] * in[2], kvol = k[0] * k[1] * k[2];
+	out(E, "\tfor (int64_t nm = 0; nm < %" PRId64 "; nm++)\n"
+	       "\t\tfor (int64_t v = 0; v < %" PRId64 "; v++)\n\t\t\tY[nm * %" PRId64 " + v] = %s;\n",
+	    N * M, ovol, ovol, bias ? arena_printf(E->a, "(%s)[nm %% %" PRId64 "]", bias, M) : "0.0f");
+	out(E, "\tfor (int64_t n = 0; n < %" PRId64 "; n++)\n"
+	       "\tfor (int64_t c = 0; c < %" PRId64 "; c++)\n"
+	       "\tfor (int64_t i0 = 0; i0 < %" PRId64 "; i0++)\n"
+	       "\tfor (int64_t i1 = 0; i1 < %" PRId64 "; i1++)\n"
+	       "\tfor (int64_t i2 = 0; i2 < %" PRId64 "; i2++) {\n"
+	       "\t\tconst float x = X[(n * %" PRId64 " + c) * %" PRId64 " + (i0 * %" PRId64 " + i1) * %" PRId64 " + i2];\n"
+	       "\t\tconst int64_t g = c / %" PRId64 ";\n"
+	       "\t\tfor (int64_t mm = 0; mm < %" PRId64 "; mm++)\n"
+	       "\t\tfor (int64_t k0 = 0; k0 < %" PRId64 "; k0++)\n"
+	       "\t\tfor (int64_t k1 = 0; k1 < %" PRId64 "; k1++)\n"
+	       "\t\tfor (int64_t k2 = 0; k2 < %" PRId64 "; k2++) {\n"
+	       "\t\t\tconst int64_t o0 = i0 * %" PRId64 " - %" PRId64 " + k0 * %" PRId64 ";\n"
+	       "\t\t\tconst int64_t o1 = i1 * %" PRId64 " - %" PRId64 " + k1 * %" PRId64 ";\n"
+	       "\t\t\tconst int64_t o2 = i2 * %" PRId64 " - %" PRId64 " + k2 * %" PRId64 ";\n"
+	       "\t\t\tif (o0 < 0 || o0 >= %" PRId64 " || o1 < 0 || o1 >= %" PRId64 " || o2 < 0 || o2 >= %" PRId64 ")\n"
+	       "\t\t\t\tcontinue;\n"
+	       "\t\t\tY[(n * %" PRId64 " + g * %" PRId64 " + mm) * %" PRId64 " + (o0 * %" PRId64 " + o1) * %" PRId64 " + o2] +=\n"
+	       "\t\t\t\tx * W[(c * %" PRId64 " + mm) * %" PRId64 " + (k0 * %" PRId64 " + k1) * %" PRId64 " + k2];\n"
+	       "\t\t}\n\t}\n",
+	    N, C, in[0], in[1], in[2], C, ivol, in[1], in[2], cg, mg, k[0], k[1], k[2], s[0], pb[0],
+	    d[0], s[1], pb[1], d[1], s[2], pb[2], d[2], o[0], o[1], o[2], M, mg, ovol, o[1], o[2], mg,
+	    kvol, k[1], k[2]);
+}
+
 /* ---- nodes ------------------------------------------------------------ */
 
 static void emit_body(Emit *E)
@@ -1717,6 +1771,7 @@ static void emit_body(Emit *E)
 	case OP_Gather: emit_gather(E); return;
 	case OP_Slice: emit_slice(E); break;
 	case OP_Conv: emit_conv(E); break;
+	case OP_ConvTranspose: emit_conv_transpose(E); break;
 	case OP_MaxPool: case OP_AveragePool: case OP_GlobalAveragePool: emit_pool(E); break;
 	case OP_ReduceMean: case OP_ReduceSum: case OP_ReduceMax: case OP_ReduceMin:
 	case OP_ReduceProd: case OP_ReduceSumSquare: case OP_ReduceL1: case OP_ReduceL2:

@@ -436,7 +436,13 @@ void ops_elementwise_infer(Infer *x);   /* unary, binary with broadcasting, Wher
 /* The broadcast shape [C,1,...] of a legacy (opset < 7) per-channel PRelu slope. */
 Shape prelu_channel_shape(const Shape *x);
 void ops_matmul_infer(Infer *x);        /* Gemm, MatMul */
-void ops_conv_infer(Infer *x);          /* Conv, MaxPool, AveragePool, GlobalAveragePool */
+void ops_conv_infer(Infer *x);          /* Conv, ConvTranspose, MaxPool, AveragePool, GlobalAveragePool */
+typedef struct ConvTGeometry {
+	int ns;                        /* spatial axes, 1 to 3 */
+	int64_t group, out_channels;
+	int64_t kernel[3], stride[3], dilation[3], pad_begin[3], pad_end[3], out[3];
+} ConvTGeometry;
+void conv_transpose_geometry(Infer *x, const Shape *in, const Shape *w, ConvTGeometry *g);
 void ops_norm_infer(Infer *x);          /* BatchNormalization, LayerNormalization, Softmax, LogSoftmax */
 void ops_reduce_infer(Infer *x);        /* ReduceMean, ReduceSum */
 void ops_shape_infer(Infer *x);         /* Reshape, Flatten, Transpose, Concat, Split, Slice,

@@ -100,6 +100,7 @@ static const InferHook infer_hooks[OP_COUNT] = {
 	[OP_Sum] = ops_elementwise_infer, [OP_Mean] = ops_elementwise_infer,
 	[OP_Gemm] = ops_matmul_infer, [OP_MatMul] = ops_matmul_infer,
 	[OP_Conv] = ops_conv_infer, [OP_MaxPool] = ops_conv_infer,
+	[OP_ConvTranspose] = ops_conv_infer,
 	[OP_AveragePool] = ops_conv_infer, [OP_GlobalAveragePool] = ops_conv_infer,
 	[OP_BatchNormalization] = ops_norm_infer, [OP_LayerNormalization] = ops_norm_infer,
 	[OP_Softmax] = ops_norm_infer, [OP_LogSoftmax] = ops_norm_infer,

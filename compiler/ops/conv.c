@@ -141,11 +141,83 @@ static void infer_pool(Infer *x)
 	infer_set_output(x, 1, DT_INT64, &y);  /* MaxPool's optional Indices */
 }
 
+/* ConvTranspose: X [N, C, in...], W [C, M/group, k...]. Per axis,
+ * out = stride * (in - 1) + output_padding + (k - 1) * dilation + 1 - pads,
+ * or the output_shape attribute (or in * stride with auto_pad SAME_*), from
+ * which the pads are then derived, as the ONNX spec says. */
+void conv_transpose_geometry(Infer *x, const Shape *in, const Shape *w, ConvTGeometry *g)
+{
+	int ns = in->rank - 2;
+	if (ns < 1 || ns > 3 || w->rank != in->rank)
+		infer_fail(x, KILN_SHAPE_ERROR, "input and weights must be (N, C, 1 to 3 spatial dims)");
+	g->ns = ns;
+	g->group = attr_int(x, "group", 1);
+	if (g->group < 1 || in->dims[1].size != w->dims[0].size || in->dims[1].size % g->group)
+		infer_fail(x, KILN_SHAPE_ERROR, "channels do not fit the weights and group");
+	g->out_channels = w->dims[1].size * g->group;
+	int64_t v[3], opad[3] = {0, 0, 0}, oshape[3];
+	for (int i = 0; i < ns; i++) {
+		g->kernel[i] = w->dims[2 + i].size;
+		g->stride[i] = g->dilation[i] = 1;
+		g->pad_begin[i] = g->pad_end[i] = 0;
+	}
+	int n = attr_ints(x, "strides", v, 3);
+	for (int i = 0; i < n && i < ns; i++)
+		g->stride[i] = v[i];
+	n = attr_ints(x, "dilations", v, 3);
+	for (int i = 0; i < n && i < ns; i++)
+		g->dilation[i] = v[i];
+	n = attr_ints(x, "output_padding", v, 3);
+	for (int i = 0; i < n && i < ns; i++)
+		opad[i] = v[i];
+	int64_t pads[6];
+	int np = attr_ints(x, "pads", pads, 6);
+	int nos = attr_ints(x, "output_shape", oshape, 3);
+	const char *ap = attr_string(x, "auto_pad", "NOTSET");
+	bool same = strncmp(ap, "SAME", 4) == 0, upper = strcmp(ap, "SAME_UPPER") == 0;
+	for (int i = 0; i < ns; i++) {
+		int64_t full = g->stride[i] * (in->dims[2 + i].size - 1) + opad[i] +
+		               (g->kernel[i] - 1) * g->dilation[i] + 1;
+		if (nos == ns || same) {
+			int64_t want = nos == ns ? oshape[i] : in->dims[2 + i].size * g->stride[i];
+			int64_t total = full - want;
+			if (total < 0)
+				total = 0;
+			g->pad_begin[i] = upper ? total / 2 : total - total / 2;
+			g->pad_end[i] = total - g->pad_begin[i];
+			g->out[i] = want;
+		} else {
+			if (np == 2 * ns) {
+				g->pad_begin[i] = pads[i];
+				g->pad_end[i] = pads[ns + i];
+			}
+			g->out[i] = full - g->pad_begin[i] - g->pad_end[i];
+		}
+		if (g->out[i] < 0 || g->stride[i] < 1 || g->dilation[i] < 1)
+			infer_fail(x, KILN_SHAPE_ERROR, "spatial axis %d gives no output", i);
+	}
+}
+
+static void infer_conv_transpose(Infer *x)
+{
+	const Shape *in = infer_shape(x, 0);
+	ConvTGeometry g;
+	conv_transpose_geometry(x, in, infer_shape(x, 1), &g);
+	Shape y = *in;
+	y.dims[1].size = g.out_channels;
+	for (int i = 0; i < g.ns; i++)
+		y.dims[2 + i].size = g.out[i];
+	infer_set_output(x, 0, infer_dtype(x, 0), &y);
+}
+
 void ops_conv_infer(Infer *x)
 {
 	switch (x->n->op) {
 	case OP_Conv:
 		infer_conv(x);
+		return;
+	case OP_ConvTranspose:
+		infer_conv_transpose(x);
 		return;
 	case OP_GlobalAveragePool: {
 		const Shape *in = infer_shape(x, 0);
