@@ -503,6 +503,16 @@ static void emit_unary(Emit *E)
 		                 fn(E, "exp", dt), flit(E, alpha, dt), flit(E, 1, dt));
 		break;
 	}
+	case OP_Shrink: {
+		double l = node_attr_float(E->n, "lambd", 0.5f), b = node_attr_float(E->n, "bias", 0.0f);
+		e = is_float(dt) ? arena_printf(E->a, "x0 < -%s ? x0 + %s : x0 > %s ? x0 - %s : %s",
+		                                flit(E, l, dt), flit(E, b, dt), flit(E, l, dt),
+		                                flit(E, b, dt), flit(E, 0, dt))
+		                 : arena_printf(E->a, "(%s)(x0 < -%.17g ? x0 + %.17g : x0 > %.17g ? x0 - %.17g : 0)",
+		                                ctype(dt), l, b, l, b);
+		needs_float = false;
+		break;
+	}
 	case OP_Not:
 		e = "(uint8_t)!x0";
 		needs_float = false;
@@ -1732,6 +1742,149 @@ static void emit_conv_transpose(Emit *E)
 	    kvol, k[1], k[2]);
 }
 
+/* DepthToSpace (DCR or CRD) and SpaceToDepth: pure index maps over NCHW. */
+static void emit_depth_space(Emit *E)
+{
+	Operand X = in_op(E, 0), Y = out_op(E, 0);
+	int64_t b = node_attr_int(E->n, "blocksize", 1);
+	decl(E, "X", &X, false);
+	decl(E, "Y", &Y, true);
+	bool to_space = E->n->op == OP_DepthToSpace;
+	const Attr *ma = node_attr(E->n, "mode");
+	bool crd = ma && ma->type == AT_STRING && ma->s.len == 3 && memcmp(ma->s.data, "CRD", 3) == 0;
+	/* Loop over the space-side tensor (Y for DepthToSpace, X for SpaceToDepth). */
+	const Shape *sp = to_space ? Y.shape : X.shape, *dp = to_space ? X.shape : Y.shape;
+	int64_t C = sp->dims[1].size, H = sp->dims[2].size, W = sp->dims[3].size;
+	int64_t dC = dp->dims[1].size, dH = dp->dims[2].size, dW = dp->dims[3].size;
+	out(E, "\tfor (int64_t n = 0; n < %" PRId64 "; n++)\n\tfor (int64_t c = 0; c < %" PRId64
+	       "; c++)\n\tfor (int64_t h = 0; h < %" PRId64 "; h++)\n\tfor (int64_t w = 0; w < %" PRId64
+	       "; w++) {\n", sp->dims[0].size, C, H, W);
+	out(E, "\t\tconst int64_t i = h %% %" PRId64 ", j = w %% %" PRId64 ";\n", b, b);
+	out(E, "\t\tconst int64_t dc = %s;\n",
+	    crd ? arena_printf(E->a, "(c * %" PRId64 " + i) * %" PRId64 " + j", b, b)
+	        : arena_printf(E->a, "(i * %" PRId64 " + j) * %" PRId64 " + c", b, C));
+	const char *space = arena_printf(E->a, "((n * %" PRId64 " + c) * %" PRId64 " + h) * %" PRId64 " + w", C, H, W);
+	const char *depth = arena_printf(E->a, "((n * %" PRId64 " + dc) * %" PRId64 " + h / %" PRId64
+	                                 ") * %" PRId64 " + w / %" PRId64, dC, dH, b, dW, b);
+	out(E, "\t\t%s;\n\t}\n", to_space ? arena_printf(E->a, "Y[%s] = X[%s]", space, depth)
+	                                     : arena_printf(E->a, "Y[%s] = X[%s]", depth, space));
+}
+
+static void emit_one_hot(Emit *E)
+{
+	Operand I = in_op(E, 0), V = in_op(E, 2), Y = out_op(E, 0);
+	int axis = norm_axis(node_attr_int(E->n, "axis", -1), Y.shape->rank);
+	int64_t depth = Y.shape->dims[axis].size;
+	decl(E, "I", &I, false);
+	decl(E, "V", &V, false);
+	decl(E, "Y", &Y, true);
+	const char *ind = open_loops(E, Y.shape);
+	/* the index position: the output's coordinates without the depth axis */
+	char *at = arena_strdup(E->a, "0");
+	int64_t st = 1;
+	for (int k = Y.shape->rank - 1; k >= 0; k--)
+		if (k != axis) {
+			at = arena_printf(E->a, "%s + o%d * %" PRId64, at, k, st);
+			st *= Y.shape->dims[k].size;
+		}
+	out(E, "%sint64_t v = (int64_t)I[%s];\n%sif (v < 0)\n%s\tv += %" PRId64 ";\n", ind, at, ind,
+	    ind, depth);
+	out(E, "%sY[%s] = v == o%d ? V[1] : V[0];\n", ind, linear(E, Y.shape, -1, NULL), axis);
+	close_loops(E, Y.shape);
+}
+
+static void emit_gather_nd(Emit *E)
+{
+	Operand D = in_op(E, 0), I = in_op(E, 1), Y = out_op(E, 0);
+	int64_t b = node_attr_int(E->n, "batch_dims", 0);
+	int qr = I.shape->rank, r = D.shape->rank;
+	int64_t k = I.shape->dims[qr - 1].size, slice = 1, outer = 1, batch = 1;
+	for (int i = (int)(b + k); i < r; i++)
+		slice *= D.shape->dims[i].size;
+	for (int i = 0; i < qr - 1; i++)
+		outer *= I.shape->dims[i].size;
+	for (int i = 0; i < b; i++)
+		batch *= I.shape->dims[i].size;
+	int64_t per_batch = outer / (batch ? batch : 1), dstride[KILN_MAX_RANK], acc = 1;
+	for (int i = r - 1; i >= 0; i--) {
+		dstride[i] = acc;
+		acc *= D.shape->dims[i].size;
+	}
+	size_t es = dtype_size(D.dtype);
+	decl(E, "D", &D, false);
+	decl(E, "I", &I, false);
+	decl(E, "Y", &Y, true);
+	if (Y.nelem == 0)
+		return;
+	out(E, "\tfor (int64_t o = 0; o < %" PRId64 "; o++) {\n", outer);
+	out(E, "\t\tint64_t at = (o / %" PRId64 ") * %" PRId64 ";\n", per_batch,
+	    b ? dstride[b - 1] * D.shape->dims[b - 1].size / D.shape->dims[b - 1].size * 1 : 0);
+	if (b) /* batch coordinates: the product of the leading data strides */
+		out(E, "\t\tat = (o / %" PRId64 ") * %" PRId64 ";\n", per_batch, dstride[b - 1]);
+	for (int64_t j = 0; j < k; j++) {
+		int64_t len = D.shape->dims[b + j].size;
+		out(E, "\t\t{\n\t\t\tint64_t v = (int64_t)I[o * %" PRId64 " + %" PRId64 "];\n"
+		       "\t\t\tif (v < 0)\n\t\t\t\tv += %" PRId64 ";\n"
+		       "\t\t\tif (v < 0 || v >= %" PRId64 ")\n\t\t\t\treturn KILN_SHAPE_ERROR;\n"
+		       "\t\t\tat += v * %" PRId64 ";\n\t\t}\n",
+		    k, j, len, len, dstride[b + j]);
+	}
+	out(E, "\t\tmemcpy(Y + o * %" PRId64 ", D + at, %zu);\n\t}\n", slice, (size_t)slice * es);
+}
+
+/* ScatterElements and ScatterND: the output starts as the data, then the
+ * updates are written (or added/multiplied, with reduction) at the indices. */
+static void emit_scatter(Emit *E)
+{
+	Operand D = in_op(E, 0), I = in_op(E, 1), U = in_op(E, 2), Y = out_op(E, 0);
+	const Attr *ra = node_attr(E->n, "reduction");
+	const char *op = "=";
+	if (ra && ra->type == AT_STRING && ra->s.len == 3 && memcmp(ra->s.data, "add", 3) == 0)
+		op = "+=";
+	else if (ra && ra->type == AT_STRING && ra->s.len == 3 && memcmp(ra->s.data, "mul", 3) == 0)
+		op = "*=";
+	else if (ra && ra->type == AT_STRING && !(ra->s.len == 4 && memcmp(ra->s.data, "none", 4) == 0))
+		emit_fail(E, "reduction \"%.*s\" is not supported", (int)ra->s.len, ra->s.data);
+	decl(E, "D", &D, false);
+	decl(E, "I", &I, false);
+	decl(E, "U", &U, false);
+	decl(E, "Y", &Y, true);
+	out(E, "\tif ((const void *)Y != (const void *)D)\n\t\tmemcpy(Y, D, %zu);\n",
+	    (size_t)Y.nelem * dtype_size(Y.dtype));
+	if (E->n->op != OP_ScatterND) {
+		int axis = norm_axis(node_attr_int(E->n, "axis", 0), D.shape->rank);
+		int64_t len = D.shape->dims[axis].size;
+		const char *ind = open_loops(E, I.shape);
+		out(E, "%sint64_t j = (int64_t)I[%s];\n%sif (j < 0)\n%s\tj += %" PRId64 ";\n"
+		       "%sif (j < 0 || j >= %" PRId64 ")\n%s\treturn KILN_SHAPE_ERROR;\n",
+		    ind, linear(E, I.shape, -1, NULL), ind, ind, len, ind, len, ind);
+		out(E, "%sY[%s] %s U[%s];\n", ind, linear(E, D.shape, axis, "j"), op,
+		    linear(E, I.shape, -1, NULL));
+		close_loops(E, I.shape);
+		return;
+	}
+	int qr = I.shape->rank, r = D.shape->rank;
+	int64_t k = I.shape->dims[qr - 1].size, slice = 1, outer = 1, st[KILN_MAX_RANK], acc = 1;
+	for (int i = (int)k; i < r; i++)
+		slice *= D.shape->dims[i].size;
+	for (int i = 0; i < qr - 1; i++)
+		outer *= I.shape->dims[i].size;
+	for (int i = r - 1; i >= 0; i--) {
+		st[i] = acc;
+		acc *= D.shape->dims[i].size;
+	}
+	out(E, "\tfor (int64_t o = 0; o < %" PRId64 "; o++) {\n\t\tint64_t at = 0;\n", outer);
+	for (int64_t j = 0; j < k; j++) {
+		int64_t len = D.shape->dims[j].size;
+		out(E, "\t\t{\n\t\t\tint64_t v = (int64_t)I[o * %" PRId64 " + %" PRId64 "];\n"
+		       "\t\t\tif (v < 0)\n\t\t\t\tv += %" PRId64 ";\n"
+		       "\t\t\tif (v < 0 || v >= %" PRId64 ")\n\t\t\t\treturn KILN_SHAPE_ERROR;\n"
+		       "\t\t\tat += v * %" PRId64 ";\n\t\t}\n", k, j, len, len, st[j]);
+	}
+	out(E, "\t\tfor (int64_t s = 0; s < %" PRId64 "; s++)\n\t\t\tY[at + s] %s U[o * %" PRId64
+	       " + s];\n\t}\n", slice, op, slice);
+}
+
 /* ---- nodes ------------------------------------------------------------ */
 
 static void emit_body(Emit *E)
@@ -1758,6 +1911,10 @@ static void emit_body(Emit *E)
 	case OP_Trilu: emit_trilu(E); break;
 	case OP_Hardmax: emit_hardmax(E); break;
 	case OP_CumSum: emit_cumsum(E); break;
+	case OP_DepthToSpace: case OP_SpaceToDepth: emit_depth_space(E); break;
+	case OP_OneHot: emit_one_hot(E); break;
+	case OP_GatherND: emit_gather_nd(E); break;
+	case OP_ScatterElements: case OP_ScatterND: case OP_Scatter: emit_scatter(E); break;
 	case OP_NegativeLogLikelihoodLoss: case OP_SoftmaxCrossEntropyLoss: emit_loss(E); break;
 	case OP_Gemm: emit_gemm(E); break;
 	case OP_MatMul: emit_matmul(E); break;

@@ -123,6 +123,11 @@ static const InferHook infer_hooks[OP_COUNT] = {
 	[OP_GatherElements] = ops_shape_infer, [OP_Tile] = ops_shape_infer,
 	[OP_Pad] = ops_shape_infer, [OP_Trilu] = ops_shape_infer,
 	[OP_Hardmax] = ops_shape_infer, [OP_CumSum] = ops_shape_infer,
+	[OP_DepthToSpace] = ops_shape_infer, [OP_SpaceToDepth] = ops_shape_infer,
+	[OP_OneHot] = ops_shape_infer, [OP_GatherND] = ops_shape_infer,
+	[OP_ScatterElements] = ops_shape_infer, [OP_ScatterND] = ops_shape_infer,
+	[OP_Scatter] = ops_shape_infer, /* ScatterElements under its old name */
+	[OP_Shrink] = ops_elementwise_infer,
 };
 
 InferHook op_infer_hook(int op)

@@ -117,7 +117,7 @@ static void bind_inputs(Sig *s, const BindOptions *o, Diag *d)
 			const Tensor *t = o->freezes[k].value;
 			if (strcmp(o->freezes[k].input, v->name) != 0)
 				continue;
-			if (t->dtype != v->dtype || t->w.nelem != shape_nelem(&sh))
+			if (t->dtype != v->dtype || t->w.nelem != shape_nelem(&sh) || t->dtype == DT_STRING)
 				diag_fail(d, KILN_USAGE, "frozen value of input \"%s\" does not fit its shape",
 				          v->name);
 			Folded *f = arena_alloc(s->a, sizeof *f);

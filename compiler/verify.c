@@ -111,10 +111,12 @@ static bool compare(const Tensor *want, const void *got, const char *name, int i
 
 /* Compile and run one case; everything it allocates is in arena a. */
 /* Small integer inputs are what decides shapes at run time (Reshape
- * targets, Slice bounds, axes); only they are ever frozen. */
+ * targets, Slice bounds, axes), and scalars (OneHot's depth); only they are
+ * ever frozen. */
 static bool freezable(const Tensor *t)
 {
-	return (t->dtype == DT_INT64 || t->dtype == DT_INT32) && t->w.nelem <= 64;
+	return ((t->dtype == DT_INT64 || t->dtype == DT_INT32) && t->w.nelem <= 64) ||
+	       (t->w.nelem == 1 && t->dtype != DT_STRING);
 }
 
 static void remove_tree(const char *dir)

@@ -610,6 +610,73 @@ static void infer_pad(Infer *x)
 	infer_set_output(x, 0, infer_dtype(x, 0), &y);
 }
 
+static void infer_depth_space(Infer *x, bool to_space)
+{
+	const Shape *in = infer_shape(x, 0);
+	int64_t b = attr_int(x, "blocksize", 0);
+	if (in->rank != 4 || b < 1)
+		infer_fail(x, KILN_SHAPE_ERROR, "input must be 4-D and blocksize >= 1");
+	Shape y = *in;
+	if (to_space) {
+		if (in->dims[1].size % (b * b))
+			infer_fail(x, KILN_SHAPE_ERROR, "channels are not a multiple of blocksize^2");
+		y.dims[1].size /= b * b;
+		y.dims[2].size *= b;
+		y.dims[3].size *= b;
+	} else {
+		if (in->dims[2].size % b || in->dims[3].size % b)
+			infer_fail(x, KILN_SHAPE_ERROR, "height and width must be multiples of blocksize");
+		y.dims[1].size *= b * b;
+		y.dims[2].size /= b;
+		y.dims[3].size /= b;
+	}
+	infer_set_output(x, 0, infer_dtype(x, 0), &y);
+}
+
+static void infer_one_hot(Infer *x)
+{
+	const Shape *idx = infer_shape(x, 0);
+	const Folded *f = infer_folded(x, 1);
+	if (!f || f->nelem != 1)
+		infer_fail(x, KILN_UNSUPPORTED, "input 1 \"depth\" must be known at compile time");
+	double depth;
+	switch (f->dtype) {
+	case DT_FLOAT: { float t; memcpy(&t, f->data, 4); depth = (double)t; break; }
+	case DT_DOUBLE: memcpy(&depth, f->data, 8); break;
+	case DT_INT64: { int64_t t; memcpy(&t, f->data, 8); depth = (double)t; break; }
+	case DT_INT32: { int32_t t; memcpy(&t, f->data, 4); depth = t; break; }
+	default: infer_fail(x, KILN_UNSUPPORTED, "depth of type %s", dtype_name(f->dtype));
+	}
+	if (depth < 1 || idx->rank + 1 > KILN_MAX_RANK)
+		infer_fail(x, KILN_SHAPE_ERROR, "depth must be >= 1 and the output rank <= %d",
+		           KILN_MAX_RANK);
+	int axis = infer_axis(x, attr_int(x, "axis", -1), idx->rank + 1, "axis");
+	Shape y = {.rank = idx->rank + 1};
+	for (int k = 0, j = 0; k < y.rank; k++)
+		y.dims[k].size = k == axis ? (int64_t)depth : idx->dims[j++].size;
+	infer_set_output(x, 0, infer_dtype(x, 2), &y);
+}
+
+static void infer_gather_nd(Infer *x)
+{
+	const Shape *data = infer_shape(x, 0), *idx = infer_shape(x, 1);
+	int64_t b = attr_int(x, "batch_dims", 0);
+	if (idx->rank < 1)
+		infer_fail(x, KILN_SHAPE_ERROR, "indices must have rank >= 1");
+	int64_t k = idx->dims[idx->rank - 1].size;
+	if (b < 0 || b + k > data->rank || b >= idx->rank)
+		infer_fail(x, KILN_SHAPE_ERROR, "indices do not fit the data");
+	Shape y = {.rank = 0};
+	for (int i = 0; i < idx->rank - 1; i++)
+		y.dims[y.rank++] = idx->dims[i];
+	for (int64_t i = b + k; i < data->rank; i++) {
+		if (y.rank == KILN_MAX_RANK)
+			infer_fail(x, KILN_LIMIT, "output rank exceeds %d", KILN_MAX_RANK);
+		y.dims[y.rank++] = data->dims[i];
+	}
+	infer_set_output(x, 0, infer_dtype(x, 0), &y);
+}
+
 void ops_shape_infer(Infer *x)
 {
 	switch (x->n->op) {
@@ -632,7 +699,14 @@ void ops_shape_infer(Infer *x)
 	case OP_GatherElements: infer_gather_elements(x); return;
 	case OP_Tile: infer_tile(x); return;
 	case OP_Pad: infer_pad(x); return;
-	case OP_Trilu: case OP_Hardmax: case OP_CumSum: infer_same_shape(x); return;
+	case OP_Trilu: case OP_Hardmax: case OP_CumSum: case OP_ScatterElements: case OP_ScatterND:
+	case OP_Scatter:
+		infer_same_shape(x);
+		return;
+	case OP_DepthToSpace: infer_depth_space(x, true); return;
+	case OP_SpaceToDepth: infer_depth_space(x, false); return;
+	case OP_OneHot: infer_one_hot(x); return;
+	case OP_GatherND: infer_gather_nd(x); return;
 	default: /* Identity */
 		infer_set_output(x, 0, infer_dtype(x, 0), infer_shape(x, 0));
 		pass_folded(x);
