@@ -1148,10 +1148,11 @@ static void emit_pool(Emit *E)
 {
 	Operand X = in_op(E, 0), Y = out_op(E, 0);
 	require_f32(E, &X);
-	if (E->n->op == OP_GlobalAveragePool) {
+	if (E->n->op == OP_GlobalAveragePool || E->n->op == OP_GlobalMaxPool) {
 		int64_t planes = X.shape->dims[0].size * X.shape->dims[1].size;
-		out(E, "\tkiln_f32_global_avgpool(%s, %s, %" PRId64 ", %" PRId64 ");\n", X.expr, Y.expr,
-		    planes, X.nelem / (planes ? planes : 1));
+		out(E, "\tkiln_f32_global_%spool(%s, %s, %" PRId64 ", %" PRId64 ");\n",
+		    E->n->op == OP_GlobalMaxPool ? "max" : "avg", X.expr, Y.expr, planes,
+		    X.nelem / (planes ? planes : 1));
 		return;
 	}
 	if (E->n->nout > 1 && E->n->out[1] != NONE)
@@ -1885,6 +1886,138 @@ static void emit_scatter(Emit *E)
 	       " + s];\n\t}\n", slice, op, slice);
 }
 
+/* InstanceNormalization: per (n, c) plane, (x - mean) / sqrt(var + eps) * s + b. */
+static void emit_instance_norm(Emit *E)
+{
+	Operand X = in_op(E, 0), S = in_op(E, 1), B = in_op(E, 2), Y = out_op(E, 0);
+	require_f32(E, &X);
+	int64_t C = X.shape->dims[1].size, planes = X.shape->dims[0].size * C;
+	int64_t n = planes ? X.nelem / planes : 0;
+	decl(E, "X", &X, false);
+	decl(E, "Y", &Y, true);
+	out(E, "\tconst float *S = %s, *B = %s;\n", S.expr, B.expr);
+	out(E, "\tfor (int64_t p = 0; p < %" PRId64 "; p++) {\n"
+	       "\t\tconst float *x = X + p * %" PRId64 ";\n\t\tfloat *y = Y + p * %" PRId64 ";\n"
+	       "\t\tdouble sum = 0, sq = 0;\n"
+	       "\t\tfor (int64_t i = 0; i < %" PRId64 "; i++)\n\t\t\tsum += x[i];\n"
+	       "\t\tconst double mean = sum / %" PRId64 ";\n"
+	       "\t\tfor (int64_t i = 0; i < %" PRId64 "; i++)\n\t\t\tsq += (x[i] - mean) * (x[i] - mean);\n"
+	       "\t\tconst double inv = 1.0 / sqrt(sq / %" PRId64 " + %s);\n"
+	       "\t\tconst int64_t c = p %% %" PRId64 ";\n"
+	       "\t\tfor (int64_t i = 0; i < %" PRId64 "; i++)\n"
+	       "\t\t\ty[i] = (float)((x[i] - mean) * inv * S[c] + B[c]);\n\t}\n",
+	    planes, n, n, n, n, n, n, flit(E, node_attr_float(E->n, "epsilon", 1e-5f), DT_DOUBLE), C, n);
+}
+
+/* LRN across channels: x / (bias + alpha / size * sum of squares in the window)^beta. */
+static void emit_lrn(Emit *E)
+{
+	Operand X = in_op(E, 0), Y = out_op(E, 0);
+	require_f32(E, &X);
+	int64_t size = node_attr_int(E->n, "size", 1), C = X.shape->dims[1].size;
+	int64_t N = X.shape->dims[0].size, NC = N * C, sp = NC ? X.nelem / NC : 0;
+	double alpha = node_attr_float(E->n, "alpha", 1e-4f), beta = node_attr_float(E->n, "beta", 0.75f);
+	double bias = node_attr_float(E->n, "bias", 1.0f);
+	decl(E, "X", &X, false);
+	decl(E, "Y", &Y, true);
+	out(E, "\tfor (int64_t n = 0; n < %" PRId64 "; n++)\n\tfor (int64_t c = 0; c < %" PRId64
+	       "; c++)\n\tfor (int64_t s = 0; s < %" PRId64 "; s++) {\n"
+	       "\t\tdouble sq = 0;\n"
+	       "\t\tfor (int64_t k = c - %" PRId64 "; k <= c + %" PRId64 "; k++)\n"
+	       "\t\t\tif (k >= 0 && k < %" PRId64 ") {\n"
+	       "\t\t\t\tdouble v = X[(n * %" PRId64 " + k) * %" PRId64 " + s];\n"
+	       "\t\t\t\tsq += v * v;\n\t\t\t}\n"
+	       "\t\tconst int64_t at = (n * %" PRId64 " + c) * %" PRId64 " + s;\n"
+	       "\t\tY[at] = (float)(X[at] / pow(%s + %s / %" PRId64 " * sq, %s));\n\t}\n",
+	    N, C, sp, (size - 1) / 2, size - 1 - (size - 1) / 2, C, C, sp, C, sp,
+	    flit(E, bias, DT_DOUBLE), flit(E, alpha, DT_DOUBLE), size, flit(E, beta, DT_DOUBLE));
+}
+
+static void emit_eye_like(Emit *E)
+{
+	Operand Y = out_op(E, 0);
+	int64_t k = node_attr_int(E->n, "k", 0);
+	decl(E, "Y", &Y, true);
+	out(E, "\tfor (int64_t i = 0; i < %" PRId64 "; i++)\n\t\tfor (int64_t j = 0; j < %" PRId64
+	       "; j++)\n\t\t\tY[i * %" PRId64 " + j] = (%s)(j - i == %" PRId64 ");\n",
+	    Y.shape->dims[0].size, Y.shape->dims[1].size, Y.shape->dims[1].size, ctype(Y.dtype), k);
+}
+
+/* TopK by selection: for each line, K passes each taking the best remaining
+ * element; ties go to the lower index, as ONNX specifies. */
+static void emit_topk(Emit *E)
+{
+	Operand X = in_op(E, 0), V = out_op(E, 0), I = out_op(E, 1);
+	int rank = X.shape->rank;
+	int axis = norm_axis(node_attr_int(E->n, "axis", -1), rank);
+	bool largest = node_attr_int(E->n, "largest", 1) != 0;
+	int64_t outer, inner, len = X.shape->dims[axis].size, k = V.shape->dims[axis].size;
+	around_axis(X.shape, axis, &outer, &inner);
+	decl(E, "X", &X, false);
+	decl(E, "V", &V, true);
+	out(E, "\tint64_t *I = %s;\n", I.expr);
+	if (k == 0)
+		return;
+	/* The previous pick bounds the next: (value, index) pairs strictly after it. */
+	const char *better = largest ? ">" : "<";
+	out(E, "\tfor (int64_t o = 0; o < %" PRId64 "; o++)\n\t\tfor (int64_t i = 0; i < %" PRId64
+	       "; i++) {\n", outer, inner);
+	out(E, "\t\t\tconst %s *x = X + o * %" PRId64 " + i;\n", ctype(X.dtype), len * inner);
+	out(E, "\t\t\tint64_t prev = -1;\n");
+	out(E, "\t\t\tfor (int64_t r = 0; r < %" PRId64 "; r++) {\n\t\t\t\tint64_t best = -1;\n", k);
+	out(E, "\t\t\t\tfor (int64_t a = 0; a < %" PRId64 "; a++) {\n", len);
+	out(E, "\t\t\t\t\tif (prev >= 0 && !(x[prev * %" PRId64 "] %s x[a * %" PRId64
+	       "] || (x[prev * %" PRId64 "] == x[a * %" PRId64 "] && a > prev)))\n\t\t\t\t\t\tcontinue;\n",
+	    inner, better, inner, inner, inner);
+	out(E, "\t\t\t\t\tif (best < 0 || x[a * %" PRId64 "] %s x[best * %" PRId64 "])\n"
+	       "\t\t\t\t\t\tbest = a;\n\t\t\t\t}\n", inner, better, inner);
+	out(E, "\t\t\t\tV[(o * %" PRId64 " + r) * %" PRId64 " + i] = x[best * %" PRId64 "];\n"
+	       "\t\t\t\tI[(o * %" PRId64 " + r) * %" PRId64 " + i] = best;\n\t\t\t\tprev = best;\n"
+	       "\t\t\t}\n\t\t}\n", k, inner, inner, k, inner);
+}
+
+/* QuantizeLinear: saturate(round_half_even(x / scale) + zero_point);
+ * DequantizeLinear: (x - zero_point) * scale. Scale and zero point are one
+ * value, or one per element of `axis` (default 1). */
+static void emit_quant(Emit *E)
+{
+	Operand X = in_op(E, 0), S = in_op(E, 1), Y = out_op(E, 0);
+	bool deq = E->n->op == OP_DequantizeLinear;
+	int rank = X.shape->rank;
+	int64_t outer = 1, inner = 1, len = 1;
+	if (S.nelem > 1) {
+		int axis = norm_axis(node_attr_int(E->n, "axis", 1), rank);
+		around_axis(X.shape, axis, &outer, &inner);
+		len = X.shape->dims[axis].size;
+	} else {
+		outer = X.nelem;
+	}
+	bool has_zp = E->n->nin > 2 && E->n->in[2] != NONE;
+	int qt = deq ? X.dtype : Y.dtype;
+	if (qt != DT_UINT8 && qt != DT_INT8 && qt != DT_INT32)
+		emit_fail(E, "%s with %s is not supported", E->n->op_type, dtype_name(qt));
+	decl(E, "X", &X, false);
+	decl(E, "Y", &Y, true);
+	out(E, "\tconst float *S = %s;\n", S.expr);
+	out(E, "\tconst %s *Z = %s;\n", ctype(qt), has_zp ? in_op(E, 2).expr : "NULL");
+	out(E, "\tfor (int64_t o = 0; o < %" PRId64 "; o++)\n\tfor (int64_t a = 0; a < %" PRId64
+	       "; a++)\n\tfor (int64_t i = 0; i < %" PRId64 "; i++) {\n"
+	       "\t\tconst int64_t at = (o * %" PRId64 " + a) * %" PRId64 " + i;\n"
+	       "\t\tconst int64_t q = %s;\n\t\tconst double zp = Z ? (double)Z[q] : 0.0;\n",
+	    outer, len, inner, len, inner, S.nelem > 1 ? "a" : "0");
+	if (deq) {
+		out(E, "\t\tY[at] = (float)(((double)X[at] - zp) * (double)S[q]);\n\t}\n");
+	} else {
+		double lo = qt == DT_UINT8 ? 0 : qt == DT_INT8 ? -128 : -2147483648.0;
+		double hi = qt == DT_UINT8 ? 255 : qt == DT_INT8 ? 127 : 2147483647.0;
+		/* In float, as the ONNX reference and ONNX Runtime: a float32
+		 * quotient exactly at .5 must round to even from there. */
+		out(E, "\t\tdouble v = (double)rintf(X[at] / S[q]) + zp;\n"
+		       "\t\tv = v < %.1f ? %.1f : v > %.1f ? %.1f : v;\n"
+		       "\t\tY[at] = (%s)v;\n\t}\n", lo, lo, hi, hi, ctype(qt));
+	}
+}
+
 /* ---- nodes ------------------------------------------------------------ */
 
 static void emit_body(Emit *E)
@@ -1929,7 +2062,14 @@ static void emit_body(Emit *E)
 	case OP_Slice: emit_slice(E); break;
 	case OP_Conv: emit_conv(E); break;
 	case OP_ConvTranspose: emit_conv_transpose(E); break;
-	case OP_MaxPool: case OP_AveragePool: case OP_GlobalAveragePool: emit_pool(E); break;
+	case OP_MaxPool: case OP_AveragePool: case OP_GlobalAveragePool: case OP_GlobalMaxPool:
+		emit_pool(E);
+		break;
+	case OP_InstanceNormalization: emit_instance_norm(E); break;
+	case OP_LRN: emit_lrn(E); break;
+	case OP_EyeLike: emit_eye_like(E); break;
+	case OP_TopK: emit_topk(E); break;
+	case OP_QuantizeLinear: case OP_DequantizeLinear: emit_quant(E); break;
 	case OP_ReduceMean: case OP_ReduceSum: case OP_ReduceMax: case OP_ReduceMin:
 	case OP_ReduceProd: case OP_ReduceSumSquare: case OP_ReduceL1: case OP_ReduceL2:
 	case OP_ReduceLogSum: case OP_ReduceLogSumExp:

@@ -128,6 +128,10 @@ static const InferHook infer_hooks[OP_COUNT] = {
 	[OP_ScatterElements] = ops_shape_infer, [OP_ScatterND] = ops_shape_infer,
 	[OP_Scatter] = ops_shape_infer, /* ScatterElements under its old name */
 	[OP_Shrink] = ops_elementwise_infer,
+	[OP_EyeLike] = ops_shape_infer, [OP_TopK] = ops_shape_infer,
+	[OP_QuantizeLinear] = ops_shape_infer, [OP_DequantizeLinear] = ops_shape_infer,
+	[OP_InstanceNormalization] = ops_shape_infer, [OP_LRN] = ops_shape_infer,
+	[OP_GlobalMaxPool] = ops_conv_infer,
 };
 
 InferHook op_infer_hook(int op)

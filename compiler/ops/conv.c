@@ -219,7 +219,7 @@ void ops_conv_infer(Infer *x)
 	case OP_ConvTranspose:
 		infer_conv_transpose(x);
 		return;
-	case OP_GlobalAveragePool: {
+	case OP_GlobalAveragePool: case OP_GlobalMaxPool: {
 		const Shape *in = infer_shape(x, 0);
 		check_spatial_input(x, in);
 		Shape y = *in;

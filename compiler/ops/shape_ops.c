@@ -677,6 +677,51 @@ static void infer_gather_nd(Infer *x)
 	infer_set_output(x, 0, infer_dtype(x, 0), &y);
 }
 
+static void infer_eye_like(Infer *x)
+{
+	const Shape *in = infer_shape(x, 0);
+	if (in->rank != 2)
+		infer_fail(x, KILN_SHAPE_ERROR, "input must be 2-D");
+	int dt = (int)attr_int(x, "dtype", infer_dtype(x, 0));
+	if (!dtype_valid(dt))
+		infer_fail(x, KILN_INVALID_MODEL, "dtype %d is not an element type", dt);
+	infer_set_output(x, 0, dt, in);
+}
+
+/* TopK: K known; values and int64 indices with the axis cut to K. */
+static void infer_topk(Infer *x)
+{
+	const Shape *in = infer_shape(x, 0);
+	int axis = infer_axis(x, attr_int(x, "axis", -1), in->rank, "axis");
+	int64_t k;
+	if (x->n->since < 10) {
+		k = attr_int(x, "k", -1);
+	} else {
+		int64_t n;
+		const int64_t *v = infer_require_ints(x, 1, &n);
+		if (n != 1)
+			infer_fail(x, KILN_SHAPE_ERROR, "K must have one element");
+		k = v[0];
+	}
+	if (k < 0 || k > in->dims[axis].size)
+		infer_fail(x, KILN_SHAPE_ERROR, "K = %lld is out of range for axis %d of size %lld",
+		           (long long)k, axis, (long long)in->dims[axis].size);
+	Shape y = *in;
+	y.dims[axis].size = k;
+	infer_set_output(x, 0, infer_dtype(x, 0), &y);
+	infer_set_output(x, 1, DT_INT64, &y);
+}
+
+/* QuantizeLinear: to the zero point's type (uint8 without one);
+ * DequantizeLinear: to float32. */
+static void infer_quant(Infer *x)
+{
+	int dt = x->n->op == OP_DequantizeLinear ? DT_FLOAT
+	         : infer_has_input(x, 2)          ? infer_dtype(x, 2)
+	                                          : DT_UINT8;
+	infer_set_output(x, 0, dt, infer_shape(x, 0));
+}
+
 void ops_shape_infer(Infer *x)
 {
 	switch (x->n->op) {
@@ -704,6 +749,10 @@ void ops_shape_infer(Infer *x)
 		infer_same_shape(x);
 		return;
 	case OP_DepthToSpace: infer_depth_space(x, true); return;
+	case OP_EyeLike: infer_eye_like(x); return;
+	case OP_TopK: infer_topk(x); return;
+	case OP_QuantizeLinear: case OP_DequantizeLinear: infer_quant(x); return;
+	case OP_InstanceNormalization: case OP_LRN: infer_same_shape(x); return;
 	case OP_SpaceToDepth: infer_depth_space(x, false); return;
 	case OP_OneHot: infer_one_hot(x); return;
 	case OP_GatherND: infer_gather_nd(x); return;
