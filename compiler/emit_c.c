@@ -2018,6 +2018,37 @@ static void emit_quant(Emit *E)
 	}
 }
 
+static void emit_resize(Emit *E)
+{
+	Operand X = in_op(E, 0), Y = out_op(E, 0);
+	require_f32(E, &X);
+	Infer inf = {.sig = (Sig *)E->sig, .g = E->g, .n = E->n, .d = E->d, .a = E->a};
+	kiln_resize_params p;
+	resize_params(&inf, X.shape, &p);
+	out(E, "\tstatic const kiln_resize_params p = {\n\t\t.rank = %d, .mode = %d, .coord_mode = %d, "
+	       ".nearest_mode = %d, .exclude_outside = %d,\n\t\t.cubic_coeff_a = %s, "
+	       ".extrapolation_value = %s,\n",
+	    p.rank, p.mode, p.coord_mode, p.nearest_mode, p.exclude_outside,
+	    flit(E, p.cubic_coeff_a, DT_DOUBLE), flit(E, p.extrapolation_value, DT_DOUBLE));
+	const char *names[] = {"in", "out"};
+	const int64_t *ints[] = {p.in, p.out};
+	for (int i = 0; i < 2; i++) {
+		out(E, "\t\t.%s = {", names[i]);
+		for (int k = 0; k < p.rank; k++)
+			out(E, "%s%" PRId64, k ? ", " : "", ints[i][k]);
+		out(E, "},\n");
+	}
+	const char *fnames[] = {"scale", "roi_start", "roi_end"};
+	const double *fl[] = {p.scale, p.roi_start, p.roi_end};
+	for (int i = 0; i < 3; i++) {
+		out(E, "\t\t.%s = {", fnames[i]);
+		for (int k = 0; k < p.rank; k++)
+			out(E, "%s%s", k ? ", " : "", flit(E, fl[i][k], DT_DOUBLE));
+		out(E, "},\n");
+	}
+	out(E, "\t};\n\tkiln_f32_resize(&p, %s, %s);\n", X.expr, Y.expr);
+}
+
 /* ---- nodes ------------------------------------------------------------ */
 
 static void emit_body(Emit *E)
@@ -2069,6 +2100,7 @@ static void emit_body(Emit *E)
 	case OP_LRN: emit_lrn(E); break;
 	case OP_EyeLike: emit_eye_like(E); break;
 	case OP_TopK: emit_topk(E); break;
+	case OP_Resize: case OP_Upsample: emit_resize(E); break;
 	case OP_QuantizeLinear: case OP_DequantizeLinear: emit_quant(E); break;
 	case OP_ReduceMean: case OP_ReduceSum: case OP_ReduceMax: case OP_ReduceMin:
 	case OP_ReduceProd: case OP_ReduceSumSquare: case OP_ReduceL1: case OP_ReduceL2:

@@ -17,6 +17,7 @@
 #include <stdint.h>
 #include <stdio.h>
 
+#include "kiln/kernels.h"
 #include "kiln/kiln.h"
 
 /* ---- diag.c: errors ---------------------------------------------------- */
@@ -445,6 +446,8 @@ typedef struct ConvTGeometry {
 void conv_transpose_geometry(Infer *x, const Shape *in, const Shape *w, ConvTGeometry *g);
 void ops_norm_infer(Infer *x);          /* BatchNormalization, LayerNormalization, Softmax, LogSoftmax */
 void ops_reduce_infer(Infer *x);        /* ReduceMean, ReduceSum */
+void ops_resize_infer(Infer *x);        /* Resize, Upsample */
+void resize_params(Infer *x, const Shape *in, kiln_resize_params *p);
 void ops_shape_infer(Infer *x);         /* Reshape, Flatten, Transpose, Concat, Split, Slice,
                                            Gather, Squeeze, Unsqueeze, Shape, Constant, Identity */
 

@@ -132,6 +132,7 @@ static const InferHook infer_hooks[OP_COUNT] = {
 	[OP_QuantizeLinear] = ops_shape_infer, [OP_DequantizeLinear] = ops_shape_infer,
 	[OP_InstanceNormalization] = ops_shape_infer, [OP_LRN] = ops_shape_infer,
 	[OP_GlobalMaxPool] = ops_conv_infer,
+	[OP_Resize] = ops_resize_infer, [OP_Upsample] = ops_resize_infer,
 };
 
 InferHook op_infer_hook(int op)

@@ -167,6 +167,35 @@ KILN_API void kiln_f32_maxpool3d(const kiln_window3d_params *p, const float *X, 
 KILN_API void kiln_f32_avgpool3d(const kiln_window3d_params *p, int count_include_pad,
                                  const float *X, float *Y);
 
+/* ---- resize ----------------------------------------------------------- */
+
+#define KILN_RESIZE_MAX_RANK 8
+enum kiln_resize_mode { KILN_RESIZE_NEAREST, KILN_RESIZE_LINEAR, KILN_RESIZE_CUBIC };
+enum kiln_resize_coord {
+	KILN_RESIZE_HALF_PIXEL, KILN_RESIZE_PYTORCH_HALF_PIXEL, KILN_RESIZE_ALIGN_CORNERS,
+	KILN_RESIZE_ASYMMETRIC, KILN_RESIZE_TF_HALF_PIXEL_FOR_NN, KILN_RESIZE_TF_CROP_AND_RESIZE
+};
+enum kiln_nearest_mode {
+	KILN_NEAREST_ROUND_PREFER_FLOOR, KILN_NEAREST_ROUND_PREFER_CEIL, KILN_NEAREST_FLOOR,
+	KILN_NEAREST_CEIL
+};
+
+/* One ONNX Resize. scale[a] is the scale of axis a (the scales input, or
+ * out/in when sizes were given); roi_start/roi_end are used by
+ * tf_crop_and_resize only. */
+typedef struct kiln_resize_params {
+	int rank;
+	int mode, coord_mode, nearest_mode;  /* the enums above */
+	int exclude_outside;
+	double cubic_coeff_a, extrapolation_value;
+	int64_t in[KILN_RESIZE_MAX_RANK], out[KILN_RESIZE_MAX_RANK];
+	double scale[KILN_RESIZE_MAX_RANK];
+	double roi_start[KILN_RESIZE_MAX_RANK], roi_end[KILN_RESIZE_MAX_RANK];
+} kiln_resize_params;
+
+/* ONNX Resize of a dense row-major float32 tensor (all axes, any rank <= 8). */
+KILN_API void kiln_f32_resize(const kiln_resize_params *p, const float *X, float *Y);
+
 /* ---- softmax ---------------------------------------------------------- */
 
 /*

@@ -1,0 +1,144 @@
+/*
+ * f32-resize/ref.c - ONNX Resize (and Upsample) for float32, any rank up
+ * to 8: nearest, linear and cubic interpolation with every coordinate
+ * transformation mode of opset 11-13.
+ *
+ * Interpolation is separable: per output element, each axis contributes up
+ * to four taps (source index, weight), and the result is the weighted sum
+ * over all tap combinations. Taps outside the input are clamped to the edge
+ * (or, with exclude_outside, dropped and the weights renormalized), as the
+ * ONNX reference does. Weights are computed in double.
+ */
+#include <math.h>
+
+#include "kiln/kernels.h"
+
+enum { MAX_TAPS = 4 };
+
+typedef struct Taps {
+	int n;
+	int64_t index[MAX_TAPS];
+	double weight[MAX_TAPS];
+	int outside;       /* tf_crop_and_resize: the coordinate is off the input */
+} Taps;
+
+static double source_coord(const kiln_resize_params *p, int a, int64_t o)
+{
+	double in = (double)p->in[a], out = (double)p->out[a], s = p->scale[a], x = (double)o;
+	switch (p->coord_mode) {
+	case KILN_RESIZE_HALF_PIXEL: return (x + 0.5) / s - 0.5;
+	case KILN_RESIZE_PYTORCH_HALF_PIXEL: return out > 1 ? (x + 0.5) / s - 0.5 : 0.0;
+	case KILN_RESIZE_ALIGN_CORNERS: return out > 1 ? x * (in - 1) / (s * in - 1) : 0.0;
+	case KILN_RESIZE_ASYMMETRIC: return x / s;
+	case KILN_RESIZE_TF_HALF_PIXEL_FOR_NN: return (x + 0.5) / s;
+	case KILN_RESIZE_TF_CROP_AND_RESIZE:
+		return out > 1 ? p->roi_start[a] * (in - 1) +
+		                     x * (p->roi_end[a] - p->roi_start[a]) * (in - 1) / (out - 1)
+		               : 0.5 * (p->roi_start[a] + p->roi_end[a]) * (in - 1);
+	}
+	return x / s;
+}
+
+static int64_t clamp_index(int64_t i, int64_t n)
+{
+	return i < 0 ? 0 : i >= n ? n - 1 : i;
+}
+
+static void cubic_weights(double r, double A, double w[4])
+{
+	double t = r + 1, u = 1 - r, v = 2 - r;
+	w[0] = ((A * t - 5 * A) * t + 8 * A) * t - 4 * A;
+	w[1] = ((A + 2) * r - (A + 3)) * r * r + 1;
+	w[2] = ((A + 2) * u - (A + 3)) * u * u + 1;
+	w[3] = ((A * v - 5 * A) * v + 8 * A) * v - 4 * A;
+}
+
+static void taps_for(const kiln_resize_params *p, int a, int64_t o, Taps *t)
+{
+	int64_t in = p->in[a];
+	double x = source_coord(p, a, o);
+	t->outside = p->coord_mode == KILN_RESIZE_TF_CROP_AND_RESIZE && (x < 0 || x > (double)(in - 1));
+	if (p->mode == KILN_RESIZE_NEAREST) {
+		double f = floor(x), i;
+		switch (p->nearest_mode) {
+		case KILN_NEAREST_ROUND_PREFER_CEIL: i = floor(x + 0.5); break;
+		case KILN_NEAREST_FLOOR: i = f; break;
+		case KILN_NEAREST_CEIL: i = ceil(x); break;
+		default: i = x - f == 0.5 ? f : floor(x + 0.5); break; /* round_prefer_floor */
+		}
+		t->n = 1;
+		t->index[0] = clamp_index((int64_t)i, in);
+		t->weight[0] = 1;
+		return;
+	}
+	double f = floor(x), r = x - f;
+	int64_t base = (int64_t)f;
+	if (p->mode == KILN_RESIZE_LINEAR) {
+		t->n = 2;
+		t->index[0] = base;
+		t->index[1] = base + 1;
+		t->weight[0] = 1 - r;
+		t->weight[1] = r;
+	} else {
+		t->n = 4;
+		cubic_weights(r, p->cubic_coeff_a, t->weight);
+		for (int k = 0; k < 4; k++)
+			t->index[k] = base - 1 + k;
+	}
+	double sum = 0;
+	for (int k = 0; k < t->n; k++) {
+		if (p->exclude_outside && (t->index[k] < 0 || t->index[k] >= in))
+			t->weight[k] = 0;
+		t->index[k] = clamp_index(t->index[k], in);
+		sum += t->weight[k];
+	}
+	if (p->exclude_outside && sum != 0)
+		for (int k = 0; k < t->n; k++)
+			t->weight[k] /= sum;
+}
+
+KILN_API void kiln_f32_resize(const kiln_resize_params *p, const float *X, float *Y)
+{
+	int rank = p->rank;
+	int64_t in_stride[KILN_RESIZE_MAX_RANK], total = 1, o[KILN_RESIZE_MAX_RANK];
+	int64_t s = 1;
+	for (int a = rank - 1; a >= 0; a--) {
+		in_stride[a] = s;
+		s *= p->in[a];
+		total *= p->out[a];
+		o[a] = 0;
+	}
+	for (int64_t at = 0; at < total; at++) {
+		Taps t[KILN_RESIZE_MAX_RANK];
+		int outside = 0;
+		int64_t combos = 1;
+		for (int a = 0; a < rank; a++) {
+			taps_for(p, a, o[a], &t[a]);
+			outside |= t[a].outside;
+			combos *= t[a].n;
+		}
+		double acc = 0;
+		if (outside) {
+			acc = p->extrapolation_value;
+		} else {
+			for (int64_t c = 0; c < combos; c++) {
+				int64_t rest = c, off = 0;
+				double w = 1;
+				for (int a = rank - 1; a >= 0; a--) {
+					int k = (int)(rest % t[a].n);
+					rest /= t[a].n;
+					off += t[a].index[k] * in_stride[a];
+					w *= t[a].weight[k];
+				}
+				if (w != 0)
+					acc += w * (double)X[off];
+			}
+		}
+		Y[at] = (float)acc;
+		for (int a = rank - 1; a >= 0; a--) { /* next output coordinate */
+			if (++o[a] < p->out[a])
+				break;
+			o[a] = 0;
+		}
+	}
+}
