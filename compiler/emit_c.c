@@ -2049,6 +2049,69 @@ static void emit_resize(Emit *E)
 	out(E, "\t};\n\tkiln_f32_resize(&p, %s, %s);\n", X.expr, Y.expr);
 }
 
+/* Einsum as loops: one per output letter, then one per summed letter, and
+ * the product of the operands' elements accumulated (in double for floats). */
+static void emit_einsum(Emit *E)
+{
+	Infer inf = {.sig = (Sig *)E->sig, .g = E->g, .n = E->n, .d = E->d, .a = E->a};
+	Einsum e;
+	einsum_parse(&inf, &e);
+	Operand Y = out_op(E, 0);
+	decl(E, "Y", &Y, true);
+	Operand xs[EINSUM_MAX_OPERANDS];
+	for (int k = 0; k < e.noperands; k++) {
+		xs[k] = in_op(E, k);
+		char var[8];
+		snprintf(var, sizeof var, "X%d", k);
+		decl(E, var, &xs[k], false);
+	}
+	if (Y.nelem == 0)
+		return;
+	char letters[64];
+	int nl = 0;
+	for (const char *q = e.out; *q; q++)
+		letters[nl++] = *q;
+	int nout = nl;
+	for (int k = 0; k < e.noperands; k++)
+		for (const char *q = e.term[k]; *q; q++)
+			if (!memchr(letters, *q, (size_t)nl))
+				letters[nl++] = *q;
+	const char *acc_t = is_float(Y.dtype) ? "double" : ctype(Y.dtype);
+	out(E, "\tint64_t at = 0;\n");
+	char ind[80] = "\t";
+	int depth = 0;
+	for (int i = 0; i <= nl; i++) {
+		if (i == nout)  /* every output element: a fresh sum over the other letters */
+			out(E, "%s%s acc = 0;\n", ind, acc_t);
+		if (i == nl)
+			break;
+		out(E, "%sfor (int64_t l%d = 0; l%d < %" PRId64 "; l%d++) {\n", ind, i, i,
+		    e.size[(unsigned char)letters[i]], i);
+		ind[++depth] = '\t';
+	}
+	out(E, "%sacc += (%s)1", ind, acc_t);
+	for (int k = 0; k < e.noperands; k++) {
+		out(E, " * (%s)X%d[0", acc_t, k);
+		int64_t st = 1;
+		for (int a = xs[k].shape->rank - 1; a >= 0; a--) {
+			int li = (int)((const char *)memchr(letters, e.term[k][a], (size_t)nl) - letters);
+			if (xs[k].shape->dims[a].size != 1)
+				out(E, " + l%d * %" PRId64, li, st);
+			st *= xs[k].shape->dims[a].size;
+		}
+		out(E, "]");
+	}
+	out(E, ";\n");
+	if (nl == nout) /* nothing summed: each element is one product */
+		out(E, "%sY[at++] = (%s)acc;\n", ind, ctype(Y.dtype));
+	while (depth > 0) {
+		ind[depth--] = 0;
+		out(E, "%s}\n", ind);
+		if (depth == nout && nl > nout)
+			out(E, "%sY[at++] = (%s)acc;\n", ind, ctype(Y.dtype));
+	}
+}
+
 /* ---- nodes ------------------------------------------------------------ */
 
 static void emit_body(Emit *E)
@@ -2100,6 +2163,7 @@ static void emit_body(Emit *E)
 	case OP_LRN: emit_lrn(E); break;
 	case OP_EyeLike: emit_eye_like(E); break;
 	case OP_TopK: emit_topk(E); break;
+	case OP_Einsum: emit_einsum(E); break;
 	case OP_Resize: case OP_Upsample: emit_resize(E); break;
 	case OP_QuantizeLinear: case OP_DequantizeLinear: emit_quant(E); break;
 	case OP_ReduceMean: case OP_ReduceSum: case OP_ReduceMax: case OP_ReduceMin:

@@ -447,6 +447,14 @@ void conv_transpose_geometry(Infer *x, const Shape *in, const Shape *w, ConvTGeo
 void ops_norm_infer(Infer *x);          /* BatchNormalization, LayerNormalization, Softmax, LogSoftmax */
 void ops_reduce_infer(Infer *x);        /* ReduceMean, ReduceSum */
 void ops_resize_infer(Infer *x);        /* Resize, Upsample */
+#define EINSUM_MAX_OPERANDS 8
+typedef struct Einsum {
+	int noperands;
+	char term[EINSUM_MAX_OPERANDS][KILN_MAX_RANK + 1];  /* one letter per axis */
+	char out[KILN_MAX_RANK + 1];
+	int64_t size[128];                                  /* per letter, -1 if unused */
+} Einsum;
+void einsum_parse(Infer *x, Einsum *e);
 void resize_params(Infer *x, const Shape *in, kiln_resize_params *p);
 void ops_shape_infer(Infer *x);         /* Reshape, Flatten, Transpose, Concat, Split, Slice,
                                            Gather, Squeeze, Unsqueeze, Shape, Constant, Identity */

@@ -133,6 +133,7 @@ static const InferHook infer_hooks[OP_COUNT] = {
 	[OP_InstanceNormalization] = ops_shape_infer, [OP_LRN] = ops_shape_infer,
 	[OP_GlobalMaxPool] = ops_conv_infer,
 	[OP_Resize] = ops_resize_infer, [OP_Upsample] = ops_resize_infer,
+	[OP_Einsum] = ops_shape_infer,
 };
 
 InferHook op_infer_hook(int op)
