@@ -1794,6 +1794,20 @@ static void emit_one_hot(Emit *E)
 	close_loops(E, Y.shape);
 }
 
+/* The index tuple I[o, 0..k-1] of GatherND/ScatterND, each wrapped and
+ * checked against data axis first + j, added to `at` with the data strides. */
+static void emit_index_tuple(Emit *E, const Shape *data, int64_t k, int first, const int64_t *st)
+{
+	for (int64_t j = 0; j < k; j++) {
+		int64_t len = data->dims[first + j].size;
+		out(E, "\t\t{\n\t\t\tint64_t v = (int64_t)I[o * %" PRId64 " + %" PRId64 "];\n"
+		       "\t\t\tif (v < 0)\n\t\t\t\tv += %" PRId64 ";\n"
+		       "\t\t\tif (v < 0 || v >= %" PRId64 ")\n\t\t\t\treturn KILN_SHAPE_ERROR;\n"
+		       "\t\t\tat += v * %" PRId64 ";\n\t\t}\n",
+		    k, j, len, len, st[first + j]);
+	}
+}
+
 static void emit_gather_nd(Emit *E)
 {
 	Operand D = in_op(E, 0), I = in_op(E, 1), Y = out_op(E, 0);
@@ -1818,18 +1832,11 @@ static void emit_gather_nd(Emit *E)
 	if (Y.nelem == 0)
 		return;
 	out(E, "\tfor (int64_t o = 0; o < %" PRId64 "; o++) {\n", outer);
+	/* The leading batch_dims axes are shared by data and indices: the batch
+	 * index times the stride of the last of them. */
 	out(E, "\t\tint64_t at = (o / %" PRId64 ") * %" PRId64 ";\n", per_batch,
-	    b ? dstride[b - 1] * D.shape->dims[b - 1].size / D.shape->dims[b - 1].size * 1 : 0);
-	if (b) /* batch coordinates: the product of the leading data strides */
-		out(E, "\t\tat = (o / %" PRId64 ") * %" PRId64 ";\n", per_batch, dstride[b - 1]);
-	for (int64_t j = 0; j < k; j++) {
-		int64_t len = D.shape->dims[b + j].size;
-		out(E, "\t\t{\n\t\t\tint64_t v = (int64_t)I[o * %" PRId64 " + %" PRId64 "];\n"
-		       "\t\t\tif (v < 0)\n\t\t\t\tv += %" PRId64 ";\n"
-		       "\t\t\tif (v < 0 || v >= %" PRId64 ")\n\t\t\t\treturn KILN_SHAPE_ERROR;\n"
-		       "\t\t\tat += v * %" PRId64 ";\n\t\t}\n",
-		    k, j, len, len, dstride[b + j]);
-	}
+	    b ? dstride[b - 1] : (int64_t)0);
+	emit_index_tuple(E, D.shape, k, (int)b, dstride);
 	out(E, "\t\tmemcpy(Y + o * %" PRId64 ", D + at, %zu);\n\t}\n", slice, (size_t)slice * es);
 }
 
@@ -1875,13 +1882,7 @@ static void emit_scatter(Emit *E)
 		acc *= D.shape->dims[i].size;
 	}
 	out(E, "\tfor (int64_t o = 0; o < %" PRId64 "; o++) {\n\t\tint64_t at = 0;\n", outer);
-	for (int64_t j = 0; j < k; j++) {
-		int64_t len = D.shape->dims[j].size;
-		out(E, "\t\t{\n\t\t\tint64_t v = (int64_t)I[o * %" PRId64 " + %" PRId64 "];\n"
-		       "\t\t\tif (v < 0)\n\t\t\t\tv += %" PRId64 ";\n"
-		       "\t\t\tif (v < 0 || v >= %" PRId64 ")\n\t\t\t\treturn KILN_SHAPE_ERROR;\n"
-		       "\t\t\tat += v * %" PRId64 ";\n\t\t}\n", k, j, len, len, st[j]);
-	}
+	emit_index_tuple(E, D.shape, k, 0, st);
 	out(E, "\t\tfor (int64_t s = 0; s < %" PRId64 "; s++)\n\t\t\tY[at + s] %s U[o * %" PRId64
 	       " + s];\n\t}\n", slice, op, slice);
 }
