@@ -1,0 +1,285 @@
+/*
+ * emit/elementwise.c - op emitters for elementwise ops: math, activations, comparisons, logic, broadcasting binary ops, Cast.
+ */
+#include <inttypes.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "emit_c.h"
+
+void emit_unary(Emit *E)
+{
+	Operand x = in_op(E, 0), y = out_op(E, 0);
+	int dt = x.dtype, op = E->n->op;
+	const char *e = NULL;
+	bool needs_float = true;
+	switch (op) {
+	case OP_Relu:
+		e = is_float(dt) ? arena_printf(E->a, "x0 < 0 ? %s : x0", flit(E, 0, dt)) : "x0 < 0 ? 0 : x0";
+		needs_float = false;
+		break;
+	case OP_Identity:
+		e = "x0";
+		needs_float = false;
+		break;
+	case OP_Sigmoid:
+		e = arena_printf(E->a, "%s / (%s + %s(-x0))", flit(E, 1, dt), flit(E, 1, dt), mathfn(E, "exp", dt));
+		break;
+	case OP_Tanh: e = arena_printf(E->a, "%s(x0)", mathfn(E, "tanh", dt)); break;
+	case OP_Erf: e = arena_printf(E->a, "%s(x0)", mathfn(E, "erf", dt)); break;
+	case OP_Sqrt: e = arena_printf(E->a, "%s(x0)", mathfn(E, "sqrt", dt)); break;
+	case OP_Exp: e = arena_printf(E->a, "%s(x0)", mathfn(E, "exp", dt)); break;
+	case OP_Log: e = arena_printf(E->a, "%s(x0)", mathfn(E, "log", dt)); break;
+	case OP_Selu: {
+		double alpha = node_attr_float(E->n, "alpha", 1.67326319217681884765625f);
+		double gamma = node_attr_float(E->n, "gamma", 1.05070102214813232421875f);
+		e = arena_printf(E->a, "x0 > 0 ? %s * x0 : %s * (%s * %s(x0) - %s)", flit(E, gamma, dt),
+		                 flit(E, gamma, dt), flit(E, alpha, dt), mathfn(E, "exp", dt), flit(E, alpha, dt));
+		break;
+	}
+	case OP_Elu: {
+		double alpha = node_attr_float(E->n, "alpha", 1.0f);
+		e = arena_printf(E->a, "x0 < 0 ? %s * (%s(x0) - %s) : x0", flit(E, alpha, dt),
+		                 mathfn(E, "exp", dt), flit(E, 1, dt));
+		break;
+	}
+	case OP_LeakyRelu: {
+		double alpha = node_attr_float(E->n, "alpha", 0.01f);
+		e = arena_printf(E->a, "x0 < 0 ? %s * x0 : x0", flit(E, alpha, dt));
+		break;
+	}
+	case OP_Neg:
+		e = is_unsigned(dt) ? "(uint8_t)0" : arena_printf(E->a, "(%s)-x0", ctype(dt));
+		needs_float = false;
+		break;
+	case OP_Abs:
+		e = is_float(dt) ? arena_printf(E->a, "%s(x0)", mathfn(E, "fabs", dt))
+		    : is_unsigned(dt) ? "x0" : arena_printf(E->a, "(%s)(x0 < 0 ? -x0 : x0)", ctype(dt));
+		needs_float = false;
+		break;
+	case OP_Sign:
+		e = is_unsigned(dt) ? arena_printf(E->a, "(%s)(x0 > 0)", ctype(dt))
+		                    : arena_printf(E->a, "x0 > 0 ? (%s)1 : x0 < 0 ? (%s)-1 : x0", ctype(dt),
+		                                   ctype(dt));
+		needs_float = false;
+		break;
+	case OP_Floor: e = arena_printf(E->a, "%s(x0)", mathfn(E, "floor", dt)); break;
+	case OP_Ceil: e = arena_printf(E->a, "%s(x0)", mathfn(E, "ceil", dt)); break;
+	case OP_Round: e = arena_printf(E->a, "%s(x0)", mathfn(E, "rint", dt)); break; /* ties to even */
+	case OP_Reciprocal: e = arena_printf(E->a, "%s / x0", flit(E, 1, dt)); break;
+	case OP_Sin: case OP_Cos: case OP_Tan: case OP_Asin: case OP_Acos: case OP_Atan:
+	case OP_Sinh: case OP_Cosh: case OP_Asinh: case OP_Acosh: case OP_Atanh: {
+		char lower[8];
+		size_t k = 0;
+		for (const char *p = E->n->op_type; *p && k < sizeof lower - 1; p++)
+			lower[k++] = (char)(*p >= 'A' && *p <= 'Z' ? *p - 'A' + 'a' : *p);
+		lower[k] = 0;
+		e = arena_printf(E->a, "%s(x0)", mathfn(E, lower, dt));
+		break;
+	}
+	case OP_Softplus: /* log(1 + exp(x)) without overflow */
+		e = arena_printf(E->a, "x0 > 0 ? x0 + %s(%s(-x0)) : %s(%s(x0))", mathfn(E, "log1p", dt),
+		                 mathfn(E, "exp", dt), mathfn(E, "log1p", dt), mathfn(E, "exp", dt));
+		break;
+	case OP_Softsign: e = arena_printf(E->a, "x0 / (%s + %s(x0))", flit(E, 1, dt), mathfn(E, "fabs", dt)); break;
+	case OP_HardSigmoid: case OP_HardSwish: {
+		double alpha = E->n->op == OP_HardSwish ? 1.0 / 6 : node_attr_float(E->n, "alpha", 0.2f);
+		double beta = E->n->op == OP_HardSwish ? 0.5 : node_attr_float(E->n, "beta", 0.5f);
+		const char *hs = arena_printf(E->a, "%s(%s, %s(%s, %s * x0 + %s))", mathfn(E, "fmax", dt),
+		                              flit(E, 0, dt), mathfn(E, "fmin", dt), flit(E, 1, dt),
+		                              flit(E, alpha, dt), flit(E, beta, dt));
+		e = E->n->op == OP_HardSwish ? arena_printf(E->a, "x0 * %s", hs) : hs;
+		break;
+	}
+	case OP_ThresholdedRelu: {
+		double alpha = node_attr_float(E->n, "alpha", 1.0f);
+		e = arena_printf(E->a, "x0 > %s ? x0 : %s", flit(E, alpha, dt), flit(E, 0, dt));
+		break;
+	}
+	case OP_Celu: {
+		double alpha = node_attr_float(E->n, "alpha", 1.0f);
+		e = arena_printf(E->a, "%s(%s, x0) + %s(%s, %s * (%s(x0 / %s) - %s))", mathfn(E, "fmax", dt),
+		                 flit(E, 0, dt), mathfn(E, "fmin", dt), flit(E, 0, dt), flit(E, alpha, dt),
+		                 mathfn(E, "exp", dt), flit(E, alpha, dt), flit(E, 1, dt));
+		break;
+	}
+	case OP_Shrink: {
+		double l = node_attr_float(E->n, "lambd", 0.5f), b = node_attr_float(E->n, "bias", 0.0f);
+		e = is_float(dt) ? arena_printf(E->a, "x0 < -%s ? x0 + %s : x0 > %s ? x0 - %s : %s",
+		                                flit(E, l, dt), flit(E, b, dt), flit(E, l, dt),
+		                                flit(E, b, dt), flit(E, 0, dt))
+		                 : arena_printf(E->a, "(%s)(x0 < -%.17g ? x0 + %.17g : x0 > %.17g ? x0 - %.17g : 0)",
+		                                ctype(dt), l, b, l, b);
+		needs_float = false;
+		break;
+	}
+	case OP_Not:
+		e = "(uint8_t)!x0";
+		needs_float = false;
+		break;
+	case OP_IsNaN:
+		e = "(uint8_t)(x0 != x0)";
+		break;
+	case OP_IsInf: {
+		bool neg = node_attr_int(E->n, "detect_negative", 1) != 0;
+		bool pos = node_attr_int(E->n, "detect_positive", 1) != 0;
+		e = arena_printf(E->a, "(uint8_t)(isinf(x0) && ((x0 > 0 && %d) || (x0 < 0 && %d)))", pos,
+		                 neg);
+		break;
+	}
+	case OP_Clip: {
+		/* Bounds come from attributes before opset 11, then from optional
+		 * inputs. One known at compile time becomes a literal (left out when
+		 * an integer type cannot exceed it, so the C compiler sees no
+		 * always-false comparison); one fed at run time is read once. */
+		const char *bound[2] = {NULL, NULL};
+		for (int i = 0; i < 2; i++) {
+			double v;
+			if (E->n->since < 11) {
+				const Attr *at = node_attr(E->n, i ? "max" : "min");
+				if (!at)
+					continue;
+				v = (double)at->f;
+			} else {
+				int k = i + 1;
+				if (k >= E->n->nin || E->n->in[k] == NONE)
+					continue;
+				int id = E->n->in[k];
+				if (!E->sig->folded[id] && E->g->values[E->plan->root[id]].kind != VAL_WEIGHT) {
+					emitf(E, "\tconst %s %s = (%s)[0];\n", ctype(dt), i ? "hi" : "lo",
+					    in_op(E, k).expr);
+					bound[i] = i ? "hi" : "lo";
+					continue;
+				}
+				folded_scalar(E, k, &v);
+			}
+			if (is_float(dt)) {
+				bound[i] = flit(E, v, dt);
+				continue;
+			}
+			size_t bits = 8 * dtype_size(dt);
+			bool is_signed = dt == DT_INT8 || dt == DT_INT16 || dt == DT_INT32 || dt == DT_INT64;
+			double tmax = is_signed ? ldexp(1, (int)bits - 1) - 1 : ldexp(1, (int)bits) - 1;
+			double tmin = is_signed ? -ldexp(1, (int)bits - 1) : 0;
+			if (i ? v < tmax : v > tmin)
+				bound[i] = arena_printf(E->a, "(%s)%.0f", ctype(dt), v);
+		}
+		e = arena_printf(E->a, "%s%s%s%s%s%sx0", bound[0] ? "x0 < " : "",
+		                 bound[0] ? bound[0] : "", bound[0] ? arena_printf(E->a, " ? %s : ", bound[0]) : "",
+		                 bound[1] ? "x0 > " : "", bound[1] ? bound[1] : "",
+		                 bound[1] ? arena_printf(E->a, " ? %s : ", bound[1]) : "");
+		needs_float = false;
+		break;
+	}
+	default:
+		emit_fail(E, "no code generator for this op yet");
+	}
+	if (needs_float && !is_float(dt))
+		emit_fail(E, "%s on %s is not supported by the code generator yet", E->n->op_type,
+		          dtype_name(dt));
+	emit_map(E, &y, &x, 1, e);
+}
+
+/* Elementwise ops of two or more inputs, broadcast. */
+void emit_binary(Emit *E)
+{
+	Operand xs[MAX_MAP_OPERANDS], y = out_op(E, 0);
+	int nx = E->n->nin, op = E->n->op;
+	if (nx > MAX_MAP_OPERANDS)
+		emit_fail(E, "more than %d inputs is not supported by the code generator yet",
+		          MAX_MAP_OPERANDS);
+	for (int i = 0; i < nx; i++)
+		xs[i] = in_op(E, i);
+	Shape slope;
+	if (op == OP_PRelu && E->n->since < 7 && xs[1].shape->rank == 1 && xs[0].shape->rank > 2 &&
+	    xs[1].shape->dims[0].size == xs[0].shape->dims[1].size) {
+		slope = prelu_channel_shape(xs[0].shape);
+		xs[1].shape = &slope;
+	}
+	int dt = xs[0].dtype;  /* comparisons output bool; compute in the inputs' type */
+	const char *t = ctype(dt), *e = NULL, *stmts = NULL;
+	if (dt == DT_FLOAT16 || dt == DT_BFLOAT16 || dt == DT_STRING)
+		emit_fail(E, "%s on %s is not supported by the code generator yet", E->n->op_type,
+		          dtype_name(dt));
+	switch (op) {
+	case OP_Add: e = "x0 + x1"; break;
+	case OP_Sub: e = "x0 - x1"; break;
+	case OP_Mul: e = "x0 * x1"; break;
+	case OP_Div: e = is_float(dt) ? "x0 / x1" : "x1 == 0 ? 0 : x0 / x1"; break;
+	case OP_Pow:
+		/* Integer powers go through double, exact for every result that fits. */
+		e = is_float(dt) ? arena_printf(E->a, "%s(x0, (%s)x1)", mathfn(E, "pow", dt), t)
+		                 : arena_printf(E->a, "(%s)pow((double)x0, (double)x1)", ctype(y.dtype));
+		break;
+	case OP_Where: e = "x0 ? x1 : x2"; break;
+	case OP_And: e = "(uint8_t)(x0 && x1)"; break;
+	case OP_Or: e = "(uint8_t)(x0 || x1)"; break;
+	case OP_Xor: e = "(uint8_t)(!x0 != !x1)"; break;
+	case OP_Equal: e = "(uint8_t)(x0 == x1)"; break;
+	case OP_Less: e = "(uint8_t)(x0 < x1)"; break;
+	case OP_Greater: e = "(uint8_t)(x0 > x1)"; break;
+	case OP_LessOrEqual: e = "(uint8_t)(x0 <= x1)"; break;
+	case OP_GreaterOrEqual: e = "(uint8_t)(x0 >= x1)"; break;
+	case OP_PRelu: e = "x0 < 0 ? x1 * x0 : x0"; break;
+	case OP_BitShift: {
+		bool left = false;
+		const Attr *dir = node_attr(E->n, "direction");
+		if (dir && dir->type == AT_STRING && dir->s.len == 4 && memcmp(dir->s.data, "LEFT", 4) == 0)
+			left = true;
+		e = arena_printf(E->a, "x1 >= %zu ? 0 : (%s)(x0 %s x1)", 8 * dtype_size(dt), t,
+		                 left ? "<<" : ">>");
+		break;
+	}
+	case OP_Mod:
+		if (node_attr_int(E->n, "fmod", 0) || is_float(dt))
+			e = is_float(dt) ? arena_printf(E->a, "%s(x0, x1)", mathfn(E, "fmod", dt))
+			                 : "x1 == 0 ? 0 : x0 % x1";
+		else if (is_unsigned(dt))
+			e = "x1 == 0 ? 0 : x0 % x1";
+		else /* the sign of the divisor, as Python's % */
+			stmts = arena_printf(E->a, "r = x1 == 0 ? 0 : (%s)(x0 %% x1); "
+			                           "if (r != 0 && (r < 0) != (x1 < 0)) r = (%s)(r + x1);", t, t);
+		break;
+	case OP_Sum: case OP_Mean: case OP_Min: case OP_Max: {
+		char *b = arena_printf(E->a, "r = x0;");
+		for (int i = 1; i < nx; i++) {
+			const char *step;
+			if (op == OP_Sum || op == OP_Mean)
+				step = arena_printf(E->a, " r = (%s)(r + x%d);", t, i);
+			else if (is_float(dt)) /* NaN wins, as in numpy */
+				step = arena_printf(E->a, " r = (r != r || r %s x%d) ? r : x%d;",
+				                    op == OP_Max ? ">" : "<", i, i);
+			else
+				step = arena_printf(E->a, " r = r %s x%d ? r : x%d;", op == OP_Max ? ">" : "<", i, i);
+			b = arena_printf(E->a, "%s%s", b, step);
+		}
+		if (op == OP_Mean)
+			b = arena_printf(E->a, "%s r = (%s)(r / %d);", b, t, nx);
+		stmts = b;
+		break;
+	}
+	default:
+		emit_fail(E, "no code generator for this op yet");
+	}
+	emit_map_body(E, &y, xs, nx, e, stmts);
+}
+
+void emit_cast(Emit *E)
+{
+	Operand x = in_op(E, 0), y = out_op(E, 0);
+	/* 16-bit floats travel as bit patterns and go through float32. */
+	const char *src = x.dtype == DT_FLOAT16    ? "kiln_f16_to_f32(x0)"
+	                  : x.dtype == DT_BFLOAT16 ? "kiln_bf16_to_f32(x0)"
+	                                           : "x0";
+	const char *e;
+	if (y.dtype == DT_FLOAT16 || y.dtype == DT_BFLOAT16)
+		e = arena_printf(E->a, "%s((float)%s)",
+		                 y.dtype == DT_FLOAT16 ? "kiln_f32_to_f16" : "kiln_f32_to_bf16", src);
+	else if (y.dtype == DT_BOOL)
+		e = arena_printf(E->a, "(uint8_t)(%s != 0)", src);
+	else
+		e = arena_printf(E->a, "(%s)%s", ctype(y.dtype), src);
+	emit_map(E, &y, &x, 1, e);
+}
+

@@ -1,0 +1,159 @@
+/*
+ * emit/linalg.c - op emitters for Gemm, MatMul (runtime GEMM kernel) and Einsum (generated loops).
+ */
+#include <inttypes.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "emit_c.h"
+
+void emit_gemm(Emit *E)
+{
+	Operand A = in_op(E, 0), B = in_op(E, 1), Y = out_op(E, 0);
+	require_f32(E, &A);
+	bool ta = node_attr_int(E->n, "transA", 0) != 0, tb = node_attr_int(E->n, "transB", 0) != 0;
+	double alpha = node_attr_float(E->n, "alpha", 1.0f), beta = node_attr_float(E->n, "beta", 1.0f);
+	int64_t M = Y.shape->dims[0].size, N = Y.shape->dims[1].size;
+	int64_t K = A.shape->dims[ta ? 0 : 1].size;
+	bool has_c = E->n->nin > 2 && E->n->in[2] != NONE && beta != 0.0;
+	decl(E, "A", &A, false);
+	decl(E, "B", &B, false);
+	if (has_c) {
+		Operand C = in_op(E, 2);
+		/* Y = C broadcast to [M, N]; the product is then accumulated with beta. */
+		Operand cy = Y;
+		emit_map(E, &cy, &C, 1, "x0");
+		emitf(E, "\tkiln_f32_gemm(%" PRId64 ", %" PRId64 ", %" PRId64 ", %s, A, %" PRId64 ", %" PRId64
+		       ", B, %" PRId64 ", %" PRId64 ", %s, Y, %" PRId64 ");\n",
+		    M, N, K, flit(E, alpha, DT_FLOAT), ta ? (int64_t)1 : K, ta ? M : (int64_t)1,
+		    tb ? (int64_t)1 : N, tb ? K : (int64_t)1, flit(E, beta, DT_FLOAT), N);
+	} else {
+		decl(E, "Y", &Y, true);
+		emitf(E, "\tkiln_f32_gemm(%" PRId64 ", %" PRId64 ", %" PRId64 ", %s, A, %" PRId64 ", %" PRId64
+		       ", B, %" PRId64 ", %" PRId64 ", 0.0f, Y, %" PRId64 ");\n",
+		    M, N, K, flit(E, alpha, DT_FLOAT), ta ? (int64_t)1 : K, ta ? M : (int64_t)1,
+		    tb ? (int64_t)1 : N, tb ? K : (int64_t)1, N);
+	}
+}
+
+void emit_matmul(Emit *E)
+{
+	Operand A = in_op(E, 0), B = in_op(E, 1), Y = out_op(E, 0);
+	require_f32(E, &A);
+	Shape a = *A.shape, b = *B.shape;
+	if (a.rank == 1) {
+		a.dims[1] = a.dims[0];
+		a.dims[0].size = 1;
+		a.rank = 2;
+	}
+	if (b.rank == 1) {
+		b.dims[1].size = 1;
+		b.rank = 2;
+	}
+	int64_t M = a.dims[a.rank - 2].size, K = a.dims[a.rank - 1].size, N = b.dims[b.rank - 1].size;
+	/* Batch dims broadcast like elementwise ops; loop over the output's. */
+	int br = (a.rank > b.rank ? a.rank : b.rank) - 2;
+	Shape ob = {.rank = br}, ab = {.rank = a.rank - 2}, bb = {.rank = b.rank - 2};
+	for (int k = 0; k < ab.rank; k++)
+		ab.dims[k] = a.dims[k];
+	for (int k = 0; k < bb.rank; k++)
+		bb.dims[k] = b.dims[k];
+	int64_t as[KILN_MAX_RANK], bs[KILN_MAX_RANK], nb = 1;
+	for (int k = 0; k < br; k++) {
+		int ia = k - (br - ab.rank), ib = k - (br - bb.rank);
+		int64_t da = ia >= 0 ? ab.dims[ia].size : 1, db = ib >= 0 ? bb.dims[ib].size : 1;
+		ob.dims[k].size = da > db ? da : db;
+		nb *= ob.dims[k].size;
+	}
+	bcast_strides(&ab, &ob, as);
+	bcast_strides(&bb, &ob, bs);
+	decl(E, "A", &A, false);
+	decl(E, "B", &B, false);
+	decl(E, "Y", &Y, true);
+	if (nb == 1) {
+		emitf(E, "\tkiln_f32_gemm(%" PRId64 ", %" PRId64 ", %" PRId64 ", 1.0f, A, %" PRId64
+		       ", 1, B, %" PRId64 ", 1, 0.0f, Y, %" PRId64 ");\n", M, N, K, K, N, N);
+		return;
+	}
+	emitf(E, "\tfor (int64_t i = 0; i < %" PRId64 "; i++) {\n", nb);
+	emitf(E, "\t\tint64_t r = i, ao = 0, bo = 0;\n");
+	for (int k = br - 1; k >= 0; k--) {
+		emitf(E, "\t\t{ int64_t c = r %% %" PRId64 "; r /= %" PRId64 ";", ob.dims[k].size,
+		    ob.dims[k].size);
+		if (as[k])
+			emitf(E, " ao += c * %" PRId64 ";", as[k]);
+		if (bs[k])
+			emitf(E, " bo += c * %" PRId64 ";", bs[k]);
+		emitf(E, " (void)c; }\n");
+	}
+	emitf(E, "\t\tkiln_f32_gemm(%" PRId64 ", %" PRId64 ", %" PRId64 ", 1.0f, A + ao * %" PRId64
+	       ", %" PRId64 ", 1, B + bo * %" PRId64 ", %" PRId64 ", 1, 0.0f, Y + i * %" PRId64
+	       ", %" PRId64 ");\n\t}\n",
+	    M, N, K, M * K, K, K * N, N, M * N, N);
+}
+
+
+/* Einsum as loops: one per output letter, then one per summed letter, and
+ * the product of the operands' elements accumulated (in double for floats). */
+void emit_einsum(Emit *E)
+{
+	Infer inf = {.sig = (Sig *)E->sig, .g = E->g, .n = E->n, .d = E->d, .a = E->a};
+	Einsum e;
+	einsum_parse(&inf, &e);
+	Operand Y = out_op(E, 0);
+	decl(E, "Y", &Y, true);
+	Operand xs[EINSUM_MAX_OPERANDS];
+	for (int k = 0; k < e.noperands; k++) {
+		xs[k] = in_op(E, k);
+		char var[8];
+		snprintf(var, sizeof var, "X%d", k);
+		decl(E, var, &xs[k], false);
+	}
+	if (Y.nelem == 0)
+		return;
+	char letters[64];
+	int nl = 0;
+	for (const char *q = e.out; *q; q++)
+		letters[nl++] = *q;
+	int nout = nl;
+	for (int k = 0; k < e.noperands; k++)
+		for (const char *q = e.term[k]; *q; q++)
+			if (!memchr(letters, *q, (size_t)nl))
+				letters[nl++] = *q;
+	const char *acc_t = is_float(Y.dtype) ? "double" : ctype(Y.dtype);
+	emitf(E, "\tint64_t at = 0;\n");
+	char ind[80] = "\t";
+	int depth = 0;
+	for (int i = 0; i <= nl; i++) {
+		if (i == nout)  /* every output element: a fresh sum over the other letters */
+			emitf(E, "%s%s acc = 0;\n", ind, acc_t);
+		if (i == nl)
+			break;
+		emitf(E, "%sfor (int64_t l%d = 0; l%d < %" PRId64 "; l%d++) {\n", ind, i, i,
+		    e.size[(unsigned char)letters[i]], i);
+		ind[++depth] = '\t';
+	}
+	emitf(E, "%sacc += (%s)1", ind, acc_t);
+	for (int k = 0; k < e.noperands; k++) {
+		emitf(E, " * (%s)X%d[0", acc_t, k);
+		int64_t st = 1;
+		for (int a = xs[k].shape->rank - 1; a >= 0; a--) {
+			int li = (int)((const char *)memchr(letters, e.term[k][a], (size_t)nl) - letters);
+			if (xs[k].shape->dims[a].size != 1)
+				emitf(E, " + l%d * %" PRId64, li, st);
+			st *= xs[k].shape->dims[a].size;
+		}
+		emitf(E, "]");
+	}
+	emitf(E, ";\n");
+	if (nl == nout) /* nothing summed: each element is one product */
+		emitf(E, "%sY[at++] = (%s)acc;\n", ind, ctype(Y.dtype));
+	while (depth > 0) {
+		ind[depth--] = 0;
+		emitf(E, "%s}\n", ind);
+		if (depth == nout && nl > nout)
+			emitf(E, "%sY[at++] = (%s)acc;\n", ind, ctype(Y.dtype));
+	}
+}
+

@@ -1,0 +1,533 @@
+/*
+ * emit/nn.c - op emitters for network layers: Softmax, the normalizations, Conv, ConvTranspose, pools, losses, LRN, Resize, quantization.
+ */
+#include <inttypes.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "emit_c.h"
+
+/* ---- normalization ---------------------------------------------------- */
+
+void emit_softmax(Emit *E)
+{
+	Operand X = in_op(E, 0), Y = out_op(E, 0);
+	require_f32(E, &X);
+	const Shape *s = X.shape;
+	int rank = s->rank;
+	int64_t axis = node_attr_int(E->n, "axis", E->n->since < 13 ? 1 : -1);
+	if (axis < 0)
+		axis += rank;
+	int64_t outer = 1, len = 1, inner = 1;
+	for (int k = 0; k < rank; k++) {
+		int64_t d = s->dims[k].size;
+		if (k < axis)
+			outer *= d;
+		else if (k == axis || E->n->since < 13)
+			len *= d;
+		else
+			inner *= d;
+	}
+	decl(E, "X", &X, false);
+	decl(E, "Y", &Y, true);
+	emitf(E, "\tkiln_f32_softmax(X, Y, %" PRId64 ", %" PRId64 ", %" PRId64 ", %d);\n", outer, len,
+	    inner, E->n->op == OP_LogSoftmax);
+}
+
+void emit_batchnorm(Emit *E)
+{
+	Operand X = in_op(E, 0), Y = out_op(E, 0);
+	require_f32(E, &X);
+	Operand p[4];
+	for (int i = 0; i < 4; i++) {
+		p[i] = in_op(E, i + 1);
+		require_f32(E, &p[i]);
+	}
+	int64_t n = X.shape->dims[0].size, c = X.shape->dims[1].size, spatial = 1;
+	for (int k = 2; k < X.shape->rank; k++)
+		spatial *= X.shape->dims[k].size;
+	decl(E, "X", &X, false);
+	decl(E, "Y", &Y, true);
+	emitf(E, "\tkiln_f32_batchnorm(X, %s, %s, %s, %s, Y, %" PRId64 ", %" PRId64 ", %" PRId64
+	       ", %s);\n", p[0].expr, p[1].expr, p[2].expr, p[3].expr, n, c, spatial,
+	    flit(E, node_attr_float(E->n, "epsilon", 1e-5f), DT_FLOAT));
+}
+
+void emit_layernorm(Emit *E)
+{
+	Operand X = in_op(E, 0), Y = out_op(E, 0), S = in_op(E, 1);
+	require_f32(E, &X);
+	bool want_mean = E->n->nout > 1 && E->n->out[1] != NONE;
+	bool want_inv = E->n->nout > 2 && E->n->out[2] != NONE;
+	if ((want_mean && out_op(E, 1).dtype != DT_FLOAT) || (want_inv && out_op(E, 2).dtype != DT_FLOAT))
+		emit_fail(E, "a stash_type other than float32 is not supported yet");
+	int rank = X.shape->rank;
+	int64_t axis = node_attr_int(E->n, "axis", -1);
+	if (axis < 0)
+		axis += rank;
+	int64_t outer = 1, norm = 1;
+	for (int k = 0; k < rank; k++)
+		*(k < axis ? &outer : &norm) *= X.shape->dims[k].size;
+	if (S.nelem != norm)
+		emit_fail(E, "a Scale that broadcasts is not supported yet");
+	const char *bias = "NULL";
+	if (E->n->nin > 2 && E->n->in[2] != NONE) {
+		Operand Bi = in_op(E, 2);
+		if (Bi.nelem != norm)
+			emit_fail(E, "a bias that broadcasts is not supported yet");
+		bias = Bi.expr;
+	}
+	decl(E, "X", &X, false);
+	decl(E, "Y", &Y, true);
+	const char *eps = flit(E, node_attr_float(E->n, "epsilon", 1e-5f), DT_FLOAT);
+	if (want_mean || want_inv) {
+		/* The optional statistics, per normalized row, before Y may overwrite X. */
+		emitf(E, "\tfor (int64_t r = 0; r < %" PRId64 "; r++) {\n"
+		       "\t\tconst float *x = X + r * %" PRId64 ";\n"
+		       "\t\tdouble sum = 0, sq = 0;\n"
+		       "\t\tfor (int64_t i = 0; i < %" PRId64 "; i++)\n\t\t\tsum += x[i];\n"
+		       "\t\tdouble mean = sum / %" PRId64 ";\n"
+		       "\t\tfor (int64_t i = 0; i < %" PRId64 "; i++)\n"
+		       "\t\t\tsq += (x[i] - mean) * (x[i] - mean);\n",
+		    outer, norm, norm, norm, norm);
+		if (want_mean)
+			emitf(E, "\t\t(%s)[r] = (float)mean;\n", out_op(E, 1).expr);
+		if (want_inv)
+			emitf(E, "\t\t(%s)[r] = (float)(1.0 / sqrt(sq / %" PRId64 " + %s));\n",
+			    out_op(E, 2).expr, norm, eps);
+		emitf(E, "\t}\n");
+	}
+	emitf(E, "\tkiln_f32_layernorm(X, %s, %s, Y, %" PRId64 ", %" PRId64 ", %s);\n", S.expr, bias,
+	    outer, norm, eps);
+}
+
+
+/* ---- convolution and pooling ------------------------------------------ */
+
+/* Window geometry in three slots (D, H, W); an op with fewer spatial axes
+ * uses the last ones (1-D is W, 2-D is H and W) and size 1 elsewhere. */
+typedef struct Geo {
+	int ns;
+	int64_t k[3], s[3], d[3], pb[3], pe[3], in[3], outsz[3];
+} Geo;
+
+/* The spatial geometry of a window op, as shape.c derived it. */
+static void geometry(Emit *E, const Shape *x, const Shape *y, const Shape *w, Geo *g)
+{
+	int ns = x->rank - 2;
+	if (ns < 1 || ns > 3)
+		emit_fail(E, "%d-D windows are not supported by the code generator yet", ns);
+	g->ns = ns;
+	Infer inf = {.sig = (Sig *)E->sig, .g = E->g, .n = E->n, .d = E->d, .a = E->a};
+	int64_t v[6];
+	for (int i = 0; i < 3; i++) {
+		g->k[i] = g->s[i] = g->d[i] = 1;
+		g->pb[i] = g->pe[i] = 0;
+		g->in[i] = g->outsz[i] = 1;
+	}
+	int off = 3 - ns;
+	for (int i = 0; i < ns; i++) {
+		g->in[off + i] = x->dims[2 + i].size;
+		g->outsz[off + i] = y->dims[2 + i].size;
+		g->k[off + i] = w ? w->dims[2 + i].size : 1;
+	}
+	if (!w) {
+		int nk = attr_ints(&inf, "kernel_shape", v, 6);
+		for (int i = 0; i < nk && i < ns; i++)
+			g->k[off + i] = v[i];
+	}
+	int n = attr_ints(&inf, "strides", v, 6);
+	for (int i = 0; i < n && i < ns; i++)
+		g->s[off + i] = v[i];
+	n = attr_ints(&inf, "dilations", v, 6);
+	for (int i = 0; i < n && i < ns; i++)
+		g->d[off + i] = v[i];
+	const char *ap = attr_string(&inf, "auto_pad", "NOTSET");
+	n = attr_ints(&inf, "pads", v, 6);
+	for (int i = 0; i < ns; i++) {
+		int j = off + i;
+		if (strncmp(ap, "SAME", 4) == 0) {
+			int64_t span = (g->k[j] - 1) * g->d[j] + 1;
+			int64_t total = (g->outsz[j] - 1) * g->s[j] + span - g->in[j];
+			if (total < 0)
+				total = 0;
+			g->pb[j] = ap[5] == 'U' ? total / 2 : total - total / 2;
+			g->pe[j] = total - g->pb[j];
+		} else if (strcmp(ap, "NOTSET") == 0 && n == 2 * ns) {
+			g->pb[j] = v[i];
+			g->pe[j] = v[ns + i];
+		}
+	}
+}
+
+/* The 3-D params struct, shared by Conv and the pools. */
+static void emit_window3d(Emit *E, const Geo *g, int64_t n, int64_t c, int64_t m, int64_t group)
+{
+	emitf(E, "\tstatic const kiln_window3d_params p = {\n"
+	       "\t\t.batch = %" PRId64 ", .channels = %" PRId64 ", .out_channels = %" PRId64
+	       ", .group = %" PRId64 ",\n", n, c, m, group);
+	const char *names[] = {"in", "kernel", "stride", "dilation", "pad_begin", "pad_end", "out"};
+	const int64_t *vals[] = {g->in, g->k, g->s, g->d, g->pb, g->pe, g->outsz};
+	for (int i = 0; i < 7; i++)
+		emitf(E, "\t\t.%s = {%" PRId64 ", %" PRId64 ", %" PRId64 "},\n", names[i], vals[i][0],
+		    vals[i][1], vals[i][2]);
+	emitf(E, "\t};\n");
+}
+
+void emit_conv(Emit *E)
+{
+	Operand X = in_op(E, 0), W = in_op(E, 1), Y = out_op(E, 0);
+	require_f32(E, &X);
+	Geo g;
+	geometry(E, X.shape, Y.shape, W.shape, &g);
+	const char *bias = "NULL";
+	if (E->n->nin > 2 && E->n->in[2] != NONE)
+		bias = in_op(E, 2).expr;
+	if (g.ns == 3) {
+		emit_window3d(E, &g, X.shape->dims[0].size, X.shape->dims[1].size, Y.shape->dims[1].size,
+		              node_attr_int(E->n, "group", 1));
+		emitf(E, "\tkiln_f32_conv3d(&p, %s, %s, %s, %s);\n", X.expr, W.expr, bias, Y.expr);
+		return;
+	}
+	emitf(E, "\tstatic const kiln_conv2d_params p = {\n"
+	       "\t\t.batch = %" PRId64 ", .in_channels = %" PRId64 ", .in_h = %" PRId64 ", .in_w = %" PRId64 ",\n"
+	       "\t\t.out_channels = %" PRId64 ", .group = %" PRId64 ", .kernel_h = %" PRId64 ", .kernel_w = %" PRId64 ",\n"
+	       "\t\t.stride_h = %" PRId64 ", .stride_w = %" PRId64 ", .dilation_h = %" PRId64 ", .dilation_w = %" PRId64 ",\n"
+	       "\t\t.pad_top = %" PRId64 ", .pad_left = %" PRId64 ", .pad_bottom = %" PRId64 ", .pad_right = %" PRId64 ",\n"
+	       "\t\t.out_h = %" PRId64 ", .out_w = %" PRId64 ",\n\t};\n",
+	    X.shape->dims[0].size, X.shape->dims[1].size, g.in[1], g.in[2], Y.shape->dims[1].size,
+	    node_attr_int(E->n, "group", 1), g.k[1], g.k[2], g.s[1], g.s[2], g.d[1], g.d[2], g.pb[1],
+	    g.pb[2], g.pe[1], g.pe[2], g.outsz[1], g.outsz[2]);
+	emitf(E, "\tkiln_f32_conv2d(&p, %s, %s, %s, %s);\n", X.expr, W.expr, bias, Y.expr);
+}
+
+void emit_pool(Emit *E)
+{
+	Operand X = in_op(E, 0), Y = out_op(E, 0);
+	require_f32(E, &X);
+	if (E->n->op == OP_GlobalAveragePool || E->n->op == OP_GlobalMaxPool) {
+		int64_t planes = X.shape->dims[0].size * X.shape->dims[1].size;
+		emitf(E, "\tkiln_f32_global_%spool(%s, %s, %" PRId64 ", %" PRId64 ");\n",
+		    E->n->op == OP_GlobalMaxPool ? "max" : "avg", X.expr, Y.expr, planes,
+		    X.nelem / (planes ? planes : 1));
+		return;
+	}
+	if (E->n->nout > 1 && E->n->out[1] != NONE)
+		emit_fail(E, "the Indices output is not supported yet");
+	Geo g;
+	geometry(E, X.shape, Y.shape, NULL, &g);
+	if (E->n->op == OP_AveragePool)
+		g.d[0] = g.d[1] = g.d[2] = 1;
+	if (g.ns == 3) {
+		emit_window3d(E, &g, X.shape->dims[0].size, X.shape->dims[1].size, 0, 1);
+		if (E->n->op == OP_MaxPool)
+			emitf(E, "\tkiln_f32_maxpool3d(&p, %s, %s);\n", X.expr, Y.expr);
+		else
+			emitf(E, "\tkiln_f32_avgpool3d(&p, %d, %s, %s);\n",
+			    (int)node_attr_int(E->n, "count_include_pad", 0), X.expr, Y.expr);
+		return;
+	}
+	emitf(E, "\tstatic const kiln_pool2d_params p = {\n"
+	       "\t\t.batch = %" PRId64 ", .channels = %" PRId64 ", .in_h = %" PRId64 ", .in_w = %" PRId64 ",\n"
+	       "\t\t.kernel_h = %" PRId64 ", .kernel_w = %" PRId64 ", .stride_h = %" PRId64 ", .stride_w = %" PRId64 ",\n"
+	       "\t\t.dilation_h = %" PRId64 ", .dilation_w = %" PRId64 ",\n"
+	       "\t\t.pad_top = %" PRId64 ", .pad_left = %" PRId64 ", .pad_bottom = %" PRId64 ", .pad_right = %" PRId64 ",\n"
+	       "\t\t.out_h = %" PRId64 ", .out_w = %" PRId64 ",\n\t};\n",
+	    X.shape->dims[0].size, X.shape->dims[1].size, g.in[1], g.in[2], g.k[1], g.k[2], g.s[1],
+	    g.s[2], g.d[1], g.d[2], g.pb[1], g.pb[2], g.pe[1], g.pe[2], g.outsz[1], g.outsz[2]);
+	if (E->n->op == OP_MaxPool)
+		emitf(E, "\tkiln_f32_maxpool2d(&p, %s, %s);\n", X.expr, Y.expr);
+	else
+		emitf(E, "\tkiln_f32_avgpool2d(&p, %d, %s, %s);\n",
+		    (int)node_attr_int(E->n, "count_include_pad", 0), X.expr, Y.expr);
+}
+
+
+void emit_dropout(Emit *E)
+{
+	int y = E->n->out[0];
+	if (E->plan->root[y] == y) /* the output is the caller's: copy */
+		emit_copy(E);
+	if (E->n->nout > 1 && E->n->out[1] != NONE) {
+		Operand M = out_op(E, 1);
+		emitf(E, "\tmemset(%s, 1, %" PRId64 "); /* inference: every element kept */\n", M.expr,
+		    M.nelem);
+	}
+}
+
+
+/* The outer/axis/inner view of axis for Hardmax (opset >= 13) or the 2-D
+ * coercion before it; and CumSum's. */
+void emit_hardmax(Emit *E)
+{
+	Operand X = in_op(E, 0), Y = out_op(E, 0);
+	require_f32(E, &X);
+	int rank = X.shape->rank;
+	int axis = norm_axis(node_attr_int(E->n, "axis", E->n->since < 13 ? 1 : -1), rank);
+	int64_t outer = 1, len = 1, inner = 1;
+	for (int k = 0; k < rank; k++) {
+		int64_t d = X.shape->dims[k].size;
+		if (k < axis)
+			outer *= d;
+		else if (k == axis || E->n->since < 13)
+			len *= d;
+		else
+			inner *= d;
+	}
+	decl(E, "X", &X, false);
+	decl(E, "Y", &Y, true);
+	emitf(E, "\tfor (int64_t o = 0; o < %" PRId64 "; o++)\n\t\tfor (int64_t i = 0; i < %" PRId64
+	       "; i++) {\n\t\t\tint64_t best = 0;\n"
+	       "\t\t\tfor (int64_t a = 1; a < %" PRId64 "; a++)\n"
+	       "\t\t\t\tif (X[(o * %" PRId64 " + a) * %" PRId64 " + i] > X[(o * %" PRId64
+	       " + best) * %" PRId64 " + i])\n\t\t\t\t\tbest = a;\n"
+	       "\t\t\tfor (int64_t a = 0; a < %" PRId64 "; a++)\n"
+	       "\t\t\t\tY[(o * %" PRId64 " + a) * %" PRId64 " + i] = a == best ? 1.0f : 0.0f;\n\t\t}\n",
+	    outer, inner, len, len, inner, len, inner, len, len, inner);
+}
+
+
+/* NegativeLogLikelihoodLoss, and SoftmaxCrossEntropyLoss (log-softmax over
+ * the classes computed per position on the fly, so no scratch is needed). */
+void emit_loss(Emit *E)
+{
+	bool sce = E->n->op == OP_SoftmaxCrossEntropyLoss;
+	Operand X = in_op(E, 0), T = in_op(E, 1), Y = out_op(E, 0);
+	if (!is_float(X.dtype))
+		emit_fail(E, "%s on %s is not supported", E->n->op_type, dtype_name(X.dtype));
+	const char *red = "mean";
+	const Attr *ra = node_attr(E->n, "reduction");
+	if (ra && ra->type == AT_STRING)
+		red = arena_printf(E->a, "%.*s", (int)ra->s.len, ra->s.data);
+	if (strcmp(red, "none") && strcmp(red, "sum") && strcmp(red, "mean"))
+		emit_fail(E, "reduction \"%s\" is not none, sum or mean", red);
+	bool none = strcmp(red, "none") == 0;
+	const Attr *ig = node_attr(E->n, "ignore_index");
+	int64_t N = X.shape->dims[0].size, C = X.shape->dims[1].size, NC = N * C;
+	int64_t S = NC ? X.nelem / NC : 0;
+	const char *t = ctype(X.dtype);
+	decl(E, "X", &X, false);
+	decl(E, "T", &T, false);
+	decl(E, "Y", &Y, true);
+	if (E->n->nin > 2 && E->n->in[2] != NONE)
+		emitf(E, "\tconst %s *W = %s;\n", t, in_op(E, 2).expr);
+	else
+		emitf(E, "\tconst %s *W = NULL;\n", t);
+	bool want_lp = sce && E->n->nout > 1 && E->n->out[1] != NONE;
+	if (want_lp)
+		emitf(E, "\t%s *P = %s;\n", t, out_op(E, 1).expr);
+	emitf(E, "\tdouble total = 0, wsum = 0;\n\t(void)total, (void)wsum;\n");
+	emitf(E, "\tfor (int64_t n = 0; n < %" PRId64 "; n++)\n\t\tfor (int64_t s = 0; s < %" PRId64
+	       "; s++) {\n\t\t\tint64_t c = T[n * %" PRId64 " + s];\n", N, S, S);
+	if (sce) {
+		/* log_prob[k] = x[k] - max - log(sum(exp(x - max))) */
+		emitf(E, "\t\t\tdouble m = -(double)INFINITY, z = 0;\n"
+		       "\t\t\tfor (int64_t k = 0; k < %" PRId64 "; k++) {\n"
+		       "\t\t\t\tdouble v = X[(n * %" PRId64 " + k) * %" PRId64 " + s];\n"
+		       "\t\t\t\tm = v > m ? v : m;\n\t\t\t}\n"
+		       "\t\t\tfor (int64_t k = 0; k < %" PRId64 "; k++)\n"
+		       "\t\t\t\tz += exp(X[(n * %" PRId64 " + k) * %" PRId64 " + s] - m);\n"
+		       "\t\t\tconst double lse = m + log(z);\n",
+		    C, C, S, C, C, S);
+		if (want_lp)
+			emitf(E, "\t\t\tfor (int64_t k = 0; k < %" PRId64 "; k++)\n"
+			       "\t\t\t\tP[(n * %" PRId64 " + k) * %" PRId64 " + s] = (%s)(X[(n * %" PRId64
+			       " + k) * %" PRId64 " + s] - lse);\n", C, C, S, t, C, S);
+	}
+	if (ig) { /* an ignored position: no loss, no weight */
+		emitf(E, "\t\t\tif (c == %" PRId64 ") {\n", ig->i);
+		if (none)
+			emitf(E, "\t\t\t\tY[n * %" PRId64 " + s] = 0;\n", S);
+		emitf(E, "\t\t\t\tcontinue;\n\t\t\t}\n");
+	}
+	emitf(E, "\t\t\tif (c < 0 || c >= %" PRId64 ")\n\t\t\t\treturn KILN_SHAPE_ERROR;\n", C);
+	emitf(E, "\t\t\tconst double w = W ? (double)W[c] : 1.0;\n"
+	       "\t\t\tconst double l = -(%s) * w;\n",
+	    sce ? arena_printf(E->a, "((double)X[(n * %" PRId64 " + c) * %" PRId64 " + s] - lse)", C, S)
+	        : arena_printf(E->a, "(double)X[(n * %" PRId64 " + c) * %" PRId64 " + s]", C, S));
+	if (none)
+		emitf(E, "\t\t\tY[n * %" PRId64 " + s] = (%s)l;\n", S, t);
+	else
+		emitf(E, "\t\t\ttotal += l;\n\t\t\twsum += w;\n");
+	emitf(E, "\t\t}\n");
+	if (!none)
+		emitf(E, "\tY[0] = (%s)(%s);\n", t, strcmp(red, "sum") == 0 ? "total" : "total / wsum");
+}
+
+/* ConvTranspose: each input element scattered through the kernel into the
+ * output, which starts as the bias. Spatial axes padded to three. */
+void emit_conv_transpose(Emit *E)
+{
+	Operand X = in_op(E, 0), W = in_op(E, 1), Y = out_op(E, 0);
+	require_f32(E, &X);
+	Infer inf = {.sig = (Sig *)E->sig, .g = E->g, .n = E->n, .d = E->d, .a = E->a};
+	ConvTGeometry g;
+	conv_transpose_geometry(&inf, X.shape, W.shape, &g);
+	int64_t in[3] = {1, 1, 1}, k[3] = {1, 1, 1}, s[3] = {1, 1, 1}, d[3] = {1, 1, 1};
+	int64_t pb[3] = {0, 0, 0}, o[3] = {1, 1, 1};
+	int off = 3 - g.ns;
+	for (int i = 0; i < g.ns; i++) {
+		in[off + i] = X.shape->dims[2 + i].size;
+		k[off + i] = g.kernel[i];
+		s[off + i] = g.stride[i];
+		d[off + i] = g.dilation[i];
+		pb[off + i] = g.pad_begin[i];
+		o[off + i] = g.out[i];
+	}
+	int64_t N = X.shape->dims[0].size, C = X.shape->dims[1].size, M = g.out_channels;
+	int64_t cg = C / g.group, mg = M / g.group;
+	decl(E, "X", &X, false);
+	decl(E, "W", &W, false);
+	decl(E, "Y", &Y, true);
+	const char *bias = E->n->nin > 2 && E->n->in[2] != NONE ? in_op(E, 2).expr : NULL;
+	int64_t ovol = o[0] * o[1] * o[2], ivol = in[0] * in[1] * in[2], kvol = k[0] * k[1] * k[2];
+	emitf(E, "\tfor (int64_t nm = 0; nm < %" PRId64 "; nm++)\n"
+	       "\t\tfor (int64_t v = 0; v < %" PRId64 "; v++)\n\t\t\tY[nm * %" PRId64 " + v] = %s;\n",
+	    N * M, ovol, ovol, bias ? arena_printf(E->a, "(%s)[nm %% %" PRId64 "]", bias, M) : "0.0f");
+	emitf(E, "\tfor (int64_t n = 0; n < %" PRId64 "; n++)\n"
+	       "\tfor (int64_t c = 0; c < %" PRId64 "; c++)\n"
+	       "\tfor (int64_t i0 = 0; i0 < %" PRId64 "; i0++)\n"
+	       "\tfor (int64_t i1 = 0; i1 < %" PRId64 "; i1++)\n"
+	       "\tfor (int64_t i2 = 0; i2 < %" PRId64 "; i2++) {\n"
+	       "\t\tconst float x = X[(n * %" PRId64 " + c) * %" PRId64 " + (i0 * %" PRId64 " + i1) * %" PRId64 " + i2];\n"
+	       "\t\tconst int64_t g = c / %" PRId64 ";\n"
+	       "\t\tfor (int64_t mm = 0; mm < %" PRId64 "; mm++)\n"
+	       "\t\tfor (int64_t k0 = 0; k0 < %" PRId64 "; k0++)\n"
+	       "\t\tfor (int64_t k1 = 0; k1 < %" PRId64 "; k1++)\n"
+	       "\t\tfor (int64_t k2 = 0; k2 < %" PRId64 "; k2++) {\n"
+	       "\t\t\tconst int64_t o0 = i0 * %" PRId64 " - %" PRId64 " + k0 * %" PRId64 ";\n"
+	       "\t\t\tconst int64_t o1 = i1 * %" PRId64 " - %" PRId64 " + k1 * %" PRId64 ";\n"
+	       "\t\t\tconst int64_t o2 = i2 * %" PRId64 " - %" PRId64 " + k2 * %" PRId64 ";\n"
+	       "\t\t\tif (o0 < 0 || o0 >= %" PRId64 " || o1 < 0 || o1 >= %" PRId64 " || o2 < 0 || o2 >= %" PRId64 ")\n"
+	       "\t\t\t\tcontinue;\n"
+	       "\t\t\tY[(n * %" PRId64 " + g * %" PRId64 " + mm) * %" PRId64 " + (o0 * %" PRId64 " + o1) * %" PRId64 " + o2] +=\n"
+	       "\t\t\t\tx * W[(c * %" PRId64 " + mm) * %" PRId64 " + (k0 * %" PRId64 " + k1) * %" PRId64 " + k2];\n"
+	       "\t\t}\n\t}\n",
+	    N, C, in[0], in[1], in[2], C, ivol, in[1], in[2], cg, mg, k[0], k[1], k[2], s[0], pb[0],
+	    d[0], s[1], pb[1], d[1], s[2], pb[2], d[2], o[0], o[1], o[2], M, mg, ovol, o[1], o[2], mg,
+	    kvol, k[1], k[2]);
+}
+
+
+/* InstanceNormalization: per (n, c) plane, (x - mean) / sqrt(var + eps) * s + b. */
+void emit_instance_norm(Emit *E)
+{
+	Operand X = in_op(E, 0), S = in_op(E, 1), B = in_op(E, 2), Y = out_op(E, 0);
+	require_f32(E, &X);
+	int64_t C = X.shape->dims[1].size, planes = X.shape->dims[0].size * C;
+	int64_t n = planes ? X.nelem / planes : 0;
+	decl(E, "X", &X, false);
+	decl(E, "Y", &Y, true);
+	emitf(E, "\tconst float *S = %s, *B = %s;\n", S.expr, B.expr);
+	emitf(E, "\tfor (int64_t p = 0; p < %" PRId64 "; p++) {\n"
+	       "\t\tconst float *x = X + p * %" PRId64 ";\n\t\tfloat *y = Y + p * %" PRId64 ";\n"
+	       "\t\tdouble sum = 0, sq = 0;\n"
+	       "\t\tfor (int64_t i = 0; i < %" PRId64 "; i++)\n\t\t\tsum += x[i];\n"
+	       "\t\tconst double mean = sum / %" PRId64 ";\n"
+	       "\t\tfor (int64_t i = 0; i < %" PRId64 "; i++)\n\t\t\tsq += (x[i] - mean) * (x[i] - mean);\n"
+	       "\t\tconst double inv = 1.0 / sqrt(sq / %" PRId64 " + %s);\n"
+	       "\t\tconst int64_t c = p %% %" PRId64 ";\n"
+	       "\t\tfor (int64_t i = 0; i < %" PRId64 "; i++)\n"
+	       "\t\t\ty[i] = (float)((x[i] - mean) * inv * S[c] + B[c]);\n\t}\n",
+	    planes, n, n, n, n, n, n, flit(E, node_attr_float(E->n, "epsilon", 1e-5f), DT_DOUBLE), C, n);
+}
+
+/* LRN across channels: x / (bias + alpha / size * sum of squares in the window)^beta. */
+void emit_lrn(Emit *E)
+{
+	Operand X = in_op(E, 0), Y = out_op(E, 0);
+	require_f32(E, &X);
+	int64_t size = node_attr_int(E->n, "size", 1), C = X.shape->dims[1].size;
+	int64_t N = X.shape->dims[0].size, NC = N * C, sp = NC ? X.nelem / NC : 0;
+	double alpha = node_attr_float(E->n, "alpha", 1e-4f), beta = node_attr_float(E->n, "beta", 0.75f);
+	double bias = node_attr_float(E->n, "bias", 1.0f);
+	decl(E, "X", &X, false);
+	decl(E, "Y", &Y, true);
+	emitf(E, "\tfor (int64_t n = 0; n < %" PRId64 "; n++)\n\tfor (int64_t c = 0; c < %" PRId64
+	       "; c++)\n\tfor (int64_t s = 0; s < %" PRId64 "; s++) {\n"
+	       "\t\tdouble sq = 0;\n"
+	       "\t\tfor (int64_t k = c - %" PRId64 "; k <= c + %" PRId64 "; k++)\n"
+	       "\t\t\tif (k >= 0 && k < %" PRId64 ") {\n"
+	       "\t\t\t\tdouble v = X[(n * %" PRId64 " + k) * %" PRId64 " + s];\n"
+	       "\t\t\t\tsq += v * v;\n\t\t\t}\n"
+	       "\t\tconst int64_t at = (n * %" PRId64 " + c) * %" PRId64 " + s;\n"
+	       "\t\tY[at] = (float)(X[at] / pow(%s + %s / %" PRId64 " * sq, %s));\n\t}\n",
+	    N, C, sp, (size - 1) / 2, size - 1 - (size - 1) / 2, C, C, sp, C, sp,
+	    flit(E, bias, DT_DOUBLE), flit(E, alpha, DT_DOUBLE), size, flit(E, beta, DT_DOUBLE));
+}
+
+
+/* QuantizeLinear: saturate(round_half_even(x / scale) + zero_point);
+ * DequantizeLinear: (x - zero_point) * scale. Scale and zero point are one
+ * value, or one per element of `axis` (default 1). */
+void emit_quant(Emit *E)
+{
+	Operand X = in_op(E, 0), S = in_op(E, 1), Y = out_op(E, 0);
+	bool deq = E->n->op == OP_DequantizeLinear;
+	int rank = X.shape->rank;
+	int64_t outer = 1, inner = 1, len = 1;
+	if (S.nelem > 1) {
+		int axis = norm_axis(node_attr_int(E->n, "axis", 1), rank);
+		around_axis(X.shape, axis, &outer, &inner);
+		len = X.shape->dims[axis].size;
+	} else {
+		outer = X.nelem;
+	}
+	bool has_zp = E->n->nin > 2 && E->n->in[2] != NONE;
+	int qt = deq ? X.dtype : Y.dtype;
+	if (qt != DT_UINT8 && qt != DT_INT8 && qt != DT_INT32)
+		emit_fail(E, "%s with %s is not supported", E->n->op_type, dtype_name(qt));
+	decl(E, "X", &X, false);
+	decl(E, "Y", &Y, true);
+	emitf(E, "\tconst float *S = %s;\n", S.expr);
+	emitf(E, "\tconst %s *Z = %s;\n", ctype(qt), has_zp ? in_op(E, 2).expr : "NULL");
+	emitf(E, "\tfor (int64_t o = 0; o < %" PRId64 "; o++)\n\tfor (int64_t a = 0; a < %" PRId64
+	       "; a++)\n\tfor (int64_t i = 0; i < %" PRId64 "; i++) {\n"
+	       "\t\tconst int64_t at = (o * %" PRId64 " + a) * %" PRId64 " + i;\n"
+	       "\t\tconst int64_t q = %s;\n\t\tconst double zp = Z ? (double)Z[q] : 0.0;\n",
+	    outer, len, inner, len, inner, S.nelem > 1 ? "a" : "0");
+	if (deq) {
+		emitf(E, "\t\tY[at] = (float)(((double)X[at] - zp) * (double)S[q]);\n\t}\n");
+	} else {
+		double lo = qt == DT_UINT8 ? 0 : qt == DT_INT8 ? -128 : -2147483648.0;
+		double hi = qt == DT_UINT8 ? 255 : qt == DT_INT8 ? 127 : 2147483647.0;
+		/* In float, as the ONNX reference and ONNX Runtime: a float32
+		 * quotient exactly at .5 must round to even from there. */
+		emitf(E, "\t\tdouble v = (double)rintf(X[at] / S[q]) + zp;\n"
+		       "\t\tv = v < %.1f ? %.1f : v > %.1f ? %.1f : v;\n"
+		       "\t\tY[at] = (%s)v;\n\t}\n", lo, lo, hi, hi, ctype(qt));
+	}
+}
+
+void emit_resize(Emit *E)
+{
+	Operand X = in_op(E, 0), Y = out_op(E, 0);
+	require_f32(E, &X);
+	Infer inf = {.sig = (Sig *)E->sig, .g = E->g, .n = E->n, .d = E->d, .a = E->a};
+	kiln_resize_params p;
+	resize_params(&inf, X.shape, &p);
+	emitf(E, "\tstatic const kiln_resize_params p = {\n\t\t.rank = %d, .mode = %d, .coord_mode = %d, "
+	       ".nearest_mode = %d, .exclude_outside = %d,\n\t\t.cubic_coeff_a = %s, "
+	       ".extrapolation_value = %s,\n",
+	    p.rank, p.mode, p.coord_mode, p.nearest_mode, p.exclude_outside,
+	    flit(E, p.cubic_coeff_a, DT_DOUBLE), flit(E, p.extrapolation_value, DT_DOUBLE));
+	const char *names[] = {"in", "out"};
+	const int64_t *ints[] = {p.in, p.out};
+	for (int i = 0; i < 2; i++) {
+		emitf(E, "\t\t.%s = {", names[i]);
+		for (int k = 0; k < p.rank; k++)
+			emitf(E, "%s%" PRId64, k ? ", " : "", ints[i][k]);
+		emitf(E, "},\n");
+	}
+	const char *fnames[] = {"scale", "roi_start", "roi_end"};
+	const double *fl[] = {p.scale, p.roi_start, p.roi_end};
+	for (int i = 0; i < 3; i++) {
+		emitf(E, "\t\t.%s = {", fnames[i]);
+		for (int k = 0; k < p.rank; k++)
+			emitf(E, "%s%s", k ? ", " : "", flit(E, fl[i][k], DT_DOUBLE));
+		emitf(E, "},\n");
+	}
+	emitf(E, "\t};\n\tkiln_f32_resize(&p, %s, %s);\n", X.expr, Y.expr);
+}
+

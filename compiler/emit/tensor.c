@@ -1,0 +1,469 @@
+/*
+ * emit/tensor.c - op emitters for data movement and generators: copies, Transpose, Concat, Split, Gather*, Slice, Tile, Pad, Scatter*, Range, ....
+ */
+#include <inttypes.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "emit_c.h"
+
+/* ---- data movement ---------------------------------------------------- */
+
+void emit_copy(Emit *E)
+{
+	Operand X = in_op(E, 0), Y = out_op(E, 0);
+	decl(E, "X", &X, false);
+	decl(E, "Y", &Y, true);
+	emitf(E, "\tmemcpy(Y, X, %" PRId64 ");\n", Y.nelem * (int64_t)dtype_size(Y.dtype));
+}
+
+void emit_transpose(Emit *E)
+{
+	Operand X = in_op(E, 0), Y = out_op(E, 0);
+	int rank = X.shape->rank;
+	int64_t perm[KILN_MAX_RANK];
+	const Attr *pa = node_attr(E->n, "perm");
+	for (int k = 0; k < rank; k++)
+		perm[k] = pa ? pa->ints[k] : rank - 1 - k;
+	decl(E, "X", &X, false);
+	decl(E, "Y", &Y, true);
+	emitf(E, "\tstatic const int64_t dims[] = {");
+	for (int k = 0; k < rank; k++)
+		emitf(E, "%s%" PRId64, k ? ", " : "", X.shape->dims[k].size);
+	emitf(E, "%s};\n\tstatic const int perm[] = {", rank ? "" : "0");
+	for (int k = 0; k < rank; k++)
+		emitf(E, "%s%" PRId64, k ? ", " : "", perm[k]);
+	emitf(E, "%s};\n", rank ? "" : "0");
+	emitf(E, "\tkiln_transpose(X, Y, %zu, %d, dims, perm);\n", dtype_size(X.dtype), rank);
+}
+
+
+/* Concat and Split: rows of [outer, axis*inner] copied piecewise. */
+void emit_concat(Emit *E)
+{
+	Operand Y = out_op(E, 0);
+	int rank = Y.shape->rank;
+	int axis = norm_axis(node_attr_int(E->n, "axis", 0), rank);
+	int64_t outer, inner;
+	around_axis(Y.shape, axis, &outer, &inner);
+	size_t es = dtype_size(Y.dtype);
+	int64_t row = Y.shape->dims[axis].size * inner * (int64_t)es, at = 0;
+	decl(E, "Y", &Y, true);
+	emitf(E, "\tunsigned char *y = (unsigned char *)Y;\n");
+	for (int i = 0; i < E->n->nin; i++) {
+		Operand X = in_op(E, i);
+		int64_t piece = X.shape->dims[axis].size * inner * (int64_t)es;
+		if (piece == 0)
+			continue;
+		emitf(E, "\tfor (int64_t o = 0; o < %" PRId64 "; o++)\n\t\tmemcpy(y + o * %" PRId64
+		       " + %" PRId64 ", (const unsigned char *)%s + o * %" PRId64 ", %" PRId64 ");\n",
+		    outer, row, at, X.expr, piece, piece);
+		at += piece;
+	}
+}
+
+void emit_split(Emit *E)
+{
+	Operand X = in_op(E, 0);
+	int rank = X.shape->rank;
+	int axis = norm_axis(node_attr_int(E->n, "axis", 0), rank);
+	int64_t outer, inner;
+	around_axis(X.shape, axis, &outer, &inner);
+	size_t es = dtype_size(X.dtype);
+	int64_t row = X.shape->dims[axis].size * inner * (int64_t)es, at = 0;
+	decl(E, "X", &X, false);
+	emitf(E, "\tconst unsigned char *x = (const unsigned char *)X;\n");
+	for (int i = 0; i < E->n->nout; i++) {
+		if (E->n->out[i] == NONE)
+			continue;
+		Operand Y = out_op(E, i);
+		int64_t piece = Y.shape->dims[axis].size * inner * (int64_t)es;
+		if (piece)
+			emitf(E, "\tfor (int64_t o = 0; o < %" PRId64 "; o++)\n\t\tmemcpy((unsigned char *)%s"
+			       " + o * %" PRId64 ", x + o * %" PRId64 " + %" PRId64 ", %" PRId64 ");\n",
+			    outer, Y.expr, piece, row, at, piece);
+		at += piece;
+	}
+}
+
+void emit_gather(Emit *E)
+{
+	Operand D = in_op(E, 0), I = in_op(E, 1), Y = out_op(E, 0);
+	int rank = D.shape->rank;
+	int axis = norm_axis(node_attr_int(E->n, "axis", 0), rank);
+	int64_t outer, inner;
+	around_axis(D.shape, axis, &outer, &inner);
+	emitf(E, "\treturn kiln_gather%s(%s, %s, %s, %zu, %" PRId64 ", %" PRId64 ", %" PRId64 ", %" PRId64
+	       ");\n", I.dtype == DT_INT32 ? "_i32" : "", D.expr, I.expr, Y.expr, dtype_size(D.dtype),
+	    outer, D.shape->dims[axis].size, inner, I.nelem);
+}
+
+/* Slice as a strided gather: nested loops over the output. */
+void emit_slice(Emit *E)
+{
+	Operand X = in_op(E, 0), Y = out_op(E, 0);
+	int rank = X.shape->rank;
+	/* Recover begin and step per axis from the inferred output (shape.c
+	 * already validated them); re-derive with the same rules. */
+	int64_t begin[KILN_MAX_RANK] = {0}, step[KILN_MAX_RANK];
+	for (int k = 0; k < rank; k++)
+		step[k] = 1;
+	int64_t starts[KILN_MAX_RANK], ends[KILN_MAX_RANK], axes[KILN_MAX_RANK], steps[KILN_MAX_RANK];
+	int64_t n = 0, na = -1, ns = -1;
+	Infer x = {.sig = (Sig *)E->sig, .g = E->g, .n = E->n, .d = E->d, .a = E->a};
+	if (E->n->since < 10) {
+		n = attr_ints(&x, "starts", starts, KILN_MAX_RANK);
+		attr_ints(&x, "ends", ends, KILN_MAX_RANK);
+		na = attr_ints(&x, "axes", axes, KILN_MAX_RANK);
+	} else {
+		int64_t cnt;
+		const int64_t *v = infer_require_ints(&x, 1, &n);
+		memcpy(starts, v, (size_t)n * 8);
+		v = infer_require_ints(&x, 2, &cnt);
+		memcpy(ends, v, (size_t)cnt * 8);
+		if (infer_has_input(&x, 3)) {
+			v = infer_require_ints(&x, 3, &na);
+			memcpy(axes, v, (size_t)na * 8);
+		}
+		if (infer_has_input(&x, 4)) {
+			v = infer_require_ints(&x, 4, &ns);
+			memcpy(steps, v, (size_t)ns * 8);
+		}
+	}
+	for (int i = 0; i < n; i++) {
+		int a = norm_axis(na >= 0 ? axes[i] : i, rank);
+		int64_t dim = X.shape->dims[a].size, st = ns >= 0 ? steps[i] : 1, s = starts[i];
+		if (s < 0)
+			s = s < -dim ? 0 : s + dim;
+		s = st > 0 ? (s > dim ? dim : s) : (s > dim - 1 ? dim - 1 : s);
+		begin[a] = s;
+		step[a] = st;
+	}
+	int64_t xs[KILN_MAX_RANK], acc = 1;
+	for (int k = rank - 1; k >= 0; k--) {
+		xs[k] = acc;
+		acc *= X.shape->dims[k].size;
+	}
+	decl(E, "X", &X, false);
+	decl(E, "Y", &Y, true);
+	if (Y.nelem == 0)
+		return;
+	int64_t base = 0;
+	for (int k = 0; k < rank; k++)
+		base += begin[k] * xs[k];
+	emitf(E, "\tint64_t at = 0;\n");
+	char indent[16] = "\t";
+	for (int k = 0; k < rank; k++) {
+		emitf(E, "%sfor (int64_t i%d = 0; i%d < %" PRId64 "; i%d++)\n", indent, k, k,
+		    Y.shape->dims[k].size, k);
+		size_t len = strlen(indent);
+		indent[len] = '\t';
+		indent[len + 1] = 0;
+	}
+	emitf(E, "%sY[at++] = X[%" PRId64, indent, base);
+	for (int k = 0; k < rank; k++)
+		emitf(E, " + i%d * %" PRId64, k, step[k] * xs[k]);
+	emitf(E, "];\n");
+}
+
+
+/* ---- generators ------------------------------------------------------- */
+
+/* ConstantOfShape too large to fold: fill with the value. */
+void emit_constant_of_shape(Emit *E)
+{
+	Operand Y = out_op(E, 0);
+	const Attr *v = node_attr(E->n, "value");
+	decl(E, "Y", &Y, true);
+	if (!v) {
+		emitf(E, "\tmemset(Y, 0, %" PRId64 ");\n", Y.nelem * (int64_t)dtype_size(Y.dtype));
+		return;
+	}
+	int s = symbol_for(E, v->tensors[0].dtype, v->tensors[0].w.bytes, dtype_size(Y.dtype),
+	                   "constant_of_shape_value");
+	emitf(E, "\tconst %s value = ((const %s *)%s)[0];\n", ctype(Y.dtype), ctype(Y.dtype),
+	    E->syms[s].name);
+	emitf(E, "\tfor (int64_t i = 0; i < %" PRId64 "; i++)\n\t\tY[i] = value;\n", Y.nelem);
+}
+
+/* Range not folded (floats, or large): y[i] = start + i * delta, as ONNX. */
+void emit_range(Emit *E)
+{
+	Operand S = in_op(E, 0), D = in_op(E, 2), Y = out_op(E, 0);
+	decl(E, "Y", &Y, true);
+	emitf(E, "\tconst %s start = (%s)[0], delta = (%s)[0];\n", ctype(Y.dtype), S.expr, D.expr);
+	emitf(E, "\tfor (int64_t i = 0; i < %" PRId64 "; i++)\n\t\tY[i] = (%s)(start + (%s)i * delta);\n",
+	    Y.nelem, ctype(Y.dtype), ctype(Y.dtype));
+}
+
+
+void emit_gather_elements(Emit *E)
+{
+	Operand D = in_op(E, 0), I = in_op(E, 1), Y = out_op(E, 0);
+	int axis = norm_axis(node_attr_int(E->n, "axis", 0), D.shape->rank);
+	int64_t len = D.shape->dims[axis].size;
+	decl(E, "D", &D, false);
+	decl(E, "I", &I, false);
+	decl(E, "Y", &Y, true);
+	/* Check every index first: nothing is written if one is out of range. */
+	emitf(E, "\tfor (int64_t i = 0; i < %" PRId64 "; i++)\n"
+	       "\t\tif (I[i] < -%" PRId64 " || I[i] >= %" PRId64 ")\n\t\t\treturn KILN_SHAPE_ERROR;\n",
+	    I.nelem, len, len);
+	const char *ind = open_loops(E, I.shape);
+	emitf(E, "%sint64_t j = I[%s];\n%sif (j < 0)\n%s\tj += %" PRId64 ";\n", ind,
+	    linear_index(E, I.shape, -1, NULL), ind, ind, len);
+	emitf(E, "%sY[%s] = D[%s];\n", ind, linear_index(E, I.shape, -1, NULL), linear_index(E, D.shape, axis, "j"));
+	close_loops(E, I.shape);
+}
+
+void emit_tile(Emit *E)
+{
+	Operand X = in_op(E, 0), Y = out_op(E, 0);
+	decl(E, "X", &X, false);
+	decl(E, "Y", &Y, true);
+	if (Y.nelem == 0)
+		return;
+	const char *ind = open_loops(E, Y.shape);
+	char *src = arena_strdup(E->a, "0");
+	int64_t st = 1;
+	for (int k = X.shape->rank - 1; k >= 0; k--) {
+		if (X.shape->dims[k].size != 1)
+			src = arena_printf(E->a, "%s + (o%d %% %" PRId64 ") * %" PRId64, src, k,
+			                   X.shape->dims[k].size, st);
+		st *= X.shape->dims[k].size;
+	}
+	emitf(E, "%sY[%s] = X[%s];\n", ind, linear_index(E, Y.shape, -1, NULL), src);
+	close_loops(E, Y.shape);
+}
+
+void emit_pad(Emit *E)
+{
+	Operand X = in_op(E, 0), Y = out_op(E, 0);
+	int rank = X.shape->rank;
+	Infer inf = {.sig = (Sig *)E->sig, .g = E->g, .n = E->n, .d = E->d, .a = E->a};
+	int64_t pads[2 * KILN_MAX_RANK], n;
+	if (E->n->since < 11) {
+		attr_ints(&inf, "pads", pads, 2 * KILN_MAX_RANK);
+	} else {
+		const int64_t *v = infer_require_ints(&inf, 1, &n);
+		memcpy(pads, v, (size_t)n * 8);
+	}
+	Infer *xp = &inf;
+	const char *mode = attr_string(xp, "mode", "constant");
+	decl(E, "X", &X, false);
+	decl(E, "Y", &Y, true);
+	if (strcmp(mode, "constant") == 0) {
+		if (E->n->since < 11)
+			emitf(E, "\tconst %s value = (%s)%s;\n", ctype(Y.dtype), ctype(Y.dtype),
+			    flit(E, node_attr_float(E->n, "value", 0.0f), DT_DOUBLE));
+		else if (E->n->nin > 2 && E->n->in[2] != NONE)
+			emitf(E, "\tconst %s value = (%s)[0];\n", ctype(Y.dtype), in_op(E, 2).expr);
+		else
+			emitf(E, "\tconst %s value = 0;\n", ctype(Y.dtype));
+	} else if (strcmp(mode, "reflect") && strcmp(mode, "edge")) {
+		emit_fail(E, "Pad mode \"%s\" is not supported", mode);
+	}
+	if (Y.nelem == 0)
+		return;
+	const char *ind = open_loops(E, Y.shape);
+	emitf(E, "%sint64_t at = 0;\n%sint ok = 1;\n%s(void)ok;\n", ind, ind, ind);
+	int64_t st = 1, xs[KILN_MAX_RANK];
+	for (int k = rank - 1; k >= 0; k--) {
+		xs[k] = st;
+		st *= X.shape->dims[k].size;
+	}
+	for (int k = 0; k < rank; k++) {
+		int64_t len = X.shape->dims[k].size;
+		emitf(E, "%s{\n%s\tint64_t c = o%d - %" PRId64 ";\n", ind, ind, k, pads[k]);
+		if (strcmp(mode, "constant") == 0)
+			emitf(E, "%s\tif (c < 0 || c >= %" PRId64 ") ok = 0;\n", ind, len);
+		else if (strcmp(mode, "edge") == 0)
+			emitf(E, "%s\tc = c < 0 ? 0 : c >= %" PRId64 " ? %" PRId64 " : c;\n", ind, len, len - 1);
+		else /* reflect, without repeating the edge */
+			emitf(E, "%s\twhile (c < 0 || c >= %" PRId64 ")\n%s\t\tc = c < 0 ? -c : 2 * %" PRId64
+			       " - c;\n", ind, len, ind, len - 1);
+		emitf(E, "%s\tat += c * %" PRId64 ";\n%s}\n", ind, xs[k], ind);
+	}
+	emitf(E, "%sY[%s] = %s;\n", ind, linear_index(E, Y.shape, -1, NULL),
+	    strcmp(mode, "constant") == 0 ? "ok ? X[at] : value" : "X[at]");
+	close_loops(E, Y.shape);
+}
+
+/* Trilu: keep the upper (j - i >= k) or lower (j - i <= k) triangle of the
+ * last two axes; zero the rest. */
+void emit_trilu(Emit *E)
+{
+	Operand X = in_op(E, 0), Y = out_op(E, 0);
+	int r = X.shape->rank;
+	bool upper = node_attr_int(E->n, "upper", 1) != 0;
+	decl(E, "X", &X, false);
+	decl(E, "Y", &Y, true);
+	if (E->n->nin > 1 && E->n->in[1] != NONE)
+		emitf(E, "\tconst int64_t k = (%s)[0];\n", in_op(E, 1).expr);
+	else
+		emitf(E, "\tconst int64_t k = 0;\n");
+	if (Y.nelem == 0)
+		return;
+	const char *ind = open_loops(E, Y.shape);
+	const char *at = linear_index(E, Y.shape, -1, NULL);
+	emitf(E, "%sY[%s] = o%d - o%d %s k ? X[%s] : 0;\n", ind, at, r - 1, r - 2, upper ? ">=" : "<=", at);
+	close_loops(E, Y.shape);
+}
+
+
+/* DepthToSpace (DCR or CRD) and SpaceToDepth: pure index maps over NCHW. */
+void emit_depth_space(Emit *E)
+{
+	Operand X = in_op(E, 0), Y = out_op(E, 0);
+	int64_t b = node_attr_int(E->n, "blocksize", 1);
+	decl(E, "X", &X, false);
+	decl(E, "Y", &Y, true);
+	bool to_space = E->n->op == OP_DepthToSpace;
+	const Attr *ma = node_attr(E->n, "mode");
+	bool crd = ma && ma->type == AT_STRING && ma->s.len == 3 && memcmp(ma->s.data, "CRD", 3) == 0;
+	/* Loop over the space-side tensor (Y for DepthToSpace, X for SpaceToDepth). */
+	const Shape *sp = to_space ? Y.shape : X.shape, *dp = to_space ? X.shape : Y.shape;
+	int64_t C = sp->dims[1].size, H = sp->dims[2].size, W = sp->dims[3].size;
+	int64_t dC = dp->dims[1].size, dH = dp->dims[2].size, dW = dp->dims[3].size;
+	emitf(E, "\tfor (int64_t n = 0; n < %" PRId64 "; n++)\n\tfor (int64_t c = 0; c < %" PRId64
+	       "; c++)\n\tfor (int64_t h = 0; h < %" PRId64 "; h++)\n\tfor (int64_t w = 0; w < %" PRId64
+	       "; w++) {\n", sp->dims[0].size, C, H, W);
+	emitf(E, "\t\tconst int64_t i = h %% %" PRId64 ", j = w %% %" PRId64 ";\n", b, b);
+	emitf(E, "\t\tconst int64_t dc = %s;\n",
+	    crd ? arena_printf(E->a, "(c * %" PRId64 " + i) * %" PRId64 " + j", b, b)
+	        : arena_printf(E->a, "(i * %" PRId64 " + j) * %" PRId64 " + c", b, C));
+	const char *space = arena_printf(E->a, "((n * %" PRId64 " + c) * %" PRId64 " + h) * %" PRId64 " + w", C, H, W);
+	const char *depth = arena_printf(E->a, "((n * %" PRId64 " + dc) * %" PRId64 " + h / %" PRId64
+	                                 ") * %" PRId64 " + w / %" PRId64, dC, dH, b, dW, b);
+	emitf(E, "\t\t%s;\n\t}\n", to_space ? arena_printf(E->a, "Y[%s] = X[%s]", space, depth)
+	                                     : arena_printf(E->a, "Y[%s] = X[%s]", depth, space));
+}
+
+void emit_one_hot(Emit *E)
+{
+	Operand I = in_op(E, 0), V = in_op(E, 2), Y = out_op(E, 0);
+	int axis = norm_axis(node_attr_int(E->n, "axis", -1), Y.shape->rank);
+	int64_t depth = Y.shape->dims[axis].size;
+	decl(E, "I", &I, false);
+	decl(E, "V", &V, false);
+	decl(E, "Y", &Y, true);
+	const char *ind = open_loops(E, Y.shape);
+	/* the index position: the output's coordinates without the depth axis */
+	char *at = arena_strdup(E->a, "0");
+	int64_t st = 1;
+	for (int k = Y.shape->rank - 1; k >= 0; k--)
+		if (k != axis) {
+			at = arena_printf(E->a, "%s + o%d * %" PRId64, at, k, st);
+			st *= Y.shape->dims[k].size;
+		}
+	emitf(E, "%sint64_t v = (int64_t)I[%s];\n%sif (v < 0)\n%s\tv += %" PRId64 ";\n", ind, at, ind,
+	    ind, depth);
+	emitf(E, "%sY[%s] = v == o%d ? V[1] : V[0];\n", ind, linear_index(E, Y.shape, -1, NULL), axis);
+	close_loops(E, Y.shape);
+}
+
+/* The index tuple I[o, 0..k-1] of GatherND/ScatterND, each wrapped and
+ * checked against data axis first + j, added to `at` with the data strides. */
+static void emit_index_tuple(Emit *E, const Shape *data, int64_t k, int first, const int64_t *st)
+{
+	for (int64_t j = 0; j < k; j++) {
+		int64_t len = data->dims[first + j].size;
+		emitf(E, "\t\t{\n\t\t\tint64_t v = (int64_t)I[o * %" PRId64 " + %" PRId64 "];\n"
+		       "\t\t\tif (v < 0)\n\t\t\t\tv += %" PRId64 ";\n"
+		       "\t\t\tif (v < 0 || v >= %" PRId64 ")\n\t\t\t\treturn KILN_SHAPE_ERROR;\n"
+		       "\t\t\tat += v * %" PRId64 ";\n\t\t}\n",
+		    k, j, len, len, st[first + j]);
+	}
+}
+
+void emit_gather_nd(Emit *E)
+{
+	Operand D = in_op(E, 0), I = in_op(E, 1), Y = out_op(E, 0);
+	int64_t b = node_attr_int(E->n, "batch_dims", 0);
+	int qr = I.shape->rank, r = D.shape->rank;
+	int64_t k = I.shape->dims[qr - 1].size, slice = 1, outer = 1, batch = 1;
+	for (int i = (int)(b + k); i < r; i++)
+		slice *= D.shape->dims[i].size;
+	for (int i = 0; i < qr - 1; i++)
+		outer *= I.shape->dims[i].size;
+	for (int i = 0; i < b; i++)
+		batch *= I.shape->dims[i].size;
+	int64_t per_batch = outer / (batch ? batch : 1), dstride[KILN_MAX_RANK], acc = 1;
+	for (int i = r - 1; i >= 0; i--) {
+		dstride[i] = acc;
+		acc *= D.shape->dims[i].size;
+	}
+	size_t es = dtype_size(D.dtype);
+	decl(E, "D", &D, false);
+	decl(E, "I", &I, false);
+	decl(E, "Y", &Y, true);
+	if (Y.nelem == 0)
+		return;
+	emitf(E, "\tfor (int64_t o = 0; o < %" PRId64 "; o++) {\n", outer);
+	/* The leading batch_dims axes are shared by data and indices: the batch
+	 * index times the stride of the last of them. */
+	emitf(E, "\t\tint64_t at = (o / %" PRId64 ") * %" PRId64 ";\n", per_batch,
+	    b ? dstride[b - 1] : (int64_t)0);
+	emit_index_tuple(E, D.shape, k, (int)b, dstride);
+	emitf(E, "\t\tmemcpy(Y + o * %" PRId64 ", D + at, %zu);\n\t}\n", slice, (size_t)slice * es);
+}
+
+/* ScatterElements and ScatterND: the output starts as the data, then the
+ * updates are written (or added/multiplied, with reduction) at the indices. */
+void emit_scatter(Emit *E)
+{
+	Operand D = in_op(E, 0), I = in_op(E, 1), U = in_op(E, 2), Y = out_op(E, 0);
+	const Attr *ra = node_attr(E->n, "reduction");
+	const char *op = "=";
+	if (ra && ra->type == AT_STRING && ra->s.len == 3 && memcmp(ra->s.data, "add", 3) == 0)
+		op = "+=";
+	else if (ra && ra->type == AT_STRING && ra->s.len == 3 && memcmp(ra->s.data, "mul", 3) == 0)
+		op = "*=";
+	else if (ra && ra->type == AT_STRING && !(ra->s.len == 4 && memcmp(ra->s.data, "none", 4) == 0))
+		emit_fail(E, "reduction \"%.*s\" is not supported", (int)ra->s.len, ra->s.data);
+	decl(E, "D", &D, false);
+	decl(E, "I", &I, false);
+	decl(E, "U", &U, false);
+	decl(E, "Y", &Y, true);
+	emitf(E, "\tif ((const void *)Y != (const void *)D)\n\t\tmemcpy(Y, D, %zu);\n",
+	    (size_t)Y.nelem * dtype_size(Y.dtype));
+	if (E->n->op != OP_ScatterND) {
+		int axis = norm_axis(node_attr_int(E->n, "axis", 0), D.shape->rank);
+		int64_t len = D.shape->dims[axis].size;
+		const char *ind = open_loops(E, I.shape);
+		emitf(E, "%sint64_t j = (int64_t)I[%s];\n%sif (j < 0)\n%s\tj += %" PRId64 ";\n"
+		       "%sif (j < 0 || j >= %" PRId64 ")\n%s\treturn KILN_SHAPE_ERROR;\n",
+		    ind, linear_index(E, I.shape, -1, NULL), ind, ind, len, ind, len, ind);
+		emitf(E, "%sY[%s] %s U[%s];\n", ind, linear_index(E, D.shape, axis, "j"), op,
+		    linear_index(E, I.shape, -1, NULL));
+		close_loops(E, I.shape);
+		return;
+	}
+	int qr = I.shape->rank, r = D.shape->rank;
+	int64_t k = I.shape->dims[qr - 1].size, slice = 1, outer = 1, st[KILN_MAX_RANK], acc = 1;
+	for (int i = (int)k; i < r; i++)
+		slice *= D.shape->dims[i].size;
+	for (int i = 0; i < qr - 1; i++)
+		outer *= I.shape->dims[i].size;
+	for (int i = r - 1; i >= 0; i--) {
+		st[i] = acc;
+		acc *= D.shape->dims[i].size;
+	}
+	emitf(E, "\tfor (int64_t o = 0; o < %" PRId64 "; o++) {\n\t\tint64_t at = 0;\n", outer);
+	emit_index_tuple(E, D.shape, k, 0, st);
+	emitf(E, "\t\tfor (int64_t s = 0; s < %" PRId64 "; s++)\n\t\t\tY[at + s] %s U[o * %" PRId64
+	       " + s];\n\t}\n", slice, op, slice);
+}
+
+
+void emit_eye_like(Emit *E)
+{
+	Operand Y = out_op(E, 0);
+	int64_t k = node_attr_int(E->n, "k", 0);
+	decl(E, "Y", &Y, true);
+	emitf(E, "\tfor (int64_t i = 0; i < %" PRId64 "; i++)\n\t\tfor (int64_t j = 0; j < %" PRId64
+	       "; j++)\n\t\t\tY[i * %" PRId64 " + j] = (%s)(j - i == %" PRId64 ");\n",
+	    Y.shape->dims[0].size, Y.shape->dims[1].size, Y.shape->dims[1].size, ctype(Y.dtype), k);
+}
+

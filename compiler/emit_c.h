@@ -1,0 +1,128 @@
+/*
+ * emit_c.h - the C emitter's insides, shared by emit_c.c (files, nodes,
+ * operands, constants) and the per-family op emitters in compiler/emit/.
+ *
+ * An op emitter writes the body of one node function: it asks for operands
+ * (in_op, out_op: C pointer expressions into the caller's buffers, the
+ * arena or a weights symbol), declares them (decl) and prints C with emitf.
+ * Shapes are the signature's, so every size in the generated code is a
+ * literal. Errors go through emit_fail, which names the node.
+ */
+#ifndef KILN_EMIT_C_H
+#define KILN_EMIT_C_H
+
+#include <stdbool.h>
+#include <stdint.h>
+#include <stdio.h>
+
+#include "emit.h"
+#include "kiln.h"
+
+typedef struct Emit {
+	Model *m;
+	Graph *g;
+	Diag *d;
+	Arena *a;
+	const EmitOptions *o;
+	FILE *c;
+	const Sig *sig;
+	const Plan *plan;
+	int *in_index, *out_index;   /* value id -> position in the run arrays, or NONE */
+	EmitSymbol *syms;
+	int nsyms, capsyms;
+	int *sym_of_weight;          /* value id -> symbol, for initializers (all signatures) */
+	Node *n;                     /* the node being emitted, for errors */
+} Emit;
+
+/* A value as the generated code sees it. */
+typedef struct Operand {
+	const char *expr;    /* a C expression of type `T *` or `const T *` */
+	int dtype;
+	const Shape *shape;
+	int64_t nelem;
+} Operand;
+
+enum { MAX_MAP_OPERANDS = 8 };
+
+/* ---- printing (emit_c.c) ---- */
+void emitf(Emit *E, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+_Noreturn void emit_fail(Emit *E, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+void comment_text(Emit *E, const char *s);       /* a model name, safe inside a comment */
+const char *ctype(int dt);                       /* C element type, NULL if none */
+const char *flit(Emit *E, double v, int dt);     /* a float literal that round-trips */
+void shape_text(Emit *E, const Shape *s);
+const char *mathfn(Emit *E, const char *name, int dt);   /* libm name in dt's precision */
+bool is_float(int dt);
+bool is_unsigned(int dt);
+
+/* ---- operands and constants (emit_c.c) ---- */
+int symbol_for(Emit *E, int dtype, const void *bytes, uint64_t nbytes, const char *hint);
+Operand operand(Emit *E, int id, bool writable);
+Operand result(Emit *E, int id);
+Operand in_op(Emit *E, int i);                   /* input i of the node; fails if absent */
+Operand out_op(Emit *E, int i);
+void decl(Emit *E, const char *var, const Operand *op, bool writable);
+double node_attr_float(const Node *n, const char *name, float dflt);
+int64_t node_attr_int(const Node *n, const char *name, int64_t dflt);
+bool folded_scalar(Emit *E, int i, double *v);  /* a folded scalar input, widened */
+void require_f32(Emit *E, const Operand *x);
+
+/* ---- loops (emit_c.c) ---- */
+void bcast_strides(const Shape *in, const Shape *outs, int64_t *st);
+void emit_map_body(Emit *E, const Operand *y, const Operand *xs, int nx, const char *expr,
+                   const char *stmts);
+void emit_map(Emit *E, const Operand *y, const Operand *xs, int nx, const char *expr);
+int norm_axis(int64_t axis, int rank);
+void around_axis(const Shape *s, int axis, int64_t *outer, int64_t *inner);
+const char *open_loops(Emit *E, const Shape *s);
+void close_loops(Emit *E, const Shape *s);
+const char *linear_index(Emit *E, const Shape *s, int swap, const char *with);
+
+/* ---- op emitters, one per family file ---- */
+/* emit/elementwise.c */
+void emit_unary(Emit *E);
+void emit_binary(Emit *E);
+void emit_cast(Emit *E);
+/* emit/linalg.c */
+void emit_gemm(Emit *E);
+void emit_matmul(Emit *E);
+void emit_einsum(Emit *E);
+/* emit/nn.c */
+void emit_softmax(Emit *E);
+void emit_batchnorm(Emit *E);
+void emit_layernorm(Emit *E);
+void emit_conv(Emit *E);
+void emit_conv_transpose(Emit *E);
+void emit_pool(Emit *E);
+void emit_dropout(Emit *E);
+void emit_hardmax(Emit *E);
+void emit_loss(Emit *E);
+void emit_instance_norm(Emit *E);
+void emit_lrn(Emit *E);
+void emit_quant(Emit *E);
+void emit_resize(Emit *E);
+/* emit/reduce.c */
+void emit_reduce(Emit *E);
+void emit_argext(Emit *E);
+void emit_cumsum(Emit *E);
+void emit_topk(Emit *E);
+/* emit/tensor.c */
+void emit_copy(Emit *E);
+void emit_transpose(Emit *E);
+void emit_concat(Emit *E);
+void emit_split(Emit *E);
+void emit_gather(Emit *E);
+void emit_slice(Emit *E);
+void emit_constant_of_shape(Emit *E);
+void emit_range(Emit *E);
+void emit_gather_elements(Emit *E);
+void emit_tile(Emit *E);
+void emit_pad(Emit *E);
+void emit_trilu(Emit *E);
+void emit_depth_space(Emit *E);
+void emit_one_hot(Emit *E);
+void emit_gather_nd(Emit *E);
+void emit_scatter(Emit *E);
+void emit_eye_like(Emit *E);
+
+#endif
