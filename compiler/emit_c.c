@@ -302,8 +302,35 @@ void bcast_strides(const Shape *in, const Shape *outs, int64_t *st)
  * broadcast strides, then `expr` computes the element, or, if `stmts` is
  * given, those statements assign it to r. Adjacent dims that are contiguous
  * for every operand are merged first, so same-shape operands get one loop. */
+static void map_loops(Emit *E, const Operand *y, const Operand *xs, int nx, const char *expr,
+                      const char *stmts, bool widen);
+
 void emit_map_body(Emit *E, const Operand *y, const Operand *xs, int nx, const char *expr,
                           const char *stmts)
+{
+	map_loops(E, y, xs, nx, expr, stmts, false);
+}
+
+/* The same, but float16 and bfloat16 operands are loaded as float and a
+ * 16-bit result is rounded (to nearest even) on store, so expr and stmts
+ * compute in float; r is then a float. */
+void emit_map_widened(Emit *E, const Operand *y, const Operand *xs, int nx, const char *expr,
+                      const char *stmts)
+{
+	map_loops(E, y, xs, nx, expr, stmts, true);
+}
+
+static const char *half_fn(int dt, bool to_half)
+{
+	if (dt == DT_FLOAT16)
+		return to_half ? "kiln_f32_to_f16" : "kiln_f16_to_f32";
+	if (dt == DT_BFLOAT16)
+		return to_half ? "kiln_f32_to_bf16" : "kiln_bf16_to_f32";
+	return NULL;
+}
+
+static void map_loops(Emit *E, const Operand *y, const Operand *xs, int nx, const char *expr,
+                      const char *stmts, bool widen)
 {
 	KILN_ASSERT(nx <= MAX_MAP_OPERANDS);
 	int rank = y->shape->rank;
@@ -349,18 +376,22 @@ void emit_map_body(Emit *E, const Operand *y, const Operand *xs, int nx, const c
 	if (r == 0)
 		emitf(E, "\t{\n"), strcpy(indent, "\t\t");
 	for (int j = 0; j < nx; j++) {
-		emitf(E, "%s%s x%d = X%d[0", indent, ctype(xs[j].dtype), j, j);
+		const char *load = widen ? half_fn(xs[j].dtype, false) : NULL;
+		emitf(E, "%s%s x%d = %s%sX%d[0", indent, load ? "float" : ctype(xs[j].dtype), j,
+		    load ? load : "", load ? "(" : "", j);
 		for (int k = 0; k < r; k++)
 			if (ms[j + 1][k])
 				emitf(E, " + i%d * %" PRId64, k, ms[j + 1][k]);
-		emitf(E, "];\n");
+		emitf(E, "]%s;\n", load ? ")" : "");
 	}
+	const char *store = widen ? half_fn(y->dtype, true) : NULL;
 	if (stmts)
-		emitf(E, "%s%s r;\n%s%s\n", indent, ctype(y->dtype), indent, stmts);
+		emitf(E, "%s%s r;\n%s%s\n", indent, store ? "float" : ctype(y->dtype), indent, stmts);
 	emitf(E, "%sY[0", indent);
 	for (int k = 0; k < r; k++)
 		emitf(E, " + i%d * %" PRId64, k, ms[0][k]);
-	emitf(E, "] = %s;\n", stmts ? "r" : expr);
+	emitf(E, "] = %s%s%s%s;\n", store ? store : "", store ? "(" : "", stmts ? "r" : expr,
+	    store ? ")" : "");
 	for (int k = (r ? r : 1) - 1; k >= 0; k--)
 		emitf(E, "%.*s}\n", k + 1, "\t\t\t\t\t\t\t\t\t");
 }

@@ -72,6 +72,9 @@ void bcast_strides(const Shape *in, const Shape *outs, int64_t *st);
 void emit_map_body(Emit *E, const Operand *y, const Operand *xs, int nx, const char *expr,
                    const char *stmts);
 void emit_map(Emit *E, const Operand *y, const Operand *xs, int nx, const char *expr);
+/* emit_map_body computing in float: 16-bit float operands widen on load, round on store. */
+void emit_map_widened(Emit *E, const Operand *y, const Operand *xs, int nx, const char *expr,
+                      const char *stmts);
 int norm_axis(int64_t axis, int rank);
 void around_axis(const Shape *s, int axis, int64_t *outer, int64_t *inner);
 const char *open_loops(Emit *E, const Shape *s);

@@ -1,5 +1,11 @@
 /*
  * emit/elementwise.c - op emitters for elementwise ops: math, activations, comparisons, logic, broadcasting binary ops, Cast.
+ *
+ * float16 and bfloat16 travel as uint16_t bit patterns. Arithmetic on them
+ * is written for float: each operand is widened exactly on load and the
+ * result rounded to nearest even on store (emit_map_widened), which is what
+ * numpy does for these types. Pure selections (Identity, Where) copy the
+ * bits instead, so NaN payloads survive.
  */
 #include <inttypes.h>
 #include <math.h>
@@ -8,10 +14,17 @@
 
 #include "emit_c.h"
 
+static bool is_half(int dt)
+{
+	return dt == DT_FLOAT16 || dt == DT_BFLOAT16;
+}
+
 void emit_unary(Emit *E)
 {
 	Operand x = in_op(E, 0), y = out_op(E, 0);
-	int dt = x.dtype, op = E->n->op;
+	int op = E->n->op;
+	bool half = is_half(x.dtype);
+	int dt = half ? DT_FLOAT : x.dtype;  /* the type the expression computes in */
 	const char *e = NULL;
 	bool needs_float = true;
 	switch (op) {
@@ -146,8 +159,11 @@ void emit_unary(Emit *E)
 				if (k >= E->n->nin || E->n->in[k] == NONE)
 					continue;
 				int id = E->n->in[k];
-				if (!E->sig->folded[id] && E->g->values[E->plan->root[id]].kind != VAL_WEIGHT) {
-					emitf(E, "\tconst %s %s = (%s)[0];\n", ctype(dt), i ? "hi" : "lo",
+				if (half || (!E->sig->folded[id] &&
+				             E->g->values[E->plan->root[id]].kind != VAL_WEIGHT)) {
+					emitf(E, "\tconst %s %s = %s((%s)[0]);\n", ctype(dt), i ? "hi" : "lo",
+					    x.dtype == DT_FLOAT16 ? "kiln_f16_to_f32"
+					    : x.dtype == DT_BFLOAT16 ? "kiln_bf16_to_f32" : "",
 					    in_op(E, k).expr);
 					bound[i] = i ? "hi" : "lo";
 					continue;
@@ -178,7 +194,10 @@ void emit_unary(Emit *E)
 	if (needs_float && !is_float(dt))
 		emit_fail(E, "%s on %s is not supported by the code generator yet", E->n->op_type,
 		          dtype_name(dt));
-	emit_map(E, &y, &x, 1, e);
+	if (op == OP_Identity)
+		emit_map(E, &y, &x, 1, e);
+	else
+		emit_map_widened(E, &y, &x, 1, e, NULL);
 }
 
 /* Elementwise ops of two or more inputs, broadcast. */
@@ -197,9 +216,12 @@ void emit_binary(Emit *E)
 		slope = prelu_channel_shape(xs[0].shape);
 		xs[1].shape = &slope;
 	}
-	int dt = xs[0].dtype;  /* comparisons output bool; compute in the inputs' type */
+	/* Comparisons output bool; compute in the inputs' type, 16-bit floats in float. */
+	int dt = is_half(xs[0].dtype) ? DT_FLOAT : xs[0].dtype;
+	if (op == OP_Where)
+		dt = is_half(xs[1].dtype) ? DT_FLOAT : xs[1].dtype;
 	const char *t = ctype(dt), *e = NULL, *stmts = NULL;
-	if (dt == DT_FLOAT16 || dt == DT_BFLOAT16 || dt == DT_STRING)
+	if (dt == DT_STRING)
 		emit_fail(E, "%s on %s is not supported by the code generator yet", E->n->op_type,
 		          dtype_name(dt));
 	switch (op) {
@@ -210,7 +232,7 @@ void emit_binary(Emit *E)
 	case OP_Pow:
 		/* Integer powers go through double, exact for every result that fits. */
 		e = is_float(dt) ? arena_printf(E->a, "%s(x0, (%s)x1)", mathfn(E, "pow", dt), t)
-		                 : arena_printf(E->a, "(%s)pow((double)x0, (double)x1)", ctype(y.dtype));
+		                 : arena_printf(E->a, "(%s)pow((double)x0, (double)x1)", ctype(dt));
 		break;
 	case OP_Where: e = "x0 ? x1 : x2"; break;
 	case OP_And: e = "(uint8_t)(x0 && x1)"; break;
@@ -262,7 +284,10 @@ void emit_binary(Emit *E)
 	default:
 		emit_fail(E, "no code generator for this op yet");
 	}
-	emit_map_body(E, &y, xs, nx, e, stmts);
+	if (op == OP_Where)  /* a selection: copy the bits */
+		emit_map_body(E, &y, xs, nx, e, stmts);
+	else
+		emit_map_widened(E, &y, xs, nx, e, stmts);
 }
 
 void emit_cast(Emit *E)
