@@ -397,6 +397,9 @@ void infer_set_output(Infer *x, int i, int dtype, const Shape *s);
 const Folded *infer_folded(Infer *x, int i);
 const int64_t *infer_ints(Infer *x, int i, int64_t *n);
 const int64_t *infer_require_ints(Infer *x, int i, int64_t *n);
+/* Fail because input i decides a shape and is not known, naming the graph
+ * input it is computed from; hint is appended (may be ""). */
+_Noreturn void infer_fail_unknown(Infer *x, int i, const char *hint);
 void infer_set_folded(Infer *x, int i, int dtype, int64_t nelem, const void *data);
 bool infer_foldable(const Shape *s);
 int infer_axis(Infer *x, int64_t axis, int rank, const char *what);

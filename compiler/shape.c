@@ -230,14 +230,59 @@ const int64_t *infer_ints(Infer *x, int i, int64_t *n)
 	return out;
 }
 
+/* The smallest graph input whose unknown contents input i is computed from
+ * (walking producers back, stopping at known values), or NONE. */
+static int unknown_source(Infer *x, int i)
+{
+	const Graph *g = x->g;
+	bool *seen = arena_array(x->a, (size_t)g->nvalues, sizeof *seen);
+	int *stack = arena_array(x->a, (size_t)g->nvalues, sizeof *stack);
+	int nstack = 0, best = NONE;
+	stack[nstack++] = x->n->in[i];
+	seen[x->n->in[i]] = true;
+	while (nstack > 0) {
+		int id = stack[--nstack];
+		const Value *v = &g->values[id];
+		if (x->sig->folded[id] || v->kind == VAL_WEIGHT)
+			continue;
+		if (v->kind == VAL_INPUT) {
+			if (best == NONE ||
+			    shape_nelem(&x->sig->shapes[id]) < shape_nelem(&x->sig->shapes[best]))
+				best = id;
+			continue;
+		}
+		if (v->kind != VAL_TEMP || v->producer == NONE)
+			continue;
+		const Node *p = &g->nodes[v->producer];
+		for (int k = 0; k < p->nin; k++)
+			if (p->in[k] != NONE && !seen[p->in[k]]) {
+				seen[p->in[k]] = true;
+				stack[nstack++] = p->in[k];
+			}
+	}
+	return best;
+}
+
+/* Input i decides a shape but its contents are not known. When it is
+ * computed from a graph input, the message names that input last before
+ * the phrase, since it is the one to freeze or make constant. */
+_Noreturn void infer_fail_unknown(Infer *x, int i, const char *hint)
+{
+	int src = infer_has_input(x, i) ? unknown_source(x, i) : NONE;
+	if (src != NONE && src != x->n->in[i])
+		infer_fail(x, KILN_UNSUPPORTED,
+		           "input %d \"%s\" is computed from graph input \"%s\", which must be known "
+		           "at compile time%s",
+		           i, infer_input_name(x, i), x->g->values[src].name, hint);
+	infer_fail(x, KILN_UNSUPPORTED, "input %d \"%s\" must be known at compile time%s", i,
+	           infer_input_name(x, i), hint);
+}
+
 const int64_t *infer_require_ints(Infer *x, int i, int64_t *n)
 {
 	const int64_t *v = infer_ints(x, i, n);
 	if (!v)
-		infer_fail(x, KILN_UNSUPPORTED,
-		           "input %d \"%s\" must be known at compile time (a constant, or computed "
-		           "from shapes)",
-		           i, infer_input_name(x, i));
+		infer_fail_unknown(x, i, " (a constant, or computed from shapes)");
 	return v;
 }
 

@@ -87,11 +87,19 @@ static void infer_cast(Infer *x)
 		infer_fail(x, KILN_INVALID_MODEL, "attribute \"to\" is not an element type (%d)", to);
 	const Shape *s = infer_shape(x, 0);
 	infer_set_output(x, 0, to, s);
-	/* Integer-to-integer casts of known shapes (int32 <-> int64) stay foldable. */
+	/* Integer-to-integer casts of known shapes (int32 <-> int64) stay foldable,
+	 * and so do small integers cast to float32, which Range and the window
+	 * functions' expansions take as sizes. */
 	int64_t n;
 	const int64_t *v = infer_ints(x, 0, &n);
 	if (v && to == DT_INT64)
 		infer_set_folded(x, 0, DT_INT64, n, v);
+	if (v && to == DT_FLOAT && n <= 4096) {
+		float *f = arena_array(x->a, (size_t)n + 1, sizeof *f);
+		for (int64_t k = 0; k < n; k++)
+			f[k] = (float)v[k];
+		infer_set_folded(x, 0, DT_FLOAT, n, f);
+	}
 }
 
 void ops_elementwise_infer(Infer *x)

@@ -486,8 +486,7 @@ static void infer_range(Infer *x)
 	for (int i = 0; i < 3; i++) {
 		const Folded *f = infer_folded(x, i);
 		if (!f || f->nelem != 1)
-			infer_fail(x, KILN_UNSUPPORTED, "input %d \"%s\" must be known at compile time", i,
-			           infer_input_name(x, i));
+			infer_fail_unknown(x, i, "");
 		switch (f->dtype) {
 		case DT_FLOAT: { float t; memcpy(&t, f->data, 4); v[i] = (double)t; break; }
 		case DT_DOUBLE: memcpy(&v[i], f->data, 8); break;
