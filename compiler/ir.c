@@ -291,3 +291,16 @@ void ir_verify(Graph *g)
 {
 	graph_walk(g, verify_graph, NULL);
 }
+
+const char *type_kind_name(TypeKind t)
+{
+	switch (t) {
+	case TK_TENSOR: return "tensor";
+	case TK_SEQUENCE: return "sequence";
+	case TK_MAP: return "map";
+	case TK_OPTIONAL: return "optional";
+	case TK_SPARSE: return "sparse_tensor";
+	case TK_UNKNOWN: break;
+	}
+	return "unknown";
+}

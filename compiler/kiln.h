@@ -104,6 +104,7 @@ typedef struct Shape {
 typedef enum TypeKind {
 	TK_UNKNOWN, TK_TENSOR, TK_SEQUENCE, TK_MAP, TK_OPTIONAL, TK_SPARSE
 } TypeKind;
+const char *type_kind_name(TypeKind t);   /* "tensor", "sequence", ... */
 
 typedef enum ValueKind {
 	VAL_TEMP,    /* produced by a node */

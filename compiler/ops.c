@@ -225,6 +225,26 @@ int domain_lookup(const char *domain)
 	return DOMAIN_OTHER;
 }
 
+/* Ops that an ahead-of-time compiler of inference graphs does not compile,
+ * and why; NULL for the others (which may simply not be done yet). */
+static const char *out_of_scope(const Node *n)
+{
+	static const char *const random_ops[] = {"Bernoulli", "Multinomial", "RandomNormal",
+	                                         "RandomNormalLike", "RandomUniform",
+	                                         "RandomUniformLike"};
+	if (n->domain_id == DOMAIN_TRAINING)
+		return "a training operator; kiln compiles inference graphs";
+	for (size_t i = 0; i < sizeof random_ops / sizeof random_ops[0]; i++)
+		if (strcmp(n->op_type, random_ops[i]) == 0)
+			return "draws random numbers; kiln compiles deterministic inference graphs";
+	if (strncmp(n->op_type, "Sequence", 8) == 0 || strncmp(n->op_type, "Optional", 8) == 0 ||
+	    strcmp(n->op_type, "SplitToSequence") == 0 || strcmp(n->op_type, "ConcatFromSequence") == 0)
+		return "works on sequence or optional values; kiln compiles tensor graphs only";
+	if (strcmp(n->op_type, "StringNormalizer") == 0)
+		return "works on strings; kiln compiles numeric tensors only";
+	return NULL;
+}
+
 const char *op_unsupported_reason(const Graph *g, const Node *n, char *buf, size_t bufsz)
 {
 	const Model *m = g->model;
@@ -272,7 +292,8 @@ const char *op_unsupported_reason(const Graph *g, const Node *n, char *buf, size
 		return buf;
 	}
 	if (!infer_hooks[n->op]) {
-		snprintf(buf, bufsz, "not supported by kiln yet");
+		const char *why = out_of_scope(n);
+		snprintf(buf, bufsz, "%s", why ? why : "not supported by kiln yet");
 		return buf;
 	}
 	return NULL;

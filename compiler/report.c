@@ -72,19 +72,6 @@ static void summarize(Model *m, Summary *s)
 		qsort(s->ops, (size_t)s->nops, sizeof *s->ops, by_key);
 }
 
-static const char *type_word(TypeKind t)
-{
-	switch (t) {
-	case TK_TENSOR: return "tensor";
-	case TK_SEQUENCE: return "sequence";
-	case TK_MAP: return "map";
-	case TK_OPTIONAL: return "optional";
-	case TK_SPARSE: return "sparse_tensor";
-	case TK_UNKNOWN: break;
-	}
-	return "unknown";
-}
-
 static bool is_runtime_input(const Value *v)
 {
 	return v->kind == VAL_INPUT;
@@ -97,7 +84,7 @@ static void print_value_line(FILE *out, const Value *v)
 	fprintf(out, "  %-24s %-9s ", v->name, dtype_name(v->dtype));
 	shape_print(&v->shape, out);
 	if (v->type != TK_TENSOR)
-		fprintf(out, " (%s)", type_word(v->type));
+		fprintf(out, " (%s)", type_kind_name(v->type));
 	fputc('\n', out);
 }
 
@@ -145,7 +132,7 @@ static void json_value(Json *j, const Value *v)
 	json_key(j, "name");
 	json_string(j, v->name);
 	json_key(j, "type");
-	json_string(j, type_word(v->type));
+	json_string(j, type_kind_name(v->type));
 	json_key(j, "dtype");
 	json_string(j, dtype_name(v->dtype));
 	json_key(j, "shape");
@@ -431,7 +418,7 @@ int report_check(Model *m, FILE *out)
 			const Value *v = &g->values[pass ? g->outputs[i] : g->inputs[i]];
 			if (v->type != TK_TENSOR && v->type != TK_UNKNOWN) {
 				fprintf(out, "%s: graph %s \"%s\": %s values are not supported\n", m->path,
-				        pass ? "output" : "input", v->name, type_word(v->type));
+				        pass ? "output" : "input", v->name, type_kind_name(v->type));
 				c.nbad++;
 			}
 		}

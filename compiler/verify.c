@@ -184,6 +184,16 @@ retry:;
 	model_load(m);
 	ir_verify(m->graph);
 	Graph *g = m->graph;
+	/* Sequence, map and optional values are outside what kiln compiles, and
+	 * their data files are not TensorProtos: say so before reading them. */
+	for (int pass = 0; pass < 2; pass++)
+		for (int i = 0; i < (pass ? g->noutputs : g->ninputs); i++) {
+			const Value *v = &g->values[pass ? g->outputs[i] : g->inputs[i]];
+			if (v->type != TK_TENSOR && v->type != TK_UNKNOWN)
+				diag_fail(d, KILN_UNSUPPORTED, "graph %s \"%s\" has %s type; kiln compiles "
+				          "tensor graphs only", pass ? "output" : "input", v->name,
+				          type_kind_name(v->type));
+		}
 	char *sets[MAX_SETS];
 	int nsets = data_sets(a, dir, sets, MAX_SETS);
 	if (nsets == 0)

@@ -4,12 +4,13 @@
 #   2. build with the default compiler in build/ and run every suite (unit, cli, testdata, memory),
 #   3. build with clang + AddressSanitizer/UBSan (LeakSanitizer included) in
 #      build-asan/ and run every suite but memory there,
-#   4. print one closing line "tests: N passed, N failed".
+#   4. print one line "tests: N passed, N failed" and the conformance counts.
 # Exits non-zero if anything failed.
 set -u
 cd "$(dirname "$0")/.." || exit 2
 status=0
 ./scripts/build.sh build || exit 2
+rm -f build/tests/conformance-summary.txt build-asan/tests/conformance-summary.txt
 meson test -C build --print-errorlogs --num-processes 2 || status=1
 
 CC=clang ./scripts/build.sh build-asan -Db_sanitize=address,undefined -Db_lundef=false \
@@ -33,4 +34,8 @@ for path in sys.argv[1:]:
             failed += 1
 print("tests: %d passed, %d failed, %d skipped" % (passed, failed, skipped))
 PY
+# The conformance counts (per-case CSV: build/tests/conformance.csv).
+for dir in build build-asan; do
+	[ -f $dir/tests/conformance-summary.txt ] && sed "s|^|$dir: |" $dir/tests/conformance-summary.txt
+done
 exit $status
