@@ -127,5 +127,7 @@ void emit_one_hot(Emit *E);
 void emit_gather_nd(Emit *E);
 void emit_scatter(Emit *E);
 void emit_eye_like(Emit *E);
+/* emit/rnn.c */
+void emit_rnn(Emit *E);
 
 #endif

@@ -462,6 +462,16 @@ void einsum_parse(Infer *x, Einsum *e);
 void resize_params(Infer *x, const Shape *in, kiln_resize_params *p);
 void ops_shape_infer(Infer *x);         /* Reshape, Flatten, Transpose, Concat, Split, Slice,
                                            Gather, Squeeze, Unsqueeze, Shape, Constant, Identity */
+void ops_rnn_infer(Infer *x);           /* RNN, GRU, LSTM */
+/* An RNN, GRU or LSTM node as the kernel sees it (ops/rnn.c). */
+typedef struct RnnNode {
+	int ndirs, layout;
+	int64_t gates;                 /* G: 1, 3 or 4 */
+	int64_t y_dir_offset;          /* elements from direction 0 to 1 in Y */
+	int64_t state_dir_offset;      /* the same in Y_h, Y_c, initial_h, initial_c */
+	kiln_rnn_params dir[2];        /* per direction (chunk_rows = the whole batch) */
+} RnnNode;
+void rnn_node(Infer *x, RnnNode *r);
 
 /* ---- weights.c: hashing and dedup ------------------------------------- */
 

@@ -300,6 +300,72 @@ KILN_API uint16_t kiln_f32_to_f16(float f);
 KILN_API float kiln_bf16_to_f32(uint16_t h);
 KILN_API uint16_t kiln_f32_to_bf16(float f);
 
+/* ---- recurrent layers (RNN, GRU, LSTM) -------------------------------- */
+
+enum kiln_rnn_cell { KILN_RNN_SIMPLE, KILN_RNN_GRU, KILN_RNN_LSTM };
+
+/* The activations ONNX's recurrent ops accept, with their alpha and beta. */
+enum kiln_rnn_activation_kind {
+	KILN_RNN_RELU,             /* max(0, x) */
+	KILN_RNN_TANH,
+	KILN_RNN_SIGMOID,          /* 1 / (1 + e^-x) */
+	KILN_RNN_AFFINE,           /* alpha x + beta */
+	KILN_RNN_LEAKY_RELU,       /* x >= 0 ? x : alpha x */
+	KILN_RNN_THRESHOLDED_RELU, /* x >= alpha ? x : 0 */
+	KILN_RNN_SCALED_TANH,      /* alpha tanh(beta x) */
+	KILN_RNN_HARD_SIGMOID,     /* min(max(alpha x + beta, 0), 1) */
+	KILN_RNN_ELU,              /* x >= 0 ? x : alpha (e^x - 1) */
+	KILN_RNN_SOFTSIGN,         /* x / (1 + |x|) */
+	KILN_RNN_SOFTPLUS          /* log(1 + e^x) */
+};
+
+typedef struct kiln_rnn_activation {
+	int kind;            /* enum kiln_rnn_activation_kind */
+	float alpha, beta;   /* used by the kinds that say so */
+} kiln_rnn_activation;
+
+/* One direction of one recurrent node. Element (t, b, i) of X is
+ * X[t * x_step_stride + b * x_row_stride + i]; Y likewise with its strides
+ * (hidden unit j at + j); row b of initial_h, initial_c, Y_h and Y_c starts
+ * at b * state_row_stride. So ONNX's layout 0 and 1, and the direction axis
+ * of Y and Y_h, are a matter of strides and base pointers. */
+typedef struct kiln_rnn_params {
+	int cell;                   /* enum kiln_rnn_cell: G = 1, 3 (z r h) or 4 (i o f c) gates */
+	int reverse;                /* run from each row's last step back to step 0 */
+	int64_t seq_length, batch, input_size, hidden_size;   /* T, N, I, H */
+	int64_t x_step_stride, x_row_stride;
+	int64_t y_step_stride, y_row_stride;
+	int64_t state_row_stride;
+	int has_clip;               /* clip every activation's input to [-clip, clip] */
+	float clip;
+	int linear_before_reset;    /* GRU */
+	int input_forget;           /* LSTM: f = 1 - i */
+	int has_sequence_lens;      /* sequence_lens is read */
+	kiln_rnn_activation act[3]; /* f; f, g (GRU); f, g, h (LSTM) */
+	int64_t chunk_rows;         /* rows computed together (>= 1); sizes the work buffer */
+} kiln_rnn_params;
+
+/* Floats of work buffer kiln_f32_rnn needs for p (any alignment). */
+KILN_API int64_t kiln_f32_rnn_work_floats(const kiln_rnn_params *p);
+
+/*
+ * One direction of ONNX RNN, GRU or LSTM (opsets 1 to 14), float32. W is
+ * [G*H, I], R [G*H, H], B [2*G*H] (Wb then Rb) or NULL, P [3*H] (LSTM
+ * peepholes i, o, f) or NULL; sequence_lens [N] (int32) is read only if
+ * has_sequence_lens; initial_h and initial_c may be NULL (zeros). Any of Y,
+ * Y_h, Y_c may be NULL. The equations are ONNX's, with the clip applied to
+ * the input of every activation (LSTM's h(C_t) included). Row b runs for
+ * sequence_lens[b] steps; Y is 0 at later steps, Y_h and Y_c hold the state
+ * after the last step (0 if there was none). Returns KILN_SHAPE_ERROR, before
+ * writing anything, if a length lies outside [0, T]; else KILN_OK. Sums
+ * accumulate in float (kiln_f32_gemm). Outputs must not overlap inputs.
+ */
+KILN_API enum kiln_status kiln_f32_rnn(const kiln_rnn_params *p, const float *X, const float *W,
+                                       const float *R, const float *B, const float *P,
+                                       const int32_t *sequence_lens, const float *initial_h,
+                                       const float *initial_c, float *Y, float *Y_h, float *Y_c,
+                                       float *work);
+
 #ifdef __cplusplus
 }
 #endif

@@ -1,0 +1,340 @@
+/*
+ * test_rnn.c - kiln_f32_rnn (RNN, GRU and LSTM, one direction) against a
+ * double-precision reference that follows ONNX's equations literally: one
+ * row and one step at a time, dot products written out, no strides tricks.
+ *
+ * Cases sweep the three cells, both directions, bias and initial state
+ * present or absent, peepholes, input_forget, both GRU variants
+ * (linear_before_reset), clip, every activation with its alpha and beta,
+ * per-row sequence lengths (0, short and full), chunk sizes that do and do
+ * not divide the batch, layout-1 style strides and padded strides, and every
+ * subset of the outputs. Memory between the rows of Y, Y_h and Y_c is
+ * guarded and must stay untouched; X's padding holds NaN so a wrong read
+ * shows. A sequence length outside [0, T] must give KILN_SHAPE_ERROR and
+ * leave the outputs as they were.
+ * Tolerance: |err| <= 2e-5 * (1 + |want|). The state passes through T
+ * steps of float GEMMs and float activations, so rounding compounds a little
+ * per step; data and weights are small so the dynamics stay contractive.
+ */
+#include "kiln/kernels.h"
+
+#include "harness.h"
+
+static const double RNN_TOL = 2e-5;
+
+static double act_ref(const kiln_rnn_activation *a, double x)
+{
+	double al = (double)a->alpha, be = (double)a->beta;
+	switch (a->kind) {
+	case KILN_RNN_RELU: return x > 0 ? x : 0;
+	case KILN_RNN_TANH: return tanh(x);
+	case KILN_RNN_SIGMOID: return 1 / (1 + exp(-x));
+	case KILN_RNN_AFFINE: return al * x + be;
+	case KILN_RNN_LEAKY_RELU: return x >= 0 ? x : al * x;
+	case KILN_RNN_THRESHOLDED_RELU: return x >= al ? x : 0;
+	case KILN_RNN_SCALED_TANH: return al * tanh(be * x);
+	case KILN_RNN_HARD_SIGMOID: return fmax(0, fmin(1, al * x + be));
+	case KILN_RNN_ELU: return x >= 0 ? x : al * (exp(x) - 1);
+	case KILN_RNN_SOFTSIGN: return x / (1 + fabs(x));
+	case KILN_RNN_SOFTPLUS: return log(1 + exp(x));
+	}
+	return x;
+}
+
+static double f_ref(const kiln_rnn_params *p, int k, double x)
+{
+	if (p->has_clip)
+		x = fmin((double)p->clip, fmax(-(double)p->clip, x));
+	return act_ref(&p->act[k], x);
+}
+
+typedef struct Case {
+	int cell, reverse;
+	int64_t T, N, I, H;
+	int layout1;       /* X and Y with ONNX layout-1 strides (batch first) */
+	int pad;           /* extra elements between rows */
+	int has_b, has_p, has_h0, has_c0, has_lens;
+	int want_y, want_yh, want_yc;
+	int clip, lbr, input_forget;
+	kiln_rnn_activation act[3];
+	int64_t chunk;
+} Case;
+
+static int64_t gates_of(int cell)
+{
+	return cell == KILN_RNN_LSTM ? 4 : cell == KILN_RNN_GRU ? 3 : 1;
+}
+
+/* The reference: fills want_y [T][N][H] (0 where not computed), want_h and
+ * want_c [N][H]. Inputs are read through p's strides. */
+static void reference(const kiln_rnn_params *p, const float *X, const float *W, const float *R,
+                      const float *B, const float *P, const int32_t *lens, const float *h0,
+                      const float *c0, double *want_y, double *want_h, double *want_c)
+{
+	int64_t T = p->seq_length, N = p->batch, I = p->input_size, H = p->hidden_size;
+	int64_t G = gates_of(p->cell), GH = G * H;
+	double *h = xmalloc((size_t)H * sizeof *h), *c = xmalloc((size_t)H * sizeof *c);
+	double *hn = xmalloc((size_t)H * sizeof *hn), *g = xmalloc((size_t)GH * sizeof *g);
+	double *rh = xmalloc((size_t)GH * sizeof *rh);
+	for (int64_t i = 0; i < T * N * H; i++)
+		want_y[i] = 0;
+	for (int64_t b = 0; b < N; b++) {
+		int64_t len = lens ? lens[b] : T;
+		for (int64_t j = 0; j < H; j++) {
+			h[j] = h0 ? (double)h0[b * p->state_row_stride + j] : 0;
+			c[j] = c0 ? (double)c0[b * p->state_row_stride + j] : 0;
+		}
+		for (int64_t s = 0; s < len; s++) {
+			int64_t t = p->reverse ? len - 1 - s : s;
+			const float *x = X + t * p->x_step_stride + b * p->x_row_stride;
+			/* g = x W^T + Wb, rh = h R^T + Rb, per gate unit */
+			for (int64_t u = 0; u < GH; u++) {
+				double sx = B ? (double)B[u] : 0, sh = B ? (double)B[GH + u] : 0;
+				for (int64_t i = 0; i < I; i++)
+					sx += (double)x[i] * (double)W[u * I + i];
+				for (int64_t k = 0; k < H; k++)
+					sh += h[k] * (double)R[u * H + k];
+				g[u] = sx;
+				rh[u] = sh;
+			}
+			for (int64_t j = 0; j < H; j++) {
+				if (p->cell == KILN_RNN_SIMPLE) {
+					hn[j] = f_ref(p, 0, g[j] + rh[j]);
+				} else if (p->cell == KILN_RNN_LSTM) {
+					double pi = g[j] + rh[j] + (P ? (double)P[j] * c[j] : 0);
+					double pf = g[2 * H + j] + rh[2 * H + j] + (P ? (double)P[2 * H + j] * c[j] : 0);
+					double i = f_ref(p, 0, pi);
+					double f = p->input_forget ? 1 - i : f_ref(p, 0, pf);
+					double cc = f_ref(p, 1, g[3 * H + j] + rh[3 * H + j]);
+					double cn = f * c[j] + i * cc;
+					double po = g[H + j] + rh[H + j] + (P ? (double)P[H + j] * cn : 0);
+					c[j] = cn;  /* only c[j] is read for unit j */
+					hn[j] = f_ref(p, 0, po) * f_ref(p, 2, cn);
+				} else {
+					double z = f_ref(p, 0, g[j] + rh[j]);
+					double r = f_ref(p, 0, g[H + j] + rh[H + j]);
+					double pre;
+					if (p->linear_before_reset) {
+						pre = g[2 * H + j] + r * rh[2 * H + j];
+					} else {
+						/* (r . h) R_h^T + Rbh: needs r of every unit */
+						double sum = B ? (double)B[GH + 2 * H + j] : 0;
+						for (int64_t k = 0; k < H; k++) {
+							double rk = f_ref(p, 0, g[H + k] + rh[H + k]);
+							sum += rk * h[k] * (double)R[(2 * H + j) * H + k];
+						}
+						pre = g[2 * H + j] + sum;
+					}
+					hn[j] = (1 - z) * f_ref(p, 1, pre) + z * h[j];
+				}
+			}
+			for (int64_t j = 0; j < H; j++) {
+				h[j] = hn[j];
+				want_y[(t * N + b) * H + j] = h[j];
+			}
+		}
+		for (int64_t j = 0; j < H; j++) {
+			want_h[b * H + j] = len ? h[j] : 0;
+			want_c[b * H + j] = len ? c[j] : 0;
+		}
+	}
+	free(h), free(c), free(hn), free(g), free(rh);
+}
+
+static float *random_floats(int64_t n, float lo, float hi)
+{
+	float *x = xmalloc((size_t)n * sizeof *x);
+	fill_uniform(x, n, lo, hi);
+	return x;
+}
+
+static void run_case(const Case *k, const char *what)
+{
+	int64_t T = k->T, N = k->N, I = k->I, H = k->H, GH = gates_of(k->cell) * H;
+	int lstm = k->cell == KILN_RNN_LSTM;
+	kiln_rnn_params p = {
+		.cell = k->cell, .reverse = k->reverse, .seq_length = T, .batch = N,
+		.input_size = I, .hidden_size = H, .has_clip = k->clip, .clip = 0.9f,
+		.linear_before_reset = k->lbr, .input_forget = k->input_forget,
+		.has_sequence_lens = k->has_lens, .chunk_rows = k->chunk,
+	};
+	for (int a = 0; a < 3; a++)
+		p.act[a] = k->act[a];
+	/* X: layout 0 is [T][N][I+pad], layout 1 [N][T][I+pad]; Y likewise with H. */
+	int64_t xrow = I + k->pad, yrow = H + k->pad;
+	p.x_step_stride = k->layout1 ? xrow : N * xrow;
+	p.x_row_stride = k->layout1 ? T * xrow : xrow;
+	p.y_step_stride = k->layout1 ? yrow : N * yrow;
+	p.y_row_stride = k->layout1 ? T * yrow : yrow;
+	p.state_row_stride = yrow;
+
+	float *X = xmalloc((size_t)(T * N * xrow + 1) * sizeof *X);
+	for (int64_t i = 0; i < T * N * xrow; i++)
+		X[i] = (i % xrow) < I ? rng_float(-1.0f, 1.0f) : NAN;
+	float *W = random_floats(GH * I, -0.5f, 0.5f), *R = random_floats(GH * H, -0.5f, 0.5f);
+	float *B = k->has_b ? random_floats(2 * GH, -0.5f, 0.5f) : NULL;
+	float *P = k->has_p ? random_floats(3 * H, -0.5f, 0.5f) : NULL;
+	float *h0 = k->has_h0 ? random_floats(N * yrow, -1.0f, 1.0f) : NULL;
+	float *c0 = k->has_c0 ? random_floats(N * yrow, -1.0f, 1.0f) : NULL;
+	int32_t *lens = NULL;
+	if (k->has_lens) {
+		lens = xmalloc((size_t)(N + 1) * sizeof *lens);
+		for (int64_t b = 0; b < N; b++)
+			lens[b] = (int32_t)(b % 3 == 0 ? T : b % 3 == 1 ? 0 : rng_int(0, T));
+	}
+	Guarded gy = {0}, gh = {0}, gc = {0};
+	size_t ybytes = (size_t)(T * N * yrow) * sizeof(float), sbytes = (size_t)(N * yrow) * sizeof(float);
+	float *Y = k->want_y ? guarded_alloc(&gy, ybytes, 4) : NULL;
+	float *Yh = k->want_yh ? guarded_alloc(&gh, sbytes, 0) : NULL;
+	float *Yc = k->want_yc ? guarded_alloc(&gc, sbytes, 8) : NULL;
+	int64_t nwork = kiln_f32_rnn_work_floats(&p);
+	Guarded gw;
+	float *work = guarded_alloc(&gw, (size_t)nwork * sizeof(float), 0);
+	/* Padding of the outputs must keep this value. */
+	const float sentinel = 4242.0f;
+	for (int64_t i = 0; Y && i < T * N * yrow; i++)
+		Y[i] = sentinel;
+	for (int64_t i = 0; i < N * yrow; i++) {
+		if (Yh)
+			Yh[i] = sentinel;
+		if (Yc)
+			Yc[i] = sentinel;
+	}
+
+	double *want_y = xmalloc((size_t)(T * N * H + 1) * sizeof *want_y);
+	double *want_h = xmalloc((size_t)(N * H + 1) * sizeof *want_h);
+	double *want_c = xmalloc((size_t)(N * H + 1) * sizeof *want_c);
+	reference(&p, X, W, R, B, lstm ? P : NULL, lens, h0, lstm ? c0 : NULL, want_y, want_h, want_c);
+	enum kiln_status st = kiln_f32_rnn(&p, X, W, R, B, P, lens, h0, c0, Y, Yh, Yc, work);
+	char msg[300];
+	snprintf(msg, sizeof msg, "%s status", what);
+	CHECK(st == KILN_OK, msg);
+
+	/* Compare through the strides; padding must hold the sentinel. */
+	int64_t ny = T * N * H, ns = N * H;
+	float *got = xmalloc((size_t)(ny + 1) * sizeof *got);
+	double *bound = xmalloc((size_t)(ny + 1) * sizeof *bound);
+	if (Y) {
+		int pad_ok = 1;
+		for (int64_t t = 0; t < T; t++)
+			for (int64_t b = 0; b < N; b++) {
+				const float *y = Y + t * p.y_step_stride + b * p.y_row_stride;
+				for (int64_t j = 0; j < H; j++) {
+					got[(t * N + b) * H + j] = y[j];
+					bound[(t * N + b) * H + j] = 1 + fabs(want_y[(t * N + b) * H + j]);
+				}
+				for (int64_t j = H; j < yrow; j++)
+					pad_ok &= y[j] == sentinel;
+			}
+		snprintf(msg, sizeof msg, "%s: Y", what);
+		CHECK_CLOSE(msg, got, want_y, bound, ny, RNN_TOL);
+		snprintf(msg, sizeof msg, "%s: Y padding and guards", what);
+		CHECK(pad_ok && guarded_intact(&gy), msg);
+	}
+	for (int which = 0; which < 2; which++) {
+		float *S = which ? Yc : Yh;
+		if (!S)
+			continue;
+		const double *want = which ? want_c : want_h;
+		int pad_ok = 1;
+		for (int64_t b = 0; b < N; b++) {
+			for (int64_t j = 0; j < H; j++) {
+				got[b * H + j] = S[b * yrow + j];
+				bound[b * H + j] = 1 + fabs(want[b * H + j]);
+			}
+			for (int64_t j = H; j < yrow; j++)
+				pad_ok &= S[b * yrow + j] == sentinel;
+		}
+		snprintf(msg, sizeof msg, "%s: %s", what, which ? "Y_c" : "Y_h");
+		CHECK_CLOSE(msg, got, want, bound, ns, RNN_TOL);
+		snprintf(msg, sizeof msg, "%s: %s padding and guards", what, which ? "Y_c" : "Y_h");
+		CHECK(pad_ok && guarded_intact(which ? &gc : &gh), msg);
+	}
+	snprintf(msg, sizeof msg, "%s: work stays in bounds", what);
+	CHECK(guarded_intact(&gw), msg);
+
+	/* A length out of range: an error, and nothing written. */
+	if (lens && N > 0 && (Y || Yh)) {
+		int32_t keep = lens[N - 1];
+		lens[N - 1] = (int32_t)(T + 1);
+		float *probe = Y ? Y : Yh;
+		int64_t nprobe = Y ? T * N * yrow : N * yrow;
+		for (int64_t i = 0; i < nprobe; i++)
+			probe[i] = sentinel;
+		st = kiln_f32_rnn(&p, X, W, R, B, P, lens, h0, c0, Y, Yh, Yc, work);
+		int untouched = 1;
+		for (int64_t i = 0; i < nprobe; i++)
+			untouched &= probe[i] == sentinel;
+		snprintf(msg, sizeof msg, "%s: length %lld > T is an error, nothing written", what,
+		         (long long)(T + 1));
+		CHECK(st == KILN_SHAPE_ERROR && untouched, msg);
+		lens[N - 1] = keep;
+	}
+
+	free(X), free(W), free(R), free(B), free(P), free(h0), free(c0), free(lens);
+	free(want_y), free(want_h), free(want_c), free(got), free(bound);
+	if (Y)
+		guarded_free(&gy);
+	if (Yh)
+		guarded_free(&gh);
+	if (Yc)
+		guarded_free(&gc);
+	guarded_free(&gw);
+}
+
+static const char *const cell_name[] = {"RNN", "GRU", "LSTM"};
+
+int main(void)
+{
+	static const int64_t shapes[][4] = {  /* T, N, I, H */
+		{1, 1, 1, 1}, {3, 2, 4, 5}, {5, 7, 3, 4}, {4, 9, 17, 6}, {2, 3, 0, 3}, {6, 5, 2, 8},
+	};
+	/* Every activation appears, with its alpha and beta; the ones that can
+	 * grow the state (Relu, Affine, Softplus...) sit where a sigmoid-like
+	 * gate keeps it bounded, or in the simple RNN with small weights. */
+	static const kiln_rnn_activation act_sets[][3] = {
+		{{KILN_RNN_TANH, 0, 0}, {KILN_RNN_TANH, 0, 0}, {KILN_RNN_TANH, 0, 0}},
+		{{KILN_RNN_SIGMOID, 0, 0}, {KILN_RNN_TANH, 0, 0}, {KILN_RNN_TANH, 0, 0}},
+		{{KILN_RNN_HARD_SIGMOID, 0.3f, 0.4f}, {KILN_RNN_SOFTSIGN, 0, 0}, {KILN_RNN_SCALED_TANH, 0.8f, 1.3f}},
+		{{KILN_RNN_SIGMOID, 0, 0}, {KILN_RNN_LEAKY_RELU, 0.1f, 0}, {KILN_RNN_ELU, 0.7f, 0}},
+		{{KILN_RNN_SIGMOID, 0, 0}, {KILN_RNN_RELU, 0, 0}, {KILN_RNN_SOFTPLUS, 0, 0}},
+		{{KILN_RNN_HARD_SIGMOID, 0.2f, 0.5f}, {KILN_RNN_AFFINE, 0.5f, 0.1f}, {KILN_RNN_THRESHOLDED_RELU, 0.2f, 0}},
+	};
+	int nsets = (int)(sizeof act_sets / sizeof act_sets[0]);
+	for (int cell = 0; cell < 3; cell++)
+		for (size_t s = 0; s < sizeof shapes / sizeof shapes[0]; s++)
+			for (int variant = 0; variant < 8; variant++) {
+				Case k = {
+					.cell = cell, .T = shapes[s][0], .N = shapes[s][1], .I = shapes[s][2],
+					.H = shapes[s][3],
+					.reverse = variant & 1, .layout1 = (variant >> 1) & 1, .pad = variant % 3,
+					.has_b = variant != 2, .has_p = variant % 2 == 0, .has_h0 = variant % 3 != 1,
+					.has_c0 = variant % 4 != 3, .has_lens = variant >= 4,
+					.want_y = variant != 5, .want_yh = variant != 6,
+					.want_yc = cell == KILN_RNN_LSTM && variant % 2 == 1,
+					.clip = variant == 3 || variant == 6, .lbr = variant % 2,
+					.input_forget = variant == 7,
+				};
+				int set = (int)((s + (size_t)variant) % (size_t)nsets);
+				for (int a = 0; a < 3; a++)
+					k.act[a] = act_sets[set][a];
+				/* chunks of all rows, of one row, and of two rows (not a divisor of 7 or 9) */
+				k.chunk = variant % 3 == 0 ? k.N : variant % 3 == 1 ? 1 : 2;
+				char what[200];
+				snprintf(what, sizeof what, "%s T=%lld N=%lld I=%lld H=%lld variant %d acts %d",
+				         cell_name[cell], (long long)k.T, (long long)k.N, (long long)k.I,
+				         (long long)k.H, variant, set);
+				run_case(&k, what);
+			}
+	/* The simple RNN with each activation alone (rarely-used ones as f). */
+	for (int kind = KILN_RNN_RELU; kind <= KILN_RNN_SOFTPLUS; kind++) {
+		Case k = {.cell = KILN_RNN_SIMPLE, .T = 4, .N = 3, .I = 3, .H = 4, .has_b = 1,
+		          .has_h0 = 1, .want_y = 1, .want_yh = 1, .chunk = 2, .has_lens = 1,
+		          .reverse = kind % 2, .clip = kind % 3 == 0};
+		k.act[0] = (kiln_rnn_activation){kind, 0.6f, 0.3f};
+		char what[120];
+		snprintf(what, sizeof what, "RNN activation %d alone", kind);
+		run_case(&k, what);
+	}
+	return harness_report();
+}
