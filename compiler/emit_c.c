@@ -534,6 +534,9 @@ static void emit_body(Emit *E)
 	case OP_EyeLike: emit_eye_like(E); break;
 	case OP_TopK: emit_topk(E); break;
 	case OP_Einsum: emit_einsum(E); break;
+	case OP_Det: emit_det(E); break;
+	case OP_MeanVarianceNormalization: emit_mvn(E); break;
+	case OP_ReverseSequence: emit_reverse_sequence(E); break;
 	case OP_RNN: case OP_GRU: case OP_LSTM: emit_rnn(E); return;
 	case OP_Resize: case OP_Upsample: emit_resize(E); break;
 	case OP_QuantizeLinear: case OP_DequantizeLinear: emit_quant(E); break;

@@ -104,6 +104,10 @@ void emit_instance_norm(Emit *E);
 void emit_lrn(Emit *E);
 void emit_quant(Emit *E);
 void emit_resize(Emit *E);
+/* emit/misc.c */
+void emit_det(Emit *E);
+void emit_mvn(Emit *E);
+void emit_reverse_sequence(Emit *E);
 /* emit/reduce.c */
 void emit_reduce(Emit *E);
 void emit_argext(Emit *E);

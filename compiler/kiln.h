@@ -451,6 +451,7 @@ void conv_transpose_geometry(Infer *x, const Shape *in, const Shape *w, ConvTGeo
 void ops_norm_infer(Infer *x);          /* BatchNormalization, LayerNormalization, Softmax, LogSoftmax */
 void ops_reduce_infer(Infer *x);        /* ReduceMean, ReduceSum */
 void ops_resize_infer(Infer *x);        /* Resize, Upsample */
+void ops_misc_infer(Infer *x);          /* Det, MeanVarianceNormalization, ReverseSequence */
 #define EINSUM_MAX_OPERANDS 8
 typedef struct Einsum {
 	int noperands;

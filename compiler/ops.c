@@ -134,6 +134,8 @@ static const InferHook infer_hooks[OP_COUNT] = {
 	[OP_GlobalMaxPool] = ops_conv_infer,
 	[OP_Resize] = ops_resize_infer, [OP_Upsample] = ops_resize_infer,
 	[OP_Einsum] = ops_shape_infer,
+	[OP_Det] = ops_misc_infer, [OP_MeanVarianceNormalization] = ops_misc_infer,
+	[OP_ReverseSequence] = ops_misc_infer,
 	[OP_RNN] = ops_rnn_infer, [OP_GRU] = ops_rnn_infer, [OP_LSTM] = ops_rnn_infer,
 };
 

@@ -49,6 +49,40 @@ void emit_batchnorm(Emit *E)
 		spatial *= X.shape->dims[k].size;
 	decl(E, "X", &X, false);
 	decl(E, "Y", &Y, true);
+	if (E->n->since >= 14 && node_attr_int(E->n, "training_mode", 0)) {
+		/* Training: normalize with the batch's mean and population variance
+		 * per channel (double, two passes); the optional outputs 1 and 2 are
+		 * the running statistics, input * momentum + batch * (1 - momentum). */
+		const char *eps = flit(E, node_attr_float(E->n, "epsilon", 1e-5f), DT_DOUBLE);
+		double momentum = node_attr_float(E->n, "momentum", 0.9f);
+		int64_t count = n * spatial;
+		emitf(E, "\tfor (int64_t c = 0; c < %" PRId64 "; c++) {\n"
+		       "\t\tdouble sum = 0, sq = 0;\n"
+		       "\t\tfor (int64_t i = 0; i < %" PRId64 "; i++)\n"
+		       "\t\t\tfor (int64_t s = 0; s < %" PRId64 "; s++)\n"
+		       "\t\t\t\tsum += X[(i * %" PRId64 " + c) * %" PRId64 " + s];\n"
+		       "\t\tconst double mean = sum / %" PRId64 ";\n"
+		       "\t\tfor (int64_t i = 0; i < %" PRId64 "; i++)\n"
+		       "\t\t\tfor (int64_t s = 0; s < %" PRId64 "; s++) {\n"
+		       "\t\t\t\tconst double d = X[(i * %" PRId64 " + c) * %" PRId64 " + s] - mean;\n"
+		       "\t\t\t\tsq += d * d;\n\t\t\t}\n"
+		       "\t\tconst double var = sq / %" PRId64 ";\n"
+		       "\t\tconst double scale = (%s)[c] / sqrt(var + %s), shift = (%s)[c] - mean * scale;\n"
+		       "\t\tfor (int64_t i = 0; i < %" PRId64 "; i++)\n"
+		       "\t\t\tfor (int64_t s = 0; s < %" PRId64 "; s++) {\n"
+		       "\t\t\t\tconst int64_t at = (i * %" PRId64 " + c) * %" PRId64 " + s;\n"
+		       "\t\t\t\tY[at] = (float)(X[at] * scale + shift);\n\t\t\t}\n",
+		    c, n, spatial, c, spatial, count, n, spatial, c, spatial, count, p[0].expr, eps,
+		    p[1].expr, n, spatial, c, spatial);
+		const char *stat[2] = {"mean", "var"};
+		for (int k = 0; k < 2; k++)
+			if (E->n->nout > k + 1 && E->n->out[k + 1] != NONE)
+				emitf(E, "\t\t(%s)[c] = (float)((%s)[c] * %s + %s * %s);\n", out_op(E, k + 1).expr,
+				    p[k + 2].expr, flit(E, momentum, DT_DOUBLE), stat[k],
+				    flit(E, 1 - momentum, DT_DOUBLE));
+		emitf(E, "\t}\n");
+		return;
+	}
 	emitf(E, "\tkiln_f32_batchnorm(X, %s, %s, %s, %s, Y, %" PRId64 ", %" PRId64 ", %" PRId64
 	       ", %s);\n", p[0].expr, p[1].expr, p[2].expr, p[3].expr, n, c, spatial,
 	    flit(E, node_attr_float(E->n, "epsilon", 1e-5f), DT_FLOAT));

@@ -1,7 +1,8 @@
 /*
  * ops/norm.c - shape inference for the normalizations: BatchNormalization
- * (inference mode only), LayerNormalization, Softmax and LogSoftmax. Each
- * output has the input's shape; what is checked is that parameters fit.
+ * (inference, and training mode from opset 14), LayerNormalization, Softmax
+ * and LogSoftmax. Each output has the input's shape; what is checked is that
+ * parameters fit.
  */
 #include <string.h>
 
@@ -12,9 +13,14 @@ static void infer_batchnorm(Infer *x)
 	const Shape *in = infer_shape(x, 0);
 	if (in->rank < 2)
 		infer_fail(x, KILN_SHAPE_ERROR, "input must be (N, C, ...), got rank %d", in->rank);
-	if (attr_int(x, "training_mode", 0) != 0 || x->n->nout > 1)
-		infer_fail(x, KILN_UNSUPPORTED, "training mode (running mean/var outputs) is not "
-		           "supported; kiln compiles inference graphs");
+	/* Training mode (opset 14 on): statistics of the batch, and optionally
+	 * the running mean and variance updated with momentum. Before opset 14
+	 * the training outputs (saved mean, saved variance) are refused. */
+	bool training = x->n->since >= 14 && attr_int(x, "training_mode", 0) != 0;
+	if (!training && x->n->nout > 1)
+		infer_fail(x, KILN_UNSUPPORTED, "the training outputs of BatchNormalization-%d "
+		           "(running and saved mean/var) are not supported; opset 14 and later "
+		           "with training_mode=1 are", x->n->since);
 	for (int i = 1; i <= 4; i++) {
 		const Shape *p = infer_shape(x, i);
 		if (p->rank != 1 || p->dims[0].size != in->dims[1].size)
@@ -22,6 +28,10 @@ static void infer_batchnorm(Infer *x)
 			           infer_input_name(x, i), (long long)in->dims[1].size);
 	}
 	infer_set_output(x, 0, infer_dtype(x, 0), in);
+	if (training) {
+		infer_set_output(x, 1, infer_dtype(x, 3), infer_shape(x, 3));
+		infer_set_output(x, 2, infer_dtype(x, 4), infer_shape(x, 4));
+	}
 }
 
 static void infer_layernorm(Infer *x)

@@ -533,8 +533,32 @@ static void infer_expand(Infer *x)
 	infer_set_output(x, 0, infer_dtype(x, 0), &y);
 }
 
+/* Is the scalar ratio of Dropout exactly zero (either sign)? */
+static bool dropout_ratio_zero(Infer *x, const Folded *f)
+{
+	switch (f->dtype) {
+	case DT_FLOAT: {
+		float v;
+		memcpy(&v, f->data, 4);
+		return v == 0;
+	}
+	case DT_DOUBLE: {
+		double v;
+		memcpy(&v, f->data, 8);
+		return v == 0;
+	}
+	case DT_FLOAT16: case DT_BFLOAT16: {
+		uint16_t v;
+		memcpy(&v, f->data, 2);
+		return (v & 0x7fff) == 0;
+	}
+	}
+	infer_fail(x, KILN_INVALID_MODEL, "ratio must be a float type, not %s", dtype_name(f->dtype));
+}
+
 /* Dropout in inference: the output is the input; the optional mask is all
- * true. Training mode (randomness) is refused. */
+ * true. So is training mode with ratio 0; training with a ratio above 0
+ * draws random numbers, which kiln does not reproduce, and is refused. */
 static void infer_dropout(Infer *x)
 {
 	if (attr_int(x, "is_test", 1) == 0 && x->n->since < 7)
@@ -542,9 +566,17 @@ static void infer_dropout(Infer *x)
 	if (infer_has_input(x, 2)) {
 		const Folded *f = infer_folded(x, 2);
 		if (!f || f->nelem != 1)
-			infer_fail(x, KILN_UNSUPPORTED, "training_mode must be known at compile time");
-		if (((const uint8_t *)f->data)[0])
-			infer_fail(x, KILN_UNSUPPORTED, "training-mode Dropout (random) is not supported");
+			infer_fail(x, KILN_UNSUPPORTED, "input 2 \"%s\" (training_mode) must be known at "
+			           "compile time", infer_input_name(x, 2));
+		if (((const uint8_t *)f->data)[0]) {
+			const Folded *r = infer_folded(x, 1);
+			if (infer_has_input(x, 1) && (!r || r->nelem != 1))
+				infer_fail(x, KILN_UNSUPPORTED, "input 1 \"%s\" (ratio) must be known at "
+				           "compile time in training mode", infer_input_name(x, 1));
+			if (!r || !dropout_ratio_zero(x, r))
+				infer_fail(x, KILN_UNSUPPORTED, "training-mode Dropout with a ratio above 0 is "
+				           "random; kiln does not reproduce numpy's generator");
+		}
 	}
 	infer_set_output(x, 0, infer_dtype(x, 0), infer_shape(x, 0));
 	infer_set_output(x, 1, DT_BOOL, infer_shape(x, 0));

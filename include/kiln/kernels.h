@@ -366,6 +366,16 @@ KILN_API enum kiln_status kiln_f32_rnn(const kiln_rnn_params *p, const float *X,
                                        const float *initial_c, float *Y, float *Y_h, float *Y_c,
                                        float *work);
 
+/* ---- determinant ------------------------------------------------------ */
+
+/*
+ * The determinant of the n x n row-major matrix A (ONNX Det), by LU
+ * factorization with partial pivoting in double. A is overwritten with the
+ * factors. n == 0 gives 1; a singular matrix gives 0 (of either sign); NaN
+ * propagates.
+ */
+KILN_API double kiln_f64_det(double *A, int64_t n);
+
 #ifdef __cplusplus
 }
 #endif
