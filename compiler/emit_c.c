@@ -170,6 +170,12 @@ Operand operand(Emit *E, int id, bool writable)
 	}
 	KILN_ASSERT(!writable);
 	(void)writable;
+	if (v->kind == VAL_OUTER) {
+		/* A subgraph reads an enclosing graph's value where that graph keeps
+		 * it: an outer weight is the same symbol inside and outside. */
+		op.expr = emit_outer_expr(E, id);
+		return op;
+	}
 	if (E->sig->folded[id] && v->kind != VAL_INPUT) {
 		const Folded *f = E->sig->folded[id];
 		uint64_t nbytes = (uint64_t)f->nelem * dtype_size(f->dtype);
@@ -179,7 +185,9 @@ Operand operand(Emit *E, int id, bool writable)
 	}
 	int root = E->plan->root[id];
 	const Value *rv = &E->g->values[root];
-	if (E->in_index[root] != NONE) {
+	if (rv->kind == VAL_OUTER) {
+		op.expr = emit_outer_expr(E, root);  /* a view of an enclosing graph's value */
+	} else if (E->in_index[root] != NONE) {
 		op.expr = arena_printf(E->a, "(const %s *)in[%d]", t, E->in_index[root]);
 	} else if (rv->kind == VAL_WEIGHT) {
 		int s = E->sym_of_weight[root];
@@ -534,11 +542,22 @@ static void emit_body(Emit *E)
 	case OP_EyeLike: emit_eye_like(E); break;
 	case OP_TopK: emit_topk(E); break;
 	case OP_Einsum: emit_einsum(E); break;
+	case OP_DFT: emit_dft(E); break;
+	case OP_STFT: emit_stft(E); break;
+	case OP_HannWindow: case OP_HammingWindow: case OP_BlackmanWindow: emit_window(E); break;
+	case OP_MelWeightMatrix: emit_mel_weight_matrix(E); break;
+	case OP_If: case OP_Loop: case OP_Scan: emit_control(E); break;
 	case OP_Det: emit_det(E); break;
 	case OP_MeanVarianceNormalization: emit_mvn(E); break;
 	case OP_ReverseSequence: emit_reverse_sequence(E); break;
+	case OP_MatMulInteger: case OP_QLinearMatMul: emit_qmatmul(E); break;
+	case OP_ConvInteger: case OP_QLinearConv: emit_qconv(E); break;
+	case OP_DynamicQuantizeLinear: emit_dynamic_quant(E); break;
 	case OP_RNN: case OP_GRU: case OP_LSTM: emit_rnn(E); return;
 	case OP_Resize: case OP_Upsample: emit_resize(E); break;
+	case OP_GridSample: emit_gridsample(E); break;
+	case OP_RoiAlign: emit_roialign(E); break;
+	case OP_MaxUnpool: emit_maxunpool(E); break;
 	case OP_QuantizeLinear: case OP_DequantizeLinear: emit_quant(E); break;
 	case OP_ReduceMean: case OP_ReduceSum: case OP_ReduceMax: case OP_ReduceMin:
 	case OP_ReduceProd: case OP_ReduceSumSquare: case OP_ReduceL1: case OP_ReduceL2:
@@ -564,6 +583,8 @@ static void describe(Emit *E, const char *role, int id)
 		emitf(E, " output %d", E->out_index[id]);
 	else if (E->sig->folded[id] || v->kind == VAL_WEIGHT)
 		emitf(E, " constant");
+	else if (v->kind == VAL_OUTER)
+		emitf(E, " from the enclosing graph");
 	else if (E->plan->buf_of[id] != NONE)
 		emitf(E, " arena @%" PRId64, E->plan->bufs[E->plan->buf_of[id]].off);
 	else if (E->plan->root[id] != id)
@@ -590,13 +611,18 @@ static bool node_has_code(Emit *E, const Node *n)
 
 static const char *fn_name(Emit *E, const Node *n)
 {
-	return arena_printf(E->a, "b%" PRId64 "_n%03d_%s", E->sig->batch, n->id,
+	/* Subgraph functions carry their node path: b1_n004_body_n002_add. */
+	const char *prefix = E->fn_prefix ? E->fn_prefix
+	                                  : arena_printf(E->a, "b%" PRId64, E->sig->batch);
+	return arena_printf(E->a, "%s_n%03d_%s", prefix, n->id,
 	                    sanitize(E->a, n->name[0] ? n->name : n->op_type));
 }
 
 static void emit_node(Emit *E, Node *n)
 {
 	E->n = n;
+	/* C has no nested functions: a subgraph's node functions come first. */
+	emit_control_functions(E, n);
 	emitf(E, "/* node %d \"", n->id);
 	comment_text(E, n->name);
 	emitf(E, "\" (%s)\n", n->op_type);
@@ -639,6 +665,24 @@ static void emit_node(Emit *E, Node *n)
 	}
 	emit_body(E);
 	emitf(E, "}\n\n");
+}
+
+/* The node functions of a subgraph (emit/control.c sets up E). */
+void emit_graph_functions(Emit *E)
+{
+	for (int k = 0; k < E->g->nnodes; k++)
+		if (node_has_code(E, &E->g->nodes[k]))
+			emit_node(E, &E->g->nodes[k]);
+}
+
+void emit_graph_calls(Emit *E, const char *indent)
+{
+	for (int k = 0; k < E->g->nnodes; k++) {
+		Node *n = &E->g->nodes[k];
+		if (node_has_code(E, n))
+			emitf(E, "%sif ((st = %s(a, in, out)) != 0) /* %s */\n%s\treturn st;\n", indent,
+			    fn_name(E, n), n->op_type, indent);
+	}
 }
 
 /* ---- files ------------------------------------------------------------ */
@@ -689,27 +733,50 @@ static void banner(FILE *f, Emit *E, const Sig *sigs, int nsigs)
 	fprintf(f, ". Do not edit: regenerate with kiln compile.\n */\n");
 }
 
+static const char *interface_name(Emit *E, int id, bool input)
+{
+	return arena_printf(E->a, "%s_%s", input ? "in" : "out", sanitize(E->a, E->g->values[id].name));
+}
+
 static void emit_header(Emit *E, FILE *h, const Sig *sigs, const Plan *plans, int nsigs)
 {
 	Graph *g = E->g;
 	const char *N = E->o->name;
+	const Stitch *st = E->o->stitch;
 	banner(h, E, sigs, nsigs);
 	char *guard = arena_strdup(E->a, N);
 	for (char *p = guard; *p; p++)
 		if (*p >= 'a' && *p <= 'z')
 			*p = (char)(*p - 'a' + 'A');
-	int64_t max_arena = 0;
-	for (int i = 0; i < nsigs; i++)
-		if (plans[i].arena_bytes > max_arena)
-			max_arena = plans[i].arena_bytes;
-	fprintf(h, "#ifndef %s_H\n#define %s_H\n\n#include <stdint.h>\n\n#include <kiln/model.h>\n\n",
-	        guard, guard);
+	fprintf(h, "#ifndef %s_H\n#define %s_H\n\n#include <stdint.h>\n\n#include <kiln/model.h>\n"
+	           "#include <kiln/run.h>\n\n", guard, guard);
 	fprintf(h, "#ifdef __cplusplus\nextern \"C\" {\n#endif\n\n");
 	fprintf(h, "/* Bytes of arena one call needs at the largest compiled batch size;\n"
 	           " * align it to 64 bytes. Each thread needs its own. */\n");
-	fprintf(h, "#define %s_ARENA_BYTES %" PRId64 "\n\n", guard, max_arena);
+	fprintf(h, "#define %s_ARENA_BYTES %" PRId64 "\n", guard, st->max_arena_bytes);
+	fprintf(h, "/* Bytes of one kiln_run context (any alignment): the arena above, a\n"
+	           " * staging area of %" PRIu64 " bytes for the padded chunk, and the plans of\n"
+	           " * every batch up to %" PRId64 ". Each thread needs its own. */\n",
+	        st->staging_bytes, st->plan_bound);
+	fprintf(h, "#define %s_CONTEXT_BYTES %" PRIu64 "\n\n", guard, st->context_bytes);
 	fprintf(h, "/* The model: interface, batch sizes, arena sizes and entry points. */\n");
 	fprintf(h, "extern const kiln_model %s_model;\n\n", N);
+	if (st->dep.independent)
+		fprintf(h, "/* Any batch n >= 0 through a context (kiln/run.h): compiled sizes run\n"
+		           " * in place, others are stitched from them. Buffers hold n rows. */\n");
+	else
+		fprintf(h, "/* Through a context (kiln/run.h), at the compiled batch sizes only:\n"
+		           " * the model is not batch independent (see %s_model.batch_mixing). */\n", N);
+	fprintf(h, "int %s_run(kiln_context *ctx, int64_t n", N);
+	for (int k = 0; k < g->ninputs; k++) {
+		int id = g->inputs[k];
+		if (g->values[id].kind == VAL_INPUT)
+			fprintf(h, ", const %s *%s", ctype(sigs[0].dtypes[id]), interface_name(E, id, true));
+	}
+	for (int k = 0; k < g->noutputs; k++)
+		fprintf(h, ", %s *%s", ctype(sigs[0].dtypes[g->outputs[k]]),
+		        interface_name(E, g->outputs[k], false));
+	fprintf(h, ");\n\n");
 	for (int i = 0; i < nsigs; i++) {
 		fprintf(h, "/* Batch %" PRId64 ": arena %" PRId64 " bytes. Returns 0 or a kiln_status. */\n",
 		        sigs[i].batch, plans[i].arena_bytes);
@@ -717,40 +784,29 @@ static void emit_header(Emit *E, FILE *h, const Sig *sigs, const Plan *plans, in
 		for (int k = 0; k < g->ninputs; k++) {
 			int id = g->inputs[k];
 			if (g->values[id].kind == VAL_INPUT)
-				fprintf(h, ", const %s *%s", ctype(sigs[i].dtypes[id]),
-				        arena_printf(E->a, "in_%s", sanitize(E->a, g->values[id].name)));
+				fprintf(h, ", const %s *%s", ctype(sigs[i].dtypes[id]), interface_name(E, id, true));
 		}
 		for (int k = 0; k < g->noutputs; k++) {
 			int id = g->outputs[k];
-			fprintf(h, ", %s *%s", ctype(sigs[i].dtypes[id]),
-			        arena_printf(E->a, "out_%s", sanitize(E->a, g->values[id].name)));
+			fprintf(h, ", %s *%s", ctype(sigs[i].dtypes[id]), interface_name(E, id, false));
 		}
 		fprintf(h, ");\n");
 	}
 	fprintf(h, "\n#ifdef __cplusplus\n}\n#endif\n#endif\n");
 }
 
-/* The batch axis of an interface value: the one axis whose size is the batch
- * times a constant in every signature while the others stay put; with one
- * signature, axis 0 if it equals the batch. -1 if there is none. */
-static int batch_axis(const Sig *sigs, int nsigs, int id)
+/* A C string literal's contents: quotes, backslashes and controls escaped. */
+static void emit_cstring(Emit *E, const char *s)
 {
-	const Shape *s0 = &sigs[0].shapes[id];
-	for (int a = 0; a < s0->rank; a++) {
-		int64_t d0 = s0->dims[a].size, b0 = sigs[0].batch;
-		if (d0 % b0 || (nsigs == 1 && d0 != b0))
-			continue;
-		bool scales = true;
-		for (int i = 1; i < nsigs && scales; i++) {
-			const Shape *si = &sigs[i].shapes[id];
-			for (int k = 0; k < s0->rank && scales; k++)
-				scales = k == a ? si->dims[k].size == d0 / b0 * sigs[i].batch
-				                : si->dims[k].size == s0->dims[k].size;
-		}
-		if (scales)
-			return a;
+	for (; *s; s++) {
+		unsigned char ch = (unsigned char)*s;
+		if (ch == '"' || ch == '\\')
+			emitf(E, "\\%c", ch);
+		else if (ch < 0x20 || ch == 0x7f || (ch == '?' && s[1] == '?'))
+			emitf(E, "\\%03o", ch);
+		else
+			emitf(E, "%c", ch);
 	}
-	return -1;
 }
 
 static void emit_descriptor(Emit *E, const Sig *sigs, const Plan *plans, int nsigs)
@@ -758,16 +814,17 @@ static void emit_descriptor(Emit *E, const Sig *sigs, const Plan *plans, int nsi
 	Graph *g = E->g;
 	const char *N = E->o->name;
 	const Sig *s0 = &sigs[0];
+	const Stitch *st = E->o->stitch;
 	for (int pass = 0; pass < 2; pass++) {
 		int count = pass ? g->noutputs : g->ninputs;
 		for (int k = 0, j = 0; k < count; k++) {
 			int id = pass ? g->outputs[k] : g->inputs[k];
 			if (!pass && g->values[id].kind != VAL_INPUT)
 				continue;
-			/* Per-sample shape: the batch axis at 1. */
+			/* Per-sample shape: the batch axis at 1 sample's extent. */
 			emitf(E, "static const int64_t %s_dims_%s%d[] = {", N, pass ? "out" : "in", j++);
 			const Shape *sh = &s0->shapes[id];
-			int ba = batch_axis(sigs, nsigs, id);
+			int ba = st->axis[id];
 			for (int d = 0; d < sh->rank; d++)
 				emitf(E, "%s%" PRId64, d ? ", " : "",
 				    d == ba ? sh->dims[d].size / s0->batch : sh->dims[d].size);
@@ -782,11 +839,9 @@ static void emit_descriptor(Emit *E, const Sig *sigs, const Plan *plans, int nsi
 			if (!pass && g->values[id].kind != VAL_INPUT)
 				continue;
 			emitf(E, "\t{\"");
-			for (const char *p = g->values[id].name; *p; p++)
-				emitf(E, (*p == '"' || *p == '\\') ? "\\%c" : ((unsigned char)*p < 0x20 ? "?" : "%c"),
-				    *p);
+			emit_cstring(E, g->values[id].name);
 			emitf(E, "\", %d, %d, %s_dims_%s%d, %d},\n", s0->dtypes[id], s0->shapes[id].rank, N,
-			    pass ? "out" : "in", j, batch_axis(sigs, nsigs, id));
+			    pass ? "out" : "in", j, st->axis[id]);
 			j++;
 		}
 		emitf(E, "%s};\n", count ? "" : "\t{0}\n");
@@ -795,23 +850,83 @@ static void emit_descriptor(Emit *E, const Sig *sigs, const Plan *plans, int nsi
 	for (int i = 0; i < nsigs; i++)
 		emitf(E, "%s%" PRId64, i ? ", " : "", sigs[i].batch);
 	emitf(E, "};\nstatic const uint64_t %s_arena_bytes[] = {", N);
-	int64_t max_arena = 0;
-	for (int i = 0; i < nsigs; i++) {
+	for (int i = 0; i < nsigs; i++)
 		emitf(E, "%s%" PRId64, i ? ", " : "", plans[i].arena_bytes);
-		if (plans[i].arena_bytes > max_arena)
-			max_arena = plans[i].arena_bytes;
-	}
-	emitf(E, "};\nstatic const kiln_run_fn %s_run[] = {", N);
+	emitf(E, "};\nstatic const kiln_run_fn %s_run_fns[] = {", N);
 	for (int i = 0; i < nsigs; i++)
 		emitf(E, "%s%s_run_generic_b%" PRId64, i ? ", " : "", N, sigs[i].batch);
-	emitf(E, "};\n\nconst kiln_model %s_model = {\n", N);
+	/* The cost model's estimate per size (stitch.c); %a keeps it exact. */
+	emitf(E, "};\nstatic const double %s_cost[] = {", N);
+	for (int i = 0; i < nsigs; i++)
+		emitf(E, "%s%a", i ? ", " : "", st->cost[i].ns);
+	emitf(E, "};\nstatic const uint64_t %s_flops[] = {", N);
+	for (int i = 0; i < nsigs; i++)
+		emitf(E, "%s%" PRIu64, i ? ", " : "", st->cost[i].flops);
+	emitf(E, "};\nstatic const uint64_t %s_traffic_bytes[] = {", N);
+	for (int i = 0; i < nsigs; i++)
+		emitf(E, "%s%" PRIu64, i ? ", " : "", st->cost[i].bytes);
+	emitf(E, "};\n");
+	if (E->o->nrules) {
+		emitf(E, "static const char *const %s_rules[] = {", N);
+		for (int i = 0; i < E->o->nrules; i++) {
+			emitf(E, "%s\"", i ? ", " : "");
+			emit_cstring(E, E->o->rules[i]);
+			emitf(E, "\"");
+		}
+		emitf(E, "};\n");
+	}
+	emitf(E, "\nconst kiln_model %s_model = {\n", N);
 	emitf(E, "\t.struct_bytes = sizeof(kiln_model),\n\t.kiln_version = %d,\n\t.name = \"%s\",\n",
 	    KILN_VERSION_NUM, N);
 	emitf(E, "\t.ninputs = %d, .noutputs = %d,\n", ninputs(g), g->noutputs);
 	emitf(E, "\t.inputs = %s_inputs, .outputs = %s_outputs,\n", N, N);
 	emitf(E, "\t.nbatches = %d, .batches = %s_batches, .arena_bytes = %s_arena_bytes, "
-	       ".run = %s_run,\n", nsigs, N, N, N);
-	emitf(E, "\t.max_arena_bytes = %" PRId64 ",\n};\n", max_arena);
+	       ".run = %s_run_fns,\n", nsigs, N, N, N);
+	emitf(E, "\t.max_arena_bytes = %" PRId64 ",\n", st->max_arena_bytes);
+	emitf(E, "\t.cost = %s_cost, .flops = %s_flops, .traffic_bytes = %s_traffic_bytes,\n", N, N, N);
+	emitf(E, "\t.batch_independent = %d,\n", st->dep.independent ? 1 : 0);
+	if (!st->dep.independent) {
+		emitf(E, "\t.batch_mixing = \"");
+		emit_cstring(E, st->dep.why ? st->dep.why : "not analysed");
+		emitf(E, "\",\n");
+	}
+	if (E->o->nrules)
+		emitf(E, "\t.nrules = %d, .rules = %s_rules,\n", E->o->nrules, N);
+	emitf(E, "\t.plan_bound = %" PRId64 ", .staging_bytes = %" PRIu64 ", .context_bytes = %" PRIu64
+	       ",\n};\n\n", st->plan_bound, st->staging_bytes, st->context_bytes);
+	/* The typed entry for any n: views over the caller's buffers. */
+	emitf(E, "int %s_run(kiln_context *ctx, int64_t n", N);
+	for (int k = 0; k < g->ninputs; k++) {
+		int id = g->inputs[k];
+		if (g->values[id].kind == VAL_INPUT)
+			emitf(E, ", const %s *%s", ctype(s0->dtypes[id]), interface_name(E, id, true));
+	}
+	for (int k = 0; k < g->noutputs; k++)
+		emitf(E, ", %s *%s", ctype(s0->dtypes[g->outputs[k]]),
+		    interface_name(E, g->outputs[k], false));
+	emitf(E, ")\n{\n\tif (n < 0)\n\t\treturn KILN_USAGE;\n");
+	for (int pass = 0; pass < 2; pass++) {
+		int count = pass ? g->noutputs : g->ninputs, j = 0;
+		emitf(E, "\tconst kiln_%s %s[%d] = {\n", pass ? "output" : "input", pass ? "out" : "in",
+		    count ? count : 1);
+		for (int k = 0; k < count; k++) {
+			int id = pass ? g->outputs[k] : g->inputs[k];
+			if (!pass && g->values[id].kind != VAL_INPUT)
+				continue;
+			const Shape *sh = &s0->shapes[id];
+			int64_t per = 1;
+			for (int d = 0; d < sh->rank; d++)
+				per *= d == st->axis[id] ? sh->dims[d].size / s0->batch : sh->dims[d].size;
+			emitf(E, "\t\t{%s, %d, (uint64_t)%" PRId64 " * sizeof(%s)%s},\n",
+			    interface_name(E, id, !pass), s0->dtypes[id], per, ctype(s0->dtypes[id]),
+			    st->axis[id] >= 0 ? " * (uint64_t)n" : "");
+			j++;
+		}
+		if (!j)
+			emitf(E, "\t\t{0},\n");
+		emitf(E, "\t};\n");
+	}
+	emitf(E, "\treturn kiln_run(ctx, n, in, out);\n}\n\n");
 }
 
 void emit_c(Model *m, const Sig *sigs, const Plan *plans, int nsigs, const EmitOptions *o,
@@ -822,12 +937,6 @@ void emit_c(Model *m, const Sig *sigs, const Plan *plans, int nsigs, const EmitO
 	Emit E0 = {.m = m, .g = m->graph, .d = m->diag, .a = m->arena, .o = o, .c = scratch};
 	Emit *E = &E0;
 	Graph *g = m->graph;
-	for (int i = 0; i < g->nnodes; i++)
-		if (g->nodes[i].nattrs)
-			for (int k = 0; k < g->nodes[i].nattrs; k++)
-				if (g->nodes[i].attrs[k].type == AT_GRAPH || g->nodes[i].attrs[k].type == AT_GRAPHS)
-					diag_fail_node(E->d, g, &g->nodes[i], KILN_UNSUPPORTED,
-					               "control flow is not supported by the code generator yet");
 	index_interface(E);
 	E->sym_of_weight = arena_array(E->a, (size_t)g->nvalues, sizeof *E->sym_of_weight);
 	for (int i = 0; i < g->nvalues; i++)
@@ -882,7 +991,7 @@ void emit_c(Model *m, const Sig *sigs, const Plan *plans, int nsigs, const EmitO
 
 	banner(c, E, sigs, nsigs);
 	fprintf(c, "#include <math.h>\n#include <stdint.h>\n#include <string.h>\n\n");
-	fprintf(c, "#include <kiln/kernels.h>\n#include <kiln/model.h>\n\n");
+	fprintf(c, "#include <kiln/kernels.h>\n#include <kiln/model.h>\n#include <kiln/run.h>\n\n");
 	fprintf(c, "#include \"%s.h\"\n\n", o->name);
 	fprintf(c, "#if !defined(KILN_VERSION_NUM) || KILN_VERSION_NUM != %d\n"
 	           "#error \"generated by kiln %s: build it with that version's headers\"\n"

@@ -32,6 +32,8 @@ typedef struct Emit {
 	int nsyms, capsyms;
 	int *sym_of_weight;          /* value id -> symbol, for initializers (all signatures) */
 	Node *n;                     /* the node being emitted, for errors */
+	struct Emit *parent;         /* a subgraph's: the enclosing graph's emitter, else NULL */
+	const char *fn_prefix;       /* a subgraph's function name prefix, else NULL ("b8") */
 } Emit;
 
 /* A value as the generated code sees it. */
@@ -81,11 +83,24 @@ const char *open_loops(Emit *E, const Shape *s);
 void close_loops(Emit *E, const Shape *s);
 const char *linear_index(Emit *E, const Shape *s, int swap, const char *with);
 
+/* ---- nodes (emit_c.c) ---- */
+void emit_graph_functions(Emit *E);              /* every node function of E->g, in order */
+void emit_graph_calls(Emit *E, const char *indent);   /* their calls; `int st;` is declared */
+
+/* ---- control flow (emit/control.c) ---- */
+void emit_control_functions(Emit *E, Node *n);   /* n's subgraphs, before n's function */
+void emit_control(Emit *E);                      /* If, Loop, Scan */
+const char *emit_outer_expr(Emit *E, int id);    /* a VAL_OUTER value where its graph keeps it */
+
 /* ---- op emitters, one per family file ---- */
 /* emit/elementwise.c */
 void emit_unary(Emit *E);
 void emit_binary(Emit *E);
 void emit_cast(Emit *E);
+/* emit/epilogue.c: a fused node's bias and activation (passes/fuse.c) as
+ * `const kiln_epilogue ep`; returns "&ep", or NULL if there is neither. */
+const char *emit_epilogue(Emit *E, const char *bias);
+bool emit_has_act(const Node *n);
 /* emit/linalg.c */
 void emit_gemm(Emit *E);
 void emit_matmul(Emit *E);
@@ -104,10 +119,19 @@ void emit_instance_norm(Emit *E);
 void emit_lrn(Emit *E);
 void emit_quant(Emit *E);
 void emit_resize(Emit *E);
+/* emit/sampling.c */
+void emit_gridsample(Emit *E);
+void emit_roialign(Emit *E);
+void emit_maxunpool(Emit *E);
 /* emit/misc.c */
 void emit_det(Emit *E);
 void emit_mvn(Emit *E);
 void emit_reverse_sequence(Emit *E);
+/* emit/signal.c */
+void emit_dft(Emit *E);
+void emit_stft(Emit *E);
+void emit_window(Emit *E);
+void emit_mel_weight_matrix(Emit *E);
 /* emit/reduce.c */
 void emit_reduce(Emit *E);
 void emit_argext(Emit *E);
@@ -131,6 +155,10 @@ void emit_one_hot(Emit *E);
 void emit_gather_nd(Emit *E);
 void emit_scatter(Emit *E);
 void emit_eye_like(Emit *E);
+/* emit/quant.c */
+void emit_qmatmul(Emit *E);
+void emit_qconv(Emit *E);
+void emit_dynamic_quant(Emit *E);
 /* emit/rnn.c */
 void emit_rnn(Emit *E);
 

@@ -121,6 +121,7 @@ typedef struct Weight {
 	uint64_t nbytes;     /* dtype_size * nelem; for strings the sum of lengths */
 	int64_t nelem;
 	uint64_t hash;       /* content hash over dtype, dims and bytes (weights.c) */
+	uint64_t bytes_hash; /* hash of the bytes alone, 0 until the passes need it */
 	const char *location;/* external data file, or NULL */
 	bool is_mapped;      /* bytes live in a file mapping */
 } Weight;
@@ -234,6 +235,7 @@ typedef struct Model {
 	FILE *files[8];          /* open output files, closed by model_close on any path */
 	Arena *arena;
 	Diag *diag;
+	bool is_optimized;       /* the passes ran (passes/pipeline.c) */
 } Model;
 
 Value *graph_value(Graph *g, int id);
@@ -370,6 +372,8 @@ typedef struct Sig {
 	Shape *shapes;       /* per value id */
 	int *dtypes;         /* per value id */
 	Folded **folded;     /* per value id, NULL if the contents are not known */
+	struct Control **control; /* per node id: an If/Loop/Scan's subgraph signatures
+	                             (compiler/control.h), else NULL */
 	Arena *a;
 } Sig;
 
@@ -386,6 +390,11 @@ typedef void (*InferHook)(Infer *x);
 /* Bind inputs (sig->g, sig->batch set by the caller) and infer every value;
  * errors name the tensor, node and dim. */
 void shape_infer(Sig *s, const BindOptions *o, Arena *a, Diag *d);
+/* The two halves of shape_infer around binding, for subgraphs (subgraph.c):
+ * allocate the per-value arrays (weights get their shapes), then run every
+ * node's hook in order. */
+void shape_sig_init(Sig *s, Arena *a);
+void shape_infer_nodes(Sig *s, Diag *d);
 
 /* Helpers for hooks (ops/ *.c). infer_fail names the node and signature. */
 _Noreturn void infer_fail(Infer *x, enum kiln_status st, const char *fmt, ...)
@@ -413,7 +422,8 @@ const char *attr_string(Infer *x, const char *name, const char *dflt);
 /* ---- plan.c: the static buffer plan ----------------------------------- */
 
 typedef struct PlanBuf {
-	int root;            /* value id the buffer is named after */
+	int root;            /* value id the buffer is named after; NONE for the region
+	                        an If/Loop/Scan node's subgraphs run in (first == last) */
 	int first, last;     /* lifetime: schedule steps (node ids), inclusive */
 	int64_t bytes;       /* 64-byte aligned size */
 	int64_t off;         /* offset in the arena, 64-byte aligned */
@@ -434,6 +444,17 @@ bool plan_is_view_op(int op);
 /* Plan the arena of a signature whose shapes are inferred. */
 void plan_build(Plan *p, const Sig *s, Arena *a);
 
+/* ---- subgraph.c: control flow in the plan ------------------------------ */
+
+/* Values that node's subgraphs read from g are used at that node: raise
+ * last_use (per value id of g) to it. */
+void subgraph_extend_uses(const Graph *g, int node, int *last_use);
+/* Plan the subgraphs of a control-flow node; returns the bytes of the arena
+ * region they need while the node runs (0 for any other node). */
+int64_t subgraph_plan(const Sig *s, int node, Arena *a);
+/* The region was placed at off: move the subgraphs' buffers there. */
+void subgraph_place(const Sig *s, int node, int64_t off);
+
 /* ---- ops/ *.c: per-op hooks, by family -------------------------------- */
 
 InferHook op_infer_hook(int op);   /* NULL if the op has none */
@@ -451,7 +472,11 @@ void conv_transpose_geometry(Infer *x, const Shape *in, const Shape *w, ConvTGeo
 void ops_norm_infer(Infer *x);          /* BatchNormalization, LayerNormalization, Softmax, LogSoftmax */
 void ops_reduce_infer(Infer *x);        /* ReduceMean, ReduceSum */
 void ops_resize_infer(Infer *x);        /* Resize, Upsample */
+void ops_signal_infer(Infer *x);        /* DFT, STFT, Hann/Hamming/BlackmanWindow, MelWeightMatrix */
 void ops_misc_infer(Infer *x);          /* Det, MeanVarianceNormalization, ReverseSequence */
+void ops_sampling_infer(Infer *x);      /* GridSample, RoiAlign, MaxUnpool */
+void sampling_gridsample_params(Infer *x, kiln_gridsample_params *p);
+void sampling_roialign_params(Infer *x, kiln_roialign_params *p);
 #define EINSUM_MAX_OPERANDS 8
 typedef struct Einsum {
 	int noperands;
@@ -461,6 +486,7 @@ typedef struct Einsum {
 } Einsum;
 void einsum_parse(Infer *x, Einsum *e);
 void resize_params(Infer *x, const Shape *in, kiln_resize_params *p);
+void ops_control_infer(Infer *x);       /* If, Loop, Scan (ops/control.c) */
 void ops_shape_infer(Infer *x);         /* Reshape, Flatten, Transpose, Concat, Split, Slice,
                                            Gather, Squeeze, Unsqueeze, Shape, Constant, Identity */
 void ops_rnn_infer(Infer *x);           /* RNN, GRU, LSTM */
@@ -473,6 +499,19 @@ typedef struct RnnNode {
 	kiln_rnn_params dir[2];        /* per direction (chunk_rows = the whole batch) */
 } RnnNode;
 void rnn_node(Infer *x, RnnNode *r);
+/* ops/quant.c: MatMulInteger, QLinearMatMul, ConvInteger, QLinearConv, DynamicQuantizeLinear */
+void ops_quant_infer(Infer *x);
+/* How a quantized matmul's zero point or scale of input i maps onto its
+ * operand: absent, one value, [M] / [N], or [D.., M, 1] / [D.., 1, N]. */
+typedef enum QParamKind { QP_NONE, QP_TENSOR, QP_VECTOR, QP_BATCHED } QParamKind;
+QParamKind quant_param_kind(Infer *x, int i, const Shape *operand, bool per_row);
+typedef struct QConvGeometry {
+	int ns;                        /* spatial axes, 1 to 3 */
+	int64_t group, out_channels;
+	int64_t kernel[3], stride[3], dilation[3], pad_begin[3], pad_end[3], out[3];
+} QConvGeometry;
+/* ConvInteger / QLinearConv geometry (Conv's attributes) for input in, weights w. */
+void qconv_geometry(Infer *x, const Shape *in, const Shape *w, QConvGeometry *g);
 
 /* ---- weights.c: hashing and dedup ------------------------------------- */
 
@@ -524,5 +563,44 @@ void report_info(Model *m, FILE *out, const InfoOptions *o);
 void report_dump(Model *m, FILE *out, const InfoOptions *o);
 /* Returns the number of unsupported nodes. */
 int report_check(Model *m, FILE *out);
+/* `kiln ops`: the supported operators, as text or Markdown (ops_doc.c). */
+int report_ops(FILE *out, bool markdown);
+
+/* ---- batchdep.c: batch independence ------------------------------------ */
+
+enum { BD_NONE = -1, BD_GLOBAL = -2 };   /* value states besides a batch axis >= 0 */
+
+typedef struct BatchDep {
+	bool independent;        /* proved: no op mixes rows along the batch axis */
+	bool any_batched;        /* some graph input has a batch axis */
+	const char *why;         /* else the first reason, naming the node */
+	int *axis;               /* per value id: batch axis, BD_NONE or BD_GLOBAL (if independent) */
+	int64_t *per_sample;     /* per value id: the batch axis' extent per sample */
+} BatchDep;
+/* Track the batch axis through every op of the top graph at two probe batch
+ * sizes of its own. Never fails: what it cannot prove is reported in why. */
+void batchdep_analyse(Model *m, const BindOptions *o, BatchDep *out);
+
+/* ---- stitch.c: what the runtime's batch stitching needs ----------------- */
+
+typedef struct SigCost {
+	uint64_t flops;          /* estimated arithmetic of one call */
+	uint64_t bytes;          /* bytes its nodes read and write */
+	double ns;               /* the estimate: call overhead + flops + bytes, in ns */
+} SigCost;
+void sig_cost(const Sig *s, SigCost *out);
+
+typedef struct Stitch {
+	BatchDep dep;
+	int *axis;               /* per interface value id: the descriptor's batch axis or -1 */
+	SigCost *cost;           /* per signature */
+	int64_t plan_bound;
+	uint64_t staging_bytes, context_bytes;
+	int64_t max_arena_bytes;
+} Stitch;
+/* Everything the descriptor and NAME_CONTEXT_BYTES need, for signatures in
+ * ascending batch order and their plans. */
+void stitch_build(Model *m, const Sig *sigs, const Plan *plans, int nsigs, const BindOptions *o,
+                  Stitch *out);
 
 #endif

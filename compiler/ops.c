@@ -133,9 +133,18 @@ static const InferHook infer_hooks[OP_COUNT] = {
 	[OP_InstanceNormalization] = ops_shape_infer, [OP_LRN] = ops_shape_infer,
 	[OP_GlobalMaxPool] = ops_conv_infer,
 	[OP_Resize] = ops_resize_infer, [OP_Upsample] = ops_resize_infer,
+	[OP_GridSample] = ops_sampling_infer, [OP_RoiAlign] = ops_sampling_infer,
+	[OP_MaxUnpool] = ops_sampling_infer,
 	[OP_Einsum] = ops_shape_infer,
+	[OP_DFT] = ops_signal_infer, [OP_STFT] = ops_signal_infer,
+	[OP_HannWindow] = ops_signal_infer, [OP_HammingWindow] = ops_signal_infer,
+	[OP_BlackmanWindow] = ops_signal_infer, [OP_MelWeightMatrix] = ops_signal_infer,
+	[OP_If] = ops_control_infer, [OP_Loop] = ops_control_infer, [OP_Scan] = ops_control_infer,
 	[OP_Det] = ops_misc_infer, [OP_MeanVarianceNormalization] = ops_misc_infer,
 	[OP_ReverseSequence] = ops_misc_infer,
+	[OP_MatMulInteger] = ops_quant_infer, [OP_QLinearMatMul] = ops_quant_infer,
+	[OP_ConvInteger] = ops_quant_infer, [OP_QLinearConv] = ops_quant_infer,
+	[OP_DynamicQuantizeLinear] = ops_quant_infer,
 	[OP_RNN] = ops_rnn_infer, [OP_GRU] = ops_rnn_infer, [OP_LSTM] = ops_rnn_infer,
 };
 

@@ -51,11 +51,16 @@ static bool same_shape(const Shape *a, const Shape *b)
 	return true;
 }
 
-/* Does the value need arena space of its own (before merging)? */
+/* Does the value need arena space of its own (before merging)? In a
+ * subgraph (an If branch, a Loop or Scan body) the formal inputs and the
+ * outputs are not the caller's: the node running it copies them in and out
+ * of the arena (emit/control.c). */
 static bool needs_arena(const Sig *s, int id)
 {
 	const Value *v = &s->g->values[id];
-	return v->kind == VAL_TEMP && !v->is_output && !s->folded[id];
+	if (s->g->parent && v->kind == VAL_INPUT)
+		return v->nuse > 0 || v->is_output;
+	return v->kind == VAL_TEMP && (!v->is_output || s->g->parent) && !s->folded[id];
 }
 
 static int root_of(const Plan *p, int id)
@@ -92,10 +97,16 @@ void plan_build(Plan *p, const Sig *s, Arena *a)
 		p->buf_of[i] = NONE;
 		last_use[i] = g->values[i].producer;
 	}
-	for (int i = 0; i < g->nnodes; i++)
+	for (int i = 0; i < g->nnodes; i++) {
 		for (int k = 0; k < g->nodes[i].nin; k++)
 			if (g->nodes[i].in[k] != NONE)
 				last_use[g->nodes[i].in[k]] = i;
+		subgraph_extend_uses(g, i, last_use);
+	}
+	/* A subgraph's outputs are read after its last node, by the node running it. */
+	if (g->parent)
+		for (int i = 0; i < g->noutputs; i++)
+			last_use[g->outputs[i]] = g->nnodes;
 	for (int i = 0; i < nv; i++)
 		root_last[i] = last_use[i];
 
@@ -151,6 +162,18 @@ void plan_build(Plan *p, const Sig *s, Arena *a)
 		p->buf_of[i] = p->buf_of[r];
 	}
 
+	/* An If/Loop/Scan node's subgraphs run inside it: their buffers form one
+	 * region, live only at that node (subgraph.c plans it, and moves it to
+	 * where it is placed below). */
+	for (int i = 0; i < g->nnodes; i++) {
+		int64_t bytes = subgraph_plan(s, i, a);
+		if (bytes == 0)
+			continue;
+		p->bufs = arena_grow(a, p->bufs, p->nbufs, &p->capbufs, sizeof *p->bufs);
+		p->bufs[p->nbufs++] = (PlanBuf){.root = NONE, .first = i, .last = i,
+		                                .bytes = align_up(bytes), .off = -1};
+	}
+
 	/* Lower bound: the most bytes live at one step. */
 	for (int t = 0; t < g->nnodes; t++) {
 		int64_t live = 0;
@@ -194,6 +217,9 @@ void plan_build(Plan *p, const Sig *s, Arena *a)
 		if (off + b->bytes > p->arena_bytes)
 			p->arena_bytes = off + b->bytes;
 	}
+	for (int b = 0; b < p->nbufs; b++)
+		if (p->bufs[b].root == NONE)
+			subgraph_place(s, p->bufs[b].first, p->bufs[b].off);
 	/* The plan's invariant, checked every time: buffers alive together
 	 * never share bytes, and all are aligned. A failure is a bug. */
 	for (int x = 0; x < p->nbufs; x++) {

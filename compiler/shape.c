@@ -371,12 +371,13 @@ int infer_axis(Infer *x, int64_t axis, int rank, const char *what)
 
 /* ---- the walk --------------------------------------------------------- */
 
-void shape_infer(Sig *s, const BindOptions *o, Arena *a, Diag *d)
+void shape_sig_init(Sig *s, Arena *a)
 {
 	Graph *g = s->g;
 	s->shapes = arena_array(a, (size_t)g->nvalues, sizeof *s->shapes);
 	s->dtypes = arena_array(a, (size_t)g->nvalues, sizeof *s->dtypes);
 	s->folded = arena_array(a, (size_t)g->nvalues, sizeof *s->folded);
+	s->control = arena_array(a, (size_t)g->nnodes + 1, sizeof *s->control);
 	s->a = a;
 	for (int i = 0; i < g->nvalues; i++) {
 		const Value *v = &g->values[i];
@@ -386,11 +387,15 @@ void shape_infer(Sig *s, const BindOptions *o, Arena *a, Diag *d)
 			s->dtypes[i] = v->dtype;
 		}
 	}
-	bind_inputs(s, o, d);
+}
+
+void shape_infer_nodes(Sig *s, Diag *d)
+{
+	Graph *g = s->g;
 	char reason[512];
 	for (int i = 0; i < g->nnodes; i++) {
 		Node *n = &g->nodes[i];
-		Infer x = {.sig = s, .g = g, .n = n, .d = d, .a = a};
+		Infer x = {.sig = s, .g = g, .n = n, .d = d, .a = s->a};
 		const char *why = op_unsupported_reason(g, n, reason, sizeof reason);
 		if (why)
 			diag_fail_node(d, g, n, KILN_UNSUPPORTED, "%s", why);
@@ -402,6 +407,14 @@ void shape_infer(Sig *s, const BindOptions *o, Arena *a, Diag *d)
 			if (n->out[k] != NONE && s->shapes[n->out[k]].rank < 0)
 				diag_fail_node(d, g, n, KILN_INTERNAL, "output %d got no shape", k);
 	}
+}
+
+void shape_infer(Sig *s, const BindOptions *o, Arena *a, Diag *d)
+{
+	Graph *g = s->g;
+	shape_sig_init(s, a);
+	bind_inputs(s, o, d);
+	shape_infer_nodes(s, d);
 	for (int i = 0; i < g->noutputs; i++)
 		if (s->shapes[g->outputs[i]].rank < 0)
 			diag_fail(d, KILN_SHAPE_ERROR, "graph output \"%s\" has no static shape",
