@@ -300,6 +300,80 @@ KILN_API uint16_t kiln_f32_to_f16(float f);
 KILN_API float kiln_bf16_to_f32(uint16_t h);
 KILN_API uint16_t kiln_f32_to_bf16(float f);
 
+/* ---- integer and quantized (int8 / uint8) products -------------------- */
+
+/*
+ * One int8 or uint8 operand of an integer product, with its zero point and,
+ * for the QLinear ops, its scale. A zero point or scale is one value
+ * (stride 0) or one per row of A, per column of B or per output channel of
+ * a convolution's weights (stride 1); zero is NULL for "0", scale is NULL
+ * for the pure-integer ops. The zero point has the element type of data.
+ */
+typedef struct kiln_q8_operand {
+	const void *data;      /* int8_t or uint8_t elements */
+	int is_signed;         /* 1: int8, 0: uint8 */
+	const void *zero;      /* zero point(s), the type of data; NULL = 0 */
+	int64_t zero_stride;   /* 0 or 1 */
+	const float *scale;    /* scale(s); QLinear ops only */
+	int64_t scale_stride;  /* 0 or 1 */
+} kiln_q8_operand;
+
+/* The int8 or uint8 output of a QLinear op: one scale, one zero point. */
+typedef struct kiln_q8_output {
+	void *data;            /* int8_t or uint8_t elements */
+	int is_signed;
+	const void *zero;      /* the output's zero point, its type; NULL = 0 */
+	const float *scale;    /* the output's scale */
+} kiln_q8_output;
+
+/*
+ * ONNX MatMulInteger on one [M, K] x [K, N] matrix pair:
+ *   C[m, n] = sum_k (A[m, k] - za[m]) * (B[k, n] - zb[n])
+ * with element (m, k) of A at a_row_stride * m + k, (k, n) of B at
+ * b_row_stride * k + n, (m, n) of C at c_row_stride * m + n; za and zb from
+ * A->zero and B->zero as kiln_q8_operand says. Products are exact; the sum
+ * is accumulated in 32 bits and wraps on overflow, as ONNX allows ("the
+ * accumulation may overflow if and only if in 32 bits"). Scales are ignored.
+ */
+KILN_API void kiln_i8_gemm(int64_t M, int64_t N, int64_t K,
+                           const kiln_q8_operand *A, int64_t a_row_stride,
+                           const kiln_q8_operand *B, int64_t b_row_stride,
+                           int32_t *C, int64_t c_row_stride);
+
+/*
+ * ONNX QLinearMatMul on one matrix pair: the int32 sums of kiln_i8_gemm,
+ * requantized per element as
+ *   Y[m, n] = saturate(round_half_even(sum * (sa[m] * sb[n] / sy)) + zy)
+ * with the multiplier and the product computed in float32 (as ONNX Runtime)
+ * and saturation to the range of Y's type. The current rounding mode must be
+ * round-to-nearest (the C default).
+ */
+KILN_API void kiln_q8_gemm(int64_t M, int64_t N, int64_t K,
+                           const kiln_q8_operand *A, int64_t a_row_stride,
+                           const kiln_q8_operand *B, int64_t b_row_stride,
+                           const kiln_q8_output *Y, int64_t y_row_stride);
+
+/*
+ * ONNX ConvInteger in 1 to 3 spatial dims, with the geometry of
+ * kiln_f32_conv3d (p; 1-D and 2-D use the last axes, size 1 elsewhere):
+ * X [N, C, D, H, W], W [M, C/group, kD, kH, kW], Y int32 [N, M, OD, OH, OW],
+ *   Y[n, m, o] = sum over taps inside X of (X[...] - zx) * (W[m, ...] - zw[m])
+ * zx one value, zw one value or one per output channel. Taps in the padding
+ * contribute nothing, i.e. padding reads as the zero point. Accumulation as
+ * kiln_i8_gemm.
+ */
+KILN_API void kiln_i8_conv(const kiln_window3d_params *p, const kiln_q8_operand *X,
+                           const kiln_q8_operand *W, int32_t *Y);
+
+/*
+ * ONNX QLinearConv: the sums of kiln_i8_conv plus bias[m] (int32, NULL for
+ * none), requantized as kiln_q8_gemm does with the multiplier
+ * sx * sw[m] / sy.
+ */
+KILN_API void kiln_q8_conv(const kiln_window3d_params *p, const kiln_q8_operand *X,
+                           const kiln_q8_operand *W, const int32_t *bias,
+                           const kiln_q8_output *Y);
+
 /* ---- recurrent layers (RNN, GRU, LSTM) -------------------------------- */
 
 enum kiln_rnn_cell { KILN_RNN_SIMPLE, KILN_RNN_GRU, KILN_RNN_LSTM };

@@ -1,0 +1,247 @@
+/*
+ * emit/quant.c - op emitters for the integer and quantized ops: MatMulInteger
+ * and QLinearMatMul (kiln_i8_gemm / kiln_q8_gemm per batch matrix),
+ * ConvInteger and QLinearConv (kiln_i8_conv / kiln_q8_conv), and
+ * DynamicQuantizeLinear (generated loops).
+ *
+ * Zero points and scales are read at run time (they are ordinary inputs in
+ * ONNX), so the generated code fills a kiln_q8_operand per operand and, for
+ * batched products, moves its pointers to each batch matrix.
+ */
+#include <inttypes.h>
+#include <string.h>
+
+#include "emit_c.h"
+
+static Infer infer_of(Emit *E)
+{
+	return (Infer){.sig = (Sig *)E->sig, .g = E->g, .n = E->n, .d = E->d, .a = E->a};
+}
+
+static bool has_input(Emit *E, int i)
+{
+	return i >= 0 && i < E->n->nin && E->n->in[i] != NONE;
+}
+
+/* ---- matrix products ---- */
+
+/* One pointer the batch loop moves: an operand, or a zero point or scale
+ * laid out per batch matrix. */
+typedef struct Moving {
+	const char *field;            /* "qa.data", "qb.zero", ... */
+	const char *base;             /* the C pointer expression at batch 0 */
+	int64_t st[KILN_MAX_RANK];    /* elements per step of each output batch dim */
+} Moving;
+
+/* A zero point or scale of input i (per row of A if per_row, else per
+ * column of B): the struct fields it sets, and how it moves per batch. */
+static void param(Emit *E, int i, const Shape *operand, bool per_row, const char *field,
+                  const char *stride_field, const Shape *ob, Moving *mv, int *nmv)
+{
+	if (!has_input(E, i))
+		return;
+	Infer inf = infer_of(E);
+	QParamKind kind = quant_param_kind(&inf, i, operand, per_row);
+	Operand p = in_op(E, i);
+	emitf(E, "\t%s = %s;\n\t%s = %d;\n", field, p.expr, stride_field, kind != QP_TENSOR);
+	if (kind != QP_BATCHED)
+		return;
+	/* [D.., M, 1] or [D.., 1, N]: one block of M or N values per batch matrix. */
+	Shape pb = {.rank = p.shape->rank - 2};
+	for (int k = 0; k < pb.rank; k++)
+		pb.dims[k] = p.shape->dims[k];
+	int64_t block = p.shape->dims[p.shape->rank - (per_row ? 2 : 1)].size;
+	Moving *m = &mv[(*nmv)++];
+	m->field = field;
+	m->base = p.expr;
+	bcast_strides(&pb, ob, m->st);
+	for (int k = 0; k < ob->rank; k++)
+		m->st[k] *= block;
+}
+
+void emit_qmatmul(Emit *E)
+{
+	bool ql = E->n->op == OP_QLinearMatMul;
+	int ia = 0, ib = ql ? 3 : 1;
+	Operand A = in_op(E, ia), B = in_op(E, ib), Y = out_op(E, 0);
+	Shape a = *A.shape, b = *B.shape;
+	const Shape *a_orig = A.shape, *b_orig = B.shape;
+	if (a.rank == 1) {
+		a.dims[1] = a.dims[0];
+		a.dims[0].size = 1;
+		a.rank = 2;
+	}
+	if (b.rank == 1) {
+		b.dims[1].size = 1;
+		b.rank = 2;
+	}
+	int64_t M = a.dims[a.rank - 2].size, K = a.dims[a.rank - 1].size, N = b.dims[b.rank - 1].size;
+	/* Batch dims broadcast like elementwise ops; loop over the output's. */
+	int br = (a.rank > b.rank ? a.rank : b.rank) - 2;
+	Shape ob = {.rank = br}, ab = {.rank = a.rank - 2}, bb = {.rank = b.rank - 2};
+	for (int k = 0; k < ab.rank; k++)
+		ab.dims[k] = a.dims[k];
+	for (int k = 0; k < bb.rank; k++)
+		bb.dims[k] = b.dims[k];
+	int64_t nb = 1;
+	for (int k = 0; k < br; k++) {
+		int iak = k - (br - ab.rank), ibk = k - (br - bb.rank);
+		int64_t da = iak >= 0 ? ab.dims[iak].size : 1, db = ibk >= 0 ? bb.dims[ibk].size : 1;
+		ob.dims[k].size = da > db ? da : db;
+		nb *= ob.dims[k].size;
+	}
+	Moving mv[6];
+	int nmv = 0;
+	mv[nmv] = (Moving){.field = "qa.data", .base = A.expr};
+	bcast_strides(&ab, &ob, mv[nmv].st);
+	for (int k = 0; k < br; k++)
+		mv[nmv].st[k] *= M * K;
+	nmv++;
+	mv[nmv] = (Moving){.field = "qb.data", .base = B.expr};
+	bcast_strides(&bb, &ob, mv[nmv].st);
+	for (int k = 0; k < br; k++)
+		mv[nmv].st[k] *= K * N;
+	nmv++;
+
+	emitf(E, "\tkiln_q8_operand qa = {.data = %s, .is_signed = %d};\n", A.expr,
+	    A.dtype == DT_INT8);
+	emitf(E, "\tkiln_q8_operand qb = {.data = %s, .is_signed = %d};\n", B.expr,
+	    B.dtype == DT_INT8);
+	param(E, 2, a_orig, true, "qa.zero", "qa.zero_stride", &ob, mv, &nmv);
+	param(E, ql ? 5 : 3, b_orig, false, "qb.zero", "qb.zero_stride", &ob, mv, &nmv);
+	const char *call;
+	if (ql) {
+		param(E, 1, a_orig, true, "qa.scale", "qa.scale_stride", &ob, mv, &nmv);
+		param(E, 4, b_orig, false, "qb.scale", "qb.scale_stride", &ob, mv, &nmv);
+		emitf(E, "\tconst kiln_q8_output qy = {.data = %s, .is_signed = %d, .zero = %s, "
+		       ".scale = %s};\n", Y.expr, Y.dtype == DT_INT8,
+		    has_input(E, 7) ? in_op(E, 7).expr : "NULL", in_op(E, 6).expr);
+		call = arena_printf(E->a, "kiln_q8_gemm(%" PRId64 ", %" PRId64 ", %" PRId64
+		                    ", &qa, %" PRId64 ", &qb, %" PRId64 ", &qy, %" PRId64 ");",
+		                    M, N, K, K, N, N);
+	} else {
+		call = arena_printf(E->a, "kiln_i8_gemm(%" PRId64 ", %" PRId64 ", %" PRId64
+		                    ", &qa, %" PRId64 ", &qb, %" PRId64 ", Y, %" PRId64 ");",
+		                    M, N, K, K, N, N);
+	}
+	if (nb == 1) {
+		if (!ql)
+			emitf(E, "\tint32_t *Y = %s;\n", Y.expr);
+		emitf(E, "\t%s\n", call);
+		return;
+	}
+	/* Each batch matrix: move every pointer that has a batch layout. */
+	emitf(E, "\tfor (int64_t i = 0; i < %" PRId64 "; i++) {\n", nb);
+	emitf(E, "\t\tint64_t r = i");
+	for (int j = 0; j < nmv; j++)
+		emitf(E, ", o%d = 0", j);
+	emitf(E, ";\n");
+	for (int k = br - 1; k >= 0; k--) {
+		emitf(E, "\t\t{ int64_t c = r %% %" PRId64 "; r /= %" PRId64 ";", ob.dims[k].size,
+		    ob.dims[k].size);
+		for (int j = 0; j < nmv; j++)
+			if (mv[j].st[k])
+				emitf(E, " o%d += c * %" PRId64 ";", j, mv[j].st[k]);
+		emitf(E, " (void)c; }\n");
+	}
+	emitf(E, "\t\t(void)r;\n");
+	for (int j = 0; j < nmv; j++)
+		emitf(E, "\t\t%s = %s + o%d;\n", mv[j].field, mv[j].base, j);
+	if (ql)
+		emitf(E, "\t\tconst kiln_q8_output qyi = {.data = %s + i * %" PRId64 ", .is_signed = %d, "
+		       ".zero = qy.zero, .scale = qy.scale};\n", Y.expr, M * N, Y.dtype == DT_INT8);
+	else
+		emitf(E, "\t\tint32_t *Y = %s + i * %" PRId64 ";\n", Y.expr, M * N);
+	if (ql)
+		call = arena_printf(E->a, "kiln_q8_gemm(%" PRId64 ", %" PRId64 ", %" PRId64
+		                    ", &qa, %" PRId64 ", &qb, %" PRId64 ", &qyi, %" PRId64 ");",
+		                    M, N, K, K, N, N);
+	emitf(E, "\t\t%s\n\t}\n", call);
+}
+
+/* ---- convolutions ---- */
+
+void emit_qconv(Emit *E)
+{
+	bool ql = E->n->op == OP_QLinearConv;
+	int iw = ql ? 3 : 1, izw = ql ? 5 : 3;
+	Operand X = in_op(E, 0), W = in_op(E, iw), Y = out_op(E, 0);
+	Infer inf = infer_of(E);
+	QConvGeometry g;
+	qconv_geometry(&inf, X.shape, W.shape, &g);
+	/* 1-D and 2-D use the last of three axes, size 1 elsewhere. */
+	int64_t in[3] = {1, 1, 1}, k[3] = {1, 1, 1}, s[3] = {1, 1, 1}, d[3] = {1, 1, 1};
+	int64_t pb[3] = {0, 0, 0}, pe[3] = {0, 0, 0}, o[3] = {1, 1, 1};
+	int off = 3 - g.ns;
+	for (int i = 0; i < g.ns; i++) {
+		in[off + i] = X.shape->dims[2 + i].size;
+		k[off + i] = g.kernel[i];
+		s[off + i] = g.stride[i];
+		d[off + i] = g.dilation[i];
+		pb[off + i] = g.pad_begin[i];
+		pe[off + i] = g.pad_end[i];
+		o[off + i] = g.out[i];
+	}
+	emitf(E, "\tstatic const kiln_window3d_params p = {\n"
+	       "\t\t.batch = %" PRId64 ", .channels = %" PRId64 ", .out_channels = %" PRId64
+	       ", .group = %" PRId64 ",\n", X.shape->dims[0].size, X.shape->dims[1].size,
+	    g.out_channels, g.group);
+	const char *names[] = {"in", "kernel", "stride", "dilation", "pad_begin", "pad_end", "out"};
+	const int64_t *vals[] = {in, k, s, d, pb, pe, o};
+	for (int i = 0; i < 7; i++)
+		emitf(E, "\t\t.%s = {%" PRId64 ", %" PRId64 ", %" PRId64 "},\n", names[i], vals[i][0],
+		    vals[i][1], vals[i][2]);
+	emitf(E, "\t};\n");
+	const char *zx = has_input(E, 2) ? in_op(E, 2).expr : "NULL";
+	const char *zw = has_input(E, izw) ? in_op(E, izw).expr : "NULL";
+	int64_t zw_stride = has_input(E, izw) && in_op(E, izw).nelem > 1;
+	if (!ql) {
+		emitf(E, "\tconst kiln_q8_operand qx = {.data = %s, .is_signed = %d, .zero = %s};\n",
+		    X.expr, X.dtype == DT_INT8, zx);
+		emitf(E, "\tconst kiln_q8_operand qw = {.data = %s, .is_signed = %d, .zero = %s, "
+		       ".zero_stride = %" PRId64 "};\n", W.expr, W.dtype == DT_INT8, zw, zw_stride);
+		emitf(E, "\tkiln_i8_conv(&p, &qx, &qw, %s);\n", Y.expr);
+		return;
+	}
+	Operand WS = in_op(E, 4);
+	emitf(E, "\tconst kiln_q8_operand qx = {.data = %s, .is_signed = %d, .zero = %s, "
+	       ".scale = %s};\n", X.expr, X.dtype == DT_INT8, zx, in_op(E, 1).expr);
+	emitf(E, "\tconst kiln_q8_operand qw = {.data = %s, .is_signed = %d, .zero = %s, "
+	       ".zero_stride = %" PRId64 ", .scale = %s, .scale_stride = %d};\n",
+	    W.expr, W.dtype == DT_INT8, zw, zw_stride, WS.expr, WS.nelem > 1);
+	emitf(E, "\tconst kiln_q8_output qy = {.data = %s, .is_signed = %d, .zero = %s, "
+	       ".scale = %s};\n", Y.expr, Y.dtype == DT_INT8,
+	    has_input(E, 7) ? in_op(E, 7).expr : "NULL", in_op(E, 6).expr);
+	emitf(E, "\tkiln_q8_conv(&p, &qx, &qw, %s, &qy);\n",
+	    has_input(E, 8) ? in_op(E, 8).expr : "NULL");
+}
+
+/* ---- DynamicQuantizeLinear ---- */
+
+/* As the ONNX function body and reference, in float32: the range [lo, hi]
+ * of x widened to include 0; y_scale = (hi - lo) / 255 (1 / 255 when the
+ * range is empty, as the ONNX reference); y_zero_point =
+ * round_half_even(clip(0 - lo / y_scale, 0, 255)); y = saturate(
+ * round_half_even(x / y_scale) + y_zero_point). NaN elements are skipped by
+ * the range. */
+void emit_dynamic_quant(Emit *E)
+{
+	Operand X = in_op(E, 0), Y = out_op(E, 0);
+	decl(E, "X", &X, false);
+	decl(E, "Y", &Y, true);
+	emitf(E, "\tfloat lo = 0.0f, hi = 0.0f;\n"
+	       "\tfor (int64_t i = 0; i < %" PRId64 "; i++) {\n"
+	       "\t\tif (X[i] < lo)\n\t\t\tlo = X[i];\n"
+	       "\t\tif (X[i] > hi)\n\t\t\thi = X[i];\n\t}\n"
+	       "\tconst float scale = (hi == lo ? 1.0f : hi - lo) / 255.0f;\n"
+	       "\tfloat zp = 0.0f - lo / scale;\n"
+	       "\tzp = rintf(zp < 0.0f ? 0.0f : zp > 255.0f ? 255.0f : zp);\n"
+	       "\tfor (int64_t i = 0; i < %" PRId64 "; i++) {\n"
+	       "\t\tfloat v = rintf(X[i] / scale) + zp;\n"
+	       "\t\tY[i] = (uint8_t)(!(v >= 0.0f) ? 0.0f : v > 255.0f ? 255.0f : v);\n\t}\n",
+	    X.nelem, X.nelem);
+	if (E->n->nout > 1 && E->n->out[1] != NONE)
+		emitf(E, "\t(%s)[0] = scale;\n", out_op(E, 1).expr);
+	if (E->n->nout > 2 && E->n->out[2] != NONE)
+		emitf(E, "\t(%s)[0] = (uint8_t)zp;\n", out_op(E, 2).expr);
+}

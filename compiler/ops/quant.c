@@ -1,0 +1,301 @@
+/*
+ * ops/quant.c - shape inference for the integer and quantized ops:
+ * MatMulInteger, QLinearMatMul, ConvInteger, QLinearConv and
+ * DynamicQuantizeLinear (ONNX opsets 10 and 11).
+ *
+ * The matmuls follow numpy.matmul (1-D operands gain a unit dim, batch dims
+ * broadcast). A zero point or scale is one value per tensor, one per row of
+ * A or per column of B ([M] or [N] for 2-D operands, [D.., M, 1] or
+ * [D.., 1, N] for batched ones), as the ONNX spec lists; quant_param_kind
+ * classifies it for the emitter. The convolutions take every Conv attribute;
+ * qconv_geometry derives pads and output sizes as Conv does. Each zero point
+ * must have the element type of the tensor it belongs to.
+ */
+#include <string.h>
+
+#include "kiln.h"
+
+static bool is_q8(int dt)
+{
+	return dt == DT_UINT8 || dt == DT_INT8;
+}
+
+/* Input i must be int8 or uint8. */
+static void require_q8(Infer *x, int i, const char *what)
+{
+	int dt = infer_dtype(x, i);
+	if (!is_q8(dt))
+		infer_fail(x, KILN_INVALID_MODEL, "%s must be int8 or uint8, not %s", what,
+		           dtype_name(dt));
+}
+
+/* Optional zero point zi of the tensor di: the same element type. */
+static void require_zero_type(Infer *x, int zi, int di, const char *what)
+{
+	if (infer_has_input(x, zi) && infer_dtype(x, zi) != infer_dtype(x, di))
+		infer_fail(x, KILN_INVALID_MODEL, "%s is %s but its tensor is %s", what,
+		           dtype_name(infer_dtype(x, zi)), dtype_name(infer_dtype(x, di)));
+}
+
+static void require_scale(Infer *x, int i, const char *what)
+{
+	if (!infer_has_input(x, i))
+		infer_fail(x, KILN_INVALID_MODEL, "%s is missing", what);
+	if (infer_dtype(x, i) != DT_FLOAT)
+		infer_fail(x, KILN_INVALID_MODEL, "%s must be float32, not %s", what,
+		           dtype_name(infer_dtype(x, i)));
+}
+
+/* A per-tensor parameter: exactly one element. */
+static void require_one(Infer *x, int i, const char *what)
+{
+	if (infer_has_input(x, i) && shape_nelem(infer_shape(x, i)) != 1)
+		infer_fail(x, KILN_UNSUPPORTED, "%s must be a single value (per tensor)", what);
+}
+
+/* ---- matrix products ---- */
+
+/* The operand shape with a 1-D operand promoted to a matrix, as numpy. */
+static Shape as_matrix(const Shape *s, bool is_a)
+{
+	Shape m = *s;
+	if (m.rank == 1) {
+		if (is_a) {  /* [K] -> [1, K] */
+			m.dims[1] = m.dims[0];
+			m.dims[0].size = 1;
+		} else {     /* [K] -> [K, 1] */
+			m.dims[1].size = 1;
+		}
+		m.rank = 2;
+	}
+	return m;
+}
+
+QParamKind quant_param_kind(Infer *x, int i, const Shape *operand, bool per_row)
+{
+	if (!infer_has_input(x, i))
+		return QP_NONE;
+	const Shape *p = infer_shape(x, i);
+	if (shape_nelem(p) == 1)
+		return QP_TENSOR;
+	Shape m = as_matrix(operand, per_row);
+	int r = m.rank;
+	int64_t len = per_row ? m.dims[r - 2].size : m.dims[r - 1].size;
+	if (p->rank == 1 && p->dims[0].size == len)
+		return QP_VECTOR;
+	bool fits = p->rank == r;
+	for (int k = 0; fits && k < r - 2; k++)
+		fits = p->dims[k].size == 1 || p->dims[k].size == m.dims[k].size;
+	if (fits)
+		fits = per_row ? p->dims[r - 2].size == len && p->dims[r - 1].size == 1
+		               : p->dims[r - 2].size == 1 && p->dims[r - 1].size == len;
+	if (!fits)
+		infer_fail(x, KILN_SHAPE_ERROR,
+		           "zero point or scale \"%s\" is neither one value nor one per %s of %s "
+		           "([%s] or [..., %s])", infer_input_name(x, i), per_row ? "row" : "column",
+		           per_row ? "A" : "B", per_row ? "M" : "N", per_row ? "M, 1" : "1, N");
+	return QP_BATCHED;
+}
+
+static void infer_qmatmul(Infer *x)
+{
+	bool ql = x->n->op == OP_QLinearMatMul;
+	int ia = 0, ib = ql ? 3 : 1, iza = 2, izb = ql ? 5 : 3;
+	require_q8(x, ia, "A");
+	require_q8(x, ib, "B");
+	require_zero_type(x, iza, ia, "the zero point of A");
+	require_zero_type(x, izb, ib, "the zero point of B");
+	Shape a = *infer_shape(x, ia), b = *infer_shape(x, ib);
+	if (a.rank < 1 || b.rank < 1)
+		infer_fail(x, KILN_SHAPE_ERROR, "operands must have rank >= 1");
+	QParamKind kza = quant_param_kind(x, iza, &a, true);
+	QParamKind kzb = quant_param_kind(x, izb, &b, false);
+	int out_dt = DT_INT32;
+	if (ql) {
+		require_scale(x, 1, "a_scale");
+		require_scale(x, 4, "b_scale");
+		require_scale(x, 6, "y_scale");
+		/* The spec pairs each scale with its zero point: the same layout. */
+		if (quant_param_kind(x, 1, &a, true) != kza && kza != QP_NONE)
+			infer_fail(x, KILN_SHAPE_ERROR, "a_scale and a_zero_point have different shapes");
+		if (quant_param_kind(x, 4, &b, false) != kzb && kzb != QP_NONE)
+			infer_fail(x, KILN_SHAPE_ERROR, "b_scale and b_zero_point have different shapes");
+		require_one(x, 6, "y_scale");
+		require_one(x, 7, "y_zero_point");
+		out_dt = infer_has_input(x, 7) ? infer_dtype(x, 7) : DT_UINT8;
+		if (!is_q8(out_dt))
+			infer_fail(x, KILN_INVALID_MODEL, "y_zero_point must be int8 or uint8, not %s",
+			           dtype_name(out_dt));
+	}
+	bool a_vec = a.rank == 1, b_vec = b.rank == 1;
+	a = as_matrix(&a, true);
+	b = as_matrix(&b, false);
+	int64_t ka = a.dims[a.rank - 1].size, kb = b.dims[b.rank - 2].size;
+	if (ka != kb)
+		infer_fail(x, KILN_SHAPE_ERROR, "inner dims differ: %lld vs %lld", (long long)ka,
+		           (long long)kb);
+	int br = (a.rank > b.rank ? a.rank : b.rank) - 2;
+	Shape y = {.rank = 0};
+	for (int k = 0; k < br; k++) {
+		int iak = k - (br - (a.rank - 2)), ibk = k - (br - (b.rank - 2));
+		int64_t da = iak >= 0 ? a.dims[iak].size : 1, db = ibk >= 0 ? b.dims[ibk].size : 1;
+		if (da != db && da != 1 && db != 1)
+			infer_fail(x, KILN_SHAPE_ERROR, "batch dims do not broadcast: %lld vs %lld",
+			           (long long)da, (long long)db);
+		y.dims[y.rank++].size = da == 1 ? db : da;
+	}
+	if (!a_vec)
+		y.dims[y.rank++].size = a.dims[a.rank - 2].size;
+	if (!b_vec)
+		y.dims[y.rank++].size = b.dims[b.rank - 1].size;
+	infer_set_output(x, 0, out_dt, &y);
+}
+
+/* ---- convolutions ---- */
+
+void qconv_geometry(Infer *x, const Shape *in, const Shape *w, QConvGeometry *g)
+{
+	int ns = in->rank - 2;
+	if (in->rank < 3 || w->rank != in->rank)
+		infer_fail(x, KILN_SHAPE_ERROR,
+		           "input and weights must be (N, C, spatial...) of one rank, got %d and %d",
+		           in->rank, w->rank);
+	if (ns > 3)
+		infer_fail(x, KILN_UNSUPPORTED, "%d spatial axes; kiln supports 1 to 3", ns);
+	memset(g, 0, sizeof *g);
+	g->ns = ns;
+	g->group = attr_int(x, "group", 1);
+	int64_t c = in->dims[1].size, m = w->dims[0].size;
+	if (g->group < 1 || c % g->group || m % g->group || w->dims[1].size * g->group != c)
+		infer_fail(x, KILN_SHAPE_ERROR,
+		           "channels do not fit: input has %lld, weights [%lld,%lld,...] with group %lld",
+		           (long long)c, (long long)m, (long long)w->dims[1].size, (long long)g->group);
+	g->out_channels = m;
+	int64_t v[6];
+	int nk = attr_ints(x, "kernel_shape", v, 6);
+	for (int i = 0; i < ns; i++) {
+		g->kernel[i] = w->dims[2 + i].size;
+		if (nk >= 0 && (nk != ns || v[i] != g->kernel[i]))
+			infer_fail(x, KILN_SHAPE_ERROR, "kernel_shape does not match the weights");
+		g->stride[i] = g->dilation[i] = 1;
+	}
+	int n = attr_ints(x, "strides", v, 6);
+	if (n >= 0 && n != ns)
+		infer_fail(x, KILN_INVALID_MODEL, "strides has %d values for %d spatial axes", n, ns);
+	for (int i = 0; i < n; i++)
+		g->stride[i] = v[i];
+	n = attr_ints(x, "dilations", v, 6);
+	if (n >= 0 && n != ns)
+		infer_fail(x, KILN_INVALID_MODEL, "dilations has %d values for %d spatial axes", n, ns);
+	for (int i = 0; i < n; i++)
+		g->dilation[i] = v[i];
+	for (int i = 0; i < ns; i++)
+		if (g->stride[i] < 1 || g->dilation[i] < 1 || g->kernel[i] < 1)
+			infer_fail(x, KILN_INVALID_MODEL, "kernel, strides and dilations must be >= 1");
+	const char *ap = attr_string(x, "auto_pad", "NOTSET");
+	bool same = strcmp(ap, "SAME_UPPER") == 0 || strcmp(ap, "SAME_LOWER") == 0;
+	bool valid = strcmp(ap, "VALID") == 0;
+	if (!same && !valid && strcmp(ap, "NOTSET") != 0)
+		infer_fail(x, KILN_INVALID_MODEL,
+		           "auto_pad \"%s\" is not NOTSET, SAME_UPPER, SAME_LOWER or VALID", ap);
+	n = attr_ints(x, "pads", v, 6);
+	if (n >= 0 && n != 2 * ns)
+		infer_fail(x, KILN_INVALID_MODEL, "pads has %d values for %d spatial axes", n, ns);
+	for (int i = 0; i < ns; i++) {
+		int64_t size = in->dims[2 + i].size;
+		int64_t span = (g->kernel[i] - 1) * g->dilation[i] + 1;
+		if (same) {
+			int64_t out = (size + g->stride[i] - 1) / g->stride[i];
+			int64_t total = (out - 1) * g->stride[i] + span - size;
+			if (total < 0)
+				total = 0;
+			g->pad_begin[i] = ap[5] == 'U' ? total / 2 : total - total / 2;
+			g->pad_end[i] = total - g->pad_begin[i];
+			g->out[i] = out;
+			continue;
+		}
+		if (!valid && n > 0) {
+			g->pad_begin[i] = v[i];
+			g->pad_end[i] = v[ns + i];
+			if (g->pad_begin[i] < 0 || g->pad_end[i] < 0)
+				infer_fail(x, KILN_INVALID_MODEL, "pads must not be negative");
+		}
+		int64_t room = size + g->pad_begin[i] + g->pad_end[i] - span;
+		if (room < 0)
+			infer_fail(x, KILN_SHAPE_ERROR,
+			           "spatial axis %d: the window (%lld) is larger than the padded input (%lld)",
+			           i, (long long)span, (long long)(size + g->pad_begin[i] + g->pad_end[i]));
+		g->out[i] = room / g->stride[i] + 1;
+	}
+}
+
+static void infer_qconv(Infer *x)
+{
+	bool ql = x->n->op == OP_QLinearConv;
+	int ix = 0, iw = ql ? 3 : 1, izx = 2, izw = ql ? 5 : 3;
+	require_q8(x, ix, "x");
+	require_q8(x, iw, "w");
+	require_zero_type(x, izx, ix, "x_zero_point");
+	require_zero_type(x, izw, iw, "w_zero_point");
+	const Shape *in = infer_shape(x, ix), *w = infer_shape(x, iw);
+	QConvGeometry g;
+	qconv_geometry(x, in, w, &g);
+	require_one(x, izx, "x_zero_point");
+	/* w's zero point and scale: one, or one per output channel. */
+	for (int k = 0; k < (ql ? 2 : 1); k++) {
+		int i = k ? 4 : izw;
+		if (!infer_has_input(x, i))
+			continue;
+		const Shape *s = infer_shape(x, i);
+		int64_t ne = shape_nelem(s);
+		if (ne != 1 && !(s->rank == 1 && ne == g.out_channels))
+			infer_fail(x, KILN_SHAPE_ERROR, "%s must be one value or one per output channel (%lld)",
+			           k ? "w_scale" : "w_zero_point", (long long)g.out_channels);
+	}
+	int out_dt = DT_INT32;
+	if (ql) {
+		require_scale(x, 1, "x_scale");
+		require_scale(x, 4, "w_scale");
+		require_scale(x, 6, "y_scale");
+		require_one(x, 1, "x_scale");
+		require_one(x, 6, "y_scale");
+		require_one(x, 7, "y_zero_point");
+		out_dt = infer_has_input(x, 7) ? infer_dtype(x, 7) : DT_UINT8;
+		if (!is_q8(out_dt))
+			infer_fail(x, KILN_INVALID_MODEL, "y_zero_point must be int8 or uint8, not %s",
+			           dtype_name(out_dt));
+		if (infer_has_input(x, 8)) {
+			const Shape *b = infer_shape(x, 8);
+			if (infer_dtype(x, 8) != DT_INT32 || b->rank != 1 || b->dims[0].size != g.out_channels)
+				infer_fail(x, KILN_SHAPE_ERROR, "B must be int32 [%lld]",
+				           (long long)g.out_channels);
+		}
+	}
+	Shape y = *in;
+	y.dims[1] = (Dim){.size = g.out_channels};
+	for (int i = 0; i < g.ns; i++)
+		y.dims[2 + i] = (Dim){.size = g.out[i]};
+	infer_set_output(x, 0, out_dt, &y);
+}
+
+/* DynamicQuantizeLinear: y uint8 of x's shape, y_scale float32 and
+ * y_zero_point uint8 scalars. */
+static void infer_dynamic_quant(Infer *x)
+{
+	if (infer_dtype(x, 0) != DT_FLOAT)
+		infer_fail(x, KILN_INVALID_MODEL, "x must be float32, not %s",
+		           dtype_name(infer_dtype(x, 0)));
+	Shape scalar = {.rank = 0};
+	infer_set_output(x, 0, DT_UINT8, infer_shape(x, 0));
+	infer_set_output(x, 1, DT_FLOAT, &scalar);
+	infer_set_output(x, 2, DT_UINT8, &scalar);
+}
+
+void ops_quant_infer(Infer *x)
+{
+	switch (x->n->op) {
+	case OP_MatMulInteger: case OP_QLinearMatMul: infer_qmatmul(x); return;
+	case OP_ConvInteger: case OP_QLinearConv: infer_qconv(x); return;
+	default: infer_dynamic_quant(x); return;
+	}
+}

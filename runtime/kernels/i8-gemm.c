@@ -1,0 +1,235 @@
+/*
+ * i8-gemm.c - reference integer products of int8/uint8 operands: the GEMM of
+ * MatMulInteger and QLinearMatMul, and the direct convolution of ConvInteger
+ * and QLinearConv.
+ *
+ * Every operand may be int8 or uint8, independently, and carries its own zero
+ * point (one, or one per row / column / output channel). The two element
+ * types are handled by small inline functions that take the signedness as a
+ * constant argument, so each of the four combinations compiles to its own
+ * branch-free inner loop.
+ *
+ * Sums are accumulated in uint32_t: ONNX lets the accumulation overflow "if
+ * and only if in 32 bits", and unsigned arithmetic wraps without undefined
+ * behaviour. Each product is exact in int32 (|x - zx| <= 255, |w - zw| <= 255).
+ *
+ * Requantization (the QLinear ops) computes the multiplier s_a * s_b / s_y
+ * and the scaled sum in float32, rounds half to even with rintf and
+ * saturates, as ONNX Runtime does.
+ */
+#include <math.h>
+#include <string.h>
+
+#include "kiln/kernels.h"
+
+/* Columns of C computed at once: the accumulators live on the stack. */
+enum { BLOCK_N = 256 };
+
+static inline int32_t q8_at(const void *p, int is_signed, int64_t i)
+{
+	return is_signed ? (int32_t)((const int8_t *)p)[i] : (int32_t)((const uint8_t *)p)[i];
+}
+
+static inline int32_t zero_at(const kiln_q8_operand *q, int64_t i)
+{
+	return q->zero ? q8_at(q->zero, q->is_signed, i * q->zero_stride) : 0;
+}
+
+static inline float scale_at(const kiln_q8_operand *q, int64_t i)
+{
+	return q->scale[i * q->scale_stride];
+}
+
+/* Wrap an unsigned 32-bit sum to int32 without relying on an
+ * implementation-defined conversion. */
+static inline int32_t wrap32(uint32_t u)
+{
+	return u <= INT32_MAX ? (int32_t)u : (int32_t)(u - 2147483648u) - INT32_MAX - 1;
+}
+
+/* saturate(round_half_even(sum * mult) + zy) into element i of Y. A NaN
+ * (a NaN scale) saturates to the low end. */
+static inline void store_q8(const kiln_q8_output *Y, int64_t i, int32_t sum, float mult,
+                            int32_t zy)
+{
+	float lo = Y->is_signed ? -128.0f : 0.0f, hi = Y->is_signed ? 127.0f : 255.0f;
+	float v = rintf((float)sum * mult) + (float)zy;
+	if (!(v >= lo))
+		v = lo;
+	if (v > hi)
+		v = hi;
+	if (Y->is_signed)
+		((int8_t *)Y->data)[i] = (int8_t)v;
+	else
+		((uint8_t *)Y->data)[i] = (uint8_t)v;
+}
+
+/* ---- GEMM ---- */
+
+/* acc[j] += a * (B[k, n0 + j] - zb[j]) for j < nb: the inner loop, with
+ * B's signedness a constant after inlining. */
+static inline void axpy_row(uint32_t *acc, int32_t a, const void *brow, int b_signed,
+                            const int32_t *zb, int64_t nb)
+{
+	if (b_signed) {
+		const int8_t *b = brow;
+		for (int64_t j = 0; j < nb; j++)
+			acc[j] += (uint32_t)(a * ((int32_t)b[j] - zb[j]));
+	} else {
+		const uint8_t *b = brow;
+		for (int64_t j = 0; j < nb; j++)
+			acc[j] += (uint32_t)(a * ((int32_t)b[j] - zb[j]));
+	}
+}
+
+/* The sums of row m, columns [n0, n0 + nb), into acc. */
+static void row_block(int64_t m, int64_t n0, int64_t nb, int64_t K, const kiln_q8_operand *A,
+                      int64_t lda, const kiln_q8_operand *B, int64_t ldb, uint32_t *acc)
+{
+	int32_t zb[BLOCK_N];
+	for (int64_t j = 0; j < nb; j++)
+		zb[j] = zero_at(B, n0 + j);
+	memset(acc, 0, (size_t)nb * sizeof *acc);
+	int32_t za = zero_at(A, m);
+	for (int64_t k = 0; k < K; k++) {
+		int32_t a = q8_at(A->data, A->is_signed, m * lda + k) - za;
+		if (a == 0)
+			continue;
+		const void *brow = (const unsigned char *)B->data + k * ldb + n0; /* 1-byte elements */
+		if (B->is_signed)
+			axpy_row(acc, a, brow, 1, zb, nb);
+		else
+			axpy_row(acc, a, brow, 0, zb, nb);
+	}
+}
+
+void kiln_i8_gemm(int64_t M, int64_t N, int64_t K, const kiln_q8_operand *A, int64_t a_row_stride,
+                  const kiln_q8_operand *B, int64_t b_row_stride, int32_t *C,
+                  int64_t c_row_stride)
+{
+	uint32_t acc[BLOCK_N];
+	for (int64_t m = 0; m < M; m++)
+		for (int64_t n0 = 0; n0 < N; n0 += BLOCK_N) {
+			int64_t nb = N - n0 < BLOCK_N ? N - n0 : BLOCK_N;
+			row_block(m, n0, nb, K, A, a_row_stride, B, b_row_stride, acc);
+			for (int64_t j = 0; j < nb; j++)
+				C[m * c_row_stride + n0 + j] = wrap32(acc[j]);
+		}
+}
+
+void kiln_q8_gemm(int64_t M, int64_t N, int64_t K, const kiln_q8_operand *A, int64_t a_row_stride,
+                  const kiln_q8_operand *B, int64_t b_row_stride, const kiln_q8_output *Y,
+                  int64_t y_row_stride)
+{
+	uint32_t acc[BLOCK_N];
+	int32_t zy = Y->zero ? q8_at(Y->zero, Y->is_signed, 0) : 0;
+	float sy = Y->scale[0];
+	for (int64_t m = 0; m < M; m++) {
+		float sa = scale_at(A, m);
+		for (int64_t n0 = 0; n0 < N; n0 += BLOCK_N) {
+			int64_t nb = N - n0 < BLOCK_N ? N - n0 : BLOCK_N;
+			row_block(m, n0, nb, K, A, a_row_stride, B, b_row_stride, acc);
+			for (int64_t j = 0; j < nb; j++) {
+				float mult = sa * scale_at(B, n0 + j) / sy;
+				store_q8(Y, m * y_row_stride + n0 + j, wrap32(acc[j]), mult, zy);
+			}
+		}
+	}
+}
+
+/* ---- convolution ---- */
+
+/* Taps t in [0, k) with 0 <= start + t * dilation < len, as [*lo, *hi). */
+static void tap_range(int64_t start, int64_t dilation, int64_t k, int64_t len, int64_t *lo,
+                      int64_t *hi)
+{
+	int64_t first = start >= 0 ? 0 : (-start + dilation - 1) / dilation;
+	int64_t last = len - 1 - start < 0 ? 0 : (len - 1 - start) / dilation + 1;
+	*lo = first;
+	*hi = last < k ? last : k;
+}
+
+/* One output element's sum: input channels [c0, c0 + cg) of image n against
+ * the weights of output channel m, over the taps of the box inside X. */
+static inline uint32_t conv_sum(const kiln_window3d_params *p, const void *X, int x_signed,
+                                int32_t zx, const void *W, int w_signed, int32_t zw, int64_t n,
+                                int64_t m, int64_t c0, int64_t cg, const int64_t start[3],
+                                const int64_t lo[3], const int64_t hi[3])
+{
+	const int64_t *in = p->in, *k = p->kernel, *d = p->dilation;
+	int64_t plane = in[0] * in[1] * in[2], kvol = k[0] * k[1] * k[2];
+	uint32_t acc = 0;
+	for (int64_t c = 0; c < cg; c++) {
+		int64_t xbase = (n * p->channels + c0 + c) * plane;
+		int64_t wbase = (m * cg + c) * kvol;
+		for (int64_t t0 = lo[0]; t0 < hi[0]; t0++)
+			for (int64_t t1 = lo[1]; t1 < hi[1]; t1++) {
+				int64_t xrow = xbase + ((start[0] + t0 * d[0]) * in[1] + start[1] + t1 * d[1]) *
+				               in[2] + start[2];
+				int64_t wrow = wbase + (t0 * k[1] + t1) * k[2];
+				for (int64_t t2 = lo[2]; t2 < hi[2]; t2++) {
+					int32_t x = q8_at(X, x_signed, xrow + t2 * d[2]) - zx;
+					int32_t w = q8_at(W, w_signed, wrow + t2) - zw;
+					acc += (uint32_t)(x * w);
+				}
+			}
+	}
+	return acc;
+}
+
+/* Walk every output element of the convolution; with Y8 set, requantize
+ * into it (adding bias), else store the int32 sums in Y32. */
+static void conv(const kiln_window3d_params *p, const kiln_q8_operand *X,
+                 const kiln_q8_operand *W, const int32_t *bias, int32_t *Y32,
+                 const kiln_q8_output *Y8)
+{
+	int64_t M = p->out_channels, cg = p->channels / p->group, mg = M / p->group;
+	int64_t ovol = p->out[0] * p->out[1] * p->out[2];
+	int32_t zx = zero_at(X, 0);
+	int32_t zy = Y8 && Y8->zero ? q8_at(Y8->zero, Y8->is_signed, 0) : 0;
+	for (int64_t n = 0; n < p->batch; n++)
+		for (int64_t m = 0; m < M; m++) {
+			int64_t c0 = (m / mg) * cg;
+			int32_t zw = zero_at(W, m);
+			float mult = Y8 ? scale_at(X, 0) * scale_at(W, m) / Y8->scale[0] : 0.0f;
+			int64_t at = (n * M + m) * ovol;
+			for (int64_t o0 = 0; o0 < p->out[0]; o0++)
+				for (int64_t o1 = 0; o1 < p->out[1]; o1++)
+					for (int64_t o2 = 0; o2 < p->out[2]; o2++, at++) {
+						int64_t o[3] = {o0, o1, o2}, start[3], lo[3], hi[3];
+						for (int a = 0; a < 3; a++) {
+							start[a] = o[a] * p->stride[a] - p->pad_begin[a];
+							tap_range(start[a], p->dilation[a], p->kernel[a], p->in[a], &lo[a],
+							          &hi[a]);
+						}
+						uint32_t s;
+						if (X->is_signed && W->is_signed)
+							s = conv_sum(p, X->data, 1, zx, W->data, 1, zw, n, m, c0, cg, start, lo, hi);
+						else if (X->is_signed)
+							s = conv_sum(p, X->data, 1, zx, W->data, 0, zw, n, m, c0, cg, start, lo, hi);
+						else if (W->is_signed)
+							s = conv_sum(p, X->data, 0, zx, W->data, 1, zw, n, m, c0, cg, start, lo, hi);
+						else
+							s = conv_sum(p, X->data, 0, zx, W->data, 0, zw, n, m, c0, cg, start, lo, hi);
+						if (!Y8) {
+							Y32[at] = wrap32(s);
+							continue;
+						}
+						if (bias)
+							s += (uint32_t)bias[m];
+						store_q8(Y8, at, wrap32(s), mult, zy);
+					}
+		}
+}
+
+void kiln_i8_conv(const kiln_window3d_params *p, const kiln_q8_operand *X,
+                  const kiln_q8_operand *W, int32_t *Y)
+{
+	conv(p, X, W, NULL, Y, NULL);
+}
+
+void kiln_q8_conv(const kiln_window3d_params *p, const kiln_q8_operand *X,
+                  const kiln_q8_operand *W, const int32_t *bias, const kiln_q8_output *Y)
+{
+	conv(p, X, W, bias, NULL, Y);
+}

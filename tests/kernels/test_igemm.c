@@ -1,0 +1,265 @@
+/*
+ * test_igemm.c - the integer kernels (kiln_i8_gemm, kiln_q8_gemm,
+ * kiln_i8_conv, kiln_q8_conv) against exact references written here.
+ *
+ * Integer results must match exactly: the reference sums in int64 and wraps
+ * to 32 bits the way ONNX allows. Every combination of int8/uint8 operands is
+ * run with no zero point, one zero point, and one per row / column / output
+ * channel, with padded row strides and guard bytes around every output. The
+ * requantized outputs are checked against the float32 formula of the spec
+ * (round half to even, saturate), plus hand-picked ties and saturations.
+ */
+#include <stdbool.h>
+
+#include "kiln/kernels.h"
+
+#include "harness.h"
+
+/* Random bytes of the given signedness, as the kernels store them. */
+static void fill_q8(unsigned char *p, int64_t n, int is_signed)
+{
+	for (int64_t i = 0; i < n; i++)
+		p[i] = (unsigned char)(is_signed ? (uint8_t)(int8_t)rng_int(-128, 127)
+		                                 : (uint8_t)rng_int(0, 255));
+}
+
+static int32_t val(const unsigned char *p, int is_signed, int64_t i)
+{
+	return is_signed ? (int32_t)(int8_t)p[i] : (int32_t)p[i];
+}
+
+static int32_t wrap(int64_t s)
+{
+	uint32_t u = (uint32_t)(uint64_t)s;
+	return u <= INT32_MAX ? (int32_t)u : (int32_t)(u - 2147483648u) - INT32_MAX - 1;
+}
+
+/* The spec's requantization, in float32. */
+static int32_t requant(int32_t sum, float mult, int32_t zy, int is_signed)
+{
+	float v = rintf((float)sum * mult) + (float)zy;
+	float lo = is_signed ? -128.0f : 0.0f, hi = is_signed ? 127.0f : 255.0f;
+	return (int32_t)(v < lo ? lo : v > hi ? hi : v);
+}
+
+/* zmode: 0 none, 1 one value, 2 one per row (A) / column (B) */
+static void gemm_case(int64_t M, int64_t N, int64_t K, int as, int bs, int zmode_a, int zmode_b,
+                      int quant, int ys)
+{
+	int64_t lda = K + 3, ldb = N + 2, ldc = N + 1;
+	unsigned char *A = xmalloc((size_t)(M * lda)), *B = xmalloc((size_t)(K * ldb));
+	unsigned char *za = xmalloc((size_t)(M + 1)), *zb = xmalloc((size_t)(N + 1)), zy;
+	float *sa = xmalloc((size_t)(M + 1) * sizeof(float)), *sb = xmalloc((size_t)(N + 1) * sizeof(float));
+	fill_q8(A, M * lda, as);
+	fill_q8(B, K * ldb, bs);
+	fill_q8(za, M + 1, as);
+	fill_q8(zb, N + 1, bs);
+	fill_q8(&zy, 1, ys);
+	for (int64_t i = 0; i <= M; i++)
+		sa[i] = rng_float(0.001f, 0.05f);
+	for (int64_t i = 0; i <= N; i++)
+		sb[i] = rng_float(0.001f, 0.05f);
+	float sy = rng_float(0.05f, 2.0f);
+	kiln_q8_operand qa = {A, as, zmode_a ? za : NULL, zmode_a == 2, sa, zmode_a == 2};
+	kiln_q8_operand qb = {B, bs, zmode_b ? zb : NULL, zmode_b == 2, sb, zmode_b == 2};
+	size_t cbytes = (size_t)(M > 0 ? (M - 1) * ldc + N : 0) * (quant ? 1 : 4);
+	Guarded g;
+	unsigned char *C = guarded_alloc(&g, cbytes, 1);
+	memset(C, 0x5a, cbytes);
+	kiln_q8_output qy = {C, ys, &zy, &sy};
+	if (quant)
+		kiln_q8_gemm(M, N, K, &qa, lda, &qb, ldb, &qy, ldc);
+	else
+		kiln_i8_gemm(M, N, K, &qa, lda, &qb, ldb, (int32_t *)(void *)C, ldc);
+	int64_t bad = 0;
+	for (int64_t m = 0; m < M; m++)
+		for (int64_t n = 0; n < N; n++) {
+			int32_t zam = zmode_a ? val(za, as, zmode_a == 2 ? m : 0) : 0;
+			int32_t zbn = zmode_b ? val(zb, bs, zmode_b == 2 ? n : 0) : 0;
+			int64_t s = 0;
+			for (int64_t k = 0; k < K; k++)
+				s += (int64_t)(val(A, as, m * lda + k) - zam) * (val(B, bs, k * ldb + n) - zbn);
+			int32_t want = wrap(s), got;
+			if (quant) {
+				float mult = sa[zmode_a == 2 ? m : 0] * sb[zmode_b == 2 ? n : 0] / sy;
+				want = requant(want, mult, val(&zy, ys, 0), ys);
+				got = val(C, ys, m * ldc + n);
+			} else {
+				memcpy(&got, C + 4 * (m * ldc + n), 4);
+			}
+			bad += got != want;
+		}
+	/* the gaps between C's rows are untouched */
+	for (int64_t m = 0; m + 1 < M; m++)
+		for (int64_t n = N; n < ldc; n++)
+			for (int b = 0; b < (quant ? 1 : 4); b++)
+				bad += C[(m * ldc + n) * (quant ? 1 : 4) + b] != 0x5a;
+	char what[200];
+	snprintf(what, sizeof what, "%s M=%lld N=%lld K=%lld a%s b%s za=%d zb=%d y%s",
+	         quant ? "q8_gemm" : "i8_gemm", (long long)M, (long long)N, (long long)K,
+	         as ? "s8" : "u8", bs ? "s8" : "u8", zmode_a, zmode_b, ys ? "s8" : "u8");
+	CHECK(bad == 0 && guarded_intact(&g), what);
+	guarded_free(&g);
+	free(A), free(B), free(za), free(zb), free(sa), free(sb);
+}
+
+/* 32-bit wrap-around: 40000 products of 255 * 255 exceed INT32_MAX. */
+static void gemm_overflow(void)
+{
+	enum { K = 40000 };
+	static unsigned char A[K], B[K];
+	memset(A, 255, K);
+	memset(B, 255, K);
+	kiln_q8_operand qa = {A, 0, NULL, 0, NULL, 0}, qb = {B, 0, NULL, 0, NULL, 0};
+	int32_t c = 0;
+	kiln_i8_gemm(1, 1, K, &qa, K, &qb, 1, &c, 1);
+	CHECK(c == wrap((int64_t)K * 255 * 255), "i8_gemm wraps in 32 bits");
+}
+
+/* Ties round to even, and the output saturates. */
+static void requant_ties(void)
+{
+	/* A [1, 1] times B [1, 6] with scales 0.5 * 1 / 1: sum * 0.5 */
+	uint8_t A[1] = {1};
+	int8_t B[6] = {3, 5, -3, -5, 127, -128};
+	float s_half = 0.5f, s_one = 1.0f;
+	kiln_q8_operand qa = {A, 0, NULL, 0, &s_half, 0}, qb = {B, 1, NULL, 0, &s_one, 0};
+	int8_t y8[6];
+	int8_t zy = 0;
+	kiln_q8_output qy = {y8, 1, &zy, &s_one};
+	kiln_q8_gemm(1, 6, 1, &qa, 1, &qb, 6, &qy, 6);
+	int8_t want[6] = {2, 2, -2, -2, 64, -64};
+	CHECK(memcmp(y8, want, 6) == 0, "q8_gemm rounds half to even (int8 out)");
+	uint8_t u8[6], zu = 100;
+	float s_big = 4.0f;
+	kiln_q8_operand qa2 = {A, 0, NULL, 0, &s_big, 0};
+	kiln_q8_output qu = {u8, 0, &zu, &s_one};
+	kiln_q8_gemm(1, 6, 1, &qa2, 1, &qb, 6, &qu, 6);
+	uint8_t wantu[6] = {112, 120, 88, 80, 255, 0};
+	CHECK(memcmp(u8, wantu, 6) == 0, "q8_gemm saturates (uint8 out)");
+}
+
+/* ---- convolution ---- */
+
+static void conv_case(int ns, int64_t group, int xs, int ws, int zw_per_channel, int quant,
+                      int ys, int with_bias)
+{
+	kiln_window3d_params p = {.batch = rng_int(1, 2), .group = group};
+	p.channels = group * rng_int(1, 3);
+	p.out_channels = group * rng_int(1, 3);
+	for (int a = 0; a < 3; a++) {
+		bool used = a >= 3 - ns;
+		p.in[a] = used ? rng_int(1, 7) : 1;
+		p.kernel[a] = used ? rng_int(1, 3) : 1;
+		p.stride[a] = used ? rng_int(1, 2) : 1;
+		p.dilation[a] = used ? rng_int(1, 2) : 1;
+		p.pad_begin[a] = used ? rng_int(0, 2) : 0;
+		p.pad_end[a] = used ? rng_int(0, 2) : 0;
+		int64_t span = (p.kernel[a] - 1) * p.dilation[a] + 1;
+		int64_t room = p.in[a] + p.pad_begin[a] + p.pad_end[a] - span;
+		if (room < 0) {
+			p.pad_end[a] += -room;
+			room = 0;
+		}
+		p.out[a] = room / p.stride[a] + 1;
+	}
+	int64_t cg = p.channels / group, mg = p.out_channels / group, M = p.out_channels;
+	int64_t ivol = p.in[0] * p.in[1] * p.in[2], kvol = p.kernel[0] * p.kernel[1] * p.kernel[2];
+	int64_t ovol = p.out[0] * p.out[1] * p.out[2];
+	int64_t nx = p.batch * p.channels * ivol, nw = M * cg * kvol, ny = p.batch * M * ovol;
+	unsigned char *X = xmalloc((size_t)nx), *W = xmalloc((size_t)nw), zx, *zw = xmalloc((size_t)M);
+	unsigned char zy;
+	fill_q8(X, nx, xs);
+	fill_q8(W, nw, ws);
+	fill_q8(&zx, 1, xs);
+	fill_q8(zw, M, ws);
+	fill_q8(&zy, 1, ys);
+	int32_t *bias = xmalloc((size_t)M * sizeof *bias);
+	float *swv = xmalloc((size_t)M * sizeof *swv);
+	for (int64_t m = 0; m < M; m++) {
+		bias[m] = (int32_t)rng_int(-5000, 5000);
+		swv[m] = rng_float(0.001f, 0.02f);
+	}
+	float sx = rng_float(0.001f, 0.05f), sy = rng_float(0.01f, 1.0f);
+	kiln_q8_operand qx = {X, xs, &zx, 0, &sx, 0};
+	kiln_q8_operand qw = {W, ws, zw, zw_per_channel, swv, zw_per_channel};
+	Guarded g;
+	unsigned char *Y = guarded_alloc(&g, (size_t)ny * (quant ? 1 : 4), 3);
+	kiln_q8_output qy = {Y, ys, &zy, &sy};
+	if (quant)
+		kiln_q8_conv(&p, &qx, &qw, with_bias ? bias : NULL, &qy);
+	else
+		kiln_i8_conv(&p, &qx, &qw, (int32_t *)(void *)Y);
+	int64_t bad = 0;
+	for (int64_t n = 0; n < p.batch; n++)
+		for (int64_t m = 0; m < M; m++)
+			for (int64_t o = 0; o < ovol; o++) {
+				int64_t oc[3] = {o / (p.out[1] * p.out[2]), o / p.out[2] % p.out[1], o % p.out[2]};
+				int32_t zwm = val(zw, ws, zw_per_channel ? m : 0), zxv = val(&zx, xs, 0);
+				int64_t s = 0;
+				for (int64_t c = 0; c < cg; c++)
+					for (int64_t t = 0; t < kvol; t++) {
+						int64_t tc[3] = {t / (p.kernel[1] * p.kernel[2]),
+						                 t / p.kernel[2] % p.kernel[1], t % p.kernel[2]};
+						int64_t at = 0;
+						bool inside = true;
+						for (int a = 0; a < 3; a++) {
+							int64_t i = oc[a] * p.stride[a] - p.pad_begin[a] + tc[a] * p.dilation[a];
+							inside = inside && i >= 0 && i < p.in[a];
+							at = at * p.in[a] + i;
+						}
+						if (!inside)
+							continue;
+						int64_t xi = (n * p.channels + (m / mg) * cg + c) * ivol + at;
+						s += (int64_t)(val(X, xs, xi) - zxv) *
+						     (val(W, ws, (m * cg + c) * kvol + t) - zwm);
+					}
+				int64_t yi = (n * M + m) * ovol + o;
+				int32_t got, want;
+				if (quant) {
+					if (with_bias)
+						s += bias[m];
+					float mult = sx * swv[zw_per_channel ? m : 0] / sy;
+					want = requant(wrap(s), mult, val(&zy, ys, 0), ys);
+					got = val(Y, ys, yi);
+				} else {
+					want = wrap(s);
+					memcpy(&got, Y + 4 * yi, 4);
+				}
+				bad += got != want;
+			}
+	char what[200];
+	snprintf(what, sizeof what, "%s %dD group=%lld x%s w%s zw_per_channel=%d y%s bias=%d",
+	         quant ? "q8_conv" : "i8_conv", ns, (long long)group, xs ? "s8" : "u8",
+	         ws ? "s8" : "u8", zw_per_channel, ys ? "s8" : "u8", with_bias);
+	CHECK(bad == 0 && guarded_intact(&g), what);
+	guarded_free(&g);
+	free(X), free(W), free(zw), free(bias), free(swv);
+}
+
+int main(void)
+{
+	const int64_t sizes[][3] = {{1, 1, 1}, {0, 3, 2}, {3, 0, 2}, {2, 3, 0}, {4, 2, 3},
+	                            {5, 300, 7}, {3, 17, 260}};
+	for (size_t s = 0; s < sizeof sizes / sizeof sizes[0]; s++)
+		for (int combo = 0; combo < 4; combo++)
+			for (int za = 0; za < 3; za++)
+				for (int zb = 0; zb < 3; zb++)
+					for (int quant = 0; quant < 2; quant++)
+						gemm_case(sizes[s][0], sizes[s][1], sizes[s][2], combo & 1, combo >> 1,
+						          za, zb, quant, (za + zb) & 1);
+	for (int r = 0; r < 20; r++)
+		gemm_case(rng_int(1, 9), rng_int(1, 40), rng_int(1, 40), (int)rng_int(0, 1),
+		          (int)rng_int(0, 1), (int)rng_int(0, 2), (int)rng_int(0, 2), r & 1,
+		          (int)rng_int(0, 1));
+	gemm_overflow();
+	requant_ties();
+	for (int ns = 1; ns <= 3; ns++)
+		for (int combo = 0; combo < 4; combo++)
+			for (int rep = 0; rep < 4; rep++) {
+				int64_t group = rep == 3 ? 2 : 1;
+				conv_case(ns, group, combo & 1, combo >> 1, rep & 1, 0, 0, 0);
+				conv_case(ns, group, combo & 1, combo >> 1, rep & 1, 1, rep >> 1 & 1, rep & 1);
+			}
+	return harness_report();
+}
