@@ -434,6 +434,14 @@ void require_f32(Emit *E, const Operand *x)
 		          E->n->op_type, dtype_name(x->dtype));
 }
 
+/* For emitters that compute on elements but not yet on 16-bit floats, which
+ * travel as uint16_t and would silently be treated as integers. */
+void require_not_half(Emit *E, const Operand *x)
+{
+	if (x->dtype == DT_FLOAT16 || x->dtype == DT_BFLOAT16)
+		emit_fail(E, "%s not supported by %s yet", dtype_name(x->dtype), E->n->op_type);
+}
+
 int norm_axis(int64_t axis, int rank)
 {
 	return (int)(axis < 0 ? axis + rank : axis);

@@ -68,6 +68,7 @@ double node_attr_float(const Node *n, const char *name, float dflt);
 int64_t node_attr_int(const Node *n, const char *name, int64_t dflt);
 bool folded_scalar(Emit *E, int i, double *v);  /* a folded scalar input, widened */
 void require_f32(Emit *E, const Operand *x);
+void require_not_half(Emit *E, const Operand *x);   /* "float16 not supported by OP yet" */
 
 /* ---- loops (emit_c.c) ---- */
 void bcast_strides(const Shape *in, const Shape *outs, int64_t *st);

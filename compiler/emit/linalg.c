@@ -106,6 +106,7 @@ void emit_einsum(Emit *E)
 	Operand xs[EINSUM_MAX_OPERANDS];
 	for (int k = 0; k < e.noperands; k++) {
 		xs[k] = in_op(E, k);
+		require_not_half(E, &xs[k]);
 		char var[8];
 		snprintf(var, sizeof var, "X%d", k);
 		decl(E, var, &xs[k], false);

@@ -509,6 +509,8 @@ void emit_quant(Emit *E)
 		outer = X.nelem;
 	}
 	bool has_zp = E->n->nin > 2 && E->n->in[2] != NONE;
+	if (!deq)
+		require_not_half(E, &X);
 	int qt = deq ? X.dtype : Y.dtype;
 	if (qt != DT_UINT8 && qt != DT_INT8 && qt != DT_INT32)
 		emit_fail(E, "%s with %s is not supported", E->n->op_type, dtype_name(qt));

@@ -198,6 +198,7 @@ void emit_argext(Emit *E)
 void emit_cumsum(Emit *E)
 {
 	Operand X = in_op(E, 0), Y = out_op(E, 0);
+	require_not_half(E, &X);
 	int rank = X.shape->rank;
 	Infer inf = {.sig = (Sig *)E->sig, .g = E->g, .n = E->n, .d = E->d, .a = E->a};
 	int64_t n;
@@ -229,6 +230,7 @@ void emit_cumsum(Emit *E)
 void emit_topk(Emit *E)
 {
 	Operand X = in_op(E, 0), V = out_op(E, 0), I = out_op(E, 1);
+	require_not_half(E, &X);
 	int rank = X.shape->rank;
 	int axis = norm_axis(node_attr_int(E->n, "axis", -1), rank);
 	bool largest = node_attr_int(E->n, "largest", 1) != 0;

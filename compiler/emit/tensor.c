@@ -422,6 +422,8 @@ void emit_scatter(Emit *E)
 		op = "*=";
 	else if (ra && ra->type == AT_STRING && !(ra->s.len == 4 && memcmp(ra->s.data, "none", 4) == 0))
 		emit_fail(E, "reduction \"%.*s\" is not supported", (int)ra->s.len, ra->s.data);
+	if (op[0] != '=')  /* a reduction computes; plain scatter copies bits of any type */
+		require_not_half(E, &D);
 	decl(E, "D", &D, false);
 	decl(E, "I", &I, false);
 	decl(E, "U", &U, false);
@@ -462,8 +464,13 @@ void emit_eye_like(Emit *E)
 	Operand Y = out_op(E, 0);
 	int64_t k = node_attr_int(E->n, "k", 0);
 	decl(E, "Y", &Y, true);
+	/* 16-bit floats are bit patterns: 1.0 is 0x3c00 (float16), 0x3f80 (bfloat16). */
+	const char *one = Y.dtype == DT_FLOAT16    ? " ? 0x3c00 : 0"
+	                  : Y.dtype == DT_BFLOAT16 ? " ? 0x3f80 : 0"
+	                                           : "";
 	emitf(E, "\tfor (int64_t i = 0; i < %" PRId64 "; i++)\n\t\tfor (int64_t j = 0; j < %" PRId64
-	       "; j++)\n\t\t\tY[i * %" PRId64 " + j] = (%s)(j - i == %" PRId64 ");\n",
-	    Y.shape->dims[0].size, Y.shape->dims[1].size, Y.shape->dims[1].size, ctype(Y.dtype), k);
+	       "; j++)\n\t\t\tY[i * %" PRId64 " + j] = (%s)(j - i == %" PRId64 "%s);\n",
+	    Y.shape->dims[0].size, Y.shape->dims[1].size, Y.shape->dims[1].size, ctype(Y.dtype), k,
+	    one);
 }
 
