@@ -71,9 +71,9 @@ static void parse_activations(Infer *x, int nact, int ndirs, RnnNode *r)
 		return;
 	}
 	if (names->n != nact && names->n != nact * ndirs)
-		infer_fail(x, KILN_INVALID_MODEL, "attribute \"activations\" has %d names; %s with %d "
-		           "direction%s takes %d (or %d per direction)", names->n, cell_name(x->n->op),
-		           ndirs, ndirs > 1 ? "s" : "", nact * ndirs, nact);
+		infer_fail(x, KILN_INVALID_MODEL, "attribute \"activations\" has %d names; %s takes %d "
+		           "per direction, listed once or once for each of its %d direction%s",
+		           names->n, cell_name(x->n->op), nact, ndirs, ndirs > 1 ? "s" : "");
 	int na = 0, nb = 0;
 	for (int k = 0; k < names->n; k++) {
 		const WeightString *s = &names->strings[k];
@@ -105,13 +105,18 @@ static void expect_shape(Infer *x, int i, int rank, const int64_t *dims, const c
 	for (int k = 0; ok && k < rank; k++)
 		ok = s->dims[k].size == dims[k];
 	if (!ok) {
-		char want[96];
+		char want[96], got[96];
 		int at = 0;
 		for (int k = 0; k < rank; k++)
 			at += snprintf(want + at, sizeof want - (size_t)at, "%s%lld", k ? ", " : "",
 			               (long long)dims[k]);
-		infer_fail(x, KILN_SHAPE_ERROR, "input %d \"%s\" must be %s [%s]", i,
-		           infer_input_name(x, i), what, want);
+		at = 0;
+		got[0] = 0;
+		for (int k = 0; k < s->rank && k < KILN_MAX_RANK; k++)
+			at += snprintf(got + at, sizeof got - (size_t)at, "%s%lld", k ? ", " : "",
+			               (long long)s->dims[k].size);
+		infer_fail(x, KILN_SHAPE_ERROR, "input %d \"%s\" is [%s]; it must be [%s] (%s)", i,
+		           infer_input_name(x, i), got, want, what);
 	}
 	if (i != 4 && infer_dtype(x, i) != infer_dtype(x, 0))
 		infer_fail(x, KILN_INVALID_MODEL, "input %d \"%s\" is %s; X is %s", i,
@@ -125,7 +130,7 @@ void rnn_node(Infer *x, RnnNode *r)
 	int op = x->n->op;
 	int cell = op == OP_LSTM ? KILN_RNN_LSTM : op == OP_GRU ? KILN_RNN_GRU : KILN_RNN_SIMPLE;
 	int64_t G = op == OP_LSTM ? 4 : op == OP_GRU ? 3 : 1;
-	int nact = (int)G - (op == OP_LSTM ? 1 : 0);   /* 1, 2, 3 activations */
+	int nact = op == OP_LSTM ? 3 : op == OP_GRU ? 2 : 1;   /* f; f, g; f, g, h */
 	if (infer_dtype(x, 0) != DT_FLOAT)
 		infer_fail(x, KILN_UNSUPPORTED, "%s on %s is not supported yet (float32 only)",
 		           cell_name(op), dtype_name(infer_dtype(x, 0)));
@@ -154,12 +159,12 @@ void rnn_node(Infer *x, RnnNode *r)
 	if (H < 0)
 		infer_fail(x, KILN_SHAPE_ERROR, "hidden_size is missing and R does not give it");
 	int64_t GH = G * H;
-	expect_shape(x, 1, 3, (int64_t[]){ndirs, GH, I}, "W, [directions, gates * hidden, input]");
-	expect_shape(x, 2, 3, (int64_t[]){ndirs, GH, H}, "R, [directions, gates * hidden, hidden]");
+	expect_shape(x, 1, 3, (int64_t[]){ndirs, GH, I}, "directions, gates * hidden_size, input_size");
+	expect_shape(x, 2, 3, (int64_t[]){ndirs, GH, H}, "directions, gates * hidden_size, hidden_size");
 	if (infer_has_input(x, 3))
-		expect_shape(x, 3, 2, (int64_t[]){ndirs, 2 * GH}, "B, [directions, 2 * gates * hidden]");
+		expect_shape(x, 3, 2, (int64_t[]){ndirs, 2 * GH}, "directions, 2 * gates * hidden_size");
 	if (infer_has_input(x, 4)) {
-		expect_shape(x, 4, 1, (int64_t[]){N}, "sequence_lens, [batch]");
+		expect_shape(x, 4, 1, (int64_t[]){N}, "batch");
 		if (infer_dtype(x, 4) != DT_INT32)
 			infer_fail(x, KILN_INVALID_MODEL, "sequence_lens \"%s\" is %s; it must be int32",
 			           infer_input_name(x, 4), dtype_name(infer_dtype(x, 4)));
@@ -167,10 +172,10 @@ void rnn_node(Infer *x, RnnNode *r)
 	int64_t state[3] = {layout ? N : ndirs, layout ? ndirs : N, H};
 	for (int i = 5; i <= (op == OP_LSTM ? 6 : 5); i++)
 		if (infer_has_input(x, i))
-			expect_shape(x, i, 3, state, layout ? "[batch, directions, hidden]"
-			                                    : "[directions, batch, hidden]");
+			expect_shape(x, i, 3, state, layout ? "batch, directions, hidden_size"
+			                                    : "directions, batch, hidden_size");
 	if (op == OP_LSTM && infer_has_input(x, 7))
-		expect_shape(x, 7, 2, (int64_t[]){ndirs, 3 * H}, "P, [directions, 3 * hidden]");
+		expect_shape(x, 7, 2, (int64_t[]){ndirs, 3 * H}, "directions, 3 * hidden_size");
 
 	const Attr *clip = node_attr(x->n, "clip");
 	float clip_value = attr_float(x, "clip", 0.0f);
