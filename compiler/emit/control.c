@@ -215,7 +215,9 @@ static void loop_iteration(Emit *E, const Control *c, int k, const char *iter, c
 		int id = b->outputs[1 + N + j];
 		int64_t slice = bytes_of(C.sig, id);
 		if (scan_dst[j])
-			copy(&C, ind, scan_dst[j], arena_printf(E->a, "(size_t)(%s) * %" PRId64, iter, slice),
+			copy(&C, ind, scan_dst[j],
+			     c->unrolled ? arena_printf(E->a, "%" PRId64, (int64_t)k * slice)
+			                 : arena_printf(E->a, "(size_t)%s * %" PRId64, iter, slice),
 			     operand(&C, id, false).expr, NULL, slice);
 	}
 	for (int i = 0; i < N; i++) {
