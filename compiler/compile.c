@@ -23,6 +23,8 @@
 #include "emit.h"
 #include "emit_obj.h"
 #include "kiln.h"
+#include "passes/passes.h"
+#include "kiln/run.h"
 
 extern char **environ;
 
@@ -166,6 +168,8 @@ void compile_model(Model *m, const CompileOptions *o, CompileResult *res)
 	int64_t *batches = arena_array(a, (size_t)o->nbatches, sizeof *batches);
 	memcpy(batches, o->batches, (size_t)o->nbatches * sizeof *batches);
 	qsort(batches, (size_t)o->nbatches, sizeof *batches, cmp_i64);
+	/* The optimizer rewrites the graph once, for exactly these signatures. */
+	passes_run(m, o->passes, batches, o->nbatches, o->bind, o->pass_report);
 
 	Sig *sigs = arena_array(a, (size_t)o->nbatches, sizeof *sigs);
 	Plan *plans = arena_array(a, (size_t)o->nbatches, sizeof *plans);
@@ -186,7 +190,33 @@ void compile_model(Model *m, const CompileOptions *o, CompileResult *res)
 	FILE *h = compile_open(m, res->h_path, "w");
 	FILE *c = compile_open(m, res->c_path, "w");
 	FILE *scratch = compile_open(m, NULL, "w+");
-	EmitOptions eo = {.name = name};
+	/* What batch stitching needs: the independence proof, costs, context
+	 * bytes; baked rules are checked here, not when the program runs. */
+	Stitch *stitch = arena_alloc(a, sizeof *stitch);
+	stitch_build(m, sigs, plans, o->nbatches, o->bind, stitch);
+	for (int i = 0; i < o->nrules; i++) {
+		kiln_rule rule;
+		int st = kiln_rule_parse(o->rules[i], batches, o->nbatches, &rule);
+		if (st != KILN_OK)
+			diag_fail(d, KILN_USAGE, "--batch-rule \"%s\": %s", o->rules[i],
+			          kiln_status_string(st));
+		for (int k = 0; k < i; k++) {
+			kiln_rule other;
+			kiln_rule_parse(o->rules[k], batches, o->nbatches, &other);
+			if (other.batch == rule.batch)
+				diag_fail(d, KILN_USAGE, "--batch-rule \"%s\": batch %lld has a rule already",
+				          o->rules[i], (long long)rule.batch);
+		}
+		if (!stitch->dep.independent)
+			diag_fail(d, KILN_USAGE, "--batch-rule \"%s\": the model is not batch independent: %s",
+			          o->rules[i], stitch->dep.why);
+	}
+	if (o->nrules > KILN_MAX_RULES)
+		diag_fail(d, KILN_USAGE, "--batch-rule: at most %d rules", KILN_MAX_RULES);
+	res->context_bytes = stitch->context_bytes;
+	res->batch_independent = stitch->dep.independent;
+	res->batch_mixing = stitch->dep.why;
+	EmitOptions eo = {.name = name, .stitch = stitch, .rules = o->rules, .nrules = o->nrules};
 	EmitResult er;
 	emit_c(m, sigs, plans, o->nbatches, &eo, h, c, scratch, &er);
 	compile_close(m, scratch, "a temporary file");

@@ -15,6 +15,10 @@ typedef struct CompileOptions {
 	const BindOptions *bind;
 	bool shared;               /* build NAME.so with libkiln (kiln verify) instead of NAME.o */
 	int opt_level;             /* the C compiler's -O level */
+	const struct PassOptions *passes;   /* the optimizer; NULL: every pass (passes/passes.h) */
+	struct PassReport *pass_report;     /* if not NULL, what the passes did */
+	const char *const *rules;  /* --batch-rule B:s1,...: baked into the descriptor */
+	int nrules;
 } CompileOptions;
 
 typedef struct CompileResult {
@@ -25,6 +29,9 @@ typedef struct CompileResult {
 	uint64_t weight_bytes;     /* bytes in the weights object */
 	int nsymbols;
 	int64_t arena_bytes;       /* the largest signature's */
+	uint64_t context_bytes;    /* one kiln_run context (NAME_CONTEXT_BYTES) */
+	bool batch_independent;    /* kiln_run may stitch any batch size */
+	const char *batch_mixing;  /* else why not, naming the node */
 } CompileResult;
 
 void compile_model(Model *m, const CompileOptions *o, CompileResult *res);
@@ -34,6 +41,7 @@ typedef struct VerifyOptions {
 	int opt_level;
 	bool keep;                 /* keep the temporary build folders */
 	size_t max_memory_bytes;
+	const struct PassOptions *passes;   /* as for compile; NULL: every pass */
 } VerifyOptions;
 
 /* Verify each case folder; prints one line per case and a summary line.

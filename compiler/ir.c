@@ -257,7 +257,10 @@ static void verify_graph(Graph *g, void *user)
 		KILN_ASSERT(v->name && v->name[0]);
 		KILN_ASSERT(v->dtype == DT_UNDEFINED || dtype_valid(v->dtype));
 		KILN_ASSERT(v->shape.rank >= -1 && v->shape.rank <= KILN_MAX_RANK);
-		KILN_ASSERT((v->kind == VAL_TEMP) == (v->producer != NONE));
+		/* A temporary without a producer is an orphan a pass left behind:
+		 * nothing may read it (passes/passes.h). */
+		KILN_ASSERT((v->kind == VAL_TEMP) == (v->producer != NONE) ||
+		            (v->kind == VAL_TEMP && v->nuse == 0 && !v->is_output));
 		KILN_ASSERT(v->producer == NONE || (v->producer >= 0 && v->producer < g->nnodes));
 		KILN_ASSERT((v->kind == VAL_WEIGHT) == (v->weight != NULL));
 		if (v->kind == VAL_OUTER) {

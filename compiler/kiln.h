@@ -477,6 +477,7 @@ void ops_misc_infer(Infer *x);          /* Det, MeanVarianceNormalization, Rever
 void ops_sampling_infer(Infer *x);      /* GridSample, RoiAlign, MaxUnpool */
 void sampling_gridsample_params(Infer *x, kiln_gridsample_params *p);
 void sampling_roialign_params(Infer *x, kiln_roialign_params *p);
+void sampling_maxunpool_params(Infer *x, kiln_maxunpool_params *p);
 #define EINSUM_MAX_OPERANDS 8
 typedef struct Einsum {
 	int noperands;

@@ -12,6 +12,7 @@
 #include "compile.h"
 #include "kiln.h"
 #include "kiln_version.h"
+#include "passes/passes.h"
 
 enum { EXIT_UNSUPPORTED = 1, EXIT_ERROR = 2 };
 
@@ -28,6 +29,7 @@ static const char usage[] =
 	"  compile MODEL --batch=B1,...  write NAME.h, NAME.c, NAME_weights.o and NAME.o\n"
 	"  verify CASE_DIR...    compile ONNX backend-test cases (model.onnx and\n"
 	"                        test_data_set_*), run them, compare with their outputs\n"
+	"  ops [--markdown]      list the operators kiln compiles (docs/ops.md)\n"
 	"\n"
 	"options:\n"
 	"  --json                machine-readable output (info); keys in docs/cli.md\n"
@@ -44,8 +46,18 @@ static const char usage[] =
 	"  -o DIR, --output=DIR  where compile writes its files (default .)\n"
 	"  --target=TRIPLE       target of the weights object (default: the host);\n"
 	"                        for another target NAME.o is left to your toolchain\n"
+	"  --batch-rule=B:S1,...  run a batch of exactly B as chunks S1, ..., in order,\n"
+	"                        padding only the last (compile; repeatable); baked into\n"
+	"                        the descriptor for kiln_run (docs/batching.md)\n"
 	"  -O N                  optimization level for the C compiler (compile 2, verify 1)\n"
 	"  --keep                keep verify's build folders\n"
+	"  --no-opt              compile without the graph optimizer (compile, verify)\n"
+	"  --no-pass=NAME        skip one optimizer pass: noop, dedup, cse, einsum, fold,\n"
+	"                        fuse, dce (repeatable; compile, verify, info, dump)\n"
+	"  --weights-dtype=fp32|fp16|keep  how weights are stored (default keep): fp16\n"
+	"                        halves float32 weights, fp32 folds float16->float32 Casts\n"
+	"  --passes              info: run the optimizer and print, per pass, the nodes\n"
+	"                        removed or fused and the weight bytes; dump: the IR after it\n"
 	"  environment: CC (default cc) and LD (default ld) build the objects\n"
 	"  -h, --help            show this help\n"
 	"  --version             show the version\n"
@@ -58,8 +70,11 @@ typedef struct Options {
 	const char *command;
 	const char *model;
 	bool json;
+	bool markdown;                /* ops */
 	bool plan;
 	bool keep;
+	bool passes;                  /* info/dump --passes */
+	PassOptions popts;            /* --no-opt, --no-pass, --weights-dtype */
 	int opt_level;
 	const char *name, *outdir, *target;
 	char **paths;                 /* verify: every CASE_DIR */
@@ -69,6 +84,8 @@ typedef struct Options {
 	int nbatches;
 	ShapeOverride shapes[MAX_LIST];
 	BatchDim batch_dims[MAX_LIST];
+	const char *rules[MAX_LIST];  /* --batch-rule */
+	int nrules;
 	BindOptions bind;
 } Options;
 
@@ -139,8 +156,24 @@ static int parse_args(int argc, char **argv, Options *o)
 				o->json = true;
 			} else if (strcmp(a, "--plan") == 0) {
 				o->plan = true;
+			} else if (strcmp(a, "--markdown") == 0) {
+				o->markdown = true;
 			} else if (strcmp(a, "--keep") == 0) {
 				o->keep = true;
+			} else if (strcmp(a, "--no-opt") == 0) {
+				o->popts.no_opt = true;
+			} else if (strcmp(a, "--passes") == 0) {
+				o->passes = true;
+			} else if ((v = flag_value(argc, argv, &i, "--no-pass", &missing))) {
+				int id = pass_lookup(v);
+				if (id == NONE && !missing)
+					return usage_error("--no-pass: unknown pass '%s' (noop, dedup, cse, einsum, "
+					                   "fold, fuse, dce, f16)", v);
+				if (id != NONE)
+					o->popts.disabled[id] = true;
+			} else if ((v = flag_value(argc, argv, &i, "--weights-dtype", &missing))) {
+				if (!missing && !weights_dtype_parse(v, &o->popts.weights_dtype))
+					return usage_error("--weights-dtype needs fp32, fp16 or keep, got '%s'", v);
 			} else if ((v = flag_value(argc, argv, &i, "--name", &missing))) {
 				o->name = v;
 			} else if ((v = flag_value(argc, argv, &i, "--output", &missing)) ||
@@ -150,6 +183,10 @@ static int parse_args(int argc, char **argv, Options *o)
 				o->target = v;
 			} else if (strncmp(a, "-O", 2) == 0 && a[2] >= '0' && a[2] <= '3' && !a[3]) {
 				o->opt_level = a[2] - '0';
+			} else if ((v = flag_value(argc, argv, &i, "--batch-rule", &missing))) {
+				if (o->nrules == MAX_LIST)
+					return usage_error("too many --batch-rule flags at '%s'", v);
+				o->rules[o->nrules++] = v;
 			} else if ((v = flag_value(argc, argv, &i, "--batch", &missing))) {
 				o->nbatches = parse_int_list(v, o->batches, MAX_LIST, 1);
 				if (o->nbatches <= 0)
@@ -206,10 +243,21 @@ static int parse_args(int argc, char **argv, Options *o)
 	if (!o->command)
 		return usage_error("%s", "no command given");
 	if (strcmp(o->command, "info") && strcmp(o->command, "check") && strcmp(o->command, "dump") &&
-	    strcmp(o->command, "compile") && strcmp(o->command, "verify"))
+	    strcmp(o->command, "compile") && strcmp(o->command, "verify") && strcmp(o->command, "ops"))
 		return usage_error("unknown command '%s'", o->command);
+	if (o->markdown && strcmp(o->command, "ops"))
+		return usage_error("--markdown goes with 'ops', not '%s'", o->command);
+	if (strcmp(o->command, "ops") == 0 && o->model)
+		return usage_error("'ops' takes no MODEL, got '%s'", o->model);
+	if (strcmp(o->command, "ops") == 0)
+		return -1;
 	if (o->opt_level < 0)
 		o->opt_level = strcmp(o->command, "verify") == 0 ? 1 : 2;
+	if (o->passes && ((strcmp(o->command, "info") && strcmp(o->command, "dump")) || o->json))
+		return usage_error("--passes goes with 'info' (not --json) or 'dump', not '%s'",
+		                   o->json ? "--json" : o->command);
+	if (o->nrules && strcmp(o->command, "compile"))
+		return usage_error("--batch-rule goes with 'compile', not '%s'", o->command);
 	if (strcmp(o->command, "compile") == 0 && !o->nbatches)
 		return usage_error("%s", "compile needs --batch, e.g. --batch=1,8");
 	if (!o->model)
@@ -232,7 +280,8 @@ static int run_compile(const Options *o, Model *m)
 {
 	CompileOptions co = {.name = o->name, .outdir = o->outdir, .target = o->target,
 	                     .batches = o->batches, .nbatches = o->nbatches, .bind = &o->bind,
-	                     .opt_level = o->opt_level};
+	                     .opt_level = o->opt_level, .rules = o->rules, .nrules = o->nrules,
+	                     .passes = &o->popts};
 	CompileResult cr;
 	compile_model(m, &co, &cr);
 	printf("%s\n%s\n%s (%d symbols, %llu bytes)\n", cr.h_path, cr.c_path, cr.weights_path,
@@ -240,14 +289,23 @@ static int run_compile(const Options *o, Model *m)
 	if (cr.o_path)
 		printf("%s (link this one)\n", cr.o_path);
 	printf("arena: %lld bytes at the largest batch size\n", (long long)cr.arena_bytes);
+	printf("context: %llu bytes per thread for kiln_run (%s)\n",
+	       (unsigned long long)cr.context_bytes,
+	       cr.batch_independent ? "any batch size" : "compiled batch sizes only");
+	if (!cr.batch_independent)
+		fprintf(stderr, "kiln: warning: %s: only the compiled batch sizes can run: %s\n", o->model,
+		        cr.batch_mixing);
 	return 0;
 }
 
 static int run(const Options *o)
 {
+	if (strcmp(o->command, "ops") == 0)
+		return report_ops(stdout, o->markdown);
 	if (strcmp(o->command, "verify") == 0) {
 		VerifyOptions vo = {.batch = o->nbatches ? o->batches[0] : 0, .opt_level = o->opt_level,
-		                    .keep = o->keep, .max_memory_bytes = o->max_memory_mb << 20};
+		                    .keep = o->keep, .max_memory_bytes = o->max_memory_mb << 20,
+		                    .passes = &o->popts};
 		return verify_run(&vo, o->paths, o->npaths, stdout);
 	}
 	Diag d = {.file = o->model};
@@ -263,8 +321,18 @@ static int run(const Options *o)
 		ir_verify(m->graph);
 		InfoOptions io = {.json = o->json, .batches = o->batches, .nbatches = o->nbatches,
 		                  .bind = &o->bind, .plan = o->plan};
-		if (strcmp(o->command, "info") == 0)
+		PassReport pr;
+		if (o->passes && strcmp(o->command, "dump") == 0)
+			passes_run(m, &o->popts, o->batches, o->nbatches, &o->bind, &pr);
+		if (strcmp(o->command, "info") == 0) {
 			report_info(m, stdout, &io);
+			if (o->passes) {
+				passes_run(m, &o->popts, o->batches, o->nbatches, &o->bind, &pr);
+				passes_print(&pr, stdout);
+			}
+		}
+		if (strcmp(o->command, "info") == 0)
+			;
 		else if (strcmp(o->command, "check") == 0)
 			rc = report_check(m, stdout) ? EXIT_UNSUPPORTED : 0;
 		else if (strcmp(o->command, "compile") == 0)

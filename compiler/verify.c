@@ -209,6 +209,14 @@ retry:;
 	for (int s = 0; s < nsets; s++) {
 		Tensor ins[MAX_IO], outs[MAX_IO];
 		ShapeOverride shapes[MAX_IO];
+		if (m->is_optimized) {
+			/* The optimizer specialized the graph to the last data set's shapes:
+			 * start from the model again (value ids are the same). */
+			model_close(m);
+			m = model_new(model_path, a, d);
+			model_load(m);
+			g = m->graph;
+		}
 		for (int i = 0; i < nin; i++) {
 			const char *p = arena_printf(a, "%s/input_%d.pb", sets[s], i);
 			if (!file_exists(p))
@@ -255,7 +263,8 @@ retry:;
 			diag_fail(d, KILN_IO, "cannot create a temporary folder in %s", templ);
 		tmp = arena_strdup(a, templ);
 		CompileOptions co = {.name = "m", .outdir = tmp, .batches = &batch, .nbatches = 1,
-		                     .bind = &bind, .shared = true, .opt_level = vo->opt_level};
+		                     .bind = &bind, .shared = true, .opt_level = vo->opt_level,
+		                     .passes = vo->passes};
 		CompileResult cr;
 		compile_model(m, &co, &cr);
 		so = dlopen(cr.so_path, RTLD_NOW | RTLD_LOCAL);

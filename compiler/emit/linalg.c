@@ -19,6 +19,26 @@ void emit_gemm(Emit *E)
 	bool has_c = E->n->nin > 2 && E->n->in[2] != NONE && beta != 0.0;
 	decl(E, "A", &A, false);
 	decl(E, "B", &B, false);
+	if (node_attr(E->n, "kiln.fused")) {
+		/* Fused by the optimizer: a per-column C ([N], [1,N]) with beta 1 and
+		 * the activation go to the kernel's epilogue (emit/epilogue.c). */
+		Operand C = has_c ? in_op(E, 2) : Y;
+		bool col = has_c && beta == 1.0 && C.nelem == N && C.shape->rank >= 1 &&
+		           C.shape->dims[C.shape->rank - 1].size == N;
+		if (has_c && !col) {
+			Operand cy = Y;
+			emit_map(E, &cy, &C, 1, "x0");
+		} else {
+			decl(E, "Y", &Y, true);
+		}
+		const char *ep = emit_epilogue(E, col ? C.expr : NULL);
+		emitf(E, "\tkiln_f32_gemm_ep(%" PRId64 ", %" PRId64 ", %" PRId64 ", %s, A, %" PRId64 ", %" PRId64
+		       ", B, %" PRId64 ", %" PRId64 ", %s, Y, %" PRId64 ", %s);\n",
+		    M, N, K, flit(E, alpha, DT_FLOAT), ta ? (int64_t)1 : K, ta ? M : (int64_t)1,
+		    tb ? (int64_t)1 : N, tb ? K : (int64_t)1,
+		    has_c && !col ? flit(E, beta, DT_FLOAT) : "0.0f", N, ep ? ep : "NULL");
+		return;
+	}
 	if (has_c) {
 		Operand C = in_op(E, 2);
 		/* Y = C broadcast to [M, N]; the product is then accumulated with beta. */

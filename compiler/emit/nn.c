@@ -233,12 +233,44 @@ void emit_conv(Emit *E)
 	    X.shape->dims[0].size, X.shape->dims[1].size, g.in[1], g.in[2], Y.shape->dims[1].size,
 	    node_attr_int(E->n, "group", 1), g.k[1], g.k[2], g.s[1], g.s[2], g.d[1], g.d[2], g.pb[1],
 	    g.pb[2], g.pe[1], g.pe[2], g.outsz[1], g.outsz[2]);
-	emitf(E, "\tkiln_f32_conv2d(&p, %s, %s, %s, %s);\n", X.expr, W.expr, bias, Y.expr);
+	const char *ep = emit_has_act(E->n) ? emit_epilogue(E, NULL) : NULL;
+	if (ep) /* the activation fused by the optimizer (emit/epilogue.c) */
+		emitf(E, "\tkiln_f32_conv2d_ep(&p, %s, %s, %s, %s, %s);\n", X.expr, W.expr, bias, Y.expr, ep);
+	else
+		emitf(E, "\tkiln_f32_conv2d(&p, %s, %s, %s, %s);\n", X.expr, W.expr, bias, Y.expr);
+}
+
+/* MaxPool with the Indices output, or on float64, float16, int8 or uint8:
+ * the N-D kernel of that element type (storage_order orders the indices). */
+static void emit_maxpool_nd(Emit *E, const Operand *X, const Operand *Y, bool has_indices)
+{
+	const char *kind = NULL;
+	switch (X->dtype) {
+	case DT_FLOAT: kind = "f32"; break;
+	case DT_DOUBLE: kind = "f64"; break;
+	case DT_FLOAT16: kind = "f16"; break;
+	case DT_INT8: kind = "i8"; break;
+	case DT_UINT8: kind = "u8"; break;
+	default:
+		emit_fail(E, "MaxPool on %s is not supported (ONNX defines float16, float, double, "
+		          "int8 and uint8)", dtype_name(X->dtype));
+	}
+	Geo g;
+	geometry(E, X->shape, Y->shape, NULL, &g);
+	emit_window3d(E, &g, X->shape->dims[0].size, X->shape->dims[1].size, 0, 1);
+	emitf(E, "	kiln_%s_maxpool_nd(&p, %d, %s, %s, %s);\n", kind,
+	    (int)node_attr_int(E->n, "storage_order", 0), X->expr, Y->expr,
+	    has_indices ? out_op(E, 1).expr : "NULL");
 }
 
 void emit_pool(Emit *E)
 {
 	Operand X = in_op(E, 0), Y = out_op(E, 0);
+	bool has_indices = E->n->nout > 1 && E->n->out[1] != NONE;
+	if (E->n->op == OP_MaxPool && (has_indices || X.dtype != DT_FLOAT)) {
+		emit_maxpool_nd(E, &X, &Y, has_indices);
+		return;
+	}
 	require_f32(E, &X);
 	if (E->n->op == OP_GlobalAveragePool || E->n->op == OP_GlobalMaxPool) {
 		int64_t planes = X.shape->dims[0].size * X.shape->dims[1].size;
@@ -247,8 +279,6 @@ void emit_pool(Emit *E)
 		    X.nelem / (planes ? planes : 1));
 		return;
 	}
-	if (E->n->nout > 1 && E->n->out[1] != NONE)
-		emit_fail(E, "the Indices output is not supported yet");
 	Geo g;
 	geometry(E, X.shape, Y.shape, NULL, &g);
 	if (E->n->op == OP_AveragePool)

@@ -440,6 +440,108 @@ KILN_API enum kiln_status kiln_f32_rnn(const kiln_rnn_params *p, const float *X,
                                        const float *initial_c, float *Y, float *Y_h, float *Y_c,
                                        float *work);
 
+/* ---- sampling: MaxPool with indices, GridSample, RoiAlign, MaxUnpool --- */
+
+/*
+ * ONNX MaxPool over 1 to 3 spatial axes for float32, float64, float16 (as
+ * uint16_t bits), int8 and uint8, with the optional Indices output. The
+ * geometry is a kiln_window3d_params (1-D and 2-D windows put size-1 axes
+ * first). Each output is the first largest tap of its window, taps visited
+ * in row-major order; NaN taps lose to numbers. If I is not NULL, I gets the
+ * tap's index in the flattened input X: plane * in_volume + the position in
+ * the plane, row-major if storage_order == 0, column-major (the first spatial
+ * axis fastest) if storage_order == 1. A window with no tap inside the input
+ * gives the type's lowest value (-inf for floats) and index -1.
+ */
+KILN_API void kiln_f32_maxpool_nd(const kiln_window3d_params *p, int storage_order,
+                                  const float *X, float *Y, int64_t *I);
+KILN_API void kiln_f64_maxpool_nd(const kiln_window3d_params *p, int storage_order,
+                                  const double *X, double *Y, int64_t *I);
+KILN_API void kiln_f16_maxpool_nd(const kiln_window3d_params *p, int storage_order,
+                                  const uint16_t *X, uint16_t *Y, int64_t *I);
+KILN_API void kiln_i8_maxpool_nd(const kiln_window3d_params *p, int storage_order,
+                                 const int8_t *X, int8_t *Y, int64_t *I);
+KILN_API void kiln_u8_maxpool_nd(const kiln_window3d_params *p, int storage_order,
+                                 const uint8_t *X, uint8_t *Y, int64_t *I);
+
+enum kiln_gridsample_mode {
+	KILN_GRIDSAMPLE_BILINEAR, KILN_GRIDSAMPLE_NEAREST, KILN_GRIDSAMPLE_BICUBIC
+};
+enum kiln_gridsample_padding {
+	KILN_GRIDSAMPLE_ZEROS, KILN_GRIDSAMPLE_BORDER, KILN_GRIDSAMPLE_REFLECTION
+};
+
+/* One ONNX GridSample (opset 16): X [batch, channels, in_h, in_w], grid
+ * [batch, out_h, out_w, 2], Y [batch, channels, out_h, out_w]. */
+typedef struct kiln_gridsample_params {
+	int64_t batch, channels, in_h, in_w, out_h, out_w;
+	int mode;           /* enum kiln_gridsample_mode */
+	int padding_mode;   /* enum kiln_gridsample_padding */
+	int align_corners;  /* 0 or 1 */
+} kiln_gridsample_params;
+
+/*
+ * ONNX GridSample, as torch.nn.functional.grid_sample defines it. grid[..., 0]
+ * is x (along W) and grid[..., 1] is y (along H), in [-1, 1] across the input:
+ * the centres of the corner pixels with align_corners, their outer edges
+ * without. Bilinear and nearest pad the source coordinate (border: clamp;
+ * reflection: reflect about the borders, then clamp); bicubic (A = -0.75,
+ * 4x4 taps) pads each tap. Taps outside the input read 0. Nearest rounds
+ * half to even. Coordinates are computed in double; a NaN coordinate reads
+ * as outside.
+ */
+KILN_API void kiln_f32_gridsample(const kiln_gridsample_params *p, const float *X,
+                                  const float *grid, float *Y);
+
+/* One ONNX RoiAlign (opsets 10 and 16): X [batch, channels, in_h, in_w],
+ * rois [num_rois, 4] as (x1, y1, x2, y2), Y [num_rois, channels, out_h, out_w]. */
+typedef struct kiln_roialign_params {
+	int64_t batch, channels, in_h, in_w;
+	int64_t num_rois, out_h, out_w;
+	int64_t sampling_ratio;  /* samples per bin and axis; 0 = ceil(roi size / bins) */
+	double spatial_scale;
+	int half_pixel;          /* coordinate_transformation_mode half_pixel (shift by -0.5) */
+	int is_max;              /* mode max, else avg */
+} kiln_roialign_params;
+
+/*
+ * ONNX RoiAlign, as ONNX Runtime computes it. Each ROI is scaled by
+ * spatial_scale (and shifted by -0.5 with half_pixel; without it, the ROI is
+ * at least 1x1), cut into out_h x out_w bins, and each bin sampled on a
+ * regular grid of points read bilinearly (points beyond one pixel outside
+ * the input read 0, points just outside are clamped to the edge). avg
+ * averages the samples; max takes, over the samples, the largest of the four
+ * weighted corner terms w_i * x_i (ONNX Runtime's definition). Returns
+ * KILN_SHAPE_ERROR, before writing anything, if a batch index lies outside
+ * [0, batch); else KILN_OK.
+ */
+KILN_API enum kiln_status kiln_f32_roialign(const kiln_roialign_params *p, const float *X,
+                                            const float *rois, const int64_t *batch_indices,
+                                            float *Y);
+
+#define KILN_MAXUNPOOL_MAX_RANK 8
+
+/* One ONNX MaxUnpool. The indices are flat over `inferred`, the shape the
+ * kernel, strides and pads give; Y has shape `out` (the output_shape input,
+ * or `inferred`), at least `inferred` on every axis. */
+typedef struct kiln_maxunpool_params {
+	int rank;
+	int64_t nx;                                /* elements of X (and of I) */
+	size_t elem_bytes;                         /* any element type */
+	int64_t inferred[KILN_MAXUNPOOL_MAX_RANK];
+	int64_t out[KILN_MAXUNPOOL_MAX_RANK];
+} kiln_maxunpool_params;
+
+/*
+ * ONNX MaxUnpool, as the ONNX reference defines it: a zero tensor of shape
+ * `inferred` gets T[I[k]] = X[k] for k < nx (a later k wins a shared index),
+ * and Y is that tensor at the origin of a zero tensor of shape `out`.
+ * Returns KILN_SHAPE_ERROR, before writing anything, if an index lies
+ * outside [0, product of inferred); else KILN_OK.
+ */
+KILN_API enum kiln_status kiln_maxunpool(const kiln_maxunpool_params *p, const void *X,
+                                         const int64_t *I, void *Y);
+
 /* ---- determinant ------------------------------------------------------ */
 
 /*
@@ -449,6 +551,76 @@ KILN_API enum kiln_status kiln_f32_rnn(const kiln_rnn_params *p, const float *X,
  * propagates.
  */
 KILN_API double kiln_f64_det(double *A, int64_t n);
+
+/* ---- discrete Fourier transforms (f32-dft.c) -------------------------- */
+
+/*
+ * DFTs of length n along one axis, one per (outer, inner) pair, as ONNX DFT.
+ * X has x_len samples along the axis, each x_comp floats (1: real, 2:
+ * complex): sample j of line (o, i) starts at X[((o * x_len + j) * inner + i)
+ * * x_comp]. The line is truncated or zero-padded to n. Y gets the first
+ * y_len (<= n) frequencies as (real, imaginary) pairs: frequency k of line
+ * (o, i) at Y[((o * y_len + k) * inner + i) * 2]. inverse: the sign of the
+ * exponent is + and the result is scaled by 1 / n. Sums and twiddles are in
+ * double (an FFT for power-of-two n up to 1024, direct sums otherwise), so
+ * the only float rounding is the final one. Uses up to 24 KiB of stack.
+ */
+KILN_API void kiln_f32_dft(int64_t outer, int64_t inner, int64_t x_len, int x_comp,
+                           const float *X, int64_t n, int64_t y_len, int inverse, float *Y);
+
+/*
+ * ONNX STFT: X is [batch, len, x_comp]; frame f of row b is the frame_length
+ * samples from f * frame_step, times W (frame_length floats, or NULL for
+ * none), transformed as kiln_f32_dft (forward, n = frame_length). Y is
+ * [batch, nframes, y_len, 2]. The caller guarantees
+ * (nframes - 1) * frame_step + frame_length <= len.
+ */
+KILN_API void kiln_f32_stft(int64_t batch, int64_t len, int x_comp, const float *X,
+                            int64_t frame_step, const float *W, int64_t frame_length,
+                            int64_t nframes, int64_t y_len, float *Y);
+
+/*
+ * The DFT bin of mel point k (0 <= k <= num_mel_bins + 1) of ONNX
+ * MelWeightMatrix: num_mel_bins + 2 points evenly spaced on the mel scale
+ * mel(f) = 2595 log10(1 + f / 700) from lower_hz, converted back to hertz,
+ * to bin floor((dft_length + 1) * hz / sample_rate). Filter m is the
+ * triangle over bins k = m, m + 1, m + 2 with its peak (1) at the middle
+ * one. Returns KILN_SHAPE_ERROR if sample_rate <= 0 or the edges are not
+ * 0 <= lower_hz <= upper_hz (finite), else KILN_OK.
+ */
+KILN_API enum kiln_status kiln_mel_bin(int64_t k, int64_t num_mel_bins, int64_t dft_length,
+                                       int64_t sample_rate, double lower_hz, double upper_hz,
+                                       int64_t *bin);
+
+/* ---- fused epilogues (the graph optimizer's fuse pass) ---------------- */
+
+/* The activation applied after a GEMM or convolution. */
+typedef enum kiln_act {
+	KILN_ACT_NONE, KILN_ACT_RELU, KILN_ACT_SIGMOID, KILN_ACT_TANH,
+	KILN_ACT_SELU,          /* beta * (x > 0 ? x : alpha * (exp(x) - 1)): alpha, gamma */
+	KILN_ACT_ELU,           /* x >= 0 ? x : alpha * (exp(x) - 1) */
+	KILN_ACT_LEAKY_RELU,    /* x >= 0 ? x : alpha * x */
+	KILN_ACT_HARD_SIGMOID,  /* max(0, min(1, alpha * x + beta)) */
+	KILN_ACT_CLIP           /* x < alpha ? alpha : x > beta ? beta : x (NaN stays NaN) */
+} kiln_act;
+
+typedef struct kiln_epilogue {
+	const float *bias;   /* GEMM: [N], added to every row before the activation; or NULL */
+	int act;             /* a kiln_act */
+	float alpha, beta;   /* the activation's parameters (see kiln_act) */
+} kiln_epilogue;
+
+/* kiln_f32_gemm, then per row: += bias, activation (ep may be NULL). */
+KILN_API void kiln_f32_gemm_ep(int64_t M, int64_t N, int64_t K, float alpha,
+                               const float *A, int64_t a_row_stride, int64_t a_col_stride,
+                               const float *B, int64_t b_row_stride, int64_t b_col_stride,
+                               float beta, float *C, int64_t c_row_stride,
+                               const kiln_epilogue *ep);
+/* kiln_f32_conv2d, then the activation (ep->bias is not used: Conv has its own). */
+KILN_API void kiln_f32_conv2d_ep(const kiln_conv2d_params *p, const float *X, const float *W,
+                                 const float *bias, float *Y, const kiln_epilogue *ep);
+/* The activation alone, in place over n elements. */
+KILN_API void kiln_f32_act(float *Y, int64_t n, const kiln_epilogue *ep);
 
 #ifdef __cplusplus
 }

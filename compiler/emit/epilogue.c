@@ -1,0 +1,51 @@
+/*
+ * emit/epilogue.c - the fused epilogue of a Gemm or Conv node (bias and
+ * activation, from the attributes passes/fuse.c leaves: kiln.act,
+ * kiln.act_alpha, kiln.act_beta, kiln.fused), as a kiln_epilogue the
+ * *_ep kernels take.
+ */
+#include <string.h>
+
+#include "emit_c.h"
+
+static const struct {
+	const char *op;
+	const char *name;
+} acts[] = {
+	{"Relu", "KILN_ACT_RELU"}, {"Sigmoid", "KILN_ACT_SIGMOID"}, {"Tanh", "KILN_ACT_TANH"},
+	{"Selu", "KILN_ACT_SELU"}, {"Elu", "KILN_ACT_ELU"}, {"LeakyRelu", "KILN_ACT_LEAKY_RELU"},
+	{"HardSigmoid", "KILN_ACT_HARD_SIGMOID"}, {"Clip", "KILN_ACT_CLIP"},
+};
+
+bool emit_has_act(const Node *n)
+{
+	return node_attr(n, "kiln.act") != NULL;
+}
+
+const char *emit_epilogue(Emit *E, const char *bias)
+{
+	const Attr *act = node_attr(E->n, "kiln.act");
+	const Attr *fused = node_attr(E->n, "kiln.fused");
+	if (!act && !bias)
+		return NULL;
+	if (fused && fused->type == AT_STRING) {
+		emitf(E, "\t/* fused: ");
+		comment_text(E, arena_printf(E->a, "%.*s", (int)fused->s.len, fused->s.data));
+		emitf(E, " */\n");
+	}
+	const char *kind = "KILN_ACT_NONE";
+	if (act) {
+		const char *want = arena_printf(E->a, "%.*s", (int)act->s.len, act->s.data);
+		kind = NULL;
+		for (size_t i = 0; i < sizeof acts / sizeof acts[0]; i++)
+			if (strcmp(acts[i].op, want) == 0)
+				kind = acts[i].name;
+		if (!kind)
+			emit_fail(E, "unknown fused activation \"%s\"", want);
+	}
+	double alpha = node_attr_float(E->n, "kiln.act_alpha", 0.0f);
+	double beta = node_attr_float(E->n, "kiln.act_beta", 0.0f);
+	emitf(E, "\tconst kiln_epilogue ep = {%s, %s, %s, %s};\n", bias ? bias : "NULL", kind,
+	    flit(E, alpha, DT_FLOAT), flit(E, beta, DT_FLOAT));
+	return "&ep";
+}

@@ -1,0 +1,470 @@
+/*
+ * passes/fuse.c - fusions that remove work without adding weight bytes:
+ *
+ *   - a Transpose [1,0] feeding a Gemm operand flips transA/transB, and one
+ *     feeding a MatMul's B makes the MatMul a Gemm with transB: the kernel
+ *     reads the weight transposed, so a weight also used untransformed (a
+ *     tied embedding: Gather + lm_head) is stored once;
+ *   - MatMul + Add(bias) becomes Gemm with C (a Reshape to 2-D and back
+ *     around it when A has more than two axes; those are views);
+ *   - Gemm without C + Add(residual or bias) becomes Gemm with C;
+ *   - BatchNormalization after Conv or Gemm folds into the weights and bias,
+ *     when the weight dies with it (its only reader is that node; otherwise
+ *     folding would store a second copy, and the BatchNormalization stays);
+ *   - Relu, Sigmoid, Tanh, Selu, Elu, LeakyRelu, HardSigmoid and Clip after
+ *     Conv (1-D/2-D) or Gemm become the kernel's epilogue: the node gets
+ *     the attributes kiln.act, kiln.act_alpha, kiln.act_beta, which the
+ *     emitters turn into one kiln_f32_gemm_ep / kiln_f32_conv2d_ep call.
+ *
+ * Every fused node records its members in kiln.fused, for the generated
+ * C's comments. Needs shapes for MatMul rewrites (skipped without them).
+ */
+#include <math.h>
+#include <string.h>
+
+#include "rewrite.h"
+
+static bool is_f32(PassCtx *c, int id)
+{
+	return rw_dtype(c, id) == DT_FLOAT;
+}
+
+/* Record that node `into` absorbed node `from`. */
+static void note_fused(PassCtx *c, Node *into, const Node *from)
+{
+	const Attr *old = rw_attr(into, "kiln.fused");
+	const char *prev = old && old->type == AT_STRING
+	                           ? arena_printf(c->a, "%.*s, ", (int)old->s.len, old->s.data)
+	                           : "";
+	rw_set_attr(c, into, rw_string_attr(c, "kiln.fused",
+	                                    arena_printf(c->a, "%s%s \"%s\"", prev, from->op_type,
+	                                                 from->name)));
+	c->stat->fused++;
+}
+
+/* Node p now writes y (the output of the node fused into it); its old
+ * output becomes an orphan. */
+static void take_output(PassCtx *c, int p, int y)
+{
+	Graph *g = c->g;
+	int old = g->nodes[p].out[0];
+	g->nodes[p].out[0] = y;
+	g->values[y].producer = p;
+	g->values[old].producer = NONE;
+}
+
+/* Transpose of a 2-D value with perm [1,0] (or the default): its input. */
+static int transposed_2d(PassCtx *c, int id)
+{
+	const Value *v = &c->g->values[id];
+	if (v->kind != VAL_TEMP || v->producer == NONE || c->dead[v->producer])
+		return NONE;
+	const Node *t = &c->g->nodes[v->producer];
+	if (t->op != OP_Transpose || t->nin != 1)
+		return NONE;
+	const Shape *s = rw_static_shape(c, t->in[0]);
+	if (!s || s->rank != 2)
+		return NONE;
+	const Attr *p = rw_attr(t, "perm");
+	if (p && (p->n != 2 || p->ints[0] != 1 || p->ints[1] != 0))
+		return NONE;
+	return t->in[0];
+}
+
+static int new_reshape(PassCtx *c, int before, int x, const int64_t *dims, int n,
+                       const char *name)
+{
+	int y = rw_new_value(c, name, DT_FLOAT);
+	int s = rw_new_i64(c, "shape", dims, n);
+	int in[2] = {x, s};
+	rw_add_node(c, before, "Reshape", in, 2, &y, 1, NULL, 0, name);
+	return y;
+}
+
+/* Replace MatMul node i by Gemm(A, B [transposed], C) writing y, with
+ * Reshapes to 2-D and back if A has more axes. New nodes go before node
+ * `place`. The caller kills any other node it fused. */
+static bool matmul_to_gemm(PassCtx *c, int i, int b, bool trans_b, int cv, int y, int place)
+{
+	Graph *g = c->g;
+	Node *mm = &g->nodes[i];
+	int a = mm->in[0];
+	const Shape *sb = rw_static_shape(c, b);
+	if (!sb || sb->rank != 2 || !is_f32(c, a) || !is_f32(c, b) || c->nsigs == 0 ||
+	    mm->opset < 7 || (cv == NONE && mm->opset < 11))
+		return false;
+	int64_t K = sb->dims[trans_b ? 1 : 0].size, N = sb->dims[trans_b ? 0 : 1].size;
+	int rank = -1;
+	for (int k = 0; k < c->nsigs; k++) {
+		const Shape *sa = rw_shape_in(c, a, k);
+		if (!sa || sa->rank < 2 || (rank >= 0 && sa->rank != rank) ||
+		    sa->dims[sa->rank - 1].size != K)
+			return false;
+		rank = sa->rank;
+	}
+	int64_t out_dims[KILN_MAX_RANK];
+	if (rank > 2) {
+		/* Unflatten target: A's leading dims, N; one may vary (-1). */
+		int varying = 0;
+		for (int d = 0; d < rank - 1; d++) {
+			int64_t first = rw_shape_in(c, a, 0)->dims[d].size;
+			bool differs = false;
+			for (int k = 1; k < c->nsigs; k++)
+				differs |= rw_shape_in(c, a, k)->dims[d].size != first;
+			out_dims[d] = differs ? -1 : first;
+			varying += differs;
+			if (first == 0)
+				return false;
+		}
+		out_dims[rank - 1] = N;
+		if (varying > 1)
+			return false;
+		if (cv != NONE) { /* C must broadcast over rows: [N], [1,N] or a scalar */
+			const Shape *sc = rw_static_shape(c, cv);
+			int64_t ne = sc ? shape_nelem(sc) : -1;
+			if (!sc || sc->rank > 2 || (ne != N && ne != 1) ||
+			    (sc->rank >= 1 && sc->dims[sc->rank - 1].size != ne))
+				return false;
+		}
+	}
+	const char *name = mm->name[0] ? mm->name : "matmul";
+	int a2 = a;
+	if (rank > 2) {
+		int64_t flat[2] = {-1, K};
+		a2 = new_reshape(c, place, a, flat, 2, name);
+	}
+	int gy = rank > 2 ? rw_new_value(c, name, DT_FLOAT) : y;
+	Attr at[2];
+	int nat = 0;
+	if (trans_b)
+		at[nat++] = rw_int_attr(c, "transB", 1);
+	int in[3] = {a2, b, cv};
+	mm = &g->nodes[i];
+	int nname = rw_add_node(c, place, "Gemm", in, cv == NONE ? 2 : 3, &gy, 1, at, nat, name);
+	if (rank > 2) {
+		/* The unflattening Reshape writes y itself; its fresh output value
+		 * stays an orphan. */
+		new_reshape(c, place, gy, out_dims, rank, name);
+		c->pending[c->npending - 1].node.out[0] = y;
+	}
+	(void)nname;
+	rw_kill(c, i);
+	return true;
+}
+
+/* ---- transposed operands ---------------------------------------------- */
+
+static bool fuse_transpose(PassCtx *c, int i)
+{
+	Graph *g = c->g;
+	Node *n = &g->nodes[i];
+	if (n->op == OP_Gemm && n->since >= 7) {
+		for (int k = 0; k < 2; k++) {
+			int w = transposed_2d(c, n->in[k]);
+			if (w == NONE)
+				continue;
+			const char *flag = k ? "transB" : "transA";
+			int64_t t = rw_attr_int(n, flag, 0);
+			g->values[n->in[k]].nuse--;
+			g->values[w].nuse++;
+			n->in[k] = w;
+			rw_set_attr(c, n, rw_int_attr(c, flag, !t));
+			c->stat->fused++;
+			return true;
+		}
+		return false;
+	}
+	if (n->op == OP_MatMul && n->nin == 2 && n->nout == 1) {
+		int w = transposed_2d(c, n->in[1]);
+		if (w == NONE)
+			return false;
+		bool ok = matmul_to_gemm(c, i, w, true, NONE, n->out[0], i);
+		if (ok)
+			c->stat->fused++;
+		return ok;
+	}
+	return false;
+}
+
+/* ---- bias and residual Add -------------------------------------------- */
+
+/* Add node j with input x made by `producer`: the other input, or NONE. */
+static int other_input(const Node *add, int x)
+{
+	if (add->op != OP_Add || add->nin != 2)
+		return NONE;
+	if (add->in[0] == x && add->in[1] != x)
+		return add->in[1];
+	if (add->in[1] == x && add->in[0] != x)
+		return add->in[0];
+	return NONE;
+}
+
+static bool fuse_add(PassCtx *c, int i)
+{
+	Graph *g = c->g;
+	Node *n = &g->nodes[i];
+	if ((n->op != OP_MatMul && n->op != OP_Gemm) || n->nout != 1 || c->nsigs == 0)
+		return false;
+	int x = n->out[0];
+	int j = rw_sole_user(c, x);
+	if (j == NONE)
+		return false;
+	Node *add = &g->nodes[j];
+	int r = other_input(add, x);
+	if (r == NONE || !is_f32(c, r) || !is_f32(c, x))
+		return false;
+	/* The sum has the product's shape: the addend only broadcasts into it. */
+	for (int k = 0; k < c->nsigs; k++)
+		if (!rw_same_shape(rw_shape_in(c, x, k), rw_shape_in(c, add->out[0], k)))
+			return false;
+	/* The addend must exist where the fused node runs. */
+	const Value *rv = &g->values[r];
+	int at = n->op == OP_MatMul ? j : i;
+	if (rv->kind == VAL_TEMP && rv->producer >= at)
+		return false;
+	int y = add->out[0];
+	if (n->op == OP_MatMul) {
+		if (!matmul_to_gemm(c, i, n->in[1], false, r, y, j))
+			return false;
+		note_fused(c, &c->pending[c->npending - 1].node, add);
+		rw_kill(c, j);
+		return true;
+	}
+	/* Gemm without C, no epilogue yet: the addend becomes C with beta 1. */
+	if ((n->nin > 2 && n->in[2] != NONE) || n->since < 7 || rw_attr(n, "kiln.act"))
+		return false;
+	const Shape *sr = rw_static_shape(c, r);
+	if (!sr || sr->rank > 2)
+		return false;
+	int *in = arena_array(c->a, 3, sizeof *in);
+	in[0] = n->in[0];
+	in[1] = n->in[1];
+	in[2] = r;
+	n->in = in;
+	n->nin = 3;
+	g->values[r].nuse++;
+	rw_set_attr(c, n, rw_float_attr(c, "beta", 1.0f));
+	note_fused(c, n, add);
+	rw_kill(c, j);
+	take_output(c, i, y);
+	return true;
+}
+
+/* ---- BatchNormalization ------------------------------------------------ */
+
+static bool dies_with(PassCtx *c, int id, int node)
+{
+	return id == NONE || (rw_is_const(c, id) && rw_sole_user(c, id) == node);
+}
+
+static bool fuse_bn(PassCtx *c, int j)
+{
+	Graph *g = c->g;
+	Node *bn = &g->nodes[j];
+	if (bn->op != OP_BatchNormalization || bn->nin != 5 || bn->since < 7)
+		return false;
+	for (int k = 1; k < bn->nout; k++)
+		if (bn->out[k] != NONE)
+			return false;
+	if (rw_attr_int(bn, "training_mode", 0) != 0 || rw_attr_int(bn, "spatial", 1) != 1)
+		return false;
+	int x = bn->in[0];
+	const Value *xv = &g->values[x];
+	if (xv->kind != VAL_TEMP || xv->producer == NONE || rw_sole_user(c, x) != j)
+		return false;
+	int p = xv->producer;
+	Node *pn = &g->nodes[p];
+	if ((pn->op != OP_Conv && pn->op != OP_Gemm) || pn->nout != 1 || rw_attr(pn, "kiln.act"))
+		return false;
+	int64_t nc = 0, tmp;
+	double *sc = rw_const_f64(c, bn->in[1], &nc), *bb = rw_const_f64(c, bn->in[2], &tmp);
+	double *mean = rw_const_f64(c, bn->in[3], &tmp), *var = rw_const_f64(c, bn->in[4], &tmp);
+	if (!sc || !bb || !mean || !var || !is_f32(c, x))
+		return false;
+	for (int k = 1; k < 5; k++)
+		if (g->values[bn->in[k]].weight->nelem != nc)
+			return false;
+	int w = pn->in[1], b = pn->nin > 2 ? pn->in[2] : NONE;
+	if (!rw_is_const(c, w) || g->values[w].dtype != DT_FLOAT || !dies_with(c, w, p) ||
+	    !dies_with(c, b, p) || (b != NONE && g->values[b].dtype != DT_FLOAT))
+		return false;
+	double eps = rw_attr_float(bn, "epsilon", 1e-5f);
+	double *s = arena_array(c->a, (size_t)nc, sizeof *s), *t = arena_array(c->a, (size_t)nc, sizeof *t);
+	for (int64_t k = 0; k < nc; k++) {
+		s[k] = sc[k] / sqrt(var[k] + eps);
+		t[k] = bb[k] - mean[k] * s[k];
+	}
+	const Value *wv = &g->values[w];
+	Shape ws = wv->shape;
+	int64_t wn = wv->weight->nelem;
+	float *nw = arena_array(c->a, (size_t)(wn ? wn : 1), sizeof *nw);
+	memcpy(nw, wv->weight->bytes, (size_t)wn * 4);
+	float *nb = arena_array(c->a, (size_t)nc, sizeof *nb);
+	int64_t nbias = b == NONE ? 0 : g->values[b].weight->nelem;
+	double *bias = b == NONE ? NULL : rw_const_f64(c, b, &nbias);
+	if (pn->op == OP_Conv) {
+		if (ws.rank < 3 || ws.dims[0].size != nc || (b != NONE && nbias != nc))
+			return false;
+		int64_t per = wn / nc;
+		for (int64_t m = 0; m < nc; m++)
+			for (int64_t e = 0; e < per; e++)
+				nw[m * per + e] = (float)((double)nw[m * per + e] * s[m]);
+		for (int64_t m = 0; m < nc; m++)
+			nb[m] = (float)((bias ? bias[m] : 0) * s[m] + t[m]);
+	} else {
+		/* Gemm: channels are the columns N; C must broadcast per column. */
+		bool tb = rw_attr_int(pn, "transB", 0) != 0;
+		double beta = rw_attr_float(pn, "beta", 1.0f);
+		if (ws.rank != 2 || ws.dims[tb ? 0 : 1].size != nc || pn->since < 7)
+			return false;
+		if (b != NONE) {
+			const Shape *sb = &g->values[b].shape;
+			bool per_col = nbias == 1 || (nbias == nc && sb->dims[sb->rank - 1].size == nc);
+			if (!per_col || sb->rank > 2)
+				return false;
+		}
+		int64_t rows = ws.dims[0].size, cols = ws.dims[1].size;
+		for (int64_t r = 0; r < rows; r++)
+			for (int64_t q = 0; q < cols; q++)
+				nw[r * cols + q] = (float)((double)nw[r * cols + q] * s[tb ? r : q]);
+		for (int64_t m = 0; m < nc; m++)
+			nb[m] = (float)((bias ? beta * bias[nbias == 1 ? 0 : m] : 0) * s[m] + t[m]);
+		rw_set_attr(c, pn, rw_float_attr(c, "beta", 1.0f));
+	}
+	const char *name = pn->name[0] ? pn->name : pn->op_type;
+	int nwid = rw_new_const(c, arena_printf(c->a, "%s.W", name), DT_FLOAT, &ws, nw);
+	Shape bs = {.rank = 1};
+	bs.dims[0].size = nc;
+	int nbid = rw_new_const(c, arena_printf(c->a, "%s.B", name), DT_FLOAT, &bs, nb);
+	pn = &g->nodes[p];
+	bn = &g->nodes[j];
+	int *in = arena_array(c->a, 3, sizeof *in);
+	in[0] = pn->in[0];
+	in[1] = nwid;
+	in[2] = nbid;
+	g->values[w].nuse--;
+	if (b != NONE)
+		g->values[b].nuse--;
+	g->values[nwid].nuse++;
+	g->values[nbid].nuse++;
+	pn->in = in;
+	pn->nin = 3;
+	int y = bn->out[0];
+	note_fused(c, pn, bn);
+	rw_kill(c, j);
+	take_output(c, p, y);
+	return true;
+}
+
+/* ---- activation epilogues ---------------------------------------------- */
+
+static bool act_params(PassCtx *c, const Node *n, const char **act, float *alpha, float *beta)
+{
+	*alpha = *beta = 0;
+	switch (n->op) {
+	case OP_Relu: *act = "Relu"; return true;
+	case OP_Sigmoid: *act = "Sigmoid"; return true;
+	case OP_Tanh: *act = "Tanh"; return true;
+	case OP_Selu:
+		*act = "Selu";
+		*alpha = rw_attr_float(n, "alpha", 1.67326319217681884765625f);
+		*beta = rw_attr_float(n, "gamma", 1.05070102214813232421875f);
+		return true;
+	case OP_Elu: *act = "Elu"; *alpha = rw_attr_float(n, "alpha", 1.0f); return true;
+	case OP_LeakyRelu: *act = "LeakyRelu"; *alpha = rw_attr_float(n, "alpha", 0.01f); return true;
+	case OP_HardSigmoid:
+		*act = "HardSigmoid";
+		*alpha = rw_attr_float(n, "alpha", 0.2f);
+		*beta = rw_attr_float(n, "beta", 0.5f);
+		return true;
+	case OP_Clip: {
+		*act = "Clip";
+		*alpha = -INFINITY;
+		*beta = INFINITY;
+		if (n->since < 11) {
+			*alpha = rw_attr_float(n, "min", -INFINITY);
+			*beta = rw_attr_float(n, "max", INFINITY);
+			return true;
+		}
+		for (int k = 1; k < 3; k++) {
+			if (k >= n->nin || n->in[k] == NONE)
+				continue;
+			int64_t ne;
+			double *v = rw_const_f64(c, n->in[k], &ne);
+			if (!v || ne != 1)
+				return false;
+			*(k == 1 ? alpha : beta) = (float)v[0];
+		}
+		return true;
+	}
+	default:
+		return false;
+	}
+}
+
+static bool fuse_act(PassCtx *c, int j)
+{
+	Graph *g = c->g;
+	Node *an = &g->nodes[j];
+	const char *act;
+	float alpha, beta;
+	if (an->nin < 1 || an->nout != 1 || !act_params(c, an, &act, &alpha, &beta))
+		return false;
+	int x = an->in[0];
+	const Value *xv = &g->values[x];
+	if (xv->kind != VAL_TEMP || xv->producer == NONE || rw_sole_user(c, x) != j || !is_f32(c, x))
+		return false;
+	int p = xv->producer;
+	Node *pn = &g->nodes[p];
+	if ((pn->op != OP_Conv && pn->op != OP_Gemm) || pn->nout != 1 || rw_attr(pn, "kiln.act"))
+		return false;
+	if (pn->op == OP_Conv) {
+		const Shape *ws = rw_static_shape(c, pn->in[1]);
+		if (!ws || ws->rank > 4)
+			return false;  /* 3-D convolutions have no epilogue yet */
+	}
+	rw_set_attr(c, pn, rw_string_attr(c, "kiln.act", act));
+	rw_set_attr(c, pn, rw_float_attr(c, "kiln.act_alpha", alpha));
+	rw_set_attr(c, pn, rw_float_attr(c, "kiln.act_beta", beta));
+	int y = an->out[0];
+	note_fused(c, pn, an);
+	rw_kill(c, j);
+	take_output(c, p, y);
+	return true;
+}
+
+int pass_fuse(PassCtx *c)
+{
+	Graph *g = c->g;
+	int changes = 0;
+	int nnodes = g->nnodes;
+	/* One rewrite per node per iteration: fusions that touch the same nodes
+	 * wait for the next iteration, which sees committed ids and fresh shapes. */
+	bool *touched = arena_array(c->a, (size_t)(nnodes ? nnodes : 1), sizeof *touched);
+	for (int i = 0; i < nnodes; i++) {
+		if (c->dead[i] || touched[i])
+			continue;
+		int p = NONE;
+		Node *n = &g->nodes[i];
+		if (n->nin > 0 && n->in[0] != NONE && g->values[n->in[0]].kind == VAL_TEMP)
+			p = g->values[n->in[0]].producer;
+		if (p != NONE && touched[p])
+			continue;
+		bool did = fuse_transpose(c, i) || fuse_bn(c, i) || fuse_act(c, i);
+		if (!did && !touched[i]) {
+			int user = n->nout == 1 && n->out[0] != NONE ? rw_sole_user(c, n->out[0]) : NONE;
+			if (user == NONE || !touched[user])
+				did = fuse_add(c, i);
+			if (did && user != NONE)
+				touched[user] = true;
+		}
+		if (did) {
+			touched[i] = true;
+			if (p != NONE)
+				touched[p] = true;
+			changes++;
+		}
+	}
+	return changes;
+}

@@ -1,0 +1,98 @@
+/*
+ * passes/rewrite.h - what the passes share: the pass context (graph, the
+ * shapes of every compiled signature) and the rewriting helpers of
+ * rewrite.c. See passes.h for the rules of rewriting the flat IR.
+ */
+#ifndef KILN_PASSES_REWRITE_H
+#define KILN_PASSES_REWRITE_H
+
+#include "passes.h"
+
+typedef struct PendingNode {
+	int before;          /* node id it is placed before (nnodes: at the end) */
+	Node node;           /* id and producers are set by rw_commit */
+} PendingNode;
+
+typedef struct PassCtx {
+	Model *m;
+	Graph *g;
+	Arena *a;
+	Diag *d;
+	const PassOptions *o;
+	Sig *sigs;           /* shapes at the start of this iteration; nsigs 0 if unknown */
+	int nsigs;
+	int nvalues_shaped;  /* values that existed when the shapes were inferred */
+	bool *dead;          /* per node id */
+	PendingNode *pending;
+	int npending, cappending;
+	PassStat *stat;      /* the running pass's counters */
+	int changes;         /* rewrites this pass made */
+	int uniq;            /* counter for fresh value names */
+} PassCtx;
+
+/* ---- queries ---- */
+/* Number of this graph's node inputs that read id (not nested graphs). */
+int rw_local_uses(PassCtx *c, int id);
+/* Is id read by nested graphs or listed as a graph output? Such a value
+ * cannot be renamed away. */
+bool rw_pinned(PassCtx *c, int id);
+/* The single node reading id, or NONE if zero or several (or pinned). */
+int rw_sole_user(PassCtx *c, int id);
+/* Shape/dtype of id in every signature; NULL/DT_UNDEFINED if unknown or
+ * different across signatures. rw_shape_in(c, id, k) is signature k's. */
+const Shape *rw_static_shape(PassCtx *c, int id);
+const Shape *rw_shape_in(PassCtx *c, int id, int k);
+int rw_dtype(PassCtx *c, int id);
+bool rw_same_shape(const Shape *a, const Shape *b);
+/* Is id a constant the passes may read (a top-graph initializer that cannot
+ * be overridden at run time)? */
+bool rw_is_const(PassCtx *c, int id);
+/* The constant's elements as doubles (float/double/int kinds); NULL if not. */
+double *rw_const_f64(PassCtx *c, int id, int64_t *n);
+const Attr *rw_attr(const Node *n, const char *name);
+int64_t rw_attr_int(const Node *n, const char *name, int64_t dflt);
+float rw_attr_float(const Node *n, const char *name, float dflt);
+
+/* ---- edits ---- */
+/* Make every node input reading `from` read `to` instead. */
+void rw_replace_uses(PassCtx *c, int from, int to);
+/* Remove the node y = f(x) that computes y as exactly x: uses of y read x.
+ * If y is a graph output, x's producer writes y instead. false if neither
+ * is possible (then nothing changed). */
+bool rw_bypass(PassCtx *c, int node, int x, int y);
+/* Mark a node dead; its inputs lose a use, its outputs become orphans. */
+void rw_kill(PassCtx *c, int node);
+/* A new value (a fresh unique name from hint). */
+int rw_new_value(PassCtx *c, const char *hint, int dtype);
+/* A new constant value holding a copy-free view of bytes (owned by the
+ * arena or the model mapping). */
+int rw_new_const(PassCtx *c, const char *hint, int dtype, const Shape *s, const void *bytes);
+int rw_new_i64(PassCtx *c, const char *hint, const int64_t *v, int n);
+/* Turn value id into a constant with these bytes (its producer is killed by
+ * the caller). */
+void rw_make_const(PassCtx *c, int id, int dtype, const Shape *s, const void *bytes);
+/* Queue a new node before node `before`; outputs must be fresh values.
+ * Attributes are copied. Returns its pending index. */
+int rw_add_node(PassCtx *c, int before, const char *op_type, const int *in, int nin,
+                const int *out, int nout, const Attr *attrs, int nattrs, const char *name);
+/* Attribute builders (arena-backed). */
+Attr rw_int_attr(PassCtx *c, const char *name, int64_t v);
+Attr rw_float_attr(PassCtx *c, const char *name, float v);
+Attr rw_ints_attr(PassCtx *c, const char *name, const int64_t *v, int n);
+Attr rw_string_attr(PassCtx *c, const char *name, const char *s);
+/* Set or replace an attribute of an existing node. */
+void rw_set_attr(PassCtx *c, Node *n, Attr at);
+/* Apply the dead marks and pending nodes: rebuild g->nodes in order. */
+void rw_commit(PassCtx *c);
+
+/* ---- the passes: each returns the number of rewrites it made ---- */
+int pass_noop(PassCtx *c);
+int pass_dedup(PassCtx *c);
+int pass_cse(PassCtx *c);
+int pass_einsum(PassCtx *c);
+int pass_fold(PassCtx *c);
+int pass_fuse(PassCtx *c);
+int pass_dce(PassCtx *c);
+int pass_f16(PassCtx *c);
+
+#endif

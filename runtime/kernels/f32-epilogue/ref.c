@@ -1,0 +1,67 @@
+/*
+ * f32-epilogue/ref.c - GEMM and 2-D convolution with a fused epilogue: a
+ * per-column bias (GEMM) and an activation applied to the results while they
+ * are still in cache, so a Gemm/Conv + BatchNorm + activation layer is one
+ * kernel call. The activations compute exactly what the unfused ops'
+ * generated code computes, in float.
+ */
+#include <math.h>
+#include <stddef.h>
+
+#include "kiln/kernels.h"
+
+static float act1(const kiln_epilogue *ep, float x)
+{
+	switch (ep->act) {
+	case KILN_ACT_RELU: return x > 0.0f ? x : 0.0f;
+	case KILN_ACT_SIGMOID: return 1.0f / (1.0f + expf(-x));
+	case KILN_ACT_TANH: return tanhf(x);
+	case KILN_ACT_SELU: return x > 0.0f ? ep->beta * x : ep->beta * (ep->alpha * expf(x) - ep->alpha);
+	case KILN_ACT_ELU: return x >= 0.0f ? x : ep->alpha * (expf(x) - 1.0f);
+	case KILN_ACT_LEAKY_RELU: return x >= 0.0f ? x : ep->alpha * x;
+	case KILN_ACT_HARD_SIGMOID: return fmaxf(0.0f, fminf(1.0f, ep->alpha * x + ep->beta));
+	case KILN_ACT_CLIP: return x < ep->alpha ? ep->alpha : x > ep->beta ? ep->beta : x;
+	default: return x;
+	}
+}
+
+void kiln_f32_act(float *Y, int64_t n, const kiln_epilogue *ep)
+{
+	if (!ep || ep->act == KILN_ACT_NONE)
+		return;
+	for (int64_t i = 0; i < n; i++)
+		Y[i] = act1(ep, Y[i]);
+}
+
+void kiln_f32_gemm_ep(int64_t M, int64_t N, int64_t K, float alpha, const float *A,
+                      int64_t a_row_stride, int64_t a_col_stride, const float *B,
+                      int64_t b_row_stride, int64_t b_col_stride, float beta, float *C,
+                      int64_t c_row_stride, const kiln_epilogue *ep)
+{
+	/* Blocks of rows: the epilogue reads what the GEMM just wrote. */
+	enum { ROWS = 16 };
+	for (int64_t m0 = 0; m0 < M; m0 += ROWS) {
+		int64_t mb = M - m0 < ROWS ? M - m0 : ROWS;
+		kiln_f32_gemm(mb, N, K, alpha, A + m0 * a_row_stride, a_row_stride, a_col_stride, B,
+		              b_row_stride, b_col_stride, beta, C + m0 * c_row_stride, c_row_stride);
+		if (!ep)
+			continue;
+		for (int64_t m = m0; m < m0 + mb; m++) {
+			float *row = C + m * c_row_stride;
+			if (ep->bias)
+				for (int64_t n = 0; n < N; n++)
+					row[n] += ep->bias[n];
+			kiln_f32_act(row, N, ep);
+		}
+	}
+}
+
+void kiln_f32_conv2d_ep(const kiln_conv2d_params *p, const float *X, const float *W,
+                        const float *bias, float *Y, const kiln_epilogue *ep)
+{
+	kiln_f32_conv2d(p, X, W, bias, Y);
+	/* One output plane at a time (the bias is the convolution's own). */
+	int64_t plane = p->out_h * p->out_w;
+	for (int64_t i = 0; i < p->batch * p->out_channels; i++)
+		kiln_f32_act(Y + i * plane, plane, ep);
+}
