@@ -43,9 +43,11 @@ static void param(Emit *E, int i, const Shape *operand, bool per_row, const char
 	Infer inf = infer_of(E);
 	QParamKind kind = quant_param_kind(&inf, i, operand, per_row);
 	Operand p = in_op(E, i);
-	emitf(E, "\t%s = %s;\n\t%s = %d;\n", field, p.expr, stride_field, kind != QP_TENSOR);
-	if (kind != QP_BATCHED)
+	emitf(E, "\t%s = %d;\n", stride_field, kind != QP_TENSOR);
+	if (kind != QP_BATCHED) {
+		emitf(E, "\t%s = %s;\n", field, p.expr);
 		return;
+	}
 	/* [D.., M, 1] or [D.., 1, N]: one block of M or N values per batch matrix. */
 	Shape pb = {.rank = p.shape->rank - 2};
 	for (int k = 0; k < pb.rank; k++)
