@@ -1,0 +1,179 @@
+/*
+ * ops_doc.c - `kiln ops`: the operators kiln compiles, from the registry
+ * itself, as text or as the Markdown of docs/ops.md (a test keeps that file
+ * equal to this output).
+ *
+ * Per operator: the schema versions kiln accepts (every non-deprecated one;
+ * a model's opset picks among them), the element types, and notes. The
+ * element types are the ones the newest ONNX schema allows for the op's main
+ * type parameter (op-types.def, generated from ONNX's schemas), narrowed
+ * where kiln's emitter takes fewer (the table below, which must agree with
+ * the emitters' own checks such as require_f32).
+ */
+#include <string.h>
+
+#include "kiln.h"
+
+static const char *const schema_types[OP_COUNT] = {
+#define OPTYPES(id, types) [OP_##id] = types,
+#include "op-types.def"
+#undef OPTYPES
+};
+
+enum {
+	F32 = 1 << 0, F64 = 1 << 1, F16 = 1 << 2, BF16 = 1 << 3,
+	FLOATS = F32 | F64 | F16 | BF16,
+	INTS = 1 << 4,     /* every integer type and bool the schema allows */
+	ALL = FLOATS | INTS,
+};
+
+/* Where kiln takes fewer types than the schema, or has something to say. */
+typedef struct OpDoc {
+	int op;
+	unsigned types;      /* 0: the schema's (strings and complex excluded) */
+	const char *note;
+} OpDoc;
+
+static const OpDoc docs[] = {
+	{OP_Gemm, F32, "runtime GEMM kernel"},
+	{OP_MatMul, F32, "runtime GEMM kernel; batched with broadcasting"},
+	{OP_Conv, F32, "1-D to 3-D; groups, dilations, auto_pad"},
+	{OP_ConvTranspose, F32, "1-D to 3-D; output_shape and output_padding"},
+	{OP_MaxPool, F32, "1-D to 3-D; the Indices output is not supported"},
+	{OP_AveragePool, F32, "1-D to 3-D; count_include_pad, ceil_mode"},
+	{OP_GlobalAveragePool, F32, NULL},
+	{OP_GlobalMaxPool, F32, NULL},
+	{OP_Softmax, F32, NULL},
+	{OP_LogSoftmax, F32, NULL},
+	{OP_Hardmax, F32, NULL},
+	{OP_BatchNormalization, F32, "inference mode (training_mode=0)"},
+	{OP_LayerNormalization, F32, NULL},
+	{OP_InstanceNormalization, F32, NULL},
+	{OP_LRN, F32, NULL},
+	{OP_Resize, F32, "every mode and coordinate transformation; scales/sizes must be known "
+	                 "at compile time"},
+	{OP_Upsample, F32, "scales must be known at compile time"},
+	{OP_Dropout, 0, "inference: a copy (training_mode must be known at compile time and 0)"},
+	{OP_Reshape, 0, "the shape input must be known at compile time"},
+	{OP_Expand, 0, "the shape input must be known at compile time"},
+	{OP_Tile, 0, "repeats must be known at compile time"},
+	{OP_Range, 0, "start, limit and delta must be known at compile time"},
+	{OP_ConstantOfShape, 0, "the shape input must be known at compile time"},
+	{OP_TopK, 0, "K must be known at compile time"},
+	{OP_OneHot, 0, "depth must be known at compile time"},
+	{OP_Slice, 0, "starts, ends, axes and steps must be known at compile time"},
+	{OP_Pad, 0, "pads must be known at compile time; constant, reflect and edge modes"},
+	{OP_Einsum, 0, "any equation, with ellipsis; generated loops"},
+	{OP_Cast, 0, "bfloat16 rounds to nearest even (see tests/conformance/known-differences.txt)"},
+};
+
+static const OpDoc *doc_of(int op)
+{
+	for (size_t i = 0; i < sizeof docs / sizeof docs[0]; i++)
+		if (docs[i].op == op)
+			return &docs[i];
+	return NULL;
+}
+
+static bool type_taken(const char *t, size_t len, unsigned mask)
+{
+	if (!mask)
+		return !(len == 6 && memcmp(t, "string", 6) == 0) && memcmp(t, "complex", 7) != 0;
+	if (len == 7 && memcmp(t, "float32", 7) == 0)
+		return mask & F32;
+	if (len == 7 && memcmp(t, "float64", 7) == 0)
+		return mask & F64;
+	if (len == 7 && memcmp(t, "float16", 7) == 0)
+		return mask & F16;
+	if (len == 8 && memcmp(t, "bfloat16", 8) == 0)
+		return mask & BF16;
+	if (memcmp(t, "string", 6) == 0 || memcmp(t, "complex", 7) == 0)
+		return false;
+	return mask & INTS;
+}
+
+/* The op's element types kiln compiles, space separated. */
+static void types_text(int op, char *buf, size_t bufsz)
+{
+	const OpDoc *d = doc_of(op);
+	const char *s = schema_types[op] ? schema_types[op] : "";
+	size_t n = 0;
+	buf[0] = 0;
+	while (*s) {
+		const char *e = strchr(s, ' ');
+		size_t len = e ? (size_t)(e - s) : strlen(s);
+		if (type_taken(s, len, d ? d->types : 0) && n + len + 2 < bufsz) {
+			if (n)
+				buf[n++] = ' ';
+			memcpy(buf + n, s, len);
+			buf[n += len] = 0;
+		}
+		s += len;
+		while (*s == ' ')
+			s++;
+	}
+}
+
+static void versions_text(int op, char *buf, size_t bufsz)
+{
+	size_t n = 0;
+	buf[0] = 0;
+	for (int since = 1; since <= op_max_opset(op_info(op)->domain_id); since++) {
+		const OpVersion *v = op_version(op, since);
+		if (!v || v->deprecated)
+			continue;
+		int w = snprintf(buf + n, bufsz - n, "%s%d", n ? ", " : "", since);
+		if (w < 0 || (size_t)w >= bufsz - n)
+			break;
+		n += (size_t)w;
+	}
+}
+
+int report_ops(FILE *out, bool markdown)
+{
+	int nsupported = 0, nknown = 0;
+	for (int op = 0; op < op_count(); op++) {
+		nknown++;
+		nsupported += op_infer_hook(op) != NULL;
+	}
+	if (markdown) {
+		fprintf(out, "# Supported operators\n\n"
+		             "<!-- Generated by `kiln ops --markdown`; do not edit. tests/cli checks "
+		             "that this file is current. -->\n\n"
+		             "kiln compiles %d of the %d operators that ONNX 1.12 defines (ai.onnx up to "
+		             "opset %d, ai.onnx.ml, ai.onnx.preview.training). `kiln check MODEL` says "
+		             "which nodes of a model are not among them, and why.\n\n"
+		             "- **Opset versions**: the schema versions kiln accepts; a model's opset "
+		             "import picks the newest one not newer than it.\n"
+		             "- **Element types**: what the newest schema allows for the op's main "
+		             "type parameter, less what kiln's code generator does not take.\n"
+		             "- Inputs said to be *known at compile time* decide output shapes: they "
+		             "must be constants or computed from constants (see "
+		             "[compile.md](compile.md)).\n\n"
+		             "| Operator | Opset versions | Element types | Notes |\n"
+		             "|---|---|---|---|\n",
+		        nsupported, nknown, op_max_opset(DOMAIN_ONNX));
+	}
+	for (int op = 0; op < op_count(); op++) {
+		if (!op_infer_hook(op))
+			continue;
+		const OpInfo *info = op_info(op);
+		const OpDoc *d = doc_of(op);
+		char versions[256], types[256];
+		versions_text(op, versions, sizeof versions);
+		types_text(op, types, sizeof types);
+		char name[128];
+		if (info->domain_id == DOMAIN_ONNX)
+			snprintf(name, sizeof name, "%s", info->op_type);
+		else
+			snprintf(name, sizeof name, "%s.%s", domain_name(info->domain_id), info->op_type);
+		if (markdown)
+			fprintf(out, "| %s | %s | %s | %s |\n", name, versions, types,
+			        d && d->note ? d->note : "");
+		else
+			fprintf(out, "%-28s opsets %-22s %s\n", name, versions, types);
+	}
+	if (!markdown)
+		fprintf(out, "%d of %d operators supported\n", nsupported, nknown);
+	return 0;
+}
