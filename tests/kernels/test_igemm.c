@@ -64,7 +64,8 @@ static void gemm_case(int64_t M, int64_t N, int64_t K, int as, int bs, int zmode
 	kiln_q8_operand qb = {B, bs, zmode_b ? zb : NULL, zmode_b == 2, sb, zmode_b == 2};
 	size_t cbytes = (size_t)(M > 0 ? (M - 1) * ldc + N : 0) * (quant ? 1 : 4);
 	Guarded g;
-	unsigned char *C = guarded_alloc(&g, cbytes, 1);
+	/* int32 output stays 4-byte aligned; bytes may sit anywhere */
+	unsigned char *C = guarded_alloc(&g, cbytes, quant ? 1 : 4);
 	memset(C, 0x5a, cbytes);
 	kiln_q8_output qy = {C, ys, &zy, &sy};
 	if (quant)
@@ -184,7 +185,7 @@ static void conv_case(int ns, int64_t group, int xs, int ws, int zw_per_channel,
 	kiln_q8_operand qx = {X, xs, &zx, 0, &sx, 0};
 	kiln_q8_operand qw = {W, ws, zw, zw_per_channel, swv, zw_per_channel};
 	Guarded g;
-	unsigned char *Y = guarded_alloc(&g, (size_t)ny * (quant ? 1 : 4), 3);
+	unsigned char *Y = guarded_alloc(&g, (size_t)ny * (quant ? 1 : 4), quant ? 3 : 4);
 	kiln_q8_output qy = {Y, ys, &zy, &sy};
 	if (quant)
 		kiln_q8_conv(&p, &qx, &qw, with_bias ? bias : NULL, &qy);
