@@ -176,7 +176,9 @@ Operand operand(Emit *E, int id, bool writable)
 		op.expr = emit_outer_expr(E, id);
 		return op;
 	}
-	if (E->sig->folded[id] && v->kind != VAL_INPUT) {
+	/* Folded values are constants, except the caller's frozen inputs (a
+	 * subgraph's known formal inputs are constants too). */
+	if (E->sig->folded[id] && (v->kind != VAL_INPUT || E->g->parent)) {
 		const Folded *f = E->sig->folded[id];
 		uint64_t nbytes = (uint64_t)f->nelem * dtype_size(f->dtype);
 		int s = symbol_for(E, f->dtype, f->data, nbytes, v->name);
@@ -695,6 +697,26 @@ void emit_graph_calls(Emit *E, const char *indent)
 
 /* ---- files ------------------------------------------------------------ */
 
+/* An input frozen at compile time (--freeze, or by kiln verify) decided
+ * shapes or folded values: the code is only right for exactly those values,
+ * so the run refuses any other instead of computing something wrong. */
+static void emit_frozen_guards(Emit *E)
+{
+	const Graph *g = E->g;
+	for (int k = 0; k < g->ninputs; k++) {
+		int id = g->inputs[k];
+		const Folded *f = E->sig->folded[id];
+		if (g->values[id].kind != VAL_INPUT || !f || E->in_index[id] == NONE)
+			continue;
+		uint64_t nbytes = (uint64_t)f->nelem * dtype_size(f->dtype);
+		int s = symbol_for(E, f->dtype, f->data, nbytes, g->values[id].name);
+		emitf(E, "	if (memcmp(in[%d], %s, %" PRIu64 ") != 0) /* \"", E->in_index[id],
+		      E->syms[s].name, nbytes);
+		comment_text(E, g->values[id].name);
+		emitf(E, "\" was frozen at compile time */\n\t\treturn KILN_FROZEN_INPUT;\n");
+	}
+}
+
 static void index_interface(Emit *E)
 {
 	Graph *g = E->g;
@@ -961,6 +983,7 @@ void emit_c(Model *m, const Sig *sigs, const Plan *plans, int nsigs, const EmitO
 		emitf(E, "static int %s_run_generic_b%" PRId64 "(void *arena, const void *const *in, "
 		       "void *const *out)\n{\n\tunsigned char *a = arena;\n\tint st;\n",
 		    o->name, sigs[i].batch);
+		emit_frozen_guards(E);
 		for (int k = 0; k < g->nnodes; k++) {
 			Node *n = &g->nodes[k];
 			if (!node_has_code(E, n))

@@ -54,12 +54,14 @@ static bool same_shape(const Shape *a, const Shape *b)
 /* Does the value need arena space of its own (before merging)? In a
  * subgraph (an If branch, a Loop or Scan body) the formal inputs and the
  * outputs are not the caller's: the node running it copies them in and out
- * of the arena (emit/control.c). */
+ * of the arena (emit/control.c). A formal input known at compile time (a
+ * Loop's condition in its body, an unrolled iteration's number) is a
+ * constant instead. */
 static bool needs_arena(const Sig *s, int id)
 {
 	const Value *v = &s->g->values[id];
 	if (s->g->parent && v->kind == VAL_INPUT)
-		return v->nuse > 0 || v->is_output;
+		return (v->nuse > 0 || v->is_output) && !s->folded[id];
 	return v->kind == VAL_TEMP && (!v->is_output || s->g->parent) && !s->folded[id];
 }
 

@@ -535,7 +535,10 @@ static void infer_loop(Infer *x)
 
 	/* Unrolling is the fallback for bodies that need the iteration number
 	 * (or a carried value) at compile time, within a bound. */
-	bool can_unroll = L.M >= 0 && L.M <= CONTROL_MAX_UNROLL;
+	bool can_unroll = L.M >= 0 && L.M <= CONTROL_MAX_UNROLL &&
+	                  L.body->values[L.body->inputs[0]].nuse > 0;
+	for (int k = 0; k < L.N; k++)
+		can_unroll |= L.M >= 0 && L.M <= CONTROL_MAX_UNROLL && infer_folded(x, 2 + k);
 	if (!can_unroll || !try_rolled(&L))
 		can_unroll ? loop_unrolled(&L) : loop_rolled(&L);
 	Control *c = L.c;
