@@ -162,13 +162,19 @@ static void emit_branch(Emit *E, const Control *c, int k, const char *ind)
 	Node *n = E->n;
 	Emit C = child(E, n, c, k);
 	emit_graph_calls(&C, ind);
+	/* An output known at compile time is a constant its readers take from
+	 * the weights: it is copied only when it is the caller's. */
+	bool *wanted = arena_array(E->a, (size_t)n->nout + 1, sizeof *wanted);
 	const char **src = arena_array(E->a, (size_t)n->nout + 1, sizeof *src);
-	for (int i = 0; i < n->nout; i++)
-		if (n->out[i] != NONE)
+	for (int i = 0; i < n->nout; i++) {
+		int id = n->out[i];
+		wanted[i] = id != NONE && (!E->sig->folded[id] || E->out_index[id] != NONE);
+		if (wanted[i])
 			src[i] = operand(&C, C.g->outputs[i], false).expr;
+	}
 	adopt(E, &C);
 	for (int i = 0; i < n->nout; i++)
-		if (n->out[i] != NONE)
+		if (wanted[i])
 			copy(E, ind, out_op(E, i).expr, NULL, src[i], NULL, bytes_of(E->sig, n->out[i]));
 }
 

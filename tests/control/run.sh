@@ -44,15 +44,16 @@ check() {
 }
 
 # ---- cases that must compile, run and match their references
-expect 0 "" -- verify loop_unrolled loop_runtime_cond loop_swap scan_axes scan8_batch nested if_static
-grep -q "^verify: 7 passed, 0 failed, 0 skipped$" "$out" && pass=$((pass + 1)) || {
+expect 0 "" -- verify loop_unrolled loop_runtime_cond loop_swap scan_axes scan8_batch nested if_static \
+	loop_edges if_folded
+grep -q "^verify: 9 passed, 0 failed, 0 skipped$" "$out" && pass=$((pass + 1)) || {
 	echo "FAIL: verify summary:"; cat "$out"; fail=$((fail + 1)); }
 
 # ---- models kiln must reject, with one line naming the node
 E="kiln: error:"
 expect 2 "$E bad_loop_grows.onnx: node 0 \"grower\" (Loop, ai.onnx opset 13): body changes the shape of loop-carried value \"v_in\" from [2] to [3] (output \"v_out\"); kiln needs the same shapes in every iteration (batch 1)" -- info --batch 1 bad_loop_grows.onnx
-expect 2 "$E bad_if_shapes.onnx: node 0 \"pick\" (If, ai.onnx opset 13): input 0 \"c\" must be known at compile time: it decides the shape of output 0 ([4] in then_branch, [2] in else_branch) (batch 1)" -- info --batch 1 bad_if_shapes.onnx
-expect 2 "$E bad_loop_trip_input.onnx: node 1 \"loop\" (Loop, ai.onnx opset 13): input 0 \"trips\" is computed from graph input \"n\", which must be known at compile time (the trip count) (batch 1)" -- info --batch 1 bad_loop_trip_input.onnx
+expect 2 "$E bad_if_shapes.onnx: node 0 \"pick\" (If, ai.onnx opset 13): input 0 \"c\" must be known at compile time: it decides the shape of output 0 ([4] in then_branch, [2] in else_branch) (--freeze c=V0,V1,...) (batch 1)" -- info --batch 1 bad_if_shapes.onnx
+expect 2 "$E bad_loop_trip_input.onnx: node 1 \"loop\" (Loop, ai.onnx opset 13): input 0 \"trips\" is computed from graph input \"n\", which must be known at compile time (the trip count) (--freeze n=V0,V1,...) (batch 1)" -- info --batch 1 bad_loop_trip_input.onnx
 expect 2 "$E bad_loop_scan_cond.onnx: node 0 \"loop\" (Loop, ai.onnx opset 13): the body computes its condition at run time, so the number of iterations, which decides the shape of the scan outputs, is not known at compile time (batch 1)" -- info --batch 1 bad_loop_scan_cond.onnx
 expect 2 "$E bad_loop_grows.onnx: node 0 \"grower\" (Loop, ai.onnx opset 13): body changes the shape of loop-carried value \"v_in\" from [2] to [3] (output \"v_out\"); kiln needs the same shapes in every iteration (batch 1)" -- compile --batch 1 -o "$dir/bad" bad_loop_grows.onnx
 
