@@ -133,6 +133,10 @@ static void infer_pool(Infer *x)
 	if (nk != w.nspatial)
 		infer_fail(x, KILN_INVALID_MODEL, "kernel_shape must have %d values", w.nspatial);
 	bool ceil_mode = attr_int(x, "ceil_mode", 0) != 0;
+	int64_t storage_order = attr_int(x, "storage_order", 0);
+	if (storage_order != 0 && storage_order != 1)
+		infer_fail(x, KILN_INVALID_MODEL, "storage_order must be 0 or 1, got %lld",
+		           (long long)storage_order);
 	window(x, in, &w, ceil_mode, x->n->op == OP_MaxPool);
 	Shape y = *in;
 	for (int i = 0; i < w.nspatial; i++)

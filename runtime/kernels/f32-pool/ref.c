@@ -2,7 +2,8 @@
  * f32-pool/ref.c - the reference float32 pooling kernels: MaxPool and
  * AveragePool in 2-D (NCHW, dilations, asymmetric pads, windows that run off
  * the padded input because of ceil_mode), GlobalAveragePool and
- * GlobalMaxPool.
+ * GlobalMaxPool; and MaxPool over 1 to 3 axes for five element types with
+ * the Indices output (kiln_*_maxpool_nd, at the end).
  *
  * For each output, window_taps turns the window's start and dilation into the
  * range of taps that land inside the input, per axis. Only those taps are
@@ -12,6 +13,7 @@
  * few taps); the global average, over a whole plane, accumulates in double.
  */
 #include <math.h>
+#include <string.h>
 
 #include "kiln/kernels.h"
 
@@ -132,4 +134,108 @@ KILN_API void kiln_f32_global_maxpool(const float *X, float *Y, int64_t planes,
 			best = x[i] > best ? x[i] : best;
 		Y[plane] = best;
 	}
+}
+
+/* ---- MaxPool over 1 to 3 axes, any of five element types, with indices ----
+ *
+ * One loop finds each window's winning tap; the element types differ only in
+ * how a tap is read for comparison (widened to double, exact for all five)
+ * and in the value of an empty window. The winner is copied bit for bit. */
+
+typedef double (*LoadFn)(const void *x, int64_t i);
+
+static double load_f32(const void *x, int64_t i) { return (double)((const float *)x)[i]; }
+static double load_f64(const void *x, int64_t i) { return ((const double *)x)[i]; }
+static double load_f16(const void *x, int64_t i)
+{
+	return (double)kiln_f16_to_f32(((const uint16_t *)x)[i]);
+}
+static double load_i8(const void *x, int64_t i) { return (double)((const int8_t *)x)[i]; }
+static double load_u8(const void *x, int64_t i) { return (double)((const uint8_t *)x)[i]; }
+
+static void maxpool_nd(const kiln_window3d_params *p, int storage_order, const void *X,
+                       size_t elem_bytes, LoadFn load, const void *lowest, void *Y, int64_t *I)
+{
+	const int64_t *in = p->in, *out = p->out;
+	const int64_t in_vol = in[0] * in[1] * in[2], out_vol = out[0] * out[1] * out[2];
+	const unsigned char *x = X;
+	unsigned char *y = Y;
+	for (int64_t plane = 0; plane < p->batch * p->channels; plane++) {
+		int64_t o[3], start[3], lo[3], hi[3], t[3];
+		int64_t yi = plane * out_vol;
+		for (o[0] = 0; o[0] < out[0]; o[0]++)
+			for (o[1] = 0; o[1] < out[1]; o[1]++)
+				for (o[2] = 0; o[2] < out[2]; o[2]++, yi++) {
+					for (int a = 0; a < 3; a++) {
+						start[a] = o[a] * p->stride[a] - p->pad_begin[a];
+						window_taps(start[a], p->dilation[a], p->kernel[a], in[a], &lo[a],
+						            &hi[a]);
+					}
+					int64_t best_at = -1, at[3] = {0, 0, 0};
+					double best = 0.0;
+					for (t[0] = lo[0]; t[0] < hi[0]; t[0]++)
+						for (t[1] = lo[1]; t[1] < hi[1]; t[1]++)
+							for (t[2] = lo[2]; t[2] < hi[2]; t[2]++) {
+								int64_t z[3];
+								for (int a = 0; a < 3; a++)
+									z[a] = start[a] + t[a] * p->dilation[a];
+								int64_t i = (z[0] * in[1] + z[1]) * in[2] + z[2];
+								double v = load(x + plane * in_vol * elem_bytes, i);
+								/* the first tap, a larger one, or any number after NaN */
+								if (best_at < 0 || v > best || best != best) {
+									best = v;
+									best_at = i;
+									at[0] = z[0], at[1] = z[1], at[2] = z[2];
+								}
+							}
+					void *dst = y + yi * elem_bytes;
+					if (best_at < 0)
+						memcpy(dst, lowest, elem_bytes);
+					else
+						memcpy(dst, x + (plane * in_vol + best_at) * elem_bytes, elem_bytes);
+					if (!I)
+						continue;
+					if (best_at < 0)
+						I[yi] = -1;
+					else if (storage_order == 0)
+						I[yi] = plane * in_vol + best_at;
+					else
+						I[yi] = plane * in_vol + at[0] + at[1] * in[0] + at[2] * in[0] * in[1];
+				}
+	}
+}
+
+KILN_API void kiln_f32_maxpool_nd(const kiln_window3d_params *p, int storage_order,
+                                  const float *X, float *Y, int64_t *I)
+{
+	const float lowest = -INFINITY;
+	maxpool_nd(p, storage_order, X, sizeof *X, load_f32, &lowest, Y, I);
+}
+
+KILN_API void kiln_f64_maxpool_nd(const kiln_window3d_params *p, int storage_order,
+                                  const double *X, double *Y, int64_t *I)
+{
+	const double lowest = -(double)INFINITY;
+	maxpool_nd(p, storage_order, X, sizeof *X, load_f64, &lowest, Y, I);
+}
+
+KILN_API void kiln_f16_maxpool_nd(const kiln_window3d_params *p, int storage_order,
+                                  const uint16_t *X, uint16_t *Y, int64_t *I)
+{
+	const uint16_t lowest = 0xfc00; /* -inf */
+	maxpool_nd(p, storage_order, X, sizeof *X, load_f16, &lowest, Y, I);
+}
+
+KILN_API void kiln_i8_maxpool_nd(const kiln_window3d_params *p, int storage_order,
+                                 const int8_t *X, int8_t *Y, int64_t *I)
+{
+	const int8_t lowest = INT8_MIN;
+	maxpool_nd(p, storage_order, X, sizeof *X, load_i8, &lowest, Y, I);
+}
+
+KILN_API void kiln_u8_maxpool_nd(const kiln_window3d_params *p, int storage_order,
+                                 const uint8_t *X, uint8_t *Y, int64_t *I)
+{
+	const uint8_t lowest = 0;
+	maxpool_nd(p, storage_order, X, sizeof *X, load_u8, &lowest, Y, I);
 }
