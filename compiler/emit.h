@@ -9,6 +9,9 @@
 
 typedef struct EmitOptions {
 	const char *name;        /* C prefix of every generated symbol */
+	const Stitch *stitch;    /* batch axes, costs, context bytes (stitch.c) */
+	const char *const *rules;   /* baked batch rules, checked by the caller */
+	int nrules;
 } EmitOptions;
 
 /* One symbol of the weights object. */

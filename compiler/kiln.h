@@ -346,8 +346,11 @@ typedef struct BatchDim {        /* --batch-dim INPUT=AXIS */
  * generated code still reads the input). */
 typedef struct Freeze {
 	const char *input;
-	const Tensor *value;
+	const Tensor *value;   /* or NULL: parse text (--freeze) in the input's type */
+	const char *text;      /* "v0,v1,..." */
 } Freeze;
+/* freeze.c: the values of `--freeze NAME=text` as a tensor of type dt. */
+const Tensor *freeze_values(const char *name, int dt, const char *text, Arena *a, Diag *d);
 
 typedef struct BindOptions {
 	ShapeOverride *shapes;

@@ -37,6 +37,8 @@ static const char usage[] =
 	"  --shape=INPUT=D0,D1   fix every dim of an input (repeatable)\n"
 	"  --batch-dim=INPUT=AXIS  the batch axis of an input (default: axis 0 when\n"
 	"                        its first dim is symbolic) (repeatable)\n"
+	"  --freeze=INPUT=V0,V1,...  fix an input's values at compile time, for inputs\n"
+	"                        that decide shapes; runs check them (repeatable)\n"
 	"  --plan                plan each signature's arena and print its size and\n"
 	"                        lower bound (info, dump)\n"
 	"  --max-memory=MB       cap on compiler memory (default 4096); weights mapped\n"
@@ -84,6 +86,7 @@ typedef struct Options {
 	int nbatches;
 	ShapeOverride shapes[MAX_LIST];
 	BatchDim batch_dims[MAX_LIST];
+	Freeze freezes[MAX_LIST];
 	const char *rules[MAX_LIST];  /* --batch-rule */
 	int nrules;
 	BindOptions bind;
@@ -140,6 +143,7 @@ static int parse_args(int argc, char **argv, Options *o)
 	bool no_more_flags = false;
 	o->bind.shapes = o->shapes;
 	o->bind.batch_dims = o->batch_dims;
+	o->bind.freezes = o->freezes;
 	for (int i = 1; i < argc; i++) {
 		const char *a = argv[i], *v;
 		bool missing = false;
@@ -206,6 +210,12 @@ static int parse_args(int argc, char **argv, Options *o)
 				so->rank = so->rank < 0 ? 0 : so->rank;
 				so->input = strndup(v, (size_t)(eq - v));
 				o->bind.nshapes++;
+			} else if ((v = flag_value(argc, argv, &i, "--freeze", &missing))) {
+				const char *eq = strchr(v, '=');
+				if (!eq || eq == v || o->bind.nfreezes == MAX_LIST)
+					return usage_error("--freeze needs INPUT=V0,V1,..., got '%s'", v);
+				o->freezes[o->bind.nfreezes++] =
+					(Freeze){.input = strndup(v, (size_t)(eq - v)), .text = eq + 1};
 			} else if ((v = flag_value(argc, argv, &i, "--batch-dim", &missing))) {
 				const char *eq = strrchr(v, '=');
 				int64_t axis;
@@ -264,14 +274,15 @@ static int parse_args(int argc, char **argv, Options *o)
 		return usage_error("'%s' needs a MODEL file", o->command);
 	if (o->json && strcmp(o->command, "info"))
 		return usage_error("--json goes with 'info', not '%s'", o->command);
-	if ((o->nbatches || o->bind.nshapes || o->bind.nbatch_dims || o->plan) &&
+	if ((o->nbatches || o->bind.nshapes || o->bind.nbatch_dims || o->bind.nfreezes || o->plan) &&
 	    (strcmp(o->command, "check") == 0 || strcmp(o->command, "verify") == 0) &&
 	    !(strcmp(o->command, "verify") == 0 && o->nbatches == 1 && !o->bind.nshapes &&
-	      !o->bind.nbatch_dims && !o->plan))
-		return usage_error("--batch, --shape, --batch-dim and --plan go with 'info', 'dump' or "
+	      !o->bind.nbatch_dims && !o->bind.nfreezes && !o->plan))
+		return usage_error("--batch, --shape, --batch-dim, --freeze and --plan go with 'info', "
+		                   "'dump' or "
 		                   "'compile', not '%s'", o->command);
 	/* Shapes without --batch: one signature; the batch only matters for symbolic axes. */
-	if (!o->nbatches && (o->bind.nshapes || o->bind.nbatch_dims || o->plan))
+	if (!o->nbatches && (o->bind.nshapes || o->bind.nbatch_dims || o->bind.nfreezes || o->plan))
 		o->batches[o->nbatches++] = 1;
 	return -1;
 }
@@ -358,6 +369,8 @@ int main(int argc, char **argv)
 		free((char *)o.shapes[i].input);
 	for (int i = 0; i < o.bind.nbatch_dims; i++)
 		free((char *)o.batch_dims[i].input);
+	for (int i = 0; i < o.bind.nfreezes; i++)
+		free((char *)o.freezes[i].input);
 	if (fflush(stdout) != 0 || ferror(stdout)) {
 		fprintf(stderr, "kiln: error: writing output: %s\n", strerror(errno));
 		rc = EXIT_ERROR;

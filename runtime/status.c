@@ -15,6 +15,12 @@ static const char *const status_text[] = {
 	[KILN_IO] = "input/output error",
 	[KILN_USAGE] = "bad usage",
 	[KILN_INTERNAL] = "internal error (a bug in kiln)",
+	[KILN_BATCH_MIXING] = "the model mixes rows of the batch: only its compiled batch sizes can run",
+	[KILN_RULE_SYNTAX] = "batch rule syntax: expected B:s1,...,sk with positive decimal sizes",
+	[KILN_RULE_SIZE] = "batch rule names a batch size that is not compiled",
+	[KILN_RULE_SHORT] = "batch rule sizes add up to less than its batch",
+	[KILN_RULE_PADDING] = "batch rule pads as many rows as its last size or more",
+	[KILN_FROZEN_INPUT] = "an input frozen at compile time got different values",
 };
 
 KILN_API const char *kiln_status_string(enum kiln_status status)

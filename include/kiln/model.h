@@ -52,6 +52,19 @@ typedef struct kiln_model {
 	const uint64_t *arena_bytes;   /* per batch size */
 	const kiln_run_fn *run;        /* per batch size */
 	uint64_t max_arena_bytes;
+
+	/* ---- batch stitching (kiln/run.h); added in struct_bytes' room ---- */
+	const double *cost;            /* per batch size: estimated ns per call (the default
+	                                  cost model: call overhead + FLOPs + bytes moved) */
+	const uint64_t *flops;         /* per batch size: what the estimate is made of */
+	const uint64_t *traffic_bytes;
+	int batch_independent;         /* 1: the compiler proved no op mixes rows */
+	const char *batch_mixing;      /* else why not, naming the node; NULL if independent */
+	int nrules;                    /* baked "B:s1,...,sk" rules (kiln compile --batch-rule) */
+	const char *const *rules;
+	int64_t plan_bound;            /* plans are tabulated for n up to this */
+	uint64_t staging_bytes;        /* the padded chunk's inputs and outputs at the largest size */
+	uint64_t context_bytes;        /* KILN_CONTEXT_BYTES of this model */
 } kiln_model;
 
 #ifdef __cplusplus

@@ -99,7 +99,7 @@ expect 2 "$E --batch lists a size twice: '1,1'
 Try 'kiln --help'." -- info --batch 1,1 mlp.onnx
 expect 2 "$E --shape needs INPUT=D0,D1,..., got 'x'
 Try 'kiln --help'." -- info --shape x mlp.onnx
-expect 2 "$E --batch, --shape, --batch-dim and --plan go with 'info', 'dump' or 'compile', not 'check'
+expect 2 "$E --batch, --shape, --batch-dim, --freeze and --plan go with 'info', 'dump' or 'compile', not 'check'
 Try 'kiln --help'." -- check --batch 1 mlp.onnx
 
 # ---- bad models: one line naming the file and the tensor or node, exit 2

@@ -1,0 +1,884 @@
+/*
+ * batchdep.c - prove that no op mixes rows along the batch axis, so that
+ * the runtime may stitch a batch of n from compiled chunks and pad the last.
+ *
+ * The pass infers shapes at two probe batch sizes of its own (2 and 3, so
+ * the verdict does not depend on which sizes are compiled) and walks the top
+ * graph in node order, giving every value one state:
+ *
+ *   BD_NONE      the same contents whatever the batch (weights, constants,
+ *                shape arithmetic that does not involve the batch);
+ *   k >= 0       rows: axis k has extent batch * d, and sample b's contents
+ *                depend only on sample b of the inputs;
+ *   BD_GLOBAL    depends on the batch size but has no rows (Shape or Size of
+ *                a batched tensor, and arithmetic on those).
+ *
+ * Each op that sees rows has a rule saying where its outputs' batch axis
+ * goes, or that it mixes rows (a reduction, softmax or normalization over
+ * the batch axis, a concat or gather along it, a MatMul contracting it,
+ * BatchNormalization in training mode, ...). A GLOBAL value may only feed
+ * the shape inputs of an op (Reshape's shape, Slice's ends, ...); as data
+ * it makes results depend on the batch size. Every rule's claim is checked
+ * against the probe shapes: a rows output must keep every other dim and
+ * scale exactly on its axis. An op without a rule is reported as "may mix
+ * rows", never assumed independent: ops are added faster than rules.
+ *
+ * The first failure is the verdict's reason, naming the node. The pass
+ * never fails the compile: a model that mixes rows still compiles, and only
+ * its compiled batch sizes run.
+ */
+#include <stdarg.h>
+#include <string.h>
+
+#include "kiln.h"
+
+typedef struct BD {
+	Graph *g;
+	Sig *p[2];          /* probe signatures at batch 2 and 3 */
+	int *ax;            /* per value id: BD_NONE, BD_GLOBAL or the batch axis */
+	Arena *a;
+	const char *why;    /* the first reason rows mix */
+	Node *n;
+} BD;
+
+static const int64_t probe_batch[2] = {2, 3};
+
+static void mix(BD *b, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static void mix(BD *b, const char *fmt, ...)
+{
+	if (b->why)
+		return;
+	char where[512], what[512];
+	diag_node_path(where, sizeof where, b->g, b->n);
+	va_list ap;
+	va_start(ap, fmt);
+	vsnprintf(what, sizeof what, fmt, ap);
+	va_end(ap);
+	b->why = arena_printf(b->a, "%s: %s", where, what);
+}
+
+/* ---- probe shapes ------------------------------------------------------- */
+
+static const Shape *pshape(BD *b, int p, int id)
+{
+	return &b->p[p]->shapes[id];
+}
+
+static int rank_of(BD *b, int id)
+{
+	return pshape(b, 0, id)->rank;
+}
+
+static int64_t dim_of(BD *b, int p, int id, int k)
+{
+	return pshape(b, p, id)->dims[k].size;
+}
+
+/* Do the probes agree on every dim but k, with dim k = batch * d (d > 0)? */
+static bool scales_on(BD *b, int id, int k)
+{
+	const Shape *s0 = pshape(b, 0, id), *s1 = pshape(b, 1, id);
+	if (s0->rank != s1->rank || k < 0 || k >= s0->rank)
+		return false;
+	for (int j = 0; j < s0->rank; j++) {
+		int64_t d0 = s0->dims[j].size, d1 = s1->dims[j].size;
+		if (j != k && d0 != d1)
+			return false;
+		if (j == k && (d0 <= 0 || d0 % probe_batch[0] ||
+		               d0 / probe_batch[0] * probe_batch[1] != d1))
+			return false;
+	}
+	return true;
+}
+
+/* The one axis on which the value scales with the batch; BD_NONE if the
+ * probes give the same shape, -3 if it changes some other way. */
+static int find_axis(BD *b, int id)
+{
+	const Shape *s0 = pshape(b, 0, id), *s1 = pshape(b, 1, id);
+	if (s0->rank != s1->rank)
+		return -3;
+	int k = BD_NONE;
+	for (int j = 0; j < s0->rank; j++)
+		if (s0->dims[j].size != s1->dims[j].size) {
+			if (k != BD_NONE)
+				return -3;
+			k = j;
+		}
+	return k == BD_NONE || scales_on(b, id, k) ? k : -3;
+}
+
+static bool same_shape(BD *b, int id)
+{
+	const Shape *s0 = pshape(b, 0, id), *s1 = pshape(b, 1, id);
+	if (s0->rank != s1->rank)
+		return false;
+	for (int j = 0; j < s0->rank; j++)
+		if (s0->dims[j].size != s1->dims[j].size)
+			return false;
+	return true;
+}
+
+/* Known at compile time, and equal at both probes. */
+static bool same_contents(BD *b, int id)
+{
+	const Folded *f0 = b->p[0]->folded[id], *f1 = b->p[1]->folded[id];
+	return same_shape(b, id) && f0 && f1 && f0->dtype == f1->dtype && f0->nelem == f1->nelem &&
+	       memcmp(f0->data, f1->data, (size_t)f0->nelem * dtype_size(f0->dtype)) == 0;
+}
+
+static int64_t prod_before(BD *b, int p, int id, int k)
+{
+	int64_t n = 1;
+	for (int j = 0; j < k; j++)
+		n *= dim_of(b, p, id, j);
+	return n;
+}
+
+/* Element i of a folded integer input of the node at probe p; false if unknown. */
+static bool folded_int(BD *b, int p, int input, int64_t i, int64_t *v)
+{
+	if (input >= b->n->nin || b->n->in[input] == NONE)
+		return false;
+	int id = b->n->in[input];
+	const Folded *f = b->p[p]->folded[id];
+	const Value *val = &b->g->values[id];
+	Folded w;
+	if (!f && val->kind == VAL_WEIGHT) {
+		w = (Folded){val->dtype, val->weight->nelem, val->weight->bytes};
+		f = &w;
+	}
+	if (!f || i >= f->nelem)
+		return false;
+	if (f->dtype == DT_INT64) {
+		memcpy(v, (const char *)f->data + 8 * i, 8);
+	} else if (f->dtype == DT_INT32) {
+		int32_t x;
+		memcpy(&x, (const char *)f->data + 4 * i, 4);
+		*v = x;
+	} else {
+		return false;
+	}
+	return true;
+}
+
+static int64_t folded_len(BD *b, int input)
+{
+	if (input >= b->n->nin || b->n->in[input] == NONE)
+		return -1;
+	int id = b->n->in[input];
+	const Folded *f = b->p[0]->folded[id];
+	if (f)
+		return f->nelem;
+	const Value *val = &b->g->values[id];
+	return val->kind == VAL_WEIGHT ? val->weight->nelem : -1;
+}
+
+/* ---- op knowledge --------------------------------------------------------- */
+
+static int64_t attr_or(const Node *n, const char *name, int64_t dflt)
+{
+	const Attr *a = node_attr(n, name);
+	return a && a->type == AT_INT ? a->i : dflt;
+}
+
+static int norm(int64_t axis, int rank)
+{
+	return (int)(axis < 0 ? axis + rank : axis);
+}
+
+static bool is_elementwise(int op)
+{
+	switch (op) {
+	case OP_Add: case OP_Sub: case OP_Mul: case OP_Div: case OP_Pow: case OP_Where:
+	case OP_Relu: case OP_Sigmoid: case OP_Tanh: case OP_Selu: case OP_Elu: case OP_LeakyRelu:
+	case OP_Erf: case OP_Sqrt: case OP_Exp: case OP_Log: case OP_Clip: case OP_Cast:
+	case OP_Neg: case OP_Abs: case OP_Floor: case OP_Ceil: case OP_Round: case OP_Sign:
+	case OP_Reciprocal: case OP_Sin: case OP_Cos: case OP_Tan: case OP_Asin: case OP_Acos:
+	case OP_Atan: case OP_Sinh: case OP_Cosh: case OP_Asinh: case OP_Acosh: case OP_Atanh:
+	case OP_Softplus: case OP_Softsign: case OP_HardSigmoid: case OP_HardSwish:
+	case OP_ThresholdedRelu: case OP_Celu: case OP_Not: case OP_IsNaN: case OP_IsInf:
+	case OP_And: case OP_Or: case OP_Xor: case OP_Equal: case OP_Less: case OP_Greater:
+	case OP_LessOrEqual: case OP_GreaterOrEqual: case OP_Mod: case OP_BitShift: case OP_PRelu:
+	case OP_Min: case OP_Max: case OP_Sum: case OP_Mean: case OP_Shrink: case OP_Identity:
+	case OP_QuantizeLinear: case OP_DequantizeLinear:
+		return true;
+	}
+	return false;
+}
+
+/* Ops whose first input is [N, C, ...] and which treat each n on its own. */
+static bool is_n_first(int op)
+{
+	switch (op) {
+	case OP_Conv: case OP_ConvTranspose: case OP_MaxPool: case OP_AveragePool: case OP_LpPool:
+	case OP_GlobalAveragePool: case OP_GlobalMaxPool: case OP_GlobalLpPool: case OP_LRN:
+	case OP_InstanceNormalization: case OP_BatchNormalization: case OP_DepthToSpace:
+	case OP_SpaceToDepth: case OP_Resize: case OP_Upsample: case OP_GridSample:
+		return true;
+	}
+	return false;
+}
+
+/* Inputs read for their values as shapes, sizes, axes or counts, never as
+ * rows: a batch-size-dependent value may go there (the output shapes are
+ * checked against the probes anyway). */
+static bool shape_slot(int op, int i)
+{
+	switch (op) {
+	case OP_Reshape: case OP_Expand: case OP_Tile: case OP_Split: case OP_Squeeze:
+	case OP_Unsqueeze: case OP_CumSum: case OP_TopK: case OP_OneHot: case OP_Upsample:
+	case OP_ReduceSum: case OP_ReduceMean: case OP_ReduceMax: case OP_ReduceMin:
+	case OP_ReduceProd: case OP_ReduceSumSquare: case OP_ReduceL1: case OP_ReduceL2:
+	case OP_ReduceLogSum: case OP_ReduceLogSumExp: case OP_CastLike:
+		return i == 1;
+	case OP_Slice: return i >= 1;
+	case OP_Pad: return i == 1 || i == 3;
+	case OP_Resize: return i >= 1;
+	case OP_ConstantOfShape: return i == 0;
+	}
+	return false;
+}
+
+/* ---- rules ---------------------------------------------------------------- */
+
+/* Combine: out axis for one rows input; the first sets it, others must agree. */
+static bool agree(BD *b, int *target, int axis)
+{
+	if (*target == BD_NONE)
+		*target = axis;
+	else if (*target != axis) {
+		mix(b, "combines rows of different samples (its inputs carry the batch on different "
+		       "axes of the output)");
+		return false;
+	}
+	return true;
+}
+
+static void set_outputs(BD *b, int axis)
+{
+	for (int k = 0; k < b->n->nout; k++)
+		if (b->n->out[k] != NONE)
+			b->ax[b->n->out[k]] = axis;
+}
+
+static int in_axis(BD *b, int i)
+{
+	return i < b->n->nin && b->n->in[i] != NONE ? b->ax[b->n->in[i]] : BD_NONE;
+}
+
+static void rule_elementwise(BD *b)
+{
+	Node *n = b->n;
+	int R = rank_of(b, n->out[0]), target = BD_NONE;
+	for (int i = 0; i < n->nin; i++) {
+		int k = in_axis(b, i);
+		if (k >= 0 && !(n->op == OP_CastLike && i == 1) &&
+		    !agree(b, &target, k + R - rank_of(b, n->in[i])))
+			return;
+	}
+	set_outputs(b, target);
+}
+
+/* Reshape and friends: rows stay whole when the elements before the batch
+ * axis are as many before as after, so each sample's block maps onto one. */
+static void rule_layout(BD *b, int k)
+{
+	int in = b->n->in[0], out = b->n->out[0];
+	int j = find_axis(b, out);
+	if (j < 0) {
+		mix(b, "reshapes the batch axis %d into other axes", k);
+		return;
+	}
+	for (int p = 0; p < 2; p++)
+		if (prod_before(b, p, in, k) != prod_before(b, p, out, j)) {
+			mix(b, "reshapes across the batch axis %d: samples' elements would interleave", k);
+			return;
+		}
+	set_outputs(b, j);
+}
+
+/* The dim at axis k must be untouched (Pad, Tile, Slice, Resize on it). */
+static bool keeps_dim(BD *b, int in, int k, int out, int ko)
+{
+	for (int p = 0; p < 2; p++)
+		if (dim_of(b, p, in, k) != dim_of(b, p, out, ko))
+			return false;
+	return true;
+}
+
+static void rule_slice(BD *b, int k)
+{
+	Node *n = b->n;
+	int in = n->in[0], out = n->out[0];
+	if (keeps_dim(b, in, k, out, k)) {
+		/* A full-length slice along the batch must not run backwards. */
+		int64_t na = n->since >= 10 ? folded_len(b, 3) : -1;
+		int64_t nstarts = n->since >= 10 ? folded_len(b, 1) : -1;
+		if (n->since >= 10 && nstarts < 0) {
+			mix(b, "slices axes that are not known at compile time");
+			return;
+		}
+		for (int64_t i = 0; n->since >= 10 && i < nstarts; i++) {
+			int64_t axis = i, step = 1;
+			if (na >= 0 && !folded_int(b, 0, 3, i, &axis)) {
+				mix(b, "slices axes that are not known at compile time");
+				return;
+			}
+			if (norm(axis, rank_of(b, in)) != k)
+				continue;
+			if (folded_len(b, 4) >= 0 && !folded_int(b, 0, 4, i, &step)) {
+				mix(b, "slices with steps that are not known at compile time");
+				return;
+			}
+			if (step != 1) {
+				mix(b, "reverses or strides the batch axis %d", k);
+				return;
+			}
+		}
+		set_outputs(b, k);
+		return;
+	}
+	mix(b, "slices the batch axis %d", k);
+}
+
+static void rule_gather(BD *b)
+{
+	Node *n = b->n;
+	int kd = in_axis(b, 0), ki = in_axis(b, 1);
+	int axis = norm(attr_or(n, "axis", 0), rank_of(b, n->in[0]));
+	if (kd >= 0 && ki >= 0) {
+		mix(b, "gathers from batched data with batched indices");
+	} else if (kd >= 0) {
+		if (kd == axis)
+			mix(b, "gathers along the batch axis %d", kd);
+		else
+			set_outputs(b, kd < axis ? kd : kd + rank_of(b, n->in[1]) - 1);
+	} else {
+		set_outputs(b, axis + ki);   /* a lookup per row, such as an embedding */
+	}
+}
+
+/* GatherElements, ScatterElements, Scatter: every operand rows on one axis. */
+static void rule_elements(BD *b)
+{
+	Node *n = b->n;
+	int k = in_axis(b, 0), axis = norm(attr_or(n, "axis", 0), rank_of(b, n->in[0]));
+	for (int i = 0; i < n->nin; i++)
+		if (n->in[i] != NONE && in_axis(b, i) != k) {
+			mix(b, "indexes batched and unbatched operands together");
+			return;
+		}
+	if (k == axis)
+		mix(b, "indexes along the batch axis %d", k);
+	else
+		set_outputs(b, k);
+}
+
+static void rule_matmul(BD *b)
+{
+	Node *n = b->n;
+	int ra = rank_of(b, n->in[0]), rb = rank_of(b, n->in[1]), R = rank_of(b, n->out[0]);
+	int ka = in_axis(b, 0), kb = in_axis(b, 1), target = BD_NONE;
+	if (ka >= 0) {
+		if (ka == ra - 1) {
+			mix(b, "contracts over the batch axis (of its first input)");
+			return;
+		}
+		int out = ka == ra - 2 ? (rb == 1 ? R - 1 : R - 2) : ka + (rb == 1 ? 0 : R - ra);
+		if (!agree(b, &target, out))
+			return;
+	}
+	if (kb >= 0) {
+		if (rb == 1 || kb == rb - 2) {
+			mix(b, "contracts over the batch axis (of its second input)");
+			return;
+		}
+		int out = kb == rb - 1 ? R - 1 : kb + (ra == 1 ? 0 : R - rb);
+		if (!agree(b, &target, out))
+			return;
+	}
+	set_outputs(b, target);
+}
+
+static void rule_gemm(BD *b)
+{
+	Node *n = b->n;
+	int target = BD_NONE, ka = in_axis(b, 0), kb = in_axis(b, 1), kc = in_axis(b, 2);
+	if (ka >= 0) {
+		if (ka != (attr_or(n, "transA", 0) ? 1 : 0)) {
+			mix(b, "contracts over the batch axis (of A)");
+			return;
+		}
+		agree(b, &target, 0);
+	}
+	if (kb >= 0) {
+		if (kb != (attr_or(n, "transB", 0) ? 0 : 1)) {
+			mix(b, "contracts over the batch axis (of B)");
+			return;
+		}
+		if (!agree(b, &target, 1))
+			return;
+	}
+	if (kc >= 0 && !agree(b, &target, kc + 2 - rank_of(b, n->in[2])))
+		return;
+	set_outputs(b, target);
+}
+
+static void rule_einsum(BD *b)
+{
+	Node *n = b->n;
+	const Attr *a = node_attr(n, "equation");
+	if (!a || a->type != AT_STRING) {
+		mix(b, "has no equation");
+		return;
+	}
+	char eq[256], *terms[EINSUM_MAX_OPERANDS + 1];
+	size_t len = 0;
+	for (size_t i = 0; i < a->s.len && len + 1 < sizeof eq; i++)
+		if (a->s.data[i] != ' ')
+			eq[len++] = a->s.data[i];
+	eq[len] = 0;
+	if (strchr(eq, '.')) {
+		mix(b, "einsum with an ellipsis is not analysed for batch independence yet");
+		return;
+	}
+	char *arrow = strstr(eq, "->");
+	char implicit[64] = "";
+	if (arrow)
+		*arrow = 0;
+	int nt = 0;
+	for (char *t = eq; nt <= EINSUM_MAX_OPERANDS; nt++) {
+		terms[nt] = t;
+		char *comma = strchr(t, ',');
+		if (!comma) {
+			nt++;
+			break;
+		}
+		*comma = 0;
+		t = comma + 1;
+	}
+	const char *out = arrow ? arrow + 2 : implicit;
+	if (!arrow) {
+		/* Implicit output: the letters used once, in alphabetical order. */
+		int count[128] = {0}, m = 0;
+		for (int t = 0; t < nt; t++)
+			for (const char *c = terms[t]; *c; c++)
+				count[(unsigned char)*c & 127]++;
+		for (int c = 0; c < 128 && m < 63; c++)
+			if (count[c] == 1)
+				implicit[m++] = (char)c;
+		implicit[m] = 0;
+	}
+	int target = BD_NONE;
+	for (int i = 0; i < n->nin && i < nt; i++) {
+		int k = in_axis(b, i);
+		if (k < 0)
+			continue;
+		if (k >= (int)strlen(terms[i])) {
+			mix(b, "has an equation that does not fit its inputs");
+			return;
+		}
+		char letter = terms[i][k];
+		const char *at = strchr(out, letter);
+		if (!at || strchr(terms[i], letter) != terms[i] + k ||
+		    strrchr(terms[i], letter) != terms[i] + k) {
+			mix(b, "sums or takes a diagonal over the batch axis (letter '%c')", letter);
+			return;
+		}
+		if (!agree(b, &target, (int)(at - out)))
+			return;
+	}
+	set_outputs(b, target);
+}
+
+static void rule_reduce(BD *b, int k)
+{
+	Node *n = b->n;
+	int r = rank_of(b, n->in[0]);
+	bool axes_input = (n->op == OP_ReduceSum && n->since >= 13) || n->since >= 18;
+	bool reduced[KILN_MAX_RANK] = {false};
+	int64_t naxes = 0;
+	if (axes_input && n->nin > 1 && n->in[1] != NONE) {
+		naxes = folded_len(b, 1);
+		if (naxes < 0) {
+			mix(b, "reduces over axes that are not known at compile time");
+			return;
+		}
+		for (int64_t i = 0; i < naxes; i++) {
+			int64_t v;
+			if (!folded_int(b, 0, 1, i, &v)) {
+				mix(b, "reduces over axes that are not known at compile time");
+				return;
+			}
+			reduced[norm(v, r)] = true;
+		}
+	} else if (!axes_input) {
+		const Attr *a = node_attr(n, "axes");
+		naxes = a && a->type == AT_INTS ? a->n : 0;
+		for (int64_t i = 0; i < naxes; i++)
+			reduced[norm(a->ints[i], r)] = true;
+	}
+	if (naxes == 0) {
+		if (axes_input && attr_or(n, "noop_with_empty_axes", 0)) {
+			set_outputs(b, k);
+			return;
+		}
+		for (int j = 0; j < r; j++)
+			reduced[j] = true;
+	}
+	if (reduced[k]) {
+		mix(b, "reduces over the batch axis %d", k);
+		return;
+	}
+	int out = k;
+	if (!attr_or(n, "keepdims", 1))
+		for (int j = 0; j < k; j++)
+			out -= reduced[j];
+	set_outputs(b, out);
+}
+
+static void rule_recurrent(BD *b, int k)
+{
+	Node *n = b->n;
+	bool layout = attr_or(n, "layout", 0) != 0;
+	if (k != (layout ? 0 : 1)) {
+		mix(b, "runs its recurrence over the batch axis %d", k);
+		return;
+	}
+	for (int i = 1; i < n->nin; i++) {
+		int ki = in_axis(b, i);
+		int want = i == 4 ? 0 : (i == 5 || i == 6) ? (layout ? 0 : 1) : BD_NONE;
+		if (ki != BD_NONE && ki != want) {
+			mix(b, "input %d carries the batch on axis %d", i, ki);
+			return;
+		}
+	}
+	for (int o = 0; o < n->nout; o++)
+		if (n->out[o] != NONE)
+			b->ax[n->out[o]] = layout ? 0 : (o == 0 ? 2 : 1);
+}
+
+static void rule_n_first(BD *b, int k)
+{
+	Node *n = b->n;
+	if (k != 0) {
+		mix(b, "works across axis %d, which carries the batch", k);
+		return;
+	}
+	for (int i = 1; i < n->nin; i++) {
+		int ki = in_axis(b, i);
+		if (ki != BD_NONE && !(n->op == OP_GridSample && ki == 0 && i == 1)) {
+			mix(b, "input %d carries the batch", i);
+			return;
+		}
+	}
+	if (n->op == OP_BatchNormalization &&
+	    (attr_or(n, "training_mode", 0) || (n->nout > 1 && n->out[1] != NONE))) {
+		mix(b, "BatchNormalization in training mode takes statistics over the batch");
+		return;
+	}
+	if (n->op == OP_MaxPool && n->nout > 1 && n->out[1] != NONE) {
+		mix(b, "MaxPool's indices count elements across the whole batch");
+		return;
+	}
+	if ((n->op == OP_Resize || n->op == OP_Upsample) && !keeps_dim(b, n->in[0], 0, n->out[0], 0)) {
+		mix(b, "resizes the batch axis");
+		return;
+	}
+	set_outputs(b, 0);
+}
+
+static void rule_softmax(BD *b, int k)
+{
+	Node *n = b->n;
+	int r = rank_of(b, n->in[0]);
+	bool coerced = n->since < 13;   /* older versions flatten to 2-D at axis */
+	int axis = norm(attr_or(n, "axis", coerced ? 1 : -1), r);
+	if (coerced ? k >= axis : k == axis)
+		mix(b, "normalizes over the batch axis %d", k);
+	else
+		set_outputs(b, k);
+}
+
+static void rule_loss(BD *b, int k)
+{
+	Node *n = b->n;
+	const Attr *a = node_attr(n, "reduction");
+	bool none = a && a->type == AT_STRING && a->s.len == 4 && memcmp(a->s.data, "none", 4) == 0;
+	if (!none || k != 0 || in_axis(b, 1) != 0 || in_axis(b, 2) != BD_NONE) {
+		mix(b, "reduces the loss over the batch");
+		return;
+	}
+	set_outputs(b, 0);
+}
+
+/* The rule of a node with at least one rows input. */
+static void rows_rule(BD *b, int k)
+{
+	Node *n = b->n;
+	int op = n->op;
+	if (is_elementwise(op) || op == OP_Dropout || op == OP_CastLike) {
+		if (op == OP_Dropout && attr_or(n, "training_mode", 0)) {
+			mix(b, "Dropout in training mode draws one mask for the whole batch");
+			return;
+		}
+		rule_elementwise(b);
+		return;
+	}
+	if (is_n_first(op)) {
+		rule_n_first(b, k);
+		return;
+	}
+	switch (op) {
+	case OP_Reshape: case OP_Flatten: case OP_Squeeze: case OP_Unsqueeze:
+		rule_layout(b, k);
+		return;
+	case OP_Transpose: {
+		int r = rank_of(b, n->in[0]);
+		const Attr *p = node_attr(n, "perm");
+		for (int j = 0; j < r; j++)
+			if ((p && p->type == AT_INTS && j < p->n ? p->ints[j] : r - 1 - j) == k) {
+				set_outputs(b, j);
+				return;
+			}
+		mix(b, "has a permutation without the batch axis");
+		return;
+	}
+	case OP_Concat: {
+		int axis = norm(attr_or(n, "axis", 0), rank_of(b, n->out[0]));
+		for (int i = 0; i < n->nin; i++)
+			if (n->in[i] != NONE && in_axis(b, i) != k) {
+				mix(b, in_axis(b, i) >= 0 ? "concatenates tensors batched on different axes"
+				                          : "concatenates batched and unbatched tensors");
+				return;
+			}
+		if (axis == k)
+			mix(b, "concatenates along the batch axis %d", k);
+		else
+			set_outputs(b, k);
+		return;
+	}
+	case OP_Split:
+		if (norm(attr_or(n, "axis", 0), rank_of(b, n->in[0])) == k)
+			mix(b, "splits along the batch axis %d", k);
+		else
+			set_outputs(b, k);
+		return;
+	case OP_Slice: rule_slice(b, k); return;
+	case OP_Gather: rule_gather(b); return;
+	case OP_GatherElements: case OP_ScatterElements: case OP_Scatter: rule_elements(b); return;
+	case OP_MatMul: rule_matmul(b); return;
+	case OP_Gemm: rule_gemm(b); return;
+	case OP_Einsum: rule_einsum(b); return;
+	case OP_Softmax: case OP_LogSoftmax: case OP_Hardmax: rule_softmax(b, k); return;
+	case OP_LayerNormalization: {
+		int axis = norm(attr_or(n, "axis", -1), rank_of(b, n->in[0]));
+		if (k >= axis || in_axis(b, 1) != BD_NONE || in_axis(b, 2) != BD_NONE)
+			mix(b, "normalizes over the batch axis %d", k);
+		else
+			set_outputs(b, k);
+		return;
+	}
+	case OP_LpNormalization:
+		if (norm(attr_or(n, "axis", -1), rank_of(b, n->in[0])) == k)
+			mix(b, "normalizes over the batch axis %d", k);
+		else
+			set_outputs(b, k);
+		return;
+	case OP_ReduceSum: case OP_ReduceMean: case OP_ReduceMax: case OP_ReduceMin:
+	case OP_ReduceProd: case OP_ReduceSumSquare: case OP_ReduceL1: case OP_ReduceL2:
+	case OP_ReduceLogSum: case OP_ReduceLogSumExp:
+		rule_reduce(b, k);
+		return;
+	case OP_ArgMax: case OP_ArgMin: {
+		int axis = norm(attr_or(n, "axis", 0), rank_of(b, n->in[0]));
+		if (axis == k)
+			mix(b, "reduces over the batch axis %d", k);
+		else
+			set_outputs(b, attr_or(n, "keepdims", 1) || k < axis ? k : k - 1);
+		return;
+	}
+	case OP_CumSum: case OP_TopK: {
+		int64_t axis = op == OP_TopK ? attr_or(n, "axis", -1) : 0;
+		if (op == OP_CumSum && !folded_int(b, 0, 1, 0, &axis)) {
+			mix(b, "sums along an axis that is not known at compile time");
+			return;
+		}
+		if (norm(axis, rank_of(b, n->in[0])) == k)
+			mix(b, "%s along the batch axis %d", op == OP_TopK ? "sorts" : "sums", k);
+		else
+			set_outputs(b, k);
+		return;
+	}
+	case OP_Trilu:
+		if (k >= rank_of(b, n->in[0]) - 2)
+			mix(b, "works on a matrix that contains the batch axis %d", k);
+		else
+			set_outputs(b, k);
+		return;
+	case OP_OneHot: {
+		int r = rank_of(b, n->in[0]);
+		int axis = norm(attr_or(n, "axis", -1), r + 1);
+		if (in_axis(b, 0) != k || in_axis(b, 2) != BD_NONE)
+			mix(b, "takes batched depth or values");
+		else
+			set_outputs(b, k < axis ? k : k + 1);
+		return;
+	}
+	case OP_Pad: case OP_Tile: case OP_Expand: {
+		int out = n->out[0], ko = k + rank_of(b, out) - rank_of(b, n->in[0]);
+		if (in_axis(b, 0) != k || (op == OP_Pad && in_axis(b, 2) != BD_NONE))
+			mix(b, "takes a batched pad value or shape");
+		else if (!keeps_dim(b, n->in[0], k, out, ko))
+			mix(b, "%s the batch axis %d", op == OP_Pad ? "pads" : "repeats", k);
+		else
+			set_outputs(b, ko);
+		return;
+	}
+	case OP_RNN: case OP_GRU: case OP_LSTM: rule_recurrent(b, k); return;
+	case OP_NegativeLogLikelihoodLoss: case OP_SoftmaxCrossEntropyLoss: rule_loss(b, k); return;
+	case OP_EyeLike:
+		mix(b, "writes values that depend on each row's position in the batch");
+		return;
+	case OP_If: case OP_Loop: case OP_Scan:
+		mix(b, "control flow is not analysed for batch independence yet: it may mix rows");
+		return;
+	}
+	mix(b, "kiln's batch analysis does not know %s, so it may mix rows", n->op_type);
+}
+
+/* Shape and Size of rows, and arithmetic on batch-dependent values: no rows. */
+static void metadata_rule(BD *b)
+{
+	Node *n = b->n;
+	for (int o = 0; o < n->nout; o++) {
+		int id = n->out[o];
+		if (id == NONE)
+			continue;
+		if (same_contents(b, id)) {
+			b->ax[id] = BD_NONE;
+		} else if ((n->op == OP_ConstantOfShape || (n->op == OP_Expand && in_axis(b, 0) == BD_NONE))
+		           && find_axis(b, id) >= 0) {
+			b->ax[id] = find_axis(b, id);  /* rows of one constant: nothing to mix */
+		} else {
+			b->ax[id] = BD_GLOBAL;
+		}
+	}
+}
+
+static void analyse_node(BD *b)
+{
+	Node *n = b->n;
+	int k = BD_NONE;
+	bool global = false;
+	for (int i = 0; i < n->nin; i++) {
+		int a = in_axis(b, i);
+		if (a >= 0 && k == BD_NONE)
+			k = a;
+		global |= a == BD_GLOBAL;
+	}
+	if (k == BD_NONE && !global) {
+		set_outputs(b, BD_NONE);
+		return;
+	}
+	if (k == BD_NONE || n->op == OP_Shape || n->op == OP_Size) {
+		metadata_rule(b);
+		return;
+	}
+	for (int i = 0; i < n->nin; i++)
+		if (in_axis(b, i) == BD_GLOBAL && !shape_slot(n->op, i)) {
+			mix(b, "input %d \"%s\" depends on the batch size", i,
+			    b->g->values[n->in[i]].name);
+			return;
+		}
+	rows_rule(b, k);
+	if (b->why)
+		return;
+	for (int o = 0; o < n->nout; o++) {
+		int id = n->out[o];
+		if (id == NONE)
+			continue;
+		if (b->ax[id] >= 0 && !scales_on(b, id, b->ax[id]))
+			mix(b, "output %d \"%s\" does not keep the batch on axis %d", o, b->g->values[id].name,
+			    b->ax[id]);
+		else if (b->ax[id] == BD_NONE && !same_shape(b, id))
+			mix(b, "output %d \"%s\" changes shape with the batch", o, b->g->values[id].name);
+	}
+}
+
+/* ---- the pass --------------------------------------------------------------- */
+
+/* Shape inference at a probe batch; false (and the reason) if it fails. */
+static bool probe(Model *m, Sig *s, int64_t batch, const BindOptions *o, const char **why)
+{
+	Diag *d = m->diag;
+	Diag saved = *d;
+	jmp_buf jb;
+	d->protect = &jb;
+	bool ok = false;
+	if (setjmp(jb) == 0) {
+		s->batch = batch;
+		s->g = m->graph;
+		shape_infer(s, o, m->arena, d);
+		ok = true;
+	} else {
+		*why = arena_printf(m->arena, "at batch %lld: %s", (long long)batch, d->msg);
+	}
+	*d = saved;
+	return ok;
+}
+
+void batchdep_analyse(Model *m, const BindOptions *o, BatchDep *out)
+{
+	static const BindOptions none = {0};
+	memset(out, 0, sizeof *out);
+	Graph *g = m->graph;
+	BD b = {.g = g, .a = m->arena};
+	b.p[0] = arena_alloc(m->arena, sizeof(Sig));
+	b.p[1] = arena_alloc(m->arena, sizeof(Sig));
+	const char *why = NULL;
+	if (!probe(m, b.p[0], probe_batch[0], o ? o : &none, &why) ||
+	    !probe(m, b.p[1], probe_batch[1], o ? o : &none, &why)) {
+		out->why = arena_printf(m->arena, "shapes do not follow the batch size (%s)", why);
+		return;
+	}
+	b.ax = arena_array(m->arena, (size_t)g->nvalues, sizeof *b.ax);
+	for (int i = 0; i < g->nvalues; i++)
+		b.ax[i] = BD_NONE;
+	for (int i = 0; i < g->ninputs; i++) {
+		int id = g->inputs[i];
+		if (g->values[id].kind != VAL_INPUT)
+			continue;
+		int k = find_axis(&b, id);
+		if (k == -3) {
+			out->why = arena_printf(m->arena, "graph input \"%s\" has the batch on more than one "
+			                        "axis", g->values[id].name);
+			return;
+		}
+		b.ax[id] = k;
+		out->any_batched |= k >= 0;
+	}
+	if (!out->any_batched) {
+		out->why = "no graph input has a batch axis (a symbolic first dim, or --batch-dim)";
+		return;
+	}
+	for (int i = 0; i < g->nnodes && !b.why; i++) {
+		b.n = &g->nodes[i];
+		analyse_node(&b);
+	}
+	for (int i = 0; i < g->noutputs && !b.why; i++) {
+		int id = g->outputs[i];
+		if (b.ax[id] == BD_GLOBAL && g->values[id].producer != NONE) {
+			b.n = &g->nodes[g->values[id].producer];
+			mix(&b, "graph output \"%s\" depends on the batch size", g->values[id].name);
+		}
+	}
+	out->why = b.why;
+	out->independent = !b.why;
+	out->axis = b.ax;
+	out->per_sample = arena_array(m->arena, (size_t)g->nvalues, sizeof *out->per_sample);
+	for (int i = 0; i < g->nvalues; i++)
+		if (b.ax[i] >= 0 && b.ax[i] < b.p[0]->shapes[i].rank)
+			out->per_sample[i] = b.p[0]->shapes[i].dims[b.ax[i]].size / probe_batch[0];
+}

@@ -1,0 +1,566 @@
+/*
+ * run.c - kiln_run: any batch size n from the compiled ones, through a
+ * per-thread context in caller memory (see include/kiln/run.h).
+ *
+ * Context memory, from a 64-byte aligned start:
+ *
+ *   struct kiln_context (KILN_CONTEXT_HEADER_BYTES)
+ *   cost[nbatches]            double, the cost of one call per compiled size
+ *   best[bound + 1]           double, the least cost of n rows
+ *   choice[bound + 1]         uint16, the size index of n's first chunk
+ *   staging                   every input and output at the largest size
+ *   arena                     the largest signature's arena
+ *
+ * The plan of n is a shortest cover: best[n] = min_i cost[i] + best[n - b_i]
+ * (best of a non-positive rest is 0: that chunk is the padded last one).
+ * The table is filled once per cost change, so kiln_run only walks it and
+ * never takes a lock; the descriptor is read-only and shared.
+ */
+#define _POSIX_C_SOURCE 200809L
+#include <stdalign.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "kiln/run.h"
+
+typedef struct Rule {
+	int64_t batch;
+	int nchunks;
+	uint16_t chunk[KILN_MAX_RULE_CHUNKS];   /* size indices */
+} Rule;
+
+struct kiln_context {
+	const kiln_model *m;
+	void *owned;               /* kiln_context_create's allocation, else NULL */
+	double *cost;
+	double *best;
+	uint16_t *choice;
+	int64_t bound;
+	int cheapest;              /* size index with the least cost per row */
+	unsigned char *staging;
+	uint64_t staging_bytes;
+	unsigned char *arena;
+	int batched;               /* some input has a batch axis */
+	int inplace;               /* every batched tensor's rows are contiguous */
+	int nrules;
+	Rule rules[KILN_MAX_RULES];
+	const void *in_ptr[KILN_MAX_IO];
+	void *out_ptr[KILN_MAX_IO];
+};
+
+_Static_assert(sizeof(struct kiln_context) <= KILN_CONTEXT_HEADER_BYTES,
+               "KILN_CONTEXT_HEADER_BYTES is too small");
+
+/* ---- tensor geometry --------------------------------------------------- */
+
+static uint64_t elem_bytes(int dtype)
+{
+	switch (dtype) {
+	case KILN_FLOAT64: case KILN_INT64: case KILN_UINT64: return 8;
+	case KILN_FLOAT32: case KILN_INT32: case KILN_UINT32: return 4;
+	case KILN_FLOAT16: case KILN_BFLOAT16: case KILN_INT16: case KILN_UINT16: return 2;
+	default: return 1;
+	}
+}
+
+/* A tensor at batch n is [outer][n][row]: outer counts the elements before
+ * the batch axis, row the bytes of one sample after it (its per-sample
+ * extent on the axis included). A tensor without a batch axis is one row. */
+typedef struct Geom {
+	uint64_t outer, row;
+	int batched;
+} Geom;
+
+static Geom geom(const kiln_tensor_desc *t)
+{
+	Geom g = {1, elem_bytes(t->dtype), t->batch_axis >= 0};
+	for (int k = 0; k < t->rank; k++) {
+		if (g.batched && k < t->batch_axis)
+			g.outer *= (uint64_t)t->dims[k];
+		else
+			g.row *= (uint64_t)t->dims[k];
+	}
+	return g;
+}
+
+/* Bytes at batch n; UINT64_MAX if that overflows. */
+static uint64_t tensor_bytes(const kiln_tensor_desc *t, int64_t n)
+{
+	Geom g = geom(t);
+	if (!g.batched)
+		return g.outer * g.row;
+	uint64_t per = g.outer * g.row;
+	if (per && (uint64_t)n > UINT64_MAX / per)
+		return UINT64_MAX;
+	return per * (uint64_t)n;
+}
+
+static int64_t max_batch(const kiln_model *m)
+{
+	return m->batches[m->nbatches - 1];
+}
+
+/* Offsets of every tensor's staging copy at the largest size: inputs first. */
+static uint64_t staging_offset(const kiln_model *m, int which /* input i, or ninputs + output */)
+{
+	uint64_t off = 0;
+	for (int i = 0; i < which; i++) {
+		const kiln_tensor_desc *t = i < m->ninputs ? &m->inputs[i] : &m->outputs[i - m->ninputs];
+		off += KILN_ALIGN64(tensor_bytes(t, max_batch(m)));
+	}
+	return off;
+}
+
+/* ---- context set-up ------------------------------------------------------ */
+
+static int find_size(const kiln_model *m, int64_t b)
+{
+	for (int i = 0; i < m->nbatches; i++)
+		if (m->batches[i] == b)
+			return i;
+	return -1;
+}
+
+static int64_t plan_bound(const kiln_model *m)
+{
+	int64_t mb = max_batch(m);
+	return KILN_PLAN_BOUND(mb);
+}
+
+KILN_API uint64_t kiln_context_bytes(const kiln_model *m)
+{
+	if (!m || m->nbatches < 1)
+		return 0;
+	return KILN_CONTEXT_BYTES(m->nbatches, plan_bound(m),
+	                          staging_offset(m, m->ninputs + m->noutputs), m->max_arena_bytes);
+}
+
+/* Fill best[] and choice[] from cost[]: sizes are tried largest first and a
+ * tie keeps the larger, so equal costs prefer fewer chunks. */
+static void make_plans(kiln_context *c)
+{
+	const kiln_model *m = c->m;
+	c->best[0] = 0;
+	c->choice[0] = 0;
+	for (int64_t n = 1; n <= c->bound; n++) {
+		double best = 0;
+		int pick = -1;
+		for (int i = m->nbatches - 1; i >= 0; i--) {
+			int64_t rest = n - m->batches[i];
+			double v = c->cost[i] + (rest > 0 ? c->best[rest] : 0.0);
+			if (pick < 0 || v < best) {
+				best = v;
+				pick = i;
+			}
+		}
+		c->best[n] = best;
+		c->choice[n] = (uint16_t)pick;
+	}
+	c->cheapest = m->nbatches - 1;
+	for (int i = m->nbatches - 1; i >= 0; i--)
+		if (c->cost[i] / (double)m->batches[i] <
+		    c->cost[c->cheapest] / (double)m->batches[c->cheapest])
+			c->cheapest = i;
+}
+
+KILN_API int kiln_context_init(kiln_context **ctx, const kiln_model *m, void *mem, uint64_t bytes)
+{
+	if (!ctx || !m || !mem)
+		return KILN_USAGE;
+	*ctx = NULL;
+	/* A descriptor from another kiln may not have the fields read here. */
+	if (m->kiln_version != KILN_VERSION_NUM || m->struct_bytes < sizeof(kiln_model) ||
+	    m->nbatches < 1 || m->nbatches > 65535)
+		return KILN_USAGE;
+	if (m->ninputs > KILN_MAX_IO || m->noutputs > KILN_MAX_IO)
+		return KILN_LIMIT;
+	uint64_t need = kiln_context_bytes(m);
+	if (bytes < need)
+		return KILN_USAGE;
+	unsigned char *p = (unsigned char *)KILN_ALIGN64((uintptr_t)mem);
+	kiln_context *c = (kiln_context *)(void *)p;
+	memset(c, 0, sizeof *c);
+	c->m = m;
+	c->bound = plan_bound(m);
+	p += KILN_CONTEXT_HEADER_BYTES;
+	c->cost = (double *)(void *)p;
+	p += KILN_ALIGN64(8u * (uint64_t)m->nbatches);
+	c->best = (double *)(void *)p;
+	c->choice = (uint16_t *)(void *)(p + 8u * ((uint64_t)c->bound + 1u));
+	p += KILN_ALIGN64(10u * ((uint64_t)c->bound + 1u));
+	c->staging = p;
+	c->staging_bytes = staging_offset(m, m->ninputs + m->noutputs);
+	p += KILN_ALIGN64(c->staging_bytes);
+	c->arena = p;
+	c->inplace = 1;
+	for (int i = 0; i < m->ninputs + m->noutputs; i++) {
+		const kiln_tensor_desc *t = i < m->ninputs ? &m->inputs[i] : &m->outputs[i - m->ninputs];
+		Geom g = geom(t);
+		if (g.batched && g.outer != 1)
+			c->inplace = 0;
+		if (g.batched && i < m->ninputs)
+			c->batched = 1;
+	}
+	for (int i = 0; i < m->nbatches; i++)
+		c->cost[i] = m->cost && m->cost[i] > 0 ? m->cost[i] : (double)m->batches[i] + 1.0;
+	make_plans(c);
+	for (int i = 0; i < m->nrules; i++) {
+		int st = kiln_context_set_rule(c, m->rules[i]);
+		if (st != KILN_OK && st != KILN_BATCH_MIXING)
+			return st;
+	}
+	*ctx = c;
+	return KILN_OK;
+}
+
+KILN_API int kiln_context_create(kiln_context **ctx, const kiln_model *m)
+{
+	if (!ctx || !m)
+		return KILN_USAGE;
+	*ctx = NULL;
+	uint64_t bytes = kiln_context_bytes(m);
+	if (!bytes || bytes > SIZE_MAX)
+		return KILN_USAGE;
+	void *mem = malloc((size_t)bytes);
+	if (!mem)
+		return KILN_NO_MEMORY;
+	int st = kiln_context_init(ctx, m, mem, bytes);
+	if (st != KILN_OK) {
+		free(mem);
+		return st;
+	}
+	(*ctx)->owned = mem;
+	return KILN_OK;
+}
+
+KILN_API void kiln_context_destroy(kiln_context *ctx)
+{
+	if (ctx)
+		free(ctx->owned);
+}
+
+/* ---- rules ------------------------------------------------------------------ */
+
+/* A positive decimal below 2^31; advances *s. 0 if there is none. */
+static int64_t decimal(const char **s)
+{
+	int64_t v = 0;
+	const char *p = *s;
+	if (*p < '0' || *p > '9')
+		return 0;
+	for (; *p >= '0' && *p <= '9'; p++) {
+		v = v * 10 + (*p - '0');
+		if (v >= (INT64_C(1) << 31))
+			return 0;
+	}
+	*s = p;
+	return v;
+}
+
+KILN_API int kiln_rule_parse(const char *text, const int64_t *sizes, int nsizes, kiln_rule *out)
+{
+	if (!text || !out || (!sizes && nsizes))
+		return KILN_USAGE;
+	memset(out, 0, sizeof *out);
+	const char *s = text;
+	if (!strchr(text, ':'))
+		return KILN_RULE_SYNTAX;
+	int64_t b = decimal(&s);
+	if (!b || *s++ != ':')
+		return KILN_RULE_SYNTAX;
+	int64_t sum = 0;
+	for (;;) {
+		int64_t v = decimal(&s);
+		if (!v)
+			return KILN_RULE_SYNTAX;
+		if (out->nchunks == KILN_MAX_RULE_CHUNKS)
+			return KILN_LIMIT;
+		out->chunks[out->nchunks++] = v;
+		sum += v;
+		if (!*s)
+			break;
+		if (*s++ != ',')
+			return KILN_RULE_SYNTAX;
+	}
+	for (int k = 0; k < out->nchunks; k++) {
+		int found = 0;
+		for (int i = 0; i < nsizes && !found; i++)
+			found = sizes[i] == out->chunks[k];
+		if (!found)
+			return KILN_RULE_SIZE;
+	}
+	if (sum < b)
+		return KILN_RULE_SHORT;
+	if (sum - b >= out->chunks[out->nchunks - 1])
+		return KILN_RULE_PADDING;
+	out->batch = b;
+	return KILN_OK;
+}
+
+KILN_API int kiln_context_set_rule(kiln_context *ctx, const char *text)
+{
+	if (!ctx)
+		return KILN_USAGE;
+	const kiln_model *m = ctx->m;
+	kiln_rule r;
+	int st = kiln_rule_parse(text, m->batches, m->nbatches, &r);
+	if (st != KILN_OK)
+		return st;
+	if (!m->batch_independent)
+		return KILN_BATCH_MIXING;
+	int at = 0;
+	while (at < ctx->nrules && ctx->rules[at].batch != r.batch)
+		at++;
+	if (at == KILN_MAX_RULES)
+		return KILN_LIMIT;
+	Rule *dst = &ctx->rules[at];
+	dst->batch = r.batch;
+	dst->nchunks = r.nchunks;
+	for (int k = 0; k < r.nchunks; k++)
+		dst->chunk[k] = (uint16_t)find_size(m, r.chunks[k]);
+	if (at == ctx->nrules)
+		ctx->nrules++;
+	return KILN_OK;
+}
+
+KILN_API void kiln_context_clear_rules(kiln_context *ctx)
+{
+	if (ctx)
+		ctx->nrules = 0;
+}
+
+static const Rule *find_rule(const kiln_context *c, int64_t n)
+{
+	for (int i = 0; i < c->nrules; i++)
+		if (c->rules[i].batch == n)
+			return &c->rules[i];
+	return NULL;
+}
+
+/* ---- plans ------------------------------------------------------------------ */
+
+/* The size index of the next chunk when `left` rows remain (step k of n). */
+static int next_chunk(const kiln_context *c, const Rule *r, int k, int64_t left)
+{
+	if (r)
+		return r->chunk[k];
+	if (left > c->bound)
+		return c->cheapest;
+	return c->choice[left];
+}
+
+KILN_API int kiln_context_plan(const kiln_context *ctx, int64_t n, int64_t *chunks, int max,
+                               int *nchunks)
+{
+	if (!ctx || !nchunks || n < 0 || (max > 0 && !chunks))
+		return KILN_USAGE;
+	const kiln_model *m = ctx->m;
+	*nchunks = 0;
+	if (n == 0)
+		return KILN_OK;
+	int direct = find_size(m, n);
+	if (direct >= 0 && !find_rule(ctx, n)) {
+		if (max < 1)
+			return KILN_LIMIT;
+		chunks[0] = n;
+		*nchunks = 1;
+		return KILN_OK;
+	}
+	if (!m->batch_independent || !ctx->batched)
+		return KILN_BATCH_MIXING;
+	const Rule *r = find_rule(ctx, n);
+	int k = 0;
+	for (int64_t left = n; left > 0; k++) {
+		int i = next_chunk(ctx, r, k, left);
+		if (k < max)
+			chunks[k] = m->batches[i];
+		left -= m->batches[i];
+	}
+	*nchunks = k;
+	return k > max ? KILN_LIMIT : KILN_OK;
+}
+
+KILN_API int kiln_context_set_costs(kiln_context *ctx, const double *cost)
+{
+	if (!ctx || !cost)
+		return KILN_USAGE;
+	for (int i = 0; i < ctx->m->nbatches; i++)
+		if (!(cost[i] > 0))
+			return KILN_USAGE;
+	memcpy(ctx->cost, cost, (size_t)ctx->m->nbatches * sizeof *cost);
+	make_plans(ctx);
+	return KILN_OK;
+}
+
+KILN_API const double *kiln_context_costs(const kiln_context *ctx)
+{
+	return ctx ? ctx->cost : NULL;
+}
+
+KILN_API void *kiln_context_staging(kiln_context *ctx, uint64_t *bytes)
+{
+	if (bytes)
+		*bytes = ctx ? ctx->staging_bytes : 0;
+	return ctx ? ctx->staging : NULL;
+}
+
+/* ---- running ------------------------------------------------------------------ */
+
+/* Run compiled size i on the pointers in ctx->in_ptr / out_ptr. */
+static int call(kiln_context *c, int i)
+{
+	return c->m->run[i](c->arena, c->in_ptr, c->out_ptr);
+}
+
+/* One chunk of size s at row r with `rows` valid rows (rows <= s), through
+ * the staging area: valid input rows copied in, padded rows zeroed, valid
+ * output rows copied back. Tensors without a batch axis are used in place. */
+static int staged_chunk(kiln_context *c, int i, int64_t n, int64_t r, int64_t rows,
+                        const kiln_input *in, const kiln_output *out)
+{
+	const kiln_model *m = c->m;
+	uint64_t s = (uint64_t)m->batches[i];
+	for (int t = 0; t < m->ninputs; t++) {
+		Geom g = geom(&m->inputs[t]);
+		if (!g.batched) {
+			c->in_ptr[t] = in[t].data;
+			continue;
+		}
+		unsigned char *dst = c->staging + staging_offset(m, t);
+		const unsigned char *src = in[t].data;
+		for (uint64_t o = 0; o < g.outer; o++) {
+			unsigned char *d = dst + o * s * g.row;
+			memcpy(d, src + (o * (uint64_t)n + (uint64_t)r) * g.row, (uint64_t)rows * g.row);
+			memset(d + (uint64_t)rows * g.row, 0, (s - (uint64_t)rows) * g.row);
+		}
+		c->in_ptr[t] = dst;
+	}
+	for (int t = 0; t < m->noutputs; t++) {
+		Geom g = geom(&m->outputs[t]);
+		c->out_ptr[t] = g.batched ? c->staging + staging_offset(m, m->ninputs + t) : out[t].data;
+	}
+	int st = call(c, i);
+	if (st != KILN_OK)
+		return st;
+	for (int t = 0; t < m->noutputs; t++) {
+		Geom g = geom(&m->outputs[t]);
+		if (!g.batched)
+			continue;
+		const unsigned char *src = c->out_ptr[t];
+		unsigned char *dst = out[t].data;
+		for (uint64_t o = 0; o < g.outer; o++)
+			memcpy(dst + (o * (uint64_t)n + (uint64_t)r) * g.row, src + o * s * g.row,
+			       (uint64_t)rows * g.row);
+	}
+	return KILN_OK;
+}
+
+/* A full chunk on the caller's buffers at row r (rows contiguous: outer 1). */
+static int inplace_chunk(kiln_context *c, int i, int64_t r, const kiln_input *in,
+                         const kiln_output *out)
+{
+	const kiln_model *m = c->m;
+	for (int t = 0; t < m->ninputs; t++) {
+		Geom g = geom(&m->inputs[t]);
+		c->in_ptr[t] = (const unsigned char *)in[t].data + (g.batched ? (uint64_t)r * g.row : 0);
+	}
+	for (int t = 0; t < m->noutputs; t++) {
+		Geom g = geom(&m->outputs[t]);
+		c->out_ptr[t] = (unsigned char *)out[t].data + (g.batched ? (uint64_t)r * g.row : 0);
+	}
+	return call(c, i);
+}
+
+KILN_API int kiln_run(kiln_context *ctx, int64_t n, const kiln_input *inputs,
+                      const kiln_output *outputs)
+{
+	if (!ctx || n < 0)
+		return KILN_USAGE;
+	if (n == 0)
+		return KILN_OK;
+	const kiln_model *m = ctx->m;
+	if ((m->ninputs && !inputs) || (m->noutputs && !outputs))
+		return KILN_USAGE;
+	for (int t = 0; t < m->ninputs + m->noutputs; t++) {
+		const kiln_tensor_desc *d = t < m->ninputs ? &m->inputs[t] : &m->outputs[t - m->ninputs];
+		const void *data = t < m->ninputs ? inputs[t].data : outputs[t - m->ninputs].data;
+		int dtype = t < m->ninputs ? inputs[t].dtype : outputs[t - m->ninputs].dtype;
+		uint64_t bytes = t < m->ninputs ? inputs[t].bytes : outputs[t - m->ninputs].bytes;
+		uint64_t need = tensor_bytes(d, n);
+		if (need == UINT64_MAX)
+			return KILN_LIMIT;
+		if (dtype != d->dtype || bytes < need || (!data && need))
+			return KILN_USAGE;
+	}
+	const Rule *rule = find_rule(ctx, n);
+	int direct = find_size(m, n);
+	if (direct >= 0 && !rule) {
+		for (int t = 0; t < m->ninputs; t++)
+			ctx->in_ptr[t] = inputs[t].data;
+		for (int t = 0; t < m->noutputs; t++)
+			ctx->out_ptr[t] = outputs[t].data;
+		return call(ctx, direct);
+	}
+	if (!m->batch_independent || !ctx->batched)
+		return KILN_BATCH_MIXING;
+	int64_t r = 0;
+	for (int k = 0; r < n; k++) {
+		int i = next_chunk(ctx, rule, k, n - r);
+		int64_t s = m->batches[i], rows = s < n - r ? s : n - r;
+		int st = rows == s && ctx->inplace ? inplace_chunk(ctx, i, r, inputs, outputs)
+		                                   : staged_chunk(ctx, i, n, r, rows, inputs, outputs);
+		if (st != KILN_OK)
+			return st;
+		r += rows;
+	}
+	return KILN_OK;
+}
+
+/* ---- calibration ------------------------------------------------------------ */
+
+static double now_ns(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (double)ts.tv_sec * 1e9 + (double)ts.tv_nsec;
+}
+
+static int cmp_double(const void *a, const void *b)
+{
+	double x = *(const double *)a, y = *(const double *)b;
+	return (x > y) - (x < y);
+}
+
+KILN_API int kiln_context_calibrate(kiln_context *ctx, int reps, double *measured_ns)
+{
+	enum { MAX_REPS = 101 };
+	if (!ctx || reps < 1)
+		return KILN_USAGE;
+	if (reps > MAX_REPS)
+		reps = MAX_REPS;
+	const kiln_model *m = ctx->m;
+	double t[MAX_REPS], cost[256];
+	if (m->nbatches > 256)
+		return KILN_LIMIT;
+	memset(ctx->staging, 0, ctx->staging_bytes);
+	for (int t_ = 0; t_ < m->ninputs; t_++)
+		ctx->in_ptr[t_] = ctx->staging + staging_offset(m, t_);
+	for (int t_ = 0; t_ < m->noutputs; t_++)
+		ctx->out_ptr[t_] = ctx->staging + staging_offset(m, m->ninputs + t_);
+	for (int i = 0; i < m->nbatches; i++) {
+		int st = call(ctx, i); /* warm up */
+		if (st != KILN_OK)
+			return st;
+		for (int k = 0; k < reps; k++) {
+			double s = now_ns();
+			call(ctx, i);
+			t[k] = now_ns() - s;
+		}
+		qsort(t, (size_t)reps, sizeof t[0], cmp_double);
+		cost[i] = t[reps / 2] > 1.0 ? t[reps / 2] : 1.0;
+		if (measured_ns)
+			measured_ns[i] = t[reps / 2];
+	}
+	return kiln_context_set_costs(ctx, cost);
+}

@@ -1,0 +1,46 @@
+#!/bin/sh
+# --freeze end to end: usage: freeze.sh KILN SOURCE_ROOT LIBKILN_A OUTDIR
+#  - a model whose shapes depend on input values does not compile without
+#    --freeze, and the error says which input to freeze and how;
+#  - with the values frozen it compiles, runs right on those values and
+#    refuses other values with KILN_FROZEN_INPUT;
+#  - bad --freeze values give one clear line and exit 2.
+set -u
+KILN=$1 SRC=$2 LIBKILN=$3 OUT=$4
+pass=0 fail=0
+ok() { pass=$((pass + 1)); }
+bad() { echo "FAIL: $*"; fail=$((fail + 1)); }
+rm -rf "$OUT" && mkdir -p "$OUT"
+M=$SRC/tests/fixtures/range_inputs.onnx
+
+err=$("$KILN" compile "$M" --batch 1 -o "$OUT" 2>&1 >/dev/null); rc=$?
+[ $rc -eq 2 ] && ok || bad "compile without --freeze exits $rc"
+case $err in
+*'input 0 "start" must be known at compile time (--freeze start=V0,V1,...)'*) ok ;;
+*) bad "unfrozen error: $err" ;;
+esac
+
+"$KILN" compile "$M" --batch 1 --freeze start=1 --freeze limit=7 --freeze=delta=2 \
+	--name range_inputs -o "$OUT" >/dev/null && ok || bad "compile with --freeze"
+grep -q 'was frozen at compile time' "$OUT/range_inputs.c" && ok || bad "no run-time check in the C"
+# shellcheck disable=SC2086
+${CC:-cc} -std=c11 -Wall -Wextra -Werror ${SANFLAGS:-} -I"$OUT" -I"$SRC/include" \
+	"$SRC/tests/compile/freeze_main.c" "$OUT/range_inputs.o" "$LIBKILN" -lm -o "$OUT/run" \
+	&& ok || bad "link"
+"$OUT/run" && ok || bad "run"
+
+check_err() {  # expected-substring, then kiln arguments
+	want=$1; shift
+	e=$("$KILN" "$@" 2>&1 >/dev/null); rc=$?
+	if [ $rc -eq 2 ] && [ "$(printf '%s\n' "$e" | grep -c .)" -le 2 ] && \
+	   printf '%s' "$e" | grep -qF -- "$want"; then ok; else bad "kiln $*: rc $rc: $e"; fi
+}
+check_err "'abc' is not a int64 value" compile "$M" --batch 1 -o "$OUT/x" --freeze limit=abc
+check_err 'has 2 elements; its shape holds 1' compile "$M" --batch 1 -o "$OUT/x" --freeze start=1,2
+check_err '--freeze names "nope", which is not a graph input' compile "$M" --batch 1 -o "$OUT/x" --freeze nope=1
+check_err "--freeze needs INPUT=V0,V1,..., got 'limit'" compile "$M" --batch 1 -o "$OUT/x" --freeze limit
+check_err "not 'check'" check "$M" --freeze limit=1
+check_err "'99999999999999999999' is not a int64 value" compile "$M" --batch 1 -o "$OUT/x" --freeze limit=99999999999999999999
+
+echo "freeze: $pass passed, $fail failed"
+[ $fail -eq 0 ]
