@@ -41,16 +41,19 @@ static int find_batch_dim(const BindOptions *o, const char *name)
 /* Every option must name a real runtime input: a typo is an error, not a no-op. */
 static void check_option_names(Graph *g, const BindOptions *o, Diag *d)
 {
-	for (int k = 0; k < o->nshapes + o->nbatch_dims; k++) {
+	for (int k = 0; k < o->nshapes + o->nbatch_dims + o->nfreezes; k++) {
 		const char *name = k < o->nshapes ? o->shapes[k].input
-		                                  : o->batch_dims[k - o->nshapes].input;
+		                   : k < o->nshapes + o->nbatch_dims
+		                       ? o->batch_dims[k - o->nshapes].input
+		                       : o->freezes[k - o->nshapes - o->nbatch_dims].input;
 		bool found = false;
 		for (int i = 0; i < g->ninputs && !found; i++)
 			found = g->values[g->inputs[i]].kind == VAL_INPUT &&
 			        strcmp(g->values[g->inputs[i]].name, name) == 0;
 		if (!found)
 			diag_fail(d, KILN_USAGE, "%s names \"%s\", which is not a graph input",
-			          k < o->nshapes ? "--shape" : "--batch-dim", name);
+			          k < o->nshapes ? "--shape"
+			          : k < o->nshapes + o->nbatch_dims ? "--batch-dim" : "--freeze", name);
 	}
 }
 
@@ -117,9 +120,12 @@ static void bind_inputs(Sig *s, const BindOptions *o, Diag *d)
 			const Tensor *t = o->freezes[k].value;
 			if (strcmp(o->freezes[k].input, v->name) != 0)
 				continue;
+			if (!t)
+				t = freeze_values(v->name, v->dtype, o->freezes[k].text, s->a, d);
 			if (t->dtype != v->dtype || t->w.nelem != shape_nelem(&sh) || t->dtype == DT_STRING)
-				diag_fail(d, KILN_USAGE, "frozen value of input \"%s\" does not fit its shape",
-				          v->name);
+				diag_fail(d, KILN_USAGE, "frozen value of input \"%s\" has %lld elements; its "
+				          "shape holds %lld", v->name, (long long)t->w.nelem,
+				          (long long)shape_nelem(&sh));
 			Folded *f = arena_alloc(s->a, sizeof *f);
 			*f = (Folded){t->dtype, t->w.nelem, t->w.bytes};
 			s->folded[id] = f;
@@ -272,8 +278,13 @@ _Noreturn void infer_fail_unknown(Infer *x, int i, const char *hint)
 	if (src != NONE && src != x->n->in[i])
 		infer_fail(x, KILN_UNSUPPORTED,
 		           "input %d \"%s\" is computed from graph input \"%s\", which must be known "
-		           "at compile time%s",
-		           i, infer_input_name(x, i), x->g->values[src].name, hint);
+		           "at compile time%s (--freeze %s=V0,V1,...)",
+		           i, infer_input_name(x, i), x->g->values[src].name, hint,
+		           x->g->values[src].name);
+	if (infer_has_input(x, i) && x->g->values[x->n->in[i]].kind == VAL_INPUT)
+		infer_fail(x, KILN_UNSUPPORTED,
+		           "input %d \"%s\" must be known at compile time%s (--freeze %s=V0,V1,...)", i,
+		           infer_input_name(x, i), hint, infer_input_name(x, i));
 	infer_fail(x, KILN_UNSUPPORTED, "input %d \"%s\" must be known at compile time%s", i,
 	           infer_input_name(x, i), hint);
 }

@@ -246,7 +246,7 @@ retry:;
 		for (int i = 0; i < nin; i++)
 			for (int k = 0; k < nwant; k++)
 				if (strcmp(want[k], g->values[rt_in[i]].name) == 0 && freezable(&ins[i])) {
-					frozen[bind.nfreezes++] = (Freeze){g->values[rt_in[i]].name, &ins[i]};
+					frozen[bind.nfreezes++] = (Freeze){.input = g->values[rt_in[i]].name, .value = &ins[i]};
 					snprintf(o->frozen + strlen(o->frozen), sizeof o->frozen - strlen(o->frozen),
 					         "%s%s", bind.nfreezes > 1 ? "," : "", g->values[rt_in[i]].name);
 				}
