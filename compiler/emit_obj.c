@@ -362,11 +362,15 @@ int emit_weights_object(const char *path, const char *triple, const ObjSymbol *s
 		LLVMSetAlignment(g, s->align);
 		globals[i] = g;
 	}
+	/* ELF: LLVM lays out zeros (free) and obj_patch.c writes the bytes in
+	 * place afterwards; LLVM never holds a copy of the weights. */
+	int patch = obj_patch_is_elf_triple(norm);
 	for (size_t i = 0; i < nsyms; i++) {
 		const ObjSymbol *s = &syms[i];
 		static const char zero = 0;
-		LLVMValueRef v = s->nbytes ? contents_value(ctx, s->bytes, s->nbytes)
-		                           : contents_value(ctx, &zero, 1);
+		LLVMValueRef v = patch ? LLVMConstNull(contents_type(ctx, s->nbytes ? s->nbytes : 1))
+		                 : s->nbytes ? contents_value(ctx, s->bytes, s->nbytes)
+		                             : contents_value(ctx, &zero, 1);
 		if (!v) {
 			set_err(err, errsz, "out of memory");
 			free(globals);
@@ -390,6 +394,11 @@ int emit_weights_object(const char *path, const char *triple, const ObjSymbol *s
 		 * garbage either way. Otherwise the open may have failed on a file
 		 * that is still intact. */
 		if ((sink.failed || !existed) && removable)
+			unlink(path);
+		goto out;
+	}
+	if (patch && obj_patch_elf(path, syms, nsyms, err, errsz) != 0) {
+		if (removable)
 			unlink(path);
 		goto out;
 	}

@@ -20,6 +20,13 @@ typedef struct ObjSymbol {
  * each symbol as a global constant in a read-only section, aligned as asked.
  * The output is deterministic: same input, same bytes. Returns 0 on success,
  * else -1 with a one-line reason in err. Never exits, never long-jumps. */
+/* obj_patch.c: ELF targets get zeros from LLVM and their bytes from here,
+ * so no weight is copied twice while the object is written. */
+#include <stdbool.h>
+bool obj_patch_is_elf_triple(const char *triple);
+int obj_patch_elf(const char *path, const ObjSymbol *syms, size_t nsyms, char *err,
+                  size_t errsz);
+
 int emit_weights_object(const char *path, const char *triple, const ObjSymbol *syms,
                         size_t nsyms, char *err, size_t errsz);
 

@@ -1,0 +1,187 @@
+#!/usr/bin/python3
+"""Unit tests of each optimizer pass on small graphs: the ops left after the
+passes (`kiln dump --passes`), the weight bytes (`kiln info --passes`), and
+the outputs of the optimized and the --no-opt build against numpy
+(`kiln verify`, rtol 1e-3, atol 1e-5).
+
+usage: passes.py KILN
+"""
+import os
+import re
+import shutil
+import subprocess
+import sys
+import tempfile
+
+import numpy as np
+from onnx import TensorProto, helper, numpy_helper, save
+
+failures = []
+F = TensorProto.FLOAT
+
+
+def t(name, arr):
+    return numpy_helper.from_array(np.asarray(arr), name)
+
+
+def case(kiln, root, name, nodes, inputs, outputs, inits, ref_in, ref_out, want_ops,
+         flags=(), opset=13):
+    folder = os.path.join(root, name)
+    os.makedirs(os.path.join(folder, "test_data_set_0"))
+    graph = helper.make_graph(nodes, name, inputs, outputs, inits)
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", opset)])
+    model.ir_version = 8
+    save(model, os.path.join(folder, "model.onnx"))
+    for kind, arrs in (("input", ref_in), ("output", ref_out)):
+        for i, a in enumerate(arrs):
+            with open(os.path.join(folder, "test_data_set_0", "%s_%d.pb" % (kind, i)), "wb") as f:
+                f.write(numpy_helper.from_array(np.asarray(a)).SerializeToString())
+    dump = subprocess.run([kiln, "dump", os.path.join(folder, "model.onnx"), "--passes"] +
+                          list(flags), capture_output=True, text=True).stdout
+    ops = re.findall(r"^  n\d+ \"[^\"]*\" (\w+) ", dump, re.M)
+    info = subprocess.run([kiln, "info", os.path.join(folder, "model.onnx"), "--passes"] +
+                          list(flags), capture_output=True, text=True).stdout
+    m = re.search(r"weight bytes (\d+) -> (\d+)", info)
+    results = [ops == want_ops]
+    msg = "%s: ops %s (want %s)" % (name, ops, want_ops)
+    # (--no-opt runs no pass, --weights-dtype's included: only plain cases.)
+    for extra in ([], ["--no-opt"]) if not flags else ([],):
+        p = subprocess.run([kiln, "verify", folder] + extra + list(flags), capture_output=True,
+                           text=True)
+        results.append(p.returncode == 0)
+        if p.returncode:
+            msg += "; verify %s: %s" % (" ".join(extra) or "(optimized)", p.stdout.strip())
+    ok = all(results)
+    print(("ok   " if ok else "FAIL ") + msg)
+    if not ok:
+        failures.append(name)
+    return (int(m.group(1)), int(m.group(2))) if m else (None, None)
+
+
+def vi(name, shape, dt=F):
+    return helper.make_tensor_value_info(name, dt, shape)
+
+
+def main():
+    kiln = os.path.abspath(sys.argv[1])
+    root = tempfile.mkdtemp(prefix="kiln-passes-")
+    rng = np.random.default_rng(0)
+    x = rng.standard_normal((2, 3, 4)).astype(np.float32)
+    N = helper.make_node
+    try:
+        # noop: every kind of no-op around one Relu.
+        nodes = [N("Identity", ["x"], ["a"]), N("Dropout", ["a"], ["b"]),
+                 N("Cast", ["b"], ["c"], to=F), N("Reshape", ["c", "shp"], ["d"]),
+                 N("Transpose", ["d"], ["e"], perm=[0, 1, 2]), N("Pad", ["e", "pads"], ["f"]),
+                 N("Slice", ["f", "st", "en"], ["g"]), N("Mul", ["g", "one"], ["h"]),
+                 N("Add", ["zero", "h"], ["i"]), N("Relu", ["i"], ["r"]),
+                 N("Identity", ["r"], ["y"])]
+        inits = [t("shp", np.array([2, 3, 4], np.int64)), t("pads", np.zeros(6, np.int64)),
+                 t("st", np.array([0], np.int64)), t("en", np.array([100], np.int64)),
+                 t("one", np.ones(4, np.float32)), t("zero", np.zeros((1, 4), np.float32))]
+        case(kiln, root, "noop", nodes, [vi("x", [2, 3, 4])], [vi("y", [2, 3, 4])], inits,
+             [x], [np.maximum(x, 0)], ["Relu"])
+        # noop keeps a Mul by one that broadcasts (changes the shape).
+        nodes = [N("Mul", ["x", "ones"], ["y"])]
+        case(kiln, root, "noop_broadcast", nodes, [vi("x", [3, 4])], [vi("y", [2, 3, 4])],
+             [t("ones", np.ones((2, 3, 4), np.float32))], [x[0]], [np.broadcast_to(x[0], (2, 3, 4))],
+             ["Mul"])
+        # dedup: two identical initializers -> one.
+        w = rng.standard_normal((4,)).astype(np.float32)
+        nodes = [N("Add", ["x", "w1"], ["a"]), N("Mul", ["a", "w2"], ["y"])]
+        before, after = case(kiln, root, "dedup", nodes, [vi("x", [2, 3, 4])],
+                             [vi("y", [2, 3, 4])], [t("w1", w), t("w2", w.copy())], [x],
+                             [(x + w) * w], ["Add", "Mul"])
+        ok = before == after == 16  # stored once either way (emit shares bytes); one value now
+        print(("ok   " if ok else "FAIL ") + "dedup: weight bytes %s -> %s" % (before, after))
+        if not ok:
+            failures.append("dedup bytes")
+        # cse: two identical Transposes and two identical Sigmoids -> one each.
+        nodes = [N("Transpose", ["x"], ["t1"], perm=[0, 2, 1]),
+                 N("Transpose", ["x"], ["t2"], perm=[0, 2, 1]),
+                 N("Sigmoid", ["t1"], ["s1"]), N("Sigmoid", ["t2"], ["s2"]),
+                 N("Add", ["s1", "s2"], ["y"])]
+        xt = x.transpose(0, 2, 1)
+        case(kiln, root, "cse", nodes, [vi("x", [2, 3, 4])], [vi("y", [2, 4, 3])], [], [x],
+             [2 / (1 + np.exp(-xt))], ["Transpose", "Sigmoid", "Add"])
+        # fold: an Add of two constants whose inputs die -> one constant.
+        c1, c2 = rng.standard_normal((4,)).astype(np.float32), rng.standard_normal((4,)).astype(np.float32)
+        nodes = [N("Add", ["c1", "c2"], ["c"]), N("Mul", ["x", "c"], ["y"])]
+        before, after = case(kiln, root, "fold", nodes, [vi("x", [2, 3, 4])],
+                             [vi("y", [2, 3, 4])], [t("c1", c1), t("c2", c2)], [x],
+                             [x * (c1 + c2)], ["Mul"])
+        ok = (before, after) == (32, 16)
+        print(("ok   " if ok else "FAIL ") + "fold: weight bytes %s -> %s" % (before, after))
+        if not ok:
+            failures.append("fold bytes")
+        # fold: a Transpose of a weight that is also read untransformed stays a node.
+        wm = rng.standard_normal((4, 4)).astype(np.float32)
+        nodes = [N("Transpose", ["w"], ["wt"], perm=[1, 0]), N("Add", ["x", "wt"], ["a"]),
+                 N("Sub", ["a", "w"], ["y"])]
+        before, after = case(kiln, root, "fold_shared", nodes, [vi("x", [4, 4])],
+                             [vi("y", [4, 4])], [t("w", wm)], [x[0, :, :].repeat(2, 0)[:4]],
+                             [x[0, :, :].repeat(2, 0)[:4] + wm.T - wm], ["Transpose", "Add", "Sub"])
+        ok = before == after == 64
+        print(("ok   " if ok else "FAIL ") + "fold_shared: weight bytes %s -> %s" % (before, after))
+        if not ok:
+            failures.append("fold_shared bytes")
+        # dce: a branch nobody reads, and an initializer only it used.
+        nodes = [N("Relu", ["x"], ["y"]), N("Mul", ["x", "unused_w"], ["dead"]),
+                 N("Sigmoid", ["dead"], ["dead2"])]
+        before, after = case(kiln, root, "dce", nodes, [vi("x", [2, 3, 4])],
+                             [vi("y", [2, 3, 4])], [t("unused_w", w)], [x], [np.maximum(x, 0)],
+                             ["Relu"])
+        ok = (before, after) == (16, 0)
+        print(("ok   " if ok else "FAIL ") + "dce: weight bytes %s -> %s" % (before, after))
+        if not ok:
+            failures.append("dce bytes")
+        # einsum: a contraction becomes a GEMM.
+        a = rng.standard_normal((5, 4)).astype(np.float32)
+        b = rng.standard_normal((4, 6)).astype(np.float32)
+        nodes = [N("Einsum", ["a", "b"], ["y"], equation="ij,jk->ik")]
+        case(kiln, root, "einsum", nodes, [vi("a", [5, 4]), vi("b", [4, 6])], [vi("y", [5, 6])],
+             [], [a, b], [a @ b], ["MatMul"])
+        # einsum with batch letters and an output transpose.
+        a3 = rng.standard_normal((2, 5, 4)).astype(np.float32)
+        b3 = rng.standard_normal((2, 4, 6)).astype(np.float32)
+        nodes = [N("Einsum", ["a", "b"], ["y"], equation="bij,bjk->kbi")]
+        case(kiln, root, "einsum_batch", nodes, [vi("a", [2, 5, 4]), vi("b", [2, 4, 6])],
+             [vi("y", [6, 2, 5])], [], [a3, b3], [np.einsum("bij,bjk->kbi", a3, b3)],
+             ["MatMul", "Transpose"])
+        # fuse: MatMul + Add(bias) + Relu -> one Gemm; Transpose -> transB.
+        wb = rng.standard_normal((6, 4)).astype(np.float32)
+        bias = rng.standard_normal((6,)).astype(np.float32)
+        nodes = [N("Transpose", ["w"], ["wt"], perm=[1, 0]), N("MatMul", ["a", "wt"], ["m"]),
+                 N("Add", ["m", "bias"], ["s"]), N("Relu", ["s"], ["y"])]
+        case(kiln, root, "fuse_gemm", nodes, [vi("a", [5, 4])], [vi("y", [5, 6])],
+             [t("w", wb), t("bias", bias)], [a], [np.maximum(a @ wb.T + bias, 0)], ["Gemm"])
+        # fuse: a 3-D MatMul + bias -> Reshape, Gemm, Reshape (views).
+        nodes = [N("MatMul", ["a", "w"], ["m"]), N("Add", ["m", "bias"], ["y"])]
+        case(kiln, root, "fuse_gemm_3d", nodes, [vi("a", [2, 5, 4])], [vi("y", [2, 5, 6])],
+             [t("w", wb.T.copy()), t("bias", bias)], [a3], [a3 @ wb.T + bias],
+             ["Reshape", "Gemm", "Reshape"])
+        # fuse: a residual Add becomes Gemm's C.
+        nodes = [N("Gemm", ["a", "w"], ["g"], transB=1), N("Add", ["g", "r"], ["y"])]
+        r = rng.standard_normal((5, 6)).astype(np.float32)
+        case(kiln, root, "fuse_residual", nodes, [vi("a", [5, 4]), vi("r", [5, 6])],
+             [vi("y", [5, 6])], [t("w", wb)], [a, r], [a @ wb.T + r], ["Gemm"])
+        # f16: --weights-dtype fp16 stores a large float32 weight as float16.
+        wl = (rng.standard_normal((128, 64)) * 0.1).astype(np.float32)
+        xl = rng.standard_normal((2, 128)).astype(np.float32)
+        wl16 = wl.astype(np.float16).astype(np.float32)
+        nodes = [N("MatMul", ["x", "w"], ["y"])]
+        before, after = case(kiln, root, "f16", nodes, [vi("x", [2, 128])], [vi("y", [2, 64])],
+                             [t("w", wl)], [xl], [xl @ wl16], ["Cast", "MatMul"],
+                             flags=["--weights-dtype", "fp16"])
+        ok = (before, after) == (wl.nbytes, wl.nbytes // 2)
+        print(("ok   " if ok else "FAIL ") + "f16: weight bytes %s -> %s" % (before, after))
+        if not ok:
+            failures.append("f16 bytes")
+    finally:
+        shutil.rmtree(root, ignore_errors=True)
+    print("passes: %d failed" % len(failures))
+    sys.exit(1 if failures else 0)
+
+
+if __name__ == "__main__":
+    main()
