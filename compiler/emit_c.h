@@ -163,4 +163,7 @@ void emit_dynamic_quant(Emit *E);
 /* emit/rnn.c */
 void emit_rnn(Emit *E);
 
+/* emit/select.c */
+void emit_compress(Emit *E);
+
 #endif

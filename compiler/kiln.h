@@ -490,6 +490,14 @@ typedef struct Einsum {
 } Einsum;
 void einsum_parse(Infer *x, Einsum *e);
 void resize_params(Infer *x, const Shape *in, kiln_resize_params *p);
+/* ops/select.c: NonZero, Unique, Compress, NonMaxSuppression (sizes from frozen values) */
+void ops_select_infer(Infer *x);
+typedef struct CompressSel {
+	int axis;                      /* -1: the flattened input */
+	int64_t outer, len, inner;     /* the input as [outer, len, inner] around the axis */
+	int64_t *sel, nsel;            /* the selected indices along it */
+} CompressSel;
+void compress_selection(Infer *x, CompressSel *c);
 void ops_control_infer(Infer *x);       /* If, Loop, Scan (ops/control.c) */
 void ops_shape_infer(Infer *x);         /* Reshape, Flatten, Transpose, Concat, Split, Slice,
                                            Gather, Squeeze, Unsqueeze, Shape, Constant, Identity */
