@@ -69,6 +69,14 @@ static const OpDoc docs[] = {
 	{OP_Slice, 0, "starts, ends, axes and steps must be known at compile time"},
 	{OP_Pad, 0, "pads must be known at compile time; constant, reflect and edge modes"},
 	{OP_Einsum, F32 | F64 | INTS, "any equation, with ellipsis; generated loops"},
+	{OP_NonZero, 0, "the input must be known at compile time (--freeze): the output is a "
+	                "constant"},
+	{OP_Unique, 0, "the input must be known at compile time (--freeze): the outputs are "
+	               "constants"},
+	{OP_NonMaxSuppression, 0, "every input must be known at compile time (--freeze): the "
+	                          "output is a constant"},
+	{OP_Compress, 0, "the condition must be known at compile time (--freeze); the data is "
+	                 "read at run time"},
 	{OP_CumSum, F32 | F64 | INTS, NULL},
 	{OP_Det, 0, "LU with partial pivoting in double; matrices up to 64x64"},
 	{OP_MeanVarianceNormalization, 0, "any axes; computed in double"},
