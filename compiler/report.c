@@ -323,6 +323,56 @@ static void signatures_json(Model *m, const Sig *sigs, const Plan *plans, int n,
 	json_end_array(j);
 }
 
+static void stitching_text(const Sig *sigs, int n, const Stitch *st, FILE *out)
+{
+	fprintf(out, "kiln_run context: %llu bytes per thread (arena %lld, staging %llu, plans of "
+	        "n <= %lld)\n", (unsigned long long)st->context_bytes, (long long)st->max_arena_bytes,
+	        (unsigned long long)st->staging_bytes, (long long)st->plan_bound);
+	if (st->dep.independent)
+		fprintf(out, "batch independent: yes, any batch size can be stitched\n");
+	else
+		fprintf(out, "batch independent: no, only the compiled sizes run: %s\n", st->dep.why);
+	for (int i = 0; i < n; i++)
+		fprintf(out, "  cost estimate at batch %lld: %.0f ns (%llu flops, %llu bytes moved)\n",
+		        (long long)sigs[i].batch, st->cost[i].ns, (unsigned long long)st->cost[i].flops,
+		        (unsigned long long)st->cost[i].bytes);
+}
+
+static void stitching_json(const Sig *sigs, int n, const Stitch *st, Json *j)
+{
+	json_key(j, "stitching");
+	json_begin_object(j);
+	json_key(j, "context_bytes");
+	json_uint(j, st->context_bytes);
+	json_key(j, "staging_bytes");
+	json_uint(j, st->staging_bytes);
+	json_key(j, "plan_bound");
+	json_int(j, st->plan_bound);
+	json_key(j, "batch_independent");
+	json_bool(j, st->dep.independent);
+	json_key(j, "batch_mixing");
+	if (st->dep.independent)
+		json_null(j);
+	else
+		json_string(j, st->dep.why);
+	json_key(j, "cost");
+	json_begin_array(j);
+	for (int i = 0; i < n; i++) {
+		json_begin_object(j);
+		json_key(j, "batch");
+		json_int(j, sigs[i].batch);
+		json_key(j, "estimate_ns");
+		json_int(j, (int64_t)(st->cost[i].ns + 0.5));
+		json_key(j, "flops");
+		json_uint(j, st->cost[i].flops);
+		json_key(j, "bytes");
+		json_uint(j, st->cost[i].bytes);
+		json_end_object(j);
+	}
+	json_end_array(j);
+	json_end_object(j);
+}
+
 void report_info(Model *m, FILE *out, const InfoOptions *o)
 {
 	Summary s;
@@ -332,15 +382,26 @@ void report_info(Model *m, FILE *out, const InfoOptions *o)
 	/* Infer before printing, so an error leaves no half-written report. */
 	Sig *sigs = infer_signatures(m, o);
 	Plan *plans = plan_signatures(m, sigs, o);
+	/* With a plan: what one kiln_run context costs, and whether any batch
+	 * size can be stitched (stitch.c, batchdep.c). */
+	Stitch *st = NULL;
+	if (plans) {
+		st = arena_alloc(m->arena, sizeof *st);
+		stitch_build(m, sigs, plans, o->nbatches, o->bind, st);
+	}
 	if (o->json) {
 		Json j = {.out = out};
 		info_json(m, &s, &w, &j);
 		if (o->nbatches)
 			signatures_json(m, sigs, plans, o->nbatches, &j);
+		if (st)
+			stitching_json(sigs, o->nbatches, st, &j);
 		json_end_object(&j);
 	} else {
 		info_text(m, &s, &w, out);
 		signatures_text(m, sigs, plans, o->nbatches, out);
+		if (st)
+			stitching_text(sigs, o->nbatches, st, out);
 	}
 }
 

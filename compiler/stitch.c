@@ -161,7 +161,9 @@ void stitch_build(Model *m, const Sig *sigs, const Plan *plans, int nsigs, const
 		if (plans[i].arena_bytes > out->max_arena_bytes)
 			out->max_arena_bytes = plans[i].arena_bytes;
 	}
-	int64_t maxb = sigs[nsigs - 1].batch;
+	int64_t maxb = 0;
+	for (int i = 0; i < nsigs; i++)
+		maxb = sigs[i].batch > maxb ? sigs[i].batch : maxb;
 	out->plan_bound = KILN_PLAN_BOUND(maxb);
 	for (int pass = 0; pass < 2; pass++) {
 		int count = pass ? g->noutputs : g->ninputs;

@@ -14,6 +14,7 @@
 #               --batch-dim x=1): x [4,N,6] -> Transpose -> MatMul -> Tanh;
 #               outputs y [N,4,3] and back [4,N,3], so no chunk runs in place.
 #   mixes.onnx  Softmax over axis 0: mixes rows of the batch.
+#   ok_*.onnx, mix_*.onnx  small models for the verdicts of `kiln info --plan`.
 import os
 import sys
 
@@ -84,3 +85,75 @@ g = helper.make_graph(
     [helper.make_tensor_value_info("x", TensorProto.FLOAT, ["N", 4])],
     [helper.make_tensor_value_info("y", TensorProto.FLOAT, ["N", 4])], [])
 save(g, "mixes.onnx")
+
+
+# Verdict models: tests/batch/run.sh checks `kiln info --plan` says
+# "batch independent: yes" for ok_*.onnx and names the node for mix_*.onnx.
+def verdict(name, nodes, inputs, outputs, inits=(), opset=13):
+    g = helper.make_graph(nodes, name, inputs, outputs, list(inits))
+    m = helper.make_model(g, producer_name="kiln-batch-tests",
+                          opset_imports=[helper.make_opsetid("", opset)])
+    m.ir_version = 8
+    onnx.checker.check_model(m)
+    onnx.save(m, os.path.join(OUT, name + ".onnx"))
+
+
+F = TensorProto.FLOAT
+I64 = TensorProto.INT64
+x3 = helper.make_tensor_value_info("x", F, ["N", 2, 3])
+x2 = helper.make_tensor_value_info("x", F, ["N", 4])
+
+
+def out(name, shape, t=F):
+    return helper.make_tensor_value_info(name, t, shape)
+
+
+def ints(name, vals):
+    return numpy_helper.from_array(np.array(vals, dtype=np.int64), name)
+
+
+# Shape arithmetic on the batch feeds Reshape: allowed (a shape input).
+verdict("ok_shape_reshape", [
+    helper.make_node("Transpose", ["x"], ["t"], name="t", perm=[0, 2, 1]),
+    helper.make_node("Shape", ["t"], ["s"], name="shape"),
+    helper.make_node("Gather", ["s", "zero"], ["n"], name="batch_of", axis=0),
+    helper.make_node("Concat", ["n", "six"], ["target"], name="target", axis=0),
+    helper.make_node("Reshape", ["t", "target"], ["y"], name="flatten"),
+    helper.make_node("ReduceSum", ["y", "one"], ["z"], name="sum_features", keepdims=0),
+], [x3], [out("z", ["N"])], [ints("zero", [0]), ints("six", [6]), ints("one", [1])])
+# Conv, BatchNormalization (inference), pooling, Flatten, Gemm.
+verdict("ok_conv", [
+    helper.make_node("Conv", ["x", "w", "b"], ["c"], name="conv", pads=[1, 1, 1, 1]),
+    helper.make_node("BatchNormalization", ["c", "g", "bb", "mu", "var"], ["n"], name="bn"),
+    helper.make_node("MaxPool", ["n"], ["p"], name="pool", kernel_shape=[2, 2]),
+    helper.make_node("GlobalAveragePool", ["p"], ["gp"], name="gap"),
+    helper.make_node("Flatten", ["gp"], ["f"], name="flat"),
+    helper.make_node("Gemm", ["f", "wd"], ["y"], name="dense", transB=1),
+], [helper.make_tensor_value_info("x", F, ["N", 1, 4, 4])], [out("y", ["N", 2])],
+    [w("w", (3, 1, 3, 3)), w("b", (3,)), w("g", (3,)), w("bb", (3,)), w("mu", (3,)),
+     numpy_helper.from_array(np.ones(3, np.float32), "var"), w("wd", (2, 3))])
+verdict("mix_reduce", [
+    helper.make_node("ReduceMean", ["x"], ["y"], name="mean_over_jets", axes=[0], keepdims=1),
+], [x2], [out("y", [1, 4])])
+verdict("mix_matmul", [
+    helper.make_node("Transpose", ["x"], ["t"], name="t"),
+    helper.make_node("MatMul", ["t", "x"], ["y"], name="gram"),
+], [x2], [out("y", [4, 4])])
+verdict("mix_concat", [
+    helper.make_node("Concat", ["x", "x"], ["y"], name="twice", axis=0),
+], [x2], [out("y", ["M", 4])])
+verdict("mix_reshape", [
+    helper.make_node("Reshape", ["x", "shape"], ["y"], name="columns"),
+], [x2], [out("y", [4, "N"])], [ints("shape", [4, -1])])
+verdict("mix_size", [
+    helper.make_node("Size", ["x"], ["s"], name="size"),
+    helper.make_node("Cast", ["s"], ["sf"], name="cast", to=F),
+    helper.make_node("Div", ["x", "sf"], ["y"], name="per_batch"),
+], [x2], [out("y", ["N", 4])])
+verdict("mix_shape_out", [
+    helper.make_node("Relu", ["x"], ["r"], name="relu"),
+    helper.make_node("Shape", ["r"], ["y"], name="shape"),
+], [x2], [out("y", [2], I64)])
+verdict("mix_unknown", [
+    helper.make_node("Det", ["x"], ["y"], name="det"),
+], [helper.make_tensor_value_info("x", F, ["N", 3, 3])], [out("y", ["N"])])

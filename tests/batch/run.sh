@@ -57,6 +57,24 @@ expect_error "$E \"5:1,4\": batch 5 has a rule already" \
 expect_error "kiln: error: $M/mixes.onnx: --batch-rule \"3:4\": the model is not batch independent: node 1 \"over_batch\" (Softmax, ai.onnx opset 13): normalizes over the batch axis 0" \
 	"$M/mixes.onnx" --batch 1,4 --batch-rule 3:4
 
+# The batch-independence verdicts of `kiln info --plan` (compiler/batchdep.c).
+verdict() { # MODEL LINE
+	got=$("$KILN" info --plan --batch 1,4 "$M/$1.onnx" 2>&1 | grep '^batch independent:')
+	[ "$got" = "$2" ] && ok || bad "$1: got '$got', want '$2'"
+}
+Y="batch independent: yes, any batch size can be stitched"
+N="batch independent: no, only the compiled sizes run:"
+verdict ok_shape_reshape "$Y"
+verdict ok_conv "$Y"
+verdict rows "$Y"
+verdict mix_reduce "$N node 0 \"mean_over_jets\" (ReduceMean, ai.onnx opset 13): reduces over the batch axis 0"
+verdict mix_matmul "$N node 1 \"gram\" (MatMul, ai.onnx opset 13): contracts over the batch axis (of its first input)"
+verdict mix_concat "$N node 0 \"twice\" (Concat, ai.onnx opset 13): concatenates along the batch axis 0"
+verdict mix_reshape "$N node 0 \"columns\" (Reshape, ai.onnx opset 13): reshapes across the batch axis 0: samples' elements would interleave"
+verdict mix_size "$N node 2 \"per_batch\" (Div, ai.onnx opset 13): input 1 \"sf\" depends on the batch size"
+verdict mix_shape_out "$N node 1 \"shape\" (Shape, ai.onnx opset 13): graph output \"y\" depends on the batch size"
+verdict mix_unknown "$N node 0 \"det\" (Det, ai.onnx opset 13): kiln's batch analysis does not know Det, so it may mix rows"
+
 INC="-I$SRC/include -I$OUT/rows -I$OUT/rows_ref -I$OUT/rows_baked -I$OUT/seq -I$OUT/seq_ref -I$OUT/mixes"
 OBJS="$OUT/rows/rows.o $OUT/rows_ref/rows_ref.o $OUT/rows_baked/rows_baked.o $OUT/seq/seq.o $OUT/seq_ref/seq_ref.o $OUT/mixes/mixes.o"
 # shellcheck disable=SC2086  # INC, OBJS and SANFLAGS are word lists
