@@ -1,0 +1,129 @@
+/*
+ * test_epilogue.c - kiln_f32_gemm_ep, kiln_f32_conv2d_ep and kiln_f32_act
+ * (the fused epilogues of the optimizer's fuse pass) against a
+ * double-precision reference: the product or convolution computed in
+ * double, then the bias and each activation in double.
+ *
+ * Shapes: M not a multiple of the kernel's 16-row blocks, transposed B (the
+ * tied-embedding case), with and without bias, every activation, and a NULL
+ * epilogue. Inputs span negative and positive values so both sides of each
+ * activation are taken. Tolerance: |err| <= 1e-5 * (sum of |terms| + |bias|),
+ * the GEMM test's bound, which the activations (all 1-Lipschitz or scaled by
+ * their parameter, here <= 1.06) keep up to that factor.
+ */
+#include "kiln/kernels.h"
+
+#include "harness.h"
+
+static double act_ref(int act, double a, double b, double x)
+{
+	switch (act) {
+	case KILN_ACT_RELU: return x > 0 ? x : 0;
+	case KILN_ACT_SIGMOID: return 1 / (1 + exp(-x));
+	case KILN_ACT_TANH: return tanh(x);
+	case KILN_ACT_SELU: return x > 0 ? b * x : b * a * (exp(x) - 1);
+	case KILN_ACT_ELU: return x >= 0 ? x : a * (exp(x) - 1);
+	case KILN_ACT_LEAKY_RELU: return x >= 0 ? x : a * x;
+	case KILN_ACT_HARD_SIGMOID: return fmax(0, fmin(1, a * x + b));
+	case KILN_ACT_CLIP: return x < a ? a : x > b ? b : x;
+	default: return x;
+	}
+}
+
+static const float params[][2] = {
+	[KILN_ACT_NONE] = {0, 0}, [KILN_ACT_RELU] = {0, 0}, [KILN_ACT_SIGMOID] = {0, 0},
+	[KILN_ACT_TANH] = {0, 0}, [KILN_ACT_SELU] = {1.6732632f, 1.0507010f},
+	[KILN_ACT_ELU] = {0.7f, 0}, [KILN_ACT_LEAKY_RELU] = {0.01f, 0},
+	[KILN_ACT_HARD_SIGMOID] = {0.2f, 0.5f}, [KILN_ACT_CLIP] = {-0.5f, 0.75f},
+};
+
+static void test_gemm(int64_t M, int64_t N, int64_t K, int trans_b, int with_bias, int act)
+{
+	float *A = malloc(sizeof(float) * (size_t)(M * K + 1));
+	float *B = malloc(sizeof(float) * (size_t)(K * N + 1));
+	float *C = malloc(sizeof(float) * (size_t)(M * N + 1));
+	float *bias = malloc(sizeof(float) * (size_t)(N + 1));
+	fill_uniform(A, M * K, -1, 1);
+	fill_uniform(B, K * N, -1, 1);
+	fill_uniform(bias, N, -1, 1);
+	kiln_epilogue ep = {with_bias ? bias : NULL, act, params[act][0], params[act][1]};
+	/* B is [K, N] row-major, or [N, K] read transposed. */
+	kiln_f32_gemm_ep(M, N, K, 1.0f, A, K, 1, B, trans_b ? 1 : N, trans_b ? K : 1, 0.0f, C, N,
+	                 act || with_bias ? &ep : NULL);
+	int ok = 1;
+	for (int64_t m = 0; m < M && ok; m++)
+		for (int64_t n = 0; n < N && ok; n++) {
+			double sum = 0, mag = 0;
+			for (int64_t k = 0; k < K; k++) {
+				double b = trans_b ? B[n * K + k] : B[k * N + n];
+				sum += (double)A[m * K + k] * b;
+				mag += fabs((double)A[m * K + k] * b);
+			}
+			if (with_bias) {
+				sum += (double)bias[n];
+				mag += fabs(bias[n]);
+			}
+			double want = act_ref(act, params[act][0], params[act][1], sum);
+			ok = close_enough(C[m * N + n], want, mag + 1e-30, 2e-5);
+			if (!ok)
+				fprintf(stderr, "gemm_ep M=%lld N=%lld K=%lld transB=%d bias=%d act=%d: "
+				        "[%lld,%lld] got %g want %g\n", (long long)M, (long long)N,
+				        (long long)K, trans_b, with_bias, act, (long long)m, (long long)n,
+				        (double)C[m * N + n], want);
+		}
+	CHECK(ok, "kiln_f32_gemm_ep");
+	free(A), free(B), free(C), free(bias);
+}
+
+static void test_conv(int act)
+{
+	kiln_conv2d_params p = {.batch = 2, .in_channels = 3, .in_h = 7, .in_w = 6,
+	                        .out_channels = 4, .group = 1, .kernel_h = 3, .kernel_w = 3,
+	                        .stride_h = 1, .stride_w = 1, .dilation_h = 1, .dilation_w = 1,
+	                        .pad_top = 1, .pad_left = 1, .pad_bottom = 1, .pad_right = 1,
+	                        .out_h = 7, .out_w = 6};
+	float X[2 * 3 * 7 * 6], W[4 * 3 * 3 * 3], bias[4], Y[2 * 4 * 7 * 6];
+	fill_uniform(X, 2 * 3 * 7 * 6, -1, 1);
+	fill_uniform(W, 4 * 3 * 3 * 3, -1, 1);
+	fill_uniform(bias, 4, -1, 1);
+	kiln_epilogue ep = {NULL, act, params[act][0], params[act][1]};
+	kiln_f32_conv2d_ep(&p, X, W, bias, Y, &ep);
+	int ok = 1;
+	for (int n = 0; n < 2 && ok; n++)
+		for (int m = 0; m < 4 && ok; m++)
+			for (int y = 0; y < 7 && ok; y++)
+				for (int x = 0; x < 6 && ok; x++) {
+					double sum = (double)bias[m], mag = fabs((double)bias[m]);
+					for (int c = 0; c < 3; c++)
+						for (int i = 0; i < 3; i++)
+							for (int j = 0; j < 3; j++) {
+								int yy = y - 1 + i, xx = x - 1 + j;
+								if (yy < 0 || yy >= 7 || xx < 0 || xx >= 6)
+									continue;
+								double t = (double)X[((n * 3 + c) * 7 + yy) * 6 + xx] *
+								           (double)W[((m * 3 + c) * 3 + i) * 3 + j];
+								sum += t;
+								mag += fabs(t);
+							}
+					double want = act_ref(act, params[act][0], params[act][1], sum);
+					ok = close_enough(Y[((n * 4 + m) * 7 + y) * 6 + x], want, mag, 2e-5);
+				}
+	CHECK(ok, "kiln_f32_conv2d_ep");
+}
+
+int main(void)
+{
+	for (int act = KILN_ACT_NONE; act <= KILN_ACT_CLIP; act++) {
+		test_gemm(1, 1, 1, 0, 1, act);
+		test_gemm(37, 19, 23, 0, 1, act);
+		test_gemm(17, 40, 9, 1, 0, act);
+		test_gemm(33, 5, 64, 1, 1, act);
+		test_conv(act);
+	}
+	/* The activation alone, and NaN through Clip (it must stay NaN). */
+	float v[3] = {NAN, -2.0f, 2.0f};
+	kiln_epilogue clip = {NULL, KILN_ACT_CLIP, -1.0f, 1.0f};
+	kiln_f32_act(v, 3, &clip);
+	CHECK(isnan(v[0]) && v[1] == -1.0f && v[2] == 1.0f, "kiln_f32_act Clip keeps NaN");
+	return harness_report();
+}
