@@ -81,6 +81,10 @@ static const OpDoc docs[] = {
 	{OP_Det, 0, "LU with partial pivoting in double; matrices up to 64x64"},
 	{OP_MeanVarianceNormalization, 0, "any axes; computed in double"},
 	{OP_ReverseSequence, 0, "sequence_lens read at run time (checked)"},
+	{OP_RNN, F32, "forward, reverse, bidirectional; layout 0/1; every activation; clip; "
+	              "sequence_lens read at run time (checked)"},
+	{OP_GRU, F32, "as RNN; linear_before_reset 0 and 1"},
+	{OP_LSTM, F32, "as RNN; peepholes, input_forget"},
 	{OP_ScatterElements, 0, "reduction add and mul not on float16/bfloat16 yet"},
 	{OP_ScatterND, 0, "reduction add and mul not on float16/bfloat16 yet"},
 	{OP_Cast, 0, "bfloat16 rounds to nearest even (see tests/conformance/known-differences.txt)"},
