@@ -136,8 +136,10 @@ KILN_API uint64_t kiln_context_bytes(const kiln_model *m)
 	                          staging_offset(m, m->ninputs + m->noutputs), m->max_arena_bytes);
 }
 
-/* Fill best[] and choice[] from cost[]: sizes are tried largest first and a
- * tie keeps the larger, so equal costs prefer fewer chunks. */
+/* Fill best[] and choice[] from cost[]. The first chunk of n is the largest
+ * size that starts a cheapest cover (within rounding: the same sizes summed
+ * in another order differ in the last bits), so full chunks come largest
+ * first and equal costs prefer fewer chunks. */
 static void make_plans(kiln_context *c)
 {
 	const kiln_model *m = c->m;
@@ -145,13 +147,19 @@ static void make_plans(kiln_context *c)
 	c->choice[0] = 0;
 	for (int64_t n = 1; n <= c->bound; n++) {
 		double best = 0;
-		int pick = -1;
+		for (int i = 0; i < m->nbatches; i++) {
+			int64_t rest = n - m->batches[i];
+			double v = c->cost[i] + (rest > 0 ? c->best[rest] : 0.0);
+			if (i == 0 || v < best)
+				best = v;
+		}
+		int pick = 0;
 		for (int i = m->nbatches - 1; i >= 0; i--) {
 			int64_t rest = n - m->batches[i];
 			double v = c->cost[i] + (rest > 0 ? c->best[rest] : 0.0);
-			if (pick < 0 || v < best) {
-				best = v;
+			if (v <= best * (1 + 1e-12)) {
 				pick = i;
+				break;
 			}
 		}
 		c->best[n] = best;
