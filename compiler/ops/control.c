@@ -192,10 +192,10 @@ static Scalar require_known(Infer *x, int i, const char *what)
 {
 	if (shape_nelem(infer_shape(x, i)) != 1)
 		infer_fail(x, KILN_INVALID_MODEL, "input %d \"%s\" (%s) must hold one value, not %lld", i,
-		           infer_input_name(x, i), what + 2, (long long)shape_nelem(infer_shape(x, i)));
+		           infer_input_name(x, i), what, (long long)shape_nelem(infer_shape(x, i)));
 	Scalar v;
 	if (!known_input(x, i, &v))
-		infer_fail_unknown(x, i, arena_printf(x->a, " (%s)", what + 2));
+		infer_fail_unknown(x, i, arena_printf(x->a, " (%s)", what));
 	return v;
 }
 
@@ -521,13 +521,13 @@ static void infer_loop(Infer *x)
 		if (!infer_has_input(x, 2 + k))
 			infer_fail(x, KILN_INVALID_MODEL, "loop-carried input %d has no initial value", 2 + k);
 	if (infer_has_input(x, 0)) {
-		Scalar m = require_known(x, 0, ", the trip count");
+		Scalar m = require_known(x, 0, "the trip count");
 		if (!convert(&m, DT_INT64))
 			infer_fail(x, KILN_INVALID_MODEL, "the trip count is not an integer");
 		L.M = m.i < 0 ? 0 : m.i;
 	}
 	if (infer_has_input(x, 1)) {
-		Scalar cond = require_known(x, 1, ", the first condition");
+		Scalar cond = require_known(x, 1, "the first condition");
 		L.cond0 = truth(&cond);
 	}
 	if (L.K > 0 && L.cond0 && L.M > ((int64_t)1 << 31))
