@@ -58,13 +58,14 @@ static double pad_coord(double c, int64_t size, int padding_mode, int align_corn
 	return c;
 }
 
-/* The pixel at integer-valued coordinates (y, x) of plane x, or 0 outside.
- * The test runs on doubles, so NaN and huge values fail it. */
-static double pixel(const float *plane, int64_t h, int64_t w, double y, double x)
+/* weight * the pixel at integer-valued coordinates (y, x), or 0 outside
+ * (whatever the weight, as PyTorch skips such taps). The test runs on
+ * doubles, so NaN and huge coordinates fail it and read as outside. */
+static double tap(const float *plane, int64_t h, int64_t w, double y, double x, double weight)
 {
 	if (!(y >= 0.0 && y <= (double)(h - 1) && x >= 0.0 && x <= (double)(w - 1)))
 		return 0.0;
-	return (double)plane[(int64_t)y * w + (int64_t)x];
+	return weight * (double)plane[(int64_t)y * w + (int64_t)x];
 }
 
 /* The 1-D cubic convolution weights of taps -1, 0, 1, 2 at fraction t, with
@@ -89,24 +90,22 @@ static double sample(const kiln_gridsample_params *p, const float *plane, double
 		cubic_weights(y - y0, wy);
 		for (int i = 0; i < 4; i++) {
 			double ty = pad_coord(y0 - 1.0 + i, h, p->padding_mode, p->align_corners);
-			double row = 0.0;
 			for (int j = 0; j < 4; j++) {
 				double tx = pad_coord(x0 - 1.0 + j, w, p->padding_mode, p->align_corners);
-				row += wx[j] * pixel(plane, h, w, ty, tx);
+				sum += tap(plane, h, w, ty, tx, wy[i] * wx[j]);
 			}
-			sum += wy[i] * row;
 		}
 		return sum;
 	}
 	x = pad_coord(x, w, p->padding_mode, p->align_corners);
 	y = pad_coord(y, h, p->padding_mode, p->align_corners);
 	if (p->mode == KILN_GRIDSAMPLE_NEAREST)
-		return pixel(plane, h, w, nearbyint(y), nearbyint(x));
+		return tap(plane, h, w, nearbyint(y), nearbyint(x), 1.0);
 	double x0 = floor(x), y0 = floor(y), fx = x - x0, fy = y - y0;
-	return (1.0 - fy) * ((1.0 - fx) * pixel(plane, h, w, y0, x0) +
-	                     fx * pixel(plane, h, w, y0, x0 + 1.0)) +
-	       fy * ((1.0 - fx) * pixel(plane, h, w, y0 + 1.0, x0) +
-	             fx * pixel(plane, h, w, y0 + 1.0, x0 + 1.0));
+	return tap(plane, h, w, y0, x0, (1.0 - fy) * (1.0 - fx)) +
+	       tap(plane, h, w, y0, x0 + 1.0, (1.0 - fy) * fx) +
+	       tap(plane, h, w, y0 + 1.0, x0, fy * (1.0 - fx)) +
+	       tap(plane, h, w, y0 + 1.0, x0 + 1.0, fy * fx);
 }
 
 KILN_API void kiln_f32_gridsample(const kiln_gridsample_params *p, const float *X,

@@ -155,6 +155,25 @@ static void test_gridsample_ties(void)
 	CHECK(Y[0] == X[0] && Y[1] == X[2], "gridsample nearest rounds ties to even");
 }
 
+/* Grid values from run-time data may be NaN, infinite or huge: they must
+ * not reach an integer conversion (UBSan checks that), and with zeros
+ * padding a NaN position reads 0 in every mode. */
+static void test_gridsample_nonfinite(void)
+{
+	const float X[6] = {1, 2, 3, 4, 5, 6};
+	const float G[8] = {NAN, 0.0f, INFINITY, -INFINITY, 1e30f, -1e30f, 0.0f, NAN};
+	for (int mode = 0; mode < 3; mode++)
+		for (int pad = 0; pad < 3; pad++)
+			for (int align = 0; align < 2; align++) {
+				kiln_gridsample_params p = {1, 1, 2, 3, 1, 4, mode, pad, align};
+				float Y[4];
+				kiln_f32_gridsample(&p, X, G, Y);
+				if (pad == KILN_GRIDSAMPLE_ZEROS)
+					CHECK(Y[0] == 0.0f && Y[3] == 0.0f, "gridsample: NaN positions read 0");
+			}
+	CHECK(1, "gridsample: non-finite grid values are safe");
+}
+
 /* ---- RoiAlign ---- */
 
 /* One sample point, as the ONNX definition (ONNX Runtime) reads it: the
@@ -342,7 +361,7 @@ static void run_maxpool(int t, int order, const kiln_window3d_params *p)
 	for (int64_t i = 0; i < nx; i++) /* few distinct values, so ties happen */
 		put(t, X, i, t == T_U8 ? (int)rng_int(0, 9) : (int)rng_int(-9, 9));
 	Guarded gy, gi;
-	void *Y = guarded_alloc(&gy, (size_t)ny * elem_size[t], 1);
+	void *Y = guarded_alloc(&gy, (size_t)ny * elem_size[t], elem_size[t]);
 	int64_t *I = guarded_alloc(&gi, (size_t)ny * sizeof *I, 8);
 	switch (t) {
 	case T_F32: kiln_f32_maxpool_nd(p, order, X, Y, I); break;
@@ -440,6 +459,7 @@ int main(void)
 	test_gridsample(2, 3, 5, 7, 4, 9);
 	test_gridsample(1, 2, 1, 6, 3, 3); /* a single row */
 	test_gridsample_ties();
+	test_gridsample_nonfinite();
 	for (int mode = 0; mode < 2; mode++)
 		for (int half = 0; half < 2; half++) {
 			kiln_roialign_params p = {.batch = 2, .channels = 3, .in_h = 10, .in_w = 12,
