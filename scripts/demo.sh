@@ -1,7 +1,9 @@
 #!/bin/sh
 # The README's main job: inspect the bundled jet tagger, compile it to C,
-# link it with a small C driver and libkiln, and run it. Each step is printed
-# before it runs, so you can copy them. Needs scripts/build.sh first.
+# link it with a small C driver and libkiln, and run it on events of 0, 3, 8
+# and 11 jets through kiln_run (compiled sizes 1 and 8, the others stitched
+# and padded). Each step is printed before it runs, so you can copy them.
+# Needs scripts/build.sh first.
 set -eu
 cd "$(dirname "$0")/.."
 OUT=build/jet_tagger

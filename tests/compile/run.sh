@@ -24,7 +24,8 @@ $CCBIN -std=c11 -Wall -Wextra -Werror ${SANFLAGS:-} -I"$OUT/jt" -I"$SRC/include"
 	"$SRC/examples/jet_tagger/main.c" "$OUT/jt/jet_tagger.o" "$LIBKILN" -lm -o "$OUT/jt/demo" \
 	&& ok || bad "link the example"
 if "$OUT/jt/demo" >"$OUT/jt/demo.out"; then
-	grep -q "^jet 7:" "$OUT/jt/demo.out" && ok || bad "example output"
+	grep -q "^event 3: 11 jets, run as " "$OUT/jt/demo.out" && grep -q "^  jet 10:" "$OUT/jt/demo.out" \
+		&& ok || bad "example output"
 else
 	bad "example run"
 fi
