@@ -18,9 +18,13 @@ static bool is_float_type(int dt)
 static void infer_det(Infer *x)
 {
 	const Shape *in = infer_shape(x, 0);
-	if (in->rank < 2 || in->dims[in->rank - 1].size != in->dims[in->rank - 2].size)
+	if (in->rank < 2)
 		infer_fail(x, KILN_SHAPE_ERROR, "input must be [*, M, M] (square matrices), got rank %d",
 		           in->rank);
+	if (in->dims[in->rank - 1].size != in->dims[in->rank - 2].size)
+		infer_fail(x, KILN_SHAPE_ERROR, "input must be [*, M, M] (square matrices), got "
+		           "%lld x %lld matrices", (long long)in->dims[in->rank - 2].size,
+		           (long long)in->dims[in->rank - 1].size);
 	if (!is_float_type(infer_dtype(x, 0)))
 		infer_fail(x, KILN_INVALID_MODEL, "input must be a float type, not %s",
 		           dtype_name(infer_dtype(x, 0)));
