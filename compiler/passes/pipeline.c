@@ -180,7 +180,7 @@ void passes_run(Model *m, const PassOptions *o, const int64_t *batches, int nbat
 	r->ran = true;
 	r->bytes_before = passes_weight_bytes(g);
 	PassCtx c = {.m = m, .g = g, .a = m->arena, .d = m->diag, .o = o};
-	c.dead = arena_array(c.a, (size_t)(g->nnodes ? g->nnodes : 1), sizeof *c.dead);
+	rw_init(&c);
 	static const PassId order[] = {PASS_NOOP, PASS_DEDUP, PASS_CSE, PASS_EINSUM,
 	                               PASS_FOLD, PASS_FUSE, PASS_DCE};
 	for (int iter = 0; iter < 16; iter++) {

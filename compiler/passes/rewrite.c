@@ -31,16 +31,64 @@ int rw_local_uses(PassCtx *c, int id)
 	return n;
 }
 
+/* Values read by subgraphs never change while the passes run (bodies are not
+ * rewritten), so they are found once. */
+static void mark_nested(Graph *g, void *user)
+{
+	PassCtx *c = user;
+	if (g->parent != c->g)
+		return;
+	for (int i = 0; i < g->nvalues; i++)
+		if (g->values[i].kind == VAL_OUTER && g->values[i].outer_id < c->nnested)
+			c->nested[g->values[i].outer_id] = true;
+}
+
+static void index_users(PassCtx *c)
+{
+	Graph *g = c->g;
+	c->nhint = g->nvalues;
+	c->user_hint = arena_array(c->a, (size_t)(c->nhint ? c->nhint : 1), sizeof *c->user_hint);
+	for (int i = 0; i < c->nhint; i++)
+		c->user_hint[i] = NONE;
+	for (int i = g->nnodes - 1; i >= 0; i--)
+		for (int k = 0; k < g->nodes[i].nin; k++)
+			if (g->nodes[i].in[k] != NONE)
+				c->user_hint[g->nodes[i].in[k]] = i;
+}
+
+void rw_init(PassCtx *c)
+{
+	Graph *g = c->g;
+	c->nnested = g->nvalues;
+	c->nested = arena_array(c->a, (size_t)(c->nnested ? c->nnested : 1), sizeof *c->nested);
+	graph_walk(g, mark_nested, c);
+	c->dead = arena_array(c->a, (size_t)(g->nnodes ? g->nnodes : 1), sizeof *c->dead);
+	index_users(c);
+}
+
 bool rw_pinned(PassCtx *c, int id)
 {
 	const Value *v = &c->g->values[id];
-	return v->is_output || v->nuse != rw_local_uses(c, id);
+	return v->is_output || (id < c->nnested && c->nested[id]);
+}
+
+static bool reads(const Node *n, int id)
+{
+	for (int k = 0; k < n->nin; k++)
+		if (n->in[k] == id)
+			return true;
+	return false;
 }
 
 int rw_sole_user(PassCtx *c, int id)
 {
-	if (rw_pinned(c, id))
+	if (rw_pinned(c, id) || c->g->values[id].nuse < 1)
 		return NONE;
+	/* nuse is exact: one use, by the node the index remembers, is the only one. */
+	int hint = id < c->nhint ? c->user_hint[id] : NONE;
+	if (c->g->values[id].nuse == 1 && hint != NONE && hint < c->g->nnodes && !c->dead[hint] &&
+	    reads(&c->g->nodes[hint], id))
+		return hint;
 	int user = NONE;
 	for (int i = 0; i < c->g->nnodes; i++) {
 		if (c->dead[i])
@@ -212,8 +260,8 @@ bool rw_bypass(PassCtx *c, int node, int x, int y)
 	}
 	/* y is a graph output (or read by a subgraph): it must stay computed.
 	 * If x is a plain temporary, its producer can write y directly. */
-	const Value *vy = &g->values[y], *vx = &g->values[x];
-	if (vy->nuse != rw_local_uses(c, y) || vx->kind != VAL_TEMP || vx->producer == NONE ||
+	const Value *vx = &g->values[x];
+	if ((y < c->nnested && c->nested[y]) || vx->kind != VAL_TEMP || vx->producer == NONE ||
 	    rw_pinned(c, x) || c->dead[vx->producer])
 		return false;
 	int p = vx->producer;
@@ -391,4 +439,5 @@ void rw_commit(PassCtx *c)
 	g->nnodes = n;
 	c->npending = 0;
 	c->dead = arena_array(c->a, (size_t)(n ? n : 1), sizeof *c->dead);
+	index_users(c);
 }

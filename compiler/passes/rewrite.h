@@ -26,6 +26,10 @@ typedef struct PassCtx {
 	PendingNode *pending;
 	int npending, cappending;
 	PassStat *stat;      /* the running pass's counters */
+	bool *nested;        /* per value id (at the start): read by a subgraph */
+	int nnested;
+	int *user_hint;      /* per value id: a node that read it at the last commit */
+	int nhint;
 	int changes;         /* rewrites this pass made */
 	int uniq;            /* counter for fresh value names */
 } PassCtx;
@@ -82,8 +86,11 @@ Attr rw_ints_attr(PassCtx *c, const char *name, const int64_t *v, int n);
 Attr rw_string_attr(PassCtx *c, const char *name, const char *s);
 /* Set or replace an attribute of an existing node. */
 void rw_set_attr(PassCtx *c, Node *n, Attr at);
-/* Apply the dead marks and pending nodes: rebuild g->nodes in order. */
+/* Apply the dead marks and pending nodes: rebuild g->nodes in order, and
+ * the use index. */
 void rw_commit(PassCtx *c);
+/* Set up the indexes of a fresh context (c->g set). */
+void rw_init(PassCtx *c);
 
 /* ---- the passes: each returns the number of rewrites it made ---- */
 int pass_noop(PassCtx *c);
