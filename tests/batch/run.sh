@@ -57,6 +57,10 @@ expect_error "$E \"5:1,4\": batch 5 has a rule already" \
 expect_error "kiln: error: $M/mixes.onnx: --batch-rule \"3:4\": the model is not batch independent: node 1 \"over_batch\" (Softmax, ai.onnx opset 13): normalizes over the batch axis 0" \
 	"$M/mixes.onnx" --batch 1,4 --batch-rule 3:4
 
+got=$("$KILN" info --batch-rule 5:4,1 "$M/rows.onnx" 2>&1)
+[ "$got" = "kiln: error: --batch-rule goes with 'compile', not 'info'
+Try 'kiln --help'." ] && ok || bad "--batch-rule with info: got '$got'"
+
 # The batch-independence verdicts of `kiln info --plan` (compiler/batchdep.c).
 verdict() { # MODEL LINE
 	got=$("$KILN" info --plan --batch 1,4 "$M/$1.onnx" 2>&1 | grep '^batch independent:')
