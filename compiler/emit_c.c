@@ -553,6 +553,7 @@ static void emit_body(Emit *E)
 	case OP_TopK: emit_topk(E); break;
 	case OP_Einsum: emit_einsum(E); break;
 	case OP_Compress: emit_compress(E); break;
+	case OP_TfIdfVectorizer: emit_tfidf(E); break;
 	case OP_DFT: emit_dft(E); break;
 	case OP_STFT: emit_stft(E); break;
 	case OP_HannWindow: case OP_HammingWindow: case OP_BlackmanWindow: emit_window(E); break;

@@ -165,5 +165,7 @@ void emit_rnn(Emit *E);
 
 /* emit/select.c */
 void emit_compress(Emit *E);
+/* emit/text.c */
+void emit_tfidf(Emit *E);
 
 #endif

@@ -490,6 +490,19 @@ typedef struct Einsum {
 } Einsum;
 void einsum_parse(Infer *x, Einsum *e);
 void resize_params(Infer *x, const Shape *in, kiln_resize_params *p);
+/* ops/text.c: TfIdfVectorizer */
+void ops_text_infer(Infer *x);
+typedef struct TfIdf {
+	int64_t min_gram, max_gram, max_skip;
+	int mode;                          /* 0 TF, 1 IDF, 2 TFIDF */
+	const int64_t *pool;
+	int npool, nlevels;
+	int64_t level_start[64], level_count[64], level_first[64];   /* per n-gram length - 1 */
+	const int64_t *indexes;            /* output column per n-gram */
+	int64_t ngrams, ncols;
+	const float *weights;              /* per n-gram, or NULL */
+} TfIdf;
+void tfidf_params(Infer *x, TfIdf *t);
 /* ops/select.c: NonZero, Unique, Compress, NonMaxSuppression (sizes from frozen values) */
 void ops_select_infer(Infer *x);
 typedef struct CompressSel {

@@ -145,6 +145,7 @@ static const InferHook infer_hooks[OP_COUNT] = {
 	[OP_MatMulInteger] = ops_quant_infer, [OP_QLinearMatMul] = ops_quant_infer,
 	[OP_ConvInteger] = ops_quant_infer, [OP_QLinearConv] = ops_quant_infer,
 	[OP_DynamicQuantizeLinear] = ops_quant_infer,
+	[OP_TfIdfVectorizer] = ops_text_infer,
 	[OP_NonZero] = ops_select_infer, [OP_Unique] = ops_select_infer,
 	[OP_Compress] = ops_select_infer, [OP_NonMaxSuppression] = ops_select_infer,
 	[OP_RNN] = ops_rnn_infer, [OP_GRU] = ops_rnn_infer, [OP_LSTM] = ops_rnn_infer,

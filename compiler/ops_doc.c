@@ -69,6 +69,7 @@ static const OpDoc docs[] = {
 	{OP_Slice, 0, "starts, ends, axes and steps must be known at compile time"},
 	{OP_Pad, 0, "pads must be known at compile time; constant, reflect and edge modes"},
 	{OP_Einsum, F32 | F64 | INTS, "any equation, with ellipsis; generated loops"},
+	{OP_TfIdfVectorizer, 0, "integer pools (pool_int64s); TF, IDF and TFIDF"},
 	{OP_NonZero, 0, "the input must be known at compile time (--freeze): the output is a "
 	                "constant"},
 	{OP_Unique, 0, "the input must be known at compile time (--freeze): the outputs are "
