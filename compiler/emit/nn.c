@@ -258,7 +258,7 @@ static void emit_maxpool_nd(Emit *E, const Operand *X, const Operand *Y, bool ha
 	Geo g;
 	geometry(E, X->shape, Y->shape, NULL, &g);
 	emit_window3d(E, &g, X->shape->dims[0].size, X->shape->dims[1].size, 0, 1);
-	emitf(E, "	kiln_%s_maxpool_nd(&p, %d, %s, %s, %s);\n", kind,
+	emitf(E, "\tkiln_%s_maxpool_nd(&p, %d /* storage_order */, %s, %s, %s);\n", kind,
 	    (int)node_attr_int(E->n, "storage_order", 0), X->expr, Y->expr,
 	    has_indices ? out_op(E, 1).expr : "NULL");
 }
