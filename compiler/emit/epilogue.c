@@ -14,7 +14,7 @@ static const struct {
 } acts[] = {
 	{"Relu", "KILN_ACT_RELU"}, {"Sigmoid", "KILN_ACT_SIGMOID"}, {"Tanh", "KILN_ACT_TANH"},
 	{"Selu", "KILN_ACT_SELU"}, {"Elu", "KILN_ACT_ELU"}, {"LeakyRelu", "KILN_ACT_LEAKY_RELU"},
-	{"HardSigmoid", "KILN_ACT_HARD_SIGMOID"}, {"Clip", "KILN_ACT_CLIP"},
+	{"HardSigmoid", "KILN_ACT_HARD_SIGMOID"}, {"Clip", "KILN_ACT_CLIP"}, {"Gelu", "KILN_ACT_GELU"},
 };
 
 bool emit_has_act(const Node *n)

@@ -11,8 +11,10 @@
  *   - BatchNormalization after Conv or Gemm folds into the weights and bias,
  *     when the weight dies with it (its only reader is that node; otherwise
  *     folding would store a second copy, and the BatchNormalization stays);
- *   - Relu, Sigmoid, Tanh, Selu, Elu, LeakyRelu, HardSigmoid and Clip after
- *     Conv (1-D/2-D) or Gemm become the kernel's epilogue: the node gets
+ *   - Relu, Sigmoid, Tanh, Selu, Elu, LeakyRelu, HardSigmoid, Clip and GELU
+ *     as exporters write it (x * 0.5 * (1 + erf(x / sqrt 2)), five nodes)
+ *     after Conv (1-D/2-D) or Gemm, or after a Gemm and a Reshape, become
+ *     the kernel's epilogue: the node gets
  *     the attributes kiln.act, kiln.act_alpha, kiln.act_beta, which the
  *     emitters turn into one kiln_f32_gemm_ep / kiln_f32_conv2d_ep call.
  *
@@ -403,6 +405,45 @@ static bool act_params(PassCtx *c, const Node *n, const char **act, float *alpha
 	}
 }
 
+/* The node whose epilogue can apply an elementwise function to x: x's
+ * producer if it is a Gemm or a 1-D/2-D Conv without one, or such a Gemm
+ * seen through a Reshape (an elementwise function commutes with it). x must
+ * be read by `readers` nodes only (the function's own). *last is the node
+ * that writes x (the host or the Reshape). NONE if there is none. */
+static int epilogue_host(PassCtx *c, int x, int *last)
+{
+	Graph *g = c->g;
+	const Value *xv = &g->values[x];
+	if (xv->kind != VAL_TEMP || xv->producer == NONE || rw_pinned(c, x) || !is_f32(c, x))
+		return NONE;
+	int p = xv->producer;
+	*last = p;
+	if (g->nodes[p].op == OP_Reshape && g->nodes[p].nout == 1) {
+		int in = g->nodes[p].in[0];
+		const Value *iv = &g->values[in];
+		if (iv->kind != VAL_TEMP || iv->producer == NONE || rw_sole_user(c, in) != p ||
+		    g->nodes[iv->producer].op != OP_Gemm)
+			return NONE;
+		p = iv->producer;
+	}
+	Node *pn = &g->nodes[p];
+	if ((pn->op != OP_Conv && pn->op != OP_Gemm) || pn->nout != 1 || rw_attr(pn, "kiln.act"))
+		return NONE;
+	if (pn->op == OP_Conv) {
+		const Shape *ws = rw_static_shape(c, pn->in[1]);
+		if (!ws || ws->rank > 4)
+			return NONE;  /* 3-D convolutions have no epilogue yet */
+	}
+	return p;
+}
+
+static void set_act(PassCtx *c, Node *pn, const char *act, float alpha, float beta)
+{
+	rw_set_attr(c, pn, rw_string_attr(c, "kiln.act", act));
+	rw_set_attr(c, pn, rw_float_attr(c, "kiln.act_alpha", alpha));
+	rw_set_attr(c, pn, rw_float_attr(c, "kiln.act_beta", beta));
+}
+
 static bool fuse_act(PassCtx *c, int j)
 {
 	Graph *g = c->g;
@@ -411,26 +452,98 @@ static bool fuse_act(PassCtx *c, int j)
 	float alpha, beta;
 	if (an->nin < 1 || an->nout != 1 || !act_params(c, an, &act, &alpha, &beta))
 		return false;
-	int x = an->in[0];
-	const Value *xv = &g->values[x];
-	if (xv->kind != VAL_TEMP || xv->producer == NONE || rw_sole_user(c, x) != j || !is_f32(c, x))
+	int x = an->in[0], last;
+	if (rw_sole_user(c, x) != j)
 		return false;
-	int p = xv->producer;
+	int p = epilogue_host(c, x, &last);
+	if (p == NONE)
+		return false;
 	Node *pn = &g->nodes[p];
-	if ((pn->op != OP_Conv && pn->op != OP_Gemm) || pn->nout != 1 || rw_attr(pn, "kiln.act"))
-		return false;
-	if (pn->op == OP_Conv) {
-		const Shape *ws = rw_static_shape(c, pn->in[1]);
-		if (!ws || ws->rank > 4)
-			return false;  /* 3-D convolutions have no epilogue yet */
-	}
-	rw_set_attr(c, pn, rw_string_attr(c, "kiln.act", act));
-	rw_set_attr(c, pn, rw_float_attr(c, "kiln.act_alpha", alpha));
-	rw_set_attr(c, pn, rw_float_attr(c, "kiln.act_beta", beta));
+	set_act(c, pn, act, alpha, beta);
 	int y = an->out[0];
 	note_fused(c, pn, an);
 	rw_kill(c, j);
-	take_output(c, p, y);
+	take_output(c, last, y);
+	return true;
+}
+
+/* ---- GELU as exporters write it ---------------------------------------- */
+
+/* Is value id a constant scalar equal to v (within float rounding)? */
+static bool is_scalar(PassCtx *c, int id, double v)
+{
+	int64_t n;
+	double *x = rw_const_f64(c, id, &n);
+	return x && n == 1 && fabs(x[0] - v) <= 1e-6 * fabs(v);
+}
+
+/* The node reading id alone, if it is op; NONE otherwise. */
+static int only_reader(PassCtx *c, int id, int op)
+{
+	int u = rw_sole_user(c, id);
+	return u != NONE && c->g->nodes[u].op == op && c->g->nodes[u].nout == 1 ? u : NONE;
+}
+
+/* x * 0.5 * (1 + erf(x / sqrt 2)), from Div(x, sqrt 2) or Mul(x, 1/sqrt 2):
+ * Erf -> Add 1 -> Mul x -> Mul 0.5 (or Mul 0.5 first). */
+static bool fuse_gelu(PassCtx *c, int i)
+{
+	Graph *g = c->g;
+	Node *d = &g->nodes[i];
+	if ((d->op != OP_Div && d->op != OP_Mul) || d->nin != 2 || d->nout != 1)
+		return false;
+	int x = d->in[0];
+	if (!(d->op == OP_Div ? is_scalar(c, d->in[1], 1.4142135623730951)
+	                      : is_scalar(c, d->in[1], 0.7071067811865476)))
+		return false;
+	int e = only_reader(c, d->out[0], OP_Erf);
+	if (e == NONE)
+		return false;
+	int a = only_reader(c, g->nodes[e].out[0], OP_Add);
+	if (a == NONE || !(is_scalar(c, g->nodes[a].in[0], 1) || is_scalar(c, g->nodes[a].in[1], 1)))
+		return false;
+	int m1 = only_reader(c, g->nodes[a].out[0], OP_Mul);
+	if (m1 == NONE)
+		return false;
+	const Node *mn = &g->nodes[m1];
+	int other = mn->in[0] == g->nodes[a].out[0] ? mn->in[1] : mn->in[0];
+	int last_mul, xhalf = NONE;
+	if (other == x) { /* Mul(x, 1 + erf) then Mul(., 0.5) */
+		last_mul = only_reader(c, mn->out[0], OP_Mul);
+		if (last_mul == NONE)
+			return false;
+		const Node *h = &g->nodes[last_mul];
+		if (!is_scalar(c, h->in[h->in[0] == mn->out[0] ? 1 : 0], 0.5))
+			return false;
+	} else { /* Mul(x, 0.5) then Mul(that, 1 + erf) */
+		const Value *ov = &g->values[other];
+		if (ov->kind != VAL_TEMP || ov->producer == NONE || rw_sole_user(c, other) != m1)
+			return false;
+		const Node *h = &g->nodes[ov->producer];
+		if (h->op != OP_Mul || h->nin != 2 || c->dead[ov->producer] ||
+		    !((h->in[0] == x && is_scalar(c, h->in[1], 0.5)) ||
+		      (h->in[1] == x && is_scalar(c, h->in[0], 0.5))))
+			return false;
+		xhalf = ov->producer;
+		last_mul = m1;
+	}
+	/* x is read by exactly the pattern: Div and the Mul by x (or by 0.5). */
+	if (g->values[x].nuse != 2)
+		return false;
+	int last;
+	int p = epilogue_host(c, x, &last);
+	if (p == NONE)
+		return false;
+	Node *pn = &g->nodes[p];
+	set_act(c, pn, "Gelu", 0, 0);
+	int y = g->nodes[last_mul].out[0];
+	/* The five nodes: Div, Erf, Add, Mul, and the other Mul (by 0.5). */
+	int members[5] = {i, e, a, m1, xhalf != NONE ? xhalf : last_mul};
+	for (int k = 0; k < 5; k++) {
+		note_fused(c, pn, &g->nodes[members[k]]);
+		rw_kill(c, members[k]);
+	}
+	take_output(c, last, y);
 	return true;
 }
 
@@ -451,7 +564,7 @@ int pass_fuse(PassCtx *c)
 			p = g->values[n->in[0]].producer;
 		if (p != NONE && touched[p])
 			continue;
-		bool did = fuse_transpose(c, i) || fuse_bn(c, i) || fuse_act(c, i);
+		bool did = fuse_transpose(c, i) || fuse_bn(c, i) || fuse_act(c, i) || fuse_gelu(c, i);
 		if (!did && !touched[i]) {
 			int user = n->nout == 1 && n->out[0] != NONE ? rw_sole_user(c, n->out[0]) : NONE;
 			if (user == NONE || !touched[user])

@@ -601,7 +601,8 @@ typedef enum kiln_act {
 	KILN_ACT_ELU,           /* x >= 0 ? x : alpha * (exp(x) - 1) */
 	KILN_ACT_LEAKY_RELU,    /* x >= 0 ? x : alpha * x */
 	KILN_ACT_HARD_SIGMOID,  /* max(0, min(1, alpha * x + beta)) */
-	KILN_ACT_CLIP           /* x < alpha ? alpha : x > beta ? beta : x (NaN stays NaN) */
+	KILN_ACT_CLIP,          /* x < alpha ? alpha : x > beta ? beta : x (NaN stays NaN) */
+	KILN_ACT_GELU           /* 0.5 * x * (1 + erf(x / sqrt 2)) */
 } kiln_act;
 
 typedef struct kiln_epilogue {

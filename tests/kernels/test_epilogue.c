@@ -26,6 +26,7 @@ static double act_ref(int act, double a, double b, double x)
 	case KILN_ACT_LEAKY_RELU: return x >= 0 ? x : a * x;
 	case KILN_ACT_HARD_SIGMOID: return fmax(0, fmin(1, a * x + b));
 	case KILN_ACT_CLIP: return x < a ? a : x > b ? b : x;
+	case KILN_ACT_GELU: return 0.5 * x * (1 + erf(x / sqrt(2.0)));
 	default: return x;
 	}
 }
@@ -35,6 +36,7 @@ static const float params[][2] = {
 	[KILN_ACT_TANH] = {0, 0}, [KILN_ACT_SELU] = {1.6732632f, 1.0507010f},
 	[KILN_ACT_ELU] = {0.7f, 0}, [KILN_ACT_LEAKY_RELU] = {0.01f, 0},
 	[KILN_ACT_HARD_SIGMOID] = {0.2f, 0.5f}, [KILN_ACT_CLIP] = {-0.5f, 0.75f},
+	[KILN_ACT_GELU] = {0, 0},
 };
 
 static void test_gemm(int64_t M, int64_t N, int64_t K, int trans_b, int with_bias, int act)
@@ -113,7 +115,7 @@ static void test_conv(int act)
 
 int main(void)
 {
-	for (int act = KILN_ACT_NONE; act <= KILN_ACT_CLIP; act++) {
+	for (int act = KILN_ACT_NONE; act <= KILN_ACT_GELU; act++) {
 		test_gemm(1, 1, 1, 0, 1, act);
 		test_gemm(37, 19, 23, 0, 1, act);
 		test_gemm(17, 40, 9, 1, 0, act);

@@ -160,6 +160,20 @@ def main():
         case(kiln, root, "fuse_gemm_3d", nodes, [vi("a", [2, 5, 4])], [vi("y", [2, 5, 6])],
              [t("w", wb.T.copy()), t("bias", bias)], [a3], [a3 @ wb.T + bias],
              ["Reshape", "Gemm", "Reshape"])
+        # fuse: GELU as exporters write it, after MatMul + bias and the unflattening
+        # Reshape, becomes the Gemm's epilogue.
+        from math import erf, sqrt
+        verf = np.vectorize(erf)
+        z = a3 @ wb.T + bias
+        nodes = [N("MatMul", ["a", "w"], ["m"]), N("Add", ["m", "bias"], ["x"]),
+                 N("Div", ["x", "sqrt2"], ["d"]), N("Erf", ["d"], ["e"]),
+                 N("Add", ["e", "one"], ["e1"]), N("Mul", ["x", "e1"], ["xe"]),
+                 N("Mul", ["xe", "half"], ["y"])]
+        case(kiln, root, "fuse_gelu", nodes, [vi("a", [2, 5, 4])], [vi("y", [2, 5, 6])],
+             [t("w", wb.T.copy()), t("bias", bias), t("sqrt2", np.array(1.4142135, np.float32)),
+              t("one", np.array(1.0, np.float32)), t("half", np.array(0.5, np.float32))],
+             [a3], [(0.5 * z * (1 + verf(z / sqrt(2)))).astype(np.float32)],
+             ["Reshape", "Gemm", "Reshape"])
         # fuse: a residual Add becomes Gemm's C.
         nodes = [N("Gemm", ["a", "w"], ["g"], transB=1), N("Add", ["g", "r"], ["y"])]
         r = rng.standard_normal((5, 6)).astype(np.float32)

@@ -21,6 +21,7 @@ static float act1(const kiln_epilogue *ep, float x)
 	case KILN_ACT_LEAKY_RELU: return x >= 0.0f ? x : ep->alpha * x;
 	case KILN_ACT_HARD_SIGMOID: return fmaxf(0.0f, fminf(1.0f, ep->alpha * x + ep->beta));
 	case KILN_ACT_CLIP: return x < ep->alpha ? ep->alpha : x > ep->beta ? ep->beta : x;
+	case KILN_ACT_GELU: return x * 0.5f * (1.0f + erff(x * 0.70710678118654752f));
 	default: return x;
 	}
 }
