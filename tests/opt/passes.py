@@ -174,6 +174,21 @@ def main():
               t("one", np.array(1.0, np.float32)), t("half", np.array(0.5, np.float32))],
              [a3], [(0.5 * z * (1 + verf(z / sqrt(2)))).astype(np.float32)],
              ["Reshape", "Gemm", "Reshape"])
+        # fuse: LayerNorm as exporters write it (opset 13) becomes one node.
+        gam = rng.standard_normal(6).astype(np.float32)
+        bet = rng.standard_normal(6).astype(np.float32)
+        xz = rng.standard_normal((2, 5, 6)).astype(np.float32)
+        nodes = [N("ReduceMean", ["x"], ["mu"], axes=[-1]), N("Sub", ["x", "mu"], ["d"]),
+                 N("Pow", ["d", "two"], ["p"]), N("ReduceMean", ["p"], ["var"], axes=[-1]),
+                 N("Add", ["var", "eps"], ["ve"]), N("Sqrt", ["ve"], ["sd"]),
+                 N("Div", ["d", "sd"], ["nrm"]), N("Mul", ["nrm", "gamma"], ["sc"]),
+                 N("Add", ["sc", "beta"], ["y"])]
+        mu = xz.mean(-1, keepdims=True)
+        ln = (xz - mu) / np.sqrt(((xz - mu) ** 2).mean(-1, keepdims=True) + 1e-5) * gam + bet
+        case(kiln, root, "fuse_layernorm", nodes, [vi("x", [2, 5, 6])], [vi("y", [2, 5, 6])],
+             [t("two", np.array(2.0, np.float32)), t("eps", np.array(1e-5, np.float32)),
+              t("gamma", gam), t("beta", bet)], [xz], [ln.astype(np.float32)],
+             ["LayerNormalization"])
         # fuse: a residual Add becomes Gemm's C.
         nodes = [N("Gemm", ["a", "w"], ["g"], transB=1), N("Add", ["g", "r"], ["y"])]
         r = rng.standard_normal((5, 6)).astype(np.float32)
