@@ -75,20 +75,32 @@ static int by_hash(const void *pa, const void *pb)
 }
 
 /* The weights object stores identical bytes of one dtype once (emit_c.c),
- * whatever the names and shapes, so that is how bytes are counted here. */
+ * whatever the names and shapes, so that is how bytes are counted here.
+ * A target shape read only by Reshape is shape arithmetic, never stored. */
 uint64_t passes_weight_bytes(Graph *g)
 {
+	bool *data_use = calloc((size_t)(g->nvalues ? g->nvalues : 1), sizeof *data_use);
+	KILN_ASSERT(data_use);
+	for (int i = 0; i < g->nnodes; i++)
+		for (int k = 0; k < g->nodes[i].nin; k++)
+			if (g->nodes[i].in[k] != NONE && !(g->nodes[i].op == OP_Reshape && k == 1))
+				data_use[g->nodes[i].in[k]] = true;
+	for (int i = 0; i < g->nvalues; i++)
+		data_use[i] |= g->values[i].nuse > 0 && g->values[i].kind == VAL_WEIGHT &&
+		               g->values[i].dtype != DT_INT64;
 	int n = 0;
 	for (int i = 0; i < g->nvalues; i++)
-		n += g->values[i].kind == VAL_WEIGHT && g->values[i].nuse > 0;
-	if (n == 0)
+		n += g->values[i].kind == VAL_WEIGHT && g->values[i].nuse > 0 && data_use[i];
+	if (n == 0) {
+		free(data_use);
 		return 0;
+	}
 	UsedWeight *ws = calloc((size_t)n, sizeof *ws);
 	KILN_ASSERT(ws);
 	n = 0;
 	for (int i = 0; i < g->nvalues; i++) {
 		Value *v = &g->values[i];
-		if (v->kind != VAL_WEIGHT || v->nuse <= 0)
+		if (v->kind != VAL_WEIGHT || v->nuse <= 0 || !data_use[i])
 			continue;
 		if (v->weight->bytes_hash == 0) {
 			Shape flat = {.rank = 0};
@@ -108,6 +120,7 @@ uint64_t passes_weight_bytes(Graph *g)
 			total += ws[i].w->nbytes;
 	}
 	free(ws);
+	free(data_use);
 	return total;
 }
 
