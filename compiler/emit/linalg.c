@@ -32,8 +32,10 @@ void emit_gemm(Emit *E)
 			decl(E, "Y", &Y, true);
 		}
 		const char *ep = emit_epilogue(E, col ? C.expr : NULL);
-		emitf(E, "\tkiln_f32_gemm_ep(%" PRId64 ", %" PRId64 ", %" PRId64 ", %s, A, %" PRId64 ", %" PRId64
+		/* B may be a float16 weight the kernel widens (passes/fuse.c). */
+		emitf(E, "\tkiln_f32_gemm_%s(%" PRId64 ", %" PRId64 ", %" PRId64 ", %s, A, %" PRId64 ", %" PRId64
 		       ", B, %" PRId64 ", %" PRId64 ", %s, Y, %" PRId64 ", %s);\n",
+		    B.dtype == DT_FLOAT16 ? "f16b" : "ep",
 		    M, N, K, flit(E, alpha, DT_FLOAT), ta ? (int64_t)1 : K, ta ? M : (int64_t)1,
 		    tb ? (int64_t)1 : N, tb ? K : (int64_t)1,
 		    has_c && !col ? flit(E, beta, DT_FLOAT) : "0.0f", N, ep ? ep : "NULL");

@@ -3,25 +3,29 @@
  * float16 and widened where they are read.
  *
  * Each large float32 weight (more than 4096 elements: smaller ones are
- * folded for shape arithmetic and not worth a node) read as a data operand
- * (MatMul, Gemm, Conv, Gather, elementwise arithmetic) is replaced by a
- * float16 copy and a Cast to float32 placed just before its first reader, so
- * the float32 values exist only in the arena while they are needed. The
- * float32 copy dies: the weights object holds half the bytes. Runs once,
- * after the fixed point, so folding never undoes it. Rounding is to nearest
- * even; outputs then match within float16 precision, not float32.
+ * folded for shape arithmetic and not worth a node) read only as MatMul/Gemm
+ * B or Gather data is replaced by a float16 copy and a Cast to float32 just
+ * before its first reader; fuse.c then lets the GEMM kernel read the float16
+ * bytes (widening while loading) and moves the Cast after the Gather. The
+ * float32 copy dies: the weights object holds half the bytes, and no float32
+ * copy exists at run time either. Runs last in each iteration of the fixed
+ * point (it narrows a weight once; folding never widens it back). Rounding
+ * is to nearest even; outputs then match within float16 precision.
  */
 #include <string.h>
 
 #include "rewrite.h"
 
-/* May input k of n read a widened copy (computed at run time)? */
+/* Is input k of n read where the float16 bytes can be served without a
+ * float32 copy of the whole weight (fuse.c: the GEMM widens B while
+ * loading; Gather gathers float16 rows, then widens them)? Other readers
+ * (Conv, elementwise) would need the whole weight widened in the arena on
+ * every run, so their weights stay float32. */
 static bool data_operand(const Node *n, int k)
 {
 	switch (n->op) {
-	case OP_MatMul: case OP_Gemm: case OP_Conv: case OP_ConvTranspose:
-	case OP_Add: case OP_Sub: case OP_Mul: case OP_Div:
-		return true;
+	case OP_MatMul: case OP_Gemm:
+		return k == 1;
 	case OP_Gather:
 		return k == 0;
 	default:

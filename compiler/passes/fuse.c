@@ -22,6 +22,10 @@
  *     Add eps, Sqrt, Div, Mul gamma, Add beta over the last axis) becomes
  *     one LayerNormalization.
  *
+ *   - a float16 weight widened by a Cast is read as float16 by the GEMM
+ *     (kiln_f32_gemm_f16b) or gathered before the Cast (only the gathered
+ *     rows are widened): no float32 copy of the table anywhere.
+ *
  * Every fused node records its members in kiln.fused, for the generated
  * C's comments. Needs shapes for MatMul rewrites (skipped without them).
  */
@@ -96,7 +100,8 @@ static bool matmul_to_gemm(PassCtx *c, int i, int b, bool trans_b, int cv, int y
 	Node *mm = &g->nodes[i];
 	int a = mm->in[0];
 	const Shape *sb = rw_static_shape(c, b);
-	if (!sb || sb->rank != 2 || !is_f32(c, a) || !is_f32(c, b) || c->nsigs == 0 ||
+	bool b_ok = is_f32(c, b) || (rw_is_const(c, b) && c->g->values[b].dtype == DT_FLOAT16);
+	if (!sb || sb->rank != 2 || !is_f32(c, a) || !b_ok || c->nsigs == 0 ||
 	    mm->opset < 7 || (cv == NONE && mm->opset < 11))
 		return false;
 	int64_t K = sb->dims[trans_b ? 1 : 0].size, N = sb->dims[trans_b ? 0 : 1].size;
@@ -190,6 +195,82 @@ static bool fuse_transpose(PassCtx *c, int i)
 		return ok;
 	}
 	return false;
+}
+
+/* ---- float16 weights read by the GEMM kernel --------------------------- */
+
+/* A Cast to float32 of a float16 constant (of rank `rank`, or any if -1):
+ * the constant, else NONE. */
+static int widened_f16(PassCtx *c, int id, int rank)
+{
+	const Value *v = &c->g->values[id];
+	if (v->kind != VAL_TEMP || v->producer == NONE || c->dead[v->producer])
+		return NONE;
+	const Node *t = &c->g->nodes[v->producer];
+	if (t->op != OP_Cast || t->nin != 1 || rw_attr_int(t, "to", 0) != DT_FLOAT)
+		return NONE;
+	int w = t->in[0];
+	if (!rw_is_const(c, w) || c->g->values[w].dtype != DT_FLOAT16 ||
+	    (rank >= 0 && c->g->values[w].shape.rank != rank))
+		return NONE;
+	return w;
+}
+
+/* Gather(Cast(W16), ids) -> Cast(Gather(W16, ids)): only the gathered rows
+ * are widened, never the table. */
+static bool sink_cast_gather(PassCtx *c, int i)
+{
+	Graph *g = c->g;
+	Node *n = &g->nodes[i];
+	if (n->op != OP_Gather || n->nin != 2 || n->nout != 1)
+		return false;
+	int w = widened_f16(c, n->in[0], -1);
+	if (w == NONE)
+		return false;
+	const char *name = n->name[0] ? n->name : "gather";
+	int rows = rw_new_value(c, name, DT_FLOAT16);
+	n = &g->nodes[i];
+	int in[2] = {w, n->in[1]}, y = n->out[0];
+	const Attr *axis = rw_attr(n, "axis");
+	rw_add_node(c, i, "Gather", in, 2, &rows, 1, axis, axis ? 1 : 0, name);
+	Attr to = rw_int_attr(c, "to", DT_FLOAT);
+	rw_add_node(c, i, "Cast", &rows, 1, &y, 1, &to, 1, name);
+	rw_kill(c, i);
+	c->stat->fused++;
+	return true;
+}
+
+/* Gemm/MatMul reading a widened float16 weight as B reads the float16 bytes
+ * (kiln_f32_gemm_f16b widens while loading): the float32 copy the Cast made
+ * in the arena disappears with the Cast. */
+static bool fuse_f16_operand(PassCtx *c, int i)
+{
+	Graph *g = c->g;
+	Node *n = &g->nodes[i];
+	if ((n->op != OP_Gemm && n->op != OP_MatMul) || n->nin < 2 || n->nout != 1 ||
+	    !is_f32(c, n->in[0]))
+		return false;
+	int w = widened_f16(c, n->in[1], 2);
+	if (w == NONE)
+		return false;
+	const Node *cast = &g->nodes[g->values[n->in[1]].producer];
+	if (n->op == OP_MatMul) {
+		if (!matmul_to_gemm(c, i, w, false, NONE, n->out[0], i))
+			return false;
+		for (int k = c->npending - 1; k >= 0; k--)
+			if (c->pending[k].node.op == OP_Gemm) {
+				note_fused(c, &c->pending[k].node, cast);
+				break;
+			}
+		return true;
+	}
+	if (n->since < 7)
+		return false;
+	g->values[n->in[1]].nuse--;
+	g->values[w].nuse++;
+	n->in[1] = w;
+	note_fused(c, n, cast);
+	return true;
 }
 
 /* ---- bias and residual Add -------------------------------------------- */
@@ -685,7 +766,7 @@ int pass_fuse(PassCtx *c)
 			p = g->values[n->in[0]].producer;
 		if (p != NONE && touched[p])
 			continue;
-		bool did = fuse_transpose(c, i) || fuse_bn(c, i) || fuse_act(c, i) || fuse_gelu(c, i) ||
+		bool did = fuse_f16_operand(c, i) || sink_cast_gather(c, i) || fuse_transpose(c, i) || fuse_bn(c, i) || fuse_act(c, i) || fuse_gelu(c, i) ||
 		           fuse_layernorm(c, i);
 		if (!did && !touched[i]) {
 			int user = n->nout == 1 && n->out[0] != NONE ? rw_sole_user(c, n->out[0]) : NONE;

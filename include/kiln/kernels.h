@@ -620,6 +620,14 @@ KILN_API void kiln_f32_gemm_ep(int64_t M, int64_t N, int64_t K, float alpha,
 /* kiln_f32_conv2d, then the activation (ep->bias is not used: Conv has its own). */
 KILN_API void kiln_f32_conv2d_ep(const kiln_conv2d_params *p, const float *X, const float *W,
                                  const float *bias, float *Y, const kiln_epilogue *ep);
+/* kiln_f32_gemm_ep with B stored as float16 (bit patterns), widened while
+ * it is loaded (F16C on x86 when the CPU has it): weights stored at half the
+ * bytes, no float32 copy anywhere. Strides are in elements. */
+KILN_API void kiln_f32_gemm_f16b(int64_t M, int64_t N, int64_t K, float alpha,
+                                 const float *A, int64_t a_row_stride, int64_t a_col_stride,
+                                 const uint16_t *B, int64_t b_row_stride, int64_t b_col_stride,
+                                 float beta, float *C, int64_t c_row_stride,
+                                 const kiln_epilogue *ep);
 /* The activation alone, in place over n elements. */
 KILN_API void kiln_f32_act(float *Y, int64_t n, const kiln_epilogue *ep);
 

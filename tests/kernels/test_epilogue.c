@@ -77,6 +77,37 @@ static void test_gemm(int64_t M, int64_t N, int64_t K, int trans_b, int with_bia
 	free(A), free(B), free(C), free(bias);
 }
 
+/* B as float16 bit patterns: the reference widens them exactly too. Sizes
+ * cross the kernel's 64 x 256 panels. */
+static void test_gemm_f16b(int64_t M, int64_t N, int64_t K, int trans_b, int act)
+{
+	float *A = malloc(sizeof(float) * (size_t)(M * K + 1));
+	uint16_t *B = malloc(sizeof(uint16_t) * (size_t)(K * N + 1));
+	float *C = malloc(sizeof(float) * (size_t)(M * N + 1));
+	float *bias = malloc(sizeof(float) * (size_t)(N + 1));
+	fill_uniform(A, M * K, -1, 1);
+	fill_uniform(bias, N, -1, 1);
+	for (int64_t i = 0; i < K * N; i++)
+		B[i] = kiln_f32_to_f16(rng_float(-1, 1));
+	kiln_epilogue ep = {bias, act, params[act][0], params[act][1]};
+	kiln_f32_gemm_f16b(M, N, K, 1.0f, A, K, 1, B, trans_b ? 1 : N, trans_b ? K : 1, 0.0f, C, N,
+	                   &ep);
+	int ok = 1;
+	for (int64_t m = 0; m < M && ok; m++)
+		for (int64_t n = 0; n < N && ok; n++) {
+			double sum = (double)bias[n], mag = fabs((double)bias[n]);
+			for (int64_t k = 0; k < K; k++) {
+				double b = (double)kiln_f16_to_f32(trans_b ? B[n * K + k] : B[k * N + n]);
+				sum += (double)A[m * K + k] * b;
+				mag += fabs((double)A[m * K + k] * b);
+			}
+			double want = act_ref(act, params[act][0], params[act][1], sum);
+			ok = close_enough(C[m * N + n], want, mag + 1e-30, 2e-5);
+		}
+	CHECK(ok, "kiln_f32_gemm_f16b");
+	free(A), free(B), free(C), free(bias);
+}
+
 static void test_conv(int act)
 {
 	kiln_conv2d_params p = {.batch = 2, .in_channels = 3, .in_h = 7, .in_w = 6,
@@ -121,6 +152,8 @@ int main(void)
 		test_gemm(17, 40, 9, 1, 0, act);
 		test_gemm(33, 5, 64, 1, 1, act);
 		test_conv(act);
+		test_gemm_f16b(3, 300, 130, 0, act);
+		test_gemm_f16b(17, 37, 70, 1, act);
 	}
 	/* The activation alone, and NaN through Clip (it must stay NaN). */
 	float v[3] = {NAN, -2.0f, 2.0f};

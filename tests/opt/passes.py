@@ -200,7 +200,7 @@ def main():
         wl16 = wl.astype(np.float16).astype(np.float32)
         nodes = [N("MatMul", ["x", "w"], ["y"])]
         before, after = case(kiln, root, "f16", nodes, [vi("x", [2, 128])], [vi("y", [2, 64])],
-                             [t("w", wl)], [xl], [xl @ wl16], ["Cast", "MatMul"],
+                             [t("w", wl)], [xl], [xl @ wl16], ["Gemm"],
                              flags=["--weights-dtype", "fp16"])
         ok = (before, after) == (wl.nbytes, wl.nbytes // 2)
         print(("ok   " if ok else "FAIL ") + "f16: weight bytes %s -> %s" % (before, after))

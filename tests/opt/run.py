@@ -199,6 +199,20 @@ def tied(kiln, root):
               "tied: no transposed copy in the arena (%d bytes)" % res["arena"])
         check("transB" in res["code"] or "kiln_f32_gemm" in res["code"],
               "tied: the lm_head reads the embedding transposed")
+    # Stored as float16: half the bytes, still once, and no widened table.
+    h16 = np.tanh(emb.astype(np.float16).astype(np.float64)[ids])
+    e16 = emb.astype(np.float16).astype(np.float64)
+    f16dir = os.path.join(root, "tied_f16")
+    write_case(f16dir, graph, [ids], [(h16 @ e16.T).astype(np.float32)])
+    ok, line = verify(kiln, f16dir, "--weights-dtype", "fp16")
+    check(ok, "tied, --weights-dtype fp16: matches the float16-rounded reference (%s)" % line)
+    res, out = compile_model(kiln, f16dir, os.path.join(root, "tied_f16_out"),
+                             "--weights-dtype", "fp16")
+    if res:
+        check(abs(res["weights"] - emb.nbytes // 2) <= 0.01 * emb.nbytes // 2 and
+              res["arena"] < emb.nbytes // 8,
+              "tied, --weights-dtype fp16: weights object %d bytes (half of %d), arena %d bytes" %
+              (res["weights"], emb.nbytes, res["arena"]))
 
 
 # ---- 3. If branches sharing a parent initializer ---------------------------
@@ -260,6 +274,10 @@ def fp16(kiln, root):
         if res and mode == "fp32":
             check("float16" not in res["code"].split("==== batch")[0],
                   "fp16 model, --weights-dtype fp32: no float16 constant stored")
+        if res and mode != "fp32":
+            check(res["code"].count("kiln_f32_gemm_f16b(") == 2 and res["arena"] < 64 * 1024,
+                  "fp16 model, --weights-dtype %s: the GEMMs read float16 B, no float32 copy "
+                  "in the arena (%d bytes)" % (mode, res["arena"]))
     # A float32 model stored as float16.
     v1, v2 = w1.astype(np.float32), w2.astype(np.float32)
     v1 = v1 + (rng.standard_normal(v1.shape) * 1e-3).astype(np.float32)  # not exactly fp16

@@ -66,3 +66,86 @@ void kiln_f32_conv2d_ep(const kiln_conv2d_params *p, const float *X, const float
 	for (int64_t i = 0; i < p->batch * p->out_channels; i++)
 		kiln_f32_act(Y + i * plane, plane, ep);
 }
+
+/* ---- float16 B, widened while loading --------------------------------- */
+
+/* Widen n float16 values (stride apart) to float. F16C when the CPU has it. */
+#if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
+#include <immintrin.h>
+__attribute__((target("f16c"))) static void widen_f16c(const uint16_t *src, float *dst, int64_t n)
+{
+	int64_t i = 0;
+	for (; i + 8 <= n; i += 8)
+		_mm256_storeu_ps(dst + i, _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)(src + i))));
+	for (; i < n; i++)
+		dst[i] = kiln_f16_to_f32(src[i]);
+}
+static int have_f16c(void)
+{
+	static int known = -1;  /* a benign race: every thread computes the same value */
+	if (known < 0)
+		known = __builtin_cpu_supports("f16c") ? 1 : 0;
+	return known;
+}
+#else
+static void widen_f16c(const uint16_t *src, float *dst, int64_t n)
+{
+	for (int64_t i = 0; i < n; i++)
+		dst[i] = kiln_f16_to_f32(src[i]);
+}
+static int have_f16c(void)
+{
+	return 0;
+}
+#endif
+
+static void widen(const uint16_t *src, int64_t stride, float *dst, int64_t n)
+{
+	if (stride == 1 && have_f16c()) {
+		widen_f16c(src, dst, n);
+		return;
+	}
+	for (int64_t i = 0; i < n; i++)
+		dst[i] = kiln_f16_to_f32(src[i * stride]);
+}
+
+void kiln_f32_gemm_f16b(int64_t M, int64_t N, int64_t K, float alpha, const float *A,
+                        int64_t a_row_stride, int64_t a_col_stride, const uint16_t *B,
+                        int64_t b_row_stride, int64_t b_col_stride, float beta, float *C,
+                        int64_t c_row_stride, const kiln_epilogue *ep)
+{
+	/* Blocks of B widened into a stack panel (64 KiB: no allocation), each
+	 * multiplied by the stock kernel; later K blocks accumulate (beta 1). */
+	enum { KB = 64, NB = 256 };
+	float panel[KB * NB];
+	if (K == 0) {
+		kiln_f32_gemm(M, N, 0, alpha, A, a_row_stride, a_col_stride, NULL, 0, 0, beta, C,
+		              c_row_stride);
+	}
+	for (int64_t n0 = 0; n0 < N; n0 += NB) {
+		int64_t nb = N - n0 < NB ? N - n0 : NB;
+		for (int64_t k0 = 0; k0 < K; k0 += KB) {
+			int64_t kb = K - k0 < KB ? K - k0 : KB;
+			for (int64_t k = 0; k < kb; k++) {
+				const uint16_t *row = B + (k0 + k) * b_row_stride + n0 * b_col_stride;
+				if (b_col_stride == 1) {
+					widen(row, 1, panel + k * nb, nb);
+				} else {
+					for (int64_t n = 0; n < nb; n++)
+						panel[k * nb + n] = kiln_f16_to_f32(row[n * b_col_stride]);
+				}
+			}
+			kiln_f32_gemm(M, nb, kb, alpha, A + k0 * a_col_stride, a_row_stride, a_col_stride,
+			              panel, nb, 1, k0 == 0 ? beta : 1.0f, C + n0, c_row_stride);
+		}
+	}
+	if (!ep)
+		return;
+	for (int64_t m = 0; m < M; m++) {
+		float *row = C + m * c_row_stride;
+		if (ep->bias)
+			for (int64_t n = 0; n < N; n++)
+				row[n] += ep->bias[n];
+		kiln_f32_act(row, N, ep);
+	}
+}
