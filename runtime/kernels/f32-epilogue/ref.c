@@ -71,6 +71,7 @@ void kiln_f32_conv2d_ep(const kiln_conv2d_params *p, const float *X, const float
 
 /* Widen n float16 values (stride apart) to float. F16C when the CPU has it. */
 #if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
+#include <cpuid.h>
 #include <immintrin.h>
 __attribute__((target("f16c"))) static void widen_f16c(const uint16_t *src, float *dst, int64_t n)
 {
@@ -80,11 +81,21 @@ __attribute__((target("f16c"))) static void widen_f16c(const uint16_t *src, floa
 	for (; i < n; i++)
 		dst[i] = kiln_f16_to_f32(src[i]);
 }
+/* F16C, AVX and the OS saving YMM registers (CPUID 1 ECX bits 29, 28, 27;
+ * XCR0 bits 1-2). */
 static int have_f16c(void)
 {
 	static int known = -1;  /* a benign race: every thread computes the same value */
-	if (known < 0)
-		known = __builtin_cpu_supports("f16c") ? 1 : 0;
+	if (known < 0) {
+		unsigned a, b, c, d;
+		int ok = 0;
+		if (__get_cpuid(1, &a, &b, &c, &d) && (c >> 27 & 7u) == 7u) {
+			unsigned lo, hi;
+			__asm__("xgetbv" : "=a"(lo), "=d"(hi) : "c"(0));
+			ok = (lo & 6u) == 6u;
+		}
+		known = ok;
+	}
 	return known;
 }
 #else
