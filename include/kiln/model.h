@@ -4,8 +4,10 @@
  * without knowing its generated function names.
  *
  * A generated NAME.h declares `extern const kiln_model NAME_model;` plus typed
- * entry points NAME_run_bB per compiled batch size. Everything here is
- * immutable and shared by all threads; each thread passes its own arena.
+ * entry points NAME_run_bB per compiled batch size, and NAME_run for any
+ * batch size through a kiln_run context (kiln/run.h). Everything here is
+ * immutable and shared by all threads; each thread passes its own arena or
+ * context.
  */
 #ifndef KILN_MODEL_H
 #define KILN_MODEL_H

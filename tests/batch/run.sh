@@ -33,6 +33,10 @@ compile mixes "$M/mixes.onnx" --batch 1,4
 # The compiler's verdicts.
 grep -q 'context: [0-9]* bytes per thread for kiln_run (any batch size)' "$OUT/rows.log" \
 	&& ok || bad "rows: no context line"
+ctx=$(sed -n 's/^context: \([0-9]*\) bytes.*/\1/p' "$OUT/rows.log")
+grep -q "^#define ROWS_CONTEXT_BYTES $ctx\$" "$OUT/rows/rows.h" && ok || bad "rows: NAME_CONTEXT_BYTES is not $ctx"
+"$KILN" info --plan --batch 1,4,16 "$M/rows.onnx" | grep -q "^kiln_run context: $ctx bytes per thread" \
+	&& ok || bad "rows: kiln info --plan does not report $ctx context bytes"
 want='kiln: warning: '"$M"'/mixes.onnx: only the compiled batch sizes can run: node 1 "over_batch" (Softmax, ai.onnx opset 13): normalizes over the batch axis 0'
 grep -qxF "$want" "$OUT/mixes.log" && ok || { bad "mixes: warning"; cat "$OUT/mixes.log"; }
 grep -q warning "$OUT/rows.log" && bad "rows: unexpected warning" || ok
