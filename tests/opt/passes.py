@@ -206,6 +206,27 @@ def main():
         print(("ok   " if ok else "FAIL ") + "f16: weight bytes %s -> %s" % (before, after))
         if not ok:
             failures.append("f16 bytes")
+        # The switches: exact errors, exit status 2.
+        model = os.path.join(root, "fold", "model.onnx")
+        for args, want in (
+                (["--no-pass=bogus"], "kiln: error: --no-pass: unknown pass 'bogus' (noop, dedup, "
+                                      "cse, einsum, fold, fuse, dce, f16)"),
+                (["--weights-dtype", "fp8"], "kiln: error: --weights-dtype needs fp32, fp16 or keep, "
+                                             "got 'fp8'"),
+                (["--passes", "--json"], "kiln: error: --passes goes with 'info' (not --json) or "
+                                         "'dump', not '--json'")):
+            p = subprocess.run([kiln, "info", model] + args, capture_output=True, text=True)
+            ok = p.returncode == 2 and p.stderr.splitlines()[0] == want
+            print(("ok   " if ok else "FAIL ") + "switch %s: %s" % (" ".join(args), p.stderr.strip()))
+            if not ok:
+                failures.append("switch " + " ".join(args))
+        # --no-pass=fold keeps the constant Add.
+        p = subprocess.run([kiln, "dump", model, "--passes", "--no-pass=fold"],
+                           capture_output=True, text=True)
+        ok = re.findall(r"^  n\d+ \"[^\"]*\" (\w+) ", p.stdout, re.M) == ["Add", "Mul"]
+        print(("ok   " if ok else "FAIL ") + "--no-pass=fold keeps the constant Add")
+        if not ok:
+            failures.append("--no-pass=fold")
     finally:
         shutil.rmtree(root, ignore_errors=True)
     print("passes: %d failed" % len(failures))
