@@ -376,7 +376,7 @@ static bool fuse_bn(PassCtx *c, int j)
 	if (!rw_is_const(c, w) || g->values[w].dtype != DT_FLOAT || !dies_with(c, w, p) ||
 	    !dies_with(c, b, p) || (b != NONE && g->values[b].dtype != DT_FLOAT))
 		return false;
-	double eps = rw_attr_float(bn, "epsilon", 1e-5f);
+	double eps = (double)rw_attr_float(bn, "epsilon", 1e-5f);
 	double *s = arena_array(c->a, (size_t)nc, sizeof *s), *t = arena_array(c->a, (size_t)nc, sizeof *t);
 	for (int64_t k = 0; k < nc; k++) {
 		s[k] = sc[k] / sqrt(var[k] + eps);
@@ -402,7 +402,7 @@ static bool fuse_bn(PassCtx *c, int j)
 	} else {
 		/* Gemm: channels are the columns N; C must broadcast per column. */
 		bool tb = rw_attr_int(pn, "transB", 0) != 0;
-		double beta = rw_attr_float(pn, "beta", 1.0f);
+		double beta = (double)rw_attr_float(pn, "beta", 1.0f);
 		if (ws.rank != 2 || ws.dims[tb ? 0 : 1].size != nc || pn->since < 7)
 			return false;
 		if (b != NONE) {

@@ -57,15 +57,15 @@ static void test_gemm(int64_t M, int64_t N, int64_t K, int trans_b, int with_bia
 		for (int64_t n = 0; n < N && ok; n++) {
 			double sum = 0, mag = 0;
 			for (int64_t k = 0; k < K; k++) {
-				double b = trans_b ? B[n * K + k] : B[k * N + n];
+				double b = (double)(trans_b ? B[n * K + k] : B[k * N + n]);
 				sum += (double)A[m * K + k] * b;
 				mag += fabs((double)A[m * K + k] * b);
 			}
 			if (with_bias) {
 				sum += (double)bias[n];
-				mag += fabs(bias[n]);
+				mag += fabs((double)bias[n]);
 			}
-			double want = act_ref(act, params[act][0], params[act][1], sum);
+			double want = act_ref(act, (double)params[act][0], (double)params[act][1], sum);
 			ok = close_enough(C[m * N + n], want, mag + 1e-30, 2e-5);
 			if (!ok)
 				fprintf(stderr, "gemm_ep M=%lld N=%lld K=%lld transB=%d bias=%d act=%d: "
@@ -101,7 +101,7 @@ static void test_gemm_f16b(int64_t M, int64_t N, int64_t K, int trans_b, int act
 				sum += (double)A[m * K + k] * b;
 				mag += fabs((double)A[m * K + k] * b);
 			}
-			double want = act_ref(act, params[act][0], params[act][1], sum);
+			double want = act_ref(act, (double)params[act][0], (double)params[act][1], sum);
 			ok = close_enough(C[m * N + n], want, mag + 1e-30, 2e-5);
 		}
 	CHECK(ok, "kiln_f32_gemm_f16b");
@@ -138,7 +138,7 @@ static void test_conv(int act)
 								sum += t;
 								mag += fabs(t);
 							}
-					double want = act_ref(act, params[act][0], params[act][1], sum);
+					double want = act_ref(act, (double)params[act][0], (double)params[act][1], sum);
 					ok = close_enough(Y[((n * 4 + m) * 7 + y) * 6 + x], want, mag, 2e-5);
 				}
 	CHECK(ok, "kiln_f32_conv2d_ep");
