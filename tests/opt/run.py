@@ -23,6 +23,7 @@ Every model is also verified with --no-opt: the optimized and unoptimized
 builds both match the reference (rtol 1e-3, atol 1e-5).
 
 usage: run.py KILN [--keep DIR]
+environment: KILN_OPT_ONLY=a,b runs only those; KILN_OPT_SKIP=rss skips (sanitizer builds)
 """
 import os
 import re
@@ -439,9 +440,12 @@ def main():
     root = keep or tempfile.mkdtemp(prefix="kiln-opt-")
     os.makedirs(root, exist_ok=True)
     only = os.environ.get("KILN_OPT_ONLY")
+    skip = (os.environ.get("KILN_OPT_SKIP") or "").split(",")
     try:
         for fn in (openvino, tied, if_shared, fp16, fused, rss):
-            if not only or fn.__name__ in only.split(","):
+            if fn.__name__ in skip:
+                print("== %s: skipped (KILN_OPT_SKIP)" % fn.__name__)
+            elif not only or fn.__name__ in only.split(","):
                 print("== %s" % fn.__name__, flush=True)
                 fn(kiln, root)
     finally:
