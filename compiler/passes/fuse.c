@@ -541,6 +541,24 @@ static bool fuse_act(PassCtx *c, int j)
 	if (rw_sole_user(c, x) != j)
 		return false;
 	int p = epilogue_host(c, x, &last);
+	const Value *xv = &g->values[x];
+	if (p == NONE && xv->kind == VAL_TEMP && xv->producer != NONE &&
+	    g->nodes[xv->producer].op == OP_MatMul && g->nodes[xv->producer].nout == 1) {
+		/* A MatMul becomes a Gemm (with Reshapes if A has more axes) that
+		 * writes the activation's output itself. */
+		int mm = xv->producer, y = an->out[0];
+		if (!matmul_to_gemm(c, mm, g->nodes[mm].in[1], false, NONE, y, j))
+			return false;
+		for (int k = c->npending - 1; k >= 0; k--)
+			if (c->pending[k].node.op == OP_Gemm) {
+				Node *gn = &c->pending[k].node;
+				set_act(c, gn, act, alpha, beta);
+				note_fused(c, gn, &g->nodes[j]);
+				break;
+			}
+		rw_kill(c, j);
+		return true;
+	}
 	if (p == NONE)
 		return false;
 	Node *pn = &g->nodes[p];

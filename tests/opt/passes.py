@@ -189,6 +189,11 @@ def main():
              [t("two", np.array(2.0, np.float32)), t("eps", np.array(1e-5, np.float32)),
               t("gamma", gam), t("beta", bet)], [xz], [ln.astype(np.float32)],
              ["LayerNormalization"])
+        # fuse: MatMul (3-D A) + Sigmoid -> one Gemm with the epilogue, between views.
+        nodes = [N("MatMul", ["a", "w"], ["m"]), N("Sigmoid", ["m"], ["y"])]
+        case(kiln, root, "fuse_matmul_act", nodes, [vi("a", [2, 5, 4])], [vi("y", [2, 5, 6])],
+             [t("w", wb.T.copy())], [a3], [(1 / (1 + np.exp(-(a3 @ wb.T)))).astype(np.float32)],
+             ["Reshape", "Gemm", "Reshape"])
         # fuse: a residual Add becomes Gemm's C.
         nodes = [N("Gemm", ["a", "w"], ["g"], transB=1), N("Add", ["g", "r"], ["y"])]
         r = rng.standard_normal((5, 6)).astype(np.float32)
@@ -217,7 +222,8 @@ def main():
                                          "'dump', not '--json'")):
             p = subprocess.run([kiln, "info", model] + args, capture_output=True, text=True)
             ok = p.returncode == 2 and p.stderr.splitlines()[0] == want
-            print(("ok   " if ok else "FAIL ") + "switch %s: %s" % (" ".join(args), p.stderr.strip()))
+            print(("ok   " if ok else "FAIL ") + "switch %s: %s" % (" ".join(args),
+                                                          p.stderr.splitlines()[0]))
             if not ok:
                 failures.append("switch " + " ".join(args))
         # --no-pass=fold keeps the constant Add.
