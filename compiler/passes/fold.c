@@ -16,8 +16,36 @@
  * computes them). Needs shapes (skipped without them).
  */
 #include <string.h>
+#include <sys/mman.h>
+#include <unistd.h>
 
 #include "rewrite.h"
+
+/* A folded node's inputs that died: their pages in the model's mapping
+ * (read-only, so the kernel may drop and re-read them) leave memory now, so
+ * folding holds the new constant, not both. */
+static void release_dead_inputs(PassCtx *c, const Node *n)
+{
+	long page = sysconf(_SC_PAGESIZE);
+	for (int k = 0; k < n->nin; k++) {
+		int id = n->in[k];
+		if (id == NONE || c->g->values[id].nuse != 0 || c->g->values[id].kind != VAL_WEIGHT)
+			continue;
+		const Weight *w = c->g->values[id].weight;
+		if (!w->is_mapped || page <= 0)
+			continue;
+		bool shared = false;  /* a view (a folded Reshape) still reads these bytes */
+		for (int v = 0; v < c->g->nvalues && !shared; v++)
+			shared = c->g->values[v].kind == VAL_WEIGHT && c->g->values[v].nuse > 0 &&
+			         c->g->values[v].weight->bytes == w->bytes;
+		if (shared)
+			continue;
+		uintptr_t lo = ((uintptr_t)w->bytes + (uintptr_t)page - 1) & ~(uintptr_t)(page - 1);
+		uintptr_t hi = ((uintptr_t)w->bytes + w->nbytes) & ~(uintptr_t)(page - 1);
+		if (hi > lo)
+			madvise((void *)lo, hi - lo, MADV_DONTNEED);  /* advice: failure is harmless */
+	}
+}
 
 /* Does input id die with node (read only by it, bytes shared with no live
  * weight)? */
@@ -264,6 +292,7 @@ int pass_fold(PassCtx *c)
 	for (int i = 0; i < g->nnodes; i++) {
 		if (c->dead[i] || !try_fold(c, i))
 			continue;
+		release_dead_inputs(c, &g->nodes[i]);
 		c->stat->removed++;
 		changes++;
 	}
