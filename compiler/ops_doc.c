@@ -113,20 +113,26 @@ static const OpDoc *doc_of(int op)
 	return NULL;
 }
 
+static bool token_is(const char *t, size_t len, const char *word)
+{
+	return len == strlen(word) && memcmp(t, word, len) == 0;
+}
+
 static bool type_taken(const char *t, size_t len, unsigned mask)
 {
-	if (!mask)
-		return !(len == 6 && memcmp(t, "string", 6) == 0) && memcmp(t, "complex", 7) != 0;
-	if (len == 7 && memcmp(t, "float32", 7) == 0)
-		return mask & F32;
-	if (len == 7 && memcmp(t, "float64", 7) == 0)
-		return mask & F64;
-	if (len == 7 && memcmp(t, "float16", 7) == 0)
-		return mask & F16;
-	if (len == 8 && memcmp(t, "bfloat16", 8) == 0)
-		return mask & BF16;
-	if (memcmp(t, "string", 6) == 0 || memcmp(t, "complex", 7) == 0)
+	bool no_code = token_is(t, len, "string") || (len > 7 && memcmp(t, "complex", 7) == 0);
+	if (no_code)
 		return false;
+	if (!mask)
+		return true;
+	if (token_is(t, len, "float32"))
+		return mask & F32;
+	if (token_is(t, len, "float64"))
+		return mask & F64;
+	if (token_is(t, len, "float16"))
+		return mask & F16;
+	if (token_is(t, len, "bfloat16"))
+		return mask & BF16;
 	return mask & INTS;
 }
 
