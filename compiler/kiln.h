@@ -581,6 +581,10 @@ typedef struct InfoOptions {
 	int nbatches;
 	const BindOptions *bind;
 	bool plan;               /* also plan the arena of each signature */
+	/* With plan: run the optimizer before inferring the signatures, so the
+	 * arenas and context bytes are those `kiln compile` gives (the summary
+	 * still describes the model as written). NULL: plan the graph as loaded. */
+	const struct PassOptions *optimize;
 } InfoOptions;
 
 void report_info(Model *m, FILE *out, const InfoOptions *o);

@@ -331,7 +331,8 @@ static int run(const Options *o)
 		model_load(m);
 		ir_verify(m->graph);
 		InfoOptions io = {.json = o->json, .batches = o->batches, .nbatches = o->nbatches,
-		                  .bind = &o->bind, .plan = o->plan};
+		                  .bind = &o->bind, .plan = o->plan,
+		                  .optimize = o->passes ? NULL : &o->popts};
 		PassReport pr;
 		if (o->passes && strcmp(o->command, "dump") == 0)
 			passes_run(m, &o->popts, o->batches, o->nbatches, &o->bind, &pr);

@@ -11,6 +11,7 @@
 
 #include "kiln.h"
 #include "kiln_version.h"
+#include "passes/passes.h"
 
 /* ---- gathering -------------------------------------------------------- */
 
@@ -379,6 +380,10 @@ void report_info(Model *m, FILE *out, const InfoOptions *o)
 	WeightStats w;
 	summarize(m, &s);
 	weight_stats(m, &w);
+	if (o->plan && o->optimize && o->nbatches) {
+		PassReport pr;
+		passes_run(m, o->optimize, o->batches, o->nbatches, o->bind, &pr);
+	}
 	/* Infer before printing, so an error leaves no half-written report. */
 	Sig *sigs = infer_signatures(m, o);
 	Plan *plans = plan_signatures(m, sigs, o);
