@@ -308,7 +308,10 @@ retry:;
 		}
 		dlclose(so);
 		so = NULL;
-		remove_tree(tmp);
+		if (vo->keep)
+			fprintf(stderr, "verify: kept %s\n", tmp);
+		else
+			remove_tree(tmp);
 		tmp = NULL;
 	}
 	o->kind = V_PASS;
@@ -316,7 +319,9 @@ done:
 	d->protect = NULL;
 	if (so)
 		dlclose(so);
-	if (tmp && !vo->keep)
+	if (tmp && vo->keep)
+		fprintf(stderr, "verify: kept %s\n", tmp);
+	else if (tmp)
 		remove_tree(tmp);
 	model_close(m);
 }
