@@ -98,9 +98,10 @@ const char *emit_outer_expr(Emit *E, int id);    /* a VAL_OUTER value where its 
 void emit_unary(Emit *E);
 void emit_binary(Emit *E);
 void emit_cast(Emit *E);
-/* emit/epilogue.c: a fused node's bias and activation (passes/fuse.c) as
- * `const kiln_epilogue ep`; returns "&ep", or NULL if there is neither. */
-const char *emit_epilogue(Emit *E, const char *bias);
+/* emit/epilogue.c: a fused node's bias, residual (a Conv's) and activation
+ * (passes/fuse.c) as `const kiln_epilogue ep`; returns "&ep", or NULL if
+ * there is none of them. */
+const char *emit_epilogue(Emit *E, const char *bias, const char *residual);
 bool emit_has_act(const Node *n);
 /* emit/linalg.c */
 void emit_gemm(Emit *E);

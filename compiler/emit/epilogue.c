@@ -1,6 +1,6 @@
 /*
- * emit/epilogue.c - the fused epilogue of a Gemm or Conv node (bias and
- * activation, from the attributes passes/fuse.c leaves: kiln.act,
+ * emit/epilogue.c - the fused epilogue of a Gemm or Conv node (bias, a
+ * Conv's residual and the activation, from what passes/fuse.c leaves: kiln.act,
  * kiln.act_alpha, kiln.act_beta, kiln.fused), as a kiln_epilogue the
  * *_ep kernels take.
  */
@@ -22,11 +22,11 @@ bool emit_has_act(const Node *n)
 	return node_attr(n, "kiln.act") != NULL;
 }
 
-const char *emit_epilogue(Emit *E, const char *bias)
+const char *emit_epilogue(Emit *E, const char *bias, const char *residual)
 {
 	const Attr *act = node_attr(E->n, "kiln.act");
 	const Attr *fused = node_attr(E->n, "kiln.fused");
-	if (!act && !bias)
+	if (!act && !bias && !residual)
 		return NULL;
 	if (fused && fused->type == AT_STRING) {
 		emitf(E, "\t/* fused: ");
@@ -45,7 +45,7 @@ const char *emit_epilogue(Emit *E, const char *bias)
 	}
 	double alpha = node_attr_float(E->n, "kiln.act_alpha", 0.0f);
 	double beta = node_attr_float(E->n, "kiln.act_beta", 0.0f);
-	emitf(E, "\tconst kiln_epilogue ep = {%s, %s, %s, %s};\n", bias ? bias : "NULL", kind,
-	    flit(E, alpha, DT_FLOAT), flit(E, beta, DT_FLOAT));
+	emitf(E, "\tconst kiln_epilogue ep = {%s, %s, %s, %s, %s};\n", bias ? bias : "NULL", kind,
+	    flit(E, alpha, DT_FLOAT), flit(E, beta, DT_FLOAT), residual ? residual : "NULL");
 	return "&ep";
 }

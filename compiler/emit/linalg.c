@@ -31,7 +31,7 @@ void emit_gemm(Emit *E)
 		} else {
 			decl(E, "Y", &Y, true);
 		}
-		const char *ep = emit_epilogue(E, col ? C.expr : NULL);
+		const char *ep = emit_epilogue(E, col ? C.expr : NULL, NULL);
 		/* B may be a float16 weight the kernel widens (passes/fuse.c). */
 		emitf(E, "\tkiln_f32_gemm_%s(%" PRId64 ", %" PRId64 ", %" PRId64 ", %s, A, %" PRId64 ", %" PRId64
 		       ", B, %" PRId64 ", %" PRId64 ", %s, Y, %" PRId64 ", %s);\n",

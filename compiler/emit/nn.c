@@ -219,6 +219,8 @@ void emit_conv(Emit *E)
 	if (E->n->nin > 2 && E->n->in[2] != NONE)
 		bias = in_op(E, 2).expr;
 	if (g.ns == 3) {
+		if ((E->n->nin > 3 && E->n->in[3] != NONE) || W.dtype != DT_FLOAT)
+			emit_fail(E, "3-D Conv has no fused residual or float16 weights");
 		emit_window3d(E, &g, X.shape->dims[0].size, X.shape->dims[1].size, Y.shape->dims[1].size,
 		              node_attr_int(E->n, "group", 1));
 		emitf(E, "\tkiln_f32_conv3d(&p, %s, %s, %s, %s);\n", X.expr, W.expr, bias, Y.expr);
@@ -233,8 +235,22 @@ void emit_conv(Emit *E)
 	    X.shape->dims[0].size, X.shape->dims[1].size, g.in[1], g.in[2], Y.shape->dims[1].size,
 	    node_attr_int(E->n, "group", 1), g.k[1], g.k[2], g.s[1], g.s[2], g.d[1], g.d[2], g.pb[1],
 	    g.pb[2], g.pe[1], g.pe[2], g.outsz[1], g.outsz[2]);
-	const char *ep = emit_has_act(E->n) ? emit_epilogue(E, NULL) : NULL;
-	if (ep) /* the activation fused by the optimizer (emit/epilogue.c) */
+	/* The residual Add and activation fused by the optimizer: the residual
+	 * is a kiln-internal fourth input (passes/fuse.c, emit/epilogue.c). */
+	const char *residual = NULL;
+	if (E->n->nin > 3 && E->n->in[3] != NONE) {
+		Operand R = in_op(E, 3);
+		require_f32(E, &R);
+		if (R.nelem != Y.nelem)
+			emit_fail(E, "the fused residual has %" PRId64 " elements, the output %" PRId64,
+			          R.nelem, Y.nelem);
+		residual = R.expr;
+	}
+	const char *ep = emit_has_act(E->n) || residual ? emit_epilogue(E, NULL, residual) : NULL;
+	if (W.dtype == DT_FLOAT16) /* weights stored as float16 (passes/f16.c, fuse.c) */
+		emitf(E, "\tkiln_f32_conv2d_f16w(&p, %s, %s, %s, %s, %s);\n", X.expr, W.expr, bias, Y.expr,
+		    ep ? ep : "NULL");
+	else if (ep)
 		emitf(E, "\tkiln_f32_conv2d_ep(&p, %s, %s, %s, %s, %s);\n", X.expr, W.expr, bias, Y.expr, ep);
 	else
 		emitf(E, "\tkiln_f32_conv2d(&p, %s, %s, %s, %s);\n", X.expr, W.expr, bias, Y.expr);

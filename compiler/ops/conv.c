@@ -121,6 +121,15 @@ static void infer_conv(Infer *x)
 	y.dims[1].size = m;
 	for (int i = 0; i < w.nspatial; i++)
 		y.dims[2 + i].size = w.out[i];
+	/* The residual the optimizer fused (passes/fuse.c) has Y's shape. */
+	if (x->n->nin > 3 && infer_has_input(x, 3)) {
+		const Shape *r = infer_shape(x, 3);
+		bool same = r->rank == y.rank;
+		for (int i = 0; same && i < y.rank; i++)
+			same = r->dims[i].size == y.dims[i].size;
+		if (!same || infer_dtype(x, 3) != infer_dtype(x, 0))
+			infer_fail(x, KILN_SHAPE_ERROR, "the fused residual must have the output's shape and type");
+	}
 	infer_set_output(x, 0, infer_dtype(x, 0), &y);
 }
 

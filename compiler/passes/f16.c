@@ -4,9 +4,10 @@
  *
  * Each large float32 weight (more than 4096 elements: smaller ones are
  * folded for shape arithmetic and not worth a node) read only as MatMul/Gemm
- * B or Gather data is replaced by a float16 copy and a Cast to float32 just
- * before its first reader; fuse.c then lets the GEMM kernel read the float16
- * bytes (widening while loading) and moves the Cast after the Gather. The
+ * B, 1-D/2-D Conv weights or Gather data is replaced by a float16 copy and a
+ * Cast to float32 just before its first reader; fuse.c then lets the GEMM
+ * and convolution kernels read the float16 bytes (widening while loading)
+ * and moves the Cast after the Gather. The
  * float32 copy dies: the weights object holds half the bytes, and no float32
  * copy exists at run time either. Runs last in each iteration of the fixed
  * point (it narrows a weight once; folding never widens it back). Rounding
@@ -18,14 +19,24 @@
 
 /* Is input k of n read where the float16 bytes can be served without a
  * float32 copy of the whole weight (fuse.c: the GEMM widens B while
- * loading; Gather gathers float16 rows, then widens them)? Other readers
- * (Conv, elementwise) would need the whole weight widened in the arena on
- * every run, so their weights stay float32. */
-static bool data_operand(const Node *n, int k)
+ * loading, a 1-D/2-D Conv a block of output channels at a time; Gather
+ * gathers float16 rows, then widens them)? Other readers (3-D Conv,
+ * elementwise) would need the whole weight widened in the arena on every
+ * run, so their weights stay float32. A Conv followed by a BatchNorm waits:
+ * fuse.c folds the BatchNorm into the float32 weight first, and the folded
+ * weight is narrowed in a later iteration. */
+static bool data_operand(PassCtx *c, const Node *n, int k)
 {
 	switch (n->op) {
 	case OP_MatMul: case OP_Gemm:
 		return k == 1;
+	case OP_Conv: {
+		int rank = c->g->values[n->in[1]].shape.rank;
+		if (k != 1 || rank < 3 || rank > 4 || n->nout != 1)
+			return false;
+		int user = rw_sole_user(c, n->out[0]);
+		return user == NONE || c->g->nodes[user].op != OP_BatchNormalization;
+	}
 	case OP_Gather:
 		return k == 0;
 	default:
@@ -47,7 +58,7 @@ int pass_f16(PassCtx *c)
 		for (int i = 0; i < g->nnodes && ok; i++)
 			for (int k = 0; k < g->nodes[i].nin; k++)
 				if (g->nodes[i].in[k] == id) {
-					ok = data_operand(&g->nodes[i], k);
+					ok = data_operand(c, &g->nodes[i], k);
 					if (first == NONE)
 						first = i;
 				}

@@ -8,6 +8,10 @@
  *   - MatMul + Add(bias) becomes Gemm with C (a Reshape to 2-D and back
  *     around it when A has more than two axes; those are views);
  *   - Gemm without C + Add(residual or bias) becomes Gemm with C;
+ *   - Conv (1-D/2-D) + Add(residual of the output's shape) becomes a Conv
+ *     with the residual as a kiln-internal fourth input, marked by the
+ *     attribute kiln.residual: the kernel adds it after the bias and before
+ *     the activation (ResNet blocks: Conv, BN, Add, Relu is one call);
  *   - BatchNormalization after Conv or Gemm folds into the weights and bias,
  *     when the weight dies with it (its only reader is that node; otherwise
  *     folding would store a second copy, and the BatchNormalization stays);
@@ -23,8 +27,9 @@
  *     one LayerNormalization.
  *
  *   - a float16 weight widened by a Cast is read as float16 by the GEMM
- *     (kiln_f32_gemm_f16b) or gathered before the Cast (only the gathered
- *     rows are widened): no float32 copy of the table anywhere.
+ *     (kiln_f32_gemm_f16b) or a 1-D/2-D Conv (kiln_f32_conv2d_f16w), or
+ *     gathered before the Cast (only the gathered rows are widened): no
+ *     float32 copy of the table anywhere.
  *
  * Every fused node records its members in kiln.fused, for the generated
  * C's comments. Needs shapes for MatMul rewrites (skipped without them).
@@ -240,6 +245,25 @@ static bool sink_cast_gather(PassCtx *c, int i)
 	return true;
 }
 
+/* A 1-D/2-D Conv reading a widened float16 weight reads the float16 bytes
+ * (kiln_f32_conv2d_f16w widens a block of output channels at a time). */
+static bool fuse_f16_conv(PassCtx *c, int i)
+{
+	Graph *g = c->g;
+	Node *n = &g->nodes[i];
+	if (n->nin < 2 || n->nout != 1 || !is_f32(c, n->in[0]))
+		return false;
+	int w = widened_f16(c, n->in[1], -1);
+	if (w == NONE || g->values[w].shape.rank < 3 || g->values[w].shape.rank > 4)
+		return false;
+	const Node *cast = &g->nodes[g->values[n->in[1]].producer];
+	g->values[n->in[1]].nuse--;
+	g->values[w].nuse++;
+	n->in[1] = w;
+	note_fused(c, n, cast);
+	return true;
+}
+
 /* Gemm/MatMul reading a widened float16 weight as B reads the float16 bytes
  * (kiln_f32_gemm_f16b widens while loading): the float32 copy the Cast made
  * in the arena disappears with the Cast. */
@@ -247,6 +271,8 @@ static bool fuse_f16_operand(PassCtx *c, int i)
 {
 	Graph *g = c->g;
 	Node *n = &g->nodes[i];
+	if (n->op == OP_Conv)
+		return fuse_f16_conv(c, i);
 	if ((n->op != OP_Gemm && n->op != OP_MatMul) || n->nin < 2 || n->nout != 1 ||
 	    !is_f32(c, n->in[0]))
 		return false;
@@ -287,10 +313,64 @@ static int other_input(const Node *add, int x)
 	return NONE;
 }
 
+/* Conv + Add(r) where r has the Conv output's shape in every signature (no
+ * broadcasting: the kernel adds it plane by plane) -> Conv with r as a
+ * fourth input and kiln.residual. Only before an activation is fused (the
+ * activation comes after the sum). r must exist before the Conv runs; the
+ * planner keeps it alive until then, as any input, and never places the
+ * Conv's output over it (Conv is not elementwise), which the kernel needs:
+ * it writes Y before it reads the residual. */
+static bool fuse_conv_residual(PassCtx *c, int i)
+{
+	Graph *g = c->g;
+	Node *n = &g->nodes[i];
+	if (n->nin < 2 || n->nin > 3 || n->nout != 1 || rw_attr(n, "kiln.act") ||
+	    rw_attr(n, "kiln.residual") || !is_f32(c, n->in[0]))
+		return false;
+	const Shape *ws = rw_static_shape(c, n->in[1]);
+	if (!ws || ws->rank < 3 || ws->rank > 4)
+		return false; /* 3-D convolutions have no epilogue yet */
+	int x = n->out[0];
+	if (g->values[x].kind != VAL_TEMP || rw_pinned(c, x))
+		return false;
+	int j = rw_sole_user(c, x);
+	if (j == NONE)
+		return false;
+	Node *add = &g->nodes[j];
+	int r = other_input(add, x);
+	if (r == NONE || !is_f32(c, r) || !is_f32(c, x))
+		return false;
+	for (int k = 0; k < c->nsigs; k++) {
+		const Shape *sx = rw_shape_in(c, x, k);
+		if (!sx || !rw_same_shape(sx, rw_shape_in(c, r, k)) ||
+		    !rw_same_shape(sx, rw_shape_in(c, add->out[0], k)))
+			return false;
+	}
+	const Value *rv = &g->values[r];
+	if (rv->kind == VAL_TEMP && (rv->producer == NONE || rv->producer >= i))
+		return false;
+	int *in = arena_array(c->a, 4, sizeof *in);
+	in[0] = n->in[0];
+	in[1] = n->in[1];
+	in[2] = n->nin > 2 ? n->in[2] : NONE;
+	in[3] = r;
+	n->in = in;
+	n->nin = 4;
+	g->values[r].nuse++;
+	rw_set_attr(c, n, rw_int_attr(c, "kiln.residual", 1));
+	int y = add->out[0];
+	note_fused(c, n, add);
+	rw_kill(c, j);
+	take_output(c, i, y);
+	return true;
+}
+
 static bool fuse_add(PassCtx *c, int i)
 {
 	Graph *g = c->g;
 	Node *n = &g->nodes[i];
+	if (n->op == OP_Conv && c->nsigs > 0)
+		return fuse_conv_residual(c, i);
 	if ((n->op != OP_MatMul && n->op != OP_Gemm) || n->nout != 1 || c->nsigs == 0)
 		return false;
 	int x = n->out[0];
@@ -362,7 +442,9 @@ static bool fuse_bn(PassCtx *c, int j)
 		return false;
 	int p = xv->producer;
 	Node *pn = &g->nodes[p];
-	if ((pn->op != OP_Conv && pn->op != OP_Gemm) || pn->nout != 1 || rw_attr(pn, "kiln.act"))
+	/* Not after a fused residual: BatchNorm would then apply to the sum. */
+	if ((pn->op != OP_Conv && pn->op != OP_Gemm) || pn->nout != 1 || rw_attr(pn, "kiln.act") ||
+	    rw_attr(pn, "kiln.residual"))
 		return false;
 	int64_t nc = 0, tmp;
 	double *sc = rw_const_f64(c, bn->in[1], &nc), *bb = rw_const_f64(c, bn->in[2], &tmp);

@@ -609,6 +609,12 @@ typedef struct kiln_epilogue {
 	const float *bias;   /* GEMM: [N], added to every row before the activation; or NULL */
 	int act;             /* a kiln_act */
 	float alpha, beta;   /* the activation's parameters (see kiln_act) */
+	/* Convolution only (the GEMM kernels ignore it: a Gemm's residual is its
+	 * C): a tensor shaped like Y, added after the bias and before the
+	 * activation, one output plane at a time right after that plane is
+	 * computed. It must not alias Y (the convolution writes Y before the
+	 * residual is read); or NULL. */
+	const float *residual;
 } kiln_epilogue;
 
 /* kiln_f32_gemm, then per row: += bias, activation (ep may be NULL). */
@@ -617,7 +623,8 @@ KILN_API void kiln_f32_gemm_ep(int64_t M, int64_t N, int64_t K, float alpha,
                                const float *B, int64_t b_row_stride, int64_t b_col_stride,
                                float beta, float *C, int64_t c_row_stride,
                                const kiln_epilogue *ep);
-/* kiln_f32_conv2d, then the activation (ep->bias is not used: Conv has its own). */
+/* kiln_f32_conv2d, then per output plane: += ep->residual, the activation
+ * (ep->bias is not used: Conv has its own; ep may be NULL). */
 KILN_API void kiln_f32_conv2d_ep(const kiln_conv2d_params *p, const float *X, const float *W,
                                  const float *bias, float *Y, const kiln_epilogue *ep);
 /* kiln_f32_gemm_ep with B stored as float16 (bit patterns), widened while
@@ -628,6 +635,14 @@ KILN_API void kiln_f32_gemm_f16b(int64_t M, int64_t N, int64_t K, float alpha,
                                  const uint16_t *B, int64_t b_row_stride, int64_t b_col_stride,
                                  float beta, float *C, int64_t c_row_stride,
                                  const kiln_epilogue *ep);
+/* kiln_f32_conv2d_ep with W stored as float16 (bit patterns, [M, C/group,
+ * kH, kW]): each block of output channels' weights is widened into a stack
+ * panel (F16C on x86 when the CPU has it) and convolved by the float32
+ * kernel; weights too large for the panel are widened one tap at a time.
+ * No float32 copy of W exists anywhere. */
+KILN_API void kiln_f32_conv2d_f16w(const kiln_conv2d_params *p, const float *X,
+                                   const uint16_t *W, const float *bias, float *Y,
+                                   const kiln_epilogue *ep);
 /* The activation alone, in place over n elements. */
 KILN_API void kiln_f32_act(float *Y, int64_t n, const kiln_epilogue *ep);
 

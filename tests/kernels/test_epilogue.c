@@ -48,7 +48,7 @@ static void test_gemm(int64_t M, int64_t N, int64_t K, int trans_b, int with_bia
 	fill_uniform(A, M * K, -1, 1);
 	fill_uniform(B, K * N, -1, 1);
 	fill_uniform(bias, N, -1, 1);
-	kiln_epilogue ep = {with_bias ? bias : NULL, act, params[act][0], params[act][1]};
+	kiln_epilogue ep = {with_bias ? bias : NULL, act, params[act][0], params[act][1], NULL};
 	/* B is [K, N] row-major, or [N, K] read transposed. */
 	kiln_f32_gemm_ep(M, N, K, 1.0f, A, K, 1, B, trans_b ? 1 : N, trans_b ? K : 1, 0.0f, C, N,
 	                 act || with_bias ? &ep : NULL);
@@ -89,7 +89,7 @@ static void test_gemm_f16b(int64_t M, int64_t N, int64_t K, int trans_b, int act
 	fill_uniform(bias, N, -1, 1);
 	for (int64_t i = 0; i < K * N; i++)
 		B[i] = kiln_f32_to_f16(rng_float(-1, 1));
-	kiln_epilogue ep = {bias, act, params[act][0], params[act][1]};
+	kiln_epilogue ep = {bias, act, params[act][0], params[act][1], NULL};
 	kiln_f32_gemm_f16b(M, N, K, 1.0f, A, K, 1, B, trans_b ? 1 : N, trans_b ? K : 1, 0.0f, C, N,
 	                   &ep);
 	int ok = 1;
@@ -108,25 +108,44 @@ static void test_gemm_f16b(int64_t M, int64_t N, int64_t K, int trans_b, int act
 	free(A), free(B), free(C), free(bias);
 }
 
-static void test_conv(int act)
+/* Conv [2,3,7,6] * [4,3,3,3] (pad 1), with the residual (a tensor shaped
+ * like Y, added before the activation) or without, and with the weights as
+ * float32 or as float16 (kiln_f32_conv2d_f16w, the reference then reads the
+ * widened float16 values). */
+static void test_conv(int act, int with_residual, int f16)
 {
 	kiln_conv2d_params p = {.batch = 2, .in_channels = 3, .in_h = 7, .in_w = 6,
 	                        .out_channels = 4, .group = 1, .kernel_h = 3, .kernel_w = 3,
 	                        .stride_h = 1, .stride_w = 1, .dilation_h = 1, .dilation_w = 1,
 	                        .pad_top = 1, .pad_left = 1, .pad_bottom = 1, .pad_right = 1,
 	                        .out_h = 7, .out_w = 6};
-	float X[2 * 3 * 7 * 6], W[4 * 3 * 3 * 3], bias[4], Y[2 * 4 * 7 * 6];
+	float X[2 * 3 * 7 * 6], W[4 * 3 * 3 * 3], bias[4], Y[2 * 4 * 7 * 6], R[2 * 4 * 7 * 6];
+	uint16_t W16[4 * 3 * 3 * 3];
 	fill_uniform(X, 2 * 3 * 7 * 6, -1, 1);
 	fill_uniform(W, 4 * 3 * 3 * 3, -1, 1);
 	fill_uniform(bias, 4, -1, 1);
-	kiln_epilogue ep = {NULL, act, params[act][0], params[act][1]};
-	kiln_f32_conv2d_ep(&p, X, W, bias, Y, &ep);
+	fill_uniform(R, 2 * 4 * 7 * 6, -2, 2);
+	for (int i = 0; i < 4 * 3 * 3 * 3; i++) {
+		W16[i] = kiln_f32_to_f16(W[i]);
+		if (f16)
+			W[i] = kiln_f16_to_f32(W16[i]); /* what the kernel sees */
+	}
+	kiln_epilogue ep = {NULL, act, params[act][0], params[act][1], with_residual ? R : NULL};
+	if (f16)
+		kiln_f32_conv2d_f16w(&p, X, W16, bias, Y, &ep);
+	else
+		kiln_f32_conv2d_ep(&p, X, W, bias, Y, &ep);
 	int ok = 1;
 	for (int n = 0; n < 2 && ok; n++)
 		for (int m = 0; m < 4 && ok; m++)
 			for (int y = 0; y < 7 && ok; y++)
 				for (int x = 0; x < 6 && ok; x++) {
+					int at = ((n * 4 + m) * 7 + y) * 6 + x;
 					double sum = (double)bias[m], mag = fabs((double)bias[m]);
+					if (with_residual) {
+						sum += (double)R[at];
+						mag += fabs((double)R[at]);
+					}
 					for (int c = 0; c < 3; c++)
 						for (int i = 0; i < 3; i++)
 							for (int j = 0; j < 3; j++) {
@@ -139,9 +158,61 @@ static void test_conv(int act)
 								mag += fabs(t);
 							}
 					double want = act_ref(act, (double)params[act][0], (double)params[act][1], sum);
-					ok = close_enough(Y[((n * 4 + m) * 7 + y) * 6 + x], want, mag, 2e-5);
+					ok = close_enough(Y[at], want, mag, 2e-5);
 				}
-	CHECK(ok, "kiln_f32_conv2d_ep");
+	CHECK(ok, f16 ? "kiln_f32_conv2d_f16w" : "kiln_f32_conv2d_ep");
+}
+
+/* kiln_f32_conv2d_f16w on the shapes that take its other paths: groups
+ * (panel blocks per group), a 1x1 convolution (the GEMM path), 1-D, and
+ * weights per output channel beyond the panel (widened per tap), each
+ * against a double reference over the widened weights, with a residual. */
+static void test_conv_f16_shape(int64_t N, int64_t C, int64_t H, int64_t Wd, int64_t M,
+                                int64_t group, int64_t kH, int64_t kW, int64_t stride, int64_t pad)
+{
+	int64_t OH = (H + 2 * (kH > 1 ? pad : 0) - kH) / (kH > 1 ? stride : 1) + 1;
+	int64_t OW = (Wd + 2 * pad - kW) / stride + 1;
+	int64_t ph = kH > 1 ? pad : 0, sh = kH > 1 ? stride : 1;
+	kiln_conv2d_params p = {.batch = N, .in_channels = C, .in_h = H, .in_w = Wd,
+	                        .out_channels = M, .group = group, .kernel_h = kH, .kernel_w = kW,
+	                        .stride_h = sh, .stride_w = stride, .dilation_h = 1, .dilation_w = 1,
+	                        .pad_top = ph, .pad_left = pad, .pad_bottom = ph, .pad_right = pad,
+	                        .out_h = OH, .out_w = OW};
+	int64_t cg = C / group, mg = M / group, nw = M * cg * kH * kW, ny = N * M * OH * OW;
+	float *X = malloc(sizeof(float) * (size_t)(N * C * H * Wd));
+	uint16_t *W = malloc(sizeof(uint16_t) * (size_t)nw);
+	float *bias = malloc(sizeof(float) * (size_t)M), *Y = malloc(sizeof(float) * (size_t)ny);
+	float *R = malloc(sizeof(float) * (size_t)ny);
+	fill_uniform(X, N * C * H * Wd, -1, 1);
+	fill_uniform(bias, M, -1, 1);
+	fill_uniform(R, ny, -1, 1);
+	for (int64_t i = 0; i < nw; i++)
+		W[i] = kiln_f32_to_f16(rng_float(-1, 1));
+	kiln_epilogue ep = {NULL, KILN_ACT_RELU, 0, 0, R};
+	kiln_f32_conv2d_f16w(&p, X, W, bias, Y, &ep);
+	int ok = 1;
+	for (int64_t n = 0; n < N && ok; n++)
+		for (int64_t m = 0; m < M && ok; m++)
+			for (int64_t y = 0; y < OH && ok; y++)
+				for (int64_t x = 0; x < OW && ok; x++) {
+					int64_t at = ((n * M + m) * OH + y) * OW + x, g = m / mg;
+					double sum = (double)bias[m] + (double)R[at];
+					double mag = fabs((double)bias[m]) + fabs((double)R[at]);
+					for (int64_t c = 0; c < cg; c++)
+						for (int64_t i = 0; i < kH; i++)
+							for (int64_t j = 0; j < kW; j++) {
+								int64_t yy = y * sh - ph + i, xx = x * stride - pad + j;
+								if (yy < 0 || yy >= H || xx < 0 || xx >= Wd)
+									continue;
+								double t = (double)X[((n * C + g * cg + c) * H + yy) * Wd + xx] *
+								           (double)kiln_f16_to_f32(W[((m * cg + c) * kH + i) * kW + j]);
+								sum += t;
+								mag += fabs(t);
+							}
+					ok = close_enough(Y[at], sum > 0 ? sum : 0, mag, 2e-5);
+				}
+	CHECK(ok, "kiln_f32_conv2d_f16w (groups, 1x1, 1-D, per tap)");
+	free(X), free(W), free(bias), free(Y), free(R);
 }
 
 int main(void)
@@ -151,13 +222,19 @@ int main(void)
 		test_gemm(37, 19, 23, 0, 1, act);
 		test_gemm(17, 40, 9, 1, 0, act);
 		test_gemm(33, 5, 64, 1, 1, act);
-		test_conv(act);
+		test_conv(act, 0, 0);
+		test_conv(act, 1, 0);
+		test_conv(act, 1, 1);
 		test_gemm_f16b(3, 300, 130, 0, act);
 		test_gemm_f16b(17, 37, 70, 1, act);
 	}
+	test_conv_f16_shape(2, 6, 5, 7, 4, 2, 3, 3, 2, 1);   /* groups, stride 2 */
+	test_conv_f16_shape(1, 64, 4, 4, 600, 1, 1, 1, 1, 0); /* 1x1 GEMM, three panels */
+	test_conv_f16_shape(2, 5, 1, 19, 6, 1, 1, 5, 1, 2);   /* 1-D */
+	test_conv_f16_shape(1, 2000, 3, 3, 2, 1, 3, 3, 1, 1); /* 18000 weights per channel: per tap */
 	/* The activation alone, and NaN through Clip (it must stay NaN). */
 	float v[3] = {NAN, -2.0f, 2.0f};
-	kiln_epilogue clip = {NULL, KILN_ACT_CLIP, -1.0f, 1.0f};
+	kiln_epilogue clip = {NULL, KILN_ACT_CLIP, -1.0f, 1.0f, NULL};
 	kiln_f32_act(v, 3, &clip);
 	CHECK(isnan(v[0]) && v[1] == -1.0f && v[2] == 1.0f, "kiln_f32_act Clip keeps NaN");
 	return harness_report();

@@ -58,6 +58,22 @@ def case(kiln, root, name, nodes, inputs, outputs, inits, ref_in, ref_out, want_
     return (int(m.group(1)), int(m.group(2))) if m else (None, None)
 
 
+def conv_ref(x, w, b, pad):
+    """Conv with stride 1 and `pad` on each side of every spatial axis (1-D
+    or 2-D), in float64."""
+    if x.ndim == 3:
+        return conv_ref(x[:, :, None, :], w[:, :, None, :], b, (0, pad))[:, :, 0, :]
+    ph, pw = (pad, pad) if np.isscalar(pad) else pad
+    xp = np.pad(x.astype(np.float64), ((0, 0), (0, 0), (ph, ph), (pw, pw)))
+    kh, kw = w.shape[2:]
+    oh, ow = xp.shape[2] - kh + 1, xp.shape[3] - kw + 1
+    y = np.zeros((x.shape[0], w.shape[0], oh, ow))
+    for i in range(kh):
+        for j in range(kw):
+            y += np.einsum("nchw,mc->nmhw", xp[:, :, i:i + oh, j:j + ow], w[:, :, i, j])
+    return y if b is None else y + b.reshape(1, -1, 1, 1)
+
+
 def vi(name, shape, dt=F):
     return helper.make_tensor_value_info(name, dt, shape)
 
@@ -199,6 +215,41 @@ def main():
         r = rng.standard_normal((5, 6)).astype(np.float32)
         case(kiln, root, "fuse_residual", nodes, [vi("a", [5, 4]), vi("r", [5, 6])],
              [vi("y", [5, 6])], [t("w", wb)], [a, r], [a @ wb.T + r], ["Gemm"])
+        # fuse: Conv (2-D) + Add(residual) + Relu -> one Conv with the residual in its
+        # epilogue; 1-D Conv + Add with the residual first -> one Conv.
+        xc = rng.standard_normal((2, 4, 6, 5)).astype(np.float32)
+        wc = (rng.standard_normal((6, 4, 3, 3)) * 0.3).astype(np.float32)
+        bc = rng.standard_normal(6).astype(np.float32)
+        rc = rng.standard_normal((2, 6, 6, 5)).astype(np.float32)
+        nodes = [N("Conv", ["x", "w", "b"], ["c"], pads=[1, 1, 1, 1]),
+                 N("Add", ["c", "r"], ["s"]), N("Relu", ["s"], ["y"])]
+        case(kiln, root, "fuse_conv_residual", nodes, [vi("x", [2, 4, 6, 5]), vi("r", [2, 6, 6, 5])],
+             [vi("y", [2, 6, 6, 5])], [t("w", wc), t("b", bc)], [xc, rc],
+             [np.maximum(conv_ref(xc, wc, bc, 1) + rc, 0).astype(np.float32)], ["Conv"])
+        x1 = rng.standard_normal((2, 4, 9)).astype(np.float32)
+        w1 = (rng.standard_normal((4, 4, 3)) * 0.3).astype(np.float32)
+        nodes = [N("Conv", ["x", "w"], ["c"], pads=[1, 1]), N("Add", ["x", "c"], ["y"])]
+        case(kiln, root, "fuse_conv1d_residual", nodes, [vi("x", [2, 4, 9])], [vi("y", [2, 4, 9])],
+             [t("w", w1)], [x1], [(conv_ref(x1, w1, None, 1) + x1).astype(np.float32)], ["Conv"])
+        # fuse keeps an Add that broadcasts into the Conv output (not a residual).
+        nodes = [N("Conv", ["x", "w"], ["c"], pads=[1, 1]), N("Add", ["c", "r"], ["y"])]
+        r1 = rng.standard_normal((4, 1)).astype(np.float32)
+        case(kiln, root, "fuse_conv_broadcast_add", nodes, [vi("x", [2, 4, 9])],
+             [vi("y", [2, 4, 9])], [t("w", w1), t("r", r1)], [x1],
+             [(conv_ref(x1, w1, None, 1) + r1).astype(np.float32)], ["Conv", "Add"])
+        # f16: --weights-dtype fp16 stores a 1-D Conv's weight as float16; the Conv reads it.
+        wcl = (rng.standard_normal((64, 32, 5)) * 0.1).astype(np.float32)
+        xcl = rng.standard_normal((2, 32, 20)).astype(np.float32)
+        wcl16 = wcl.astype(np.float16).astype(np.float32)
+        nodes = [N("Conv", ["x", "w"], ["y"], pads=[2, 2])]
+        before, after = case(kiln, root, "f16_conv1d", nodes, [vi("x", [2, 32, 20])],
+                             [vi("y", [2, 64, 20])], [t("w", wcl)], [xcl],
+                             [conv_ref(xcl, wcl16, None, 2).astype(np.float32)], ["Conv"],
+                             flags=["--weights-dtype", "fp16"])
+        ok = (before, after) == (wcl.nbytes, wcl.nbytes // 2)
+        print(("ok   " if ok else "FAIL ") + "f16_conv1d: weight bytes %s -> %s" % (before, after))
+        if not ok:
+            failures.append("f16_conv1d bytes")
         # f16: --weights-dtype fp16 stores a large float32 weight as float16.
         wl = (rng.standard_normal((128, 64)) * 0.1).astype(np.float32)
         xl = rng.standard_normal((2, 128)).astype(np.float32)

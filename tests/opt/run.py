@@ -16,7 +16,11 @@ script makes with python3-onnx, with numpy references:
      fp32 only float32 bytes; a float32 model compiled with fp16 matches a
      reference computed with float16-rounded weights, and the float32
      reference within float16 tolerance.
-  5. conv_bn_relu and mlp_bn_selu: one fused kernel call per layer.
+  5. conv_bn_relu and mlp_bn_selu: one fused kernel call per layer;
+     resnet: two ResNet basic blocks, one fused call per Conv (the residual
+     Add and Relu in the second Conv's epilogue); conv_fp16: Conv weights
+     stored as float16 (a float32 CNN with --weights-dtype fp16 at half the
+     bytes against float16-rounded weights, a float16 CNN with keep).
   6. rss: peak RSS of `kiln compile` <= 1.5 x W + 64 MiB.
 
 Every model is also verified with --no-opt: the optimized and unoptimized
@@ -397,6 +401,112 @@ def fused(kiln, root):
     check("nodes 9 -> 3" in out, "mlp_bn_selu: --passes reports 9 nodes -> 3")
 
 
+# ---- 5b. residual blocks and float16 convolution weights ---------------------
+
+def resnet(kiln, root):
+    """Two ResNet basic blocks (Conv+BN+Relu, Conv+BN, Add with the block
+    input, Relu): one fused kernel call per Conv, the residual and the Relu
+    in the second Conv's epilogue."""
+    rng = np.random.default_rng(6)
+    x = rng.standard_normal((2, 8, 10, 10)).astype(np.float32)
+    inits, nodes, h, hn = [], [], x.astype(np.float64), "x"
+    for blk in range(2):
+        inp, hin = hn, h
+        for i in range(2):
+            tag = "b%dc%d" % (blk, i)
+            w = (rng.standard_normal((8, 8, 3, 3)) * 0.2).astype(np.float32)
+            b = (rng.standard_normal(8) * 0.1).astype(np.float32)
+            bn = bn_params(rng, 8, tag + "bn")
+            inits += [t(tag + "w", w), t(tag + "b", b)] + bn
+            nodes += [helper.make_node("Conv", [hn, tag + "w", tag + "b"], [tag + "c"],
+                                       pads=[1, 1, 1, 1], name=tag),
+                      helper.make_node("BatchNormalization", [tag + "c"] + [p.name for p in bn],
+                                       [tag + "n"], name=tag + "bn")]
+            h = bn_ref(conv2d(h, w, b), bn, (1, 8, 1, 1))
+            hn = tag + "n"
+            if i == 0:
+                nodes.append(helper.make_node("Relu", [hn], [tag + "r"], name=tag + "relu"))
+                h, hn = np.maximum(h, 0), tag + "r"
+        nodes += [helper.make_node("Add", [hn, inp], ["b%dsum" % blk], name="b%dadd" % blk),
+                  helper.make_node("Relu", ["b%dsum" % blk], ["b%dout" % blk], name="b%drelu" % blk)]
+        h, hn = np.maximum(h + hin, 0), "b%dout" % blk
+    graph = helper.make_graph(nodes, "resnet", [
+        helper.make_tensor_value_info("x", TensorProto.FLOAT, [2, 8, 10, 10])],
+        [helper.make_tensor_value_info(hn, TensorProto.FLOAT, [2, 8, 10, 10])], inits)
+    folder = os.path.join(root, "resnet")
+    write_case(folder, graph, [x], [h.astype(np.float32)])
+    both_builds(kiln, "resnet", folder)
+    res, _ = compile_model(kiln, folder, os.path.join(root, "resnet_out"))
+    if res:
+        code = res["code"]
+        check(code.count("kiln_f32_conv2d_ep(") == 4 and code.count("kiln_f32_conv2d(") == 0 and
+              "(Relu)" not in code and "(Add)" not in code and
+              "(BatchNormalization)" not in code and code.count("KILN_ACT_RELU") == 4,
+              "resnet: one fused kernel call per Conv in the generated C")
+        check(len(re.findall(r"kiln_epilogue ep = \{NULL, KILN_ACT_RELU, [^,]+, [^,]+, [^N]",
+                             code)) == 2,
+              "resnet: the second Conv of each block adds the residual in its epilogue")
+    rc, out = run(kiln, "info", os.path.join(folder, "model.onnx"), "--passes")
+    check("nodes 14 -> 4" in out, "resnet: --passes reports 14 nodes -> 4")
+
+
+def conv_fp16(kiln, root):
+    """Conv weights stored as float16: a float32 CNN compiled with
+    --weights-dtype fp16, and a float16 CNN (weights behind Casts) with keep."""
+    rng = np.random.default_rng(7)
+    x = rng.standard_normal((2, 16, 9, 9)).astype(np.float32)
+    w1 = (rng.standard_normal((32, 16, 3, 3)) * 0.1).astype(np.float32)
+    w2 = (rng.standard_normal((32, 32, 3, 3)) * 0.1).astype(np.float32)
+    b1 = (rng.standard_normal(32) * 0.1).astype(np.float32)
+    b2 = (rng.standard_normal(32) * 0.1).astype(np.float32)
+
+    def ref(v1, v2):
+        a = np.maximum(conv2d(x.astype(np.float64), v1, b1), 0)
+        return np.maximum(conv2d(a, v2, b2) + a, 0).astype(np.float32)
+
+    def graph(name, inits, w1name, w2name, casts=()):
+        nodes = list(casts) + [
+            helper.make_node("Conv", ["x", w1name, "b1"], ["c1"], pads=[1, 1, 1, 1], name="conv1"),
+            helper.make_node("Relu", ["c1"], ["a"], name="relu1"),
+            helper.make_node("Conv", ["a", w2name, "b2"], ["c2"], pads=[1, 1, 1, 1], name="conv2"),
+            helper.make_node("Add", ["c2", "a"], ["s"], name="add"),
+            helper.make_node("Relu", ["s"], ["y"], name="relu2")]
+        return helper.make_graph(nodes, name, [
+            helper.make_tensor_value_info("x", TensorProto.FLOAT, [2, 16, 9, 9])],
+            [helper.make_tensor_value_info("y", TensorProto.FLOAT, [2, 32, 9, 9])],
+            inits + [t("b1", b1), t("b2", b2)])
+
+    r1, r2 = (w.astype(np.float16).astype(np.float32) for w in (w1, w2))
+    g32 = graph("cnn32", [t("w1", w1), t("w2", w2)], "w1", "w2")
+    f32dir, f16dir = os.path.join(root, "cnn32"), os.path.join(root, "cnn32_as_f16")
+    write_case(f32dir, g32, [x], [ref(w1, w2)])
+    write_case(f16dir, g32, [x], [ref(r1, r2)])
+    both_builds(kiln, "cnn32", f32dir)
+    ok, line = verify(kiln, f16dir, "--weights-dtype", "fp16")
+    check(ok, "cnn32, --weights-dtype fp16: matches the float16-rounded reference (%s)" % line)
+    res, _ = compile_model(kiln, f32dir, os.path.join(root, "cnn32_f16_out"), "--weights-dtype",
+                           "fp16")
+    want = (w1.nbytes + w2.nbytes) // 2 + b1.nbytes + b2.nbytes
+    check(res is not None and abs(res["weights"] - want) <= 0.01 * want and
+          res["code"].count("kiln_f32_conv2d_f16w(") == 2,
+          "cnn32, --weights-dtype fp16: weights object %s bytes (want %d, float32 %d), "
+          "the Convs read float16" % (res and res["weights"], want, 2 * want - b1.nbytes - b2.nbytes))
+
+    h1, h2 = w1.astype(np.float16), w2.astype(np.float16)
+    casts = [helper.make_node("Cast", ["w1h"], ["w1f"], to=TensorProto.FLOAT),
+             helper.make_node("Cast", ["w2h"], ["w2f"], to=TensorProto.FLOAT)]
+    g16 = graph("cnn16", [t("w1h", h1), t("w2h", h2)], "w1f", "w2f", casts)
+    folder = os.path.join(root, "cnn16")
+    write_case(folder, g16, [x], [ref(r1, r2)])
+    both_builds(kiln, "cnn16", folder)
+    res, _ = compile_model(kiln, folder, os.path.join(root, "cnn16_out"))
+    want = h1.nbytes + h2.nbytes + b1.nbytes + b2.nbytes
+    check(res is not None and abs(res["weights"] - want) <= 0.01 * want and
+          res["code"].count("kiln_f32_conv2d_f16w(") == 2 and "(Cast)" not in res["code"],
+          "cnn16, --weights-dtype keep: weights object %s bytes, want %d (float16 only), the "
+          "Convs read float16" % (res and res["weights"], want))
+
+
 # ---- 6. compile-time peak RSS ------------------------------------------------
 
 def rss(kiln, root, mib=128):
@@ -442,7 +552,7 @@ def main():
     only = os.environ.get("KILN_OPT_ONLY")
     skip = (os.environ.get("KILN_OPT_SKIP") or "").split(",")
     try:
-        for fn in (openvino, tied, if_shared, fp16, fused, rss):
+        for fn in (openvino, tied, if_shared, fp16, fused, resnet, conv_fp16, rss):
             if fn.__name__ in skip:
                 print("== %s: skipped (KILN_OPT_SKIP)" % fn.__name__)
             elif not only or fn.__name__ in only.split(","):

@@ -8,7 +8,7 @@
 #include <math.h>
 #include <stddef.h>
 
-#include "kiln/kernels.h"
+#include "epilogue.h"
 
 static float act1(const kiln_epilogue *ep, float x)
 {
@@ -61,10 +61,25 @@ void kiln_f32_conv2d_ep(const kiln_conv2d_params *p, const float *X, const float
                         const float *bias, float *Y, const kiln_epilogue *ep)
 {
 	kiln_f32_conv2d(p, X, W, bias, Y);
-	/* One output plane at a time (the bias is the convolution's own). */
+	kiln_f32_conv_epilogue(p, Y, ep);
+}
+
+void kiln_f32_conv_epilogue(const kiln_conv2d_params *p, float *Y, const kiln_epilogue *ep)
+{
+	if (!ep)
+		return;
+	/* One output plane at a time (the bias is the convolution's own): the
+	 * residual, then the activation, while the plane is still in cache. */
 	int64_t plane = p->out_h * p->out_w;
-	for (int64_t i = 0; i < p->batch * p->out_channels; i++)
-		kiln_f32_act(Y + i * plane, plane, ep);
+	for (int64_t i = 0; i < p->batch * p->out_channels; i++) {
+		float *y = Y + i * plane;
+		if (ep->residual) {
+			const float *r = ep->residual + i * plane;
+			for (int64_t k = 0; k < plane; k++)
+				y[k] += r[k];
+		}
+		kiln_f32_act(y, plane, ep);
+	}
 }
 
 /* ---- float16 B, widened while loading --------------------------------- */
@@ -110,7 +125,7 @@ static int have_f16c(void)
 }
 #endif
 
-static void widen(const uint16_t *src, int64_t stride, float *dst, int64_t n)
+void kiln_f16_widen(const uint16_t *src, int64_t stride, float *dst, int64_t n)
 {
 	if (stride == 1 && have_f16c()) {
 		widen_f16c(src, dst, n);
@@ -140,7 +155,7 @@ void kiln_f32_gemm_f16b(int64_t M, int64_t N, int64_t K, float alpha, const floa
 			for (int64_t k = 0; k < kb; k++) {
 				const uint16_t *row = B + (k0 + k) * b_row_stride + n0 * b_col_stride;
 				if (b_col_stride == 1) {
-					widen(row, 1, panel + k * nb, nb);
+					kiln_f16_widen(row, 1, panel + k * nb, nb);
 				} else {
 					for (int64_t n = 0; n < nb; n++)
 						panel[k * nb + n] = kiln_f16_to_f32(row[n * b_col_stride]);
