@@ -104,6 +104,11 @@ void emit_cast(Emit *E);
 const char *emit_epilogue(Emit *E, const char *bias, const char *residual);
 bool emit_has_act(const Node *n);
 /* emit/linalg.c */
+typedef struct MatmulGeo {
+	int64_t M, K, N, nb;   /* nb batch matrices of M x K times K x N */
+	Shape ob, ab, bb;      /* batch dims of the output and of A and B */
+} MatmulGeo;
+void matmul_geometry(const Shape *a, const Shape *b, MatmulGeo *g);
 void emit_gemm(Emit *E);
 void emit_matmul(Emit *E);
 void emit_einsum(Emit *E);

@@ -465,6 +465,10 @@ void ops_elementwise_infer(Infer *x);   /* unary, binary with broadcasting, Wher
 /* The broadcast shape [C,1,...] of a legacy (opset < 7) per-channel PRelu slope. */
 Shape prelu_channel_shape(const Shape *x);
 void ops_matmul_infer(Infer *x);        /* Gemm, MatMul */
+/* ops/matmul.c, shared with the integer MatMuls: a 1-D operand as a matrix
+ * (A: [1, K], B: [K, 1]), and numpy.matmul's output shape (fails if none). */
+Shape matmul_operand(const Shape *s, bool is_a);
+void matmul_output_shape(Infer *x, const Shape *a, const Shape *b, Shape *y);
 void ops_conv_infer(Infer *x);          /* Conv, ConvTranspose, MaxPool, AveragePool, GlobalAveragePool */
 typedef struct ConvTGeometry {
 	int ns;                        /* spatial axes, 1 to 3 */

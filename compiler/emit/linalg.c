@@ -59,35 +59,42 @@ void emit_gemm(Emit *E)
 	}
 }
 
+/* A MatMul's geometry: 1-D operands as matrices, the batch dims of each
+ * operand (ab, bb) and of the output (ob, numpy broadcasting), nb batch
+ * matrices of M x K times K x N. Shared with the integer MatMuls. */
+void matmul_geometry(const Shape *a_in, const Shape *b_in, MatmulGeo *g)
+{
+	Shape a = matmul_operand(a_in, true), b = matmul_operand(b_in, false);
+	g->M = a.dims[a.rank - 2].size;
+	g->K = a.dims[a.rank - 1].size;
+	g->N = b.dims[b.rank - 1].size;
+	int br = (a.rank > b.rank ? a.rank : b.rank) - 2;
+	g->ob = (Shape){.rank = br};
+	g->ab = (Shape){.rank = a.rank - 2};
+	g->bb = (Shape){.rank = b.rank - 2};
+	for (int k = 0; k < g->ab.rank; k++)
+		g->ab.dims[k] = a.dims[k];
+	for (int k = 0; k < g->bb.rank; k++)
+		g->bb.dims[k] = b.dims[k];
+	g->nb = 1;
+	for (int k = 0; k < br; k++) {
+		int ia = k - (br - g->ab.rank), ib = k - (br - g->bb.rank);
+		int64_t da = ia >= 0 ? g->ab.dims[ia].size : 1, db = ib >= 0 ? g->bb.dims[ib].size : 1;
+		g->ob.dims[k].size = da > db ? da : db;
+		g->nb *= g->ob.dims[k].size;
+	}
+}
+
 void emit_matmul(Emit *E)
 {
 	Operand A = in_op(E, 0), B = in_op(E, 1), Y = out_op(E, 0);
 	require_f32(E, &A);
-	Shape a = *A.shape, b = *B.shape;
-	if (a.rank == 1) {
-		a.dims[1] = a.dims[0];
-		a.dims[0].size = 1;
-		a.rank = 2;
-	}
-	if (b.rank == 1) {
-		b.dims[1].size = 1;
-		b.rank = 2;
-	}
-	int64_t M = a.dims[a.rank - 2].size, K = a.dims[a.rank - 1].size, N = b.dims[b.rank - 1].size;
-	/* Batch dims broadcast like elementwise ops; loop over the output's. */
-	int br = (a.rank > b.rank ? a.rank : b.rank) - 2;
-	Shape ob = {.rank = br}, ab = {.rank = a.rank - 2}, bb = {.rank = b.rank - 2};
-	for (int k = 0; k < ab.rank; k++)
-		ab.dims[k] = a.dims[k];
-	for (int k = 0; k < bb.rank; k++)
-		bb.dims[k] = b.dims[k];
-	int64_t as[KILN_MAX_RANK], bs[KILN_MAX_RANK], nb = 1;
-	for (int k = 0; k < br; k++) {
-		int ia = k - (br - ab.rank), ib = k - (br - bb.rank);
-		int64_t da = ia >= 0 ? ab.dims[ia].size : 1, db = ib >= 0 ? bb.dims[ib].size : 1;
-		ob.dims[k].size = da > db ? da : db;
-		nb *= ob.dims[k].size;
-	}
+	MatmulGeo g;
+	matmul_geometry(A.shape, B.shape, &g);
+	int64_t M = g.M, K = g.K, N = g.N, nb = g.nb;
+	int br = g.ob.rank;
+	const Shape ob = g.ob, ab = g.ab, bb = g.bb;
+	int64_t as[KILN_MAX_RANK], bs[KILN_MAX_RANK];
 	bcast_strides(&ab, &ob, as);
 	bcast_strides(&bb, &ob, bs);
 	decl(E, "A", &A, false);

@@ -66,32 +66,12 @@ void emit_qmatmul(Emit *E)
 	bool ql = E->n->op == OP_QLinearMatMul;
 	int ia = 0, ib = ql ? 3 : 1;
 	Operand A = in_op(E, ia), B = in_op(E, ib), Y = out_op(E, 0);
-	Shape a = *A.shape, b = *B.shape;
 	const Shape *a_orig = A.shape, *b_orig = B.shape;
-	if (a.rank == 1) {
-		a.dims[1] = a.dims[0];
-		a.dims[0].size = 1;
-		a.rank = 2;
-	}
-	if (b.rank == 1) {
-		b.dims[1].size = 1;
-		b.rank = 2;
-	}
-	int64_t M = a.dims[a.rank - 2].size, K = a.dims[a.rank - 1].size, N = b.dims[b.rank - 1].size;
-	/* Batch dims broadcast like elementwise ops; loop over the output's. */
-	int br = (a.rank > b.rank ? a.rank : b.rank) - 2;
-	Shape ob = {.rank = br}, ab = {.rank = a.rank - 2}, bb = {.rank = b.rank - 2};
-	for (int k = 0; k < ab.rank; k++)
-		ab.dims[k] = a.dims[k];
-	for (int k = 0; k < bb.rank; k++)
-		bb.dims[k] = b.dims[k];
-	int64_t nb = 1;
-	for (int k = 0; k < br; k++) {
-		int iak = k - (br - ab.rank), ibk = k - (br - bb.rank);
-		int64_t da = iak >= 0 ? ab.dims[iak].size : 1, db = ibk >= 0 ? bb.dims[ibk].size : 1;
-		ob.dims[k].size = da > db ? da : db;
-		nb *= ob.dims[k].size;
-	}
+	MatmulGeo g;
+	matmul_geometry(A.shape, B.shape, &g);
+	int64_t M = g.M, K = g.K, N = g.N, nb = g.nb;
+	int br = g.ob.rank;
+	const Shape ob = g.ob, ab = g.ab, bb = g.bb;
 	Moving mv[6];
 	int nmv = 0;
 	mv[nmv] = (Moving){.field = "qa.data", .base = A.expr};

@@ -39,39 +39,53 @@ static void infer_gemm(Infer *x)
 	infer_set_output(x, 0, infer_dtype(x, 0), &y);
 }
 
-static void infer_matmul(Infer *x)
+/* MatMul's operand as a matrix: a 1-D A is [1, K], a 1-D B is [K, 1]. */
+Shape matmul_operand(const Shape *s, bool is_a)
 {
-	Shape a = *infer_shape(x, 0), b = *infer_shape(x, 1);
-	if (a.rank < 1 || b.rank < 1)
+	Shape m = *s;
+	if (m.rank == 1) {
+		if (is_a) {
+			m.dims[1] = m.dims[0];
+			m.dims[0].size = 1;
+		} else {
+			m.dims[1].size = 1;
+		}
+		m.rank = 2;
+	}
+	return m;
+}
+
+/* numpy.matmul's output shape: batch dims broadcast, and the dims that a
+ * 1-D operand gained are dropped again. Shared with the integer MatMuls. */
+void matmul_output_shape(Infer *x, const Shape *a_in, const Shape *b_in, Shape *y)
+{
+	if (a_in->rank < 1 || b_in->rank < 1)
 		infer_fail(x, KILN_SHAPE_ERROR, "MatMul operands must have rank >= 1");
-	bool a_vec = a.rank == 1, b_vec = b.rank == 1;
-	if (a_vec) {  /* [K] -> [1,K] */
-		a.dims[1] = a.dims[0];
-		a.dims[0].size = 1;
-		a.rank = 2;
-	}
-	if (b_vec) {  /* [K] -> [K,1] */
-		b.dims[1].size = 1;
-		b.rank = 2;
-	}
+	Shape a = matmul_operand(a_in, true), b = matmul_operand(b_in, false);
 	int64_t ka = a.dims[a.rank - 1].size, kb = b.dims[b.rank - 2].size;
 	if (ka != kb)
 		infer_fail(x, KILN_SHAPE_ERROR, "inner dims differ: %lld vs %lld", (long long)ka,
 		           (long long)kb);
 	int batch_rank = (a.rank > b.rank ? a.rank : b.rank) - 2;
-	Shape y = {.rank = 0};
+	*y = (Shape){.rank = 0};
 	for (int k = 0; k < batch_rank; k++) {
 		int ia = k - (batch_rank - (a.rank - 2)), ib = k - (batch_rank - (b.rank - 2));
 		int64_t da = ia >= 0 ? a.dims[ia].size : 1, db = ib >= 0 ? b.dims[ib].size : 1;
 		if (da != db && da != 1 && db != 1)
 			infer_fail(x, KILN_SHAPE_ERROR, "batch dims do not broadcast: %lld vs %lld",
 			           (long long)da, (long long)db);
-		y.dims[y.rank++].size = da == 1 ? db : da;
+		y->dims[y->rank++].size = da == 1 ? db : da;
 	}
-	if (!a_vec)
-		y.dims[y.rank++].size = a.dims[a.rank - 2].size;
-	if (!b_vec)
-		y.dims[y.rank++].size = b.dims[b.rank - 1].size;
+	if (a_in->rank != 1)
+		y->dims[y->rank++].size = a.dims[a.rank - 2].size;
+	if (b_in->rank != 1)
+		y->dims[y->rank++].size = b.dims[b.rank - 1].size;
+}
+
+static void infer_matmul(Infer *x)
+{
+	Shape y;
+	matmul_output_shape(x, infer_shape(x, 0), infer_shape(x, 1), &y);
 	if (infer_dtype(x, 0) != infer_dtype(x, 1))
 		infer_fail(x, KILN_INVALID_MODEL, "A and B have different element types");
 	infer_set_output(x, 0, infer_dtype(x, 0), &y);

@@ -56,21 +56,6 @@ static void require_one(Infer *x, int i, const char *what)
 /* ---- matrix products ---- */
 
 /* The operand shape with a 1-D operand promoted to a matrix, as numpy. */
-static Shape as_matrix(const Shape *s, bool is_a)
-{
-	Shape m = *s;
-	if (m.rank == 1) {
-		if (is_a) {  /* [K] -> [1, K] */
-			m.dims[1] = m.dims[0];
-			m.dims[0].size = 1;
-		} else {     /* [K] -> [K, 1] */
-			m.dims[1].size = 1;
-		}
-		m.rank = 2;
-	}
-	return m;
-}
-
 QParamKind quant_param_kind(Infer *x, int i, const Shape *operand, bool per_row)
 {
 	if (!infer_has_input(x, i))
@@ -78,7 +63,7 @@ QParamKind quant_param_kind(Infer *x, int i, const Shape *operand, bool per_row)
 	const Shape *p = infer_shape(x, i);
 	if (shape_nelem(p) == 1)
 		return QP_TENSOR;
-	Shape m = as_matrix(operand, per_row);
+	Shape m = matmul_operand(operand, per_row);
 	int r = m.rank;
 	int64_t len = per_row ? m.dims[r - 2].size : m.dims[r - 1].size;
 	if (p->rank == 1 && p->dims[0].size == len)
@@ -127,27 +112,8 @@ static void infer_qmatmul(Infer *x)
 			infer_fail(x, KILN_INVALID_MODEL, "y_zero_point must be int8 or uint8, not %s",
 			           dtype_name(out_dt));
 	}
-	bool a_vec = a.rank == 1, b_vec = b.rank == 1;
-	a = as_matrix(&a, true);
-	b = as_matrix(&b, false);
-	int64_t ka = a.dims[a.rank - 1].size, kb = b.dims[b.rank - 2].size;
-	if (ka != kb)
-		infer_fail(x, KILN_SHAPE_ERROR, "inner dims differ: %lld vs %lld", (long long)ka,
-		           (long long)kb);
-	int br = (a.rank > b.rank ? a.rank : b.rank) - 2;
-	Shape y = {.rank = 0};
-	for (int k = 0; k < br; k++) {
-		int iak = k - (br - (a.rank - 2)), ibk = k - (br - (b.rank - 2));
-		int64_t da = iak >= 0 ? a.dims[iak].size : 1, db = ibk >= 0 ? b.dims[ibk].size : 1;
-		if (da != db && da != 1 && db != 1)
-			infer_fail(x, KILN_SHAPE_ERROR, "batch dims do not broadcast: %lld vs %lld",
-			           (long long)da, (long long)db);
-		y.dims[y.rank++].size = da == 1 ? db : da;
-	}
-	if (!a_vec)
-		y.dims[y.rank++].size = a.dims[a.rank - 2].size;
-	if (!b_vec)
-		y.dims[y.rank++].size = b.dims[b.rank - 1].size;
+	Shape y;
+	matmul_output_shape(x, &a, &b, &y);
 	infer_set_output(x, 0, out_dt, &y);
 }
 
