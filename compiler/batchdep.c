@@ -215,6 +215,7 @@ static bool is_n_first(int op)
 	case OP_GlobalAveragePool: case OP_GlobalMaxPool: case OP_GlobalLpPool: case OP_LRN:
 	case OP_InstanceNormalization: case OP_BatchNormalization: case OP_DepthToSpace:
 	case OP_SpaceToDepth: case OP_Resize: case OP_Upsample: case OP_GridSample:
+	case OP_ConvInteger: case OP_QLinearConv:
 		return true;
 	}
 	return false;
@@ -711,6 +712,30 @@ static void rows_rule(BD *b, int k)
 			set_outputs(b, k);
 		return;
 	}
+	case OP_Det:
+		if (k >= rank_of(b, n->in[0]) - 2)
+			mix(b, "takes the determinant of matrices that contain the batch axis %d", k);
+		else
+			set_outputs(b, k);
+		return;
+	case OP_MeanVarianceNormalization: {
+		int r = rank_of(b, n->in[0]);
+		const Attr *axes = node_attr(n, "axes");
+		bool over = !axes && (k == 0 || k == 2 || k == 3);   /* default axes [0, 2, 3] */
+		for (int j = 0; axes && axes->type == AT_INTS && j < axes->n; j++)
+			over |= norm(axes->ints[j], r) == k;
+		if (over)
+			mix(b, "normalizes over the batch axis %d", k);
+		else
+			set_outputs(b, k);
+		return;
+	}
+	case OP_DFT:
+		if (norm(attr_or(n, "axis", 1), rank_of(b, n->in[0])) == k)
+			mix(b, "transforms along the batch axis %d", k);
+		else
+			set_outputs(b, k);
+		return;
 	case OP_Trilu:
 		if (k >= rank_of(b, n->in[0]) - 2)
 			mix(b, "works on a matrix that contains the batch axis %d", k);

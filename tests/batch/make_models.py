@@ -155,5 +155,18 @@ verdict("mix_shape_out", [
     helper.make_node("Shape", ["r"], ["y"], name="shape"),
 ], [x2], [out("y", [2], I64)])
 verdict("mix_unknown", [
-    helper.make_node("Det", ["x"], ["y"], name="det"),
-], [helper.make_tensor_value_info("x", F, ["N", 3, 3])], [out("y", ["N"])])
+    helper.make_node("Compress", ["x", "keep"], ["y"], name="pick", axis=1),
+], [x2], [out("y", ["N", 3])],
+    [numpy_helper.from_array(np.array([True, False, True, True]), "keep")])
+# Ops that work within each sample: Det of [N, 3, 3], MeanVarianceNormalization
+# over axes that leave N alone, DFT along axis 1.
+verdict("ok_per_sample", [
+    helper.make_node("MeanVarianceNormalization", ["x"], ["m"], name="mvn", axes=[1, 2]),
+    helper.make_node("Det", ["m"], ["d"], name="det"),
+    helper.make_node("Unsqueeze", ["d", "axes"], ["s"], name="signal"),
+    helper.make_node("DFT", ["s"], ["y"], name="dft", axis=1),
+], [helper.make_tensor_value_info("x", F, ["N", 3, 3])], [out("y", ["N", 1, 2])],
+    [ints("axes", [1, 2])], opset=17)
+verdict("mix_mvn", [
+    helper.make_node("MeanVarianceNormalization", ["x"], ["y"], name="mvn"),
+], [helper.make_tensor_value_info("x", F, ["N", 2, 3, 3])], [out("y", ["N", 2, 3, 3])])
