@@ -17,41 +17,10 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/resource.h>
-#include <time.h>
 
+#include "kiln/run.h"
+#include "timing.h"
 #include "bench.h"
-
-static double now_ns(void)
-{
-	struct timespec ts;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (double)ts.tv_sec * 1e9 + (double)ts.tv_nsec;
-}
-
-static int cmp_double(const void *a, const void *b)
-{
-	double x = *(const double *)a, y = *(const double *)b;
-	return (x > y) - (x < y);
-}
-
-static size_t elem_bytes(int dtype)
-{
-	switch (dtype) {
-	case KILN_FLOAT64: case KILN_INT64: case KILN_UINT64: return 8;
-	case KILN_FLOAT32: case KILN_INT32: case KILN_UINT32: return 4;
-	case KILN_FLOAT16: case KILN_BFLOAT16: case KILN_INT16: case KILN_UINT16: return 2;
-	default: return 1;
-	}
-}
-
-/* Bytes of one tensor at batch b: the descriptor gives the per-sample shape. */
-static size_t tensor_bytes(const kiln_tensor_desc *t, int64_t b)
-{
-	int64_t n = 1;
-	for (int k = 0; k < t->rank; k++)
-		n *= k == t->batch_axis ? t->dims[k] * b : t->dims[k];
-	return (size_t)n * elem_bytes(t->dtype);
-}
 
 int main(int argc, char **argv)
 {
@@ -68,7 +37,7 @@ int main(int argc, char **argv)
 		const void *ins[64];
 		void *outs[64];
 		for (int k = 0; k < m->ninputs && k < 64; k++) {
-			size_t n = tensor_bytes(&m->inputs[k], b);
+			size_t n = kiln_tensor_bytes(&m->inputs[k], b);
 			float *p = aligned_alloc(64, (n + 63) / 64 * 64 + 64);
 			for (size_t j = 0; j < n / 4; j++) {
 				seed = seed * 6364136223846793005u + 1442695040888963407u;
@@ -77,7 +46,7 @@ int main(int argc, char **argv)
 			ins[k] = p;
 		}
 		for (int k = 0; k < m->noutputs && k < 64; k++) {
-			size_t n = tensor_bytes(&m->outputs[k], b);
+			size_t n = kiln_tensor_bytes(&m->outputs[k], b);
 			outs[k] = aligned_alloc(64, (n + 63) / 64 * 64 + 64);
 		}
 		for (int w = 0; w < 10; w++)

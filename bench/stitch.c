@@ -17,41 +17,11 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
+#include "kiln/run.h"
+#include "timing.h"
 #include "exact.h"
 #include "stitch.h"
-
-static double now_ns(void)
-{
-	struct timespec ts;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (double)ts.tv_sec * 1e9 + (double)ts.tv_nsec;
-}
-
-static int cmp_double(const void *a, const void *b)
-{
-	double x = *(const double *)a, y = *(const double *)b;
-	return (x > y) - (x < y);
-}
-
-static uint64_t elem_bytes(int dtype)
-{
-	switch (dtype) {
-	case KILN_FLOAT64: case KILN_INT64: case KILN_UINT64: return 8;
-	case KILN_FLOAT32: case KILN_INT32: case KILN_UINT32: return 4;
-	case KILN_FLOAT16: case KILN_BFLOAT16: case KILN_INT16: case KILN_UINT16: return 2;
-	default: return 1;
-	}
-}
-
-static uint64_t tensor_bytes(const kiln_tensor_desc *t, int64_t n)
-{
-	uint64_t b = elem_bytes(t->dtype);
-	for (int k = 0; k < t->rank; k++)
-		b *= (uint64_t)(k == t->batch_axis ? t->dims[k] * n : t->dims[k]);
-	return b;
-}
 
 enum { MAXT = 16 };
 static double samples[1001];
@@ -107,7 +77,7 @@ int main(int argc, char **argv)
 	kiln_output out[MAXT];
 	uint64_t seed = 1;
 	for (int t = 0; t < ex->ninputs; t++) {
-		uint64_t b = tensor_bytes(&ex->inputs[t], nmax);
+		uint64_t b = kiln_tensor_bytes(&ex->inputs[t], nmax);
 		float *p = aligned_alloc(64, (b + 63) / 64 * 64 + 64);
 		for (uint64_t j = 0; j < b / 4; j++) {
 			seed = seed * 6364136223846793005u + 1442695040888963407u;
@@ -116,7 +86,7 @@ int main(int argc, char **argv)
 		in[t] = (kiln_input){p, ex->inputs[t].dtype, 0};
 	}
 	for (int t = 0; t < ex->noutputs; t++) {
-		uint64_t b = tensor_bytes(&ex->outputs[t], nmax);
+		uint64_t b = kiln_tensor_bytes(&ex->outputs[t], nmax);
 		out[t] = (kiln_output){aligned_alloc(64, (b + 63) / 64 * 64 + 64), ex->outputs[t].dtype, 0};
 	}
 	printf("compiled sizes:");
@@ -131,18 +101,18 @@ int main(int argc, char **argv)
 		int k;
 		kiln_context_plan(ctx, n, chunks, 1024, &k);
 		for (int t = 0; t < ex->ninputs; t++)
-			in[t].bytes = tensor_bytes(&ex->inputs[t], n);
+			in[t].bytes = kiln_tensor_bytes(&ex->inputs[t], n);
 		for (int t = 0; t < ex->noutputs; t++)
-			out[t].bytes = tensor_bytes(&ex->outputs[t], n);
+			out[t].bytes = kiln_tensor_bytes(&ex->outputs[t], n);
 		for (int w = 0; w < 3; w++)
 			time_it(w, n, 5, ctx, arena, in, out, chunks, k);
 	}
 	double sum_vs = 0, sum_mech = 0, max_mech = -1e9;
 	for (int64_t n = 1; n <= nmax; n++) {
 		for (int t = 0; t < ex->ninputs; t++)
-			in[t].bytes = tensor_bytes(&ex->inputs[t], n);
+			in[t].bytes = kiln_tensor_bytes(&ex->inputs[t], n);
 		for (int t = 0; t < ex->noutputs; t++)
-			out[t].bytes = tensor_bytes(&ex->outputs[t], n);
+			out[t].bytes = kiln_tensor_bytes(&ex->outputs[t], n);
 		int64_t chunks[1024];
 		int k;
 		kiln_context_plan(ctx, n, chunks, 1024, &k);

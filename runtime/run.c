@@ -84,8 +84,7 @@ static Geom geom(const kiln_tensor_desc *t)
 	return g;
 }
 
-/* Bytes at batch n; UINT64_MAX if that overflows. */
-static uint64_t tensor_bytes(const kiln_tensor_desc *t, int64_t n)
+KILN_API uint64_t kiln_tensor_bytes(const kiln_tensor_desc *t, int64_t n)
 {
 	Geom g = geom(t);
 	if (!g.batched)
@@ -107,7 +106,7 @@ static uint64_t staging_offset(const kiln_model *m, int which /* input i, or nin
 	uint64_t off = 0;
 	for (int i = 0; i < which; i++) {
 		const kiln_tensor_desc *t = i < m->ninputs ? &m->inputs[i] : &m->outputs[i - m->ninputs];
-		off += KILN_ALIGN64(tensor_bytes(t, max_batch(m)));
+		off += KILN_ALIGN64(kiln_tensor_bytes(t, max_batch(m)));
 	}
 	return off;
 }
@@ -495,7 +494,7 @@ KILN_API int kiln_run(kiln_context *ctx, int64_t n, const kiln_input *inputs,
 		const void *data = t < m->ninputs ? inputs[t].data : outputs[t - m->ninputs].data;
 		int dtype = t < m->ninputs ? inputs[t].dtype : outputs[t - m->ninputs].dtype;
 		uint64_t bytes = t < m->ninputs ? inputs[t].bytes : outputs[t - m->ninputs].bytes;
-		uint64_t need = tensor_bytes(d, n);
+		uint64_t need = kiln_tensor_bytes(d, n);
 		if (need == UINT64_MAX)
 			return KILN_LIMIT;
 		if (dtype != d->dtype || bytes < need || (!data && need))
