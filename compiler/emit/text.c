@@ -28,7 +28,7 @@ void emit_tfidf(Emit *E)
 	if (t.weights) {
 		emitf(E, "\tstatic const float weight[%" PRId64 "] = {", t.ngrams ? t.ngrams : 1);
 		for (int64_t i = 0; i < t.ngrams; i++)
-			emitf(E, "%s%s", i ? ", " : "", flit(E, t.weights[i], DT_FLOAT));
+			emitf(E, "%s%s", i ? ", " : "", flit(E, (double)t.weights[i], DT_FLOAT));
 		emitf(E, "%s};\n", t.ngrams ? "" : "0");
 	}
 	emitf(E, "\tfor (int64_t r = 0; r < %" PRId64 "; r++) {\n", rows);

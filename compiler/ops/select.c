@@ -30,10 +30,10 @@ static double elem(const Folded *f, int64_t k)
 	        uint32_t u32; int64_t i64; uint64_t u64; } v;
 	memcpy(&v, p, dtype_size(f->dtype));
 	switch (f->dtype) {
-	case DT_FLOAT: return v.f;
+	case DT_FLOAT: return (double)v.f;
 	case DT_DOUBLE: return v.d;
-	case DT_FLOAT16: return kiln_f16_to_f32(v.u16);
-	case DT_BFLOAT16: return kiln_bf16_to_f32(v.u16);
+	case DT_FLOAT16: return (double)kiln_f16_to_f32(v.u16);
+	case DT_BFLOAT16: return (double)kiln_bf16_to_f32(v.u16);
 	case DT_INT8: return v.i8;
 	case DT_UINT8: case DT_BOOL: return v.u8;
 	case DT_INT16: return v.i16;
@@ -332,7 +332,7 @@ static void infer_nms(Infer *x)
 		infer_fail(x, KILN_SHAPE_ERROR, "boxes must be [B, N, 4] and scores [B, C, N]");
 	const Folded *boxes = require_folded(x, 0), *scores = require_folded(x, 1);
 	int64_t max_out = 0;
-	double iou_th = 0, score_th = -INFINITY;
+	double iou_th = 0, score_th = -(double)INFINITY;
 	if (infer_has_input(x, 2)) {
 		const Folded *f = require_folded(x, 2);
 		max_out = f->nelem ? (int64_t)elem(f, 0) : 0;

@@ -26,7 +26,7 @@ static void leibniz(const double *A, int n, int depth, int *used, long double pr
 		if (used[j])
 			continue;
 		used[j] = 1;
-		leibniz(A, n, depth + 1, used, prod * A[depth * n + j], skipped % 2 ? -sign : sign, sum,
+		leibniz(A, n, depth + 1, used, prod * (long double)A[depth * n + j], skipped % 2 ? -sign : sign, sum,
 		        mag);
 		used[j] = 0;
 		skipped++;
@@ -45,7 +45,7 @@ static void check_random(int n)
 	double got = kiln_f64_det(work, n);
 	char what[128];
 	snprintf(what, sizeof what, "random %dx%d: got %.17g want %.17Lg", n, n, got, sum);
-	CHECK(fabsl(got - sum) <= 1e-12L * (mag > 0 ? mag : 1), what);
+	CHECK(fabsl((long double)got - sum) <= 1e-12L * (mag > 0 ? mag : 1), what);
 }
 
 int main(void)
@@ -90,7 +90,7 @@ int main(void)
 	snprintf(what, sizeof what, "LU product %dx%d: got %.17g want %.17g", N, N, got, want);
 	CHECK(fabs(got - want) <= 1e-9 * fabs(want), what);
 
-	double nan[4] = {NAN, 1, 1, 1};
+	double nan[4] = {(double)NAN, 1, 1, 1};
 	CHECK(isnan(kiln_f64_det(nan, 2)), "NaN propagates");
 	return harness_report();
 }
