@@ -10,25 +10,8 @@ pass=0
 fail=0
 out=$(mktemp) err=$(mktemp)
 trap 'rm -f "$out" "$err"' EXIT
+. "$(cd "$(dirname "$0")/../cli" && pwd)/expect.sh"
 cd "$FIX" || exit 2
-
-# expect STATUS STDERR-LINE -- ARGS...   (STDERR-LINE "" = stderr must be empty)
-expect() {
-	want_rc=$1 want_err=$2
-	shift 3
-	"$KILN" "$@" >"$out" 2>"$err"
-	rc=$?
-	got_err=$(cat "$err")
-	if [ "$rc" -ne "$want_rc" ] || [ "$got_err" != "$want_err" ]; then
-		echo "FAIL: kiln $*"
-		echo "  exit $rc (want $want_rc)"
-		echo "  stderr: $got_err"
-		echo "  want:   $want_err"
-		fail=$((fail + 1))
-	else
-		pass=$((pass + 1))
-	fi
-}
 
 # expect_out FILE -- compares stdout of the last command with FILE.
 expect_out() {
