@@ -5,12 +5,18 @@
 #   build:  meson, ninja, a C compiler, protobuf-c (library + protoc-c),
 #           libonnx-dev (for /usr/include/onnx/onnx.proto), LLVM-C (llvm-dev)
 #   tests:  libonnx-testdata (the ONNX backend suite), python3-onnx and
-#           python3-numpy (fixture generators; the C tests themselves need no Python)
+#           python3-numpy (fixture generators), python3-torch and
+#           python3-torchvision (models exported by the tests and bench/),
+#           python3-xgboost and python3-sklearn (tree ensembles), nodejs and
+#           npm (ONNX Runtime from the npm registry: scripts/install-ort.sh),
+#           libclang-rt-14-dev (sanitizer and libFuzzer runtimes)
 set -eu
 
 PKGS="meson ninja-build pkg-config gcc clang
       protobuf-c-compiler libprotobuf-c-dev libonnx-dev llvm-dev
-      libonnx-testdata python3-onnx python3-numpy"
+      libonnx-testdata python3-onnx python3-numpy
+      python3-torch python3-torchvision python3-xgboost python3-sklearn
+      libclang-rt-14-dev"
 
 missing=""
 for p in $PKGS; do
@@ -18,6 +24,10 @@ for p in $PKGS; do
         missing="$missing $p"
     fi
 done
+
+# Node.js: the machine image may bring its own; Debian's otherwise.
+command -v node >/dev/null 2>&1 || missing="$missing nodejs"
+command -v npm >/dev/null 2>&1 || missing="$missing npm"
 
 if [ -z "$missing" ]; then
     echo "install-deps: all packages present"

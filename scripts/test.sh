@@ -1,6 +1,7 @@
 #!/bin/sh
 # The whole test suite, as the README and CI run it:
-#   1. install the Debian packages and build (scripts/build.sh; idempotent),
+#   1. install the Debian packages and build (scripts/build.sh; idempotent), and
+#      ONNX Runtime from npm for the tests that compare with it (scripts/install-ort.sh),
 #   2. build with the default compiler in build/ and run every suite (unit, cli, testdata, memory),
 #   3. build with clang + AddressSanitizer/UBSan (LeakSanitizer included) in
 #      build-asan/ and run every suite but memory there,
@@ -10,6 +11,14 @@ set -u
 cd "$(dirname "$0")/.." || exit 2
 status=0
 ./scripts/build.sh build || exit 2
+# ONNX Runtime (npm) is the reference of the tests that compare with it; where it
+# cannot be installed those tests say so and skip.
+if ORT_PATH=$(./scripts/install-ort.sh); then
+	NODE_PATH=$ORT_PATH${NODE_PATH:+:$NODE_PATH}
+	export NODE_PATH
+else
+	echo "tests: ONNX Runtime unavailable: the tests that compare with it will skip"
+fi
 rm -f build/tests/conformance-summary.txt build-asan/tests/conformance-summary.txt
 meson test -C build --print-errorlogs --num-processes 2 || status=1
 
