@@ -37,6 +37,14 @@
 extern "C" {
 #endif
 
+/* ---- variants --------------------------------------------------------- */
+
+/* The instruction-set variant the kernels use in this process: "ref",
+ * "avx2" or "avx512". Decided once, on the first kernel call, from CPUID and
+ * XGETBV; the environment variable KILN_ISA (ref, avx2, avx512) forces a lower
+ * one. Results are deterministic for a given input and variant. */
+KILN_API const char *kiln_isa_name(void);
+
 /* ---- matrix multiplication -------------------------------------------- */
 
 /*
