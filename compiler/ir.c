@@ -49,7 +49,7 @@ typedef struct NameMap {
 	size_t cap, count;   /* cap is a power of two */
 } NameMap;
 
-static uint64_t name_hash(const char *s)
+uint64_t name_hash(const char *s)
 {
 	uint64_t h = 0xcbf29ce484222325u;  /* FNV-1a: names are short */
 	for (; *s; s++)

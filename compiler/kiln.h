@@ -236,10 +236,13 @@ typedef struct Model {
 	Arena *arena;
 	Diag *diag;
 	bool is_optimized;       /* the passes ran (passes/pipeline.c) */
+	char warning[512];       /* the first thing the loader repaired (model_warn), or "" */
+	int nwarnings;
 } Model;
 
 Value *graph_value(Graph *g, int id);
 int graph_add_value(Graph *g, const char *name);
+uint64_t name_hash(const char *s);  /* FNV-1a, for name tables */
 /* Look name up in g, then enclosing graphs; creates VAL_OUTER links as needed.
  * Returns NONE if it is defined nowhere. */
 int graph_lookup(Graph *g, const char *name);
@@ -265,6 +268,8 @@ void graph_walk(Graph *g, GraphVisit visit, void *user);
 Model *model_new(const char *path, Arena *a, Diag *d);
 void model_load(Model *m);
 void model_close(Model *m);
+/* Record something the loader repaired (the CLI prints the first one). */
+void model_warn(Model *m, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 void model_track_file(Model *m, FILE *f);
 void model_untrack_file(Model *m, FILE *f);
 /* Read a standalone TensorProto file (ONNX test data) into t; its bytes

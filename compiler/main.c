@@ -329,6 +329,9 @@ static int run(const Options *o)
 	if (setjmp(jb) == 0) {
 		m = model_new(o->model, &arena, &d);
 		model_load(m);
+		if (m->nwarnings)
+			fprintf(stderr, "kiln: warning: %s: %s%s\n", o->model, m->warning,
+			        m->nwarnings > 1 ? " (and more like it)" : "");
 		ir_verify(m->graph);
 		InfoOptions io = {.json = o->json, .batches = o->batches, .nbatches = o->nbatches,
 		                  .bind = &o->bind, .plan = o->plan,

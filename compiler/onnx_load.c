@@ -10,13 +10,16 @@
  *
  * Checked here, because every later stage relies on it: element types, tensor
  * sizes against their data, external-data paths (inside the model's folder,
- * in range), one producer per value, every input defined before use, and
- * outer-scope references from subgraphs. Op semantics are not checked here.
+ * in range), one producer per value, every input defined before use (after
+ * sorting the nodes, as ONNX Runtime does), and outer-scope references from
+ * subgraphs. Op semantics are not checked here.
  * Assumes a little-endian host, as ONNX raw_data is little-endian.
  */
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
+#include <stdarg.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
@@ -87,6 +90,19 @@ void model_untrack_file(Model *m, FILE *f)
 	for (int i = 0; i < 8; i++)
 		if (m->files[i] == f)
 			m->files[i] = NULL;
+}
+
+void model_warn(Model *m, const char *fmt, ...)
+{
+	if (m->nwarnings++ > 0)
+		return;
+	va_list ap;
+	va_start(ap, fmt);
+	vsnprintf(m->warning, sizeof m->warning, fmt, ap);
+	va_end(ap);
+	for (char *c = m->warning; *c; c++)  /* names are untrusted: one printable line */
+		if ((unsigned char)*c < 0x20 || *c == 0x7f)
+			*c = '?';
 }
 
 void model_close(Model *m)
@@ -552,6 +568,250 @@ static void load_attr(Loader *L, Graph *g, Node *n, const Onnx__AttributeProto *
 	}
 }
 
+/* ---- node order ------------------------------------------------------- */
+
+/* ONNX requires nodes in topological order, but some exporters (and ONNX
+ * Runtime's own test files) do not keep it, and ONNX Runtime sorts them. So
+ * the loader sorts too: a stable topological order (Kahn's algorithm taking
+ * the lowest original position first), so a sorted graph keeps its order and
+ * node ids. A node with subgraphs depends on every name its subgraphs read.
+ * A name produced by two Constant nodes keeps the last, as ONNX Runtime does
+ * (it takes them as initializers), with a warning on the model. */
+
+typedef struct NameTab {
+	const char **keys;
+	int *vals;
+	size_t cap;
+} NameTab;
+
+static int *name_slot(NameTab *t, const char *name)
+{
+	size_t i = (size_t)name_hash(name) & (t->cap - 1);
+	while (t->keys[i] && strcmp(t->keys[i], name) != 0)
+		i = (i + 1) & (t->cap - 1);
+	if (!t->keys[i]) {
+		t->keys[i] = name;
+		t->vals[i] = NONE;
+	}
+	return &t->vals[i];
+}
+
+static int name_find(const NameTab *t, const char *name)
+{
+	size_t i = (size_t)name_hash(name) & (t->cap - 1);
+	while (t->keys[i]) {
+		if (strcmp(t->keys[i], name) == 0)
+			return t->vals[i];
+		i = (i + 1) & (t->cap - 1);
+	}
+	return NONE;
+}
+
+typedef struct Edges {
+	int *from, *to;
+	size_t n, cap;
+} Edges;
+
+static void add_edge(Loader *L, Edges *e, int from, int to)
+{
+	if (e->n == e->cap) {
+		size_t cap = e->cap ? 2 * e->cap : 64;
+		int *f = arena_array(L->a, cap, sizeof *f), *t = arena_array(L->a, cap, sizeof *t);
+		if (e->n) {
+			memcpy(f, e->from, e->n * sizeof *f);
+			memcpy(t, e->to, e->n * sizeof *t);
+		}
+		e->from = f;
+		e->to = t;
+		e->cap = cap;
+	}
+	e->from[e->n] = from;
+	e->to[e->n++] = to;
+}
+
+static void depend_on(Loader *L, const NameTab *prod, Edges *e, const char *name, int node)
+{
+	int p = name && name[0] ? name_find(prod, name) : NONE;
+	if (p != NONE)
+		add_edge(L, e, p, node);
+}
+
+/* Every name a subgraph (and its own subgraphs) reads or returns; names it
+ * defines itself cannot be produced in the enclosing graph (ONNX forbids
+ * shadowing), so over-collecting them is harmless. */
+static void depend_on_subgraph(Loader *L, const NameTab *prod, Edges *e,
+                               const Onnx__GraphProto *sg, int node, int depth)
+{
+	if (depth > 64)
+		diag_fail(L->d, KILN_LIMIT, "subgraphs are nested more than 64 deep");
+	for (size_t i = 0; i < sg->n_node; i++) {
+		const Onnx__NodeProto *np = sg->node[i];
+		for (size_t k = 0; k < np->n_input; k++)
+			depend_on(L, prod, e, np->input[k], node);
+		for (size_t k = 0; k < np->n_attribute; k++) {
+			const Onnx__AttributeProto *ap = np->attribute[k];
+			if (ap->g)
+				depend_on_subgraph(L, prod, e, ap->g, node, depth + 1);
+			for (size_t j = 0; j < ap->n_graphs; j++)
+				depend_on_subgraph(L, prod, e, ap->graphs[j], node, depth + 1);
+		}
+	}
+	for (size_t i = 0; i < sg->n_output; i++)
+		depend_on(L, prod, e, sg->output[i]->name, node);
+}
+
+static const char *node_label(const Onnx__NodeProto *np)
+{
+	return np->name && np->name[0] ? np->name : np->op_type ? np->op_type : "?";
+}
+
+static bool is_constant_node(const Onnx__NodeProto *np)
+{
+	return np->n_output == 1 && np->op_type && strcmp(np->op_type, "Constant") == 0 &&
+	       (!np->domain || !np->domain[0] || strcmp(np->domain, "ai.onnx") == 0);
+}
+
+/* The order to load gp's nodes in (indices into gp->node); *count drops the
+ * earlier producers of duplicated names. */
+static int *node_order(Loader *L, const Onnx__GraphProto *gp, const char *gname, int *count)
+{
+	size_t nn = gp->n_node, nouts = 0;
+	for (size_t i = 0; i < nn; i++)
+		nouts += gp->node[i]->n_output;
+	NameTab prod = {.cap = 16};
+	while (prod.cap < 2 * nouts + 2)
+		prod.cap *= 2;
+	prod.keys = arena_array(L->a, prod.cap, sizeof *prod.keys);
+	prod.vals = arena_array(L->a, prod.cap, sizeof *prod.vals);
+	bool *dropped = arena_array(L->a, nn ? nn : 1, sizeof *dropped);
+	for (size_t i = 0; i < nn; i++) {
+		const Onnx__NodeProto *np = gp->node[i];
+		for (size_t k = 0; k < np->n_output; k++) {
+			const char *name = np->output[k];
+			if (!name || !name[0])
+				continue;
+			int *slot = name_slot(&prod, name);
+			if (*slot != NONE && *slot != (int)i) {
+				/* Two Constant nodes: ONNX Runtime takes them as initializers
+				 * and keeps the last. Anything else is refused by load_node. */
+				const Onnx__NodeProto *ep = gp->node[*slot];
+				if (!is_constant_node(ep) || !is_constant_node(np))
+					continue;
+				if (!dropped[*slot])
+					model_warn(L->m, "graph \"%s\": \"%s\" is produced by Constant nodes %d "
+					           "\"%s\" and %zu \"%s\"; the last one is kept, as ONNX Runtime "
+					           "does", gname, name, *slot, node_label(ep), i, node_label(np));
+				dropped[*slot] = true;
+			}
+			*slot = (int)i;
+		}
+	}
+	Edges e = {0};
+	for (size_t i = 0; i < nn; i++) {
+		const Onnx__NodeProto *np = gp->node[i];
+		if (dropped[i])
+			continue;
+		for (size_t k = 0; k < np->n_input; k++)
+			depend_on(L, &prod, &e, np->input[k], (int)i);
+		for (size_t k = 0; k < np->n_attribute; k++) {
+			const Onnx__AttributeProto *ap = np->attribute[k];
+			if (ap->g)
+				depend_on_subgraph(L, &prod, &e, ap->g, (int)i, 1);
+			for (size_t j = 0; j < ap->n_graphs; j++)
+				depend_on_subgraph(L, &prod, &e, ap->graphs[j], (int)i, 1);
+		}
+	}
+	int *order = arena_array(L->a, nn ? nn : 1, sizeof *order);
+	int n = 0;
+	bool sorted = true;
+	for (size_t k = 0; k < e.n && sorted; k++)
+		sorted = e.from[k] < e.to[k];
+	if (sorted) {
+		for (size_t i = 0; i < nn; i++)
+			if (!dropped[i])
+				order[n++] = (int)i;
+		*count = n;
+		return order;
+	}
+	/* Kahn's algorithm; the ready set is a min-heap of original positions. */
+	int *indeg = arena_array(L->a, nn, sizeof *indeg);
+	size_t *first = arena_array(L->a, nn + 1, sizeof *first);
+	int *succ = arena_array(L->a, e.n ? e.n : 1, sizeof *succ);
+	for (size_t k = 0; k < e.n; k++) {
+		indeg[e.to[k]]++;
+		first[e.from[k] + 1]++;
+	}
+	for (size_t i = 0; i < nn; i++)
+		first[i + 1] += first[i];
+	size_t *fill = arena_array(L->a, nn, sizeof *fill);
+	memcpy(fill, first, nn * sizeof *fill);
+	for (size_t k = 0; k < e.n; k++)
+		succ[fill[e.from[k]]++] = e.to[k];
+	int *heap = arena_array(L->a, nn, sizeof *heap);
+	size_t nheap = 0;
+	for (size_t i = 0; i < nn; i++) {
+		if (dropped[i] || indeg[i] != 0)
+			continue;
+		heap[nheap++] = (int)i;  /* increasing: already a heap */
+	}
+	while (nheap > 0) {
+		int top = heap[0];
+		heap[0] = heap[--nheap];
+		for (size_t j = 0;;) {  /* sift down */
+			size_t l = 2 * j + 1, r = l + 1, m = j;
+			if (l < nheap && heap[l] < heap[m])
+				m = l;
+			if (r < nheap && heap[r] < heap[m])
+				m = r;
+			if (m == j)
+				break;
+			int t = heap[j];
+			heap[j] = heap[m];
+			heap[m] = t;
+			j = m;
+		}
+		order[n++] = top;
+		for (size_t k = first[top]; k < first[top + 1]; k++) {
+			int s = succ[k];
+			if (--indeg[s] != 0)
+				continue;
+			size_t j = nheap++;  /* sift up */
+			heap[j] = s;
+			while (j > 0 && heap[(j - 1) / 2] > heap[j]) {
+				int t = heap[j];
+				heap[j] = heap[(j - 1) / 2];
+				heap[(j - 1) / 2] = t;
+				j = (j - 1) / 2;
+			}
+		}
+	}
+	size_t live = 0;
+	for (size_t i = 0; i < nn; i++)
+		live += !dropped[i];
+	if ((size_t)n != live) {
+		char names[600];
+		size_t len = 0;
+		int shown = 0;
+		names[0] = 0;
+		for (size_t i = 0; i < nn && len < sizeof names; i++) {
+			if (dropped[i] || indeg[i] == 0)
+				continue;
+			if (shown == 6) {
+				snprintf(names + len, sizeof names - len, ", ...");
+				break;
+			}
+			len += (size_t)snprintf(names + len, sizeof names - len, "%s%zu \"%.60s\" (%.40s)",
+			                        shown ? ", " : "", i, node_label(gp->node[i]),
+			                        gp->node[i]->op_type ? gp->node[i]->op_type : "?");
+			shown++;
+		}
+		diag_fail(L->d, KILN_INVALID_MODEL, "graph \"%s\" has a cycle: nodes %s (and what reads them) wait "
+		          "on each other", gname, names);
+	}
+	*count = n;
+	return order;
+}
+
 static int64_t opset_of(Model *m, const char *domain, int domain_id)
 {
 	for (int i = 0; i < m->nopsets; i++) {
@@ -716,10 +976,12 @@ static Graph *load_graph(Loader *L, const Onnx__GraphProto *gp, Graph *parent, i
 		g->inputs[i] = id;
 	}
 
-	g->nnodes = (int)gp->n_node;
-	g->nodes = arena_array(L->a, gp->n_node, sizeof *g->nodes);
-	for (size_t i = 0; i < gp->n_node; i++)
-		load_node(L, g, gp->node[i], (int)i);
+	int nnodes;
+	const int *order = node_order(L, gp, g->name, &nnodes);
+	g->nnodes = nnodes;
+	g->nodes = arena_array(L->a, (size_t)nnodes, sizeof *g->nodes);
+	for (int i = 0; i < nnodes; i++)
+		load_node(L, g, gp->node[order[i]], i);
 
 	/* value_info annotates intermediate values; entries naming nothing are ignored. */
 	for (size_t i = 0; i < gp->n_value_info; i++) {

@@ -1,0 +1,118 @@
+#!/usr/bin/python3
+"""Real-model patterns (issue 13), each compiled by kiln and compared with
+ONNX Runtime.
+
+Every case builds a small model that reproduces one pattern met in real
+exported models (an unsorted graph, shape arithmetic through many ops, a
+shape-decided If, opset 18-21 schemas, seq-first layouts, ...), with
+Debian's python3-torch (torch.onnx.export) or onnx.helper. ONNX Runtime 1.30
+(node, onnxruntime-node; see scripts/install-ort.sh) computes the reference
+outputs, which are written as an ONNX backend-test folder (model.onnx,
+test_data_set_0/input_I.pb, output_I.pb) that `kiln verify` compiles, runs
+and compares (rtol 1e-3, atol 1e-5; integers exactly). Error cases check
+kiln's one-line message instead.
+
+usage: run.py KILN OUTDIR [CASE...]    (exits 77, "skipped", without ORT)
+"""
+import io
+import json
+import os
+import shutil
+import subprocess
+import sys
+
+import numpy as np
+import onnx
+from onnx import TensorProto, helper, numpy_helper
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, HERE)
+import cases  # noqa: E402
+
+ORT_TYPES = {np.float32: "float32", np.float64: "float64", np.int8: "int8", np.uint8: "uint8",
+             np.int16: "int16", np.uint16: "uint16", np.int32: "int32", np.uint32: "uint32",
+             np.int64: "int64", np.uint64: "uint64", np.bool_: "bool"}
+NP_TYPES = {v: k for k, v in ORT_TYPES.items()}
+
+
+def ort_available():
+    r = subprocess.run(["node", "-e", 'require("onnxruntime-node")'], capture_output=True)
+    return r.returncode == 0
+
+
+def write_case(outdir, name, model, inputs):
+    d = os.path.join(outdir, name)
+    shutil.rmtree(d, ignore_errors=True)
+    os.makedirs(os.path.join(d, "test_data_set_0"))
+    path = os.path.join(d, "model.onnx")
+    onnx.save(model, path)
+    spec = {"model": path, "outdir": d, "inputs": []}
+    for i, (iname, arr) in enumerate(inputs.items()):
+        raw = os.path.join(d, f"input_{i}.bin")
+        arr = np.ascontiguousarray(arr)
+        arr.astype(np.uint8 if arr.dtype == np.bool_ else arr.dtype).tofile(raw)
+        spec["inputs"].append({"name": iname, "type": ORT_TYPES[arr.dtype.type],
+                               "dims": list(arr.shape), "file": raw})
+        t = numpy_helper.from_array(arr, iname)
+        with open(os.path.join(d, "test_data_set_0", f"input_{i}.pb"), "wb") as f:
+            f.write(t.SerializeToString())
+    with open(os.path.join(d, "spec.json"), "w") as f:
+        json.dump(spec, f)
+    r = subprocess.run(["node", os.path.join(HERE, "ort_ref.js"), os.path.join(d, "spec.json")],
+                       capture_output=True, text=True)
+    if r.returncode != 0:
+        raise RuntimeError(f"{name}: ONNX Runtime refused the model: {r.stderr.strip()}")
+    with open(os.path.join(d, "outputs.json")) as f:
+        outs = json.load(f)
+    for i, o in enumerate(outs):
+        raw = np.fromfile(os.path.join(d, f"output_{i}.bin"), dtype=NP_TYPES[o["type"]])
+        arr = raw.reshape(o["dims"])
+        if o["type"] == "bool":
+            arr = arr.astype(np.bool_)
+        t = numpy_helper.from_array(arr, o["name"])
+        with open(os.path.join(d, "test_data_set_0", f"output_{i}.pb"), "wb") as f:
+            f.write(t.SerializeToString())
+    return d
+
+
+def main():
+    kiln, outdir = sys.argv[1], sys.argv[2]
+    wanted = set(sys.argv[3:])
+    if not ort_available():
+        print("SKIP: ONNX Runtime (node + onnxruntime-node) is not available: "
+              "NODE_PATH=$(scripts/install-ort.sh) to run these tests")
+        return 77
+    os.makedirs(outdir, exist_ok=True)
+    failures = 0
+    dirs = []
+    for name, make in cases.RUN:
+        if wanted and name not in wanted:
+            continue
+        model, inputs = make()
+        dirs.append(write_case(outdir, name, model, inputs))
+    if dirs:
+        r = subprocess.run([kiln, "verify"] + dirs, capture_output=True, text=True)
+        print(r.stdout, end="")
+        print(r.stderr, end="", file=sys.stderr)
+        if r.returncode != 0:
+            failures += 1
+    for name, make, expect in cases.ERRORS:
+        if wanted and name not in wanted:
+            continue
+        model = make()
+        path = os.path.join(outdir, name + ".onnx")
+        onnx.save(model, path)
+        r = subprocess.run([kiln, "info", path], capture_output=True, text=True)
+        got = r.stderr.strip()
+        ok = (r.returncode == 2 if expect.startswith("error:") else r.returncode == 0) and \
+            expect in got
+        print(f"{'PASS' if ok else 'FAIL'} {name}: {got or '(no message)'}")
+        if not ok:
+            print(f"  wanted exit {'2' if expect.startswith('error:') else '0'} and "
+                  f"\"{expect}\"; got exit {r.returncode}")
+            failures += 1
+    return 1 if failures else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
