@@ -49,7 +49,11 @@ enum { MAX_MAP_OPERANDS = 8 };
 /* ---- printing (emit_c.c) ---- */
 void emitf(Emit *E, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 _Noreturn void emit_fail(Emit *E, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-void comment_text(Emit *E, const char *s);       /* a model name, safe inside a comment */
+/* The only ways a model's string reaches the C: escaped for a comment or
+ * for a string literal's contents (see emit_c.c). */
+char *c_comment_escape(Arena *a, const char *s);
+char *c_string_escape(Arena *a, const char *s);
+void comment_text(Emit *E, const char *s);       /* c_comment_escape(s), written */
 const char *ctype(int dt);                       /* C element type, NULL if none */
 const char *flit(Emit *E, double v, int dt);     /* a float literal that round-trips */
 void shape_text(Emit *E, const Shape *s);
