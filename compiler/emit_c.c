@@ -767,6 +767,51 @@ static void emit_frozen_guards(Emit *E)
 	}
 }
 
+/* The parameter names of the graph's inputs and outputs: in_/out_ and the
+ * sanitized name, made unique in interface order by a suffix _2, _3, ...
+ * ("a-b" and "a.b", or two names alike in their first 40 characters, would
+ * otherwise be one C identifier). */
+static uint64_t str_hash(const char *s)
+{
+	uint64_t h = 1469598103934665603u;
+	for (; *s; s++)
+		h = (h ^ (unsigned char)*s) * 1099511628211u;
+	return h;
+}
+
+static void name_interface(Emit *E)
+{
+	Graph *g = E->g;
+	E->iface = arena_array(E->a, (size_t)g->nvalues, sizeof *E->iface);
+	/* An open-addressing set of the names taken: a model may have many. */
+	size_t cap = 16;
+	while (cap < 2 * ((size_t)g->ninputs + (size_t)g->noutputs))
+		cap *= 2;
+	const char **used = arena_array(E->a, cap, sizeof *used);
+	for (int pass = 0; pass < 2; pass++) {
+		int count = pass ? g->noutputs : g->ninputs;
+		for (int k = 0; k < count; k++) {
+			int id = pass ? g->outputs[k] : g->inputs[k];
+			if (!pass && g->values[id].kind != VAL_INPUT)
+				continue;
+			const char *base = arena_printf(E->a, "%s_%s", pass ? "out" : "in",
+			                                sanitize(E->a, g->values[id].name));
+			const char *name = base;
+			for (int suffix = 2;; suffix++) {
+				size_t i = str_hash(name) & (cap - 1);
+				while (used[i] && strcmp(used[i], name) != 0)
+					i = (i + 1) & (cap - 1);
+				if (!used[i]) {
+					used[i] = name;
+					break;
+				}
+				name = arena_printf(E->a, "%s_%d", base, suffix);
+			}
+			E->iface[id] = name;
+		}
+	}
+}
+
 static void index_interface(Emit *E)
 {
 	Graph *g = E->g;
@@ -788,6 +833,7 @@ static void index_interface(Emit *E)
 			          E->out_index[id] != NONE ? "listed twice" : "an input or a weight");
 		E->out_index[id] = i;
 	}
+	name_interface(E);
 }
 
 static int ninputs(const Graph *g)
@@ -813,11 +859,6 @@ static void banner(FILE *f, Emit *E, const Sig *sigs, int nsigs)
 	for (int i = 0; i < nsigs; i++)
 		fprintf(f, " %" PRId64, sigs[i].batch);
 	fprintf(f, ". Do not edit: regenerate with kiln compile.\n */\n");
-}
-
-static const char *interface_name(Emit *E, int id, bool input)
-{
-	return arena_printf(E->a, "%s_%s", input ? "in" : "out", sanitize(E->a, E->g->values[id].name));
 }
 
 static void emit_header(Emit *E, FILE *h, const Sig *sigs, const Plan *plans, int nsigs)
@@ -853,11 +894,11 @@ static void emit_header(Emit *E, FILE *h, const Sig *sigs, const Plan *plans, in
 	for (int k = 0; k < g->ninputs; k++) {
 		int id = g->inputs[k];
 		if (g->values[id].kind == VAL_INPUT)
-			fprintf(h, ", const %s *%s", ctype(sigs[0].dtypes[id]), interface_name(E, id, true));
+			fprintf(h, ", const %s *%s", ctype(sigs[0].dtypes[id]), E->iface[id]);
 	}
 	for (int k = 0; k < g->noutputs; k++)
 		fprintf(h, ", %s *%s", ctype(sigs[0].dtypes[g->outputs[k]]),
-		        interface_name(E, g->outputs[k], false));
+		        E->iface[g->outputs[k]]);
 	fprintf(h, ");\n\n");
 	for (int i = 0; i < nsigs; i++) {
 		fprintf(h, "/* Batch %" PRId64 ": arena %" PRId64 " bytes. Returns 0 or a kiln_status. */\n",
@@ -866,11 +907,11 @@ static void emit_header(Emit *E, FILE *h, const Sig *sigs, const Plan *plans, in
 		for (int k = 0; k < g->ninputs; k++) {
 			int id = g->inputs[k];
 			if (g->values[id].kind == VAL_INPUT)
-				fprintf(h, ", const %s *%s", ctype(sigs[i].dtypes[id]), interface_name(E, id, true));
+				fprintf(h, ", const %s *%s", ctype(sigs[i].dtypes[id]), E->iface[id]);
 		}
 		for (int k = 0; k < g->noutputs; k++) {
 			int id = g->outputs[k];
-			fprintf(h, ", %s *%s", ctype(sigs[i].dtypes[id]), interface_name(E, id, false));
+			fprintf(h, ", %s *%s", ctype(sigs[i].dtypes[id]), E->iface[id]);
 		}
 		fprintf(h, ");\n");
 	}
@@ -972,11 +1013,11 @@ static void emit_descriptor(Emit *E, const Sig *sigs, const Plan *plans, int nsi
 	for (int k = 0; k < g->ninputs; k++) {
 		int id = g->inputs[k];
 		if (g->values[id].kind == VAL_INPUT)
-			emitf(E, ", const %s *%s", ctype(s0->dtypes[id]), interface_name(E, id, true));
+			emitf(E, ", const %s *%s", ctype(s0->dtypes[id]), E->iface[id]);
 	}
 	for (int k = 0; k < g->noutputs; k++)
 		emitf(E, ", %s *%s", ctype(s0->dtypes[g->outputs[k]]),
-		    interface_name(E, g->outputs[k], false));
+		    E->iface[g->outputs[k]]);
 	emitf(E, ")\n{\n\tif (n < 0)\n\t\treturn KILN_USAGE;\n");
 	for (int pass = 0; pass < 2; pass++) {
 		int count = pass ? g->noutputs : g->ninputs, j = 0;
@@ -991,7 +1032,7 @@ static void emit_descriptor(Emit *E, const Sig *sigs, const Plan *plans, int nsi
 			for (int d = 0; d < sh->rank; d++)
 				per *= d == st->axis[id] ? sh->dims[d].size / s0->batch : sh->dims[d].size;
 			emitf(E, "\t\t{%s, %d, (uint64_t)%" PRId64 " * sizeof(%s)%s},\n",
-			    interface_name(E, id, !pass), s0->dtypes[id], per, ctype(s0->dtypes[id]),
+			    E->iface[id], s0->dtypes[id], per, ctype(s0->dtypes[id]),
 			    st->axis[id] >= 0 ? " * (uint64_t)n" : "");
 			j++;
 		}
@@ -1040,23 +1081,21 @@ void emit_c(Model *m, const Sig *sigs, const Plan *plans, int nsigs, const EmitO
 		for (int k = 0; k < g->ninputs; k++) {
 			int id = g->inputs[k];
 			if (g->values[id].kind == VAL_INPUT) {
-				emitf(E, ", const %s *in_%s", ctype(sigs[i].dtypes[id]),
-				    sanitize(E->a, g->values[id].name));
+				emitf(E, ", const %s *%s", ctype(sigs[i].dtypes[id]), E->iface[id]);
 				nin++;
 			}
 		}
 		for (int k = 0; k < g->noutputs; k++) {
-			emitf(E, ", %s *out_%s", ctype(sigs[i].dtypes[g->outputs[k]]),
-			    sanitize(E->a, g->values[g->outputs[k]].name));
+			emitf(E, ", %s *%s", ctype(sigs[i].dtypes[g->outputs[k]]), E->iface[g->outputs[k]]);
 			nout++;
 		}
 		emitf(E, ")\n{\n\tconst void *in[%d] = {", nin ? nin : 1);
 		for (int k = 0, j = 0; k < g->ninputs; k++)
 			if (g->values[g->inputs[k]].kind == VAL_INPUT)
-				emitf(E, "%sin_%s", j++ ? ", " : "", sanitize(E->a, g->values[g->inputs[k]].name));
+				emitf(E, "%s%s", j++ ? ", " : "", E->iface[g->inputs[k]]);
 		emitf(E, "%s};\n\tvoid *out[%d] = {", nin ? "" : "0", nout ? nout : 1);
 		for (int k = 0; k < g->noutputs; k++)
-			emitf(E, "%sout_%s", k ? ", " : "", sanitize(E->a, g->values[g->outputs[k]].name));
+			emitf(E, "%s%s", k ? ", " : "", E->iface[g->outputs[k]]);
 		emitf(E, "%s};\n\treturn %s_run_generic_b%" PRId64 "(arena, in, out);\n}\n\n",
 		    nout ? "" : "0", o->name, sigs[i].batch);
 	}

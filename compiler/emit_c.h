@@ -28,6 +28,7 @@ typedef struct Emit {
 	const Sig *sig;
 	const Plan *plan;
 	int *in_index, *out_index;   /* value id -> position in the run arrays, or NONE */
+	const char **iface;          /* value id -> its parameter name ("in_x", "out_y_2"), or NULL */
 	EmitSymbol *syms;
 	int nsyms, capsyms;
 	int *sym_of_weight;          /* value id -> symbol, for initializers (all signatures) */

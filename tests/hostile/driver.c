@@ -2,7 +2,8 @@
  * driver.c - a generic caller of one generated model, for tests/hostile:
  * prints every interface name as hex (the descriptor's string literal must
  * round-trip the model's bytes exactly), then runs n rows of float inputs
- * (value i*0.25-1 in row-major order) and prints the outputs.
+ * (input j, element i in row-major order: (i*0.25-1)*(j+1)) and prints the
+ * outputs.
  * Build with -DHEADER='"net.h"' -DMODEL=net_model.
  */
 #include <stdio.h>
@@ -48,7 +49,7 @@ int main(int argc, char **argv)
 		uint64_t count = per_row(&m->inputs[i]) * (uint64_t)n;
 		float *x = malloc(count * sizeof *x + 1);
 		for (uint64_t k = 0; k < count; k++)
-			x[k] = (float)k * 0.25f - 1.0f;
+			x[k] = ((float)k * 0.25f - 1.0f) * (float)(i + 1);
 		in[i] = (kiln_input){x, m->inputs[i].dtype, count * sizeof *x};
 	}
 	for (int i = 0; i < m->noutputs; i++) {

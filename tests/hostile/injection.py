@@ -31,11 +31,12 @@ Checks, for the hostile models against a twin with benign names:
 """
 import os
 import re
-import subprocess
 import sys
 
 import numpy as np
 from onnx import TensorProto, helper, numpy_helper
+
+from lib import driver_input, link_driver, run, run_driver
 
 KILN, SRC, LIBKILN, OUT = sys.argv[1:5]
 os.makedirs(OUT, exist_ok=True)
@@ -160,10 +161,6 @@ def strip_c(text):
     return toks
 
 
-def run(cmd, **kw):
-    return subprocess.run(cmd, capture_output=True, **kw)
-
-
 results = {}
 for kind in ("benign", "benign1", "exploit", "hostile"):
     hostile = kind == "hostile"
@@ -198,35 +195,23 @@ for kind in ("benign", "benign1", "exploit", "hostile"):
         toks[f] = strip_c(raw.decode("latin-1"))
     results[kind] = toks
     # The program: link, run, compare.
-    exe = os.path.join(d, "driver")
-    cc = os.environ.get("CC", "cc").split()
-    san = os.environ.get("SANFLAGS", "").split()
-    r = run(cc + ["-std=c11", "-Wall", "-Wextra", "-Werror"] + san +
-            ["-DHEADER=\"net.h\"", "-DMODEL=net_model", "-I" + os.path.join(SRC, "include"),
-             "-I" + d, os.path.join(SRC, "tests/hostile/driver.c"), os.path.join(d, "net.o"),
-             LIBKILN, "-lm", "-o", exe])
-    check(r.returncode == 0, "%s: link: %s" % (kind, r.stderr.decode(errors="replace")[:2000]))
-    if r.returncode:
+    ok, err = link_driver(SRC, d, LIBKILN)
+    check(ok, "%s: link: %s" % (kind, err[:2000]))
+    if not ok:
         continue
     if os.path.exists(MARK):
         os.unlink(MARK)
-    r = run([exe, "3"], cwd=d)
-    check(r.returncode == 0, "%s: driver exits %d: %s" % (kind, r.returncode, r.stderr.decode()))
+    st, err, names, values = run_driver(d, 3)
+    check(st == 0, "%s: driver exits %d: %s" % (kind, st, err))
     check(not os.path.exists(MARK), "%s: the injected constructor ran" % kind)
-    lines = r.stdout.decode().splitlines()
-    want_in = field_bytes(0, kind).hex()
-    want_out = field_bytes(1, kind).hex()
-    check("input " + want_in in lines, "%s: the input's name does not round-trip" % kind)
-    check("output " + want_out in lines, "%s: the output's name does not round-trip" % kind)
-    x = (np.arange(12, dtype=np.float32) * np.float32(0.25) - np.float32(1)).reshape(3, 4)
-    want = np.maximum(x @ w + b, 0)
-    got = [l for l in lines if l.startswith("values")]
-    if got:
-        y = np.array([float(v) for v in got[0].split()[1:]], np.float32)
-        check(y.shape == (9,) and np.allclose(y, want.ravel(), rtol=1e-6, atol=1e-6),
-              "%s: outputs %s, numpy %s" % (kind, y, want.ravel()))
-    else:
-        check(False, "%s: no outputs printed" % kind)
+    check(names["input"] == [field_bytes(0, kind).hex()],
+          "%s: the input's name does not round-trip" % kind)
+    check(names["output"] == [field_bytes(1, kind).hex()],
+          "%s: the output's name does not round-trip" % kind)
+    want = np.maximum(driver_input(0, 12).reshape(3, 4) @ w + b, 0).ravel()
+    check(len(values) == 1 and values[0].shape == want.shape and
+          np.allclose(values[0], want, rtol=1e-6, atol=1e-6),
+          "%s: outputs %s, numpy %s" % (kind, values, want))
 
 for kind, twin in (("exploit", "benign1"), ("hostile", "benign")):
     if kind not in results or twin not in results:
