@@ -5,8 +5,10 @@
  *   load -> shape inference per batch size -> buffer plan -> NAME.h, NAME.c
  *   -> NAME_weights.o (LLVM-C) -> NAME.o = cc(NAME.c) + NAME_weights.o (ld -r)
  *
- * The C compiler is $CC (default cc) and the linker $LD (default ld); both
- * are run directly (posix_spawnp), never through a shell. For `kiln verify`
+ * The C compiler is $CC (default cc) with $CFLAGS after kiln's own flags,
+ * and the linker $LD (default ld); both are run directly (posix_spawnp),
+ * never through a shell. With --no-cc the build system compiles NAME.c
+ * itself and links NAME_weights.o next to it. For `kiln verify`
  * the same steps build a shared object instead, linked with libkiln, to load
  * with dlopen. Files that stay open across long-jumping code are registered
  * on the Model, which closes them on every path.
@@ -216,7 +218,8 @@ void compile_model(Model *m, const CompileOptions *o, CompileResult *res)
 	res->context_bytes = stitch->context_bytes;
 	res->batch_independent = stitch->dep.independent;
 	res->batch_mixing = stitch->dep.why;
-	EmitOptions eo = {.name = name, .stitch = stitch, .rules = o->rules, .nrules = o->nrules};
+	EmitOptions eo = {.name = name, .stitch = stitch, .rules = o->rules, .nrules = o->nrules,
+	                  .export_api = o->export_api || o->shared};
 	EmitResult er;
 	emit_c(m, sigs, plans, o->nbatches, &eo, h, c, scratch, &er);
 	compile_close(m, scratch, "a temporary file");
@@ -225,7 +228,7 @@ void compile_model(Model *m, const CompileOptions *o, CompileResult *res)
 
 	ObjSymbol *syms = arena_array(a, (size_t)er.nsyms, sizeof *syms);
 	for (int i = 0; i < er.nsyms; i++)
-		syms[i] = (ObjSymbol){er.syms[i].name, er.syms[i].bytes, er.syms[i].nbytes, 64};
+		syms[i] = (ObjSymbol){er.syms[i].name, er.syms[i].bytes, er.syms[i].nbytes, 64, 1};
 	char err[512];
 	if (emit_weights_object(res->weights_path, o->target, syms, (size_t)er.nsyms, err,
 	                        sizeof err) != 0)
@@ -238,11 +241,11 @@ void compile_model(Model *m, const CompileOptions *o, CompileResult *res)
 		if (plans[i].arena_bytes > res->arena_bytes)
 			res->arena_bytes = plans[i].arena_bytes;
 
-	if (o->target && !o->shared) {
+	if ((o->target || o->no_cc) && !o->shared) {
 		/* A cross target: the host's cc cannot build NAME.o for it. */
 		return;
 	}
-	const char *argv[64];
+	const char *argv[128];
 	int n = tool_argv(a, "CC", "cc", argv, 40);
 	const char *inc = arena_printf(a, "-I%s", compile_include_dir(a));
 	const char *opt = arena_printf(a, "-O%d", o->opt_level);
@@ -257,8 +260,12 @@ void compile_model(Model *m, const CompileOptions *o, CompileResult *res)
 		return;
 	}
 	const char *code_o = arena_printf(a, "%s/%s_code.o", dir, name);
-	const char *more[] = {"-std=c11", opt, "-fPIC", inc, "-c", res->c_path, "-o", code_o, NULL};
+	const char *more[] = {"-std=c11", opt, "-fPIC", inc, NULL};
 	memcpy(argv + n, more, sizeof more);
+	n += (int)(sizeof more / sizeof more[0]) - 1;
+	n += tool_argv(a, "CFLAGS", "", argv + n, 120 - n);
+	const char *files[] = {"-c", res->c_path, "-o", code_o, NULL};
+	memcpy(argv + n, files, sizeof files);
 	run_tool(m, argv, arena_printf(a, "compile %s", res->c_path));
 	res->o_path = arena_printf(a, "%s/%s.o", dir, name);
 	n = tool_argv(a, "LD", "ld", argv, 40);

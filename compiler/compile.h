@@ -19,6 +19,9 @@ typedef struct CompileOptions {
 	struct PassReport *pass_report;     /* if not NULL, what the passes did */
 	const char *const *rules;  /* --batch-rule B:s1,...: baked into the descriptor */
 	int nrules;
+	bool export_api;           /* --export: NAME_model and NAME_run* visible outside a
+	                              shared library (always for shared) */
+	bool no_cc;                /* --no-cc: stop after NAME.h, NAME.c, NAME_weights.o */
 } CompileOptions;
 
 typedef struct CompileResult {

@@ -12,6 +12,7 @@ typedef struct EmitOptions {
 	const Stitch *stitch;    /* batch axes, costs, context bytes (stitch.c) */
 	const char *const *rules;   /* baked batch rules, checked by the caller */
 	int nrules;
+	bool export_api;         /* default visibility for NAME_model and NAME_run*; else hidden */
 } EmitOptions;
 
 /* One symbol of the weights object. */

@@ -867,13 +867,23 @@ static void emit_header(Emit *E, FILE *h, const Sig *sigs, const Plan *plans, in
 	const char *N = E->o->name;
 	const Stitch *st = E->o->stitch;
 	banner(h, E, sigs, nsigs);
-	char *guard = arena_strdup(E->a, N);
-	for (char *p = guard; *p; p++)
-		if (*p >= 'a' && *p <= 'z')
-			*p = (char)(*p - 'a' + 'A');
+	const char *guard = upper(E, N);
 	fprintf(h, "#ifndef %s_H\n#define %s_H\n\n#include <stdint.h>\n\n#include <kiln/model.h>\n"
 	           "#include <kiln/run.h>\n\n", guard, guard);
 	fprintf(h, "#ifdef __cplusplus\nextern \"C\" {\n#endif\n\n");
+	if (E->o->export_api)
+		fprintf(h, "/* The descriptor and entry points below are exported (kiln compile\n"
+		           " * --export): a shared library linking this model exports them. */\n");
+	else
+		fprintf(h, "/* The descriptor and entry points below are hidden: a shared library\n"
+		           " * linking this model exports none of kiln's symbols, so two libraries\n"
+		           " * with models of the same name never take each other's. Export them\n"
+		           " * with kiln compile --export (docs/integration.md). */\n");
+	fprintf(h, "#ifndef %s_MODEL_API\n#if defined(__GNUC__) && !defined(_WIN32)\n"
+	           "#define %s_MODEL_API __attribute__((visibility(\"%s\")))\n#else\n"
+	           "#define %s_MODEL_API\n#endif\n#endif\n\n",
+	        guard, guard, E->o->export_api ? "default" : "hidden", guard);
+	emit_io_constants(E, h, guard, sigs);
 	fprintf(h, "/* Bytes of arena one call needs at the largest compiled batch size;\n"
 	           " * align it to 64 bytes. Each thread needs its own. */\n");
 	fprintf(h, "#define %s_ARENA_BYTES %" PRId64 "\n", guard, st->max_arena_bytes);
@@ -883,14 +893,14 @@ static void emit_header(Emit *E, FILE *h, const Sig *sigs, const Plan *plans, in
 	        st->staging_bytes, st->plan_bound);
 	fprintf(h, "#define %s_CONTEXT_BYTES %" PRIu64 "\n\n", guard, st->context_bytes);
 	fprintf(h, "/* The model: interface, batch sizes, arena sizes and entry points. */\n");
-	fprintf(h, "extern const kiln_model %s_model;\n\n", N);
+	fprintf(h, "extern %s_MODEL_API const kiln_model %s_model;\n\n", guard, N);
 	if (st->dep.independent)
 		fprintf(h, "/* Any batch n >= 0 through a context (kiln/run.h): compiled sizes run\n"
 		           " * in place, others are stitched from them. Buffers hold n rows. */\n");
 	else
 		fprintf(h, "/* Through a context (kiln/run.h), at the compiled batch sizes only:\n"
 		           " * the model is not batch independent (see %s_model.batch_mixing). */\n", N);
-	fprintf(h, "int %s_run(kiln_context *ctx, int64_t n", N);
+	fprintf(h, "%s_MODEL_API int %s_run(kiln_context *ctx, int64_t n", guard, N);
 	for (int k = 0; k < g->ninputs; k++) {
 		int id = g->inputs[k];
 		if (g->values[id].kind == VAL_INPUT)
@@ -903,7 +913,7 @@ static void emit_header(Emit *E, FILE *h, const Sig *sigs, const Plan *plans, in
 	for (int i = 0; i < nsigs; i++) {
 		fprintf(h, "/* Batch %" PRId64 ": arena %" PRId64 " bytes. Returns 0 or a kiln_status. */\n",
 		        sigs[i].batch, plans[i].arena_bytes);
-		fprintf(h, "int %s_run_b%" PRId64 "(void *arena", N, sigs[i].batch);
+		fprintf(h, "%s_MODEL_API int %s_run_b%" PRId64 "(void *arena", guard, N, sigs[i].batch);
 		for (int k = 0; k < g->ninputs; k++) {
 			int id = g->inputs[k];
 			if (g->values[id].kind == VAL_INPUT)
@@ -938,10 +948,8 @@ static void emit_descriptor(Emit *E, const Sig *sigs, const Plan *plans, int nsi
 			/* Per-sample shape: the batch axis at 1 sample's extent. */
 			emitf(E, "static const int64_t %s_dims_%s%d[] = {", N, pass ? "out" : "in", j++);
 			const Shape *sh = &s0->shapes[id];
-			int ba = st->axis[id];
 			for (int d = 0; d < sh->rank; d++)
-				emitf(E, "%s%" PRId64, d ? ", " : "",
-				    d == ba ? sh->dims[d].size / s0->batch : sh->dims[d].size);
+				emitf(E, "%s%" PRId64, d ? ", " : "", sample_dim(E, s0, id, d));
 			emitf(E, "%s};\n", sh->rank ? "" : "0");
 		}
 	}
@@ -989,7 +997,7 @@ static void emit_descriptor(Emit *E, const Sig *sigs, const Plan *plans, int nsi
 		}
 		emitf(E, "};\n");
 	}
-	emitf(E, "\nconst kiln_model %s_model = {\n", N);
+	emitf(E, "\n%s_MODEL_API const kiln_model %s_model = {\n", upper(E, N), N);
 	emitf(E, "\t.struct_bytes = sizeof(kiln_model),\n\t.kiln_version = %d,\n\t.name = \"%s\",\n",
 	    KILN_VERSION_NUM, N);
 	emitf(E, "\t.ninputs = %d, .noutputs = %d,\n", ninputs(g), g->noutputs);
@@ -1008,8 +1016,9 @@ static void emit_descriptor(Emit *E, const Sig *sigs, const Plan *plans, int nsi
 		emitf(E, "\t.nrules = %d, .rules = %s_rules,\n", E->o->nrules, N);
 	emitf(E, "\t.plan_bound = %" PRId64 ", .staging_bytes = %" PRIu64 ", .context_bytes = %" PRIu64
 	       ",\n};\n\n", st->plan_bound, st->staging_bytes, st->context_bytes);
-	/* The typed entry for any n: views over the caller's buffers. */
-	emitf(E, "int %s_run(kiln_context *ctx, int64_t n", N);
+	/* The typed entry for any n: views over the caller's buffers, through
+	 * a context made for this very descriptor. */
+	emitf(E, "%s_MODEL_API int %s_run(kiln_context *ctx, int64_t n", upper(E, N), N);
 	for (int k = 0; k < g->ninputs; k++) {
 		int id = g->inputs[k];
 		if (g->values[id].kind == VAL_INPUT)
@@ -1018,7 +1027,8 @@ static void emit_descriptor(Emit *E, const Sig *sigs, const Plan *plans, int nsi
 	for (int k = 0; k < g->noutputs; k++)
 		emitf(E, ", %s *%s", ctype(s0->dtypes[g->outputs[k]]),
 		    E->iface[g->outputs[k]]);
-	emitf(E, ")\n{\n\tif (n < 0)\n\t\treturn KILN_USAGE;\n");
+	emitf(E, ")\n{\n\tif (n < 0 || !ctx)\n\t\treturn KILN_USAGE;\n");
+	emitf(E, "\tif (kiln_context_model(ctx) != &%s_model)\n\t\treturn KILN_WRONG_MODEL;\n", N);
 	for (int pass = 0; pass < 2; pass++) {
 		int count = pass ? g->noutputs : g->ninputs, j = 0;
 		emitf(E, "\tconst kiln_%s %s[%d] = {\n", pass ? "output" : "input", pass ? "out" : "in",
@@ -1076,7 +1086,8 @@ void emit_c(Model *m, const Sig *sigs, const Plan *plans, int nsigs, const EmitO
 			    c_comment_escape(E->a, n->op_type));
 		}
 		emitf(E, "\treturn 0;\n}\n\n");
-		emitf(E, "int %s_run_b%" PRId64 "(void *arena", o->name, sigs[i].batch);
+		emitf(E, "%s_MODEL_API int %s_run_b%" PRId64 "(void *arena", upper(E, o->name), o->name,
+		    sigs[i].batch);
 		int nin = 0, nout = 0;
 		for (int k = 0; k < g->ninputs; k++) {
 			int id = g->inputs[k];
@@ -1111,9 +1122,14 @@ void emit_c(Model *m, const Sig *sigs, const Plan *plans, int nsigs, const EmitO
 	           "#endif\n\n", KILN_VERSION_NUM, KILN_VERSION_STRING);
 	fprintf(c, "/* Constants, in %s_weights.o: read-only, 64-byte aligned, each stored once. */\n",
 	        o->name);
+	/* Hidden as in the object: a direct reference, never exported. */
+	fprintf(c, "#if defined(__GNUC__) && !defined(_WIN32)\n#define %s_WEIGHT "
+	           "__attribute__((visibility(\"hidden\")))\n#else\n#define %s_WEIGHT\n#endif\n",
+	        upper(E, o->name), upper(E, o->name));
 	for (int i = 0; i < E->nsyms; i++) {
-		fprintf(c, "extern const unsigned char %s[]; /* %s, %" PRIu64 " bytes, from \"",
-		        E->syms[i].name, dtype_name(E->syms[i].dtype), E->syms[i].nbytes);
+		fprintf(c, "extern const unsigned char %s[] %s_WEIGHT; /* %s, %" PRIu64 " bytes, from \"",
+		        E->syms[i].name, upper(E, o->name), dtype_name(E->syms[i].dtype),
+		        E->syms[i].nbytes);
 		E->c = c;
 		comment_text(E, E->syms[i].source);
 		fprintf(c, "\" */\n");

@@ -359,6 +359,10 @@ int emit_weights_object(const char *path, const char *triple, const ObjSymbol *s
 		LLVMValueRef g = LLVMAddGlobal(mod, contents_type(ctx, s->nbytes), s->name);
 		LLVMSetGlobalConstant(g, 1);
 		LLVMSetLinkage(g, LLVMExternalLinkage);
+		/* Hidden: global inside the relocatable NAME.o (NAME.c refers to
+		 * it), local to any shared library or program linking it. */
+		if (s->hidden)
+			LLVMSetVisibility(g, LLVMHiddenVisibility);
 		LLVMSetAlignment(g, s->align);
 		globals[i] = g;
 	}

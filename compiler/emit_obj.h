@@ -14,10 +14,13 @@ typedef struct ObjSymbol {
 	const void *bytes;     /* the contents, any alignment; NULL if nbytes == 0 */
 	uint64_t nbytes;
 	uint32_t align;        /* power of two >= 1; kiln passes 64 */
+	int hidden;            /* 1: hidden visibility (kiln's models: never exported
+	                          from a shared library); 0: default */
 } ObjSymbol;
 
 /* Write an object file at path for triple (NULL or "" = the host) defining
- * each symbol as a global constant in a read-only section, aligned as asked.
+ * each symbol as a global constant in a read-only section, aligned as asked
+ * and hidden if it asks.
  * The output is deterministic: same input, same bytes. Returns 0 on success,
  * else -1 with a one-line reason in err. Never exits, never long-jumps. */
 /* obj_patch.c: ELF targets get zeros from LLVM and their bytes from here,

@@ -60,7 +60,12 @@ static const char usage[] =
 	"                        halves float32 weights, fp32 folds float16->float32 Casts\n"
 	"  --passes              info: run the optimizer and print, per pass, the nodes\n"
 	"                        removed or fused and the weight bytes; dump: the IR after it\n"
-	"  environment: CC (default cc) and LD (default ld) build the objects\n"
+	"  --export              compile: give NAME_model and NAME_run* default visibility,\n"
+	"                        so a shared library linking NAME.o exports them (default:\n"
+	"                        hidden, docs/integration.md)\n"
+	"  --no-cc               compile: write NAME.h, NAME.c and NAME_weights.o only; your\n"
+	"                        build compiles NAME.c and links both objects\n"
+	"  environment: CC (default cc) with CFLAGS, and LD (default ld) build NAME.o\n"
 	"  -h, --help            show this help\n"
 	"  --version             show the version\n"
 	"\n"
@@ -76,6 +81,8 @@ typedef struct Options {
 	bool plan;
 	bool keep;
 	bool passes;                  /* info/dump --passes */
+	bool export_api;              /* compile --export */
+	bool no_cc;                   /* compile --no-cc */
 	PassOptions popts;            /* --no-opt, --no-pass, --weights-dtype */
 	int opt_level;
 	const char *name, *outdir, *target;
@@ -168,6 +175,10 @@ static int parse_args(int argc, char **argv, Options *o)
 				o->popts.no_opt = true;
 			} else if (strcmp(a, "--passes") == 0) {
 				o->passes = true;
+			} else if (strcmp(a, "--export") == 0) {
+				o->export_api = true;
+			} else if (strcmp(a, "--no-cc") == 0) {
+				o->no_cc = true;
 			} else if ((v = flag_value(argc, argv, &i, "--no-pass", &missing))) {
 				int id = pass_lookup(v);
 				if (id == NONE && !missing)
@@ -268,6 +279,8 @@ static int parse_args(int argc, char **argv, Options *o)
 		                   o->json ? "--json" : o->command);
 	if (o->nrules && strcmp(o->command, "compile"))
 		return usage_error("--batch-rule goes with 'compile', not '%s'", o->command);
+	if ((o->export_api || o->no_cc) && strcmp(o->command, "compile"))
+		return usage_error("--export and --no-cc go with 'compile', not '%s'", o->command);
 	if (strcmp(o->command, "compile") == 0 && !o->nbatches)
 		return usage_error("%s", "compile needs --batch, e.g. --batch=1,8");
 	if (!o->model)
@@ -292,7 +305,7 @@ static int run_compile(const Options *o, Model *m)
 	CompileOptions co = {.name = o->name, .outdir = o->outdir, .target = o->target,
 	                     .batches = o->batches, .nbatches = o->nbatches, .bind = &o->bind,
 	                     .opt_level = o->opt_level, .rules = o->rules, .nrules = o->nrules,
-	                     .passes = &o->popts};
+	                     .passes = &o->popts, .export_api = o->export_api, .no_cc = o->no_cc};
 	CompileResult cr;
 	compile_model(m, &co, &cr);
 	printf("%s\n%s\n%s (%d symbols, %llu bytes)\n", cr.h_path, cr.c_path, cr.weights_path,

@@ -247,6 +247,24 @@ KILN_API void kiln_context_destroy(kiln_context *ctx)
 		free(ctx->owned);
 }
 
+KILN_API const kiln_model *kiln_context_model(const kiln_context *ctx)
+{
+	return ctx ? ctx->m : NULL;
+}
+
+KILN_API uint64_t kiln_context_bytes_max(const kiln_model *const *models, int n)
+{
+	uint64_t most = 0;
+	for (int i = 0; i < n; i++) {
+		uint64_t b = models && models[i] ? kiln_context_bytes(models[i]) : 0;
+		if (!b)
+			return 0;
+		if (b > most)
+			most = b;
+	}
+	return most;
+}
+
 /* ---- rules ------------------------------------------------------------------ */
 
 /* A positive decimal below 2^31; advances *s. 0 if there is none. */

@@ -21,6 +21,7 @@ static const char *const status_text[] = {
 	[KILN_RULE_SHORT] = "batch rule sizes add up to less than its batch",
 	[KILN_RULE_PADDING] = "batch rule pads as many rows as its last size or more",
 	[KILN_FROZEN_INPUT] = "an input frozen at compile time got different values",
+	[KILN_WRONG_MODEL] = "the context was initialised for another model",
 };
 
 KILN_API const char *kiln_status_string(enum kiln_status status)

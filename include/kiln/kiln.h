@@ -23,7 +23,12 @@ extern "C" {
 	(KILN_VERSION_MAJOR * 10000 + KILN_VERSION_MINOR * 100 + KILN_VERSION_PATCH)
 
 /* ---- visibility ------------------------------------------------------- */
-#if defined(KILN_BUILDING) && defined(__GNUC__)
+/* libkiln.so exports the API below; libkiln.a is built with it hidden
+ * (KILN_STATIC), so a shared library linking libkiln.a exports none of
+ * kiln's symbols and two such libraries cannot take each other's. */
+#if defined(KILN_BUILDING) && defined(KILN_STATIC) && defined(__GNUC__)
+#define KILN_API __attribute__((visibility("hidden")))
+#elif defined(KILN_BUILDING) && defined(__GNUC__)
 #define KILN_API __attribute__((visibility("default")))
 #else
 #define KILN_API
@@ -50,7 +55,8 @@ enum kiln_status {
 	KILN_RULE_SHORT,     /* a batch rule's sizes add up to less than B */
 	KILN_RULE_PADDING,   /* a batch rule pads as much as its last size or more */
 	/* generated code */
-	KILN_FROZEN_INPUT    /* an input frozen at compile time (--freeze) got other values */
+	KILN_FROZEN_INPUT,   /* an input frozen at compile time (--freeze) got other values */
+	KILN_WRONG_MODEL     /* a typed NAME_run got a context initialised for another model */
 };
 
 /* A fixed English sentence for a status; never NULL. */

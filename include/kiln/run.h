@@ -100,6 +100,17 @@ KILN_API int kiln_context_init(kiln_context **ctx, const kiln_model *m, void *me
 KILN_API int kiln_context_create(kiln_context **ctx, const kiln_model *m);
 KILN_API void kiln_context_destroy(kiln_context *ctx);
 
+/* The model a context was initialised for (NULL for a NULL context): its
+ * identity. A generated NAME_run refuses any context whose model is not
+ * its own NAME_model with KILN_WRONG_MODEL. */
+KILN_API const kiln_model *kiln_context_model(const kiln_context *ctx);
+
+/* The largest kiln_context_bytes of n models: one memory of this size
+ * serves each of them in turn (kiln_context_init it again for the model
+ * about to run; the plans are rebuilt, baked rules included, and rules or
+ * costs set since are dropped). 0 if a model is NULL. */
+KILN_API uint64_t kiln_context_bytes_max(const kiln_model *const *models, int n);
+
 /* ---- running ----------------------------------------------------------- */
 
 /* Run the model on n rows. inputs and outputs follow the descriptor's order

@@ -90,6 +90,15 @@ for f in host.o aarch64.o; do
 	if grep -q -F "$OUT" "$obj"; then bad "$f: contains the output folder's path"; else ok; fi
 done
 
+# ---- 3b. a hidden symbol stays global in the object (NAME.c refers to it)
+#          with hidden visibility, so no shared library exports it
+if [ -f "$OUT/hidden.o" ]; then
+	got=$(sym "$OUT/hidden.o" kiln_w_hidden | awk '{ print $2, $3, $4 }')
+	[ "$got" = "OBJECT GLOBAL HIDDEN" ] && ok || bad "hidden.o: kiln_w_hidden is '$got', want 'OBJECT GLOBAL HIDDEN'"
+else
+	bad "hidden.o was not written"
+fi
+
 # ---- 4. link the host object and read every byte back
 cat >"$OUT/check_main.c" <<'C'
 #include <stdint.h>

@@ -119,10 +119,10 @@ int main(int argc, char **argv)
 	for (int i = 0; i < 300; i++)
 		c[i] = i >= 100 && i < 200 ? 0 : (unsigned char)((i * 13 + 1) & 255);
 	ObjSymbol syms[] = {
-		{ "kiln_w_a", a, sizeof a, 64 },
-		{ "kiln_w_b", b, 1000, 64 },
-		{ "kiln_w_c", c, sizeof c, 64 },
-		{ "kiln_w_empty", NULL, 0, 64 },
+		{ "kiln_w_a", a, sizeof a, 64, 0 },
+		{ "kiln_w_b", b, 1000, 64, 0 },
+		{ "kiln_w_c", c, sizeof c, 64, 0 },
+		{ "kiln_w_empty", NULL, 0, 64, 0 },
 	};
 	size_t nsyms = sizeof syms / sizeof syms[0];
 	char err[512];
@@ -143,6 +143,15 @@ int main(int argc, char **argv)
 	rc = emit_weights_object(arm, "aarch64-linux-gnu", syms, nsyms, err, sizeof err);
 	check(rc == 0, "aarch64 object", err);
 
+	/* a hidden symbol (kiln's models): global in the object, hidden
+	 * visibility, so no shared library linking it exports it */
+	ObjSymbol hid[] = { { "kiln_w_hidden", a, 16, 64, 1 } };
+	char *hidden = join(dir, "hidden.o");
+	unlink(hidden);
+	rc = emit_weights_object(hidden, NULL, hid, 1, err, sizeof err);
+	check(rc == 0, "hidden symbol", err);
+	free(hidden);
+
 	/* no symbols at all: still a valid (empty) object */
 	char *none = join(dir, "none.o");
 	rc = emit_weights_object(none, "x86_64-linux-gnu", NULL, 0, err, sizeof err);
@@ -151,17 +160,17 @@ int main(int argc, char **argv)
 
 	/* (d) errors */
 	expect_fail("bad triple", bad, "foo", syms, nsyms, "unknown target triple \"foo\": ");
-	ObjSymbol badname[] = { { "kiln_w_a", a, 4, 64 }, { "1abc", a, 4, 64 } };
+	ObjSymbol badname[] = { { "kiln_w_a", a, 4, 64, 0 }, { "1abc", a, 4, 64, 0 } };
 	expect_fail("bad name", bad, NULL, badname, 2, "symbol 1: name \"1abc\" is not a C identifier");
-	ObjSymbol dotted[] = { { "kiln.w", a, 4, 64 } };
+	ObjSymbol dotted[] = { { "kiln.w", a, 4, 64, 0 } };
 	expect_fail("dotted name", bad, NULL, dotted, 1, NULL);
-	ObjSymbol empty_name[] = { { "", a, 4, 64 } };
+	ObjSymbol empty_name[] = { { "", a, 4, 64, 0 } };
 	expect_fail("empty name", bad, NULL, empty_name, 1, NULL);
-	ObjSymbol dup[] = { { "kiln_w_a", a, 4, 64 }, { "kiln_w_b", b, 4, 64 }, { "kiln_w_a", a, 8, 64 } };
+	ObjSymbol dup[] = { { "kiln_w_a", a, 4, 64, 0 }, { "kiln_w_b", b, 4, 64, 0 }, { "kiln_w_a", a, 8, 64, 0 } };
 	expect_fail("duplicate name", bad, NULL, dup, 3, "symbol 2: duplicate name \"kiln_w_a\"");
-	ObjSymbol badalign[] = { { "kiln_w_a", a, 4, 48 } };
+	ObjSymbol badalign[] = { { "kiln_w_a", a, 4, 48, 0 } };
 	expect_fail("bad alignment", bad, NULL, badalign, 1, NULL);
-	ObjSymbol nobytes[] = { { "kiln_w_a", NULL, 4, 64 } };
+	ObjSymbol nobytes[] = { { "kiln_w_a", NULL, 4, 64, 0 } };
 	expect_fail("NULL bytes", bad, NULL, nobytes, 1, NULL);
 	expect_fail("unwritable path", "/nonexistent/x.o", NULL, syms, nsyms,
 	            "cannot write \"/nonexistent/x.o\": ");
