@@ -861,6 +861,68 @@ static void banner(FILE *f, Emit *E, const Sig *sigs, int nsigs)
 	fprintf(f, ". Do not edit: regenerate with kiln compile.\n */\n");
 }
 
+/* NAME in capitals: the prefix of the generated macros. */
+static const char *upper(Emit *E, const char *name)
+{
+	char *s = arena_strdup(E->a, name);
+	for (char *p = s; *p; p++)
+		if (*p >= 'a' && *p <= 'z')
+			*p = (char)(*p - 'a' + 'A');
+	return s;
+}
+
+/* Dim d of value id for one sample: the batch axis at 1 sample's extent. */
+static int64_t sample_dim(const Emit *E, const Sig *s0, int id, int d)
+{
+	const Dim *dim = &s0->shapes[id].dims[d];
+	return d == E->o->stitch->axis[id] ? dim->size / s0->batch : dim->size;
+}
+
+/* Per input and output, its per-sample element count and shape as
+ * constants, so user code can check its arrays at compile time
+ * (static_assert(sizeof feats / sizeof feats[0] == NAME_IN0_ELEMS, ...)). */
+static void emit_io_constants(Emit *E, FILE *h, const char *guard, const Sig *sigs)
+{
+	Graph *g = E->g;
+	const Sig *s0 = &sigs[0];
+	FILE *saved = E->c;
+	E->c = h;   /* for comment_text */
+	int nin = 0;
+	for (int k = 0; k < g->ninputs; k++)
+		nin += g->values[g->inputs[k]].kind == VAL_INPUT;
+	fprintf(h, "/* Inputs and outputs in the descriptor's order. Per sample (one row\n"
+	           " * of the batch): element count, rank, batch axis (-1: none) and dims\n"
+	           " * (the batch axis at 1). A buffer of n rows holds n * ELEMS elements. */\n");
+	fprintf(h, "#define %s_NUM_INPUTS %d\n#define %s_NUM_OUTPUTS %d\n", guard, nin, guard,
+	        g->noutputs);
+	for (int pass = 0; pass < 2; pass++) {
+		int count = pass ? g->noutputs : g->ninputs;
+		for (int k = 0, j = 0; k < count; k++) {
+			int id = pass ? g->outputs[k] : g->inputs[k];
+			if (!pass && g->values[id].kind != VAL_INPUT)
+				continue;
+			const char *io = arena_printf(E->a, "%s_%s%d", guard, pass ? "OUT" : "IN", j++);
+			const Shape *sh = &s0->shapes[id];
+			int64_t elems = 1;
+			for (int d = 0; d < sh->rank; d++)
+				elems *= sample_dim(E, s0, id, d);
+			fprintf(h, "/* %s %d \"", pass ? "output" : "input", j - 1);
+			comment_text(E, g->values[id].name);
+			fprintf(h, "\": %s */\n", dtype_name(s0->dtypes[id]));
+			fprintf(h, "#define %s_ELEMS %" PRId64 "\n#define %s_RANK %d\n#define %s_BATCH_AXIS %d\n",
+			        io, elems, io, sh->rank, io, E->o->stitch->axis[id]);
+			fprintf(h, "#define %s_SHAPE {", io);
+			for (int d = 0; d < sh->rank; d++)
+				fprintf(h, "%s%" PRId64, d ? ", " : "", sample_dim(E, s0, id, d));
+			fprintf(h, "}\n");
+			for (int d = 0; d < sh->rank; d++)
+				fprintf(h, "#define %s_DIM%d %" PRId64 "\n", io, d, sample_dim(E, s0, id, d));
+		}
+	}
+	fputc('\n', h);
+	E->c = saved;
+}
+
 static void emit_header(Emit *E, FILE *h, const Sig *sigs, const Plan *plans, int nsigs)
 {
 	Graph *g = E->g;
