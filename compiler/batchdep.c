@@ -763,6 +763,25 @@ static void rows_rule(BD *b, int k)
 	}
 	case OP_RNN: case OP_GRU: case OP_LSTM: rule_recurrent(b, k); return;
 	case OP_NegativeLogLikelihoodLoss: case OP_SoftmaxCrossEntropyLoss: rule_loss(b, k); return;
+	case OP_ML_Binarizer:
+		set_outputs(b, k);
+		return;
+	case OP_ML_TreeEnsembleClassifier: case OP_ML_TreeEnsembleRegressor:
+	case OP_ML_LinearClassifier: case OP_ML_LinearRegressor: case OP_ML_Normalizer:
+	case OP_ML_Scaler: case OP_ML_Imputer:
+		/* Each row of [N, F] on its own. */
+		if (k != 0 || rank_of(b, n->in[0]) != 2)
+			mix(b, "works across the features of axis %d, which carries the batch", k);
+		else
+			set_outputs(b, 0);
+		return;
+	case OP_ML_ArrayFeatureExtractor:
+		if (k == rank_of(b, n->in[0]) - 1 || rank_of(b, n->in[0]) < 2 ||
+		    in_axis(b, 1) != BD_NONE)
+			mix(b, "selects along the batch axis %d", k);
+		else
+			set_outputs(b, k);
+		return;
 	case OP_EyeLike:
 		mix(b, "writes values that depend on each row's position in the batch");
 		return;

@@ -602,6 +602,14 @@ static void emit_body(Emit *E)
 	case OP_Einsum: emit_einsum(E); break;
 	case OP_Compress: emit_compress(E); break;
 	case OP_TfIdfVectorizer: emit_tfidf(E); break;
+	case OP_ML_TreeEnsembleClassifier: case OP_ML_TreeEnsembleRegressor:
+		emit_tree_ensemble(E);
+		break;
+	case OP_ML_LinearClassifier: case OP_ML_LinearRegressor: emit_ml_linear(E); break;
+	case OP_ML_Scaler: case OP_ML_Normalizer: case OP_ML_Binarizer: case OP_ML_Imputer:
+	case OP_ML_ArrayFeatureExtractor:
+		emit_ml_vector(E);
+		break;
 	case OP_DFT: emit_dft(E); break;
 	case OP_STFT: emit_stft(E); break;
 	case OP_HannWindow: case OP_HammingWindow: case OP_BlackmanWindow: emit_window(E); break;

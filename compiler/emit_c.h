@@ -178,5 +178,9 @@ void emit_rnn(Emit *E);
 void emit_compress(Emit *E);
 /* emit/text.c */
 void emit_tfidf(Emit *E);
+/* emit/ml.c: ai.onnx.ml */
+void emit_tree_ensemble(Emit *E);
+void emit_ml_linear(Emit *E);
+void emit_ml_vector(Emit *E);   /* Scaler, Normalizer, Binarizer, Imputer, ArrayFeatureExtractor */
 
 #endif

@@ -512,6 +512,45 @@ typedef struct TfIdf {
 	const float *weights;              /* per n-gram, or NULL */
 } TfIdf;
 void tfidf_params(Infer *x, TfIdf *t);
+/* ops/ml.c: ai.onnx.ml (tree ensembles and their companions) */
+void ops_ml_infer(Infer *x);
+/* A tree ensemble as compact node arrays: each tree laid out depth first
+ * from its root; a branch goes to tru or fls (global node indices), a leaf
+ * holds its weights leaf_target/leaf_w[tru .. tru + fls). */
+typedef struct TreeEnsemble {
+	bool is_classifier;
+	bool is_double;           /* thresholds or weights given as double tensors */
+	int64_t nnodes, ntrees, nleafw;
+	int64_t ntargets;         /* targets, or classes of a classifier */
+	int32_t *feat, *tru, *fls, *roots, *leaf_target;
+	uint8_t *mode;            /* KILN_TREE_* (kiln/kernels.h) */
+	double *thr, *leaf_w;     /* widened; float attributes round-trip */
+	double *base;             /* base_values, nbase of them (0: none) */
+	int64_t nbase;
+	int agg, post;            /* KILN_TREE_SUM.., KILN_ML_* */
+	const int64_t *labels;    /* classifier: ntargets class labels */
+	bool binary_case;         /* classifier: 2 classes and one class id used */
+	bool all_positive;        /* classifier: no negative class weight */
+	int64_t max_feature;      /* largest feature id a branch reads, -1 if none */
+} TreeEnsemble;
+void tree_ensemble_params(Infer *x, TreeEnsemble *t);
+typedef struct MlLinear {
+	double *coef, *intercepts;   /* [ntargets, nfeatures], [nintercepts] */
+	int64_t ntargets, nfeatures, nintercepts;
+	const int64_t *labels;       /* LinearClassifier */
+	int64_t nlabels;
+	int64_t multi_class;
+	int post;                    /* KILN_ML_* */
+} MlLinear;
+void ml_linear_params(Infer *x, MlLinear *l);
+typedef struct MlVector {
+	double *offset, *scale;      /* Scaler; Imputer's values in scale */
+	int64_t noffset, nscale;
+	int norm;                    /* Normalizer: 0 MAX, 1 L1, 2 L2 */
+	double threshold;            /* Binarizer */
+	double replaced;             /* Imputer */
+} MlVector;
+void ml_vector_params(Infer *x, MlVector *v);
 /* ops/select.c: NonZero, Unique, Compress, NonMaxSuppression (sizes from frozen values) */
 void ops_select_infer(Infer *x);
 typedef struct CompressSel {

@@ -149,6 +149,11 @@ static const InferHook infer_hooks[OP_COUNT] = {
 	[OP_NonZero] = ops_select_infer, [OP_Unique] = ops_select_infer,
 	[OP_Compress] = ops_select_infer, [OP_NonMaxSuppression] = ops_select_infer,
 	[OP_RNN] = ops_rnn_infer, [OP_GRU] = ops_rnn_infer, [OP_LSTM] = ops_rnn_infer,
+	[OP_ML_TreeEnsembleClassifier] = ops_ml_infer, [OP_ML_TreeEnsembleRegressor] = ops_ml_infer,
+	[OP_ML_LinearClassifier] = ops_ml_infer, [OP_ML_LinearRegressor] = ops_ml_infer,
+	[OP_ML_Normalizer] = ops_ml_infer, [OP_ML_Scaler] = ops_ml_infer,
+	[OP_ML_Binarizer] = ops_ml_infer, [OP_ML_ArrayFeatureExtractor] = ops_ml_infer,
+	[OP_ML_Imputer] = ops_ml_infer,
 };
 
 InferHook op_infer_hook(int op)
@@ -255,6 +260,10 @@ static const char *out_of_scope(const Node *n)
 	if (strncmp(n->op_type, "Sequence", 8) == 0 || strncmp(n->op_type, "Optional", 8) == 0 ||
 	    strcmp(n->op_type, "SplitToSequence") == 0 || strcmp(n->op_type, "ConcatFromSequence") == 0)
 		return "works on sequence or optional values; kiln compiles tensor graphs only";
+	if (n->domain_id == DOMAIN_ML && strcmp(n->op_type, "ZipMap") == 0)
+		return "makes a sequence of maps, and kiln compiles tensors only: export the "
+		       "classifier without it (skl2onnx: options={'zipmap': False}) and read the "
+		       "probability tensor";
 	if (strcmp(n->op_type, "StringNormalizer") == 0)
 		return "works on strings; kiln compiles numeric tensors only";
 	return NULL;

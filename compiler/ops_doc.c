@@ -70,6 +70,18 @@ static const OpDoc docs[] = {
 	{OP_Pad, 0, "pads must be known at compile time; constant, reflect and edge modes"},
 	{OP_Einsum, F32 | F64 | INTS, "any equation, with ellipsis; generated loops"},
 	{OP_TfIdfVectorizer, 0, "integer pools (pool_int64s); TF, IDF and TFIDF"},
+	{OP_ML_TreeEnsembleClassifier, 0, "int64 class labels (string labels refused); all node "
+	 "modes, missing-value tracks, base values, post-transforms; double thresholds "
+	 "(*_as_tensor) compared in double; node arrays in the weights object, "
+	 "runtime/kernels/f32-tree; see [trees.md](trees.md)"},
+	{OP_ML_TreeEnsembleRegressor, 0, "aggregate SUM, AVERAGE, MIN, MAX; post-transforms as the "
+	 "spec says (also on one target); see [trees.md](trees.md)"},
+	{OP_ML_LinearClassifier, 0, "int64 class labels; one score row for two classes gives "
+	 "[1 - p, p], p the transformed score, as ONNX Runtime does"},
+	{OP_ML_LinearRegressor, 0, NULL},
+	{OP_ML_Normalizer, 0, "MAX, L1, L2; a row whose norm is 0 is copied"},
+	{OP_ML_Imputer, F32, "float imputed values (imputed_value_floats)"},
+	{OP_ML_ArrayFeatureExtractor, 0, "the indices must be known at compile time"},
 	{OP_NonZero, 0, "the input must be known at compile time (--freeze): the output is a "
 	                "constant"},
 	{OP_Unique, 0, "the input must be known at compile time (--freeze): the outputs are "

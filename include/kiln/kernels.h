@@ -654,6 +654,56 @@ KILN_API void kiln_f32_conv2d_f16w(const kiln_conv2d_params *p, const float *X,
 /* The activation alone, in place over n elements. */
 KILN_API void kiln_f32_act(float *Y, int64_t n, const kiln_epilogue *ep);
 
+/* ---- tree ensembles and linear models (ai.onnx.ml) -------------------- */
+
+/* Node modes: a branch goes to tru[i] when its comparison of x[feat[i]]
+ * with thr[i] holds (or, with KILN_TREE_MISSING_TRUE, when x is NaN), else
+ * to fls[i]; a leaf holds its weights at [tru[i], tru[i] + fls[i]). */
+enum { KILN_TREE_LEAF, KILN_TREE_LEQ, KILN_TREE_LT, KILN_TREE_GTE, KILN_TREE_GT,
+       KILN_TREE_EQ, KILN_TREE_NEQ, KILN_TREE_MISSING_TRUE = 8 };
+enum { KILN_TREE_SUM, KILN_TREE_AVERAGE, KILN_TREE_MIN, KILN_TREE_MAX };
+enum { KILN_ML_NONE, KILN_ML_SOFTMAX, KILN_ML_LOGISTIC, KILN_ML_SOFTMAX_ZERO, KILN_ML_PROBIT };
+/* Element types of a model's input rows. */
+enum { KILN_ML_X_F32, KILN_ML_X_F64, KILN_ML_X_I32, KILN_ML_X_I64 };
+
+/* A compiled TreeEnsembleClassifier or TreeEnsembleRegressor: node arrays
+ * laid out by the compiler (each tree depth first from its root). */
+typedef struct kiln_tree_ensemble {
+	int64_t ntrees, ntargets;   /* targets, or classes of a classifier */
+	int64_t nbase;              /* base values: 0, ntargets, or 1 (binary classifier) */
+	const int32_t *roots;       /* [ntrees] */
+	const int32_t *feat, *tru, *fls;
+	const uint8_t *mode;        /* KILN_TREE_* */
+	const float *thr_f;         /* thresholds as float attributes ... */
+	const double *thr_d;        /* ... or as a double tensor: exactly one is set */
+	const int32_t *leaf_target; /* leaf weights: target or class index, and value */
+	const float *w_f;
+	const double *w_d;          /* exactly one of w_f, w_d is set */
+	const double *base;         /* [nbase] */
+	const int64_t *labels;      /* a classifier's class labels; NULL for a regressor */
+	int aggregate;              /* KILN_TREE_SUM .. MAX (a classifier sums) */
+	int post_transform;         /* KILN_ML_* */
+	int binary_case;            /* classifier: 2 classes, only one class id has weights */
+	int all_positive;           /* classifier: no negative weight */
+} kiln_tree_ensemble;
+
+/*
+ * Every row of X ([rows, nfeat], element type xtype) through the ensemble:
+ * Y[r] gets the class label of a classifier (Y is NULL for a regressor or
+ * when the label is not wanted), Z[r * ntargets ..] the scores after the
+ * post-transform. Features are compared in double (integers through float,
+ * as ONNX Runtime does). work holds 2 * ntargets doubles. The conventions
+ * (binary classifiers, the spec where ONNX Runtime departs from it) are in
+ * docs/ops.md.
+ */
+KILN_API void kiln_tree_ensemble_run(const kiln_tree_ensemble *t, const void *X, int xtype,
+                                     int64_t rows, int64_t nfeat, int64_t *Y, float *Z,
+                                     double *work);
+/* A post-transform over the n scores of one row, in place. */
+KILN_API void kiln_ml_post_transform(int post, double *s, int64_t n);
+/* sqrt(2) * erfinv(2p - 1), to double precision (ONNX's PROBIT). */
+KILN_API double kiln_ml_probit(double p);
+
 #ifdef __cplusplus
 }
 #endif

@@ -1,0 +1,268 @@
+/*
+ * emit/ml.c - the ai.onnx.ml emitters (inference and parsing in ops/ml.c).
+ *
+ * A tree ensemble becomes a static kiln_tree_ensemble descriptor whose node
+ * arrays (features, children, modes, thresholds, leaf weights, base values,
+ * labels) are symbols of the weights object, stored once and shared by
+ * every batch size; the body is one call of kiln_tree_ensemble_run
+ * (runtime/kernels/f32-tree/ref.c). The linear models and the small
+ * per-row companions are short loops with their coefficients in the
+ * weights object too.
+ */
+#include <inttypes.h>
+#include <math.h>
+#include <string.h>
+
+#include "emit_c.h"
+
+/* Scores per row live on the stack of the node function. */
+enum { ML_MAX_TARGETS = 4096 };
+
+static Infer ml_infer(Emit *E)
+{
+	return (Infer){.sig = (Sig *)E->sig, .g = E->g, .n = E->n, .d = E->d, .a = E->a};
+}
+
+/* A weights-object symbol holding n elements of dt, as `(const T *)sym`. */
+static const char *ml_sym(Emit *E, int dt, const void *data, int64_t n, const char *what)
+{
+	static const unsigned char zero[8];
+	const char *hint = arena_printf(E->a, "%s_%s", E->n->name[0] ? E->n->name : E->n->op_type,
+	                                what);
+	int s = n ? symbol_for(E, dt, data, (uint64_t)n * dtype_size(dt), hint)
+	          : symbol_for(E, dt, zero, dtype_size(dt), hint);
+	return arena_printf(E->a, "(const %s *)%s", ctype(dt), E->syms[s].name);
+}
+
+static float *to_floats(Emit *E, const double *v, int64_t n)
+{
+	float *f = arena_alloc(E->a, ((size_t)n + 1) * sizeof *f);
+	for (int64_t i = 0; i < n; i++)
+		f[i] = (float)v[i];
+	return f;
+}
+
+static int ml_xtype(Emit *E, int dt)
+{
+	switch (dt) {
+	case DT_FLOAT: return KILN_ML_X_F32;
+	case DT_DOUBLE: return KILN_ML_X_F64;
+	case DT_INT32: return KILN_ML_X_I32;
+	case DT_INT64: return KILN_ML_X_I64;
+	}
+	emit_fail(E, "input of type %s is not supported", dtype_name(dt));
+}
+
+static const char *const agg_names[] = {"KILN_TREE_SUM", "KILN_TREE_AVERAGE", "KILN_TREE_MIN",
+                                        "KILN_TREE_MAX"};
+static const char *const post_names[] = {"KILN_ML_NONE", "KILN_ML_SOFTMAX", "KILN_ML_LOGISTIC",
+                                         "KILN_ML_SOFTMAX_ZERO", "KILN_ML_PROBIT"};
+static const char *const xtype_names[] = {"KILN_ML_X_F32", "KILN_ML_X_F64", "KILN_ML_X_I32",
+                                          "KILN_ML_X_I64"};
+
+/* Declare X and the outputs a model wants: a classifier's label Y (output
+ * 0) and scores Z (output 1), a regressor's Z (output 0). */
+static void ml_decl(Emit *E, bool classifier, bool *has_y, bool *has_z)
+{
+	Operand X = in_op(E, 0);
+	int zi = classifier ? 1 : 0;
+	*has_y = classifier && E->n->out[0] != NONE;
+	*has_z = zi < E->n->nout && E->n->out[zi] != NONE;
+	decl(E, "X", &X, false);
+	if (*has_y) {
+		Operand Y = out_op(E, 0);
+		decl(E, "Y", &Y, true);
+	}
+	if (*has_z) {
+		Operand Z = out_op(E, zi);
+		decl(E, "Z", &Z, true);
+	}
+}
+
+void emit_tree_ensemble(Emit *E)
+{
+	Infer x = ml_infer(E);
+	TreeEnsemble t;
+	tree_ensemble_params(&x, &t);
+	if (t.ntargets > ML_MAX_TARGETS)
+		emit_fail(E, "%" PRId64 " %s are beyond kiln's limit (%d)", t.ntargets,
+		          t.is_classifier ? "classes" : "targets", ML_MAX_TARGETS);
+	Operand X = in_op(E, 0);
+	int64_t nfeat = X.shape->dims[X.shape->rank - 1].size;
+	int64_t rows = X.shape->rank == 2 ? X.shape->dims[0].size : 1;
+	bool has_y, has_z;
+	ml_decl(E, t.is_classifier, &has_y, &has_z);
+	emitf(E, "\t/* %" PRId64 " trees, %" PRId64 " nodes, %" PRId64 " leaf weights */\n",
+	      t.ntrees, t.nnodes, t.nleafw);
+	emitf(E, "\tstatic const kiln_tree_ensemble te = {\n");
+	emitf(E, "\t\t.ntrees = %" PRId64 ", .ntargets = %" PRId64 ", .nbase = %" PRId64 ",\n",
+	      t.ntrees, t.ntargets, t.nbase);
+	emitf(E, "\t\t.roots = %s,\n", ml_sym(E, DT_INT32, t.roots, t.ntrees, "roots"));
+	emitf(E, "\t\t.feat = %s,\n", ml_sym(E, DT_INT32, t.feat, t.nnodes, "feat"));
+	emitf(E, "\t\t.tru = %s,\n", ml_sym(E, DT_INT32, t.tru, t.nnodes, "true"));
+	emitf(E, "\t\t.fls = %s,\n", ml_sym(E, DT_INT32, t.fls, t.nnodes, "false"));
+	emitf(E, "\t\t.mode = %s,\n", ml_sym(E, DT_UINT8, t.mode, t.nnodes, "mode"));
+	if (t.is_double)
+		emitf(E, "\t\t.thr_d = %s,\n", ml_sym(E, DT_DOUBLE, t.thr, t.nnodes, "thresholds"));
+	else
+		emitf(E, "\t\t.thr_f = %s,\n",
+		      ml_sym(E, DT_FLOAT, to_floats(E, t.thr, t.nnodes), t.nnodes, "thresholds"));
+	emitf(E, "\t\t.leaf_target = %s,\n",
+	      ml_sym(E, DT_INT32, t.leaf_target, t.nleafw, "leaf_targets"));
+	if (t.is_double)
+		emitf(E, "\t\t.w_d = %s,\n", ml_sym(E, DT_DOUBLE, t.leaf_w, t.nleafw, "weights"));
+	else
+		emitf(E, "\t\t.w_f = %s,\n",
+		      ml_sym(E, DT_FLOAT, to_floats(E, t.leaf_w, t.nleafw), t.nleafw, "weights"));
+	if (t.nbase)
+		emitf(E, "\t\t.base = %s,\n", ml_sym(E, DT_DOUBLE, t.base, t.nbase, "base"));
+	if (t.is_classifier)
+		emitf(E, "\t\t.labels = %s,\n", ml_sym(E, DT_INT64, t.labels, t.ntargets, "labels"));
+	emitf(E, "\t\t.aggregate = %s, .post_transform = %s,\n", agg_names[t.agg],
+	      post_names[t.post]);
+	emitf(E, "\t\t.binary_case = %d, .all_positive = %d,\n\t};\n", t.binary_case,
+	      t.all_positive);
+	emitf(E, "\tdouble work[%" PRId64 "];\n", 2 * t.ntargets);
+	const char *xt = xtype_names[ml_xtype(E, X.dtype)];
+	if (has_z) {
+		emitf(E, "\tkiln_tree_ensemble_run(&te, X, %s, %" PRId64 ", %" PRId64 ", %s, Z, work);\n",
+		      xt, rows, nfeat, has_y ? "Y" : "NULL");
+		return;
+	}
+	/* No scores wanted: one row at a time into a local row. */
+	emitf(E, "\tfloat z[%" PRId64 "];\n", t.ntargets);
+	emitf(E, "\tfor (int64_t r = 0; r < %" PRId64 "; r++)\n", rows);
+	emitf(E, "\t\tkiln_tree_ensemble_run(&te, (const %s *)X + r * %" PRId64 ", %s, 1, %" PRId64
+	         ", %s, z, work);\n", ctype(X.dtype), nfeat, xt, nfeat, has_y ? "Y + r" : "NULL");
+}
+
+/* An element of X (of type dt) as a double expression. */
+static const char *as_double(Emit *E, const char *elem)
+{
+	return arena_printf(E->a, "(double)%s", elem);
+}
+
+void emit_ml_linear(Emit *E)
+{
+	Infer x = ml_infer(E);
+	MlLinear l;
+	ml_linear_params(&x, &l);
+	bool classifier = E->n->op == OP_ML_LinearClassifier;
+	if (l.ntargets > ML_MAX_TARGETS)
+		emit_fail(E, "%" PRId64 " targets are beyond kiln's limit (%d)", l.ntargets,
+		          ML_MAX_TARGETS);
+	Operand X = in_op(E, 0);
+	int64_t nf = l.nfeatures, nt = l.ntargets;
+	int64_t rows = X.shape->rank == 2 ? X.shape->dims[0].size : 1;
+	bool has_y, has_z;
+	ml_decl(E, classifier, &has_y, &has_z);
+	emitf(E, "\tconst float *coef = %s;\n",
+	      ml_sym(E, DT_FLOAT, to_floats(E, l.coef, nt * nf), nt * nf, "coefficients"));
+	if (l.nintercepts)
+		emitf(E, "\tconst float *icpt = %s;\n",
+		      ml_sym(E, DT_FLOAT, to_floats(E, l.intercepts, nt), nt, "intercepts"));
+	if (classifier)
+		emitf(E, "\tconst int64_t *labels = %s;\n",
+		      ml_sym(E, DT_INT64, l.labels, l.nlabels, "labels"));
+	int64_t nz = classifier && nt == 1 && l.nlabels == 2 ? 2 : nt;
+	emitf(E, "\tfor (int64_t r = 0; r < %" PRId64 "; r++) {\n", rows);
+	emitf(E, "\t\tdouble s[%" PRId64 "];\n", nz);
+	emitf(E, "\t\tfor (int64_t t = 0; t < %" PRId64 "; t++) {\n", nt);
+	emitf(E, "\t\t\tdouble acc = %s;\n", l.nintercepts ? "(double)icpt[t]" : "0");
+	emitf(E, "\t\t\tfor (int64_t f = 0; f < %" PRId64 "; f++)\n", nf);
+	emitf(E, "\t\t\t\tacc += %s * (double)coef[t * %" PRId64 " + f];\n",
+	      as_double(E, arena_printf(E->a, "X[r * %" PRId64 " + f]", nf)), nf);
+	emitf(E, "\t\t\ts[t] = acc;\n\t\t}\n");
+	if (classifier && nt == 1) {
+		/* One score for two classes: the second class's, transformed, and
+		 * its complement (ONNX Runtime's convention). */
+		if (has_y)
+			emitf(E, "\t\tY[r] = labels[s[0] > 0 ? %d : 0];\n", l.nlabels == 2 ? 1 : 0);
+		if (l.post != KILN_ML_NONE)
+			emitf(E, "\t\tkiln_ml_post_transform(%s, s, 1);\n", post_names[l.post]);
+		emitf(E, "\t\ts[1] = s[0];\n\t\ts[0] = 1 - s[0];\n");
+	} else {
+		if (has_y) {
+			emitf(E, "\t\tint64_t best = 0;\n");
+			emitf(E, "\t\tfor (int64_t t = 1; t < %" PRId64 "; t++)\n", nt);
+			emitf(E, "\t\t\tif (s[t] > s[best])\n\t\t\t\tbest = t;\n");
+			emitf(E, "\t\tY[r] = labels[best];\n");
+		}
+		if (l.post != KILN_ML_NONE)
+			emitf(E, "\t\tkiln_ml_post_transform(%s, s, %" PRId64 ");\n", post_names[l.post],
+			      nt);
+	}
+	if (has_z) {
+		emitf(E, "\t\tfor (int64_t t = 0; t < %" PRId64 "; t++)\n", nz);
+		emitf(E, "\t\t\tZ[r * %" PRId64 " + t] = (float)s[t];\n", nz);
+	}
+	emitf(E, "\t}\n");
+}
+
+void emit_ml_vector(Emit *E)
+{
+	Infer x = ml_infer(E);
+	MlVector v;
+	ml_vector_params(&x, &v);
+	Operand X = in_op(E, 0), Y = out_op(E, 0);
+	decl(E, "X", &X, false);
+	decl(E, "Y", &Y, true);
+	if (E->n->op == OP_ML_ArrayFeatureExtractor) {
+		int64_t n;
+		const int64_t *idx = infer_require_ints(&x, 1, &n);
+		int64_t last = X.shape->dims[X.shape->rank - 1].size;
+		int64_t outer = last ? X.nelem / last : 0;
+		emitf(E, "\tconst int64_t *idx = %s;\n", ml_sym(E, DT_INT64, idx, n, "indices"));
+		emitf(E, "\tfor (int64_t o = 0; o < %" PRId64 "; o++)\n", outer);
+		emitf(E, "\t\tfor (int64_t j = 0; j < %" PRId64 "; j++)\n", n);
+		emitf(E, "\t\t\tY[o * %" PRId64 " + j] = X[o * %" PRId64 " + idx[j]];\n", n, last);
+		return;
+	}
+	int64_t cols = X.shape->dims[X.shape->rank - 1].size;
+	int64_t rows = cols ? X.nelem / cols : 0;
+	const char *xv = as_double(E, "X[r * C + c]");
+	emitf(E, "\tenum { C = %" PRId64 " };\n", cols);
+	switch (E->n->op) {
+	case OP_ML_Scaler:
+		emitf(E, "\tconst float *off = %s;\n",
+		      ml_sym(E, DT_FLOAT, to_floats(E, v.offset, v.noffset), v.noffset, "offset"));
+		emitf(E, "\tconst float *scale = %s;\n",
+		      ml_sym(E, DT_FLOAT, to_floats(E, v.scale, v.nscale), v.nscale, "scale"));
+		emitf(E, "\tfor (int64_t r = 0; r < %" PRId64 "; r++)\n", rows);
+		emitf(E, "\t\tfor (int64_t c = 0; c < C; c++)\n");
+		emitf(E, "\t\t\tY[r * C + c] = (float)((%s - (double)off[%s]) * (double)scale[%s]);\n",
+		      xv, v.noffset == 1 ? "0" : "c", v.nscale == 1 ? "0" : "c");
+		return;
+	case OP_ML_Binarizer:
+		emitf(E, "\tfor (int64_t i = 0; i < %" PRId64 "; i++)\n", X.nelem);
+		emitf(E, "\t\tY[i] = (double)X[i] > %s ? 1 : 0;\n", flit(E, v.threshold, DT_DOUBLE));
+		return;
+	case OP_ML_Imputer:
+		emitf(E, "\tconst float *imputed = %s;\n",
+		      ml_sym(E, DT_FLOAT, to_floats(E, v.scale, v.nscale), v.nscale, "imputed"));
+		emitf(E, "\tfor (int64_t r = 0; r < %" PRId64 "; r++)\n", rows);
+		emitf(E, "\t\tfor (int64_t c = 0; c < C; c++) {\n");
+		emitf(E, "\t\t\tfloat x = X[r * C + c];\n");
+		emitf(E, "\t\t\tY[r * C + c] = %s ? imputed[%s] : x;\n",
+		      isnan(v.replaced) ? "isnan(x)"
+		                        : arena_printf(E->a, "x == %s", flit(E, v.replaced, DT_FLOAT)),
+		      v.nscale == 1 ? "0" : "c");
+		emitf(E, "\t\t}\n");
+		return;
+	case OP_ML_Normalizer:
+		emitf(E, "\tfor (int64_t r = 0; r < %" PRId64 "; r++) {\n", rows);
+		if (v.norm == 0) {
+			emitf(E, "\t\tdouble m = -(double)INFINITY;\n\t\tfor (int64_t c = 0; c < C; c++)\n"
+			         "\t\t\tm = %s > m ? %s : m;\n", xv, xv);
+		} else {
+			emitf(E, "\t\tdouble m = 0;\n\t\tfor (int64_t c = 0; c < C; c++)\n");
+			emitf(E, v.norm == 1 ? "\t\t\tm += fabs(%s);\n" : "\t\t\tm += %s * %s;\n", xv, xv);
+			if (v.norm == 2)
+				emitf(E, "\t\tm = sqrt(m);\n");
+		}
+		emitf(E, "\t\tfor (int64_t c = 0; c < C; c++)\n");
+		emitf(E, "\t\t\tY[r * C + c] = (float)(m != 0 ? %s / m : %s);\n\t}\n", xv, xv);
+		return;
+	}
+	emit_fail(E, "no emitter");
+}

@@ -1,0 +1,186 @@
+# The `trees` suite: ai.onnx.ml tree ensembles and their companions.
+#   1. make_cases.py writes the cases (hand-built trees, XGBoost and
+#      scikit-learn ensembles, the companions) with ONNX Runtime or numpy
+#      references; `kiln verify` compiles and checks each at batch 1 and 37
+#      (rtol 1e-3, atol 1e-5; labels exact).
+#   2. Stitched batches: some cases compiled at batch sizes {1, 4} only and
+#      run through kiln_run at n = 37 (stitch_main.c), checked against the
+#      same references and, for the trained ensembles, against the
+#      library's own predictions (labels exact, probabilities and values
+#      within rtol 1e-4, atol 1e-5).
+#   3. Hostile and unsupported models: one clear error line, exit 2.
+#   usage: run.py KILN SOURCE_ROOT LIBKILN_A OUTDIR   (env CC, SANFLAGS)
+import os
+import shutil
+import subprocess
+import sys
+
+import numpy as np
+from onnx import TensorProto, helper, load_tensor, numpy_helper
+
+KILN, SRC, LIBKILN, OUT = sys.argv[1:5]
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, HERE)
+import make_cases  # noqa: E402
+
+failures = []
+
+
+def fail(msg):
+    print("FAIL:", msg)
+    failures.append(msg)
+
+
+def run(cmd, **kw):
+    return subprocess.run(cmd, capture_output=True, text=True, **kw)
+
+
+shutil.rmtree(OUT, ignore_errors=True)
+cases_dir = os.path.join(OUT, "cases")
+r = run([sys.executable, os.path.join(HERE, "make_cases.py"), cases_dir])
+sys.stderr.write(r.stderr)
+if r.returncode:
+    print(r.stdout)
+    sys.exit("FAIL: make_cases.py")
+cases = sorted(line.split()[0] for line in r.stdout.splitlines())
+print("%d cases (%d ONNX Runtime references, %d numpy)" % (
+    len(cases), r.stdout.count(" ort"), r.stdout.count(" numpy")))
+
+# 1. kiln verify at the data's batch sizes (1 and 37).
+r = run([KILN, "verify"] + [os.path.join(cases_dir, c) for c in cases])
+for line in r.stdout.splitlines() + r.stderr.splitlines():
+    if not line.startswith("PASS"):
+        print(line)
+if r.returncode:
+    fail("kiln verify")
+
+# 2. Stitched batches through kiln_run.
+STITCHED = ["reg_sum", "reg_min", "cls3_none", "bin_mixed_logistic", "bin_positive_class1",
+            "reg_input_f64", "xgb_binary", "xgb_multiclass", "xgb_regressor", "sklearn_gbr",
+            "sklearn_gbc_binary", "sklearn_gbc_multiclass", "sklearn_rf", "lincls3_softmax",
+            "scaler"]
+cc = os.environ.get("CC", "cc").split()
+san = os.environ.get("SANFLAGS", "").split()
+for name in STITCHED:
+    if name not in cases:
+        continue
+    case = os.path.join(cases_dir, name)
+    d = os.path.join(OUT, "stitch", name)
+    os.makedirs(d)
+    r = run([KILN, "compile", os.path.join(case, "model.onnx"), "--batch", "1,4", "--name", "t",
+             "-o", d])
+    if r.returncode or "warning" in r.stderr:
+        fail("%s: kiln compile: %s" % (name, r.stderr.strip()))
+        continue
+    exe = os.path.join(d, "stitch")
+    r = run(cc + ["-std=c11", "-O1", "-I", d, "-I", os.path.join(SRC, "include"),
+                  "-DMODEL=t_model", "-include", os.path.join(d, "t.h"),
+                  os.path.join(HERE, "stitch_main.c"), os.path.join(d, "t.o"), LIBKILN, "-lm"]
+            + san + ["-o", exe])
+    if r.returncode:
+        fail("%s: cc: %s" % (name, r.stderr.strip()))
+        continue
+    sd = os.path.join(case, "test_data_set_1")
+    x = numpy_helper.to_array(load_tensor(os.path.join(sd, "input_0.pb")))
+    refs = []
+    i = 0
+    while os.path.exists(os.path.join(sd, "output_%d.pb" % i)):
+        refs.append(numpy_helper.to_array(load_tensor(os.path.join(sd, "output_%d.pb" % i))))
+        i += 1
+    xf = os.path.join(d, "x.bin")
+    x.tofile(xf)
+    outs = [os.path.join(d, "y%d.bin" % i) for i in range(len(refs))]
+    r = run([exe, str(len(x)), xf] + outs)
+    if r.returncode:
+        fail("%s: stitched run: %s" % (name, r.stderr.strip()))
+        continue
+    got = [np.fromfile(f, ref.dtype).reshape(ref.shape) for f, ref in zip(outs, refs)]
+    for i, (g, ref) in enumerate(zip(got, refs)):
+        ok = np.array_equal(g, ref) if ref.dtype == np.int64 else \
+            np.allclose(g, ref, rtol=1e-3, atol=1e-5, equal_nan=True)
+        if not ok:
+            fail("%s: kiln_run n=%d output %d differs from the reference" % (name, len(x), i))
+    lib = os.path.join(case, "library.npz")
+    if os.path.exists(lib):
+        L = np.load(lib)
+        assert np.array_equal(L["x"], x, equal_nan=True)
+        scores = got[-1]
+        if "label" in L and not np.array_equal(got[0], L["label"]):
+            fail("%s: labels differ from the library's predict: %d of %d" % (
+                name, int((got[0] != L["label"]).sum()), len(x)))
+        if not np.allclose(scores, L["scores"], rtol=1e-4, atol=1e-5):
+            fail("%s: scores differ from the library's: worst %.3g" % (
+                name, float(np.abs(scores - L["scores"]).max())))
+print("stitched: %d models at n = 37 from batch sizes {1, 4}" % len(STITCHED))
+
+
+# 3. Errors: one line naming the node, exit 2.
+def ens_model(name, attrs, op="TreeEnsembleRegressor", outputs=1):
+    outs = [helper.make_tensor_value_info("Y%d" % i, TensorProto.FLOAT, None)
+            for i in range(outputs)]
+    if outputs == 2:
+        outs[0] = helper.make_tensor_value_info("Y0", TensorProto.INT64, None)
+    m = make_cases.ml_model(op, attrs, TensorProto.FLOAT, 3, outs)
+    path = os.path.join(OUT, name + ".onnx")
+    with open(path, "wb") as f:
+        f.write(m.SerializeToString())
+    return path
+
+
+def tree(tree_ids, node_ids, modes, feats, trues, falses, leaf_nodes, prefix="target"):
+    n = len(node_ids)
+    return dict(nodes_treeids=tree_ids, nodes_nodeids=node_ids, nodes_modes=modes,
+                nodes_featureids=feats, nodes_values=[0.5] * n, nodes_truenodeids=trues,
+                nodes_falsenodeids=falses, **{prefix + "_treeids": [tree_ids[0]] * len(leaf_nodes),
+                                              prefix + "_nodeids": leaf_nodes,
+                                              prefix + "_ids": [0] * len(leaf_nodes),
+                                              prefix + "_weights": [1.0] * len(leaf_nodes)})
+
+
+ok_tree = ([0, 0, 0], [0, 1, 2], ["BRANCH_LEQ", "LEAF", "LEAF"], [0, 0, 0], [1, 0, 0],
+           [2, 0, 0], [1, 2])
+errors = {
+    "cycle": (tree([0, 0, 0], [0, 1, 2], ["BRANCH_LEQ", "BRANCH_GT", "LEAF"], [0, 1, 0],
+                   [1, 0, 0], [2, 2, 0], [2]),
+              "is reached twice: the tree has a cycle or a shared node"),
+    "missing_child": (tree([0, 0, 0], [0, 1, 2], ["BRANCH_LEQ", "LEAF", "LEAF"], [0, 0, 0],
+                           [1, 0, 0], [7, 0, 0], [1, 2]),
+                      "node 0 of tree 0 branches to node 7, which is not in the tree"),
+    "feature": (tree([0, 0, 0], [0, 1, 2], ["BRANCH_LEQ", "LEAF", "LEAF"], [3, 0, 0],
+                     [1, 0, 0], [2, 0, 0], [1, 2]),
+                "a node reads feature 3; the input has 3"),
+    "mode": (tree([0, 0, 0], [0, 1, 2], ["BRANCH_XY", "LEAF", "LEAF"], [0, 0, 0], [1, 0, 0],
+                  [2, 0, 0], [1, 2]),
+             "nodes_modes[0] is not LEAF or a BRANCH_ mode"),
+    "lengths": (dict(tree(*ok_tree), nodes_featureids=[0, 0]),
+                "the nodes_* attributes must all have 3 entries (nodes_treeids)"),
+}
+for name, (attrs, msg) in errors.items():
+    path = ens_model(name, attrs)
+    r = run([KILN, "compile", path, "--batch", "1", "-o", os.path.join(OUT, "err")])
+    want = 'kiln: error: %s: node 0 "ens" (TreeEnsembleRegressor, ai.onnx.ml opset 3' % path
+    if r.returncode != 2 or not r.stderr.startswith(want) or msg not in r.stderr \
+            or r.stderr.count("\n") != 1:
+        fail("%s: status %d, got %r, want %r ... %r" % (name, r.returncode, r.stderr, want, msg))
+# String labels and ZipMap: refused with advice.
+attrs = dict(tree(*ok_tree, prefix="class"), classlabels_strings=["a", "b"])
+path = ens_model("strings", attrs, op="TreeEnsembleClassifier", outputs=2)
+r = run([KILN, "compile", path, "--batch", "1", "-o", os.path.join(OUT, "err")])
+if r.returncode != 2 or "string class labels (classlabels_strings) are not supported" not in r.stderr:
+    fail("string labels: status %d, %r" % (r.returncode, r.stderr))
+zm = helper.make_model(helper.make_graph(
+    [helper.make_node("ZipMap", ["X"], ["Z"], domain="ai.onnx.ml", classlabels_int64s=[0, 1])],
+    "g", [helper.make_tensor_value_info("X", TensorProto.FLOAT, ["N", 2])],
+    [helper.make_tensor_value_info("Z", TensorProto.FLOAT, None)]),
+    opset_imports=[helper.make_opsetid("", 15), helper.make_opsetid("ai.onnx.ml", 1)])
+path = os.path.join(OUT, "zipmap.onnx")
+with open(path, "wb") as f:
+    f.write(zm.SerializeToString())
+r = run([KILN, "check", path])
+if r.returncode != 1 or "options={'zipmap': False}" not in r.stdout + r.stderr:
+    fail("zipmap: status %d, %r" % (r.returncode, r.stdout + r.stderr))
+print("errors: %d hostile or unsupported models" % (len(errors) + 2))
+
+if failures:
+    sys.exit("trees: %d failures" % len(failures))
+print("trees: all passed")
