@@ -631,6 +631,19 @@ KILN_API void kiln_f32_gemm_ep(int64_t M, int64_t N, int64_t K, float alpha,
                                const float *B, int64_t b_row_stride, int64_t b_col_stride,
                                float beta, float *C, int64_t c_row_stride,
                                const kiln_epilogue *ep);
+/*
+ * C = alpha * A B + beta * C, then the epilogue ep (NULL for none: bias per
+ * column, activation), with B a weight packed at compile time in the "b32"
+ * layout of runtime/kernels/f32-gemm/pack.h (K * N floats: panels of 32
+ * columns, each K rows of its width). A is row-major [M, K] with row stride
+ * lda; C is [M, N] with row stride ldc. beta == 0 does not read C. Runs the
+ * variant kiln_isa_name() reports: register-blocked micro-kernels reading
+ * each panel as one stream (M = 1, batch 1, streams it once).
+ */
+KILN_API void kiln_f32_gemm_pb(int64_t M, int64_t N, int64_t K, float alpha, const float *A,
+                               int64_t lda, const float *Bp, float beta, float *C, int64_t ldc,
+                               const kiln_epilogue *ep);
+
 /* kiln_f32_conv2d, then per output plane: += ep->residual, the activation
  * (ep->bias is not used: Conv has its own; ep may be NULL). */
 KILN_API void kiln_f32_conv2d_ep(const kiln_conv2d_params *p, const float *X, const float *W,

@@ -10,9 +10,14 @@
  * kernel must not read. Shapes cover 1, 0 (K == 0 leaves beta * C), sizes
  * that are not multiples of 4 or of the kernel's blocks (128 for K, 256 for
  * N, 64 columns on the dot-product path), and random shapes.
+ * Where A's rows are contiguous, the same case also runs kiln_f32_gemm_pb on B
+ * packed by pack.h from its layout (the compiler's packer), from the same C.
+ * The binary runs under each KILN_ISA (tests/kernels/meson.build), so every
+ * variant the machine has meets the same reference.
  * Tolerance: |err| <= 1e-5 * (|alpha| sum_k |A[m,k]| |B[k,n]| + |beta| |C[m,n]|).
  */
 #include "kiln/kernels.h"
+#include "runtime/kernels/f32-gemm/pack.h"
 
 #include "harness.h"
 
@@ -96,9 +101,12 @@ static void run_case(int64_t M, int64_t N, int64_t K, float alpha, float beta, i
 			}
 		}
 
+	float *c_start = xmalloc((size_t)(c_size > 0 ? c_size : 1) * sizeof *c_start);
+	if (c_size > 0)
+		memcpy(c_start, C, (size_t)c_size * sizeof *C);
 	kiln_f32_gemm(M, N, K, alpha, A, la.row, la.col, B, lb.row, lb.col, beta, C, c_rs);
 
-	char what[256];
+	char what[300];
 	snprintf(what, sizeof what,
 	         "gemm M=%lld N=%lld K=%lld alpha=%g beta=%g A %s B %s c_row_stride=%lld",
 	         (long long)M, (long long)N, (long long)K, (double)alpha, (double)beta, la.name,
@@ -116,7 +124,23 @@ static void run_case(int64_t M, int64_t N, int64_t K, float alpha, float beta, i
 		CHECK(gaps_ok, what);
 	CHECK(guarded_intact(&gc), what);
 
+	if (la.col == 1 && M > 0 && N > 0) {
+		float *Bp = xmalloc((size_t)(K * N > 0 ? K * N : 1) * sizeof *Bp);
+		kiln_pack_b32(B, lb.row, lb.col, K, N, Bp);
+		memcpy(C, c_start, (size_t)c_size * sizeof *C);
+		kiln_f32_gemm_pb(M, N, K, alpha, A, la.row, Bp, beta, C, c_rs, NULL);
+		for (int64_t m = 0; m < M; m++)
+			for (int64_t n = 0; n < N; n++)
+				got[m * N + n] = C[m * c_rs + n];
+		size_t len = strlen(what);
+		snprintf(what + len, sizeof what - len, " (packed B, %s)", kiln_isa_name());
+		CHECK_CLOSE(what, got, want, bound, M * N, GEMM_TOL);
+		CHECK(guarded_intact(&gc), what);
+		free(Bp);
+	}
+
 	guarded_free(&gc);
+	free(c_start);
 	free(A), free(B), free(a), free(b), free(c0), free(want), free(bound), free(got);
 }
 
@@ -175,7 +199,8 @@ int main(void)
 		{1, 1, 1}, {1, 1, 0}, {3, 5, 0}, {4, 4, 0}, {1, 1, 7}, {1, 9, 1}, {9, 1, 1},
 		{1, 300, 3}, {300, 1, 3}, {1, 1, 300}, {2, 3, 4}, {4, 4, 4}, {5, 7, 3}, {8, 8, 8},
 		{13, 17, 9}, {3, 65, 5}, {6, 63, 67}, {33, 65, 129}, {7, 257, 130}, {5, 258, 3},
-		{64, 64, 64}, {67, 300, 260},
+		{64, 64, 64}, {67, 300, 260}, {25, 33, 600}, {1, 70, 513}, {12, 32, 31},
+		{24, 64, 16}, {2, 48, 9},
 	};
 	int shape_index = 0;
 	by_hand();

@@ -9,6 +9,7 @@
 #include <stddef.h>
 
 #include "epilogue.h"
+#include "../f32-gemm/gemm.h"
 
 static float act1(const kiln_epilogue *ep, float x)
 {
@@ -34,16 +35,17 @@ void kiln_f32_act(float *Y, int64_t n, const kiln_epilogue *ep)
 		Y[i] = act1(ep, Y[i]);
 }
 
-void kiln_f32_gemm_ep(int64_t M, int64_t N, int64_t K, float alpha, const float *A,
-                      int64_t a_row_stride, int64_t a_col_stride, const float *B,
-                      int64_t b_row_stride, int64_t b_col_stride, float beta, float *C,
-                      int64_t c_row_stride, const kiln_epilogue *ep)
+/* The reference for f32-gemm/driver.c's kiln_f32_gemm_ep (the ref variant). */
+void kiln_f32_gemm_ep_ref(int64_t M, int64_t N, int64_t K, float alpha, const float *A,
+                          int64_t a_row_stride, int64_t a_col_stride, const float *B,
+                          int64_t b_row_stride, int64_t b_col_stride, float beta, float *C,
+                          int64_t c_row_stride, const kiln_epilogue *ep)
 {
 	/* Blocks of rows: the epilogue reads what the GEMM just wrote. */
 	enum { ROWS = 16 };
 	for (int64_t m0 = 0; m0 < M; m0 += ROWS) {
 		int64_t mb = M - m0 < ROWS ? M - m0 : ROWS;
-		kiln_f32_gemm(mb, N, K, alpha, A + m0 * a_row_stride, a_row_stride, a_col_stride, B,
+		kiln_f32_gemm_ref(mb, N, K, alpha, A + m0 * a_row_stride, a_row_stride, a_col_stride, B,
 		              b_row_stride, b_col_stride, beta, C + m0 * c_row_stride, c_row_stride);
 		if (!ep)
 			continue;

@@ -15,11 +15,14 @@
  *     usual fully connected layer): every element of C is a dot product of
  *     two contiguous vectors; four columns at a time share the loads of A.
  *   - Anything else: m, k, n with strided loads. Correct, not fast.
- * Everything accumulates in float. The packed micro-kernels of later work
- * replace the first two paths for large sizes; this file stays the fallback
- * and the reference they are tested against.
+ * Everything accumulates in float. This is what the ref variant runs
+ * (kiln_isa(), isa.h) and what the packed micro-kernels of avx2.c and
+ * avx512.c are tested against; driver.c is the dispatch point.
+ *
+ * kiln_gemm_tile_ref, at the end, is the portable micro-kernel: the ref
+ * variant's tile for weights packed at compile time (pack.h).
  */
-#include "kiln/kernels.h"
+#include "gemm.h"
 
 enum {
 	GEMM_NC = 256, /* columns of C and B per block: a 4-row strip of C is 4 KiB */
@@ -244,10 +247,10 @@ static void gemm_strided(int64_t M, int64_t N, int64_t K, float alpha, const flo
 	}
 }
 
-KILN_API void kiln_f32_gemm(int64_t M, int64_t N, int64_t K, float alpha, const float *A,
-                            int64_t a_row_stride, int64_t a_col_stride, const float *B,
-                            int64_t b_row_stride, int64_t b_col_stride, float beta, float *C,
-                            int64_t c_row_stride)
+void kiln_f32_gemm_ref(int64_t M, int64_t N, int64_t K, float alpha, const float *A,
+                       int64_t a_row_stride, int64_t a_col_stride, const float *B,
+                       int64_t b_row_stride, int64_t b_col_stride, float beta, float *C,
+                       int64_t c_row_stride)
 {
 	if (M <= 0 || N <= 0)
 		return;
@@ -264,4 +267,39 @@ KILN_API void kiln_f32_gemm(int64_t M, int64_t N, int64_t K, float alpha, const 
 	else
 		gemm_strided(M, N, K, alpha, A, a_row_stride, a_col_stride, B, b_row_stride,
 		             b_col_stride, C, c_row_stride);
+}
+
+/* The portable micro-kernel (gemm.h): up to 4 rows by one panel. */
+void kiln_gemm_tile_ref(const GemmTile *t)
+{
+	for (int i = 0; i < t->mr; i++) {
+		float acc[KILN_PACK_NR] = {0};
+		const float *a = t->A + i * t->lda;
+		for (int64_t k = 0; k < t->K; k++) {
+			const float *b = t->B + k * t->ldb;
+			for (int j = 0; j < t->w; j++)
+				acc[j] += a[k] * b[j];
+		}
+		float *c = t->C + i * t->ldc;
+		for (int j = 0; j < t->w; j++) {
+			float v = t->alpha * acc[j];
+			if (t->cbeta != 0.0f)
+				v += t->cbeta * c[j];
+			if (t->final) {
+				if (t->col_bias)
+					v += t->col_bias[j];
+				if (t->row_bias)
+					v += t->row_bias[i];
+				if (t->res)
+					v += t->res[i * t->ldres + j];
+				if (t->act == KILN_ACT_RELU)
+					v = v > 0.0f ? v : 0.0f;
+				else if (t->act == KILN_ACT_LEAKY_RELU)
+					v = v >= 0.0f ? v : t->act_alpha * v;
+				else if (t->act == KILN_ACT_CLIP)
+					v = v < t->act_alpha ? t->act_alpha : v > t->act_beta ? t->act_beta : v;
+			}
+			c[j] = v;
+		}
+	}
 }

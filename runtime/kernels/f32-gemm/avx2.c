@@ -1,0 +1,160 @@
+/*
+ * f32-gemm/avx2.c - the AVX2 + FMA micro-kernel: the 32-column panel is done
+ * as two halves of 16, each a tile of up to 6 rows held in 12 ymm
+ * accumulators (two per row), A broadcast one element at a time. A half of
+ * fewer than 16 columns loads and stores through masks. The row count is a
+ * compile-time constant in each copy of the body (always_inline + a switch).
+ * One row alone (batch 1) keeps four partial sums per 8 columns and unrolls k
+ * by two. Compiled with -mavx2 -mfma -mf16c (meson.build).
+ */
+#include <immintrin.h>
+
+#include "gemm.h"
+
+#define INLINE static inline __attribute__((always_inline))
+
+/* Lanes j < n of 8 set (n may be <= 0 or >= 8). */
+INLINE __m256i lanes(int n)
+{
+	const __m256i idx = _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7);
+	return _mm256_cmpgt_epi32(_mm256_set1_epi32(n), idx);
+}
+
+INLINE __m256 epi(__m256 v, const GemmTile *t, int i, int j0, __m256i m, __m256 cold)
+{
+	v = _mm256_mul_ps(v, _mm256_set1_ps(t->alpha));
+	if (t->cbeta != 0.0f)
+		v = _mm256_fmadd_ps(cold, _mm256_set1_ps(t->cbeta), v);
+	if (!t->final)
+		return v;
+	if (t->col_bias)
+		v = _mm256_add_ps(v, _mm256_maskload_ps(t->col_bias + j0, m));
+	if (t->row_bias)
+		v = _mm256_add_ps(v, _mm256_set1_ps(t->row_bias[i]));
+	if (t->res)
+		v = _mm256_add_ps(v, _mm256_maskload_ps(t->res + i * t->ldres + j0, m));
+	switch (t->act) {
+	case KILN_ACT_RELU:
+		v = _mm256_and_ps(v, _mm256_cmp_ps(v, _mm256_setzero_ps(), _CMP_GT_OQ));
+		break;
+	case KILN_ACT_LEAKY_RELU: {
+		__m256 neg = _mm256_cmp_ps(v, _mm256_setzero_ps(), _CMP_LT_OQ);
+		v = _mm256_blendv_ps(v, _mm256_mul_ps(v, _mm256_set1_ps(t->act_alpha)), neg);
+		break;
+	}
+	case KILN_ACT_CLIP: {
+		__m256 lo = _mm256_set1_ps(t->act_alpha), hi = _mm256_set1_ps(t->act_beta);
+		v = _mm256_blendv_ps(v, lo, _mm256_cmp_ps(v, lo, _CMP_LT_OQ));
+		v = _mm256_blendv_ps(v, hi, _mm256_cmp_ps(v, hi, _CMP_GT_OQ));
+		break;
+	}
+	default:
+		break;
+	}
+	return v;
+}
+
+/* Columns [j0, j0 + 16) of the tile, w16 of them valid (1..16). */
+INLINE void half_rows(const GemmTile *t, const int mr, int j0, int w16)
+{
+	__m256 acc0[6], acc1[6];
+	#pragma GCC unroll 16
+	for (int i = 0; i < mr; i++)
+		acc0[i] = acc1[i] = _mm256_setzero_ps();
+	__m256i m0 = lanes(w16), m1 = lanes(w16 - 8);
+	const float *a = t->A, *b = t->B + j0;
+	int64_t lda = t->lda, ldb = t->ldb;
+	if (w16 == 16) {
+		for (int64_t k = 0; k < t->K; k++, b += ldb) {
+			__m256 b0 = _mm256_loadu_ps(b), b1 = _mm256_loadu_ps(b + 8);
+			#pragma GCC unroll 16
+			for (int i = 0; i < mr; i++) {
+				__m256 av = _mm256_broadcast_ss(a + i * lda + k);
+				acc0[i] = _mm256_fmadd_ps(av, b0, acc0[i]);
+				acc1[i] = _mm256_fmadd_ps(av, b1, acc1[i]);
+			}
+		}
+	} else {
+		for (int64_t k = 0; k < t->K; k++, b += ldb) {
+			__m256 b0 = _mm256_maskload_ps(b, m0), b1 = _mm256_maskload_ps(b + 8, m1);
+			#pragma GCC unroll 16
+			for (int i = 0; i < mr; i++) {
+				__m256 av = _mm256_broadcast_ss(a + i * lda + k);
+				acc0[i] = _mm256_fmadd_ps(av, b0, acc0[i]);
+				acc1[i] = _mm256_fmadd_ps(av, b1, acc1[i]);
+			}
+		}
+	}
+	#pragma GCC unroll 16
+	for (int i = 0; i < mr; i++) {
+		float *c = t->C + i * t->ldc + j0;
+		__m256 c0 = _mm256_setzero_ps(), c1 = _mm256_setzero_ps();
+		if (t->cbeta != 0.0f) {
+			c0 = _mm256_maskload_ps(c, m0);
+			c1 = _mm256_maskload_ps(c + 8, m1);
+		}
+		_mm256_maskstore_ps(c, m0, epi(acc0[i], t, i, j0, m0, c0));
+		_mm256_maskstore_ps(c + 8, m1, epi(acc1[i], t, i, j0 + 8, m1, c1));
+	}
+}
+
+/* One row, all w columns: four partial sums per 8 columns over k mod 2. */
+INLINE void row1(const GemmTile *t)
+{
+	__m256 s[2][4];
+	__m256i m[4];
+	#pragma GCC unroll 16
+	for (int q = 0; q < 4; q++) {
+		s[0][q] = s[1][q] = _mm256_setzero_ps();
+		m[q] = lanes(t->w - 8 * q);
+	}
+	const float *a = t->A, *b = t->B;
+	int64_t ldb = t->ldb, K = t->K, k = 0;
+	int nq = (t->w + 7) / 8;
+	for (; k + 2 <= K; k += 2, b += 2 * ldb)
+		#pragma GCC unroll 16
+		for (int u = 0; u < 2; u++) {
+			__m256 av = _mm256_broadcast_ss(a + k + u);
+			#pragma GCC unroll 16
+			for (int q = 0; q < 4; q++)
+				if (q < nq)
+					s[u][q] = _mm256_fmadd_ps(av, _mm256_maskload_ps(b + u * ldb + 8 * q, m[q]),
+					                          s[u][q]);
+		}
+	if (k < K) {
+		__m256 av = _mm256_broadcast_ss(a + k);
+		#pragma GCC unroll 16
+		for (int q = 0; q < 4; q++)
+			if (q < nq)
+				s[0][q] = _mm256_fmadd_ps(av, _mm256_maskload_ps(b + 8 * q, m[q]), s[0][q]);
+	}
+	#pragma GCC unroll 16
+	for (int q = 0; q < nq; q++) {
+		float *c = t->C + 8 * q;
+		__m256 cold = t->cbeta != 0.0f ? _mm256_maskload_ps(c, m[q]) : _mm256_setzero_ps();
+		_mm256_maskstore_ps(c, m[q], epi(_mm256_add_ps(s[0][q], s[1][q]), t, 0, 8 * q, m[q], cold));
+	}
+}
+
+static void halves(const GemmTile *t, int mr, int j0, int w16)
+{
+	switch (mr) {
+	case 1: half_rows(t, 1, j0, w16); break;
+	case 2: half_rows(t, 2, j0, w16); break;
+	case 3: half_rows(t, 3, j0, w16); break;
+	case 4: half_rows(t, 4, j0, w16); break;
+	case 5: half_rows(t, 5, j0, w16); break;
+	default: half_rows(t, 6, j0, w16); break;
+	}
+}
+
+void kiln_gemm_tile_avx2(const GemmTile *t)
+{
+	if (t->mr == 1) {
+		row1(t);
+		return;
+	}
+	halves(t, t->mr, 0, t->w < 16 ? t->w : 16);
+	if (t->w > 16)
+		halves(t, t->mr, 16, t->w - 16);
+}

@@ -1,0 +1,149 @@
+/*
+ * f32-gemm/avx512.c - the AVX-512 micro-kernel: a tile of up to 12 rows by 32
+ * columns (one b32 panel) of C held in 24 zmm accumulators, B rows loaded as
+ * two zmm (masked when the panel is narrower), A broadcast one element at a
+ * time. The row count is a compile-time constant in each copy of the body
+ * (always_inline + a switch), so no loop over rows is left at run time. One
+ * row alone (batch 1) keeps four partial sums per half and unrolls k by four,
+ * so the FMA latency is hidden while the panel streams at memory speed.
+ * Compiled with -mavx512f -mavx512vl -mavx512bw -mavx512dq (meson.build).
+ */
+#include <immintrin.h>
+
+#include "gemm.h"
+
+#define INLINE static inline __attribute__((always_inline))
+
+INLINE __m512 epi(__m512 v, const GemmTile *t, int i, int half, __mmask16 m, __m512 cold)
+{
+	v = _mm512_mul_ps(v, _mm512_set1_ps(t->alpha));
+	if (t->cbeta != 0.0f)
+		v = _mm512_fmadd_ps(cold, _mm512_set1_ps(t->cbeta), v);
+	if (!t->final)
+		return v;
+	if (t->col_bias)
+		v = _mm512_add_ps(v, _mm512_maskz_loadu_ps(m, t->col_bias + 16 * half));
+	if (t->row_bias)
+		v = _mm512_add_ps(v, _mm512_set1_ps(t->row_bias[i]));
+	if (t->res)
+		v = _mm512_add_ps(v, _mm512_maskz_loadu_ps(m, t->res + i * t->ldres + 16 * half));
+	switch (t->act) {
+	case KILN_ACT_RELU:
+		/* x > 0 ? x : 0, NaN -> 0 as the scalar code does */
+		v = _mm512_maskz_mov_ps(_mm512_cmp_ps_mask(v, _mm512_setzero_ps(), _CMP_GT_OQ), v);
+		break;
+	case KILN_ACT_LEAKY_RELU: {
+		__mmask16 neg = _mm512_cmp_ps_mask(v, _mm512_setzero_ps(), _CMP_LT_OQ);
+		v = _mm512_mask_mul_ps(v, neg, v, _mm512_set1_ps(t->act_alpha));
+		break;
+	}
+	case KILN_ACT_CLIP: {
+		/* x < lo ? lo : x > hi ? hi : x; NaN stays NaN */
+		__m512 lo = _mm512_set1_ps(t->act_alpha), hi = _mm512_set1_ps(t->act_beta);
+		v = _mm512_mask_mov_ps(v, _mm512_cmp_ps_mask(v, lo, _CMP_LT_OQ), lo);
+		v = _mm512_mask_mov_ps(v, _mm512_cmp_ps_mask(v, hi, _CMP_GT_OQ), hi);
+		break;
+	}
+	default:
+		break;
+	}
+	return v;
+}
+
+INLINE void store_rows(const GemmTile *t, int mr, int two, __mmask16 m0, __mmask16 m1,
+                       __m512 *acc0, __m512 *acc1)
+{
+	#pragma GCC unroll 16
+	for (int i = 0; i < mr; i++) {
+		float *c = t->C + i * t->ldc;
+		__m512 c0 = _mm512_setzero_ps(), c1 = _mm512_setzero_ps();
+		if (t->cbeta != 0.0f) {
+			c0 = _mm512_maskz_loadu_ps(m0, c);
+			if (two)
+				c1 = _mm512_maskz_loadu_ps(m1, c + 16);
+		}
+		_mm512_mask_storeu_ps(c, m0, epi(acc0[i], t, i, 0, m0, c0));
+		if (two)
+			_mm512_mask_storeu_ps(c + 16, m1, epi(acc1[i], t, i, 1, m1, c1));
+	}
+}
+
+INLINE void tile_rows(const GemmTile *t, const int mr, const int two)
+{
+	__m512 acc0[12], acc1[12];
+	#pragma GCC unroll 16
+	for (int i = 0; i < mr; i++)
+		acc0[i] = acc1[i] = _mm512_setzero_ps();
+	int w = t->w;
+	__mmask16 m0 = w >= 16 ? (__mmask16)0xffff : (__mmask16)((1u << w) - 1);
+	__mmask16 m1 = w >= 32 ? (__mmask16)0xffff : w > 16 ? (__mmask16)((1u << (w - 16)) - 1) : 0;
+	const float *a = t->A, *b = t->B;
+	int64_t lda = t->lda, ldb = t->ldb;
+	for (int64_t k = 0; k < t->K; k++, b += ldb) {
+		__m512 b0 = _mm512_maskz_loadu_ps(m0, b);
+		__m512 b1 = two ? _mm512_maskz_loadu_ps(m1, b + 16) : b0;
+		#pragma GCC unroll 16
+		for (int i = 0; i < mr; i++) {
+			__m512 av = _mm512_set1_ps(a[i * lda + k]);
+			acc0[i] = _mm512_fmadd_ps(av, b0, acc0[i]);
+			if (two)
+				acc1[i] = _mm512_fmadd_ps(av, b1, acc1[i]);
+		}
+	}
+	store_rows(t, mr, two, m0, m1, acc0, acc1);
+}
+
+/* One row: four partial sums per half over k mod 4, added at the end. */
+INLINE void tile_row1(const GemmTile *t, const int two)
+{
+	__m512 s0[4], s1[4];
+	#pragma GCC unroll 16
+	for (int u = 0; u < 4; u++)
+		s0[u] = s1[u] = _mm512_setzero_ps();
+	int w = t->w;
+	__mmask16 m0 = w >= 16 ? (__mmask16)0xffff : (__mmask16)((1u << w) - 1);
+	__mmask16 m1 = w >= 32 ? (__mmask16)0xffff : w > 16 ? (__mmask16)((1u << (w - 16)) - 1) : 0;
+	const float *a = t->A, *b = t->B;
+	int64_t ldb = t->ldb, K = t->K, k = 0;
+	for (; k + 4 <= K; k += 4, b += 4 * ldb)
+		#pragma GCC unroll 16
+		for (int u = 0; u < 4; u++) {
+			__m512 av = _mm512_set1_ps(a[k + u]);
+			s0[u] = _mm512_fmadd_ps(av, _mm512_maskz_loadu_ps(m0, b + u * ldb), s0[u]);
+			if (two)
+				s1[u] = _mm512_fmadd_ps(av, _mm512_maskz_loadu_ps(m1, b + u * ldb + 16), s1[u]);
+		}
+	for (int u = 0; k < K; k++, u++, b += ldb) {
+		__m512 av = _mm512_set1_ps(a[k]);
+		s0[u] = _mm512_fmadd_ps(av, _mm512_maskz_loadu_ps(m0, b), s0[u]);
+		if (two)
+			s1[u] = _mm512_fmadd_ps(av, _mm512_maskz_loadu_ps(m1, b + 16), s1[u]);
+	}
+	__m512 acc0[1] = {_mm512_add_ps(_mm512_add_ps(s0[0], s0[1]), _mm512_add_ps(s0[2], s0[3]))};
+	__m512 acc1[1] = {_mm512_add_ps(_mm512_add_ps(s1[0], s1[1]), _mm512_add_ps(s1[2], s1[3]))};
+	store_rows(t, 1, two, m0, m1, acc0, acc1);
+}
+
+#define ROWS(n) \
+	case n: \
+		if (two) \
+			tile_rows(t, n, 1); \
+		else \
+			tile_rows(t, n, 0); \
+		break;
+
+void kiln_gemm_tile_avx512(const GemmTile *t)
+{
+	int two = t->w > 16;
+	switch (t->mr) {
+	case 1:
+		if (two)
+			tile_row1(t, 1);
+		else
+			tile_row1(t, 0);
+		break;
+	ROWS(2) ROWS(3) ROWS(4) ROWS(5) ROWS(6) ROWS(7) ROWS(8) ROWS(9) ROWS(10) ROWS(11) ROWS(12)
+	default:
+		break;
+	}
+}

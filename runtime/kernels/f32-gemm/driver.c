@@ -1,0 +1,131 @@
+/*
+ * f32-gemm/driver.c - the GEMM core's one dispatch point and its blocking,
+ * portable C around the micro-kernels of avx512.c, avx2.c and ref.c.
+ *
+ * kiln_gemm_run walks C in blocks of rows (a block of A of at most ~256 KiB
+ * stays in L2 while every panel of B passes over it), then panels of 32
+ * columns, then tiles of the variant's MR rows. B comes packed already (the
+ * compiler packs weights into the b32 layout of pack.h, so the kernels read
+ * them as one stream per panel with no copy at run time) or is packed on the
+ * fly, a panel and at most KC rows at a time, into a 32 KiB buffer on the
+ * stack (any strides: MatMul of two activations, Gemm transB, the
+ * convolution's implicit im2col). When K is cut into blocks, the first one
+ * applies beta and the last one the epilogue. Nothing is allocated; the result
+ * depends only on the inputs and the variant (a fixed summation order).
+ */
+#include <stddef.h>
+
+#include "../isa.h"
+#include "gemm.h"
+
+enum {
+	KC = 256,               /* rows of a panel packed on the fly: 32 KiB */
+	A_BLOCK_BYTES = 256 << 10,
+};
+
+static int inline_act(int act)
+{
+	return act == KILN_ACT_NONE || act == KILN_ACT_RELU || act == KILN_ACT_LEAKY_RELU ||
+	       act == KILN_ACT_CLIP;
+}
+
+void kiln_gemm_run(int64_t M, int64_t N, int64_t K, const float *A, int64_t lda,
+                  const GemmBSrc *b, float *C, int64_t ldc, const GemmEpi *e)
+{
+	gemm_tile_fn tile;
+	int64_t MR;
+	switch (kiln_isa()) {
+#ifdef KILN_HAVE_X86_VARIANTS
+	case KILN_ISA_AVX512: tile = kiln_gemm_tile_avx512; MR = 12; break;
+	case KILN_ISA_AVX2: tile = kiln_gemm_tile_avx2; MR = 6; break;
+#endif
+	default: tile = kiln_gemm_tile_ref; MR = 4; break;
+	}
+	if (M <= 0 || N <= 0)
+		return;
+	const kiln_epilogue *ep = e->ep;
+	int act = ep ? ep->act : KILN_ACT_NONE;
+	int late_act = !inline_act(act);
+	int64_t kc = b->packed ? K : KC;
+	int64_t mc = A_BLOCK_BYTES / 4 / (K > 0 ? K : 1);
+	mc = mc < MR ? MR : mc / MR * MR;
+	float panel[KC * KILN_PACK_NR];
+	GemmTile t = {.lda = lda, .ldc = ldc, .ldres = e->ldres,
+	              .act = late_act ? KILN_ACT_NONE : act,
+	              .act_alpha = ep ? ep->alpha : 0.0f, .act_beta = ep ? ep->beta : 0.0f};
+	for (int64_t m0 = 0; m0 < M; m0 += mc) {
+		int64_t m_end = M - m0 < mc ? M : m0 + mc;
+		for (int64_t n0 = 0; n0 < N; n0 += KILN_PACK_NR) {
+			int64_t w = kiln_pack_b32_width(N, n0);
+			t.w = (int)w;
+			int64_t k0 = 0;
+			do {
+				int64_t kb = K - k0 < kc ? K - k0 : kc;
+				if (b->packed) {
+					t.B = b->packed + n0 * K + k0 * w;
+				} else {
+					b->pack(b, n0, k0, kb, panel);
+					t.B = panel;
+				}
+				t.ldb = w;
+				t.K = kb;
+				t.alpha = e->alpha;
+				t.cbeta = k0 == 0 ? e->beta : 1.0f;
+				t.final = k0 + kb >= K;
+				for (int64_t m = m0; m < m_end; m += MR) {
+					t.mr = (int)(m_end - m < MR ? m_end - m : MR);
+					t.A = A + m * lda + k0;
+					t.C = C + m * ldc + n0;
+					t.col_bias = e->col_bias ? e->col_bias + n0 : NULL;
+					t.row_bias = e->row_bias ? e->row_bias + m : NULL;
+					t.res = e->res ? e->res + m * e->ldres + n0 : NULL;
+					tile(&t);
+					if (t.final && late_act)
+						for (int i = 0; i < t.mr; i++)
+							kiln_f32_act(t.C + i * ldc, w, ep);
+				}
+				k0 += kb;
+			} while (k0 < K);
+		}
+	}
+}
+
+static void pack_strided(const GemmBSrc *s, int64_t n0, int64_t k0, int64_t kc, float *dst)
+{
+	kiln_pack_b32_panel(s->src, s->rs, s->cs, s->N, n0, k0, kc, dst);
+}
+
+/* Worth the packed path: A's rows contiguous (transA = 0). Everything else
+ * (and the ref variant) runs the reference code of ref.c. */
+void kiln_f32_gemm(int64_t M, int64_t N, int64_t K, float alpha, const float *A,
+                   int64_t a_row_stride, int64_t a_col_stride, const float *B,
+                   int64_t b_row_stride, int64_t b_col_stride, float beta, float *C,
+                   int64_t c_row_stride)
+{
+	kiln_f32_gemm_ep(M, N, K, alpha, A, a_row_stride, a_col_stride, B, b_row_stride,
+	                 b_col_stride, beta, C, c_row_stride, NULL);
+}
+
+void kiln_f32_gemm_ep(int64_t M, int64_t N, int64_t K, float alpha, const float *A,
+                      int64_t a_row_stride, int64_t a_col_stride, const float *B,
+                      int64_t b_row_stride, int64_t b_col_stride, float beta, float *C,
+                      int64_t c_row_stride, const kiln_epilogue *ep)
+{
+	if (kiln_isa() == KILN_ISA_REF || a_col_stride != 1) {
+		kiln_f32_gemm_ep_ref(M, N, K, alpha, A, a_row_stride, a_col_stride, B, b_row_stride,
+		                     b_col_stride, beta, C, c_row_stride, ep);
+		return;
+	}
+	GemmBSrc src = {.pack = pack_strided, .src = B, .rs = b_row_stride, .cs = b_col_stride,
+	                .N = N};
+	GemmEpi e = {.alpha = alpha, .beta = beta, .col_bias = ep ? ep->bias : NULL, .ep = ep};
+	kiln_gemm_run(M, N, K, A, a_row_stride, &src, C, c_row_stride, &e);
+}
+
+void kiln_f32_gemm_pb(int64_t M, int64_t N, int64_t K, float alpha, const float *A, int64_t lda,
+                      const float *Bp, float beta, float *C, int64_t ldc, const kiln_epilogue *ep)
+{
+	GemmBSrc src = {.packed = Bp, .N = N};
+	GemmEpi e = {.alpha = alpha, .beta = beta, .col_bias = ep ? ep->bias : NULL, .ep = ep};
+	kiln_gemm_run(M, N, K, A, lda, &src, C, ldc, &e);
+}

@@ -1,0 +1,92 @@
+/*
+ * f32-gemm/gemm.h - the GEMM core's insides (not libkiln's API): one tile
+ * call, the micro-kernel of each ISA variant, and the driver's entry points
+ * that the convolution shares.
+ *
+ * A tile is up to MR rows (the variant's) by up to 32 columns (one b32 panel,
+ * pack.h) of C:
+ *
+ *     C[i, j] = alpha * sum_k A[i*lda + k] * B[k*ldb + j] + cbeta * C[i, j]
+ *
+ * (cbeta == 0: C is not read), then, on the final K block only, the epilogue
+ * in registers: + col_bias[j], + row_bias[i], + res[i*ldres + j], and the
+ * simple activations (Relu, LeakyRelu, Clip). The others (exp-based) are
+ * applied by the driver to each finished row of the tile while it is in L1.
+ * A rows are read in place (row-major, lda); B rows are w contiguous floats
+ * ldb apart (a packed panel, or a panel packed on the fly).
+ */
+#ifndef KILN_F32_GEMM_H
+#define KILN_F32_GEMM_H
+
+#include <stdint.h>
+
+#include "kiln/kernels.h"
+#include "pack.h"
+
+typedef struct GemmTile {
+	int64_t K;
+	const float *A;
+	int64_t lda;
+	const float *B;
+	int64_t ldb;
+	float *C;
+	int64_t ldc;
+	int mr, w;                 /* rows (<= the variant's MR) and columns (<= 32) */
+	float alpha, cbeta;
+	int final;                 /* apply the epilogue below */
+	const float *col_bias;     /* [w], or NULL */
+	const float *row_bias;     /* [mr], or NULL */
+	const float *res;          /* mr rows of w, ldres apart, or NULL */
+	int64_t ldres;
+	int act;                   /* KILN_ACT_NONE, _RELU, _LEAKY_RELU or _CLIP (in registers) */
+	float act_alpha, act_beta;
+} GemmTile;
+
+typedef void (*gemm_tile_fn)(const GemmTile *t);
+
+/* Micro-kernels: avx512 MR = 12 (two zmm per row), avx2 MR = 6 (the panel as
+ * two halves of 16), ref MR = 4. */
+void kiln_gemm_tile_ref(const GemmTile *t);
+void kiln_gemm_tile_avx2(const GemmTile *t);
+void kiln_gemm_tile_avx512(const GemmTile *t);
+
+/* The driver's epilogue description (the tile's, before splitting). */
+typedef struct GemmEpi {
+	float alpha, beta;         /* C = alpha A B + beta C */
+	const float *col_bias;     /* [N] or NULL */
+	const float *row_bias;     /* [M] or NULL */
+	const float *res;          /* [M, ldres] or NULL */
+	int64_t ldres;
+	const kiln_epilogue *ep;   /* the activation (and its parameters), or NULL */
+} GemmEpi;
+
+/* A source of B panels: either packed already (b32 over K x N), or a strided
+ * matrix packed on the fly, or the convolution's implicit im2col. pack() writes
+ * rows [k0, k0 + kc) of the panel at column n0 into dst (kc rows of w floats). */
+typedef struct GemmBSrc {
+	const float *packed;       /* b32 layout, or NULL to call pack() */
+	void (*pack)(const struct GemmBSrc *s, int64_t n0, int64_t k0, int64_t kc, float *dst);
+	const float *src;          /* pack()'s data */
+	int64_t rs, cs;            /* strided source: element (k, n) at src[k*rs + n*cs] */
+	int64_t N;                 /* columns of B */
+	const void *ctx;           /* the convolution's geometry */
+} GemmBSrc;
+
+/* C[M, N] (ldc) = epilogue(alpha A[M, K] (lda, row-major) B + beta C), with
+ * the variant kiln_isa() picks (ref included). */
+void kiln_gemm_run(int64_t M, int64_t N, int64_t K, const float *A, int64_t lda,
+                  const GemmBSrc *b, float *C, int64_t ldc, const GemmEpi *e);
+
+/* The reference GEMM of ref.c (any strides), with the epilogue of
+ * f32-epilogue/ref.c: what the ref variant runs, and what the others are
+ * tested against. */
+void kiln_f32_gemm_ep_ref(int64_t M, int64_t N, int64_t K, float alpha, const float *A,
+                          int64_t a_row_stride, int64_t a_col_stride, const float *B,
+                          int64_t b_row_stride, int64_t b_col_stride, float beta, float *C,
+                          int64_t c_row_stride, const kiln_epilogue *ep);
+void kiln_f32_gemm_ref(int64_t M, int64_t N, int64_t K, float alpha, const float *A,
+                       int64_t a_row_stride, int64_t a_col_stride, const float *B,
+                       int64_t b_row_stride, int64_t b_col_stride, float beta, float *C,
+                       int64_t c_row_stride);
+
+#endif
