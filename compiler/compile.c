@@ -228,7 +228,9 @@ void compile_model(Model *m, const CompileOptions *o, CompileResult *res)
 
 	ObjSymbol *syms = arena_array(a, (size_t)er.nsyms, sizeof *syms);
 	for (int i = 0; i < er.nsyms; i++)
-		syms[i] = (ObjSymbol){er.syms[i].name, er.syms[i].bytes, er.syms[i].nbytes, 64, 1};
+		syms[i] = (ObjSymbol){er.syms[i].name, er.syms[i].bytes, er.syms[i].nbytes, 64, 1,
+		                      er.syms[i].layout != SYM_RAW ? emit_symbol_fill : NULL,
+		                      &er.syms[i]};
 	char err[512];
 	if (emit_weights_object(res->weights_path, o->target, syms, (size_t)er.nsyms, err,
 	                        sizeof err) != 0)

@@ -15,15 +15,30 @@ typedef struct EmitOptions {
 	bool export_api;         /* default visibility for NAME_model and NAME_run*; else hidden */
 } EmitOptions;
 
+/* How a symbol stores its bytes: as they are, or repacked for a kernel. */
+typedef enum SymLayout {
+	SYM_RAW,
+	SYM_PACK_B32,            /* a float32 GEMM B operand in the b32 layout
+	                            (runtime/kernels/f32-gemm/pack.h): pack[] = K, N and
+	                            the strides of element (k, n) in bytes[] */
+} SymLayout;
+
 /* One symbol of the weights object. */
 typedef struct EmitSymbol {
 	const char *name;
-	const void *bytes;
-	uint64_t nbytes;
+	const void *bytes;       /* the source bytes (a weight as the model has it) */
+	uint64_t nbytes;         /* stored bytes: the same count in every layout */
 	int dtype;
 	uint64_t hash;
 	const char *source;      /* the ONNX value it was first made for */
+	SymLayout layout;
+	int64_t pack[4];         /* the layout's parameters */
 } EmitSymbol;
+
+/* Writes the nbytes a symbol stores (its bytes in its layout) to dst: the
+ * weights object calls it for symbols whose layout is not SYM_RAW, one at a
+ * time, so no second copy of all weights ever exists. arg is the EmitSymbol. */
+void emit_symbol_fill(const void *arg, void *dst);
 
 typedef struct EmitResult {
 	EmitSymbol *syms;

@@ -27,6 +27,7 @@
 #include <string.h>
 
 #include "emit_c.h"
+#include "runtime/kernels/f32-gemm/pack.h"
 #include "kiln_version.h"
 
 
@@ -181,10 +182,19 @@ static uint64_t bytes_hash(const void *p, uint64_t n)
  * same dtype share one symbol. */
 int symbol_for(Emit *E, int dtype, const void *bytes, uint64_t nbytes, const char *hint)
 {
-	uint64_t h = bytes_hash(bytes, nbytes) ^ (uint64_t)dtype;
+	return symbol_in_layout(E, dtype, bytes, nbytes, hint, SYM_RAW, NULL);
+}
+
+/* symbol_for, stored in another layout (pack: its parameters). Identical
+ * bytes in the same layout share one symbol. */
+int symbol_in_layout(Emit *E, int dtype, const void *bytes, uint64_t nbytes, const char *hint,
+                     SymLayout layout, const int64_t pack[4])
+{
+	uint64_t h = bytes_hash(bytes, nbytes) ^ (uint64_t)dtype ^ ((uint64_t)layout << 56);
 	for (int i = 0; i < E->nsyms; i++) {
 		EmitSymbol *s = &E->syms[i];
-		if (s->hash == h && s->dtype == dtype && s->nbytes == nbytes &&
+		if (s->hash == h && s->dtype == dtype && s->nbytes == nbytes && s->layout == layout &&
+		    (layout == SYM_RAW || memcmp(s->pack, pack, sizeof s->pack) == 0) &&
 		    (nbytes == 0 || memcmp(s->bytes, bytes, nbytes) == 0))
 			return i;
 	}
@@ -196,7 +206,23 @@ int symbol_for(Emit *E, int dtype, const void *bytes, uint64_t nbytes, const cha
 	s->dtype = dtype;
 	s->hash = h;
 	s->source = arena_strdup(E->a, hint);
+	s->layout = layout;
+	if (pack)
+		memcpy(s->pack, pack, sizeof s->pack);
 	return E->nsyms++;
+}
+
+void emit_symbol_fill(const void *arg, void *dst)
+{
+	const EmitSymbol *s = arg;
+	switch (s->layout) {
+	case SYM_PACK_B32:
+		kiln_pack_b32(s->bytes, s->pack[2], s->pack[3], s->pack[0], s->pack[1], dst);
+		break;
+	default:
+		memcpy(dst, s->bytes, s->nbytes);
+		break;
+	}
 }
 
 /* ---- operands --------------------------------------------------------- */
@@ -1197,9 +1223,13 @@ void emit_c(Model *m, const Sig *sigs, const Plan *plans, int nsigs, const EmitO
 	           "__attribute__((visibility(\"hidden\")))\n#else\n#define %s_WEIGHT\n#endif\n",
 	        upper(E, o->name), upper(E, o->name));
 	for (int i = 0; i < E->nsyms; i++) {
-		fprintf(c, "extern const unsigned char %s[] %s_WEIGHT; /* %s, %" PRIu64 " bytes, from \"",
+		fprintf(c, "extern const unsigned char %s[] %s_WEIGHT; /* %s, %" PRIu64 " bytes, ",
 		        E->syms[i].name, upper(E, o->name), dtype_name(E->syms[i].dtype),
 		        E->syms[i].nbytes);
+		if (E->syms[i].layout == SYM_PACK_B32)
+			fprintf(c, "GEMM B packed b32 (K %" PRId64 ", N %" PRId64 "), ", E->syms[i].pack[0],
+			        E->syms[i].pack[1]);
+		fprintf(c, "from \"");
 		E->c = c;
 		comment_text(E, E->syms[i].source);
 		fprintf(c, "\" */\n");

@@ -64,6 +64,8 @@ bool is_unsigned(int dt);
 
 /* ---- operands and constants (emit_c.c) ---- */
 int symbol_for(Emit *E, int dtype, const void *bytes, uint64_t nbytes, const char *hint);
+int symbol_in_layout(Emit *E, int dtype, const void *bytes, uint64_t nbytes, const char *hint,
+                     SymLayout layout, const int64_t pack[4]);
 Operand operand(Emit *E, int id, bool writable);
 Operand result(Emit *E, int id);
 Operand in_op(Emit *E, int i);                   /* input i of the node; fails if absent */

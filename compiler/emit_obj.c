@@ -372,9 +372,14 @@ int emit_weights_object(const char *path, const char *triple, const ObjSymbol *s
 	for (size_t i = 0; i < nsyms; i++) {
 		const ObjSymbol *s = &syms[i];
 		static const char zero = 0;
+		void *filled = NULL;  /* a repacked weight's stored bytes (not ELF: LLVM copies them) */
+		if (!patch && s->nbytes && s->fill && (filled = malloc(s->nbytes)))
+			s->fill(s->fill_arg, filled);
 		LLVMValueRef v = patch ? LLVMConstNull(contents_type(ctx, s->nbytes ? s->nbytes : 1))
-		                 : s->nbytes ? contents_value(ctx, s->bytes, s->nbytes)
-		                             : contents_value(ctx, &zero, 1);
+		                 : !s->nbytes ? contents_value(ctx, &zero, 1)
+		                 : s->fill ? (filled ? contents_value(ctx, filled, s->nbytes) : NULL)
+		                           : contents_value(ctx, s->bytes, s->nbytes);
+		free(filled);
 		if (!v) {
 			set_err(err, errsz, "out of memory");
 			free(globals);

@@ -16,6 +16,11 @@ typedef struct ObjSymbol {
 	uint32_t align;        /* power of two >= 1; kiln passes 64 */
 	int hidden;            /* 1: hidden visibility (kiln's models: never exported
 	                          from a shared library); 0: default */
+	/* If set, the contents are not bytes as they are: fill(fill_arg, dst)
+	 * writes the nbytes to store (a weight repacked for a kernel). Called
+	 * once per symbol while the object is written, into a temporary buffer. */
+	void (*fill)(const void *arg, void *dst);
+	const void *fill_arg;
 } ObjSymbol;
 
 /* Write an object file at path for triple (NULL or "" = the host) defining

@@ -179,7 +179,20 @@ int obj_patch_elf(const char *path, const ObjSymbol *syms, size_t nsyms, char *e
 			     want->name);
 			goto out;
 		}
-		if (want->nbytes && !write_at(fd, want->bytes, want->nbytes, secs[shndx].offset + value)) {
+		const void *bytes = want->bytes;
+		void *filled = NULL;
+		if (want->nbytes && want->fill) {
+			/* a repacked weight: its stored bytes exist only here, one at a time */
+			if (!(filled = malloc(want->nbytes))) {
+				fail(err, errsz, "out of memory repacking \"%s\"", want->name);
+				goto out;
+			}
+			want->fill(want->fill_arg, filled);
+			bytes = filled;
+		}
+		int wrote = !want->nbytes || write_at(fd, bytes, want->nbytes, secs[shndx].offset + value);
+		free(filled);
+		if (!wrote) {
 			fail(err, errsz, "writing \"%s\": %s", path, strerror(errno));
 			goto out;
 		}

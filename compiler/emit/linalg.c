@@ -8,55 +8,93 @@
 
 #include "emit_c.h"
 
+/* Does node n read B (input 1) as a GEMM whose packed B would be the same
+ * bytes: Gemm with transA = 0 and this transB, or MatMul (never transposed). */
+static bool reads_b_as(const Node *n, bool trans)
+{
+	if (n->op == OP_Gemm)
+		return node_attr_int(n, "transA", 0) == 0 && (node_attr_int(n, "transB", 0) != 0) == trans;
+	return n->op == OP_MatMul && !trans;
+}
+
+/* Input 1 of this node (a GEMM's B, K x N, stored transposed if trans) as a
+ * weight packed at compile time into the b32 layout the kernels read
+ * (runtime/kernels/f32-gemm/pack.h), or NULL. Only when every reader of the
+ * weight reads it as this same B: the packed copy then replaces the weight in
+ * the weights object, so it is still stored once, in the same bytes. */
+static const char *packed_b(Emit *E, bool trans, int64_t K, int64_t N)
+{
+	int id = E->n->in[1];
+	const Value *v = &E->g->values[id];
+	if (v->kind != VAL_WEIGHT || E->sig->dtypes[id] != DT_FLOAT || v->dtype != DT_FLOAT ||
+	    E->sig->folded[id] || E->plan->root[id] != id || E->in_index[id] != NONE ||
+	    E->sig->shapes[id].rank != 2 || K <= 0 || N <= 0 ||
+	    v->weight->nbytes != (uint64_t)(K * N) * sizeof(float))
+		return NULL;
+	int uses = 0;
+	for (int i = 0; i < E->g->nnodes; i++) {
+		const Node *n = &E->g->nodes[i];
+		for (int j = 0; j < n->nin; j++)
+			if (n->in[j] == id) {
+				if (j != 1 || !reads_b_as(n, trans))
+					return NULL;
+				uses++;
+			}
+	}
+	if (uses != v->nuse)
+		return NULL;  /* also read by a subgraph */
+	int64_t pack[4] = {K, N, trans ? 1 : N, trans ? K : 1};
+	int s = symbol_in_layout(E, DT_FLOAT, v->weight->bytes, v->weight->nbytes, v->name,
+	                         SYM_PACK_B32, pack);
+	return arena_printf(E->a, "(const float *)%s", E->syms[s].name);
+}
+
 void emit_gemm(Emit *E)
 {
-	Operand A = in_op(E, 0), B = in_op(E, 1), Y = out_op(E, 0);
+	Operand A = in_op(E, 0), Y = out_op(E, 0);
 	require_f32(E, &A);
 	bool ta = node_attr_int(E->n, "transA", 0) != 0, tb = node_attr_int(E->n, "transB", 0) != 0;
 	double alpha = node_attr_float(E->n, "alpha", 1.0f), beta = node_attr_float(E->n, "beta", 1.0f);
 	int64_t M = Y.shape->dims[0].size, N = Y.shape->dims[1].size;
 	int64_t K = A.shape->dims[ta ? 0 : 1].size;
 	bool has_c = E->n->nin > 2 && E->n->in[2] != NONE && beta != 0.0;
+	const char *pb = ta ? NULL : packed_b(E, tb, K, N);
 	decl(E, "A", &A, false);
-	decl(E, "B", &B, false);
-	if (node_attr(E->n, "kiln.fused")) {
-		/* Fused by the optimizer: a per-column C ([N], [1,N]) with beta 1 and
-		 * the activation go to the kernel's epilogue (emit/epilogue.c). */
-		Operand C = has_c ? in_op(E, 2) : Y;
-		bool col = has_c && beta == 1.0 && C.nelem == N && C.shape->rank >= 1 &&
-		           C.shape->dims[C.shape->rank - 1].size == N;
-		if (has_c && !col) {
-			Operand cy = Y;
-			emit_map(E, &cy, &C, 1, "x0");
-		} else {
-			decl(E, "Y", &Y, true);
-		}
-		const char *ep = emit_epilogue(E, col ? C.expr : NULL, NULL);
-		/* B may be a float16 weight the kernel widens (passes/fuse.c). */
-		emitf(E, "\tkiln_f32_gemm_%s(%" PRId64 ", %" PRId64 ", %" PRId64 ", %s, A, %" PRId64 ", %" PRId64
-		       ", B, %" PRId64 ", %" PRId64 ", %s, Y, %" PRId64 ", %s);\n",
-		    B.dtype == DT_FLOAT16 ? "f16b" : "ep",
-		    M, N, K, flit(E, alpha, DT_FLOAT), ta ? (int64_t)1 : K, ta ? M : (int64_t)1,
-		    tb ? (int64_t)1 : N, tb ? K : (int64_t)1,
-		    has_c && !col ? flit(E, beta, DT_FLOAT) : "0.0f", N, ep ? ep : "NULL");
-		return;
+	Operand B = {0};
+	if (!pb) {
+		B = in_op(E, 1);
+		decl(E, "B", &B, false);
 	}
-	if (has_c) {
-		Operand C = in_op(E, 2);
-		/* Y = C broadcast to [M, N]; the product is then accumulated with beta. */
+	/* Optional C: a per-column C ([N], [1,N]) with beta 1 of a fused node goes
+	 * to the kernel's epilogue as its bias (emit/epilogue.c); any other C is
+	 * first written into Y, broadcast to [M, N], and accumulated with beta. */
+	bool fused = node_attr(E->n, "kiln.fused") != NULL;
+	Operand C = has_c ? in_op(E, 2) : Y;
+	bool col = fused && has_c && beta == 1.0 && C.nelem == N && C.shape->rank >= 1 &&
+	           C.shape->dims[C.shape->rank - 1].size == N;
+	if (has_c && !col) {
 		Operand cy = Y;
 		emit_map(E, &cy, &C, 1, "x0");
-		emitf(E, "\tkiln_f32_gemm(%" PRId64 ", %" PRId64 ", %" PRId64 ", %s, A, %" PRId64 ", %" PRId64
-		       ", B, %" PRId64 ", %" PRId64 ", %s, Y, %" PRId64 ");\n",
-		    M, N, K, flit(E, alpha, DT_FLOAT), ta ? (int64_t)1 : K, ta ? M : (int64_t)1,
-		    tb ? (int64_t)1 : N, tb ? K : (int64_t)1, flit(E, beta, DT_FLOAT), N);
 	} else {
 		decl(E, "Y", &Y, true);
-		emitf(E, "\tkiln_f32_gemm(%" PRId64 ", %" PRId64 ", %" PRId64 ", %s, A, %" PRId64 ", %" PRId64
-		       ", B, %" PRId64 ", %" PRId64 ", 0.0f, Y, %" PRId64 ");\n",
-		    M, N, K, flit(E, alpha, DT_FLOAT), ta ? (int64_t)1 : K, ta ? M : (int64_t)1,
-		    tb ? (int64_t)1 : N, tb ? K : (int64_t)1, N);
 	}
+	const char *ep = fused ? emit_epilogue(E, col ? C.expr : NULL, NULL) : NULL;
+	const char *cbeta = has_c && !col ? flit(E, beta, DT_FLOAT) : "0.0f";
+	if (pb) {
+		/* B packed at compile time: the micro-kernels stream it as it is. */
+		emitf(E, "\tkiln_f32_gemm_pb(%" PRId64 ", %" PRId64 ", %" PRId64 ", %s, A, %" PRId64
+		       ", %s, %s, Y, %" PRId64 ", %s);\n",
+		    M, N, K, flit(E, alpha, DT_FLOAT), K, pb, cbeta, N, ep ? ep : "NULL");
+		return;
+	}
+	/* B may be a float16 weight the kernel widens (passes/fuse.c). */
+	const char *fn = B.dtype == DT_FLOAT16 ? "kiln_f32_gemm_f16b" : fused ? "kiln_f32_gemm_ep"
+	                                                                       : "kiln_f32_gemm";
+	emitf(E, "\t%s(%" PRId64 ", %" PRId64 ", %" PRId64 ", %s, A, %" PRId64 ", %" PRId64
+	       ", B, %" PRId64 ", %" PRId64 ", %s, Y, %" PRId64 "%s%s);\n",
+	    fn, M, N, K, flit(E, alpha, DT_FLOAT), ta ? (int64_t)1 : K, ta ? M : (int64_t)1,
+	    tb ? (int64_t)1 : N, tb ? K : (int64_t)1, cbeta, N, fused ? ", " : "",
+	    fused ? (ep ? ep : "NULL") : "");
 }
 
 /* A MatMul's geometry: 1-D operands as matrices, the batch dims of each
@@ -87,10 +125,24 @@ void matmul_geometry(const Shape *a_in, const Shape *b_in, MatmulGeo *g)
 
 void emit_matmul(Emit *E)
 {
-	Operand A = in_op(E, 0), B = in_op(E, 1), Y = out_op(E, 0);
+	Operand A = in_op(E, 0), Y = out_op(E, 0);
 	require_f32(E, &A);
+	const Shape *bshape = &E->sig->shapes[E->n->in[1]];
 	MatmulGeo g;
-	matmul_geometry(A.shape, B.shape, &g);
+	matmul_geometry(A.shape, bshape, &g);
+	if (bshape->rank == 2) {
+		/* B a 2-D weight: every row of A (over A's batch dims too, which are
+		 * contiguous) times the same packed B, in one call. */
+		const char *pb = packed_b(E, false, g.K, g.N);
+		if (pb) {
+			decl(E, "A", &A, false);
+			decl(E, "Y", &Y, true);
+			emitf(E, "\tkiln_f32_gemm_pb(%" PRId64 ", %" PRId64 ", %" PRId64 ", 1.0f, A, %" PRId64
+			       ", %s, 0.0f, Y, %" PRId64 ", NULL);\n", g.nb * g.M, g.N, g.K, g.K, pb, g.N);
+			return;
+		}
+	}
+	Operand B = in_op(E, 1);
 	int64_t M = g.M, K = g.K, N = g.N, nb = g.nb;
 	int br = g.ob.rank;
 	const Shape ob = g.ob, ab = g.ab, bb = g.bb;

@@ -119,10 +119,10 @@ int main(int argc, char **argv)
 	for (int i = 0; i < 300; i++)
 		c[i] = i >= 100 && i < 200 ? 0 : (unsigned char)((i * 13 + 1) & 255);
 	ObjSymbol syms[] = {
-		{ "kiln_w_a", a, sizeof a, 64, 0 },
-		{ "kiln_w_b", b, 1000, 64, 0 },
-		{ "kiln_w_c", c, sizeof c, 64, 0 },
-		{ "kiln_w_empty", NULL, 0, 64, 0 },
+		{ "kiln_w_a", a, sizeof a, 64, 0, NULL, NULL },
+		{ "kiln_w_b", b, 1000, 64, 0, NULL, NULL },
+		{ "kiln_w_c", c, sizeof c, 64, 0, NULL, NULL },
+		{ "kiln_w_empty", NULL, 0, 64, 0, NULL, NULL },
 	};
 	size_t nsyms = sizeof syms / sizeof syms[0];
 	char err[512];
@@ -160,17 +160,17 @@ int main(int argc, char **argv)
 
 	/* (d) errors */
 	expect_fail("bad triple", bad, "foo", syms, nsyms, "unknown target triple \"foo\": ");
-	ObjSymbol badname[] = { { "kiln_w_a", a, 4, 64, 0 }, { "1abc", a, 4, 64, 0 } };
+	ObjSymbol badname[] = { { "kiln_w_a", a, 4, 64, 0, NULL, NULL }, { "1abc", a, 4, 64, 0, NULL, NULL } };
 	expect_fail("bad name", bad, NULL, badname, 2, "symbol 1: name \"1abc\" is not a C identifier");
-	ObjSymbol dotted[] = { { "kiln.w", a, 4, 64, 0 } };
+	ObjSymbol dotted[] = { { "kiln.w", a, 4, 64, 0, NULL, NULL } };
 	expect_fail("dotted name", bad, NULL, dotted, 1, NULL);
-	ObjSymbol empty_name[] = { { "", a, 4, 64, 0 } };
+	ObjSymbol empty_name[] = { { "", a, 4, 64, 0, NULL, NULL } };
 	expect_fail("empty name", bad, NULL, empty_name, 1, NULL);
-	ObjSymbol dup[] = { { "kiln_w_a", a, 4, 64, 0 }, { "kiln_w_b", b, 4, 64, 0 }, { "kiln_w_a", a, 8, 64, 0 } };
+	ObjSymbol dup[] = { { "kiln_w_a", a, 4, 64, 0, NULL, NULL }, { "kiln_w_b", b, 4, 64, 0, NULL, NULL }, { "kiln_w_a", a, 8, 64, 0, NULL, NULL } };
 	expect_fail("duplicate name", bad, NULL, dup, 3, "symbol 2: duplicate name \"kiln_w_a\"");
-	ObjSymbol badalign[] = { { "kiln_w_a", a, 4, 48, 0 } };
+	ObjSymbol badalign[] = { { "kiln_w_a", a, 4, 48, 0, NULL, NULL } };
 	expect_fail("bad alignment", bad, NULL, badalign, 1, NULL);
-	ObjSymbol nobytes[] = { { "kiln_w_a", NULL, 4, 64, 0 } };
+	ObjSymbol nobytes[] = { { "kiln_w_a", NULL, 4, 64, 0, NULL, NULL } };
 	expect_fail("NULL bytes", bad, NULL, nobytes, 1, NULL);
 	expect_fail("unwritable path", "/nonexistent/x.o", NULL, syms, nsyms,
 	            "cannot write \"/nonexistent/x.o\": ");

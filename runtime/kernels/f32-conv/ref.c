@@ -10,10 +10,11 @@
  * bounds tests from the inner loop and is what makes padding free: outputs
  * whose tap falls in the padding are simply not visited.
  * A 1x1 convolution with unit strides and no padding is a matrix product per
- * image and group, so it goes through kiln_f32_gemm instead.
+ * image and group, so it goes through the reference GEMM instead. The fast
+ * path is igemm.c, the dispatch point of kiln_f32_conv2d.
  * Sums accumulate in float, in the order channel, kh, kw.
  */
-#include "kiln/kernels.h"
+#include "../f32-gemm/gemm.h"
 
 /* The outputs o in [0, out_len) whose input position o * stride + offset lies
  * in [0, in_len) form one interval; return it as [*lo, *hi) (empty if
@@ -41,7 +42,7 @@ static void conv_1x1(const kiln_conv2d_params *p, const float *X, const float *W
 			for (int64_t m = 0; m < mg; m++)
 				for (int64_t i = 0; i < hw; i++)
 					y[m * hw + i] = bias ? bias[g * mg + m] : 0.0f;
-			kiln_f32_gemm(mg, hw, cg, 1.0f, W + g * mg * cg, cg, 1,
+			kiln_f32_gemm_ref(mg, hw, cg, 1.0f, W + g * mg * cg, cg, 1,
 			              X + (n * p->in_channels + g * cg) * hw, hw, 1, 1.0f, y, hw);
 		}
 }
@@ -68,8 +69,10 @@ static void accumulate_tap(const kiln_conv2d_params *p, float w, const float *x,
 	}
 }
 
-KILN_API void kiln_f32_conv2d(const kiln_conv2d_params *p, const float *X, const float *W,
-                              const float *bias, float *Y)
+/* What the ref variant and depthwise convolutions run (igemm.c dispatches),
+ * and what the GEMM path is tested against. */
+void kiln_f32_conv2d_ref(const kiln_conv2d_params *p, const float *X, const float *W,
+                         const float *bias, float *Y)
 {
 	const int64_t kH = p->kernel_h, kW = p->kernel_w;
 	const int64_t in_plane = p->in_h * p->in_w, out_plane = p->out_h * p->out_w;

@@ -59,13 +59,6 @@ void kiln_f32_gemm_ep_ref(int64_t M, int64_t N, int64_t K, float alpha, const fl
 	}
 }
 
-void kiln_f32_conv2d_ep(const kiln_conv2d_params *p, const float *X, const float *W,
-                        const float *bias, float *Y, const kiln_epilogue *ep)
-{
-	kiln_f32_conv2d(p, X, W, bias, Y);
-	kiln_f32_conv_epilogue(p, Y, ep);
-}
-
 void kiln_f32_conv_epilogue(const kiln_conv2d_params *p, float *Y, const kiln_epilogue *ep)
 {
 	if (!ep)

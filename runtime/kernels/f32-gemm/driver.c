@@ -47,8 +47,10 @@ void kiln_gemm_run(int64_t M, int64_t N, int64_t K, const float *A, int64_t lda,
 	int act = ep ? ep->act : KILN_ACT_NONE;
 	int late_act = !inline_act(act);
 	int64_t kc = b->packed ? K : KC;
+	/* Packed B: blocks of A's rows stay in L2 while every panel passes. B
+	 * packed here: each panel is packed once and all of A passes over it. */
 	int64_t mc = A_BLOCK_BYTES / 4 / (K > 0 ? K : 1);
-	mc = mc < MR ? MR : mc / MR * MR;
+	mc = !b->packed ? M : mc < MR ? MR : mc / MR * MR;
 	float panel[KC * KILN_PACK_NR];
 	GemmTile t = {.lda = lda, .ldc = ldc, .ldres = e->ldres,
 	              .act = late_act ? KILN_ACT_NONE : act,

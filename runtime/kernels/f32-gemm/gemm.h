@@ -89,4 +89,8 @@ void kiln_f32_gemm_ref(int64_t M, int64_t N, int64_t K, float alpha, const float
                        int64_t b_row_stride, int64_t b_col_stride, float beta, float *C,
                        int64_t c_row_stride);
 
+/* The reference direct-loop convolution of f32-conv/ref.c. */
+void kiln_f32_conv2d_ref(const kiln_conv2d_params *p, const float *X, const float *W,
+                         const float *bias, float *Y);
+
 #endif
