@@ -35,43 +35,52 @@ static void pack_im2col(const GemmBSrc *s, int64_t n0, int64_t k0, int64_t kc, f
 	const int64_t OW = p->out_w, H = p->in_h, W = p->in_w, kH = p->kernel_h, kW = p->kernel_w;
 	const int64_t sH = p->stride_h, sW = p->stride_w;
 	int64_t w = kiln_pack_b32_width(s->N, n0);
+	/* The panel's pixels as runs along output rows: found once, used by every row k. */
+	int64_t run_oh[KILN_PACK_NR], run_ow[KILN_PACK_NR], run_t[KILN_PACK_NR], run_len[KILN_PACK_NR];
+	int nruns = 0;
+	for (int64_t t = 0, oh = n0 / OW, ow = n0 % OW; t < w; nruns++, oh++, ow = 0) {
+		int64_t len = OW - ow < w - t ? OW - ow : w - t;
+		run_oh[nruns] = oh, run_ow[nruns] = ow, run_t[nruns] = t, run_len[nruns] = len;
+		t += len;
+	}
+	/* row k = (c, i, j), stepped without dividing */
+	int64_t c = k0 / (kH * kW), i = k0 / kW % kH, j = k0 % kW;
 	for (int64_t r = 0; r < kc; r++) {
-		int64_t k = k0 + r;
-		int64_t c = k / (kH * kW), i = k / kW % kH, j = k % kW;
 		const float *plane = ic->x + c * H * W;
 		int64_t dh = i * p->dilation_h - p->pad_top, dw = j * p->dilation_w - p->pad_left;
 		float *d = dst + r * w;
-		for (int64_t t = 0; t < w;) {
-			int64_t q = n0 + t, oh = q / OW, ow = q % OW;
-			int64_t len = OW - ow < w - t ? OW - ow : w - t;  /* pixels left in this output row */
-			int64_t ih = oh * sH + dh;
+		for (int q = 0; q < nruns; q++) {
+			float *o = d + run_t[q];
+			int64_t len = run_len[q], ih = run_oh[q] * sH + dh, iw = run_ow[q] * sW + dw;
 			if (ih < 0 || ih >= H) {
 				for (int64_t u = 0; u < len; u++)
-					d[t + u] = 0.0f;
-			} else {
-				const float *row = plane + ih * W;
-				int64_t iw = ow * sW + dw;
-				if (sW == 1) {
-					/* [lo, hi) of the run lands inside the row */
-					int64_t lo = iw < 0 ? -iw : 0, hi = W - iw < len ? W - iw : len;
-					if (hi < lo)
-						hi = lo;
-					if (lo > len)
-						lo = hi = len;
-					/* plain loops: runs are at most 32 floats, too short for memcpy calls */
-					float *o = d + t;
-					for (int64_t u = 0; u < lo; u++)
-						o[u] = 0.0f;
-					for (int64_t u = lo; u < hi; u++)
-						o[u] = row[iw + u];
-					for (int64_t u = hi; u < len; u++)
-						o[u] = 0.0f;
-				} else {
-					for (int64_t u = 0; u < len; u++, iw += sW)
-						d[t + u] = iw >= 0 && iw < W ? row[iw] : 0.0f;
-				}
+					o[u] = 0.0f;
+				continue;
 			}
-			t += len;
+			const float *row = plane + ih * W;
+			if (sW == 1) {
+				/* [lo, hi) of the run lands inside the row; plain loops, since
+				 * runs are at most 32 floats, too short for memcpy calls */
+				int64_t lo = iw < 0 ? -iw : 0, hi = W - iw < len ? W - iw : len;
+				if (lo > len)
+					lo = len;
+				if (hi < lo)
+					hi = lo;
+				for (int64_t u = 0; u < lo; u++)
+					o[u] = 0.0f;
+				for (int64_t u = lo; u < hi; u++)
+					o[u] = row[iw + u];
+				for (int64_t u = hi; u < len; u++)
+					o[u] = 0.0f;
+			} else {
+				for (int64_t u = 0; u < len; u++, iw += sW)
+					o[u] = iw >= 0 && iw < W ? row[iw] : 0.0f;
+			}
+		}
+		if (++j == kW) {
+			j = 0;
+			if (++i == kH)
+				i = 0, c++;
 		}
 	}
 }

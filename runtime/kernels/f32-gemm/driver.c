@@ -74,8 +74,11 @@ void kiln_gemm_run(int64_t M, int64_t N, int64_t K, const float *A, int64_t lda,
 				t.alpha = e->alpha;
 				t.cbeta = k0 == 0 ? e->beta : 1.0f;
 				t.final = k0 + kb >= K;
-				for (int64_t m = m0; m < m_end; m += MR) {
-					t.mr = (int)(m_end - m < MR ? m_end - m : MR);
+				for (int64_t m = m0; m < m_end; m += t.mr) {
+					/* rows spread evenly over the tiles left (64 = 6 x ~11, not
+					 * 5 x 12 + 4): a short tile has too few accumulators */
+					int64_t left = m_end - m, ntiles = (left + MR - 1) / MR;
+					t.mr = (int)((left + ntiles - 1) / ntiles);
 					t.A = A + m * lda + k0;
 					t.C = C + m * ldc + n0;
 					t.col_bias = e->col_bias ? e->col_bias + n0 : NULL;
