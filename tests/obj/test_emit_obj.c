@@ -145,7 +145,7 @@ int main(int argc, char **argv)
 
 	/* a hidden symbol (kiln's models): global in the object, hidden
 	 * visibility, so no shared library linking it exports it */
-	ObjSymbol hid[] = { { "kiln_w_hidden", a, 16, 64, 1 } };
+	ObjSymbol hid[] = { { "kiln_w_hidden", a, 16, 64, 1, NULL, NULL } };
 	char *hidden = join(dir, "hidden.o");
 	unlink(hidden);
 	rc = emit_weights_object(hidden, NULL, hid, 1, err, sizeof err);
