@@ -664,7 +664,8 @@ KILN_API void kiln_f32_gemm_f16b(int64_t M, int64_t N, int64_t K, float alpha,
 KILN_API void kiln_f32_conv2d_f16w(const kiln_conv2d_params *p, const float *X,
                                    const uint16_t *W, const float *bias, float *Y,
                                    const kiln_epilogue *ep);
-/* The activation alone, in place over n elements. */
+/* The activation alone, in place over n elements: one loop per activation,
+ * vectorized (runtime/kernels/f32-vmath/, the variant kiln_isa() picks). */
 KILN_API void kiln_f32_act(float *Y, int64_t n, const kiln_epilogue *ep);
 
 /* ---- tree ensembles and linear models (ai.onnx.ml) -------------------- */
@@ -716,6 +717,19 @@ KILN_API void kiln_tree_ensemble_run(const kiln_tree_ensemble *t, const void *X,
 KILN_API void kiln_ml_post_transform(int post, double *s, int64_t n);
 /* sqrt(2) * erfinv(2p - 1), to double precision (ONNX's PROBIT). */
 KILN_API double kiln_ml_probit(double p);
+
+/* ---- vector math (runtime/kernels/f32-vmath/) ------------------------- */
+
+/* Unary float32 functions by polynomial approximation; maximum errors in
+ * docs/kernels.md (3 ulp, GELU more). NaN gives NaN, infinities their limits. */
+typedef enum kiln_unary {
+	KILN_UNARY_EXP, KILN_UNARY_TANH, KILN_UNARY_ERF,
+	KILN_UNARY_SIGMOID,  /* 1 / (1 + exp(-x)) */
+	KILN_UNARY_GELU      /* 0.5 * x * (1 + erf(x / sqrt 2)) */
+} kiln_unary;
+
+/* Y[i] = op(X[i]) for i < n; Y may be X. Same input, same ISA: same bits. */
+KILN_API void kiln_f32_unary(int op, const float *X, float *Y, int64_t n);
 
 #ifdef __cplusplus
 }

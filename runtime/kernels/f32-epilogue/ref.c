@@ -2,38 +2,14 @@
  * f32-epilogue/ref.c - GEMM and 2-D convolution with a fused epilogue: a
  * per-column bias (GEMM) and an activation applied to the results while they
  * are still in cache, so a Gemm/Conv + BatchNorm + activation layer is one
- * kernel call. The activations compute exactly what the unfused ops'
- * generated code computes, in float.
+ * kernel call. The activations are kiln_f32_act (f32-vmath/: one vector
+ * loop per activation, chosen once per call).
  */
 #include <math.h>
 #include <stddef.h>
 
 #include "epilogue.h"
 #include "../f32-gemm/gemm.h"
-
-static float act1(const kiln_epilogue *ep, float x)
-{
-	switch (ep->act) {
-	case KILN_ACT_RELU: return x > 0.0f ? x : 0.0f;
-	case KILN_ACT_SIGMOID: return 1.0f / (1.0f + expf(-x));
-	case KILN_ACT_TANH: return tanhf(x);
-	case KILN_ACT_SELU: return x > 0.0f ? ep->beta * x : ep->beta * (ep->alpha * expf(x) - ep->alpha);
-	case KILN_ACT_ELU: return x >= 0.0f ? x : ep->alpha * (expf(x) - 1.0f);
-	case KILN_ACT_LEAKY_RELU: return x >= 0.0f ? x : ep->alpha * x;
-	case KILN_ACT_HARD_SIGMOID: return fmaxf(0.0f, fminf(1.0f, ep->alpha * x + ep->beta));
-	case KILN_ACT_CLIP: return x < ep->alpha ? ep->alpha : x > ep->beta ? ep->beta : x;
-	case KILN_ACT_GELU: return x * 0.5f * (1.0f + erff(x * 0.70710678118654752f));
-	default: return x;
-	}
-}
-
-void kiln_f32_act(float *Y, int64_t n, const kiln_epilogue *ep)
-{
-	if (!ep || ep->act == KILN_ACT_NONE)
-		return;
-	for (int64_t i = 0; i < n; i++)
-		Y[i] = act1(ep, Y[i]);
-}
 
 /* The reference for f32-gemm/driver.c's kiln_f32_gemm_ep (the ref variant). */
 void kiln_f32_gemm_ep_ref(int64_t M, int64_t N, int64_t K, float alpha, const float *A,

@@ -1,0 +1,59 @@
+/*
+ * f32-vmath/avx2.c - the AVX2 + FMA variant of the vector math kernels:
+ * body.h over 8 float lanes (__m256); the last n % 8 elements through masked
+ * loads and stores.
+ */
+#include <immintrin.h>
+#include <stdint.h>
+
+#include "vmath.h"
+
+typedef __m256 V;
+typedef __m256 VM;
+enum { W = 8 };
+#define VMATH_INLINE inline __attribute__((always_inline))
+
+static inline V vset(float a) { return _mm256_set1_ps(a); }
+static inline V vload(const float *p) { return _mm256_loadu_ps(p); }
+static inline void vstore(float *p, V a) { _mm256_storeu_ps(p, a); }
+static inline __m256i lanes_below(int64_t n)
+{
+	return _mm256_cmpgt_epi32(_mm256_set1_epi32((int)n), _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7));
+}
+static inline V vload_n(const float *p, int64_t n) { return _mm256_maskload_ps(p, lanes_below(n)); }
+static inline void vstore_n(float *p, V a, int64_t n) { _mm256_maskstore_ps(p, lanes_below(n), a); }
+static inline V vadd(V a, V b) { return _mm256_add_ps(a, b); }
+static inline V vsub(V a, V b) { return _mm256_sub_ps(a, b); }
+static inline V vmul(V a, V b) { return _mm256_mul_ps(a, b); }
+static inline V vdiv(V a, V b) { return _mm256_div_ps(a, b); }
+static inline V vfma(V a, V b, V c) { return _mm256_fmadd_ps(a, b, c); }
+/* minps/maxps return the second operand when either is NaN: a < b ? a : b */
+static inline V vmin(V a, V b) { return _mm256_min_ps(a, b); }
+static inline V vmax(V a, V b) { return _mm256_max_ps(a, b); }
+static inline VM vlt(V a, V b) { return _mm256_cmp_ps(a, b, _CMP_LT_OQ); }
+static inline VM vle(V a, V b) { return _mm256_cmp_ps(a, b, _CMP_LE_OQ); }
+static inline VM vgt(V a, V b) { return _mm256_cmp_ps(a, b, _CMP_GT_OQ); }
+static inline VM vge(V a, V b) { return _mm256_cmp_ps(a, b, _CMP_GE_OQ); }
+static inline V vsel(VM m, V a, V b) { return _mm256_blendv_ps(b, a, m); }
+static inline V vabs(V a) { return _mm256_andnot_ps(_mm256_set1_ps(-0.0f), a); }
+static inline V vcopysign(V m, V s)
+{
+	return _mm256_or_ps(m, _mm256_and_ps(s, _mm256_set1_ps(-0.0f)));
+}
+static inline V vexp2i(V n)
+{
+	__m256i k = _mm256_add_epi32(_mm256_cvtps_epi32(n), _mm256_set1_epi32(127));
+	return _mm256_castsi256_ps(_mm256_slli_epi32(k, 23));
+}
+
+#include "body.h"
+
+void kiln_f32_unary_avx2(int op, const float *x, float *y, int64_t n)
+{
+	vmath_unary(op, x, y, n);
+}
+
+void kiln_f32_act_avx2(float *y, int64_t n, const kiln_epilogue *ep)
+{
+	vmath_act(y, n, ep);
+}

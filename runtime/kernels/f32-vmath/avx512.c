@@ -1,0 +1,56 @@
+/*
+ * f32-vmath/avx512.c - the AVX-512 variant of the vector math kernels:
+ * body.h over 16 float lanes (__m512) with mask registers; the last n % 16
+ * elements through masked loads and stores.
+ */
+#include <immintrin.h>
+#include <stdint.h>
+
+#include "vmath.h"
+
+typedef __m512 V;
+typedef __mmask16 VM;
+enum { W = 16 };
+#define VMATH_INLINE inline __attribute__((always_inline))
+
+static inline V vset(float a) { return _mm512_set1_ps(a); }
+static inline V vload(const float *p) { return _mm512_loadu_ps(p); }
+static inline void vstore(float *p, V a) { _mm512_storeu_ps(p, a); }
+static inline __mmask16 lanes_below(int64_t n) { return (__mmask16)((1u << n) - 1); }
+static inline V vload_n(const float *p, int64_t n) { return _mm512_maskz_loadu_ps(lanes_below(n), p); }
+static inline void vstore_n(float *p, V a, int64_t n) { _mm512_mask_storeu_ps(p, lanes_below(n), a); }
+static inline V vadd(V a, V b) { return _mm512_add_ps(a, b); }
+static inline V vsub(V a, V b) { return _mm512_sub_ps(a, b); }
+static inline V vmul(V a, V b) { return _mm512_mul_ps(a, b); }
+static inline V vdiv(V a, V b) { return _mm512_div_ps(a, b); }
+static inline V vfma(V a, V b, V c) { return _mm512_fmadd_ps(a, b, c); }
+/* vminps/vmaxps return the second operand when either is NaN: a < b ? a : b */
+static inline V vmin(V a, V b) { return _mm512_min_ps(a, b); }
+static inline V vmax(V a, V b) { return _mm512_max_ps(a, b); }
+static inline VM vlt(V a, V b) { return _mm512_cmp_ps_mask(a, b, _CMP_LT_OQ); }
+static inline VM vle(V a, V b) { return _mm512_cmp_ps_mask(a, b, _CMP_LE_OQ); }
+static inline VM vgt(V a, V b) { return _mm512_cmp_ps_mask(a, b, _CMP_GT_OQ); }
+static inline VM vge(V a, V b) { return _mm512_cmp_ps_mask(a, b, _CMP_GE_OQ); }
+static inline V vsel(VM m, V a, V b) { return _mm512_mask_blend_ps(m, b, a); }
+static inline V vabs(V a) { return _mm512_abs_ps(a); }
+static inline V vcopysign(V m, V s)
+{
+	return _mm512_or_ps(m, _mm512_and_ps(s, _mm512_set1_ps(-0.0f)));
+}
+static inline V vexp2i(V n)
+{
+	__m512i k = _mm512_add_epi32(_mm512_cvtps_epi32(n), _mm512_set1_epi32(127));
+	return _mm512_castsi512_ps(_mm512_slli_epi32(k, 23));
+}
+
+#include "body.h"
+
+void kiln_f32_unary_avx512(int op, const float *x, float *y, int64_t n)
+{
+	vmath_unary(op, x, y, n);
+}
+
+void kiln_f32_act_avx512(float *y, int64_t n, const kiln_epilogue *ep)
+{
+	vmath_act(y, n, ep);
+}

@@ -1,0 +1,195 @@
+/*
+ * f32-vmath/body.h - the vector math algorithms, written once over a vector
+ * type V of W float lanes; included by ref.c (W = 1, plain C), avx2.c
+ * (W = 8) and avx512.c (W = 16) after each defines V, VM (a lane mask) and:
+ *   vset vload vstore vload_n vstore_n   (the _n forms move the first n < W lanes)
+ *   vadd vsub vmul vdiv vfma(a, b, c) = a * b + c
+ *   vmin(a, b) = a < b ? a : b,  vmax(a, b) = a > b ? a : b   (a NaN gives b)
+ *   vabs vcopysign(m, s) (m >= 0 gets the sign of s)  vlt vle vgt vge -> VM
+ *   vsel(m, a, b) = m ? a : b,  vexp2i(n) = 2^n for integral n in [-126, 127]
+ *
+ * The approximations (maximum errors measured over every float in the
+ * ranges named, tests/kernels/test_vmath.c, all variants; docs/kernels.md):
+ *   exp    x clamped to [-104, 89] (outside, exp rounds to 0 or overflows
+ *          to inf anyway); n = round(x / ln 2), r = x - n ln 2 in two parts
+ *          (Cody-Waite), exp(r) by a degree-7 polynomial (Cephes's expf
+ *          coefficients), scaled by 2^n as two factors 2^n1 * 2^n2 so that
+ *          subnormal results are rounded once.  <= 1 ulp (normal results).
+ *   tanh   |x| < 0.625: odd polynomial (Cephes's tanhf); else
+ *          sign(x) (1 - 2 / (exp(2|x|) + 1)).  <= 2 ulp.
+ *   erf    |x| < 0.921875: x P(x^2), degree 5 in x^2; else
+ *          sign(x) (1 - exp(Q(|x| - 2) - x^2)) with Q of degree 8 fitting
+ *          log(erfc(x)) + x^2 on [0.921875, 3.925]; +-1 beyond 3.925.
+ *          <= 3 ulp.
+ *   sigmoid  e = exp(-|x|), (x < 0 ? e : 1) / (1 + e): no cancellation on
+ *          either side.  <= 2 ulp.
+ *   gelu   0.5 x (1 + erf(x / sqrt 2)) with 1 + erf(u) taken as erfc(|u|)
+ *          = exp(Q - u^2) for u <= -0.921875 (no cancellation), 0 below
+ *          u = -3.925 (|gelu| < 1e-7 there, where 1 + erff(u) is 0 too).
+ * Special values: NaN gives NaN; exp(-inf) = 0, exp(inf) = inf, tanh and
+ * erf of +-inf are +-1, sigmoid of -inf/inf is 0/1; odd functions keep -0.
+ * Every result depends only on the input value, never on its position.
+ */
+
+/* ---- the elementary functions ---- */
+
+static inline V v_exp(V x)
+{
+	const V magic = vset(0x1.8p23f);  /* x + magic - magic rounds x to an integer */
+	x = vmax(vset(-104.0f), vmin(vset(89.0f), x));
+	V n = vsub(vadd(vmul(x, vset(1.44269504088896341f)), magic), magic);
+	V r = vfma(n, vset(-0.693359375f), x);  /* exact: ln2_hi has 9 bits, |n| <= 150 */
+	r = vfma(n, vset(2.12194440e-4f), r);   /* - n * ln2_lo */
+	V p = vset(1.9875691500e-4f);
+	p = vfma(p, r, vset(1.3981999507e-3f));
+	p = vfma(p, r, vset(8.3334519073e-3f));
+	p = vfma(p, r, vset(4.1665795894e-2f));
+	p = vfma(p, r, vset(1.6666665459e-1f));
+	p = vfma(p, r, vset(5.0000001201e-1f));
+	p = vadd(vfma(p, vmul(r, r), r), vset(1.0f));
+	/* 2^n = 2^n1 * 2^n2 with both factors normal (n in [-150, 128]): p * 2^n1
+	 * is exact, so the product is rounded once, subnormal or not. */
+	V n1 = vsub(vadd(vmul(n, vset(0.5f)), magic), magic);
+	return vmul(vmul(p, vexp2i(n1)), vexp2i(vsub(n, n1)));
+}
+
+static inline V v_tanh(V x)
+{
+	V a = vabs(x), z = vmul(x, x);
+	V p = vset(-5.70498872745e-3f);
+	p = vfma(p, z, vset(2.06390887954e-2f));
+	p = vfma(p, z, vset(-5.37397155531e-2f));
+	p = vfma(p, z, vset(1.33314422036e-1f));
+	p = vfma(p, z, vset(-3.33332819422e-1f));
+	V small = vfma(vmul(p, z), a, a);  /* of |x|, so that tanh(-0) is -0 */
+	V e = v_exp(vadd(a, a));
+	V big = vsub(vset(1.0f), vdiv(vset(2.0f), vadd(e, vset(1.0f))));
+	return vcopysign(vsel(vlt(a, vset(0.625f)), small, big), x);
+}
+
+/* erf(x) / x on |x| < 0.921875, as a polynomial in z = x^2 */
+static inline V v_erf_small(V z)
+{
+	V p = vset(-5.991138169e-04f);
+	p = vfma(p, z, vset(4.993247334e-03f));
+	p = vfma(p, z, vset(-2.676667459e-02f));
+	p = vfma(p, z, vset(1.128181815e-01f));
+	p = vfma(p, z, vset(-3.761249483e-01f));
+	return vfma(p, z, vset(1.128379107e+00f));
+}
+
+/* erfc(a) for a in [0.921875, 3.925] (a larger argument is clamped to 3.925) */
+static inline V v_erfc_tail(V a)
+{
+	a = vmin(vset(3.925f), a);
+	V t = vsub(a, vset(2.0f));
+	V q = vset(1.630663405e-06f);
+	q = vfma(q, t, vset(-1.980322668e-05f));
+	q = vfma(q, t, vset(1.352340914e-04f));
+	q = vfma(q, t, vset(-7.333899266e-04f));
+	q = vfma(q, t, vset(3.571070964e-03f));
+	q = vfma(q, t, vset(-1.646471582e-02f));
+	q = vfma(q, t, vset(7.624904811e-02f));
+	q = vfma(q, t, vset(-4.181608558e-01f));
+	q = vfma(q, t, vset(-1.364941239e+00f));
+	return v_exp(vfma(vsub(vset(0.0f), a), a, q));
+}
+
+static inline V v_erf(V x)
+{
+	V a = vabs(x);
+	V small = vmul(x, v_erf_small(vmul(x, x)));
+	V big = vsel(vge(a, vset(3.925f)), vset(1.0f), vsub(vset(1.0f), v_erfc_tail(a)));
+	return vsel(vlt(a, vset(0.921875f)), small, vcopysign(big, x));
+}
+
+static inline V v_sigmoid(V x)
+{
+	V e = v_exp(vsub(vset(0.0f), vabs(x)));
+	return vdiv(vsel(vlt(x, vset(0.0f)), e, vset(1.0f)), vadd(vset(1.0f), e));
+}
+
+static inline V v_gelu(V x)
+{
+	V u = vmul(x, vset(0.70710678118654752f)), a = vabs(u);
+	V small = vfma(u, v_erf_small(vmul(u, u)), vset(1.0f));
+	V c = vsel(vge(a, vset(3.925f)), vset(0.0f), v_erfc_tail(a));
+	V big = vsel(vlt(x, vset(0.0f)), c, vsub(vset(2.0f), c));
+	return vmul(vmul(x, vset(0.5f)), vsel(vlt(a, vset(0.921875f)), small, big));
+}
+
+/* ---- loops: one per function, the function chosen once per call ---- */
+
+/* The activations and unary ops share one shape: V f(V x, V alpha, V beta). */
+typedef V (*VmathFn)(V x, V alpha, V beta);
+
+static VMATH_INLINE void vmath_map(const float *x, float *y, int64_t n, VmathFn f, V alpha,
+                                   V beta)
+{
+	int64_t i = 0;
+	for (; i + W <= n; i += W)
+		vstore(y + i, f(vload(x + i), alpha, beta));
+	if (i < n)  /* the same lanes computed the same way: results do not depend on n */
+		vstore_n(y + i, f(vload_n(x + i, n - i), alpha, beta), n - i);
+}
+
+static inline V f_exp(V x, V a, V b) { (void)a, (void)b; return v_exp(x); }
+static inline V f_tanh(V x, V a, V b) { (void)a, (void)b; return v_tanh(x); }
+static inline V f_erf(V x, V a, V b) { (void)a, (void)b; return v_erf(x); }
+static inline V f_sigmoid(V x, V a, V b) { (void)a, (void)b; return v_sigmoid(x); }
+static inline V f_gelu(V x, V a, V b) { (void)a, (void)b; return v_gelu(x); }
+/* x > 0 ? x : 0 (NaN gives 0, as the scalar epilogue always did) */
+static inline V f_relu(V x, V a, V b) { (void)a, (void)b; return vmax(x, vset(0.0f)); }
+static inline V f_selu(V x, V a, V b)
+{
+	return vmul(b, vsel(vgt(x, vset(0.0f)), x, vsub(vmul(a, v_exp(x)), a)));
+}
+static inline V f_elu(V x, V a, V b)
+{
+	(void)b;
+	return vsel(vge(x, vset(0.0f)), x, vmul(a, vsub(v_exp(x), vset(1.0f))));
+}
+static inline V f_leaky_relu(V x, V a, V b)
+{
+	(void)b;
+	return vsel(vge(x, vset(0.0f)), x, vmul(a, x));
+}
+/* fmaxf(0, fminf(1, a x + b)): a NaN becomes 1, as fminf(1, NaN) is 1 */
+static inline V f_hard_sigmoid(V x, V a, V b)
+{
+	return vmax(vmin(vfma(a, x, b), vset(1.0f)), vset(0.0f));
+}
+static inline V f_clip(V x, V a, V b)
+{
+	return vsel(vlt(x, a), a, vsel(vgt(x, b), b, x));
+}
+
+static void vmath_unary(int op, const float *x, float *y, int64_t n)
+{
+	V z = vset(0.0f);
+	switch (op) {
+	case KILN_UNARY_EXP: vmath_map(x, y, n, f_exp, z, z); break;
+	case KILN_UNARY_TANH: vmath_map(x, y, n, f_tanh, z, z); break;
+	case KILN_UNARY_ERF: vmath_map(x, y, n, f_erf, z, z); break;
+	case KILN_UNARY_SIGMOID: vmath_map(x, y, n, f_sigmoid, z, z); break;
+	case KILN_UNARY_GELU: vmath_map(x, y, n, f_gelu, z, z); break;
+	default: break;
+	}
+}
+
+static void vmath_act(float *y, int64_t n, const kiln_epilogue *ep)
+{
+	V a = vset(ep->alpha), b = vset(ep->beta);
+	switch (ep->act) {
+	case KILN_ACT_RELU: vmath_map(y, y, n, f_relu, a, b); break;
+	case KILN_ACT_SIGMOID: vmath_map(y, y, n, f_sigmoid, a, b); break;
+	case KILN_ACT_TANH: vmath_map(y, y, n, f_tanh, a, b); break;
+	case KILN_ACT_SELU: vmath_map(y, y, n, f_selu, a, b); break;
+	case KILN_ACT_ELU: vmath_map(y, y, n, f_elu, a, b); break;
+	case KILN_ACT_LEAKY_RELU: vmath_map(y, y, n, f_leaky_relu, a, b); break;
+	case KILN_ACT_HARD_SIGMOID: vmath_map(y, y, n, f_hard_sigmoid, a, b); break;
+	case KILN_ACT_CLIP: vmath_map(y, y, n, f_clip, a, b); break;
+	case KILN_ACT_GELU: vmath_map(y, y, n, f_gelu, a, b); break;
+	default: break;
+	}
+}

@@ -1,0 +1,58 @@
+/*
+ * f32-vmath/ref.c - the portable variant of the vector math kernels: body.h
+ * over one float lane in plain C11 (no FMA: a * b + c is rounded twice, and
+ * x86-64's baseline has none). The reference the SIMD variants are tested
+ * against, and what runs on targets without them.
+ */
+#include <stdint.h>
+#include <string.h>
+
+#include "vmath.h"
+
+typedef float V;
+typedef int VM;
+enum { W = 1 };
+#if defined(__GNUC__)
+#define VMATH_INLINE inline __attribute__((always_inline))
+#else
+#define VMATH_INLINE inline
+#endif
+
+static inline V vset(float a) { return a; }
+static inline V vload(const float *p) { return *p; }
+static inline void vstore(float *p, V a) { *p = a; }
+static inline V vload_n(const float *p, int64_t n) { (void)n; return *p; }
+static inline void vstore_n(float *p, V a, int64_t n) { (void)n; *p = a; }
+static inline V vadd(V a, V b) { return a + b; }
+static inline V vsub(V a, V b) { return a - b; }
+static inline V vmul(V a, V b) { return a * b; }
+static inline V vdiv(V a, V b) { return a / b; }
+static inline V vfma(V a, V b, V c) { return a * b + c; }
+static inline V vmin(V a, V b) { return a < b ? a : b; }
+static inline V vmax(V a, V b) { return a > b ? a : b; }
+static inline VM vlt(V a, V b) { return a < b; }
+static inline VM vle(V a, V b) { return a <= b; }
+static inline VM vgt(V a, V b) { return a > b; }
+static inline VM vge(V a, V b) { return a >= b; }
+static inline V vsel(VM m, V a, V b) { return m ? a : b; }
+static inline uint32_t bits(V a) { uint32_t u; memcpy(&u, &a, sizeof u); return u; }
+static inline V from_bits(uint32_t u) { V a; memcpy(&a, &u, sizeof a); return a; }
+static inline V vabs(V a) { return from_bits(bits(a) & 0x7fffffffu); }
+static inline V vcopysign(V m, V s) { return from_bits(bits(m) | (bits(s) & 0x80000000u)); }
+static inline V vexp2i(V n)
+{
+	int32_t k = n == n ? (int32_t)n : 0;  /* a NaN lane's result is NaN anyway */
+	return from_bits((uint32_t)(k + 127) << 23);
+}
+
+#include "body.h"
+
+void kiln_f32_unary_ref(int op, const float *x, float *y, int64_t n)
+{
+	vmath_unary(op, x, y, n);
+}
+
+void kiln_f32_act_ref(float *y, int64_t n, const kiln_epilogue *ep)
+{
+	vmath_act(y, n, ep);
+}
