@@ -38,22 +38,48 @@ static bool exists(const char *path)
 	return stat(path, &st) == 0;
 }
 
-/* $KILN_INCLUDE_DIR, else the source tree kiln was built from, else the
- * install prefix: the first that holds kiln/kernels.h. */
+/* The prefix of an installed kiln, from the executable's own path
+ * (<prefix>/<bindir>/kiln), so a moved installation still finds its files;
+ * NULL when kiln does not run from a <bindir> (the build tree). */
+static const char *exe_prefix(Arena *a)
+{
+	char buf[4096];
+	ssize_t n = readlink("/proc/self/exe", buf, sizeof buf - 1);
+	if (n <= 0)
+		return NULL;
+	buf[n] = 0;
+	char *slash = strrchr(buf, '/');
+	if (!slash)
+		return NULL;
+	*slash = 0;
+	size_t nb = strlen(buf), nrel = strlen(KILN_BINDIR_REL);
+	if (nrel >= nb || strcmp(buf + nb - nrel, KILN_BINDIR_REL) != 0 || buf[nb - nrel - 1] != '/')
+		return NULL;
+	buf[nb - nrel - 1] = 0;
+	return arena_strdup(a, buf);
+}
+
+/* $KILN_INCLUDE_DIR, else the installation kiln runs from, else the source
+ * tree kiln was built from, else the configured prefix: the first that
+ * holds kiln/kernels.h. */
 const char *compile_include_dir(Arena *a)
 {
-	const char *cands[] = {getenv("KILN_INCLUDE_DIR"), KILN_SOURCE_INCLUDE_DIR,
-	                       KILN_INSTALL_INCLUDE_DIR};
+	const char *pre = exe_prefix(a);
+	const char *cands[] = {getenv("KILN_INCLUDE_DIR"),
+	                       pre ? arena_printf(a, "%s/%s", pre, KILN_INCLUDEDIR_REL) : NULL,
+	                       KILN_SOURCE_INCLUDE_DIR, KILN_INSTALL_INCLUDE_DIR};
 	for (size_t i = 0; i < sizeof cands / sizeof cands[0]; i++)
 		if (cands[i] && *cands[i] && exists(arena_printf(a, "%s/kiln/kernels.h", cands[i])))
 			return cands[i];
 	return KILN_INSTALL_INCLUDE_DIR;
 }
 
-const char *compile_runtime_lib(void)
+const char *compile_runtime_lib(Arena *a)
 {
-	const char *cands[] = {getenv("KILN_RUNTIME_LIB"), KILN_BUILD_RUNTIME_LIB,
-	                       KILN_INSTALL_RUNTIME_LIB};
+	const char *pre = exe_prefix(a);
+	const char *cands[] = {getenv("KILN_RUNTIME_LIB"),
+	                       pre ? arena_printf(a, "%s/%s/libkiln.a", pre, KILN_LIBDIR_REL) : NULL,
+	                       KILN_BUILD_RUNTIME_LIB, KILN_INSTALL_RUNTIME_LIB};
 	for (size_t i = 0; i < sizeof cands / sizeof cands[0]; i++)
 		if (cands[i] && *cands[i] && exists(cands[i]))
 			return cands[i];
@@ -256,7 +282,7 @@ void compile_model(Model *m, const CompileOptions *o, CompileResult *res)
 		/* verify holds the generated C to its promise: no warnings. */
 		const char *more[] = {"-std=c11", opt, "-Wall", "-Wextra", "-Werror", "-fPIC", "-shared",
 		                      inc, "-o", res->so_path,
-		                      res->c_path, res->weights_path, compile_runtime_lib(), "-lm", NULL};
+		                      res->c_path, res->weights_path, compile_runtime_lib(a), "-lm", NULL};
 		memcpy(argv + n, more, sizeof more);
 		run_tool(m, argv, "build the shared object");
 		return;

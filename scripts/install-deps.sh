@@ -9,14 +9,16 @@
 #           python3-torchvision (models exported by the tests and bench/),
 #           python3-xgboost and python3-sklearn (tree ensembles), nodejs and
 #           npm (ONNX Runtime from the npm registry: scripts/install-ort.sh),
-#           libclang-rt-14-dev (sanitizer and libFuzzer runtimes)
+#           libclang-rt-14-dev (sanitizer and libFuzzer runtimes), cmake,
+#           g++ and make (the integration suite builds the examples against
+#           an installed kiln)
 set -eu
 
 PKGS="meson ninja-build pkg-config gcc clang
       protobuf-c-compiler libprotobuf-c-dev libonnx-dev llvm-dev
       libonnx-testdata python3-onnx python3-numpy
       python3-torch python3-torchvision python3-xgboost python3-sklearn
-      libclang-rt-14-dev"
+      libclang-rt-14-dev cmake g++ make"
 
 missing=""
 for p in $PKGS; do

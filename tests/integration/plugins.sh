@@ -53,5 +53,21 @@ cc_ -I"$OUT/a" -I"$OUT/other" "$HERE/contexts.c" "$OUT/a/data.o" "$OUT/other/oth
 	-lm -o "$OUT/contexts" && ok || bad "link contexts"
 "$OUT/contexts" && ok || bad "contexts"
 
+# The C++ face (kiln/kiln.hpp): warning-free with g++ and clang++, C++17 and C++20
+# (with a sanitizer, only the C++ compiler of CC's family shares its runtime).
+cxxs="g++ clang++"
+if [ -n "${SANFLAGS:-}" ]; then
+	case $CCBIN in *clang*) cxxs=clang++ ;; *) cxxs=g++ ;; esac
+fi
+for cxx in $cxxs; do
+	command -v $cxx >/dev/null || { echo "SKIP: $cxx not found"; continue; }
+	for std in c++17 c++20; do
+		# shellcheck disable=SC2086
+		$cxx -std=$std -Wall -Wextra -pedantic -Werror ${SANFLAGS:-} -I"$SRC/include" -I"$OUT/a" \
+			-I"$OUT/other" "$HERE/cxx.cpp" "$OUT/a/data.o" "$OUT/other/other.o" "$LIBKILN" -lm \
+			-o "$OUT/cxx_${cxx}_$std" && "$OUT/cxx_${cxx}_$std" && ok || bad "C++: $cxx -std=$std"
+	done
+done
+
 echo "$pass passed, $fail failed"
 [ "$fail" -eq 0 ]

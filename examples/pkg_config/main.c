@@ -1,0 +1,1 @@
+../jet_tagger/main.c
