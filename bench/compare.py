@@ -247,24 +247,28 @@ def median(xs):
 
 
 def summarize(cell, meta_w, flops, peak):
-    """Per-cell summary from its passes."""
-    ps = [p for p in cell["passes"] if p.get("kiln") and p.get("ort")]
-    k = [p["kiln"]["median_ns"] for p in cell["passes"] if p.get("kiln")]
-    o = [p["ort"]["median_ns"] for p in cell["passes"] if p.get("ort")]
-    s = dict(kiln_ns=median(k) if k else None, ort_ns=median(o) if o else None)
-    ratios = [p["kiln"]["median_ns"] / p["ort"]["median_ns"] for p in ps]
-    s["ratio"] = median(ratios) if ratios else None
-    s["ratio_min"] = min(ratios) if ratios else None
-    s["ratio_max"] = max(ratios) if ratios else None
-    b = cell["batch"]
-    s["kiln_gflops"] = flops * b / s["kiln_ns"] if (k and flops) else None
-    s["ort_gflops"] = flops * b / s["ort_ns"] if (o and flops) else None
-    s["kiln_peak_pct"] = 100 * s["kiln_gflops"] / peak if s["kiln_gflops"] else None
-    s["ort_peak_pct"] = 100 * s["ort_gflops"] / peak if s["ort_gflops"] else None
+    """Per-cell summary from its passes: wall-clock medians and CPU-time
+    means, the median (and range) of the per-pass kiln/ORT ratios of each,
+    GFLOP/s by CPU time, RSS growth."""
+    s = {}
     for e in ("kiln", "ort"):
-        g = [p[e]["rss_after"] - p[e]["rss_before"] for p in cell["passes"] if p.get(e)]
+        runs = [p[e] for p in cell["passes"] if p.get(e)]
+        s[e + "_ns"] = median([r["median_ns"] for r in runs]) if runs else None
+        s[e + "_cpu_ns"] = median([r["cpu_median_ns"] for r in runs]) if runs else None
+        g = [r["rss_after"] - r["rss_before"] for r in runs]
         s[e + "_rss"] = median(g) if g else None
         s[e + "_rss_x_w"] = median(g) / meta_w if (g and meta_w > 16) else None
+    both = [p for p in cell["passes"] if p.get("kiln") and p.get("ort")]
+    for suffix, key in (("", "median_ns"), ("_cpu", "cpu_median_ns")):
+        rs = [p["kiln"][key] / p["ort"][key] for p in both if p["ort"][key] > 0]
+        s["ratio" + suffix] = median(rs) if rs else None
+        s["ratio" + suffix + "_min"] = min(rs) if rs else None
+        s["ratio" + suffix + "_max"] = max(rs) if rs else None
+    b = cell["batch"]
+    for e in ("kiln", "ort"):
+        t = s[e + "_cpu_ns"]
+        s[e + "_gflops"] = flops * b / t if (t and flops) else None
+        s[e + "_peak_pct"] = 100 * s[e + "_gflops"] / peak if (s[e + "_gflops"] and peak) else None
     return s
 
 
@@ -288,20 +292,31 @@ def fmt_mib(b):
     return "-" if b is None else f"{b / 2**20:.1f} MiB"
 
 
-def table(results):
-    """The markdown table (also used by report.py)."""
-    rows = ["| model | batch | kiln | ORT | kiln/ORT (min-max) | kiln GFLOP/s | kiln % peak | ORT GFLOP/s "
+def table(results, before=None):
+    """The markdown table (also used by report.py); `before`, another run's
+    results, adds its kiln/ORT ratio (CPU time) per cell."""
+    old = {}
+    for c in (before or {}).get("cells", []):
+        old[(c["model"], c["batch"])] = c["summary"].get("ratio_cpu")
+    rows = ["| model | batch | kiln | ORT | kiln/ORT (min-max) | wall-clock kiln/ORT (min-max) |"
+            + (" before |" if before else "")
+            + " kiln GFLOP/s | kiln % peak | ORT GFLOP/s "
             "| kiln RSS growth (x w) | ORT RSS growth (x w) | max abs diff | check |",
-            "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|"]
+            "|---|---:|---:|---:|---:|---:|" + ("---:|" if before else "") + "---:|---:|---:|---:|---:|---:|---|"]
     for c in results["cells"]:
         s = c["summary"]
-        r = "-" if s["ratio"] is None else f"{fmt_ratio(s['ratio'])} ({fmt_ratio(s['ratio_min'])}-{fmt_ratio(s['ratio_max'])})"
+        r = " | ".join("-" if s["ratio" + x] is None else
+                       f"{fmt_ratio(s['ratio' + x])} ({fmt_ratio(s['ratio' + x + '_min'])}-"
+                       f"{fmt_ratio(s['ratio' + x + '_max'])})" for x in ("_cpu", ""))
         g = lambda v, f="{:.1f}": "-" if v is None else f.format(v)
         rss = lambda e: "-" if s[e + "_rss"] is None else fmt_mib(s[e + "_rss"]) + (
             "" if s[e + "_rss_x_w"] is None else f" ({s[e + '_rss_x_w']:.2f})")
         d = "-" if c.get("max_abs_diff") is None else f"{c['max_abs_diff']:.2g}"
-        rows.append(f"| {c['model']} | {c['batch']} | {fmt_time(s['kiln_ns'])} | {fmt_time(s['ort_ns'])} | {r} "
-                    f"| {g(s['kiln_gflops'])} | {g(s['kiln_peak_pct'], '{:.1f}%')} | {g(s['ort_gflops'])} "
+        if before:
+            b = old.get((c["model"], c["batch"]))
+            r += " | " + ("-" if b is None else fmt_ratio(b))
+        rows.append(f"| {c['model']} | {c['batch']} | {fmt_time(s['kiln_cpu_ns'])} | {fmt_time(s['ort_cpu_ns'])} "
+                    f"| {r} | {g(s['kiln_gflops'])} | {g(s['kiln_peak_pct'], '{:.1f}%')} | {g(s['ort_gflops'])} "
                     f"| {rss('kiln')} | {rss('ort')} | {d} | {c['check']} |")
     return "\n".join(rows)
 
@@ -311,7 +326,8 @@ def write_outputs(args, results):
         json.dump(results, f, indent=1)
     with open(os.path.join(args.out, "results.csv"), "w", newline="") as f:
         w = csv.writer(f)
-        keys = ["kiln_ns", "ort_ns", "ratio", "ratio_min", "ratio_max", "kiln_gflops", "kiln_peak_pct",
+        keys = ["kiln_ns", "ort_ns", "ratio", "ratio_min", "ratio_max", "kiln_cpu_ns", "ort_cpu_ns",
+                "ratio_cpu", "ratio_cpu_min", "ratio_cpu_max", "kiln_gflops", "kiln_peak_pct",
                 "ort_gflops", "ort_peak_pct", "kiln_rss", "kiln_rss_x_w", "ort_rss", "ort_rss_x_w"]
         w.writerow(["model", "batch"] + keys + ["max_abs_diff", "check"])
         for c in results["cells"]:
@@ -422,9 +438,11 @@ def main():
         c["summary"] = summarize(c, c["weight_bytes"], c["flops_per_sample"],
                                  peak0[peak0["isa"]]["median"] if peak0.get("isa") else None)
         s = c["summary"]
-        log(f"compare: {c['model']:>22} b{c['batch']:<4} kiln {fmt_time(s['kiln_ns']):>10}  "
-            f"ORT {fmt_time(s['ort_ns']):>10}  kiln/ORT "
-            + ("-" if s["ratio"] is None else f"{fmt_ratio(s['ratio'])} ({fmt_ratio(s['ratio_min'])}-{fmt_ratio(s['ratio_max'])})")
+        log(f"compare: {c['model']:>22} b{c['batch']:<4} kiln {fmt_time(s['kiln_cpu_ns']):>10}  "
+            f"ORT {fmt_time(s['ort_cpu_ns']):>10}  kiln/ORT "
+            + ("-" if s["ratio_cpu"] is None else
+               f"{fmt_ratio(s['ratio_cpu'])} ({fmt_ratio(s['ratio_cpu_min'])}-{fmt_ratio(s['ratio_cpu_max'])})")
+            + ("" if s["ratio"] is None else f"  wall {fmt_ratio(s['ratio'])}")
             + f"  diff {c['max_abs_diff'] if c['max_abs_diff'] is None else format(c['max_abs_diff'], '.2g')}"
             + f"  {c['check']}" + ("".join("\n    !! " + e for e in c["errors"])))
 

@@ -14,9 +14,15 @@
  * the last call's outputs to OUT_DIR/NAME.bin and prints one JSON object:
  *
  *   {"engine": "kiln", "batch": B, "calls": n, "group": g, "median_ns": ..., "p10_ns": ...,
- *    "p90_ns": ..., "min_ns": ..., "rss_before": bytes, "rss_after": bytes,
+ *    "p90_ns": ..., "min_ns": ..., "mean_ns": ..., "cpu_median_ns": ...,
+ *    "cpu_mean_ns": ...,
+ *    "rss_before": bytes, "rss_after": bytes,
  *    "hwm": bytes, "arena_bytes": bytes, "isa": kernel variant (kiln_isa_name)}
  *
+ * Every call (or group) is timed by the wall clock and by the process's CPU
+ * time, which leaves out the time the process waited while another one held
+ * the core: median_ns and cpu_median_ns are the medians of those; mean_ns
+ * and cpu_mean_ns the totals over all timed calls divided by their number.
  * rss_before is read after the inputs and outputs are allocated and filled,
  * before the arena exists and before the first call touches the weights;
  * rss_after after the last timed call; hwm is the process's peak (VmHWM).
@@ -122,8 +128,8 @@ int main(int argc, char **argv)
 	}
 	/* Timing samples: allocated and touched before rss_before, so that they
 	 * do not count as the model's memory. */
-	double *t = alloc64(MAX_SAMPLES * sizeof *t);
-	memset(t, 0, MAX_SAMPLES * sizeof *t);
+	double *t = alloc64(2 * MAX_SAMPLES * sizeof *t), *tc = t + MAX_SAMPLES;
+	memset(t, 0, 2 * MAX_SAMPLES * sizeof *t);
 	uint64_t rss_before, rss_after, hwm;
 	rss(&rss_before, &hwm);
 
@@ -147,15 +153,20 @@ int main(int argc, char **argv)
 		min_calls = 1;
 
 	size_t n = 0;
+	double cpu0 = cpu_ns();
 	start = now_ns();
 	while (n < MAX_SAMPLES && ((long)n * g < min_calls || now_ns() - start < min_ns)) {
-		double s = now_ns();
+		double s = now_ns(), c = cpu_ns();
 		for (long i = 0; i < g; i++)
 			m->run[0](arena, ins, outs);
+		tc[n] = (cpu_ns() - c) / (double)g;
 		t[n++] = (now_ns() - s) / (double)g;
 	}
+	double wall_mean = (now_ns() - start) / (double)(n * (size_t)g);
+	double cpu_mean = (cpu_ns() - cpu0) / (double)(n * (size_t)g);
 	rss(&rss_after, &hwm);
 	qsort(t, n, sizeof *t, cmp_double);
+	qsort(tc, n, sizeof *tc, cmp_double);
 
 	for (int k = 0; k < m->noutputs; k++) {
 		file_name(path, sizeof path, out_dir, m->outputs[k].name);
@@ -168,8 +179,10 @@ int main(int argc, char **argv)
 	}
 	printf("{\"engine\": \"kiln\", \"batch\": %lld, \"calls\": %zu, \"group\": %ld, \"warmup_calls\": %ld, "
 	       "\"median_ns\": %.0f, \"p10_ns\": %.0f, \"p90_ns\": %.0f, \"min_ns\": %.0f, "
+	       "\"mean_ns\": %.0f, \"cpu_median_ns\": %.0f, \"cpu_mean_ns\": %.0f, "
 	       "\"rss_before\": %llu, \"rss_after\": %llu, \"hwm\": %llu, \"arena_bytes\": %llu, \"isa\": \"%s\"}\n",
 	       (long long)b, n * (size_t)g, g, warm, t[n / 2], t[n / 10], t[n * 9 / 10], t[0],
+	       wall_mean, tc[n / 2], cpu_mean,
 	       (unsigned long long)rss_before, (unsigned long long)rss_after, (unsigned long long)hwm,
 	       (unsigned long long)m->arena_bytes[0], kiln_isa_name());
 	free(t);

@@ -12,7 +12,8 @@
 // sequential execution (ORT's defaults otherwise: CPU arena, memory pattern).
 // The timed call is `await session.run(feeds)`, binding included (the
 // _probe_add row of the table measures that per-call floor).
-// Prints one JSON object like kiln_time's; rss_before is read after the
+// Prints one JSON object like kiln_time's (CPU time: process.cpuUsage(), all
+// the process's threads, microsecond resolution); rss_before is read after the
 // input tensors exist and before the session is created.
 'use strict';
 const fs = require('fs');
@@ -59,14 +60,21 @@ async function main() {
   const t = [];
   const est = (now() - start) / warm;
   const calls = est > Number(slowS) * 1e9 ? 1 : minCalls; // as kiln_time: one call is enough then
+  const cpu0 = process.cpuUsage();
   start = now();
+  const tc = [];
   while (t.length < calls || now() - start < minNs) {
-    const s = now();
+    const s = now(), c = process.cpuUsage();
     out = await session.run(feeds);
+    const dc = process.cpuUsage(c);
     t.push(now() - s);
+    tc.push((dc.user + dc.system) * 1000);
   }
+  const wallMean = (now() - start) / t.length;
+  const cpu = process.cpuUsage(cpu0);
   const rssAfter = process.memoryUsage.rss();
   t.sort((a, b) => a - b);
+  tc.sort((a, b) => a - b);
   for (const o of spec.outputs) {
     const v = out[o.name];
     if (!v) throw new Error(`no output ${o.name}`);
@@ -77,6 +85,7 @@ async function main() {
     engine: 'ort', batch: spec.batch, calls: n, warmup_calls: warm,
     median_ns: t[Math.floor(n / 2)], p10_ns: t[Math.floor(n / 10)],
     p90_ns: t[Math.floor(n * 9 / 10)], min_ns: t[0],
+    mean_ns: wallMean, cpu_median_ns: tc[Math.floor(n / 2)], cpu_mean_ns: (cpu.user + cpu.system) * 1000 / n,
     rss_before: rssBefore, rss_after: rssAfter, hwm: hwm(),
   }) + '\n');
 }

@@ -2,13 +2,15 @@
 """report.py - docs/performance.md and docs/performance.svg from the results
 of bench/compare.sh.
 
-    bench/report.py [RESULTS.json] [--md docs/performance.md] [--svg docs/performance.svg]
+    bench/report.py [RESULTS.json] [--before OLD.json] [--md docs/performance.md] [--svg ...]
 
 RESULTS.json defaults to build/bench/results.json. The page holds the
 machine, the method, the table with its noise (the per-pass ratio spread and
 every pass), a plot of kiln/ORT per model and batch (an SVG written here, no
-plotting library) and any failed or mismatching cell. Output depends only on
-the results file.
+plotting library) and any failed or mismatching cell. --before adds another
+run's kiln/ORT ratio per cell as a column (bench/results-before.json holds
+the run before the fast kernels of issue #10). Output depends only on the
+results files.
 """
 import argparse
 import math
@@ -33,7 +35,7 @@ def esc(s):
 def svg_plot(results):
     """Grouped bars of kiln/ORT (log scale) per model, one bar per batch size,
     with the per-pass min-max as a whisker and the parity line at 1."""
-    cells = [c for c in results["cells"] if c["summary"]["ratio"] is not None and c["model"] != "_probe_add"]
+    cells = [c for c in results["cells"] if c["summary"].get("ratio_cpu") is not None and c["model"] != "_probe_add"]
     models = []
     for c in cells:
         if c["model"] not in models:
@@ -41,10 +43,12 @@ def svg_plot(results):
     batches = sorted({c["batch"] for c in cells})
     if not cells:
         return '<svg xmlns="http://www.w3.org/2000/svg" width="200" height="40"><text x="10" y="25">no data</text></svg>\n'
-    lo = min(min(c["summary"]["ratio_min"] for c in cells), 0.5)
-    hi = max(max(c["summary"]["ratio_max"] for c in cells), 2.0)
+    lo = min([c["summary"]["ratio_cpu_min"] for c in cells] + [c["summary"]["ratio"] for c in cells
+                                                               if c["summary"].get("ratio")] + [0.5])
+    hi = max([c["summary"]["ratio_cpu_max"] for c in cells] + [c["summary"]["ratio"] for c in cells
+                                                              if c["summary"].get("ratio")] + [2.0])
     e_lo, e_hi = math.floor(math.log10(lo)), math.ceil(math.log10(hi))
-    left, right, top, bottom = 70, 20, 40, 120
+    left, right, top, bottom = 70, 20, 50, 120
     group_w = 24 * len(batches) + 26
     w = max(left + right + group_w * len(models), 720)
     h = 360
@@ -57,7 +61,9 @@ def svg_plot(results):
            'font-family="sans-serif" font-size="11">',
            f'<rect width="{w}" height="{h}" fill="white"/>',
            f'<text x="{left}" y="18" font-size="13">kiln time / ONNX Runtime time, one core '
-           f'(kiln {esc(results["machine"]["kiln_commit"])}; below 1: kiln faster; whiskers: pass min-max)</text>']
+           f'(kiln {esc(results["machine"]["kiln_commit"])})</text>',
+           f'<text x="{left}" y="32">bars: median of the per-pass ratios of CPU time per call, whiskers: their '
+           'min-max, circles: the wall-clock ratio; below 1: kiln is faster</text>']
     for e in range(e_lo, e_hi + 1):
         for m in (1, 2, 5):
             v = m * 10.0 ** e
@@ -77,14 +83,17 @@ def svg_plot(results):
                 continue
             s = c["summary"]
             x = gx + 24 * j
-            yv = y(s["ratio"])
+            yv = y(s["ratio_cpu"])
             top_y, hgt = min(yv, y1), abs(yv - y1)
             colour = COLOURS.get(b, "#999")
             out.append(f'<rect x="{x}" y="{top_y:.1f}" width="20" height="{max(hgt, 0.5):.1f}" fill="{colour}">'
-                       f'<title>{esc(mname)} b{b}: {s["ratio"]:.3g} ({s["ratio_min"]:.3g}-{s["ratio_max"]:.3g})'
+                       f'<title>{esc(mname)} b{b}: {s["ratio_cpu"]:.3g} ({s["ratio_cpu_min"]:.3g}-{s["ratio_cpu_max"]:.3g})'
                        f'</title></rect>')
-            out.append(f'<line x1="{x + 10}" x2="{x + 10}" y1="{y(s["ratio_min"]):.1f}" '
-                       f'y2="{y(s["ratio_max"]):.1f}" stroke="black"/>')
+            out.append(f'<line x1="{x + 10}" x2="{x + 10}" y1="{y(s["ratio_cpu_min"]):.1f}" '
+                       f'y2="{y(s["ratio_cpu_max"]):.1f}" stroke="black"/>')
+            if s.get("ratio"):
+                out.append(f'<circle cx="{x + 10}" cy="{y(s["ratio"]):.1f}" r="3" fill="white" '
+                           f'stroke="black"><title>wall-clock ratio {s["ratio"]:.3g}</title></circle>')
             if c["check"] != "ok":
                 out.append(f'<text x="{x + 10}" y="{top - 4}" text-anchor="middle" fill="red" '
                            f'font-weight="bold">!</text>')
@@ -101,48 +110,56 @@ def svg_plot(results):
 
 
 def passes_table(results):
-    rows = ["| model | batch | " + " | ".join(f"pass {p + 1} kiln / ORT (ratio)" for p in
+    rows = ["| model | batch | " + " | ".join(f"pass {p + 1}: kiln / ORT (ratio; CPU ratio)" for p in
                                             range(results["method"]["passes"])) + " |",
             "|---|---:|" + "---:|" * results["method"]["passes"]]
     for c in results["cells"]:
         cols = []
         for p in c["passes"]:
             k, o = p.get("kiln"), p.get("ort")
-            r = f" ({fmt_ratio(k['median_ns'] / o['median_ns'])})" if k and o else ""
+            r = (f" ({fmt_ratio(k['median_ns'] / o['median_ns'])}; "
+                 f"{fmt_ratio(k['cpu_median_ns'] / o['cpu_median_ns']) if o.get('cpu_median_ns') else '-'})"
+                 if k and o else "")
             cols.append(f"{fmt_time(k['median_ns']) if k else '-'} / {fmt_time(o['median_ns']) if o else '-'}{r}")
         rows.append(f"| {c['model']} | {c['batch']} | " + " | ".join(cols) + " |")
     return "\n".join(rows)
 
 
 def summary_lines(results):
-    cells = [c for c in results["cells"] if c["summary"]["ratio"] is not None and c["model"] != "_probe_add"]
+    cells = [c for c in results["cells"] if c["summary"].get("ratio_cpu") is not None and c["model"] != "_probe_add"]
     if not cells:
         return "No cell has both engines' times."
-    rs = sorted(c["summary"]["ratio"] for c in cells)
-    med = rs[len(rs) // 2] if len(rs) % 2 else 0.5 * (rs[len(rs) // 2 - 1] + rs[len(rs) // 2])
-    faster = sum(1 for r in rs if r < 1)
+    lines = []
+    for key, what in (("ratio_cpu", "CPU time"), ("ratio", "wall-clock time")):
+        rs = sorted(c["summary"][key] for c in cells if c["summary"].get(key) is not None)
+        if not rs:
+            continue
+        med = rs[len(rs) // 2] if len(rs) % 2 else 0.5 * (rs[len(rs) // 2 - 1] + rs[len(rs) // 2])
+        lines.append(f"- kiln/ORT by {what} over {len(rs)} cells: {fmt_ratio(rs[0])} to {fmt_ratio(rs[-1])}, "
+                     f"median {fmt_ratio(med)}; kiln is faster in {sum(1 for r in rs if r < 1)} of them.")
     best = max(cells, key=lambda c: c["summary"]["kiln_peak_pct"] or 0)
-    lines = [f"- kiln/ORT over {len(cells)} cells: {fmt_ratio(rs[0])} to {fmt_ratio(rs[-1])}, "
-             f"median {fmt_ratio(med)}; kiln is faster in {faster} of them."]
     if best["summary"]["kiln_peak_pct"]:
         lines.append(f"- kiln's best arithmetic rate: {best['summary']['kiln_gflops']:.1f} GFLOP/s "
                      f"({best['summary']['kiln_peak_pct']:.1f}% of peak) on {best['model']} b{best['batch']}.")
     probe = next((c for c in results["cells"] if c["model"] == "_probe_add"), None)
-    if probe and probe["summary"]["ort_ns"]:
-        lines.append(f"- Per-call floor (`_probe_add`, y = x + 1 on [1,32]): ORT {fmt_time(probe['summary']['ort_ns'])} "
-                     f"(Node binding and session run), kiln {fmt_time(probe['summary']['kiln_ns'])}; "
+    if probe and probe["summary"].get("ort_cpu_ns"):
+        lines.append(f"- Per-call floor (`_probe_add`, y = x + 1 on [1,32]): ORT {fmt_time(probe['summary']['ort_cpu_ns'])} "
+                     f"CPU, {fmt_time(probe['summary']['ort_ns'])} wall-clock (Node binding and session run), "
+                     f"kiln {fmt_time(probe['summary']['kiln_cpu_ns'])} CPU; "
                      f"RSS growth of an ORT session with no weights: {fmt_mib(probe['summary']['ort_rss'])}.")
     bad = [c for c in results["cells"] if c["check"] != "ok" or c["errors"]]
-    lines.append(f"- Output check: {len(results['cells']) - len(bad)} of {len(results['cells'])} cells match ORT "
+    lines.append(f"- Output check: {len(results['cells']) - len(bad)} of {len(results['cells'])} cells ran and match ORT "
                  f"(max |kiln - ORT| <= {results['method']['atol']:g} + {results['method']['rtol']:g} x max |ORT|)"
                  + ("." if not bad else "; see Problems below."))
     return "\n".join(lines)
 
 
-def page(results, svg_name):
+def page(results, svg_name, before=None):
     m, me, pk = results["machine"], results["method"], results["peak"]
     dirty = " plus uncommitted changes to compiler/, runtime/ or include/" if m["kiln_dirty"] else ""
     peak_s = ", ".join(f"{isa} {pk['before'][isa]['median']:.1f} / {pk['after'][isa]['median']:.1f}"
+                       for isa in ("avx512", "avx2") if isa in pk["before"] and isa in pk["after"])
+    wall_s = ", ".join(f"{isa} {pk['before'][isa].get('wall_best', 0):.1f} / {pk['after'][isa].get('wall_best', 0):.1f}"
                        for isa in ("avx512", "avx2") if isa in pk["before"] and isa in pk["after"])
     out = [
         "# Performance: kiln against ONNX Runtime",
@@ -164,20 +181,31 @@ def page(results, svg_name):
         "",
         "## Table",
         "",
-        "Times are the median per call over the passes; `kiln/ORT` is the median of the per-pass ratios "
-        "with their min-max (the noise); GFLOP/s counts the dense FLOPs (MatMul/Gemm/Conv/LSTM/Einsum) per "
-        f"sample from models.json; `% peak` is against the measured single-core FMA peak "
-        f"({pk['gflops']:.1f} GFLOP/s); RSS growth is resident memory after the timed calls minus before the "
-        "model was loaded or the session created, with `(x w)` its ratio to the weight bytes.",
+    ]
+    if before:
+        bm = before["machine"]
+        out += [f"`before` is kiln/ORT measured on kiln commit {bm['kiln_commit']} (\"{esc(bm['kiln_subject'])}\"), "
+                f"{before['method']['started']}, by the same script.", ""]
+    out += [
+        "`kiln` and `ORT` are CPU times per call (the process's CPU time, which leaves out the time it "
+        "waited while another process held the core; the median over the passes of each run's median); "
+        "`kiln/ORT` is the median of the per-pass ratios of those, with their min-max (the noise); "
+        "`wall-clock kiln/ORT` the same with wall-clock times (every pass's wall-clock medians are below). "
+        "GFLOP/s counts the dense FLOPs (MatMul/Gemm/Conv/LSTM/Einsum) "
+        "per sample from models.json over CPU time; `% peak` is against the single-core FMA peak measured "
+        f"the same way ({pk['gflops']:.1f} GFLOP/s). RSS growth is resident memory after the timed calls "
+        "minus before the model was loaded or the session created, with `(x w)` its ratio to the weight "
+        "bytes.",
         "",
-        table(results),
+        table(results, before),
         "",
         f"![kiln/ORT per model and batch]({svg_name})",
         "",
         "## Every pass",
         "",
-        "Median per call of each engine in each pass, and that pass's ratio. Within a pass the two engines "
-        "ran one after the other (kiln first in odd passes, ORT first in even ones).",
+        "Wall-clock median per call of each engine in each pass, that pass's ratio, and its CPU-time ratio. "
+        "Within a pass the two engines ran one after the other (kiln first in odd passes, ORT first in even "
+        "ones).",
         "",
         passes_table(results),
         "",
@@ -185,8 +213,9 @@ def page(results, svg_name):
         "",
         f"- CPU: {esc(m['cpu'])}, {m['ncpu']} logical cores, kernel {esc(m['kernel'])}; "
         f"flags {', '.join(m['isa'])}.",
-        f"- Single-core fp32 FMA peak (bench/peak.c, median of 5 runs, before / after the cells): {peak_s} GFLOP/s. "
-        "The host's clock varies from run to run, so the peak does too.",
+        f"- Single-core fp32 FMA peak (bench/peak.c, by CPU time, median of 5 runs, before / after the cells): "
+        f"{peak_s} GFLOP/s; by wall-clock time the best was {wall_s} GFLOP/s, the difference being the share "
+        "of the core other processes took. The host's clock varies from run to run, and the peak with it.",
         f"- C compiler: {esc(m['cc'])}; load average when the run started: "
         f"{' '.join(m['loadavg']) if m.get('loadavg') else '?'}.",
         "",
@@ -219,6 +248,7 @@ def page(results, svg_name):
 def main():
     ap = argparse.ArgumentParser(description="docs/performance.md from bench results")
     ap.add_argument("results", nargs="?", default=os.path.join(ROOT, "build", "bench", "results.json"))
+    ap.add_argument("--before", help="another run's results.json: its kiln/ORT ratios as a column")
     ap.add_argument("--md", default=os.path.join(ROOT, "docs", "performance.md"))
     ap.add_argument("--svg", default=None, help="default: beside --md, same name with .svg")
     args = ap.parse_args()
@@ -227,7 +257,8 @@ def main():
     with open(svg, "w") as f:
         f.write(svg_plot(results))
     with open(args.md, "w") as f:
-        f.write(page(results, os.path.relpath(svg, os.path.dirname(os.path.abspath(args.md)))))
+        f.write(page(results, os.path.relpath(svg, os.path.dirname(os.path.abspath(args.md))),
+                     json.load(open(args.before)) if args.before else None))
     print(f"report: wrote {args.md} and {svg}")
 
 
