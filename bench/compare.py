@@ -153,8 +153,8 @@ def build_kiln(args, name, path, batch, inputs, cell_dir):
     compile_s = time.time() - t0
     exe = os.path.join(kdir, "kiln_time")
     cc = os.environ.get("CC", "cc")
-    r = run([cc, "-std=c11", "-O2", "-I" + kdir, "-I" + os.path.join(ROOT, "include"),
-             "-I" + HERE, os.path.join(HERE, "kiln_time.c"), os.path.join(kdir, "bench.o"),
+    r = run([cc, "-std=c11", "-O2", "-I" + kdir, "-I" + os.path.join(args.kiln_root, "include"), "-I" + HERE,
+             os.path.join(HERE, "kiln_time.c"), os.path.join(kdir, "bench.o"),
              args.libkiln, "-lm", "-o", exe])
     if r.returncode != 0:
         return None, "link failed: " + (r.stderr.strip().splitlines() or ["?"])[-1], compile_s
@@ -219,9 +219,10 @@ def machine_info(args):
         ort_ver = json.load(open(os.path.join(np_, "onnxruntime-node", "package.json")))["version"]
     except Exception:
         pass
-    commit = first(["git", "-C", ROOT, "rev-parse", "--short=12", "HEAD"])
-    subject = first(["git", "-C", ROOT, "log", "-1", "--format=%s"])
-    dirty = run(["git", "-C", ROOT, "status", "--porcelain", "--", "compiler", "runtime",
+    kr = args.kiln_root
+    commit = first(["git", "-C", kr, "rev-parse", "--short=12", "HEAD"])
+    subject = first(["git", "-C", kr, "log", "-1", "--format=%s"])
+    dirty = run(["git", "-C", kr, "status", "--porcelain", "--", "compiler", "runtime",
                  "include"]).stdout.strip() != ""
     return dict(cpu=cpu, ncpu=os.cpu_count(), kernel=platform.release(),
                 isa=[f for f in ("avx2", "fma", "avx512f", "avx512bw", "avx512vl") if f in flags],
@@ -348,9 +349,15 @@ def main():
                     help="a call longer than this many seconds is timed once (after one warm-up call)")
     ap.add_argument("--core", type=int, default=1)
     ap.add_argument("--out", default=os.path.join(ROOT, "build", "bench"))
-    ap.add_argument("--kiln", default=os.path.join(ROOT, "build", "compiler", "kiln"))
-    ap.add_argument("--libkiln", default=os.path.join(ROOT, "build", "runtime", "libkiln.a"))
+    ap.add_argument("--kiln-root", default=ROOT,
+                    help="the kiln checkout to measure, built in its build/ (default: this one)")
     args = ap.parse_args()
+    args.kiln_root = os.path.abspath(args.kiln_root)
+    args.kiln = os.path.join(args.kiln_root, "build", "compiler", "kiln")
+    args.libkiln = os.path.join(args.kiln_root, "build", "runtime", "libkiln.a")
+    if not (os.access(args.kiln, os.X_OK) and os.path.exists(args.libkiln)):
+        sys.exit(f"compare: {args.kiln_root} has no build/compiler/kiln and build/runtime/libkiln.a "
+                 "(scripts/build.sh there)")
     args.out = os.path.abspath(args.out)
     args.models_dir = os.path.abspath(os.environ.get("BENCH_MODELS_DIR",
                                                      os.path.join(ROOT, "build", "bench", "models")))
