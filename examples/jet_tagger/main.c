@@ -14,11 +14,13 @@
 
 #include "jet_tagger.h"
 
-enum { MAXJETS = 16, NFEAT = 16, NCLASS = 5 };
+/* Features and classes per jet from the generated header: 16 and 5. */
+enum { MAXJETS = 16, NFEAT = JET_TAGGER_IN0_ELEMS, NCLASS = JET_TAGGER_OUT0_ELEMS };
 
 int main(void)
 {
-	static alignas(64) unsigned char memory[JET_TAGGER_CONTEXT_BYTES];
+	/* One context per thread: thread-local, never a static that threads share. */
+	static _Thread_local alignas(64) unsigned char memory[JET_TAGGER_CONTEXT_BYTES];
 	kiln_context *ctx;
 	int status = kiln_context_init(&ctx, &jet_tagger_model, memory, sizeof memory);
 	if (status != KILN_OK) {
