@@ -277,18 +277,22 @@ void compile_model(Model *m, const CompileOptions *o, CompileResult *res)
 	int n = tool_argv(a, "CC", "cc", argv, 40);
 	const char *inc = arena_printf(a, "-I%s", compile_include_dir(a));
 	const char *opt = arena_printf(a, "-O%d", o->opt_level);
+	/* Weights in large sections (emit_obj.h): the code reaches them with
+	 * 64-bit addresses. Otherwise an option that changes nothing. */
+	const char *model = emit_obj_large_data(o->target, res->weight_bytes) ? "-mcmodel=medium"
+	                                                                       : "-fPIC";
 	if (o->shared) {
 		res->so_path = arena_printf(a, "%s/%s.so", dir, name);
 		/* verify holds the generated C to its promise: no warnings. */
 		const char *more[] = {"-std=c11", opt, "-Wall", "-Wextra", "-Werror", "-fPIC", "-shared",
-		                      inc, "-o", res->so_path,
+		                      model, inc, "-o", res->so_path,
 		                      res->c_path, res->weights_path, compile_runtime_lib(a), "-lm", NULL};
 		memcpy(argv + n, more, sizeof more);
 		run_tool(m, argv, "build the shared object");
 		return;
 	}
 	const char *code_o = arena_printf(a, "%s/%s_code.o", dir, name);
-	const char *more[] = {"-std=c11", opt, "-fPIC", inc, NULL};
+	const char *more[] = {"-std=c11", opt, "-fPIC", model, inc, NULL};
 	memcpy(argv + n, more, sizeof more);
 	n += (int)(sizeof more / sizeof more[0]) - 1;
 	n += tool_argv(a, "CFLAGS", "", argv + n, 120 - n);

@@ -21,6 +21,17 @@
  * fragments while it writes the file; that one is LLVM's and not avoidable
  * through this API.
  *
+ * Large data: on x86-64 ELF, when the symbols pass KILN_LARGE_DATA_BYTES
+ * (1 GiB), every global goes to a section named .lrodata, which
+ * obj_patch_mark_large flags SHF_X86_64_LARGE (LLVM 14 sets that flag only
+ * for its own large-model sections). Linkers put large sections after .bss,
+ * so the code and small data keep their 32-bit reach of each other however
+ * big the weights are; compile.c then builds the generated code with
+ * -mcmodel=medium, whose references to data of unknown size (the weights'
+ * `extern const unsigned char w[]`) are 64-bit. aarch64 needs neither: its
+ * small code model reaches +-4 GiB (ADRP), which bounds a model's weights
+ * there.
+ *
  * Symbols over 4 GiB - 1 bytes: the C API takes an `unsigned` length, and LLVM 14's
  * AsmPrinter truncates the size of a constant struct to 32 bits (a packed
  * struct of pieces fails with "invalid number of bytes"). Arrays are sized in
@@ -256,6 +267,34 @@ static int check_space(const char *path, uint64_t need, char *err, size_t errsz)
 	return 0;
 }
 
+/* Large data (emit_obj.h): x86-64 ELF and more than the threshold. norm is
+ * a normalized triple. */
+static bool large_data(const char *norm, uint64_t total_bytes)
+{
+	uint64_t threshold = UINT64_C(1) << 30;
+	const char *env = getenv("KILN_LARGE_DATA_BYTES");
+	if (env && *env) {
+		char *end;
+		unsigned long long v = strtoull(env, &end, 10);
+		if (!*end)
+			threshold = v;
+	}
+	return strncmp(norm, "x86_64", 6) == 0 && obj_patch_is_elf_triple(norm) &&
+	       total_bytes > threshold;
+}
+
+bool emit_obj_large_data(const char *triple, uint64_t total_bytes)
+{
+	char *host = NULL;
+	char *norm = LLVMNormalizeTargetTriple(triple && *triple ? triple
+	                                                         : (host = LLVMGetDefaultTargetTriple()));
+	bool large = large_data(norm, total_bytes);
+	LLVMDisposeMessage(norm);
+	if (host)
+		LLVMDisposeMessage(host);
+	return large;
+}
+
 int emit_weights_object(const char *path, const char *triple, const ObjSymbol *syms,
                         size_t nsyms, char *err, size_t errsz)
 {
@@ -369,6 +408,12 @@ int emit_weights_object(const char *path, const char *triple, const ObjSymbol *s
 	/* ELF: LLVM lays out zeros (free) and obj_patch.c writes the bytes in
 	 * place afterwards; LLVM never holds a copy of the weights. */
 	int patch = obj_patch_is_elf_triple(norm);
+	uint64_t total = 0;
+	for (size_t i = 0; i < nsyms; i++)
+		total += syms[i].nbytes;
+	bool large = patch && large_data(norm, total);
+	for (size_t i = 0; large && i < nsyms; i++)
+		LLVMSetSection(globals[i], ".lrodata");
 	for (size_t i = 0; i < nsyms; i++) {
 		const ObjSymbol *s = &syms[i];
 		static const char zero = 0;
@@ -406,7 +451,8 @@ int emit_weights_object(const char *path, const char *triple, const ObjSymbol *s
 			unlink(path);
 		goto out;
 	}
-	if (patch && obj_patch_elf(path, syms, nsyms, err, errsz) != 0) {
+	if (patch && (obj_patch_elf(path, syms, nsyms, err, errsz) != 0 ||
+	              (large && obj_patch_mark_large(path, err, errsz) != 0))) {
 		if (removable)
 			unlink(path);
 		goto out;

@@ -38,4 +38,14 @@ int obj_patch_elf(const char *path, const ObjSymbol *syms, size_t nsyms, char *e
 int emit_weights_object(const char *path, const char *triple, const ObjSymbol *syms,
                         size_t nsyms, char *err, size_t errsz);
 
+/* Large data: on x86-64 ELF targets, when the symbols' bytes pass
+ * KILN_LARGE_DATA_BYTES (1 GiB; the environment variable of that name
+ * overrides it, for tests), the weights go to .lrodata sections marked
+ * SHF_X86_64_LARGE, and the code that refers to them must be compiled with
+ * -mcmodel=medium (compile.c asks this function). Without both, a program
+ * with over 2 GiB of weights does not link (32-bit relocations overflow).
+ * triple NULL or "" = the host. */
+bool emit_obj_large_data(const char *triple, uint64_t total_bytes);
+int obj_patch_mark_large(const char *path, char *err, size_t errsz);
+
 #endif

@@ -213,3 +213,70 @@ out:
 	free(sorted);
 	return rc;
 }
+
+/* x86-64 ELF: mark every section named .lrodata (or .lrodata.*) with
+ * SHF_X86_64_LARGE, which LLVM 14 does not set for an explicit section name.
+ * Linkers place large sections after .bss, away from the code and small
+ * data, so more than 2 GiB of weights leave the rest of the program within
+ * its 32-bit reach (emit_obj_large_data). */
+int obj_patch_mark_large(const char *path, char *err, size_t errsz)
+{
+	enum { SHF_X86_64_LARGE = 0x10000000 };
+	int fd = open(path, O_RDWR);
+	if (fd < 0)
+		return fail(err, errsz, "cannot reopen \"%s\": %s", path, strerror(errno));
+	int rc = -1, marked = 0;
+	unsigned char h[64], *shdrs = NULL;
+	char *names = NULL;
+	if (!read_at(fd, h, sizeof h, 0) || memcmp(h, "\177ELF", 4) != 0 || h[4] != 2 || h[5] != 1) {
+		fail(err, errsz, "\"%s\" is not a 64-bit little-endian ELF object", path);
+		goto out;
+	}
+	Elf e = {.hdr = h, .is64 = true, .big = false};
+	uint64_t shoff = rd(&e, h + 0x28, 8), shentsize = rd(&e, h + 0x3a, 2);
+	uint64_t shnum = rd(&e, h + 0x3c, 2), shstrndx = rd(&e, h + 0x3e, 2);
+	if (shnum == 0 || shentsize < 64 || shstrndx >= shnum) {
+		fail(err, errsz, "\"%s\": no section headers", path);
+		goto out;
+	}
+	shdrs = malloc(shnum * shentsize);
+	if (!shdrs || !read_at(fd, shdrs, shnum * shentsize, shoff)) {
+		fail(err, errsz, "\"%s\": cannot read section headers", path);
+		goto out;
+	}
+	const unsigned char *ns = shdrs + shstrndx * shentsize;
+	uint64_t names_off = rd(&e, ns + 0x18, 8), names_size = rd(&e, ns + 0x20, 8);
+	names = malloc(names_size + 1);
+	if (!names || !read_at(fd, names, names_size, names_off)) {
+		fail(err, errsz, "\"%s\": cannot read the section names", path);
+		goto out;
+	}
+	names[names_size] = 0;
+	for (uint64_t i = 0; i < shnum; i++) {
+		unsigned char *s = shdrs + i * shentsize;
+		uint64_t name = rd(&e, s, 4);
+		if (name >= names_size || strncmp(names + name, ".lrodata", 8) != 0 ||
+		    (names[name + 8] && names[name + 8] != '.'))
+			continue;
+		uint64_t flags = rd(&e, s + 8, 8) | SHF_X86_64_LARGE;
+		unsigned char le[8];
+		for (int k = 0; k < 8; k++)
+			le[k] = (unsigned char)(flags >> (8 * k));
+		if (!write_at(fd, le, 8, shoff + i * shentsize + 8)) {
+			fail(err, errsz, "writing \"%s\": %s", path, strerror(errno));
+			goto out;
+		}
+		marked++;
+	}
+	if (!marked) {
+		fail(err, errsz, "\"%s\": no .lrodata section to mark", path);
+		goto out;
+	}
+	rc = 0;
+out:
+	if (close(fd) != 0 && rc == 0)
+		rc = fail(err, errsz, "writing \"%s\": %s", path, strerror(errno));
+	free(shdrs);
+	free(names);
+	return rc;
+}

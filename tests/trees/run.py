@@ -11,6 +11,7 @@
 #   3. Hostile and unsupported models: one clear error line, exit 2.
 #   usage: run.py KILN SOURCE_ROOT LIBKILN_A OUTDIR   (env CC, SANFLAGS)
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -112,6 +113,36 @@ for name in STITCHED:
             fail("%s: scores differ from the library's: worst %.3g" % (
                 name, float(np.abs(scores - L["scores"]).max())))
 print("stitched: %d models at n = 37 from batch sizes {1, 4}" % len(STITCHED))
+
+# The large-data path (emit_obj.h), forced on a small model: the weights in
+# .lrodata flagged SHF_X86_64_LARGE, the code built with -mcmodel=medium, and
+# the linked program still right (tests/memory/large_weights.py does it with
+# over 2 GiB).
+if os.uname().machine == "x86_64" and "xgb_binary" in cases:
+    d = os.path.join(OUT, "large")
+    os.makedirs(d)
+    r = run([KILN, "compile", os.path.join(cases_dir, "xgb_binary", "model.onnx"), "--batch",
+             "1,4", "--name", "t", "-o", d], env=dict(os.environ, KILN_LARGE_DATA_BYTES="0"))
+    secs = run(["readelf", "-S", "-W", os.path.join(d, "t.o")]).stdout
+    flags = re.findall(r"\.lrodata\s+PROGBITS\s+\S+\s+\S+\s+\S+\s+\S+\s+(\S+)", secs)
+    if r.returncode or not flags or not all("l" in f for f in flags):
+        fail("large data: %s %r" % (r.stderr.strip(), flags))
+    exe = os.path.join(d, "stitch")
+    r = run(cc + ["-std=c11", "-O1", "-I", d, "-I", os.path.join(SRC, "include"),
+                  "-DMODEL=t_model", "-include", os.path.join(d, "t.h"),
+                  os.path.join(HERE, "stitch_main.c"), os.path.join(d, "t.o"), LIBKILN, "-lm"]
+            + san + ["-o", exe])
+    x = os.path.join(OUT, "stitch", "xgb_binary", "x.bin")
+    ys = [os.path.join(d, "y%d.bin" % i) for i in range(2)]
+    if r.returncode or run([exe, "37", x] + ys).returncode:
+        fail("large data: the program does not build or run: %s" % r.stderr.strip())
+    else:
+        for i, y in enumerate(ys):
+            with open(y, "rb") as f1, open(os.path.join(OUT, "stitch", "xgb_binary",
+                                                         "y%d.bin" % i), "rb") as f2:
+                if f1.read() != f2.read():
+                    fail("large data: output %d differs from the default build's" % i)
+    print("large data: .lrodata %s, -mcmodel=medium, same outputs" % flags)
 
 
 # 3. Errors: one line naming the node, exit 2.
