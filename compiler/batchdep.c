@@ -196,7 +196,8 @@ static bool is_elementwise(int op)
 	case OP_Neg: case OP_Abs: case OP_Floor: case OP_Ceil: case OP_Round: case OP_Sign:
 	case OP_Reciprocal: case OP_Sin: case OP_Cos: case OP_Tan: case OP_Asin: case OP_Acos:
 	case OP_Atan: case OP_Sinh: case OP_Cosh: case OP_Asinh: case OP_Acosh: case OP_Atanh:
-	case OP_Softplus: case OP_Softsign: case OP_HardSigmoid: case OP_HardSwish:
+	case OP_Softplus: case OP_Softsign: case OP_HardSigmoid: case OP_HardSwish: case OP_Mish:
+	case OP_Gelu:
 	case OP_ThresholdedRelu: case OP_Celu: case OP_Not: case OP_IsNaN: case OP_IsInf:
 	case OP_And: case OP_Or: case OP_Xor: case OP_Equal: case OP_Less: case OP_Greater:
 	case OP_LessOrEqual: case OP_GreaterOrEqual: case OP_Mod: case OP_BitShift: case OP_PRelu:

@@ -419,6 +419,17 @@ const int64_t *infer_require_ints(Infer *x, int i, int64_t *n);
  * input it is computed from; hint is appended (may be ""). */
 _Noreturn void infer_fail_unknown(Infer *x, int i, const char *hint);
 void infer_set_folded(Infer *x, int i, int dtype, int64_t nelem, const void *data);
+/* peval.c: a node whose inputs are all known is evaluated at compile time
+ * (after its inference hook set the output shapes). */
+void peval_node(Infer *x);
+/* ops/elementwise.c: offset in `in` of element `linear` of `out`, broadcast as numpy does. */
+int64_t bcast_index(const Shape *out, const Shape *in, int64_t linear);
+/* shape.c: the --shape flag that fixes input v, N on batch_axis (-1: its first symbolic dim). */
+const char *shape_flag(Arena *a, const Value *v, int batch_axis);
+/* ops/shape_ops.c: Pad's begin and end pads for every axis (2 * rank values). */
+void pad_amounts(Infer *x, int rank, int64_t *pads);
+/* Element k of little-endian data of type dt, as double. */
+double folded_elem(int dt, const void *data, int64_t k);
 bool infer_foldable(const Shape *s);
 int infer_axis(Infer *x, int64_t axis, int rank, const char *what);
 const Attr *node_attr(const Node *n, const char *name);

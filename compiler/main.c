@@ -34,7 +34,8 @@ static const char usage[] =
 	"options:\n"
 	"  --json                machine-readable output (info); keys in docs/cli.md\n"
 	"  --batch=B1,B2,...     batch sizes to infer shapes for (info, dump)\n"
-	"  --shape=INPUT=D0,D1   fix every dim of an input (repeatable)\n"
+	"  --shape=INPUT=D0,D1   fix every dim of an input (repeatable); one dim may\n"
+	"                        be N: the batch axis (--shape x=N,50,16)\n"
 	"  --batch-dim=INPUT=AXIS  the batch axis of an input (default: axis 0 when\n"
 	"                        its first dim is symbolic) (repeatable)\n"
 	"  --freeze=INPUT=V0,V1,...  fix an input's values at compile time, for inputs\n"
@@ -115,6 +116,33 @@ static int parse_int_list(const char *s, int64_t *out, int max, int64_t min)
 			s++;
 		else if (*s)
 			return -1;
+	}
+	return n;
+}
+
+/* --shape's dims: integers, and at most one name (N, batch, ...) that marks
+ * the batch axis, which keeps its per-signature size. Returns the rank or -1. */
+static int parse_shape_dims(const char *s, int64_t *out, int *batch_axis)
+{
+	char buf[256], *tok, *save = NULL;
+	*batch_axis = -1;
+	if (strlen(s) >= sizeof buf)
+		return -1;
+	strcpy(buf, s);
+	int n = 0;
+	for (tok = strtok_r(buf, ",", &save); tok; tok = strtok_r(NULL, ",", &save)) {
+		if (n == KILN_MAX_RANK)
+			return -1;
+		if ((*tok >= 'A' && *tok <= 'Z') || (*tok >= 'a' && *tok <= 'z') || *tok == '_') {
+			if (*batch_axis >= 0)
+				return -1;
+			*batch_axis = n;
+			out[n++] = 1;  /* replaced by the batch size of each signature */
+		} else if (parse_int_list(tok, &out[n], 1, 0) == 1) {
+			n++;
+		} else {
+			return -1;
+		}
 	}
 	return n;
 }
@@ -215,12 +243,20 @@ static int parse_args(int argc, char **argv, Options *o)
 				ShapeOverride *so = &o->shapes[o->bind.nshapes];
 				if (!eq || eq == v || o->bind.nshapes == MAX_LIST)
 					return usage_error("--shape needs INPUT=D0,D1,..., got '%s'", v);
-				so->rank = parse_int_list(eq + 1, so->dims, KILN_MAX_RANK, 0);
+				int batch_axis;
+				so->rank = parse_shape_dims(eq + 1, so->dims, &batch_axis);
 				if (so->rank < 0 && eq[1])
-					return usage_error("--shape needs INPUT=D0,D1,..., got '%s'", v);
+					return usage_error("--shape needs INPUT=D0,D1,... (one dim may be N, the "
+					                   "batch axis), got '%s'", v);
 				so->rank = so->rank < 0 ? 0 : so->rank;
 				so->input = strndup(v, (size_t)(eq - v));
 				o->bind.nshapes++;
+				if (batch_axis >= 0) {  /* as --batch-dim INPUT=AXIS */
+					if (o->bind.nbatch_dims == MAX_LIST)
+						return usage_error("too many --batch-dim and --shape flags at '%s'", v);
+					o->batch_dims[o->bind.nbatch_dims++] =
+						(BatchDim){.input = strndup(v, (size_t)(eq - v)), .axis = batch_axis};
+				}
 			} else if ((v = flag_value(argc, argv, &i, "--freeze", &missing))) {
 				const char *eq = strchr(v, '=');
 				if (!eq || eq == v || o->bind.nfreezes == MAX_LIST)

@@ -805,8 +805,9 @@ static int *node_order(Loader *L, const Onnx__GraphProto *gp, const char *gname,
 			                        gp->node[i]->op_type ? gp->node[i]->op_type : "?");
 			shown++;
 		}
-		diag_fail(L->d, KILN_INVALID_MODEL, "graph \"%s\" has a cycle: nodes %s (and what reads them) wait "
-		          "on each other", gname, names);
+		diag_fail(L->d, KILN_INVALID_MODEL,
+		          "graph \"%s\" has a cycle: nodes %s (and what reads them) wait on each other",
+		          gname, names);
 	}
 	*count = n;
 	return order;

@@ -87,6 +87,7 @@ static const InferHook infer_hooks[OP_COUNT] = {
 	[OP_Cosh] = ops_elementwise_infer, [OP_Asinh] = ops_elementwise_infer,
 	[OP_Acosh] = ops_elementwise_infer, [OP_Atanh] = ops_elementwise_infer,
 	[OP_Softplus] = ops_elementwise_infer, [OP_Softsign] = ops_elementwise_infer,
+	[OP_Mish] = ops_elementwise_infer, [OP_Gelu] = ops_elementwise_infer,
 	[OP_HardSigmoid] = ops_elementwise_infer, [OP_HardSwish] = ops_elementwise_infer,
 	[OP_ThresholdedRelu] = ops_elementwise_infer, [OP_Celu] = ops_elementwise_infer,
 	[OP_Not] = ops_elementwise_infer, [OP_IsNaN] = ops_elementwise_infer,
@@ -269,6 +270,37 @@ static const char *out_of_scope(const Node *n)
 	return NULL;
 }
 
+/* Parts of the opset 18-21 schemas that kiln does not compile yet, where
+ * the op is otherwise the same as before; NULL if the node uses none. */
+static const char *later_schema_limit(const Node *n)
+{
+	const Attr *a;
+	switch (n->op) {
+	case OP_DFT:
+		if (n->since >= 20)
+			return "DFT-20 (dft_length and axis as inputs) is not supported yet";
+		break;
+	case OP_AveragePool: case OP_LpPool:
+		if ((a = node_attr(n, "dilations")) && a->type == AT_INTS)
+			for (int i = 0; i < a->n; i++)
+				if (a->ints[i] != 1 && (n->op == OP_LpPool || n->since >= 19))
+					return "dilations other than 1 are not supported yet";
+		if (n->op == OP_LpPool && (a = node_attr(n, "ceil_mode")) && a->i != 0)
+			return "ceil_mode=1 is not supported yet";
+		break;
+	case OP_QuantizeLinear: case OP_DequantizeLinear:
+		if ((a = node_attr(n, "block_size")) && a->i != 0)
+			return "blocked quantization (block_size, opset 21) is not supported yet";
+		if ((a = node_attr(n, "output_dtype")) && a->i != 0 &&
+		    (n->nin < 3 || n->in[2] == NONE))
+			return "output_dtype (opset 21) without a zero point is not supported yet";
+		break;
+	default:
+		break;
+	}
+	return NULL;
+}
+
 const char *op_unsupported_reason(const Graph *g, const Node *n, char *buf, size_t bufsz)
 {
 	const Model *m = g->model;
@@ -316,6 +348,11 @@ const char *op_unsupported_reason(const Graph *g, const Node *n, char *buf, size
 	}
 	if (v->deprecated) {
 		snprintf(buf, bufsz, "%s-%d is deprecated", n->op_type, v->since);
+		return buf;
+	}
+	const char *limit = infer_hooks[n->op] ? later_schema_limit(n) : NULL;
+	if (limit) {
+		snprintf(buf, bufsz, "%s", limit);
 		return buf;
 	}
 	if (!infer_hooks[n->op]) {

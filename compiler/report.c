@@ -489,6 +489,18 @@ int report_check(Model *m, FILE *out)
 			}
 		}
 	graph_walk(g, check_graph, &c);
+	/* Symbolic dims besides a leading batch axis must be fixed per build. */
+	for (int i = 0; i < g->ninputs; i++) {
+		const Value *v = &g->values[g->inputs[i]];
+		int nsym = 0;
+		for (int k = 0; v->kind == VAL_INPUT && k < v->shape.rank; k++)
+			nsym += v->shape.dims[k].size < 0;
+		if (nsym > 1 || (nsym == 1 && v->shape.dims[0].size >= 0))
+			fprintf(out, "%s: graph input \"%s\" has %s: compile with --shape %s "
+			        "(N: the batch axis; see docs/models.md)\n", m->path, v->name,
+			        nsym > 1 ? "more than one symbolic dim" : "a symbolic dim that is not axis 0",
+			        shape_flag(m->arena, v, v->shape.dims[0].size < 0 ? 0 : -1));
+	}
 	if (c.nbad)
 		fprintf(out, "%s: %d of %d nodes or interface values unsupported\n", m->path, c.nbad,
 		        c.nnodes);

@@ -57,6 +57,25 @@ static void check_option_names(Graph *g, const BindOptions *o, Diag *d)
 	}
 }
 
+/* The --shape flag that fixes v: N on the batch axis (without one, the
+ * first symbolic dim), its static dims, and its other symbols as <name>
+ * placeholders for the user to fill in (kiln check prints it too). */
+const char *shape_flag(Arena *a, const Value *v, int batch_axis)
+{
+	for (int k = 0; k < v->shape.rank && batch_axis < 0; k++)
+		if (v->shape.dims[k].size < 0)
+			batch_axis = k;
+	const char *flag = arena_printf(a, "%s=", v->name);
+	for (int k = 0; k < v->shape.rank; k++) {
+		const Dim *dm = &v->shape.dims[k];
+		const char *dim = k == batch_axis ? "N"
+		                  : dm->size >= 0 ? arena_printf(a, "%lld", (long long)dm->size)
+		                  : arena_printf(a, "<%s>", dm->param ? dm->param : "size");
+		flag = arena_printf(a, "%s%s%s", flag, k ? "," : "", dim);
+	}
+	return flag;
+}
+
 static void bind_inputs(Sig *s, const BindOptions *o, Diag *d)
 {
 	Graph *g = s->g;
@@ -111,8 +130,9 @@ static void bind_inputs(Sig *s, const BindOptions *o, Diag *d)
 				sh.dims[k] = (Dim){s->batch, NULL};
 			if (sh.dims[k].size < 0)
 				diag_fail(d, KILN_SHAPE_ERROR,
-				          "graph input \"%s\" dim %d (%s) is not static: fix it with --shape %s=...",
-				          v->name, k, sh.dims[k].param ? sh.dims[k].param : "unknown", v->name);
+				          "graph input \"%s\" dim %d (%s) is not static: fix it with --shape %s",
+				          v->name, k, sh.dims[k].param ? sh.dims[k].param : "unknown",
+				          shape_flag(s->a, v, axis));
 		}
 		s->shapes[id] = sh;
 		s->dtypes[id] = v->dtype;
@@ -414,6 +434,7 @@ void shape_infer_nodes(Sig *s, Diag *d)
 		if (!hook)
 			diag_fail_node(d, g, n, KILN_UNSUPPORTED, "no shape inference for this op yet");
 		hook(&x);
+		peval_node(&x);
 		for (int k = 0; k < n->nout; k++)
 			if (n->out[k] != NONE && s->shapes[n->out[k]].rank < 0)
 				diag_fail_node(d, g, n, KILN_INTERNAL, "output %d got no shape", k);

@@ -9,6 +9,7 @@
 #
 # Domains covered: ai.onnx (""), ai.onnx.ml and ai.onnx.preview.training (the
 # backend test suite uses Adam/Adagrad/Momentum/Gradient from the latter).
+# Opsets newer than the installed onnx package come from the LATER table below.
 import onnx
 import onnx.defs
 
@@ -25,7 +26,78 @@ def arity(n):
     return 65535 if n == UNBOUNDED else n
 
 
-schemas = [s for s in onnx.defs.get_all_schemas_with_history() if s.domain in DOMAINS]
+# ai.onnx opsets 18-21 (ONNX 1.13-1.16), which Debian's onnx 1.12 does not
+# have: every schema version added in them, from ONNX's docs/Changelog.md, as
+# (name, since_version, min_in, max_in, min_out, max_out); None for an arity
+# is "as in the previous version" (a change of types or attributes only).
+LATER_OPSET = 21
+LATER = [
+    # opset 18
+    ("BitwiseAnd", 18, 2, 2, 1, 1), ("BitwiseNot", 18, 1, 1, 1, 1),
+    ("BitwiseOr", 18, 2, 2, 1, 1), ("BitwiseXor", 18, 2, 2, 1, 1),
+    ("CenterCropPad", 18, 2, 2, 1, 1), ("Col2Im", 18, 3, 3, 1, 1),
+    ("GroupNormalization", 18, 3, 3, 1, 1), ("LpPool", 18, None, None, None, None),
+    ("Mish", 18, 1, 1, 1, 1), ("OptionalGetElement", 18, 1, 1, 1, 1),
+    ("OptionalHasElement", 18, 0, 1, 1, 1), ("Pad", 18, 2, 4, 1, 1),
+    ("ReduceL1", 18, 1, 2, 1, 1), ("ReduceL2", 18, 1, 2, 1, 1),
+    ("ReduceLogSum", 18, 1, 2, 1, 1), ("ReduceLogSumExp", 18, 1, 2, 1, 1),
+    ("ReduceMax", 18, 1, 2, 1, 1), ("ReduceMean", 18, 1, 2, 1, 1),
+    ("ReduceMin", 18, 1, 2, 1, 1), ("ReduceProd", 18, 1, 2, 1, 1),
+    ("ReduceSumSquare", 18, 1, 2, 1, 1), ("Resize", 18, None, None, None, None),
+    ("ScatterElements", 18, None, None, None, None), ("ScatterND", 18, None, None, None, None),
+    ("Split", 18, None, None, None, None),
+    # opset 19
+    ("AveragePool", 19, None, None, None, None), ("Cast", 19, None, None, None, None),
+    ("CastLike", 19, None, None, None, None), ("Constant", 19, None, None, None, None),
+    ("DeformConv", 19, 3, 5, 1, 1), ("DequantizeLinear", 19, None, None, None, None),
+    ("Equal", 19, None, None, None, None), ("Identity", 19, None, None, None, None),
+    ("If", 19, None, None, None, None), ("Loop", 19, None, None, None, None),
+    ("Pad", 19, None, None, None, None), ("QuantizeLinear", 19, None, None, None, None),
+    ("Reshape", 19, None, None, None, None), ("Resize", 19, None, None, None, None),
+    ("Scan", 19, None, None, None, None), ("Shape", 19, None, None, None, None),
+    ("Size", 19, None, None, None, None),
+    # opset 20
+    ("AffineGrid", 20, 2, 2, 1, 1), ("ConstantOfShape", 20, None, None, None, None),
+    ("DFT", 20, 1, 3, 1, 1), ("Gelu", 20, 1, 1, 1, 1),
+    ("GridSample", 20, None, None, None, None), ("ImageDecoder", 20, 1, 1, 1, 1),
+    ("IsInf", 20, None, None, None, None), ("IsNaN", 20, None, None, None, None),
+    ("ReduceMax", 20, None, None, None, None), ("ReduceMin", 20, None, None, None, None),
+    ("RegexFullMatch", 20, 1, 1, 1, 1), ("StringConcat", 20, 2, 2, 1, 1),
+    ("StringSplit", 20, 1, 1, 2, 2),
+    # opset 21
+    ("Cast", 21, None, None, None, None), ("CastLike", 21, None, None, None, None),
+    ("Constant", 21, None, None, None, None), ("ConstantOfShape", 21, None, None, None, None),
+    ("DequantizeLinear", 21, None, None, None, None), ("Flatten", 21, None, None, None, None),
+    ("GroupNormalization", 21, None, None, None, None), ("Identity", 21, None, None, None, None),
+    ("If", 21, None, None, None, None), ("Loop", 21, None, None, None, None),
+    ("Pad", 21, None, None, None, None), ("QLinearMatMul", 21, None, None, None, None),
+    ("QuantizeLinear", 21, None, None, None, None), ("Reshape", 21, None, None, None, None),
+    ("Scan", 21, None, None, None, None), ("Shape", 21, None, None, None, None),
+    ("Size", 21, None, None, None, None), ("Squeeze", 21, None, None, None, None),
+    ("Transpose", 21, None, None, None, None), ("Unsqueeze", 21, None, None, None, None),
+]
+
+
+class Schema:  # the fields of onnx.defs.OpSchema used here
+    def __init__(self, domain, name, since, min_in, max_in, min_out, max_out, deprecated=False):
+        self.domain, self.name, self.since_version = domain, name, since
+        self.min_input, self.max_input = min_in, max_in
+        self.min_output, self.max_output = min_out, max_out
+        self.deprecated = deprecated
+
+
+schemas = [Schema(s.domain, s.name, s.since_version, s.min_input, s.max_input, s.min_output,
+                  s.max_output, s.deprecated)
+           for s in onnx.defs.get_all_schemas_with_history() if s.domain in DOMAINS]
+known = {(s.name, s.since_version) for s in schemas if s.domain == ""}
+for name, since, *ar in LATER:
+    if (name, since) in known:
+        continue  # a newer onnx package has it already
+    if ar[0] is None:
+        prev = max((s for s in schemas if s.domain == "" and s.name == name),
+                   key=lambda s: s.since_version)
+        ar = [prev.min_input, prev.max_input, prev.min_output, prev.max_output]
+    schemas.append(Schema("", name, since, *ar))
 schemas.sort(key=lambda s: (DOMAIN_ORDER.index(s.domain), s.name, s.since_version))
 
 ops = []  # (ident, OpType, DOMAIN token), in output order, one per operator
@@ -42,10 +114,11 @@ opset_max = {}
 for s in schemas:
     token = DOMAINS[s.domain][0]
     opset_max[token] = max(opset_max.get(token, 0), s.since_version)
-opset_max["ONNX"] = max(opset_max["ONNX"], onnx.defs.onnx_opset_version())
+opset_max["ONNX"] = max(opset_max["ONNX"], onnx.defs.onnx_opset_version(), LATER_OPSET)
 
 print(f"""\
-/* Generated by scripts/gen-ops-def.py from ONNX {onnx.__version__} operator schemas; do not edit.
+/* Generated by scripts/gen-ops-def.py from ONNX {onnx.__version__} operator schemas and the
+ * script's table of ai.onnx opsets 18-{LATER_OPSET}; do not edit.
  * Regenerate with: /usr/bin/python3 scripts/gen-ops-def.py > compiler/ops.def
  *
  * X-macro table; the includer defines OP, OPV, OPV_DEPRECATED and OPSET_MAX

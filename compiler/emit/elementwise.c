@@ -95,6 +95,27 @@ void emit_unary(Emit *E)
 		e = arena_printf(E->a, "x0 > 0 ? x0 + %s(%s(-x0)) : %s(%s(x0))", mathfn(E, "log1p", dt),
 		                 mathfn(E, "exp", dt), mathfn(E, "log1p", dt), mathfn(E, "exp", dt));
 		break;
+	case OP_Mish: /* x * tanh(softplus(x)), softplus as above */
+		e = arena_printf(E->a, "x0 * %s(x0 > 0 ? x0 + %s(%s(-x0)) : %s(%s(x0)))",
+		                 mathfn(E, "tanh", dt), mathfn(E, "log1p", dt), mathfn(E, "exp", dt),
+		                 mathfn(E, "log1p", dt), mathfn(E, "exp", dt));
+		break;
+	case OP_Gelu: { /* opset 20: exact (erf) or, with approximate="tanh", the tanh form */
+		const Attr *ap = node_attr(E->n, "approximate");
+		bool tanh_form = ap && ap->type == AT_STRING && ap->s.len == 4 &&
+		                 memcmp(ap->s.data, "tanh", 4) == 0;
+		if (ap && !tanh_form && !(ap->type == AT_STRING && ap->s.len == 4 &&
+		                          memcmp(ap->s.data, "none", 4) == 0))
+			emit_fail(E, "approximate must be \"none\" or \"tanh\"");
+		if (tanh_form)
+			e = arena_printf(E->a, "%s * x0 * (%s + %s(%s * (x0 + %s * x0 * x0 * x0)))",
+			                 flit(E, 0.5, dt), flit(E, 1, dt), mathfn(E, "tanh", dt),
+			                 flit(E, 0.7978845608028654, dt), flit(E, 0.044715, dt));
+		else
+			e = arena_printf(E->a, "%s * x0 * (%s + %s(x0 * %s))", flit(E, 0.5, dt), flit(E, 1, dt),
+			                 mathfn(E, "erf", dt), flit(E, 0.7071067811865476, dt));
+		break;
+	}
 	case OP_Softsign: e = arena_printf(E->a, "x0 / (%s + %s(x0))", flit(E, 1, dt), mathfn(E, "fabs", dt)); break;
 	case OP_HardSigmoid: case OP_HardSwish: {
 		double alpha = E->n->op == OP_HardSwish ? 1.0 / 6 : node_attr_float(E->n, "alpha", 0.2f);

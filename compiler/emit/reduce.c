@@ -72,7 +72,8 @@ static void emit_reduce_loops(Emit *E, const Operand *X, const Operand *Y, const
 }
 
 /* The reduced axes of a Reduce* node, read as shape.c read them; false if
- * the node passes its input through (noop_with_empty_axes). */
+ * the node passes its input through (noop_with_empty_axes, for the
+ * reductions whose one-element result is the element). */
 static bool reduced_axes(Emit *E, int rank, bool *red)
 {
 	Infer inf = {.sig = (Sig *)E->sig, .g = E->g, .n = E->n, .d = E->d, .a = E->a};
@@ -86,8 +87,13 @@ static bool reduced_axes(Emit *E, int rank, bool *red)
 	}
 	memset(red, 0, KILN_MAX_RANK * sizeof *red);
 	if (na <= 0) {
-		if (node_attr_int(E->n, "noop_with_empty_axes", 0))
-			return false;
+		if (node_attr_int(E->n, "noop_with_empty_axes", 0)) {
+			/* Each element reduced alone: the identity, except where the
+			 * reduction transforms (|x|, x*x, log), as ONNX Runtime does. */
+			int op = E->n->op;
+			return op == OP_ReduceL1 || op == OP_ReduceL2 || op == OP_ReduceSumSquare ||
+			       op == OP_ReduceLogSum || op == OP_ReduceLogSumExp;
+		}
 		for (int k = 0; k < rank; k++)
 			red[k] = true;
 	}

@@ -242,13 +242,8 @@ void emit_pad(Emit *E)
 	Operand X = in_op(E, 0), Y = out_op(E, 0);
 	int rank = X.shape->rank;
 	Infer inf = {.sig = (Sig *)E->sig, .g = E->g, .n = E->n, .d = E->d, .a = E->a};
-	int64_t pads[2 * KILN_MAX_RANK], n;
-	if (E->n->since < 11) {
-		attr_ints(&inf, "pads", pads, 2 * KILN_MAX_RANK);
-	} else {
-		const int64_t *v = infer_require_ints(&inf, 1, &n);
-		memcpy(pads, v, (size_t)n * 8);
-	}
+	int64_t pads[2 * KILN_MAX_RANK];
+	pad_amounts(&inf, rank, pads);
 	Infer *xp = &inf;
 	const char *mode = attr_string(xp, "mode", "constant");
 	decl(E, "X", &X, false);
@@ -261,7 +256,7 @@ void emit_pad(Emit *E)
 			emitf(E, "\tconst %s value = (%s)[0];\n", ctype(Y.dtype), in_op(E, 2).expr);
 		else
 			emitf(E, "\tconst %s value = 0;\n", ctype(Y.dtype));
-	} else if (strcmp(mode, "reflect") && strcmp(mode, "edge")) {
+	} else if (strcmp(mode, "reflect") && strcmp(mode, "edge") && strcmp(mode, "wrap")) {
 		emit_fail(E, "Pad mode \"%s\" is not supported", mode);
 	}
 	if (Y.nelem == 0)
@@ -280,6 +275,9 @@ void emit_pad(Emit *E)
 			emitf(E, "%s\tif (c < 0 || c >= %" PRId64 ") ok = 0;\n", ind, len);
 		else if (strcmp(mode, "edge") == 0)
 			emitf(E, "%s\tc = c < 0 ? 0 : c >= %" PRId64 " ? %" PRId64 " : c;\n", ind, len, len - 1);
+		else if (strcmp(mode, "wrap") == 0) /* Pad-19: the other end's elements */
+			emitf(E, "%s\tc = ((c %% %" PRId64 ") + %" PRId64 ") %% %" PRId64 ";\n", ind, len, len,
+			      len);
 		else /* reflect, without repeating the edge */
 			emitf(E, "%s\twhile (c < 0 || c >= %" PRId64 ")\n%s\t\tc = c < 0 ? -c : 2 * %" PRId64
 			       " - c;\n", ind, len, ind, len - 1);

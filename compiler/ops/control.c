@@ -392,10 +392,21 @@ static int body_cond(LoopInfo *L, const Sig *s)
 	return eval(s, id, 0, &v) ? truth(&v) : -1;
 }
 
+/* The iteration number and condition are scalars, or [1] where the body
+ * declares them so (some exporters do; ONNX Runtime follows the declaration). */
+static Shape fixed_shape(const LoopInfo *L, int i)
+{
+	const Shape *decl = &L->body->values[L->body->inputs[i]].shape;
+	Shape s = scalar_shape();
+	if (decl->rank == 1 && decl->dims[0].size == 1)
+		s = (Shape){.rank = 1, .dims = {{1, NULL}}};
+	return s;
+}
+
 static void bind_fixed(LoopInfo *L, Sig *s, const Folded *iter)
 {
-	Shape sc = scalar_shape();
-	subgraph_bind(L->x, s, 0, DT_INT64, &sc, iter);
+	Shape si = fixed_shape(L, 0), sc = fixed_shape(L, 1);
+	subgraph_bind(L->x, s, 0, DT_INT64, &si, iter);
 	/* The body only runs while the condition holds: in it, the condition is true. */
 	subgraph_bind(L->x, s, 1, DT_BOOL, &sc, fold_i64(L->x, 1, DT_BOOL));
 }

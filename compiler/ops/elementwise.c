@@ -29,7 +29,7 @@ static void broadcast(Infer *x, Shape *out, const Shape *a, const Shape *b)
 }
 
 /* Element (linear index in the broadcast output) of a folded input. */
-static int64_t bcast_index(const Shape *out, const Shape *in, int64_t linear)
+int64_t bcast_index(const Shape *out, const Shape *in, int64_t linear)
 {
 	int64_t idx = 0, stride = 1;
 	for (int k = out->rank - 1, ki = in->rank - 1; k >= 0; k--, ki--) {

@@ -1,12 +1,14 @@
 /*
- * ops/resize.c - Resize (opsets 10, 11, 13) and Upsample: the output shape,
+ * ops/resize.c - Resize (opsets 10, 11, 13, 18, 19) and Upsample: the output shape,
  * and the kernel parameters the emitter prints, from one reading of the
  * node, so inference and code generation cannot disagree.
  *
  * roi, scales and sizes must be known at compile time. The output size is
  * `sizes` when given, else floor(in * scale) (times the roi extent for
  * tf_crop_and_resize). Resize-10 and Upsample use asymmetric coordinates
- * and, for nearest, floor rounding.
+ * and, for nearest, floor rounding. Resize-18 may give scales or sizes for
+ * some axes only (`axes`) and fit sizes with one scale (keep_aspect_ratio_policy);
+ * antialias is refused for now.
  */
 #include <math.h>
 #include <string.h>
@@ -94,6 +96,55 @@ void resize_params(Infer *x, const Shape *in, kiln_resize_params *p)
 			sizes = infer_require_ints(x, 3, &nsizes);
 			if (nsizes == 0)
 				sizes = NULL;
+		}
+	}
+	/* Resize-18: scales or sizes for the listed axes only, sizes fitted with
+	 * one scale that keeps the aspect ratio, and antialiasing. */
+	if (x->n->since >= 18) {
+		if (attr_int(x, "antialias", 0) != 0 && p->mode != KILN_RESIZE_NEAREST)
+			infer_fail(x, KILN_UNSUPPORTED, "antialias=1 is not supported yet");
+		int64_t axes[KILN_RESIZE_MAX_RANK];
+		int na = attr_ints(x, "axes", axes, KILN_RESIZE_MAX_RANK);
+		const char *policy = attr_string(x, "keep_aspect_ratio_policy", "stretch");
+		bool keep = strcmp(policy, "stretch") != 0;
+		if (keep && strcmp(policy, "not_larger") && strcmp(policy, "not_smaller"))
+			infer_fail(x, KILN_INVALID_MODEL, "keep_aspect_ratio_policy \"%s\" is not stretch, "
+			           "not_larger or not_smaller", policy);
+		if (na >= 0 || (keep && sizes)) {
+			int64_t given = sizes ? nsizes : nscales;
+			if (na < 0) {
+				na = rank;
+				for (int k = 0; k < rank; k++)
+					axes[k] = k;
+			}
+			if ((!sizes && !scales) || given != na)
+				infer_fail(x, KILN_SHAPE_ERROR, "give %d scales or sizes, one per axis in axes", na);
+			double *fs = arena_array(x->a, (size_t)rank, sizeof *fs);
+			int64_t *fz = arena_array(x->a, (size_t)rank, sizeof *fz);
+			for (int k = 0; k < rank; k++) {
+				fs[k] = 1;
+				fz[k] = in->dims[k].size;
+			}
+			double common = keep && strcmp(policy, "not_larger") == 0 ? INFINITY : 0;
+			for (int j = 0; j < na; j++) {
+				int a = infer_axis(x, axes[j], rank, "axis");
+				if (sizes) {
+					fz[a] = sizes[j];
+					double r = in->dims[a].size ? (double)sizes[j] / (double)in->dims[a].size : 1;
+					common = strcmp(policy, "not_larger") == 0 ? fmin(common, r) : fmax(common, r);
+				} else {
+					fs[a] = scales[j];
+				}
+			}
+			/* The common scale rounds each listed axis half up, as ONNX says. */
+			for (int j = 0; keep && sizes && j < na; j++) {
+				int a = infer_axis(x, axes[j], rank, "axis");
+				fz[a] = (int64_t)floor(common * (double)in->dims[a].size + 0.5);
+			}
+			if (sizes)
+				sizes = fz, nsizes = rank;
+			else
+				scales = fs, nscales = rank;
 		}
 	}
 	if (sizes ? nsizes != rank : !scales || nscales != rank)

@@ -50,7 +50,8 @@ void sampling_gridsample_params(Infer *x, kiln_gridsample_params *p)
 		           "%lld, %lld]", (long long)in->dims[0].size, (long long)grid->dims[0].size,
 		           (long long)grid->dims[1].size, (long long)grid->dims[2].size,
 		           (long long)grid->dims[3].size);
-	static const char *const modes[] = {"bilinear", "nearest", "bicubic"};
+	/* GridSample-20 says linear and cubic for bilinear and bicubic. */
+	static const char *const modes[] = {"bilinear", "nearest", "bicubic", "linear", "cubic"};
 	static const char *const paddings[] = {"zeros", "border", "reflection"};
 	memset(p, 0, sizeof *p);
 	p->batch = in->dims[0].size;
@@ -59,7 +60,9 @@ void sampling_gridsample_params(Infer *x, kiln_gridsample_params *p)
 	p->in_w = in->dims[3].size;
 	p->out_h = grid->dims[1].size;
 	p->out_w = grid->dims[2].size;
-	p->mode = pick(x, "mode", "bilinear", modes, 3);
+	p->mode = pick(x, "mode", "bilinear", modes, x->n->since >= 20 ? 5 : 3);
+	if (p->mode >= 3)
+		p->mode = p->mode == 3 ? 0 : 2;
 	p->padding_mode = pick(x, "padding_mode", "zeros", paddings, 3);
 	int64_t align = attr_int(x, "align_corners", 0);
 	if (align != 0 && align != 1)

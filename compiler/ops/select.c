@@ -25,25 +25,7 @@ enum { MAX_FOLD = 1 << 16 };
  * 64-bit integers, which callers that need exactness compare as bytes). */
 static double elem(const Folded *f, int64_t k)
 {
-	const unsigned char *p = (const unsigned char *)f->data + (size_t)k * dtype_size(f->dtype);
-	union { float f; double d; int8_t i8; uint8_t u8; int16_t i16; uint16_t u16; int32_t i32;
-	        uint32_t u32; int64_t i64; uint64_t u64; } v;
-	memcpy(&v, p, dtype_size(f->dtype));
-	switch (f->dtype) {
-	case DT_FLOAT: return (double)v.f;
-	case DT_DOUBLE: return v.d;
-	case DT_FLOAT16: return (double)kiln_f16_to_f32(v.u16);
-	case DT_BFLOAT16: return (double)kiln_bf16_to_f32(v.u16);
-	case DT_INT8: return v.i8;
-	case DT_UINT8: case DT_BOOL: return v.u8;
-	case DT_INT16: return v.i16;
-	case DT_UINT16: return v.u16;
-	case DT_INT32: return v.i32;
-	case DT_UINT32: return v.u32;
-	case DT_INT64: return (double)v.i64;
-	case DT_UINT64: return (double)v.u64;
-	default: return 0;
-	}
+	return folded_elem(f->dtype, f->data, k);
 }
 
 /* Order of two elements of type dt (NaN after everything, as numpy sorts). */

@@ -173,6 +173,11 @@ static void infer_concat(Infer *x)
 	}
 }
 
+static int64_t clamp(int64_t v, int64_t lo, int64_t hi)
+{
+	return v < lo ? lo : v > hi ? hi : v;
+}
+
 static void infer_split(Infer *x)
 {
 	const Shape *in = infer_shape(x, 0);
@@ -191,6 +196,17 @@ static void infer_split(Infer *x)
 		nparts = attr_ints(x, "split", parts, 64);
 	}
 	int64_t dim = in->dims[axis].size;
+	int64_t num = x->n->since >= 18 ? attr_int(x, "num_outputs", 0) : 0;
+	if (nparts < 0 && num != 0) {
+		/* Split-18: ceil(dim / num_outputs) each, the last part smaller. */
+		if (num != nout)
+			infer_fail(x, KILN_INVALID_MODEL, "num_outputs is %lld; the node has %d outputs",
+			           (long long)num, nout);
+		int64_t chunk = (dim + num - 1) / num;
+		nparts = nout;
+		for (int i = 0; i < nout; i++)
+			parts[i] = clamp(dim - i * chunk, 0, chunk);
+	}
 	if (nparts < 0) {
 		if (dim % nout)
 			infer_fail(x, KILN_SHAPE_ERROR, "axis %d (%lld) does not split evenly into %d", axis,
@@ -214,11 +230,6 @@ static void infer_split(Infer *x)
 	if (sum != dim)
 		infer_fail(x, KILN_SHAPE_ERROR, "split parts sum to %lld, axis %d has %lld",
 		           (long long)sum, axis, (long long)dim);
-}
-
-static int64_t clamp(int64_t v, int64_t lo, int64_t hi)
-{
-	return v < lo ? lo : v > hi ? hi : v;
 }
 
 static void infer_slice(Infer *x)
@@ -616,22 +627,47 @@ static void infer_tile(Infer *x)
 
 /* Pad: pads from the attribute (before opset 11) or the known input 1;
  * [begin_0, ..., begin_r-1, end_0, ...]; negative pads crop. */
-static void infer_pad(Infer *x)
+/* The begin and end pads of every axis (2 * rank values): the attribute
+ * before opset 11, input 1 after, and from opset 18 only for the axes listed
+ * in input 3 (the others get none). */
+void pad_amounts(Infer *x, int rank, int64_t *pads)
 {
-	const Shape *in = infer_shape(x, 0);
-	int64_t pads[2 * KILN_MAX_RANK];
-	int64_t n;
+	int64_t given[2 * KILN_MAX_RANK], n, axes[KILN_MAX_RANK], na = -1;
 	if (x->n->since < 11) {
-		n = attr_ints(x, "pads", pads, 2 * KILN_MAX_RANK);
+		n = attr_ints(x, "pads", given, 2 * KILN_MAX_RANK);
 	} else {
 		const int64_t *v = infer_require_ints(x, 1, &n);
 		if (n > 2 * KILN_MAX_RANK)
 			infer_fail(x, KILN_SHAPE_ERROR, "too many pads");
-		memcpy(pads, v, (size_t)n * sizeof *v);
+		memcpy(given, v, (size_t)n * sizeof *v);
 	}
-	if (n != 2 * in->rank)
-		infer_fail(x, KILN_SHAPE_ERROR, "pads has %lld values for rank %d", (long long)n,
-		           in->rank);
+	if (x->n->since >= 18 && infer_has_input(x, 3)) {
+		const int64_t *v = infer_require_ints(x, 3, &na);
+		if (na > rank)
+			infer_fail(x, KILN_SHAPE_ERROR, "axes has %lld values for rank %d", (long long)na, rank);
+		for (int64_t k = 0; k < na; k++)
+			axes[k] = infer_axis(x, v[k], rank, "axis");
+	}
+	if (na < 0) {
+		na = rank;
+		for (int k = 0; k < rank; k++)
+			axes[k] = k;
+	}
+	if (n != 2 * na)
+		infer_fail(x, KILN_SHAPE_ERROR, "pads has %lld values for %lld axes", (long long)n,
+		           (long long)na);
+	memset(pads, 0, 2 * (size_t)rank * sizeof *pads);
+	for (int64_t k = 0; k < na; k++) {
+		pads[axes[k]] = given[k];
+		pads[rank + axes[k]] = given[na + k];
+	}
+}
+
+static void infer_pad(Infer *x)
+{
+	const Shape *in = infer_shape(x, 0);
+	int64_t pads[2 * KILN_MAX_RANK];
+	pad_amounts(x, in->rank, pads);
 	Shape y = *in;
 	for (int k = 0; k < in->rank; k++) {
 		y.dims[k].size = in->dims[k].size + pads[k] + pads[in->rank + k];

@@ -6,7 +6,9 @@
  *     reads the weight transposed, so a weight also used untransformed (a
  *     tied embedding: Gather + lm_head) is stored once;
  *   - MatMul + Add(bias) becomes Gemm with C (a Reshape to 2-D and back
- *     around it when A has more than two axes; those are views);
+ *     around it when A has more than two axes; those are views), unless
+ *     the batch axis is not A's leading axis (seq-first layouts): the
+ *     Reshapes would merge it with the axes before it;
  *   - Gemm without C + Add(residual or bias) becomes Gemm with C;
  *   - Conv (1-D/2-D) + Add(residual of the output's shape) becomes a Conv
  *     with the residual as a kiln-internal fourth input, marked by the
@@ -135,6 +137,15 @@ static bool matmul_to_gemm(PassCtx *c, int i, int b, bool trans_b, int cv, int y
 		out_dims[rank - 1] = N;
 		if (varying > 1)
 			return false;
+		/* A batch axis after a leading axis longer than 1 (seq-first
+		 * [seq, batch, features]) would be flattened with it, and batch
+		 * independence could no longer be proven: MatMul stays. */
+		for (int d = 0; d < rank - 1 && varying; d++) {
+			if (out_dims[d] < 0)
+				break;
+			if (out_dims[d] != 1)
+				return false;
+		}
 		if (cv != NONE) { /* C must broadcast over rows: [N], [1,N] or a scalar */
 			const Shape *sc = rw_static_shape(c, cv);
 			int64_t ne = sc ? shape_nelem(sc) : -1;

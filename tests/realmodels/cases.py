@@ -1,7 +1,4 @@
-"""The cases of run.py: RUN = [(name, make)] where make() returns
-(ModelProto, {input name: ndarray}); ERRORS = [(name, make, expected)] where
-make() returns a ModelProto and expected is a piece of kiln's stderr (an
-"error:" is expected to exit 2, anything else, a warning, to exit 0)."""
+"""Real-model patterns for run.py (the decorators: registry.py)."""
 import io
 import random
 
@@ -9,20 +6,11 @@ import numpy as np
 import onnx
 from onnx import TensorProto, helper, numpy_helper
 
-RUN = []
-ERRORS = []
+from registry import Cases
 
-
-def run(fn):
-    RUN.append((fn.__name__, fn))
-    return fn
-
-
-def error(expected):
-    def wrap(fn):
-        ERRORS.append((fn.__name__, fn, expected))
-        return fn
-    return wrap
+_cases = Cases()
+RUN, ERRORS, COMPILES = _cases.RUN, _cases.ERRORS, _cases.COMPILES
+run, error, compiles = _cases.run, _cases.error, _cases.compiles
 
 
 def rng(seed=13):
@@ -30,11 +18,13 @@ def rng(seed=13):
 
 
 def torch_export(module, args, names, dynamic, opset=13, outputs=("y",)):
+    import warnings
     import torch
     torch.manual_seed(0)
     f = io.BytesIO()
     module.eval()
-    with torch.no_grad():
+    with torch.no_grad(), warnings.catch_warnings():
+        warnings.simplefilter("ignore")
         torch.onnx.export(module, args, f, input_names=list(names), output_names=list(outputs),
                           dynamic_axes=dynamic, opset_version=opset)
     return onnx.load_from_string(f.getvalue())
@@ -126,3 +116,237 @@ def cycle():
     b = helper.make_node("Relu", ["a"], ["b"], name="relu_b")
     o = helper.make_node("Neg", ["a"], ["y"], name="neg")
     return model([o, a, b], [x], [y])
+
+
+# ---- shape arithmetic ------------------------------------------------------
+
+
+def part_module():
+    import torch
+    from torch import nn
+
+    class PartBlock(nn.Module):
+        """ParT-style: pair features over the lower triangle of particle
+        pairs (tril_indices as ones -> tril -> nonzero, all from shapes), a
+        class token expanded to the batch, attention of the token over the
+        particles."""
+
+        def __init__(self):
+            super().__init__()
+            self.embed = nn.Linear(4, 8)
+            self.pair = nn.Linear(2, 1)
+            self.cls = nn.Parameter(torch.randn(1, 1, 8))
+            self.att = nn.MultiheadAttention(8, 2, batch_first=True)
+            self.out = nn.Linear(8, 3)
+
+        def forward(self, x):                       # x: [N, P, 4]
+            p = x.size(1)
+            h = self.embed(x)                        # [N, P, 8]
+            ij = torch.ones(p, p, dtype=torch.long, device=x.device).tril(-1).nonzero()
+            i, j = ij[:, 0], ij[:, 1]
+            pt = x[:, :, 0]
+            feats = torch.stack([pt[:, i] - pt[:, j], pt[:, i] * pt[:, j]], dim=-1)
+            w = self.pair(feats).squeeze(-1).mean(dim=1, keepdim=True)   # [N, 1]
+            cls = self.cls.expand(x.size(0), -1, -1)                     # [N, 1, 8]
+            a, _ = self.att(cls, h, h, need_weights=False)
+            return self.out(a.squeeze(1) + w)
+    return PartBlock()
+
+
+@run
+def part_tril_expand():
+    import torch
+    x = rng(1).standard_normal((3, 6, 4), dtype=np.float32)
+    m = torch_export(part_module(), (torch.from_numpy(x),), ["x"], {"x": {0: "N", 1: "P"}},
+                     opset=14)
+    return m, {"x": x}
+
+
+@run
+def tf_tensordot_chain():
+    """TF Tensordot: Shape -> Cast(int32) -> Gather -> ReduceProd -> Concat ->
+    Cast(int64) -> Reshape, a MatMul, and the output shape the same way."""
+    r = rng(2)
+    w = numpy_helper.from_array(r.standard_normal((5, 3), dtype=np.float32), "w")
+    free = numpy_helper.from_array(np.array([0, 1], np.int32), "free_axes")
+    fdim = numpy_helper.from_array(np.array([5], np.int32), "fdim")
+    kdim = numpy_helper.from_array(np.array([3], np.int32), "kdim")
+    nodes = [
+        helper.make_node("Shape", ["x"], ["shape"]),
+        helper.make_node("Cast", ["shape"], ["shape32"], to=TensorProto.INT32),
+        helper.make_node("Gather", ["shape32", "free_axes"], ["free"], axis=0),
+        helper.make_node("ReduceProd", ["free"], ["prod"], keepdims=1),
+        helper.make_node("Concat", ["prod", "fdim"], ["flat32"], axis=0),
+        helper.make_node("Cast", ["flat32"], ["flat"], to=TensorProto.INT64),
+        helper.make_node("Reshape", ["x", "flat"], ["x2"]),
+        helper.make_node("MatMul", ["x2", "w"], ["y2"]),
+        helper.make_node("Concat", ["free", "kdim"], ["out32"], axis=0),
+        helper.make_node("Cast", ["out32"], ["out"], to=TensorProto.INT64),
+        helper.make_node("Reshape", ["y2", "out"], ["y"]),
+    ]
+    m = model(nodes, [vinfo("x", TensorProto.FLOAT, ["N", 7, 5])],
+              [vinfo("y", TensorProto.FLOAT, ["N", 7, 3])], [w, free, fdim, kdim])
+    return m, {"x": r.standard_normal((2, 7, 5), dtype=np.float32)}
+
+
+@run
+def shape_float_min_slice():
+    """Shape -> Cast(float) -> Min -> Cast(int64) -> Slice end."""
+    cap = numpy_helper.from_array(np.array([4.0], np.float32), "cap")
+    one = numpy_helper.from_array(np.array([1], np.int64), "one")
+    zero = numpy_helper.from_array(np.array([0], np.int64), "zero")
+    nodes = [
+        helper.make_node("Shape", ["x"], ["shape"]),
+        helper.make_node("Gather", ["shape", "one"], ["t"], axis=0),
+        helper.make_node("Cast", ["t"], ["tf"], to=TensorProto.FLOAT),
+        helper.make_node("Min", ["tf", "cap"], ["m"]),
+        helper.make_node("Cast", ["m"], ["end"], to=TensorProto.INT64),
+        helper.make_node("Slice", ["x", "zero", "end", "one"], ["y"]),
+    ]
+    m = model(nodes, [vinfo("x", TensorProto.FLOAT, ["N", 9])],
+              [vinfo("y", TensorProto.FLOAT, ["N", 4])], [cap, one, zero])
+    return m, {"x": rng(3).standard_normal((3, 9), dtype=np.float32)}
+
+
+@run
+def shape_where_equal_expand():
+    """PyTorch's expand(-1): Equal(shape, -1) -> Where(shape of x) -> Expand,
+    plus Range/ArgMax/CumSum on shapes in int32 and float."""
+    neg = numpy_helper.from_array(np.array([1, -1, -1], np.int64), "want")
+    m1 = numpy_helper.from_array(np.array([-1], np.int64), "m1")
+    nodes = [
+        helper.make_node("Shape", ["x"], ["sx"]),
+        helper.make_node("Equal", ["want", "m1"], ["is_neg"]),
+        helper.make_node("Where", ["is_neg", "sx", "want"], ["target"]),
+        helper.make_node("Expand", ["bias", "target"], ["be"]),
+        helper.make_node("Add", ["x", "be"], ["y"]),
+        helper.make_node("Cast", ["sx"], ["sxf"], to=TensorProto.FLOAT),
+        helper.make_node("CumSum", ["sxf", "zero"], ["cs"]),
+        helper.make_node("ArgMax", ["cs"], ["am"], axis=0, keepdims=1),
+        helper.make_node("Cast", ["am"], ["amf"], to=TensorProto.FLOAT),
+        helper.make_node("Mul", ["y", "amf"], ["z"]),
+    ]
+    inits = [neg, m1, numpy_helper.from_array(np.arange(4, dtype=np.float32).reshape(1, 1, 4),
+                                              "bias"),
+             numpy_helper.from_array(np.array(0, np.int32), "zero")]
+    m = model(nodes, [vinfo("x", TensorProto.FLOAT, ["N", 2, 4])],
+              [vinfo("z", TensorProto.FLOAT, ["N", 2, 4])], inits)
+    return m, {"x": rng(4).standard_normal((3, 2, 4), dtype=np.float32)}
+
+
+# ---- control flow --------------------------------------------------------
+
+
+@run
+def loop_iter_declared_1():
+    """A Loop body that declares its iteration number as shape [1] (some
+    exporters do; ORT then feeds it as [1]) and adds it to the carried value;
+    its scan output concatenates it (rank 1) with itself."""
+    body = helper.make_graph(
+        [helper.make_node("Cast", ["i"], ["fi"], to=TensorProto.FLOAT),
+         helper.make_node("Add", ["acc", "fi"], ["acc_out"]),
+         helper.make_node("Identity", ["cond"], ["cond_out"]),
+         helper.make_node("Concat", ["fi", "fi"], ["scan"], axis=0)],
+        "body",
+        [vinfo("i", TensorProto.INT64, [1]), vinfo("cond", TensorProto.BOOL, []),
+         vinfo("acc", TensorProto.FLOAT, ["N", 4])],
+        [vinfo("cond_out", TensorProto.BOOL, []), vinfo("acc_out", TensorProto.FLOAT, ["N", 4]),
+         vinfo("scan", TensorProto.FLOAT, [2])])
+    trip = numpy_helper.from_array(np.array(3, np.int64), "trip")
+    cond = numpy_helper.from_array(np.array(True), "cond0")
+    loop = helper.make_node("Loop", ["trip", "cond0", "x"], ["y", "scans"], body=body)
+    m = model([loop], [vinfo("x", TensorProto.FLOAT, ["N", 4])],
+              [vinfo("y", TensorProto.FLOAT, ["N", 4]),
+               vinfo("scans", TensorProto.FLOAT, [3, 2])], [trip, cond])
+    return m, {"x": rng(5).standard_normal((2, 4), dtype=np.float32)}
+
+
+@run
+def if_shape_decided():
+    """If whose condition comes from shapes (Shape -> ArgMax -> Equal): only
+    the branch taken is compiled; the other would not even infer (its
+    Reshape does not fit)."""
+    bad = numpy_helper.from_array(np.array([7, 7, 7], np.int64), "bad_shape")
+    then_g = helper.make_graph([helper.make_node("Relu", ["x"], ["t"])], "then", [],
+                               [vinfo("t", TensorProto.FLOAT, None)])
+    else_g = helper.make_graph([helper.make_node("Reshape", ["x", "bad_shape"], ["e"])], "else",
+                               [], [vinfo("e", TensorProto.FLOAT, None)])
+    one = numpy_helper.from_array(np.array(1, np.int64), "one")
+    nodes = [
+        helper.make_node("Shape", ["x"], ["sx"]),
+        helper.make_node("ArgMax", ["sx"], ["am"], axis=0, keepdims=0),
+        helper.make_node("Equal", ["am", "one"], ["c"]),
+        helper.make_node("If", ["c"], ["y"], then_branch=then_g, else_branch=else_g),
+    ]
+    m = model(nodes, [vinfo("x", TensorProto.FLOAT, ["N", 16])],
+              [vinfo("y", TensorProto.FLOAT, ["N", 16])], [bad, one])
+    return m, {"x": rng(6).standard_normal((3, 16), dtype=np.float32)}
+
+
+# ---- layouts ---------------------------------------------------------------
+
+def seq_lstm():
+    import torch
+    from torch import nn
+
+    class SeqFirst(nn.Module):
+        """PyTorch's RNN default layout: x is [seq, batch, feature]."""
+
+        def __init__(self):
+            super().__init__()
+            self.lstm = nn.LSTM(6, 8)
+            self.fc = nn.Linear(8, 3)
+
+        def forward(self, x):
+            y, _ = self.lstm(x)
+            return torch.relu(self.fc(y))
+    x = rng(7).standard_normal((5, 3, 6), dtype=np.float32)
+    m = torch_export(SeqFirst(), (torch.from_numpy(x),), ["x"], {"x": {1: "N"}, "y": {1: "N"}},
+                     opset=14)
+    return m, {"x": x}
+
+
+@run
+def seq_first_lstm():
+    return seq_lstm()
+
+
+@compiles("--shape", "x=5,N,6", "--batch", "1,4")
+def seq_first_lstm_batch_independent():
+    return seq_lstm()[0]
+
+
+def deepsets():
+    import torch
+    from torch import nn
+
+    class DeepSets(nn.Module):
+        """phi per constituent, sum over constituents, rho: both the batch
+        and the constituent count are symbolic in the export."""
+
+        def __init__(self):
+            super().__init__()
+            self.phi = nn.Sequential(nn.Linear(4, 16), nn.ReLU(), nn.Linear(16, 8), nn.ReLU())
+            self.rho = nn.Sequential(nn.Linear(8, 8), nn.ReLU(), nn.Linear(8, 2))
+
+        def forward(self, c):
+            return self.rho(self.phi(c).sum(dim=1))
+    x = rng(8).standard_normal((3, 10, 4), dtype=np.float32)
+    m = torch_export(DeepSets(), (torch.from_numpy(x),), ["constituents"],
+                     {"constituents": {0: "N", 1: "P"}, "y": {0: "N"}})
+    return m, {"constituents": x}
+
+
+@run
+def deepsets_fixed_constituents():
+    return deepsets()
+
+
+@compiles("--shape", "constituents=N,10,4", "--batch", "1,8")
+def deepsets_batch_independent():
+    return deepsets()[0]
+
+
+@error("hint: --shape constituents=N,<P>,4")
+def deepsets_check_suggests_shape():
+    return deepsets()[0]

@@ -10,11 +10,14 @@ Debian's python3-torch (torch.onnx.export) or onnx.helper. ONNX Runtime 1.30
 outputs, which are written as an ONNX backend-test folder (model.onnx,
 test_data_set_0/input_I.pb, output_I.pb) that `kiln verify` compiles, runs
 and compares (rtol 1e-3, atol 1e-5; integers exactly). Error cases check
-kiln's one-line message instead.
+kiln's one-line message instead; COMPILES cases check that `kiln compile`
+with the given flags succeeds without a warning and keeps the model
+batch-independent (any batch size can run).
 
-usage: run.py KILN OUTDIR [CASE...]    (exits 77, "skipped", without ORT)
+usage: run.py KILN OUTDIR [--cases FILE.py] [CASE...]
+(exits 77, "skipped", without ORT; FILE.py defaults to cases.py here)
 """
-import io
+import importlib.util
 import json
 import os
 import shutil
@@ -26,8 +29,7 @@ import onnx
 from onnx import TensorProto, helper, numpy_helper
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-sys.path.insert(0, HERE)
-import cases  # noqa: E402
+sys.path.insert(0, HERE)  # registry.py, for the cases files
 
 ORT_TYPES = {np.float32: "float32", np.float64: "float64", np.int8: "int8", np.uint8: "uint8",
              np.int16: "int16", np.uint16: "uint16", np.int32: "int32", np.uint32: "uint32",
@@ -76,8 +78,14 @@ def write_case(outdir, name, model, inputs):
 
 
 def main():
-    kiln, outdir = sys.argv[1], sys.argv[2]
-    wanted = set(sys.argv[3:])
+    kiln, outdir, rest = sys.argv[1], sys.argv[2], sys.argv[3:]
+    path = os.path.join(HERE, "cases.py")
+    if rest[:1] == ["--cases"]:
+        path, rest = rest[1], rest[2:]
+    spec = importlib.util.spec_from_file_location("cases", path)
+    cases = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(cases)
+    wanted = set(rest)
     if not ort_available():
         print("SKIP: ONNX Runtime (node + onnxruntime-node) is not available: "
               "NODE_PATH=$(scripts/install-ort.sh) to run these tests")
@@ -102,15 +110,30 @@ def main():
         model = make()
         path = os.path.join(outdir, name + ".onnx")
         onnx.save(model, path)
-        r = subprocess.run([kiln, "info", path], capture_output=True, text=True)
-        got = r.stderr.strip()
-        ok = (r.returncode == 2 if expect.startswith("error:") else r.returncode == 0) and \
-            expect in got
+        # "kiln check" lists unsupported nodes (exit 1); "kiln info" loads.
+        cmd, want_rc = ("check", 1) if expect.startswith("check:") else \
+            ("check", 0) if expect.startswith("hint:") else \
+            ("info", 2 if expect.startswith("error:") else 0)
+        text = expect.split(":", 1)[1].strip() if cmd == "check" else expect
+        r = subprocess.run([kiln, cmd, path], capture_output=True, text=True)
+        got = (r.stdout if cmd == "check" else r.stderr).strip()
+        ok = r.returncode == want_rc and text in got
         print(f"{'PASS' if ok else 'FAIL'} {name}: {got or '(no message)'}")
         if not ok:
-            print(f"  wanted exit {'2' if expect.startswith('error:') else '0'} and "
-                  f"\"{expect}\"; got exit {r.returncode}")
+            print(f"  wanted exit {want_rc} and \"{text}\"; got exit {r.returncode}")
             failures += 1
+    for name, make, flags in getattr(cases, "COMPILES", []):
+        if wanted and name not in wanted:
+            continue
+        path = os.path.join(outdir, name + ".onnx")
+        onnx.save(make(), path)
+        out = os.path.join(outdir, name + "-out")
+        r = subprocess.run([kiln, "compile", path, "-o", out] + flags, capture_output=True,
+                           text=True)
+        ok = r.returncode == 0 and "(any batch size)" in r.stdout and not r.stderr.strip()
+        print(f"{'PASS' if ok else 'FAIL'} {name}: kiln compile {' '.join(flags)}: "
+              f"{'batch-independent' if ok else (r.stderr.strip() or r.stdout.strip())}")
+        failures += not ok
     return 1 if failures else 0
 
 

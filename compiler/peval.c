@@ -1,0 +1,800 @@
+/*
+ * peval.c - partial evaluation: a node whose inputs are all known at compile
+ * time is computed at compile time.
+ *
+ * Known values are weights, Constant outputs, Shape outputs, frozen inputs
+ * (--freeze) and everything computed from them; each signature has its own
+ * (shape.c's Sig.folded), so values that depend on the batch size are
+ * evaluated per signature. Exporters compute shapes from shapes through any
+ * op (PyTorch's expand is Equal -> Where on a shape, tril_indices is
+ * ConstantOfShape -> Trilu -> NonZero, TensorFlow's Tensordot goes through
+ * Cast(int32) -> Gather -> ReduceProd, a Slice end through Cast(float) -> Min),
+ * so this is one evaluator for the ops' semantics over every integer, bool
+ * and float type, not a list of patterns.
+ *
+ * It runs after the op's inference hook (shape.c), which has checked the node
+ * and set the outputs' shapes and types: the evaluator only fills in values.
+ * Hooks that fold themselves (Shape, Concat of int64, NonZero, ...) go first;
+ * ops not listed here, or results too large, are left to run time.
+ * Arithmetic follows the generated code: integers wrap in two's complement,
+ * integer division truncates, float32 results are rounded to float32. A
+ * division by zero or an index out of range is not folded, so the run-time
+ * op reports it as it would anyway.
+ *
+ * A folded value that only decides shapes never reaches the weights object:
+ * emit_c.c stores a folded value only when a node computed at run time reads
+ * its contents.
+ */
+#include <math.h>
+#include <string.h>
+
+#include "kiln.h"
+#include "kiln/kernels.h"
+
+/* Results are shape arithmetic, indices and masks: small. Larger float
+ * results are left to fold.c, which weighs the weight bytes. */
+enum { MAX_ELEMS = 4096, MAX_INT_ELEMS = 1 << 16, MAX_IN_ELEMS = 1 << 20 };
+
+typedef struct Arg {
+	int dt;
+	const Shape *s;
+	int64_t n;
+	const unsigned char *p;
+} Arg;
+
+static bool is_float(int dt)
+{
+	return dt == DT_FLOAT || dt == DT_DOUBLE || dt == DT_FLOAT16 || dt == DT_BFLOAT16;
+}
+
+static bool is_unsigned(int dt)
+{
+	return dt == DT_UINT8 || dt == DT_UINT16 || dt == DT_UINT32 || dt == DT_UINT64 ||
+	       dt == DT_BOOL;
+}
+
+double folded_elem(int dt, const void *data, int64_t k)
+{
+	const unsigned char *p = (const unsigned char *)data + (size_t)k * dtype_size(dt);
+	union { float f; double d; int8_t i8; uint8_t u8; int16_t i16; uint16_t u16; int32_t i32;
+	        uint32_t u32; int64_t i64; uint64_t u64; } v;
+	memcpy(&v, p, dtype_size(dt));
+	switch (dt) {
+	case DT_FLOAT: return (double)v.f;
+	case DT_DOUBLE: return v.d;
+	case DT_FLOAT16: return (double)kiln_f16_to_f32(v.u16);
+	case DT_BFLOAT16: return (double)kiln_bf16_to_f32(v.u16);
+	case DT_INT8: return v.i8;
+	case DT_UINT8: case DT_BOOL: return v.u8;
+	case DT_INT16: return v.i16;
+	case DT_UINT16: return v.u16;
+	case DT_INT32: return v.i32;
+	case DT_UINT32: return v.u32;
+	case DT_INT64: return (double)v.i64;
+	case DT_UINT64: return (double)v.u64;
+	default: return 0;
+	}
+}
+
+/* Element k as an integer (exact for every integer type; floats truncate). */
+static int64_t get_i(const Arg *a, int64_t k)
+{
+	const unsigned char *p = a->p + (size_t)k * dtype_size(a->dt);
+	union { int8_t i8; uint8_t u8; int16_t i16; uint16_t u16; int32_t i32; uint32_t u32;
+	        int64_t i64; } v;
+	switch (a->dt) {
+	case DT_INT8: memcpy(&v.i8, p, 1); return v.i8;
+	case DT_UINT8: case DT_BOOL: memcpy(&v.u8, p, 1); return v.u8;
+	case DT_INT16: memcpy(&v.i16, p, 2); return v.i16;
+	case DT_UINT16: memcpy(&v.u16, p, 2); return v.u16;
+	case DT_INT32: memcpy(&v.i32, p, 4); return v.i32;
+	case DT_UINT32: memcpy(&v.u32, p, 4); return v.u32;
+	case DT_INT64: case DT_UINT64: memcpy(&v.i64, p, 8); return v.i64;
+	default: {
+		double f = folded_elem(a->dt, a->p, k);
+		return isnan(f) ? INT64_MIN : f >= 0x1p63 ? INT64_MAX : f < -0x1p63 ? INT64_MIN
+		                                                                     : (int64_t)f;
+	}
+	}
+}
+
+static double get_f(const Arg *a, int64_t k)
+{
+	return folded_elem(a->dt, a->p, k);
+}
+
+/* Store v in element k of out, converting as Cast does (wrapping). */
+static void put_i(int dt, void *out, int64_t k, int64_t v)
+{
+	unsigned char *p = (unsigned char *)out + (size_t)k * dtype_size(dt);
+	union { float f; double d; int8_t i8; int16_t i16; int32_t i32; uint16_t u16; } u;
+	switch (dt) {
+	case DT_BOOL: *p = v != 0; break;
+	case DT_INT8: case DT_UINT8: u.i8 = (int8_t)(uint8_t)v; memcpy(p, &u.i8, 1); break;
+	case DT_INT16: case DT_UINT16: u.i16 = (int16_t)(uint16_t)v; memcpy(p, &u.i16, 2); break;
+	case DT_INT32: case DT_UINT32: u.i32 = (int32_t)(uint32_t)v; memcpy(p, &u.i32, 4); break;
+	case DT_INT64: case DT_UINT64: memcpy(p, &v, 8); break;
+	case DT_FLOAT: u.f = (float)v; memcpy(p, &u.f, 4); break;
+	case DT_DOUBLE: u.d = (double)v; memcpy(p, &u.d, 8); break;
+	case DT_FLOAT16: u.u16 = kiln_f32_to_f16((float)v); memcpy(p, &u.u16, 2); break;
+	case DT_BFLOAT16: u.u16 = kiln_f32_to_bf16((float)v); memcpy(p, &u.u16, 2); break;
+	default: break;
+	}
+}
+
+static void put_f(int dt, void *out, int64_t k, double v)
+{
+	unsigned char *p = (unsigned char *)out + (size_t)k * dtype_size(dt);
+	union { float f; double d; uint16_t u16; } u;
+	switch (dt) {
+	case DT_FLOAT: u.f = (float)v; memcpy(p, &u.f, 4); break;
+	case DT_DOUBLE: u.d = v; memcpy(p, &u.d, 8); break;
+	case DT_FLOAT16: u.u16 = kiln_f32_to_f16((float)v); memcpy(p, &u.u16, 2); break;
+	case DT_BFLOAT16: u.u16 = kiln_f32_to_bf16((float)v); memcpy(p, &u.u16, 2); break;
+	case DT_BOOL: *p = v != 0; break;
+	default:
+		/* Float to integer truncates toward zero; out of range saturates. */
+		put_i(dt, out, k, isnan(v) ? 0 : v >= 0x1p63 ? INT64_MAX : v < -0x1p63 ? INT64_MIN
+		                                                                        : (int64_t)v);
+		break;
+	}
+}
+
+/* Round a float result to its storage type, as the generated code computes it. */
+static double round_to(int dt, double v)
+{
+	return dt == DT_FLOAT || dt == DT_FLOAT16 || dt == DT_BFLOAT16 ? (double)(float)v : v;
+}
+
+/* ---- indexing --------------------------------------------------------- */
+
+static void strides(const Shape *s, int64_t *st)
+{
+	int64_t acc = 1;
+	for (int k = s->rank - 1; k >= 0; k--) {
+		st[k] = acc;
+		acc *= s->dims[k].size;
+	}
+}
+
+static void coords(const Shape *s, int64_t linear, int64_t *c)
+{
+	for (int k = s->rank - 1; k >= 0; k--) {
+		c[k] = s->dims[k].size ? linear % s->dims[k].size : 0;
+		linear = s->dims[k].size ? linear / s->dims[k].size : 0;
+	}
+}
+
+/* ---- elementwise ------------------------------------------------------ */
+
+static bool unary_f(int op, double x, double *r)
+{
+	switch (op) {
+	case OP_Neg: *r = -x; return true;
+	case OP_Abs: *r = fabs(x); return true;
+	case OP_Sign: *r = x > 0 ? 1 : x < 0 ? -1 : x; return true;
+	case OP_Floor: *r = floor(x); return true;
+	case OP_Ceil: *r = ceil(x); return true;
+	case OP_Round: *r = nearbyint(x); return true;  /* half to even */
+	case OP_Sqrt: *r = sqrt(x); return true;
+	case OP_Reciprocal: *r = 1 / x; return true;
+	case OP_Exp: *r = exp(x); return true;
+	case OP_Log: *r = log(x); return true;
+	case OP_Relu: *r = x > 0 ? x : 0; return true;
+	case OP_Sigmoid: *r = 1 / (1 + exp(-x)); return true;
+	case OP_Tanh: *r = tanh(x); return true;
+	case OP_Identity: *r = x; return true;
+	default: return false;
+	}
+}
+
+static bool unary_i(int op, int64_t x, int64_t *r)
+{
+	switch (op) {
+	case OP_Neg: *r = (int64_t)(0 - (uint64_t)x); return true;
+	case OP_Abs: *r = x < 0 ? (int64_t)(0 - (uint64_t)x) : x; return true;
+	case OP_Sign: *r = (x > 0) - (x < 0); return true;
+	case OP_Relu: *r = x > 0 ? x : 0; return true;
+	case OP_Not: *r = !x; return true;
+	case OP_Identity: case OP_Floor: case OP_Ceil: case OP_Round: *r = x; return true;
+	default: return false;
+	}
+}
+
+static bool binary_f(int op, double a, double b, double *r, bool fmod_attr)
+{
+	switch (op) {
+	case OP_Add: case OP_Sum: *r = a + b; return true;
+	case OP_Sub: *r = a - b; return true;
+	case OP_Mul: *r = a * b; return true;
+	case OP_Div: *r = a / b; return true;
+	case OP_Pow: *r = pow(a, b); return true;
+	case OP_Min: *r = isnan(a) || isnan(b) ? (double)NAN : a < b ? a : b; return true;
+	case OP_Max: *r = isnan(a) || isnan(b) ? (double)NAN : a > b ? a : b; return true;
+	case OP_Mod:
+		if (fmod_attr) {
+			*r = fmod(a, b);
+		} else {
+			double m = fmod(a, b);
+			*r = m != 0 && ((m < 0) != (b < 0)) ? m + b : m;
+		}
+		return true;
+	case OP_Equal: *r = a == b; return true;
+	case OP_Less: *r = a < b; return true;
+	case OP_Greater: *r = a > b; return true;
+	case OP_LessOrEqual: *r = a <= b; return true;
+	case OP_GreaterOrEqual: *r = a >= b; return true;
+	default: return false;
+	}
+}
+
+static bool binary_i(int op, int64_t a, int64_t b, int64_t *r, bool uns, const Node *n)
+{
+	uint64_t ua = (uint64_t)a, ub = (uint64_t)b;
+	switch (op) {
+	case OP_Add: case OP_Sum: *r = (int64_t)(ua + ub); return true;
+	case OP_Sub: *r = (int64_t)(ua - ub); return true;
+	case OP_Mul: *r = (int64_t)(ua * ub); return true;
+	case OP_Div:
+		if (b == 0 || (a == INT64_MIN && b == -1))
+			return false;
+		*r = uns ? (int64_t)(ua / ub) : a / b;
+		return true;
+	case OP_Mod:
+		if (b == 0 || (a == INT64_MIN && b == -1))
+			return false;
+		if (uns) {
+			*r = (int64_t)(ua % ub);
+		} else {
+			int64_t m = a % b;
+			bool c_style = node_attr(n, "fmod") && node_attr(n, "fmod")->i;
+			*r = !c_style && m != 0 && ((m < 0) != (b < 0)) ? m + b : m;
+		}
+		return true;
+	case OP_Pow: {
+		if (b < 0)
+			return false;
+		uint64_t p = 1;
+		for (int64_t k = 0; k < b && k < 64; k++)
+			p *= ua;
+		*r = (int64_t)p;
+		return true;
+	}
+	case OP_Min: *r = uns ? (int64_t)(ua < ub ? ua : ub) : a < b ? a : b; return true;
+	case OP_Max: *r = uns ? (int64_t)(ua > ub ? ua : ub) : a > b ? a : b; return true;
+	case OP_Equal: *r = a == b; return true;
+	case OP_Less: *r = uns ? ua < ub : a < b; return true;
+	case OP_Greater: *r = uns ? ua > ub : a > b; return true;
+	case OP_LessOrEqual: *r = uns ? ua <= ub : a <= b; return true;
+	case OP_GreaterOrEqual: *r = uns ? ua >= ub : a >= b; return true;
+	case OP_And: *r = a && b; return true;
+	case OP_Or: *r = a || b; return true;
+	case OP_Xor: *r = !a != !b; return true;
+	case OP_BitShift: {
+		const Attr *d = node_attr(n, "direction");
+		bool left = d && d->type == AT_STRING && d->s.len == 4 && memcmp(d->s.data, "LEFT", 4) == 0;
+		*r = ub >= 64 ? 0 : (int64_t)(left ? ua << ub : ua >> ub);
+		return true;
+	}
+	default: return false;
+	}
+}
+
+/* Unary, binary and variadic elementwise ops, Where, Cast and Clip. */
+static bool eval_elementwise(Infer *x, const Arg *in, int nin, int ydt, const Shape *ys,
+                             void *y)
+{
+	const Node *n = x->n;
+	int op = n->op;
+	int64_t ny = shape_nelem(ys);
+	int cdt = in[0].dt;  /* the type the op computes in */
+	bool fl = is_float(cdt), uns = is_unsigned(cdt);
+	bool fmod_attr = node_attr(n, "fmod") && node_attr(n, "fmod")->i;
+	if (op == OP_Cast || op == OP_CastLike) {
+		for (int64_t k = 0; k < ny; k++)
+			if (fl)
+				put_f(ydt, y, k, get_f(&in[0], k));
+			else if (uns && in[0].dt == DT_UINT64 && is_float(ydt))
+				put_f(ydt, y, k, (double)(uint64_t)get_i(&in[0], k));
+			else
+				put_i(ydt, y, k, get_i(&in[0], k));
+		return true;
+	}
+	if (op == OP_Where) {
+		for (int64_t k = 0; k < ny; k++) {
+			bool c = get_i(&in[0], bcast_index(ys, in[0].s, k)) != 0;
+			const Arg *src = c ? &in[1] : &in[2];
+			size_t esz = dtype_size(ydt);
+			memcpy((unsigned char *)y + (size_t)k * esz,
+			       src->p + (size_t)bcast_index(ys, src->s, k) * esz, esz);
+		}
+		return true;
+	}
+	if (op == OP_IsNaN || op == OP_IsInf) {
+		int64_t pos = node_attr(n, "detect_positive") ? node_attr(n, "detect_positive")->i : 1;
+		int64_t neg = node_attr(n, "detect_negative") ? node_attr(n, "detect_negative")->i : 1;
+		for (int64_t k = 0; k < ny; k++) {
+			double v = get_f(&in[0], k);
+			put_i(ydt, y, k, op == OP_IsNaN ? isnan(v)
+			                 : isinf(v) && ((v > 0 && pos) || (v < 0 && neg)));
+		}
+		return true;
+	}
+	if (op == OP_Clip) {
+		/* Bounds: inputs 1 and 2 from opset 11, attributes before. */
+		bool has_lo = nin > 1 && in[1].p, has_hi = nin > 2 && in[2].p;
+		double lo_a = (double)attr_float(x, "min", -INFINITY),
+		       hi_a = (double)attr_float(x, "max", INFINITY);
+		for (int64_t k = 0; k < ny; k++) {
+			if (fl) {
+				double v = get_f(&in[0], k);
+				double lo = has_lo ? get_f(&in[1], 0) : lo_a, hi = has_hi ? get_f(&in[2], 0) : hi_a;
+				v = v < lo ? lo : v;
+				put_f(ydt, y, k, v > hi ? hi : v);
+			} else {
+				int64_t v = get_i(&in[0], k);
+				if (has_lo && v < get_i(&in[1], 0))
+					v = get_i(&in[1], 0);
+				if (has_hi && v > get_i(&in[2], 0))
+					v = get_i(&in[2], 0);
+				put_i(ydt, y, k, v);
+			}
+		}
+		return true;
+	}
+	if (nin == 1) {
+		for (int64_t k = 0; k < ny; k++) {
+			if (fl) {
+				double r;
+				if (!unary_f(op, get_f(&in[0], k), &r))
+					return false;
+				put_f(ydt, y, k, r);
+			} else {
+				int64_t r;
+				if (!unary_i(op, get_i(&in[0], k), &r))
+					return false;
+				put_i(ydt, y, k, r);
+			}
+		}
+		return true;
+	}
+	/* Binary, and the variadic Min/Max/Sum/Mean folded left to right. */
+	for (int64_t k = 0; k < ny; k++) {
+		if (fl) {
+			double acc = get_f(&in[0], bcast_index(ys, in[0].s, k));
+			for (int i = 1; i < nin; i++) {
+				int bop = op == OP_Mean ? OP_Sum : op;
+				double b = get_f(&in[i], bcast_index(ys, in[i].s, k));
+				if (!binary_f(bop, acc, b, &acc, fmod_attr))
+					return false;
+				acc = round_to(cdt, acc);
+			}
+			put_f(ydt, y, k, op == OP_Mean ? acc / nin : acc);
+		} else {
+			if (op == OP_Mean)
+				return false;
+			int64_t acc = get_i(&in[0], bcast_index(ys, in[0].s, k));
+			for (int i = 1; i < nin; i++) {
+				int64_t b = get_i(&in[i], bcast_index(ys, in[i].s, k));
+				if (!binary_i(op, acc, b, &acc, uns, n))
+					return false;
+			}
+			put_i(ydt, y, k, acc);
+		}
+	}
+	return true;
+}
+
+/* ---- reductions ------------------------------------------------------- */
+
+/* The reduced axes (a bit set) from the "axes" attribute or input 1. */
+static bool reduce_axes(Infer *x, const Arg *in, int nin, unsigned *mask, bool *noop)
+{
+	int rank = in[0].s->rank;
+	int64_t axes[KILN_MAX_RANK * 2];
+	int na = attr_ints(x, "axes", axes, KILN_MAX_RANK * 2);
+	if (nin > 1 && in[1].p) {
+		if (in[1].n > KILN_MAX_RANK * 2)
+			return false;
+		na = (int)in[1].n;
+		for (int k = 0; k < na; k++)
+			axes[k] = get_i(&in[1], k);
+	}
+	*mask = 0;
+	*noop = false;
+	if (na <= 0) {
+		if (attr_int(x, "noop_with_empty_axes", 0))
+			*noop = true;
+		else
+			*mask = (1u << rank) - 1;
+		return true;
+	}
+	for (int k = 0; k < na; k++) {
+		if (axes[k] < -rank || axes[k] >= rank)
+			return false;
+		*mask |= 1u << (axes[k] < 0 ? axes[k] + rank : axes[k]);
+	}
+	return true;
+}
+
+static bool eval_reduce(Infer *x, const Arg *in, int nin, int ydt, int64_t ny, void *y)
+{
+	int op = x->n->op;
+	const Shape *s = in[0].s;
+	unsigned mask;
+	bool noop;
+	if (!reduce_axes(x, in, nin, &mask, &noop))
+		return false;
+	int64_t ost[KILN_MAX_RANK], c[KILN_MAX_RANK];
+	/* Strides of the kept axes in the output (keepdims or not, same order). */
+	int64_t acc = 1;
+	for (int k = s->rank - 1; k >= 0; k--) {
+		ost[k] = mask & (1u << k) ? 0 : acc;
+		acc *= mask & (1u << k) ? 1 : s->dims[k].size;
+	}
+	if (acc != ny)
+		return false;
+	bool fl = is_float(in[0].dt) || op == OP_ReduceMean || op == OP_ReduceL2 ||
+	          op == OP_ReduceLogSumExp || op == OP_ReduceLogSum;
+	double *accf = arena_array(x->a, (size_t)ny + 1, sizeof *accf);
+	int64_t *acci = arena_array(x->a, (size_t)ny + 1, sizeof *acci);
+	int64_t *cnt = arena_array(x->a, (size_t)ny + 1, sizeof *cnt);
+	for (int64_t k = 0; k < in[0].n; k++) {
+		coords(s, k, c);
+		int64_t o = 0;
+		for (int a = 0; a < s->rank; a++)
+			o += c[a] * ost[a];
+		if (noop)
+			o = k;
+		double v = get_f(&in[0], k);
+		int64_t vi = get_i(&in[0], k);
+		bool first = cnt[o]++ == 0;
+		switch (op) {
+		case OP_ReduceSum: case OP_ReduceMean:
+			accf[o] += v;
+			acci[o] = (int64_t)((uint64_t)acci[o] + (uint64_t)vi);
+			break;
+		case OP_ReduceProd:
+			accf[o] = first ? v : accf[o] * v;
+			acci[o] = first ? vi : (int64_t)((uint64_t)acci[o] * (uint64_t)vi);
+			break;
+		case OP_ReduceMin:
+			accf[o] = first || v < accf[o] || isnan(v) ? v : accf[o];
+			acci[o] = first || vi < acci[o] ? vi : acci[o];
+			break;
+		case OP_ReduceMax:
+			accf[o] = first || v > accf[o] || isnan(v) ? v : accf[o];
+			acci[o] = first || vi > acci[o] ? vi : acci[o];
+			break;
+		case OP_ReduceL1:
+			accf[o] += fabs(v);
+			acci[o] = (int64_t)((uint64_t)acci[o] + (vi < 0 ? 0 - (uint64_t)vi : (uint64_t)vi));
+			break;
+		case OP_ReduceL2: case OP_ReduceSumSquare:
+			accf[o] += v * v;
+			acci[o] = (int64_t)((uint64_t)acci[o] + (uint64_t)vi * (uint64_t)vi);
+			break;
+		case OP_ReduceLogSum: accf[o] += v; break;
+		case OP_ReduceLogSumExp: accf[o] += exp(v); break;
+		default: return false;
+		}
+	}
+	for (int64_t o = 0; o < ny; o++) {
+		if (cnt[o] == 0 && (op == OP_ReduceMin || op == OP_ReduceMax))
+			return false;  /* an empty reduction: leave it to run time */
+		double f = accf[o];
+		if (op == OP_ReduceMean)
+			f = cnt[o] ? f / (double)cnt[o] : (double)NAN;
+		else if (op == OP_ReduceL2)
+			f = sqrt(f);
+		else if (op == OP_ReduceLogSum || op == OP_ReduceLogSumExp)
+			f = log(f);
+		if (fl)
+			put_f(ydt, y, o, f);
+		else
+			put_i(ydt, y, o, acci[o]);
+	}
+	return true;
+}
+
+static bool eval_argminmax(Infer *x, const Arg *in, int ydt, const Shape *ys, void *y)
+{
+	const Shape *s = in[0].s;
+	int axis = infer_axis(x, attr_int(x, "axis", 0), s->rank, "axis");
+	bool last = attr_int(x, "select_last_index", 0) != 0, is_max = x->n->op == OP_ArgMax;
+	int64_t len = s->dims[axis].size, inner = 1;
+	for (int k = axis + 1; k < s->rank; k++)
+		inner *= s->dims[k].size;
+	int64_t ny = shape_nelem(ys);
+	if (len == 0)
+		return false;
+	for (int64_t o = 0; o < ny; o++) {
+		int64_t outer = o / inner, i = o % inner, best = 0;
+		int64_t base = outer * len * inner + i;
+		for (int64_t j = 1; j < len; j++) {
+			double v = get_f(&in[0], base + j * inner), b = get_f(&in[0], base + best * inner);
+			bool better = is_max ? (last ? v >= b : v > b) : (last ? v <= b : v < b);
+			if (better)
+				best = j;
+		}
+		put_i(ydt, y, o, best);
+	}
+	return true;
+}
+
+/* ---- data movement ---------------------------------------------------- */
+
+static void copy_elem(void *y, int64_t k, const Arg *a, int64_t src)
+{
+	size_t esz = dtype_size(a->dt);
+	memcpy((unsigned char *)y + (size_t)k * esz, a->p + (size_t)src * esz, esz);
+}
+
+static bool eval_gather(Infer *x, const Arg *in, const Shape *ys, void *y)
+{
+	const Shape *ds = in[0].s;
+	int axis = infer_axis(x, attr_int(x, "axis", 0), ds->rank, "axis");
+	int64_t len = ds->dims[axis].size, inner = 1;
+	for (int k = axis + 1; k < ds->rank; k++)
+		inner *= ds->dims[k].size;
+	int64_t ni = in[1].n, ny = shape_nelem(ys);
+	for (int64_t o = 0; o < ny; o++) {
+		int64_t i = o % inner, rest = o / inner;
+		int64_t j = rest % (ni ? ni : 1), outer = rest / (ni ? ni : 1);
+		int64_t idx = get_i(&in[1], j);
+		if (idx < -len || idx >= len)
+			return false;
+		if (idx < 0)
+			idx += len;
+		copy_elem(y, o, &in[0], (outer * len + idx) * inner + i);
+	}
+	return true;
+}
+
+static bool eval_slice(Infer *x, const Arg *in, int nin, const Shape *ys, void *y)
+{
+	const Shape *s = in[0].s;
+	int rank = s->rank;
+	int64_t start[KILN_MAX_RANK] = {0}, step[KILN_MAX_RANK];
+	for (int k = 0; k < rank; k++)
+		step[k] = 1;
+	int64_t st[KILN_MAX_RANK], attr_v[2][KILN_MAX_RANK * 2];
+	int64_t nax;
+	const Arg *starts = nin > 1 && in[1].p ? &in[1] : NULL;
+	const Arg *axes = nin > 3 && in[3].p ? &in[3] : NULL, *steps = nin > 4 && in[4].p ? &in[4]
+	                                                                                   : NULL;
+	int na_attr = attr_ints(x, "starts", attr_v[0], KILN_MAX_RANK * 2);
+	int nx_attr = attr_ints(x, "axes", attr_v[1], KILN_MAX_RANK * 2);
+	nax = starts ? starts->n : na_attr;
+	if (nax < 0 || nax > rank)
+		return false;
+	for (int64_t j = 0; j < nax; j++) {
+		int64_t a = axes ? get_i(axes, j) : nx_attr >= 0 && !starts ? attr_v[1][j] : j;
+		if (a < -rank || a >= rank)
+			return false;
+		a = a < 0 ? a + rank : a;
+		int64_t dim = s->dims[a].size, sp = steps ? get_i(steps, j) : 1;
+		int64_t b = starts ? get_i(starts, j) : attr_v[0][j];
+		if (sp == 0)
+			return false;
+		if (b < 0)
+			b += dim;
+		if (sp > 0)
+			b = b < 0 ? 0 : b > dim ? dim : b;
+		else
+			b = b < 0 ? 0 : b > dim - 1 ? dim - 1 : b;
+		start[a] = b;
+		step[a] = sp;
+	}
+	strides(s, st);
+	int64_t c[KILN_MAX_RANK], ny = shape_nelem(ys);
+	for (int64_t o = 0; o < ny; o++) {
+		coords(ys, o, c);
+		int64_t src = 0;
+		for (int k = 0; k < rank; k++)
+			src += (start[k] + c[k] * step[k]) * st[k];
+		copy_elem(y, o, &in[0], src);
+	}
+	return true;
+}
+
+static bool eval_concat(Infer *x, const Arg *in, int nin, const Shape *ys, void *y)
+{
+	int axis = infer_axis(x, attr_int(x, "axis", 0), ys->rank, "axis");
+	int64_t inner = 1, outer = 1, o = 0;
+	for (int k = axis + 1; k < ys->rank; k++)
+		inner *= ys->dims[k].size;
+	for (int k = 0; k < axis; k++)
+		outer *= ys->dims[k].size;
+	for (int64_t b = 0; b < outer; b++)
+		for (int i = 0; i < nin; i++) {
+			if (!in[i].p)
+				continue;
+			int64_t chunk = in[i].s->dims[axis].size * inner;
+			for (int64_t k = 0; k < chunk; k++)
+				copy_elem(y, o++, &in[i], b * chunk + k);
+		}
+	return o == shape_nelem(ys);
+}
+
+static bool eval_transpose(Infer *x, const Arg *in, const Shape *ys, void *y)
+{
+	const Shape *s = in[0].s;
+	int64_t perm[KILN_MAX_RANK], st[KILN_MAX_RANK], c[KILN_MAX_RANK];
+	int np = attr_ints(x, "perm", perm, KILN_MAX_RANK);
+	if (np < 0)
+		for (int k = 0; k < s->rank; k++)
+			perm[k] = s->rank - 1 - k;
+	strides(s, st);
+	for (int64_t o = 0; o < shape_nelem(ys); o++) {
+		coords(ys, o, c);
+		int64_t src = 0;
+		for (int k = 0; k < ys->rank; k++)
+			src += c[k] * st[perm[k]];
+		copy_elem(y, o, &in[0], src);
+	}
+	return true;
+}
+
+static bool eval_tile(const Arg *in, const Shape *ys, void *y)
+{
+	const Shape *s = in[0].s;
+	int64_t st[KILN_MAX_RANK], c[KILN_MAX_RANK];
+	strides(s, st);
+	for (int64_t o = 0; o < shape_nelem(ys); o++) {
+		coords(ys, o, c);
+		int64_t src = 0;
+		for (int k = 0; k < s->rank; k++)
+			src += (c[k] % s->dims[k].size) * st[k];
+		copy_elem(y, o, &in[0], src);
+	}
+	return true;
+}
+
+static bool eval_trilu(Infer *x, const Arg *in, int nin, const Shape *ys, void *y)
+{
+	int64_t kk = nin > 1 && in[1].p ? get_i(&in[1], 0) : 0;
+	bool upper = attr_int(x, "upper", 1) != 0;
+	int r = ys->rank;
+	if (r < 2)
+		return false;
+	int64_t rows = ys->dims[r - 2].size, cols = ys->dims[r - 1].size;
+	for (int64_t o = 0; o < shape_nelem(ys); o++) {
+		int64_t j = o % cols, i = (o / cols) % rows;
+		bool keep = upper ? j - i >= kk : j - i <= kk;
+		if (keep)
+			copy_elem(y, o, &in[0], o);
+		else
+			memset((unsigned char *)y + (size_t)o * dtype_size(in[0].dt), 0, dtype_size(in[0].dt));
+	}
+	return true;
+}
+
+static bool eval_range(const Arg *in, int ydt, const Shape *ys, void *y)
+{
+	for (int64_t k = 0; k < shape_nelem(ys); k++)
+		if (is_float(ydt))
+			put_f(ydt, y, k, round_to(ydt, get_f(&in[0], 0) + (double)k * get_f(&in[2], 0)));
+		else
+			put_i(ydt, y, k, (int64_t)((uint64_t)get_i(&in[0], 0) +
+			                           (uint64_t)k * (uint64_t)get_i(&in[2], 0)));
+	return true;
+}
+
+static bool eval_cumsum(Infer *x, const Arg *in, int ydt, const Shape *ys, void *y)
+{
+	int axis = infer_axis(x, get_i(&in[1], 0), ys->rank, "axis");
+	bool excl = attr_int(x, "exclusive", 0) != 0, rev = attr_int(x, "reverse", 0) != 0;
+	int64_t len = ys->dims[axis].size, inner = 1, ny = shape_nelem(ys);
+	for (int k = axis + 1; k < ys->rank; k++)
+		inner *= ys->dims[k].size;
+	bool fl = is_float(ydt);
+	for (int64_t o = 0; o < ny; o++) {
+		if (len == 0 || (o / inner) % len != 0)
+			continue;  /* start each line at its first element */
+		double af = 0;
+		int64_t ai = 0;
+		for (int64_t j = 0; j < len; j++) {
+			int64_t e = o + (rev ? len - 1 - j : j) * inner;
+			if (!excl) {
+				af = round_to(ydt, af + get_f(&in[0], e));
+				ai = (int64_t)((uint64_t)ai + (uint64_t)get_i(&in[0], e));
+			}
+			if (fl)
+				put_f(ydt, y, e, af);
+			else
+				put_i(ydt, y, e, ai);
+			if (excl) {
+				af = round_to(ydt, af + get_f(&in[0], e));
+				ai = (int64_t)((uint64_t)ai + (uint64_t)get_i(&in[0], e));
+			}
+		}
+	}
+	return true;
+}
+
+/* ---- the entry -------------------------------------------------------- */
+
+static bool evaluable(int op)
+{
+	switch (op) {
+	case OP_Neg: case OP_Abs: case OP_Sign: case OP_Floor: case OP_Ceil: case OP_Round:
+	case OP_Sqrt: case OP_Reciprocal: case OP_Exp: case OP_Log: case OP_Relu: case OP_Sigmoid:
+	case OP_Tanh: case OP_Not: case OP_Identity: case OP_IsNaN: case OP_IsInf: case OP_Clip:
+	case OP_Add: case OP_Sub: case OP_Mul: case OP_Div: case OP_Mod: case OP_Pow:
+	case OP_Min: case OP_Max: case OP_Sum: case OP_Mean: case OP_Equal: case OP_Less:
+	case OP_Greater: case OP_LessOrEqual: case OP_GreaterOrEqual: case OP_And: case OP_Or:
+	case OP_Xor: case OP_BitShift: case OP_Where: case OP_Cast: case OP_CastLike:
+	case OP_ReduceSum: case OP_ReduceProd: case OP_ReduceMin: case OP_ReduceMax:
+	case OP_ReduceMean: case OP_ReduceL1: case OP_ReduceL2: case OP_ReduceSumSquare:
+	case OP_ReduceLogSum: case OP_ReduceLogSumExp: case OP_ArgMax: case OP_ArgMin:
+	case OP_Reshape: case OP_Flatten: case OP_Squeeze: case OP_Unsqueeze: case OP_Expand:
+	case OP_Gather: case OP_Slice: case OP_Concat: case OP_Transpose: case OP_Tile:
+	case OP_Trilu: case OP_Range: case OP_CumSum:
+		return true;
+	default:
+		return false;
+	}
+}
+
+void peval_node(Infer *x)
+{
+	Node *n = x->n;
+	Sig *s = x->sig;
+	if (n->domain_id != DOMAIN_ONNX || n->nout != 1 || n->out[0] == NONE || n->nin < 1 ||
+	    !evaluable(n->op) || s->folded[n->out[0]])
+		return;
+	int yid = n->out[0], ydt = s->dtypes[yid];
+	const Shape *ys = &s->shapes[yid];
+	int64_t ny = shape_nelem(ys);
+	if (ny < 0 || !dtype_size(ydt) || ydt == DT_STRING ||
+	    ny > (is_float(ydt) ? MAX_ELEMS : MAX_INT_ELEMS))
+		return;
+	Arg in[16];
+	int nin = n->nin;
+	if (nin > 16)
+		return;
+	for (int i = 0; i < nin; i++) {
+		in[i] = (Arg){0};
+		if (n->in[i] == NONE)
+			continue;
+		const Folded *f = infer_folded(x, i);
+		if (!f || f->dtype == DT_STRING || !dtype_size(f->dtype) || f->nelem > MAX_IN_ELEMS ||
+		    f->nelem != shape_nelem(infer_shape(x, i)))
+			return;
+		in[i] = (Arg){f->dtype, infer_shape(x, i), f->nelem, f->data};
+	}
+	if (!in[0].p)
+		return;
+	void *y = arena_alloc(x->a, (size_t)(ny ? ny : 1) * dtype_size(ydt));
+	bool ok;
+	switch (n->op) {
+	case OP_Reshape: case OP_Flatten: case OP_Squeeze: case OP_Unsqueeze:
+		ok = ny == in[0].n && ydt == in[0].dt;
+		if (ok)
+			memcpy(y, in[0].p, (size_t)ny * dtype_size(ydt));
+		break;
+	case OP_Expand: case OP_Identity:
+		ok = ydt == in[0].dt;
+		for (int64_t k = 0; ok && k < ny; k++)
+			copy_elem(y, k, &in[0], bcast_index(ys, in[0].s, k));
+		break;
+	case OP_ReduceSum: case OP_ReduceProd: case OP_ReduceMin: case OP_ReduceMax:
+	case OP_ReduceMean: case OP_ReduceL1: case OP_ReduceL2: case OP_ReduceSumSquare:
+	case OP_ReduceLogSum: case OP_ReduceLogSumExp:
+		ok = eval_reduce(x, in, nin, ydt, ny, y);
+		break;
+	case OP_ArgMax: case OP_ArgMin: ok = eval_argminmax(x, in, ydt, ys, y); break;
+	case OP_Gather: ok = nin > 1 && in[1].p && eval_gather(x, in, ys, y); break;
+	case OP_Slice: ok = eval_slice(x, in, nin, ys, y); break;
+	case OP_Concat: ok = eval_concat(x, in, nin, ys, y); break;
+	case OP_Transpose: ok = eval_transpose(x, in, ys, y); break;
+	case OP_Tile: ok = eval_tile(in, ys, y); break;
+	case OP_Trilu: ok = eval_trilu(x, in, nin, ys, y); break;
+	case OP_Range: ok = nin == 3 && in[2].p && eval_range(in, ydt, ys, y); break;
+	case OP_CumSum: ok = nin > 1 && in[1].p && eval_cumsum(x, in, ydt, ys, y); break;
+	default: ok = eval_elementwise(x, in, nin, ydt, ys, y); break;
+	}
+	if (ok)
+		infer_set_folded(x, 0, ydt, ny, y);
+}

@@ -1,0 +1,190 @@
+"""ai.onnx opsets 18-21 (tests/realmodels/run.py --cases tests/opset/cases.py):
+one small model per changed schema, built with onnx.helper at the newer
+opset (Debian's onnx 1.12 has no schemas for them, so the checker is not
+run), compared with ONNX Runtime 1.30."""
+import numpy as np
+from onnx import TensorProto, helper, numpy_helper
+
+from registry import Cases
+
+_cases = Cases()
+RUN, ERRORS = _cases.RUN, _cases.ERRORS
+run, error = _cases.run, _cases.error
+F = TensorProto.FLOAT
+
+
+def model(nodes, inputs, outputs, inits=(), opset=18):
+    g = helper.make_graph(nodes, "g", inputs, outputs, initializer=list(inits))
+    m = helper.make_model(g, opset_imports=[helper.make_opsetid("", opset)])
+    m.ir_version = 10 if opset >= 21 else 9 if opset >= 19 else 8
+    return m
+
+
+def vi(name, shape, elem=F):
+    return helper.make_tensor_value_info(name, elem, shape)
+
+
+def const(name, arr):
+    return numpy_helper.from_array(np.asarray(arr), name)
+
+
+def x_in(shape, seed=0):
+    return np.random.default_rng(seed).standard_normal(shape, dtype=np.float32)
+
+
+@run
+def relu_18():
+    m = model([helper.make_node("Relu", ["x"], ["y"])], [vi("x", ["N", 5])], [vi("y", ["N", 5])])
+    return m, {"x": x_in((3, 5))}
+
+
+@run
+def reduce_axes_input_18():
+    """Reduce* take axes as input 1 from opset 18 (and keepdims, noop)."""
+    nodes = [helper.make_node("ReduceMax", ["x", "a1"], ["r1"], keepdims=0),
+             helper.make_node("ReduceMean", ["x", "a2"], ["r2"]),
+             helper.make_node("ReduceProd", ["x", "a1"], ["r3"]),
+             helper.make_node("ReduceL2", ["x"], ["r4"], keepdims=0),
+             helper.make_node("ReduceSumSquare", ["x", "none"], ["r5"], noop_with_empty_axes=1),
+             helper.make_node("ReduceLogSumExp", ["x", "a2"], ["r6"], keepdims=0),
+             helper.make_node("ReduceMin", ["x", "a1"], ["r7"]),
+             helper.make_node("ReduceL1", ["x", "a2"], ["r8"])]
+    outs = [vi("r1", ["N", 4]), vi("r2", ["N", 1, 1]), vi("r3", ["N", 1, 4]), vi("r4", []),
+            vi("r5", ["N", 3, 4]), vi("r6", ["N"]), vi("r7", ["N", 1, 4]), vi("r8", ["N", 1, 1])]
+    m = model(nodes, [vi("x", ["N", 3, 4])], outs,
+              [const("a1", np.array([1], np.int64)), const("a2", np.array([-1, 1], np.int64)),
+               const("none", np.array([], np.int64))])
+    return m, {"x": x_in((2, 3, 4))}
+
+
+@run
+def reduce_max_20():
+    m = model([helper.make_node("ReduceMax", ["x", "a"], ["y"], keepdims=0)],
+              [vi("x", ["N", 6])], [vi("y", ["N"])], [const("a", np.array([1], np.int64))],
+              opset=20)
+    return m, {"x": x_in((4, 6))}
+
+
+@run
+def split_num_outputs_18():
+    """Split-18 num_outputs: 7 into 3, 3, 1."""
+    m = model([helper.make_node("Split", ["x"], ["a", "b", "c"], axis=1, num_outputs=3)],
+              [vi("x", ["N", 7])], [vi("a", ["N", 3]), vi("b", ["N", 3]), vi("c", ["N", 1])])
+    return m, {"x": x_in((2, 7))}
+
+
+@run
+def pad_axes_18():
+    """Pad-18 axes input: pads for axis -1 only."""
+    m = model([helper.make_node("Pad", ["x", "p", "v", "ax"], ["y"])],
+              [vi("x", ["N", 3, 4])], [vi("y", ["N", 3, 7])],
+              [const("p", np.array([1, 2], np.int64)), const("v", np.array(0.5, np.float32)),
+               const("ax", np.array([-1], np.int64))])
+    return m, {"x": x_in((2, 3, 4))}
+
+
+@run
+def pad_wrap_19():
+    m = model([helper.make_node("Pad", ["x", "p"], ["y"], mode="wrap")],
+              [vi("x", ["N", 3, 4])], [vi("y", ["N", 5, 9])],
+              [const("p", np.array([0, 1, 2, 0, 1, 3], np.int64))], opset=19)
+    return m, {"x": x_in((2, 3, 4))}
+
+
+@run
+def resize_axes_18():
+    """Resize-18 axes: sizes for the spatial axes only."""
+    m = model([helper.make_node("Resize", ["x", "", "", "s"], ["y"], mode="linear", axes=[2, 3])],
+              [vi("x", ["N", 2, 4, 4])], [vi("y", ["N", 2, 8, 6])],
+              [const("s", np.array([8, 6], np.int64))])
+    return m, {"x": x_in((2, 2, 4, 4))}
+
+
+@run
+def resize_keep_aspect_18():
+    """keep_aspect_ratio_policy=not_larger: one scale for both axes."""
+    m = model([helper.make_node("Resize", ["x", "", "", "s"], ["y"], mode="nearest",
+                                axes=[2, 3], keep_aspect_ratio_policy="not_larger")],
+              [vi("x", ["N", 1, 4, 6])], [vi("y", ["N", 1, 6, 9])],
+              [const("s", np.array([7, 9], np.int64))])
+    return m, {"x": x_in((1, 1, 4, 6))}
+
+
+@run
+def mish_18():
+    m = model([helper.make_node("Mish", ["x"], ["y"])], [vi("x", ["N", 8])], [vi("y", ["N", 8])])
+    return m, {"x": x_in((3, 8)) * 4}
+
+
+@run
+def gelu_20():
+    m = model([helper.make_node("Gelu", ["x"], ["a"]),
+               helper.make_node("Gelu", ["x"], ["b"], approximate="tanh")],
+              [vi("x", ["N", 8])], [vi("a", ["N", 8]), vi("b", ["N", 8])], opset=20)
+    return m, {"x": x_in((3, 8)) * 3}
+
+
+@run
+def cast_saturate_19():
+    m = model([helper.make_node("Cast", ["x"], ["y"], to=TensorProto.INT32, saturate=1)],
+              [vi("x", ["N", 4])], [vi("y", ["N", 4], TensorProto.INT32)], opset=19)
+    return m, {"x": x_in((2, 4)) * 10}
+
+
+@run
+def shape_ops_21():
+    """The opset-21 type-only updates in one chain: Shape, ConstantOfShape,
+    Reshape, Flatten, Transpose, Squeeze, Unsqueeze, Identity, Size, IsNaN."""
+    nodes = [
+        helper.make_node("Shape", ["x"], ["s"]),
+        helper.make_node("ConstantOfShape", ["s"], ["ones"],
+                         value=numpy_helper.from_array(np.array([1.5], np.float32))),
+        helper.make_node("Add", ["x", "ones"], ["a"]),
+        helper.make_node("Transpose", ["a"], ["t"], perm=[0, 2, 1]),
+        helper.make_node("Unsqueeze", ["t", "ax"], ["u"]),
+        helper.make_node("Squeeze", ["u", "ax"], ["q"]),
+        helper.make_node("Flatten", ["q"], ["f"], axis=1),
+        helper.make_node("Reshape", ["f", "rs"], ["r"]),
+        helper.make_node("Identity", ["r"], ["y"]),
+        helper.make_node("Size", ["x"], ["n"]),
+        helper.make_node("IsNaN", ["x"], ["nan"]),
+    ]
+    m = model(nodes, [vi("x", ["N", 2, 3])],
+              [vi("y", ["N", 3, 2]), vi("n", [], TensorProto.INT64),
+               vi("nan", ["N", 2, 3], TensorProto.BOOL)],
+              [const("ax", np.array([1], np.int64)), const("rs", np.array([0, 3, 2], np.int64))],
+              opset=21)
+    x = x_in((2, 2, 3))
+    x[0, 1, 1] = np.nan
+    return m, {"x": x}
+
+
+@run
+def if_loop_21():
+    """If-21 with a shape-decided condition, Loop-21 with a trip count."""
+    then_g = helper.make_graph([helper.make_node("Neg", ["x"], ["t"])], "then", [],
+                               [vi("t", None)])
+    else_g = helper.make_graph([helper.make_node("Abs", ["x"], ["e"])], "else", [],
+                               [vi("e", None)])
+    body = helper.make_graph([helper.make_node("Add", ["acc", "x"], ["acc2"]),
+                              helper.make_node("Identity", ["c"], ["c2"])], "body",
+                             [vi("i", [], TensorProto.INT64), vi("c", [], TensorProto.BOOL),
+                              vi("acc", ["N", 4])],
+                             [vi("c2", [], TensorProto.BOOL), vi("acc2", ["N", 4])])
+    nodes = [helper.make_node("Shape", ["x"], ["s"]),
+             helper.make_node("Size", ["s"], ["r"]),
+             helper.make_node("Equal", ["r", "two"], ["c"]),
+             helper.make_node("If", ["c"], ["y"], then_branch=then_g, else_branch=else_g),
+             helper.make_node("Loop", ["trip", "", "y"], ["z"], body=body)]
+    m = model(nodes, [vi("x", ["N", 4])], [vi("z", ["N", 4])],
+              [const("two", np.array(2, np.int64)), const("trip", np.array(3, np.int64))],
+              opset=21)
+    return m, {"x": x_in((2, 4))}
+
+
+@error("check: (GroupNormalization, ai.onnx opset 21): not supported by kiln yet")
+def groupnorm_refused_clearly():
+    m = model([helper.make_node("GroupNormalization", ["x", "s", "b"], ["y"], num_groups=2)],
+              [vi("x", ["N", 4, 3])], [vi("y", ["N", 4, 3])],
+              [const("s", np.ones(4, np.float32)), const("b", np.zeros(4, np.float32))], opset=21)
+    return m
