@@ -1,59 +1,44 @@
 /*
- * f32-norm/ref.c - the reference float32 LayerNormalization and
- * (inference-mode) BatchNormalization.
+ * f32-norm/ref.c - float32 LayerNormalization and (inference-mode)
+ * BatchNormalization, through the vector variant kiln_isa() picks (the rows
+ * are f32-vmath/body.h's, chosen once per call).
  *
  * Both subtract a mean and divide by a standard deviation, which is where
  * float32 loses precision: when the mean is large next to the spread, x - mean
- * in float cancels most of its digits. So the statistics (LayerNorm's mean
- * and variance, computed in two passes rather than as E[x^2] - E[x]^2) and
- * every per-element expression are evaluated in double, and only the result
- * is rounded to float. These kernels are memory-bound, so the double
- * arithmetic costs little.
+ * in float cancels most of its digits. LayerNorm sums in double lanes, takes
+ * the variance in a second pass (never E[x^2] - E[x]^2), and subtracts the
+ * mean as two floats hi + lo, (x - hi) - lo, exact near the mean; BatchNorm's
+ * mean is a float input, so x - mean is exact near it. The rest is float with
+ * FMA: a few roundings, relative to the size of the terms.
  * Every element of Y depends only on the element of X at the same index and
  * on per-row or per-channel values computed before Y is written, so Y may be X.
  */
 #include <math.h>
 
 #include "kiln/kernels.h"
+#include "../f32-vmath/vmath.h"
 
 KILN_API void kiln_f32_layernorm(const float *X, const float *scale, const float *bias,
                                  float *Y, int64_t outer, int64_t norm_size, float epsilon)
 {
 	if (norm_size <= 0)
 		return;
-	for (int64_t o = 0; o < outer; o++) {
-		const float *x = X + o * norm_size;
-		float *y = Y + o * norm_size;
-		double sum = 0.0;
-		for (int64_t i = 0; i < norm_size; i++)
-			sum += (double)x[i];
-		double mean = sum / (double)norm_size;
-		double sq = 0.0;
-		for (int64_t i = 0; i < norm_size; i++) {
-			double d = (double)x[i] - mean;
-			sq += d * d;
-		}
-		double inv_std = 1.0 / sqrt(sq / (double)norm_size + (double)epsilon);
-		for (int64_t i = 0; i < norm_size; i++) {
-			double v = ((double)x[i] - mean) * inv_std * (double)scale[i];
-			y[i] = (float)(bias ? v + (double)bias[i] : v);
-		}
-	}
+	const VmathOps *ops = vmath_ops();
+	for (int64_t o = 0; o < outer; o++)
+		ops->layernorm_row(X + o * norm_size, scale, bias, Y + o * norm_size, norm_size, epsilon);
 }
 
 KILN_API void kiln_f32_batchnorm(const float *X, const float *scale, const float *bias,
                                  const float *mean, const float *var, float *Y, int64_t N,
                                  int64_t C, int64_t spatial, float epsilon)
 {
+	const VmathOps *ops = vmath_ops();
 	for (int64_t c = 0; c < C; c++) {
-		/* y = (x - mean) * gain + bias, the division folded into gain once per channel */
-		double gain = (double)scale[c] / sqrt((double)var[c] + (double)epsilon);
-		double m = (double)mean[c], b = (double)bias[c];
+		/* the division folded into the gain once per channel, in double */
+		float gain = (float)((double)scale[c] / sqrt((double)var[c] + (double)epsilon));
 		for (int64_t n = 0; n < N; n++) {
-			const float *x = X + (n * C + c) * spatial;
-			float *y = Y + (n * C + c) * spatial;
-			for (int64_t i = 0; i < spatial; i++)
-				y[i] = (float)(((double)x[i] - m) * gain + b);
+			int64_t at = (n * C + c) * spatial;
+			ops->batchnorm_plane(X + at, Y + at, spatial, mean[c], gain, bias[c]);
 		}
 	}
 }

@@ -4,6 +4,7 @@
  * loads and stores.
  */
 #include <immintrin.h>
+#include <math.h>
 #include <stdint.h>
 
 #include "vmath.h"
@@ -46,14 +47,31 @@ static inline V vexp2i(V n)
 	return _mm256_castsi256_ps(_mm256_slli_epi32(k, 23));
 }
 
+static inline V vkeep_n(V a, int64_t n) { return _mm256_and_ps(a, _mm256_castsi256_ps(lanes_below(n))); }
+/* double lanes: the low and high four floats widened */
+typedef struct { __m256d lo, hi; } Dacc;
+static inline void dacc_zero(Dacc *acc) { acc->lo = acc->hi = _mm256_setzero_pd(); }
+static inline void dacc_add(Dacc *acc, V a)
+{
+	acc->lo = _mm256_add_pd(acc->lo, _mm256_cvtps_pd(_mm256_castps256_ps128(a)));
+	acc->hi = _mm256_add_pd(acc->hi, _mm256_cvtps_pd(_mm256_extractf128_ps(a, 1)));
+}
+static inline void dacc_sq(Dacc *acc, V a)
+{
+	__m256d lo = _mm256_cvtps_pd(_mm256_castps256_ps128(a));
+	__m256d hi = _mm256_cvtps_pd(_mm256_extractf128_ps(a, 1));
+	acc->lo = _mm256_fmadd_pd(lo, lo, acc->lo);
+	acc->hi = _mm256_fmadd_pd(hi, hi, acc->hi);
+}
+static inline double dacc_total(const Dacc *acc)
+{
+	double lanes[4];
+	_mm256_storeu_pd(lanes, _mm256_add_pd(acc->lo, acc->hi));
+	return (lanes[0] + lanes[1]) + (lanes[2] + lanes[3]);
+}
+
 #include "body.h"
 
-void kiln_f32_unary_avx2(int op, const float *x, float *y, int64_t n)
-{
-	vmath_unary(op, x, y, n);
-}
-
-void kiln_f32_act_avx2(float *y, int64_t n, const kiln_epilogue *ep)
-{
-	vmath_act(y, n, ep);
-}
+const VmathOps kiln_vmath_avx2 = {
+	vmath_unary, vmath_act, vmath_softmax_line, vmath_layernorm_row, vmath_batchnorm_plane,
+};

@@ -4,6 +4,7 @@
  * elements through masked loads and stores.
  */
 #include <immintrin.h>
+#include <math.h>
 #include <stdint.h>
 
 #include "vmath.h"
@@ -43,14 +44,32 @@ static inline V vexp2i(V n)
 	return _mm512_castsi512_ps(_mm512_slli_epi32(k, 23));
 }
 
+static inline V vkeep_n(V a, int64_t n) { return _mm512_maskz_mov_ps(lanes_below(n), a); }
+/* double lanes: the low and high eight floats widened */
+typedef struct { __m512d lo, hi; } Dacc;
+static inline void dacc_zero(Dacc *acc) { acc->lo = acc->hi = _mm512_setzero_pd(); }
+static inline void dacc_add(Dacc *acc, V a)
+{
+	acc->lo = _mm512_add_pd(acc->lo, _mm512_cvtps_pd(_mm512_castps512_ps256(a)));
+	acc->hi = _mm512_add_pd(acc->hi, _mm512_cvtps_pd(_mm256_castpd_ps(_mm512_extractf64x4_pd(_mm512_castps_pd(a), 1))));
+}
+static inline void dacc_sq(Dacc *acc, V a)
+{
+	__m512d lo = _mm512_cvtps_pd(_mm512_castps512_ps256(a));
+	__m512d hi = _mm512_cvtps_pd(_mm256_castpd_ps(_mm512_extractf64x4_pd(_mm512_castps_pd(a), 1)));
+	acc->lo = _mm512_fmadd_pd(lo, lo, acc->lo);
+	acc->hi = _mm512_fmadd_pd(hi, hi, acc->hi);
+}
+static inline double dacc_total(const Dacc *acc)
+{
+	double lanes[8];
+	_mm512_storeu_pd(lanes, _mm512_add_pd(acc->lo, acc->hi));
+	return ((lanes[0] + lanes[1]) + (lanes[2] + lanes[3])) +
+	       ((lanes[4] + lanes[5]) + (lanes[6] + lanes[7]));
+}
+
 #include "body.h"
 
-void kiln_f32_unary_avx512(int op, const float *x, float *y, int64_t n)
-{
-	vmath_unary(op, x, y, n);
-}
-
-void kiln_f32_act_avx512(float *y, int64_t n, const kiln_epilogue *ep)
-{
-	vmath_act(y, n, ep);
-}
+const VmathOps kiln_vmath_avx512 = {
+	vmath_unary, vmath_act, vmath_softmax_line, vmath_layernorm_row, vmath_batchnorm_plane,
+};

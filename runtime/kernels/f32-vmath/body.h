@@ -7,6 +7,10 @@
  *   vmin(a, b) = a < b ? a : b,  vmax(a, b) = a > b ? a : b   (a NaN gives b)
  *   vabs vcopysign(m, s) (m >= 0 gets the sign of s)  vlt vle vgt vge -> VM
  *   vsel(m, a, b) = m ? a : b,  vexp2i(n) = 2^n for integral n in [-126, 127]
+ *   vkeep_n(a, n): lanes >= n set to 0
+ *   Dacc, an accumulator of double lanes: dacc_zero, dacc_add(acc, a) (+= a),
+ *   dacc_sq(acc, a) (+= a * a, the product in double), dacc_total (the lanes
+ *   summed in a fixed order)
  *
  * The approximations (maximum errors measured over every float in the
  * ranges named, tests/kernels/test_vmath.c, all variants; docs/kernels.md):
@@ -192,4 +196,120 @@ static void vmath_act(float *y, int64_t n, const kiln_epilogue *ep)
 	case KILN_ACT_GELU: vmath_map(y, y, n, f_gelu, a, b); break;
 	default: break;
 	}
+}
+
+/* ---- Softmax, LayerNorm, BatchNorm rows ---- */
+
+/* The largest of x[0..n), n >= 1 (a NaN may or may not win, as before). */
+static float vmath_max(const float *x, int64_t n)
+{
+	int64_t i = 0;
+	float m = x[0];
+	if (n >= W) {
+		V v = vload(x);
+		for (i = W; i + W <= n; i += W)
+			v = vmax(vload(x + i), v);
+		float lanes[W];
+		vstore(lanes, v);
+		for (int k = 0; k < W; k++)
+			m = lanes[k] > m ? lanes[k] : m;
+	}
+	for (; i < n; i++)
+		m = x[i] > m ? x[i] : m;
+	return m;
+}
+
+static void vmath_map_sub2(const float *x, float *y, int64_t n, V a, V b);
+
+/* One contiguous line of a Softmax (is_log 0) or LogSoftmax: the maximum
+ * subtracted, the exponentials summed in double lanes (dacc_*: a fixed
+ * order, so deterministic), then one more pass to scale or shift. */
+static void vmath_softmax_line(const float *x, float *y, int64_t len, int is_log)
+{
+	V max = vset(vmath_max(x, len));
+	Dacc acc;
+	dacc_zero(&acc);
+	int64_t i = 0;
+	for (; i + W <= len; i += W) {
+		V e = v_exp(vsub(vload(x + i), max));
+		if (!is_log)
+			vstore(y + i, e);
+		dacc_add(&acc, e);
+	}
+	if (i < len) {
+		V e = vkeep_n(v_exp(vsub(vload_n(x + i, len - i), max)), len - i);
+		if (!is_log)
+			vstore_n(y + i, e, len - i);
+		dacc_add(&acc, e);
+	}
+	double sum = dacc_total(&acc);
+	if (is_log) {
+		/* (x - max) - log(sum), never log(softmax) */
+		V log_sum = vset((float)log(sum));
+		vmath_map_sub2(x, y, len, max, log_sum);
+	} else {
+		V inv = vset((float)(1.0 / sum));
+		for (i = 0; i + W <= len; i += W)
+			vstore(y + i, vmul(vload(y + i), inv));
+		if (i < len)
+			vstore_n(y + i, vmul(vload_n(y + i, len - i), inv), len - i);
+	}
+}
+
+/* y = (x - a) - b over n elements */
+static void vmath_map_sub2(const float *x, float *y, int64_t n, V a, V b)
+{
+	int64_t i = 0;
+	for (; i + W <= n; i += W)
+		vstore(y + i, vsub(vsub(vload(x + i), a), b));
+	if (i < n)
+		vstore_n(y + i, vsub(vsub(vload_n(x + i, n - i), a), b), n - i);
+}
+
+/* One LayerNorm row. The mean is summed in double lanes and split into two
+ * floats hi + lo, so d = (x - hi) - lo keeps the digits float would lose when
+ * the mean is large next to the spread (x - hi is exact near the mean); the
+ * variance is the double sum of d^2 (two passes, never E[x^2] - E[x]^2);
+ * y = d * (inv_std * scale) + bias in float. */
+static void vmath_layernorm_row(const float *x, const float *scale, const float *bias, float *y,
+                                int64_t n, float epsilon)
+{
+	Dacc acc;
+	dacc_zero(&acc);
+	int64_t i = 0;
+	for (; i + W <= n; i += W)
+		dacc_add(&acc, vload(x + i));
+	if (i < n)
+		dacc_add(&acc, vload_n(x + i, n - i));  /* the missing lanes load as 0 */
+	double mean = dacc_total(&acc) / (double)n;
+	float mean_hi = (float)mean;
+	V hi = vset(mean_hi), lo = vset((float)(mean - (double)mean_hi));
+	dacc_zero(&acc);
+	for (i = 0; i + W <= n; i += W)
+		dacc_sq(&acc, vsub(vsub(vload(x + i), hi), lo));
+	if (i < n)
+		dacc_sq(&acc, vkeep_n(vsub(vsub(vload_n(x + i, n - i), hi), lo), n - i));
+	V inv_std = vset((float)(1.0 / sqrt(dacc_total(&acc) / (double)n + (double)epsilon)));
+	for (i = 0; i + W <= n; i += W) {
+		V d = vsub(vsub(vload(x + i), hi), lo), g = vmul(inv_std, vload(scale + i));
+		vstore(y + i, bias ? vfma(d, g, vload(bias + i)) : vmul(d, g));
+	}
+	if (i < n) {
+		int64_t r = n - i;
+		V d = vsub(vsub(vload_n(x + i, r), hi), lo), g = vmul(inv_std, vload_n(scale + i, r));
+		vstore_n(y + i, bias ? vfma(d, g, vload_n(bias + i, r)) : vmul(d, g), r);
+	}
+}
+
+/* y = (x - mean) * gain + bias over one BatchNorm plane: x - mean is exact
+ * when they are close (both are floats), so nothing cancels. */
+static void vmath_batchnorm_plane(const float *x, float *y, int64_t n, float mean, float gain,
+                                  float bias)
+{
+	V m = vset(mean), g = vset(gain), b = vset(bias);
+	int64_t i = 0;
+	for (; i + W <= n; i += W)
+		vstore(y + i, vfma(vsub(vload(x + i), m), g, b));
+	if (i < n)
+		vstore_n(y + i, vfma(vsub(vload_n(x + i, n - i), m), g, b), n - i);
 }

@@ -4,6 +4,7 @@
  * x86-64's baseline has none). The reference the SIMD variants are tested
  * against, and what runs on targets without them.
  */
+#include <math.h>
 #include <stdint.h>
 #include <string.h>
 
@@ -45,14 +46,15 @@ static inline V vexp2i(V n)
 	return from_bits((uint32_t)(k + 127) << 23);
 }
 
+static inline V vkeep_n(V a, int64_t n) { (void)n; return a; }
+typedef double Dacc;
+static inline void dacc_zero(Dacc *acc) { *acc = 0.0; }
+static inline void dacc_add(Dacc *acc, V a) { *acc += (double)a; }
+static inline void dacc_sq(Dacc *acc, V a) { *acc += (double)a * (double)a; }
+static inline double dacc_total(const Dacc *acc) { return *acc; }
+
 #include "body.h"
 
-void kiln_f32_unary_ref(int op, const float *x, float *y, int64_t n)
-{
-	vmath_unary(op, x, y, n);
-}
-
-void kiln_f32_act_ref(float *y, int64_t n, const kiln_epilogue *ep)
-{
-	vmath_act(y, n, ep);
-}
+const VmathOps kiln_vmath_ref = {
+	vmath_unary, vmath_act, vmath_softmax_line, vmath_layernorm_row, vmath_batchnorm_plane,
+};

@@ -1,35 +1,32 @@
 /*
- * f32-vmath/vmath.c - the dispatch points of the vector math kernels: each
- * entry asks kiln_isa() once per call and runs one variant's loop over all n
- * elements (isa.h).
+ * f32-vmath/vmath.c - the one dispatch point of the vector math kernels:
+ * vmath_ops() returns the table of the variant kiln_isa() names (isa.h), and
+ * every entry asks it once per call, then runs that variant's loop over all
+ * the elements. Softmax and the norms (f32-softmax/, f32-norm/) use it too.
  */
 #include "../isa.h"
 #include "vmath.h"
 
-KILN_API void kiln_f32_unary(int op, const float *X, float *Y, int64_t n)
+const VmathOps *vmath_ops(void)
 {
-	if (n <= 0)
-		return;
 #if defined(KILN_HAVE_X86_VARIANTS)
 	switch (kiln_isa()) {
-	case KILN_ISA_AVX512: kiln_f32_unary_avx512(op, X, Y, n); return;
-	case KILN_ISA_AVX2: kiln_f32_unary_avx2(op, X, Y, n); return;
+	case KILN_ISA_AVX512: return &kiln_vmath_avx512;
+	case KILN_ISA_AVX2: return &kiln_vmath_avx2;
 	default: break;
 	}
 #endif
-	kiln_f32_unary_ref(op, X, Y, n);
+	return &kiln_vmath_ref;
+}
+
+KILN_API void kiln_f32_unary(int op, const float *X, float *Y, int64_t n)
+{
+	if (n > 0)
+		vmath_ops()->unary(op, X, Y, n);
 }
 
 KILN_API void kiln_f32_act(float *Y, int64_t n, const kiln_epilogue *ep)
 {
-	if (!ep || ep->act == KILN_ACT_NONE || n <= 0)
-		return;
-#if defined(KILN_HAVE_X86_VARIANTS)
-	switch (kiln_isa()) {
-	case KILN_ISA_AVX512: kiln_f32_act_avx512(Y, n, ep); return;
-	case KILN_ISA_AVX2: kiln_f32_act_avx2(Y, n, ep); return;
-	default: break;
-	}
-#endif
-	kiln_f32_act_ref(Y, n, ep);
+	if (ep && ep->act != KILN_ACT_NONE && n > 0)
+		vmath_ops()->act(Y, n, ep);
 }

@@ -17,14 +17,25 @@
 
 #include "kiln/kernels.h"
 
-/* One entry per variant: y[i] = f(x[i]) for the kiln_unary op. */
-void kiln_f32_unary_ref(int op, const float *x, float *y, int64_t n);
-void kiln_f32_unary_avx2(int op, const float *x, float *y, int64_t n);
-void kiln_f32_unary_avx512(int op, const float *x, float *y, int64_t n);
+/* A variant's kernels (body.h), picked once per call by vmath_ops(). */
+typedef struct VmathOps {
+	/* y[i] = f(x[i]) for the kiln_unary op */
+	void (*unary)(int op, const float *x, float *y, int64_t n);
+	/* in place: y[i] = act(y[i]) for ep->act, one loop per activation */
+	void (*act)(float *y, int64_t n, const kiln_epilogue *ep);
+	/* one contiguous Softmax (is_log 0) or LogSoftmax line, len >= 1; y may be x */
+	void (*softmax_line)(const float *x, float *y, int64_t len, int is_log);
+	/* one LayerNorm row of n >= 1; bias may be NULL; y may be x */
+	void (*layernorm_row)(const float *x, const float *scale, const float *bias, float *y,
+	                      int64_t n, float epsilon);
+	/* y = (x - mean) * gain + bias over n elements; y may be x */
+	void (*batchnorm_plane)(const float *x, float *y, int64_t n, float mean, float gain,
+	                        float bias);
+} VmathOps;
 
-/* In place: y[i] = act(y[i]) for ep->act (not NONE), one loop per activation. */
-void kiln_f32_act_ref(float *y, int64_t n, const kiln_epilogue *ep);
-void kiln_f32_act_avx2(float *y, int64_t n, const kiln_epilogue *ep);
-void kiln_f32_act_avx512(float *y, int64_t n, const kiln_epilogue *ep);
+/* The kernels of the variant kiln_isa() names: the one dispatch point. */
+const VmathOps *vmath_ops(void);
+
+extern const VmathOps kiln_vmath_ref, kiln_vmath_avx2, kiln_vmath_avx512;
 
 #endif
