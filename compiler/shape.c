@@ -128,6 +128,12 @@ static void bind_inputs(Sig *s, const BindOptions *o, Diag *d)
 				sh.dims[k] = (Dim){s->batch, NULL};
 			else if (is_batch && k == axis)
 				sh.dims[k] = (Dim){s->batch, NULL};
+			if (sh.dims[k].size < 0 && k > 0 && axis == NONE)
+				diag_fail(d, KILN_SHAPE_ERROR,
+				          "graph input \"%s\" dim %d (%s) is not static: if it is the batch axis, "
+				          "say so with --batch-dim %s=%d; else fix it with --shape %s=...",
+				          v->name, k, sh.dims[k].param ? sh.dims[k].param : "unknown", v->name, k,
+				          v->name);
 			if (sh.dims[k].size < 0)
 				diag_fail(d, KILN_SHAPE_ERROR,
 				          "graph input \"%s\" dim %d (%s) is not static: fix it with --shape %s",
