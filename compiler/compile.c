@@ -121,6 +121,12 @@ static void run_tool(Model *m, const char *const *argv, const char *what)
 
 /* ---- the pipeline ----------------------------------------------------- */
 
+static void stage(const CompileOptions *o, const char *what)
+{
+	if (o->stage)
+		o->stage(o->stage_ud, what);
+}
+
 static int cmp_i64(const void *a, const void *b)
 {
 	int64_t x = *(const int64_t *)a, y = *(const int64_t *)b;
@@ -198,6 +204,7 @@ void compile_model(Model *m, const CompileOptions *o, CompileResult *res)
 	qsort(batches, (size_t)o->nbatches, sizeof *batches, cmp_i64);
 	/* The optimizer rewrites the graph once, for exactly these signatures. */
 	passes_run(m, o->passes, batches, o->nbatches, o->bind, o->pass_report);
+	stage(o, "graph optimizer");
 
 	Sig *sigs = arena_array(a, (size_t)o->nbatches, sizeof *sigs);
 	Plan *plans = arena_array(a, (size_t)o->nbatches, sizeof *plans);
@@ -247,6 +254,7 @@ void compile_model(Model *m, const CompileOptions *o, CompileResult *res)
 	EmitOptions eo = {.name = name, .stitch = stitch, .rules = o->rules, .nrules = o->nrules,
 	                  .export_api = o->export_api || o->shared};
 	EmitResult er;
+	stage(o, "shapes and buffer plans");
 	emit_c(m, sigs, plans, o->nbatches, &eo, h, c, scratch, &er);
 	compile_close(m, scratch, "a temporary file");
 	compile_close(m, c, res->c_path);
@@ -269,6 +277,7 @@ void compile_model(Model *m, const CompileOptions *o, CompileResult *res)
 		if (plans[i].arena_bytes > res->arena_bytes)
 			res->arena_bytes = plans[i].arena_bytes;
 
+	stage(o, "C and weights object written");
 	if ((o->target || o->no_cc) && !o->shared) {
 		/* A cross target: the host's cc cannot build NAME.o for it. */
 		return;
@@ -299,6 +308,7 @@ void compile_model(Model *m, const CompileOptions *o, CompileResult *res)
 	const char *files[] = {"-c", res->c_path, "-o", code_o, NULL};
 	memcpy(argv + n, files, sizeof files);
 	run_tool(m, argv, arena_printf(a, "compile %s", res->c_path));
+	stage(o, "C compiled");
 	res->o_path = arena_printf(a, "%s/%s.o", dir, name);
 	n = tool_argv(a, "LD", "ld", argv, 40);
 	const char *link[] = {"-r", "-o", res->o_path, code_o, res->weights_path, NULL};

@@ -22,6 +22,9 @@ typedef struct CompileOptions {
 	bool export_api;           /* --export: NAME_model and NAME_run* visible outside a
 	                              shared library (always for shared) */
 	bool no_cc;                /* --no-cc: stop after NAME.h, NAME.c, NAME_weights.o */
+	/* If not NULL, called after each stage (the CLI reports long compiles). */
+	void (*stage)(void *ud, const char *what);
+	void *stage_ud;
 } CompileOptions;
 
 typedef struct CompileResult {

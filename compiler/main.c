@@ -8,6 +8,7 @@
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "compile.h"
 #include "kiln.h"
@@ -16,61 +17,116 @@
 
 enum { EXIT_UNSUPPORTED = 1, EXIT_ERROR = 2 };
 
-static const char usage[] =
-	"usage: kiln <command> [options] MODEL\n"
-	"\n"
-	"kiln compiles ONNX models ahead of time into C and a weights object.\n"
-	"\n"
-	"commands:\n"
-	"  info MODEL [--json]   describe a model: interface, opsets, ops, weights;\n"
-	"                        with --batch, the static shapes of each signature\n"
-	"  check MODEL           list the nodes kiln cannot compile; exit 1 if any\n"
-	"  dump MODEL            print kiln's IR of the model (for debugging)\n"
-	"  compile MODEL --batch=B1,...  write NAME.h, NAME.c, NAME_weights.o and NAME.o\n"
-	"  verify CASE_DIR...    compile ONNX backend-test cases (model.onnx and\n"
-	"                        test_data_set_*), run them, compare with their outputs\n"
-	"  ops [--markdown]      list the operators kiln compiles (docs/ops.md)\n"
-	"\n"
-	"options:\n"
-	"  --json                machine-readable output (info); keys in docs/cli.md\n"
-	"  --batch=B1,B2,...     batch sizes to infer shapes for (info, dump)\n"
-	"  --shape=INPUT=D0,D1   fix every dim of an input (repeatable); one dim may\n"
-	"                        be N: the batch axis (--shape x=N,50,16)\n"
-	"  --batch-dim=INPUT=AXIS  the batch axis of an input (default: axis 0 when\n"
-	"                        its first dim is symbolic) (repeatable)\n"
-	"  --freeze=INPUT=V0,V1,...  fix an input's values at compile time, for inputs\n"
-	"                        that decide shapes; runs check them (repeatable)\n"
-	"  --plan                plan each signature's arena and print its size and\n"
-	"                        lower bound (info, dump)\n"
-	"  --max-memory=MB       cap on compiler memory (default 4096); weights mapped\n"
-	"                        from the model files do not count\n"
-	"  --name=NAME           C prefix of the generated symbols (compile; default:\n"
-	"                        the model's file name)\n"
-	"  -o DIR, --output=DIR  where compile writes its files (default .)\n"
-	"  --target=TRIPLE       target of the weights object (default: the host);\n"
-	"                        for another target NAME.o is left to your toolchain\n"
-	"  --batch-rule=B:S1,...  run a batch of exactly B as chunks S1, ..., in order,\n"
-	"                        padding only the last (compile; repeatable); baked into\n"
-	"                        the descriptor for kiln_run (docs/batching.md)\n"
-	"  -O N                  optimization level for the C compiler (compile 2, verify 1)\n"
-	"  --keep                keep verify's build folders\n"
-	"  --no-opt              compile without the graph optimizer (compile, verify)\n"
-	"  --no-pass=NAME        skip one optimizer pass: noop, dedup, cse, einsum, fold,\n"
-	"                        fuse, dce (repeatable; compile, verify, info, dump)\n"
-	"  --weights-dtype=fp32|fp16|keep  how weights are stored (default keep): fp16\n"
-	"                        halves float32 weights, fp32 folds float16->float32 Casts\n"
-	"  --passes              info: run the optimizer and print, per pass, the nodes\n"
-	"                        removed or fused and the weight bytes; dump: the IR after it\n"
-	"  --export              compile: give NAME_model and NAME_run* default visibility,\n"
-	"                        so a shared library linking NAME.o exports them (default:\n"
-	"                        hidden, docs/integration.md)\n"
-	"  --no-cc               compile: write NAME.h, NAME.c and NAME_weights.o only; your\n"
-	"                        build compiles NAME.c and links both objects\n"
-	"  environment: CC (default cc) with CFLAGS, and LD (default ld) build NAME.o\n"
-	"  -h, --help            show this help\n"
-	"  --version             show the version\n"
-	"\n"
-	"exit status: 0 ok, 1 unsupported nodes (check), 2 error\n";
+/* The help: one row per command and per option, with the commands each
+ * option goes with, so `kiln COMMAND --help` shows only its own. */
+enum { C_INFO = 1, C_CHECK = 2, C_DUMP = 4, C_COMPILE = 8, C_VERIFY = 16, C_OPS = 32, C_ALL = 63 };
+
+typedef struct HelpRow {
+	const char *left, *right;     /* right: continuation lines after '\n' */
+	unsigned cmds;
+} HelpRow;
+
+static const HelpRow commands_help[] = {
+	{"info MODEL [--json]", "describe a model: interface, opsets, ops, weights;\n"
+	                        "with --batch, the static shapes of each signature", C_INFO},
+	{"check MODEL", "list the nodes kiln cannot compile; exit 1 if any; say\n"
+	                "how to compile symbolic dims other than the batch", C_CHECK},
+	{"dump MODEL", "print kiln's IR of the model (for debugging)", C_DUMP},
+	{"compile MODEL --batch=B1,...", "write NAME.h, NAME.c, NAME_weights.o and NAME.o", C_COMPILE},
+	{"verify CASE_DIR...", "compile ONNX backend-test cases (model.onnx and\n"
+	                       "test_data_set_*), run them, compare with their outputs", C_VERIFY},
+	{"ops [--markdown]", "list the operators kiln compiles (docs/ops.md)", C_OPS},
+};
+
+static const HelpRow options_help[] = {
+	{"--json", "machine-readable output (info); keys in docs/cli.md", C_INFO},
+	{"--batch=B1,B2,...", "batch sizes: to compile (compile), to infer shapes\n"
+	                      "for (info, dump), of the data (verify)", C_INFO | C_DUMP | C_COMPILE | C_VERIFY},
+	{"--shape=INPUT=D0,D1", "fix every dim of an input (repeatable); one dim may\n"
+	                        "be N: the batch axis (--shape x=N,50,16)", C_INFO | C_DUMP | C_COMPILE},
+	{"--batch-dim=INPUT=AXIS", "the batch axis of an input (default: axis 0 when\n"
+	                           "its first dim is symbolic) (repeatable)", C_INFO | C_DUMP | C_COMPILE},
+	{"--freeze=INPUT=V0,V1,...", "fix an input's values at compile time, for inputs\n"
+	                             "that decide shapes; runs check them (repeatable)",
+	 C_INFO | C_DUMP | C_COMPILE},
+	{"--plan", "plan each signature's arena and print its size and\nlower bound (info, dump)",
+	 C_INFO | C_DUMP},
+	{"--max-memory=MB", "cap on compiler memory (default 4096); weights mapped\n"
+	                    "from the model files do not count", C_ALL & ~C_OPS},
+	{"--name=NAME", "C prefix of the generated symbols (default: the\nmodel's file name)", C_COMPILE},
+	{"-o DIR, --output=DIR", "where compile writes its files (default .)", C_COMPILE},
+	{"--target=TRIPLE", "target of the weights object (default: the host);\n"
+	                    "for another target NAME.o is left to your toolchain", C_COMPILE},
+	{"--batch-rule=B:S1,...", "run a batch of exactly B as chunks S1, ..., in order,\n"
+	                          "padding only the last (repeatable); baked into\n"
+	                          "the descriptor for kiln_run (docs/batching.md)", C_COMPILE},
+	{"-O N, -ON", "optimization level (0-3) for the C compiler (compile 2,\nverify 1)",
+	 C_COMPILE | C_VERIFY},
+	{"--keep", "keep verify's build folders", C_VERIFY},
+	{"--no-opt", "compile without the graph optimizer", C_COMPILE | C_VERIFY},
+	{"--no-pass=NAME", "skip one optimizer pass: noop, dedup, cse, einsum, fold,\n"
+	                   "fuse, dce (repeatable)", C_COMPILE | C_VERIFY | C_INFO | C_DUMP},
+	{"--weights-dtype=fp32|fp16|keep", "how weights are stored (default keep): fp16\n"
+	                                   "halves float32 weights, fp32 folds float16->float32 Casts",
+	 C_COMPILE | C_VERIFY | C_INFO | C_DUMP},
+	{"--passes", "info: run the optimizer and print, per pass, the nodes\n"
+	             "removed or fused and the weight bytes; dump: the IR after it", C_INFO | C_DUMP},
+	{"--export", "give NAME_model and NAME_run* default visibility, so a\n"
+	             "shared library linking NAME.o exports them (default:\n"
+	             "hidden, docs/integration.md)", C_COMPILE},
+	{"--no-cc", "write NAME.h, NAME.c and NAME_weights.o only; your\n"
+	            "build compiles NAME.c and links both objects", C_COMPILE},
+	{"-v, --verbose", "report each stage on stderr (always, once a compile\ntakes over 2 s)",
+	 C_COMPILE},
+	{"-h, --help", "show this help (kiln COMMAND --help: that command's)", C_ALL},
+	{"--version", "show the version", C_ALL},
+};
+
+static const char *const command_names[] = {"info", "check", "dump", "compile", "verify", "ops"};
+
+static void help_rows(FILE *f, const HelpRow *rows, size_t n, unsigned cmds)
+{
+	for (size_t i = 0; i < n; i++) {
+		if (!(rows[i].cmds & cmds))
+			continue;
+		int w = (int)strlen(rows[i].left);
+		fprintf(f, "  %s%*s", rows[i].left, w <= 20 ? 22 - w : 2, "");
+		for (const char *r = rows[i].right; *r; r++) {
+			fputc(*r, f);
+			if (*r == '\n')
+				fprintf(f, "%24s", "");
+		}
+		fputc('\n', f);
+	}
+}
+
+/* kiln --help (command NULL) or kiln COMMAND --help. */
+static void print_help(FILE *f, const char *command)
+{
+	unsigned cmds = C_ALL;
+	for (size_t i = 0; command && i < sizeof command_names / sizeof command_names[0]; i++)
+		if (strcmp(command, command_names[i]) == 0)
+			cmds = 1u << i;
+	if (cmds == C_ALL)
+		fputs("usage: kiln <command> [options] MODEL\n\n"
+		      "kiln compiles ONNX models ahead of time into C and a weights object.\n\n"
+		      "commands:\n", f);
+	else
+		fputs("usage: kiln ", f);
+	if (cmds == C_ALL) {
+		help_rows(f, commands_help, sizeof commands_help / sizeof commands_help[0], cmds);
+	} else {
+		for (size_t i = 0; i < sizeof commands_help / sizeof commands_help[0]; i++)
+			if (commands_help[i].cmds & cmds)
+				fprintf(f, "%s [options]\n\n%s\n", commands_help[i].left, commands_help[i].right);
+	}
+	fputs("\noptions:\n", f);
+	help_rows(f, options_help, sizeof options_help / sizeof options_help[0], cmds);
+	if (cmds & (C_COMPILE | C_VERIFY))
+		fputs("\nenvironment: CC (default cc) with CFLAGS, and LD (default ld) build NAME.o\n", f);
+	fputs(cmds & C_CHECK ? "\nexit status: 0 ok, 1 unsupported nodes (check), 2 error\n"
+	                     : "\nexit status: 0 ok, 2 error\n", f);
+}
 
 enum { MAX_LIST = 256 };
 
@@ -83,6 +139,8 @@ typedef struct Options {
 	bool keep;
 	bool passes;                  /* info/dump --passes */
 	bool export_api;              /* compile --export */
+	bool help;                    /* -h, --help: after parsing, for the command given */
+	bool verbose;                 /* -v: report compile stages */
 	bool no_cc;                   /* compile --no-cc */
 	PassOptions popts;            /* --no-opt, --no-pass, --weights-dtype */
 	int opt_level;
@@ -186,8 +244,9 @@ static int parse_args(int argc, char **argv, Options *o)
 			if (strcmp(a, "--") == 0) {
 				no_more_flags = true;
 			} else if (strcmp(a, "-h") == 0 || strcmp(a, "--help") == 0) {
-				fputs(usage, stdout);
-				return 0;
+				o->help = true;
+			} else if (strcmp(a, "-v") == 0 || strcmp(a, "--verbose") == 0) {
+				o->verbose = true;
 			} else if (strcmp(a, "--version") == 0) {
 				printf("kiln %s\n", KILN_VERSION_STRING);
 				return 0;
@@ -226,6 +285,14 @@ static int parse_args(int argc, char **argv, Options *o)
 				o->target = v;
 			} else if (strncmp(a, "-O", 2) == 0 && a[2] >= '0' && a[2] <= '3' && !a[3]) {
 				o->opt_level = a[2] - '0';
+			} else if (strcmp(a, "-O") == 0) {
+				/* -O N as well as -ON */
+				if (i + 1 == argc)
+					return usage_error("%s needs a value", a);
+				v = argv[++i];
+				if (v[0] < '0' || v[0] > '3' || v[1])
+					return usage_error("-O needs a level 0 to 3, got '%s'", v);
+				o->opt_level = v[0] - '0';
 			} else if ((v = flag_value(argc, argv, &i, "--batch-rule", &missing))) {
 				if (o->nrules == MAX_LIST)
 					return usage_error("too many --batch-rule flags at '%s'", v);
@@ -297,6 +364,10 @@ static int parse_args(int argc, char **argv, Options *o)
 			return usage_error("unexpected argument '%s'", a);
 		}
 	}
+	if (o->help) {
+		print_help(stdout, o->command);
+		return 0;
+	}
 	if (!o->command)
 		return usage_error("%s", "no command given");
 	if (strcmp(o->command, "info") && strcmp(o->command, "check") && strcmp(o->command, "dump") &&
@@ -315,8 +386,8 @@ static int parse_args(int argc, char **argv, Options *o)
 		                   o->json ? "--json" : o->command);
 	if (o->nrules && strcmp(o->command, "compile"))
 		return usage_error("--batch-rule goes with 'compile', not '%s'", o->command);
-	if ((o->export_api || o->no_cc) && strcmp(o->command, "compile"))
-		return usage_error("--export and --no-cc go with 'compile', not '%s'", o->command);
+	if ((o->export_api || o->no_cc || o->verbose) && strcmp(o->command, "compile"))
+		return usage_error("--export, --no-cc and -v go with 'compile', not '%s'", o->command);
 	if (strcmp(o->command, "compile") == 0 && !o->nbatches)
 		return usage_error("%s", "compile needs --batch, e.g. --batch=1,8");
 	if (!o->model)
@@ -336,12 +407,49 @@ static int parse_args(int argc, char **argv, Options *o)
 	return -1;
 }
 
-static int run_compile(const Options *o, Model *m)
+/* A compile's stages on stderr: with -v, or once it has taken over 2 s
+ * (then the earlier stages too), so a long compile shows where it is. */
+typedef struct Stages {
+	struct timespec start, last;
+	bool verbose, shown;
+	int npending;
+	const char *pending[8];
+	double pending_s[8];
+} Stages;
+
+static double seconds_between(const struct timespec *a, const struct timespec *b)
+{
+	return (double)(b->tv_sec - a->tv_sec) + (double)(b->tv_nsec - a->tv_nsec) * 1e-9;
+}
+
+static void stage_done(void *ud, const char *what)
+{
+	Stages *st = ud;
+	struct timespec now;
+	clock_gettime(CLOCK_MONOTONIC, &now);
+	double step = seconds_between(&st->last, &now), total = seconds_between(&st->start, &now);
+	st->last = now;
+	if (!st->verbose && !st->shown && total <= 2.0) {
+		if (st->npending < 8) {
+			st->pending[st->npending] = what;
+			st->pending_s[st->npending++] = step;
+		}
+		return;
+	}
+	for (int i = 0; i < st->npending; i++)
+		fprintf(stderr, "kiln: %s: %.2f s\n", st->pending[i], st->pending_s[i]);
+	st->npending = 0;
+	st->shown = true;
+	fprintf(stderr, "kiln: %s: %.2f s (%.2f s so far)\n", what, step, total);
+}
+
+static int run_compile(const Options *o, Model *m, Stages *stages)
 {
 	CompileOptions co = {.name = o->name, .outdir = o->outdir, .target = o->target,
 	                     .batches = o->batches, .nbatches = o->nbatches, .bind = &o->bind,
 	                     .opt_level = o->opt_level, .rules = o->rules, .nrules = o->nrules,
-	                     .passes = &o->popts, .export_api = o->export_api, .no_cc = o->no_cc};
+	                     .passes = &o->popts, .export_api = o->export_api, .no_cc = o->no_cc,
+	                     .stage = stage_done, .stage_ud = stages};
 	CompileResult cr;
 	compile_model(m, &co, &cr);
 	printf("%s\n%s\n%s (%d symbols, %llu bytes)\n", cr.h_path, cr.c_path, cr.weights_path,
@@ -375,9 +483,14 @@ static int run(const Options *o)
 	d.protect = &jb;
 	Model *volatile m = NULL;
 	volatile int rc = 0;
+	Stages stages = {.verbose = o->verbose};
+	clock_gettime(CLOCK_MONOTONIC, &stages.start);
+	stages.last = stages.start;
 	if (setjmp(jb) == 0) {
 		m = model_new(o->model, &arena, &d);
 		model_load(m);
+		if (strcmp(o->command, "compile") == 0)
+			stage_done(&stages, "model loaded");
 		if (m->nwarnings)
 			fprintf(stderr, "kiln: warning: %s: %s%s\n", o->model, m->warning,
 			        m->nwarnings > 1 ? " (and more like it)" : "");
@@ -397,10 +510,11 @@ static int run(const Options *o)
 		}
 		if (strcmp(o->command, "info") == 0)
 			;
-		else if (strcmp(o->command, "check") == 0)
+		else if (strcmp(o->command, "check") == 0) {
 			rc = report_check(m, stdout) ? EXIT_UNSUPPORTED : 0;
+		}
 		else if (strcmp(o->command, "compile") == 0)
-			rc = run_compile(o, m);
+			rc = run_compile(o, m, &stages);
 		else
 			report_dump(m, stdout, &io);
 	} else {

@@ -1,0 +1,70 @@
+#!/bin/sh
+# The CLI as an integrator meets it: usage: cli.sh KILN SOURCE_ROOT OUTDIR
+#  - each command's --help is its own; -O 0 and -O0 both work;
+#  - CC, CFLAGS and LD are the ones kiln compile runs; --no-cc runs none;
+#  - a symbolic dim past axis 0 names --batch-dim; kiln check warns about
+#    symbolic dims other than the batch, and --shape x=N,20,3 compiles them;
+#    -v reports the compile's stages.
+set -u
+KILN=$1 SRC=$2 OUT=$3
+pass=0 fail=0
+ok() { pass=$((pass + 1)); }
+bad() { echo "FAIL: $*"; fail=$((fail + 1)); }
+rm -rf "$OUT" && mkdir -p "$OUT"
+M=$SRC/tests/fixtures/mlp.onnx
+
+"$KILN" compile --help >"$OUT/h" 2>&1 && head -1 "$OUT/h" | grep -q '^usage: kiln compile MODEL' &&
+	grep -q -- '--no-cc' "$OUT/h" && ! grep -q -- '--json' "$OUT/h" && ok || bad "compile --help: $(head -3 "$OUT/h")"
+"$KILN" info --help >"$OUT/h" 2>&1 && head -1 "$OUT/h" | grep -q '^usage: kiln info MODEL' &&
+	grep -q -- '--json' "$OUT/h" && ! grep -q -- '--no-cc' "$OUT/h" && ok || bad "info --help: $(head -3 "$OUT/h")"
+"$KILN" --help | head -1 | grep -q '^usage: kiln <command>' && ok || bad "kiln --help"
+
+"$KILN" compile "$M" --batch 2 -O 0 -o "$OUT/o_0" >/dev/null && ok || bad "-O 0"
+"$KILN" compile "$M" --batch 2 -O0 -o "$OUT/o0" >/dev/null && ok || bad "-O0"
+got=$("$KILN" compile "$M" --batch 2 -O 7 2>&1)
+[ "$got" = "kiln: error: -O needs a level 0 to 3, got '7'
+Try 'kiln --help'." ] && ok || bad "-O 7: $got"
+
+# The tools kiln runs: a bad CFLAGS or LD makes it fail, naming them.
+CFLAGS=-fno-such-flag-kiln "$KILN" compile "$M" --batch 2 -o "$OUT/cf" >"$OUT/cf.log" 2>&1 &&
+	bad "CFLAGS is not passed to the C compiler" || ok
+LD=false "$KILN" compile "$M" --batch 2 -o "$OUT/ld" >"$OUT/ld.log" 2>&1 && bad "LD is not used" ||
+	{ grep -q "^kiln: error: .*false failed to merge" "$OUT/ld.log" && ok || bad "LD=false: $(cat "$OUT/ld.log")"; }
+CC=false "$KILN" compile "$M" --batch 2 -o "$OUT/cc" >"$OUT/cc.log" 2>&1 && bad "CC is not used" || ok
+CC=false LD=false "$KILN" compile "$M" --batch 2 --no-cc -o "$OUT/nocc" >/dev/null &&
+	[ -f "$OUT/nocc/mlp.h" ] && [ -f "$OUT/nocc/mlp.c" ] && [ -f "$OUT/nocc/mlp_weights.o" ] &&
+	[ ! -e "$OUT/nocc/mlp.o" ] && ok || bad "--no-cc"
+
+# A second symbolic axis.
+/usr/bin/python3 - "$OUT" <<'PY'
+import sys
+import onnx
+from onnx import TensorProto, helper
+for name, shape in (("ax1", [4, "N"]), ("seq", ["N", "seq", 3])):
+    g = helper.make_graph([helper.make_node("Relu", ["x"], ["y"], name="r")], name,
+                          [helper.make_tensor_value_info("x", TensorProto.FLOAT, shape)],
+                          [helper.make_tensor_value_info("y", TensorProto.FLOAT, shape)])
+    m = helper.make_model(g, opset_imports=[helper.make_opsetid("", 13)])
+    m.ir_version = 8
+    onnx.save(m, "%s/%s.onnx" % (sys.argv[1], name))
+PY
+got=$("$KILN" compile "$OUT/ax1.onnx" --batch 2 -o "$OUT/ax1" 2>&1)
+[ "$got" = "kiln: error: $OUT/ax1.onnx: graph input \"x\" dim 1 (N) is not static: if it is the batch axis, say so with --batch-dim x=1; else fix it with --shape x=..." ] &&
+	ok || bad "batch axis 1: $got"
+"$KILN" compile "$OUT/ax1.onnx" --batch 2 --batch-dim x=1 -o "$OUT/ax1" >/dev/null && ok || bad "--batch-dim x=1"
+"$KILN" check "$OUT/seq.onnx" >"$OUT/check.out" 2>&1 &&
+	grep -q "^$OUT/seq.onnx: graph input \"x\" has more than one symbolic dim: compile with --shape x=N,<seq>,3" "$OUT/check.out" &&
+	ok || bad "check seq.onnx: $(cat "$OUT/check.out")"
+"$KILN" compile "$OUT/seq.onnx" --batch 1,4 --shape x=N,20,3 -o "$OUT/seq" >/dev/null &&
+	grep -q "^#define SEQ_IN0_ELEMS 60$" "$OUT/seq/seq.h" && grep -q "^#define SEQ_IN0_BATCH_AXIS 0$" "$OUT/seq/seq.h" &&
+	ok || bad "the second-axis idiom"
+
+# Stages.
+"$KILN" compile -v "$M" --batch 2 -o "$OUT/v" >/dev/null 2>"$OUT/v.err" &&
+	grep -q "^kiln: model loaded: " "$OUT/v.err" && grep -q "^kiln: C compiled: " "$OUT/v.err" &&
+	ok || bad "-v: $(cat "$OUT/v.err")"
+"$KILN" compile "$M" --batch 2 -o "$OUT/q" >/dev/null 2>"$OUT/q.err" && [ ! -s "$OUT/q.err" ] &&
+	ok || bad "a short compile printed: $(cat "$OUT/q.err")"
+
+echo "$pass passed, $fail failed"
+[ "$fail" -eq 0 ]
