@@ -158,3 +158,66 @@ void kiln_gemm_tile_avx2(const GemmTile *t)
 	if (t->w > 16)
 		halves(t, t->mr, 16, t->w - 16);
 }
+
+/* GemmDot (gemm.h): M (<= 4) rows of A against 4 rows of Bt at a time, 8 k
+ * per step; with M = 4 that is 16 accumulators' worth, so two halves of rows. */
+INLINE float hsum8(__m256 v)
+{
+	__m128 r = _mm_add_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
+	r = _mm_add_ps(r, _mm_movehl_ps(r, r));
+	r = _mm_add_ss(r, _mm_movehdup_ps(r));
+	return _mm_cvtss_f32(r);
+}
+
+INLINE void dot_rows(const GemmDot *d, const int mr)
+{
+	int64_t K = d->K;
+	for (int64_t n0 = 0; n0 < d->N; n0 += 4) {
+		int nn = d->N - n0 < 4 ? (int)(d->N - n0) : 4;
+		__m256 acc[2][4];
+#pragma GCC unroll 2
+		for (int i = 0; i < mr; i++)
+#pragma GCC unroll 4
+			for (int j = 0; j < 4; j++)
+				acc[i][j] = _mm256_setzero_ps();
+		const float *b[4];
+		for (int j = 0; j < 4; j++)
+			b[j] = d->Bt + (n0 + (j < nn ? j : 0)) * d->ldbt;
+		for (int64_t k = 0; k < K; k += 8) {
+			__m256i m = lanes((int)(K - k < 8 ? K - k : 8));
+			__m256 bv[4];
+#pragma GCC unroll 4
+			for (int j = 0; j < 4; j++)
+				bv[j] = _mm256_maskload_ps(b[j] + k, m);
+#pragma GCC unroll 2
+			for (int i = 0; i < mr; i++) {
+				__m256 av = _mm256_maskload_ps(d->A + i * d->lda + k, m);
+#pragma GCC unroll 4
+				for (int j = 0; j < 4; j++)
+					acc[i][j] = _mm256_fmadd_ps(av, bv[j], acc[i][j]);
+			}
+		}
+		for (int i = 0; i < mr; i++) {
+			float *c = d->C + i * d->ldc + n0;
+			for (int j = 0; j < nn; j++) {
+				float v = hsum8(acc[i][j]);
+				c[j] = d->beta != 0.0f ? d->alpha * v + d->beta * c[j] : d->alpha * v;
+			}
+		}
+	}
+}
+
+void kiln_gemm_dot_avx2(const GemmDot *d)
+{
+	/* two rows of A at a time (8 accumulators) */
+	for (int64_t m = 0; m < d->M; m += 2) {
+		GemmDot h = *d;
+		h.A = d->A + m * d->lda;
+		h.C = d->C + m * d->ldc;
+		h.M = d->M - m < 2 ? d->M - m : 2;
+		if (h.M == 1)
+			dot_rows(&h, 1);
+		else
+			dot_rows(&h, 2);
+	}
+}

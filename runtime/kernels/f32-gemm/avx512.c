@@ -147,3 +147,68 @@ void kiln_gemm_tile_avx512(const GemmTile *t)
 		break;
 	}
 }
+
+/* GemmDot: M (<= 4) rows of A against 4 rows of Bt at a time, 16 k per step:
+ * 16 accumulators, each row of Bt loaded once for all rows of A. */
+INLINE __m512 hsum4(__m512 a, __m512 b, __m512 c, __m512 d)
+{
+	/* lanes 0..3 of the result: the sums of a, b, c, d (the rest unused) */
+	__m512 ab = _mm512_add_ps(_mm512_unpacklo_ps(a, b), _mm512_unpackhi_ps(a, b));
+	__m512 cd = _mm512_add_ps(_mm512_unpacklo_ps(c, d), _mm512_unpackhi_ps(c, d));
+	__m512 abcd = _mm512_add_ps(_mm512_castpd_ps(_mm512_unpacklo_pd(_mm512_castps_pd(ab),
+	                                                                 _mm512_castps_pd(cd))),
+	                            _mm512_castpd_ps(_mm512_unpackhi_pd(_mm512_castps_pd(ab),
+	                                                                _mm512_castps_pd(cd))));
+	/* lanes (4q + j) hold partial sums of row j for quarter q */
+	__m256 h = _mm256_add_ps(_mm512_castps512_ps256(abcd), _mm512_extractf32x8_ps(abcd, 1));
+	__m128 r = _mm_add_ps(_mm256_castps256_ps128(h), _mm256_extractf128_ps(h, 1));
+	return _mm512_castps128_ps512(r);
+}
+
+INLINE void dot_rows(const GemmDot *d, const int mr)
+{
+	int64_t K = d->K;
+	for (int64_t n0 = 0; n0 < d->N; n0 += 4) {
+		int nn = d->N - n0 < 4 ? (int)(d->N - n0) : 4;
+		__m512 acc[4][4];
+#pragma GCC unroll 4
+		for (int i = 0; i < mr; i++)
+#pragma GCC unroll 4
+			for (int j = 0; j < 4; j++)
+				acc[i][j] = _mm512_setzero_ps();
+		const float *b[4];
+		for (int j = 0; j < 4; j++)
+			b[j] = d->Bt + (n0 + (j < nn ? j : 0)) * d->ldbt;
+		for (int64_t k = 0; k < K; k += 16) {
+			__mmask16 m = K - k >= 16 ? (__mmask16)0xffff : (__mmask16)((1u << (K - k)) - 1);
+			__m512 bv[4];
+#pragma GCC unroll 4
+			for (int j = 0; j < 4; j++)
+				bv[j] = _mm512_maskz_loadu_ps(m, b[j] + k);
+#pragma GCC unroll 4
+			for (int i = 0; i < mr; i++) {
+				__m512 av = _mm512_maskz_loadu_ps(m, d->A + i * d->lda + k);
+#pragma GCC unroll 4
+				for (int j = 0; j < 4; j++)
+					acc[i][j] = _mm512_fmadd_ps(av, bv[j], acc[i][j]);
+			}
+		}
+		for (int i = 0; i < mr; i++) {
+			float out[16];
+			_mm512_storeu_ps(out, hsum4(acc[i][0], acc[i][1], acc[i][2], acc[i][3]));
+			float *c = d->C + i * d->ldc + n0;
+			for (int j = 0; j < nn; j++)
+				c[j] = d->beta != 0.0f ? d->alpha * out[j] + d->beta * c[j] : d->alpha * out[j];
+		}
+	}
+}
+
+void kiln_gemm_dot_avx512(const GemmDot *d)
+{
+	switch (d->M) {
+	case 1: dot_rows(d, 1); break;
+	case 2: dot_rows(d, 2); break;
+	case 3: dot_rows(d, 3); break;
+	default: dot_rows(d, 4); break;
+	}
+}

@@ -121,6 +121,24 @@ void kiln_f32_gemm_ep(int64_t M, int64_t N, int64_t K, float alpha, const float 
 		                     b_col_stride, beta, C, c_row_stride, ep);
 		return;
 	}
+	if (M <= 4 && b_row_stride == 1 && b_col_stride >= K && K > 0) {
+		/* B transposed, few rows of A: dot products stream B once */
+		GemmDot d = {M, N, K, A, a_row_stride, B, b_col_stride, C, c_row_stride, alpha, beta};
+#ifdef KILN_HAVE_X86_VARIANTS
+		if (kiln_isa() == KILN_ISA_AVX512)
+			kiln_gemm_dot_avx512(&d);
+		else
+			kiln_gemm_dot_avx2(&d);
+#endif
+		for (int64_t m = 0; ep && m < M; m++) {
+			float *row = C + m * c_row_stride;
+			if (ep->bias)
+				for (int64_t n = 0; n < N; n++)
+					row[n] += ep->bias[n];
+			kiln_f32_act(row, N, ep);
+		}
+		return;
+	}
 	GemmBSrc src = {.pack = pack_strided, .src = B, .rs = b_row_stride, .cs = b_col_stride,
 	                .N = N};
 	GemmEpi e = {.alpha = alpha, .beta = beta, .col_bias = ep ? ep->bias : NULL, .ep = ep};

@@ -50,6 +50,24 @@ void kiln_gemm_tile_ref(const GemmTile *t);
 void kiln_gemm_tile_avx2(const GemmTile *t);
 void kiln_gemm_tile_avx512(const GemmTile *t);
 
+/* C[m, n] = alpha * dot(row m of A, row n of Bt) + beta * C[m, n] (beta 0:
+ * C not read) for m < M <= 4, where Bt is B transposed and stored with rows
+ * contiguous (ONNX Gemm transB = 1 on an activation, or a weight that is
+ * also read otherwise, like a tied embedding): each row of Bt streams once for
+ * all M rows of A, at memory bandwidth when M is 1. */
+typedef struct GemmDot {
+	int64_t M, N, K;
+	const float *A;
+	int64_t lda;
+	const float *Bt;
+	int64_t ldbt;              /* row n of Bt (column n of B) at Bt + n * ldbt */
+	float *C;
+	int64_t ldc;
+	float alpha, beta;
+} GemmDot;
+void kiln_gemm_dot_avx2(const GemmDot *d);
+void kiln_gemm_dot_avx512(const GemmDot *d);
+
 /* The driver's epilogue description (the tile's, before splitting). */
 typedef struct GemmEpi {
 	float alpha, beta;         /* C = alpha A B + beta C */
