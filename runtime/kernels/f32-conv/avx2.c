@@ -20,6 +20,14 @@ static inline __attribute__((always_inline)) void copy_run(float *o, const float
 		_mm256_maskstore_ps(o + b, st, v);
 	}
 }
+static inline __attribute__((always_inline)) void gather_run(float *o, const float *row,
+                                                             int64_t iw, int64_t step, int64_t W,
+                                                             int64_t len)
+{
+	for (int64_t u = 0; u < len; u++, iw += step)
+		o[u] = iw >= 0 && iw < W ? row[iw] : 0.0f;
+}
 #define IM2COL_NAME kiln_im2col_avx2
 #define IM2COL_COPY_RUN copy_run
+#define IM2COL_GATHER_RUN gather_run
 #include "im2col.h"

@@ -23,6 +23,24 @@ static inline __attribute__((always_inline)) void copy_run(float *o, const float
 		_mm512_mask_storeu_ps(o + b, store, v);
 	}
 }
+/* Lanes whose input column lies in [0, W) are gathered, the rest are 0. */
+static inline __attribute__((always_inline)) void gather_run(float *o, const float *row,
+                                                             int64_t iw, int64_t step, int64_t W,
+                                                             int64_t len)
+{
+	const __m512i lane = _mm512_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15);
+	for (int64_t b = 0; b < len; b += 16) {
+		int64_t e = len - b < 16 ? len - b : 16;
+		__m512i col = _mm512_add_epi32(_mm512_set1_epi32((int)(iw + b * step)),
+		                               _mm512_mullo_epi32(lane, _mm512_set1_epi32((int)step)));
+		__mmask16 in = _mm512_cmpge_epi32_mask(col, _mm512_setzero_si512()) &
+		               _mm512_cmplt_epi32_mask(col, _mm512_set1_epi32((int)W)) &
+		               (__mmask16)((1u << e) - 1);
+		__m512 v = _mm512_mask_i32gather_ps(_mm512_setzero_ps(), in, col, row, 4);
+		_mm512_mask_storeu_ps(o + b, (__mmask16)((1u << e) - 1), v);
+	}
+}
 #define IM2COL_NAME kiln_im2col_avx512
 #define IM2COL_COPY_RUN copy_run
+#define IM2COL_GATHER_RUN gather_run
 #include "im2col.h"

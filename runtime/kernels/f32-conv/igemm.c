@@ -28,8 +28,15 @@ static inline void copy_run_ref(float *o, const float *src, int64_t lo, int64_t 
 	for (int64_t u = hi; u < len; u++)
 		o[u] = 0.0f;
 }
+static inline void gather_run_ref(float *o, const float *row, int64_t iw, int64_t step, int64_t W,
+                                  int64_t len)
+{
+	for (int64_t u = 0; u < len; u++, iw += step)
+		o[u] = iw >= 0 && iw < W ? row[iw] : 0.0f;
+}
 #define IM2COL_NAME kiln_im2col_ref
 #define IM2COL_COPY_RUN copy_run_ref
+#define IM2COL_GATHER_RUN gather_run_ref
 #include "im2col.h"
 
 static void pack_rows(const GemmBSrc *s, int64_t n0, int64_t k0, int64_t kc, float *dst)
