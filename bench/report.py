@@ -242,6 +242,13 @@ def page(results, svg_name, before=None):
         for c in bad:
             for e in c["errors"] or [c["check"]]:
                 out.append(f"- **{c['model']} b{c['batch']}**: {esc(e)}")
+    if before:
+        bm, bme = before["machine"], before["method"]
+        out += ["", f"## Before: kiln {bm['kiln_commit']}", "",
+                f"The `before` run, measured the same way on kiln commit {bm['kiln_commit']} "
+                f"(\"{esc(bm['kiln_subject'])}\"), {bme['started']} to {bme['finished']}, kernel variant "
+                f"`{bme['kiln_isa']}`, FMA peak {before['peak']['gflops']:.1f} GFLOP/s:", "",
+                summary_lines(before), "", table(before)]
     return "\n".join(out) + "\n"
 
 
