@@ -19,10 +19,33 @@ static bool is_half(int dt)
 	return dt == DT_FLOAT16 || dt == DT_BFLOAT16;
 }
 
+/* float32 Exp, Tanh, Erf and Sigmoid: one call to libkiln's vector kernel
+ * (f32-vmath: SIMD polynomials chosen at run time, errors in docs/kernels.md)
+ * instead of a loop calling scalar libm, which the user's compiler cannot
+ * vectorize at baseline flags. The tensors are dense, so x and y are one
+ * contiguous run of n elements. */
+static bool emit_unary_kernel(Emit *E, const Operand *x, const Operand *y)
+{
+	const char *fn;
+	switch (E->n->op) {
+	case OP_Exp: fn = "KILN_UNARY_EXP"; break;
+	case OP_Tanh: fn = "KILN_UNARY_TANH"; break;
+	case OP_Erf: fn = "KILN_UNARY_ERF"; break;
+	case OP_Sigmoid: fn = "KILN_UNARY_SIGMOID"; break;
+	default: return false;
+	}
+	if (x->dtype != DT_FLOAT || y->dtype != DT_FLOAT || x->nelem != y->nelem)
+		return false;
+	emitf(E, "\tkiln_f32_unary(%s, %s, %s, %" PRId64 ");\n", fn, x->expr, y->expr, y->nelem);
+	return true;
+}
+
 void emit_unary(Emit *E)
 {
 	Operand x = in_op(E, 0), y = out_op(E, 0);
 	int op = E->n->op;
+	if (emit_unary_kernel(E, &x, &y))
+		return;
 	bool half = is_half(x.dtype);
 	int dt = half ? DT_FLOAT : x.dtype;  /* the type the expression computes in */
 	const char *e = NULL;
