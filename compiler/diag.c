@@ -13,6 +13,15 @@
 
 #include "kiln.h"
 
+/* Far above real models (the largest public ONNX models have ~10^4 nodes
+ * and tensors of ~10^9 elements); docs/limits.md. */
+const Limits kiln_default_limits = {
+	.max_nodes = 200000,
+	.max_elements = (int64_t)1 << 36,
+	.max_arena_bytes = (int64_t)16 << 30,
+	.max_c_bytes = (int64_t)256 << 20,
+};
+
 /* Names from the model are untrusted: keep messages on one printable line. */
 static void sanitize(char *s)
 {

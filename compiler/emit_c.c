@@ -759,6 +759,10 @@ static void emit_node(Emit *E, Node *n)
 	}
 	emit_body(E);
 	emitf(E, "}\n\n");
+	long at = ftell(E->c);
+	if (at > E->m->limits.max_c_bytes)
+		diag_fail_node(E->d, E->g, n, KILN_LIMIT, "the generated C passes %lld MiB here (raise the "
+		               "limit with --max-c-size)", (long long)(E->m->limits.max_c_bytes >> 20));
 }
 
 /* The node functions of a subgraph (emit/control.c sets up E). */

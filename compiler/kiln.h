@@ -84,6 +84,28 @@ const char *dtype_name(int dt);  /* "float32", "int64", ...; "?" if unknown */
 size_t dtype_size(int dt);       /* bytes per element; 0 for string/undefined */
 bool dtype_valid(int dt);        /* 1..16 */
 
+/* ---- checked int64 arithmetic ------------------------------------------ */
+
+/* Every shape, size and offset computed from model data (dims, attributes,
+ * folded values) goes through these: true if the result overflowed, as the
+ * __builtin_*_overflow they wrap. Shape hooks use infer_add/sub/mul (shape.c),
+ * which fail naming the node instead. */
+static inline bool ck_add(int64_t a, int64_t b, int64_t *r) { return __builtin_add_overflow(a, b, r); }
+static inline bool ck_sub(int64_t a, int64_t b, int64_t *r) { return __builtin_sub_overflow(a, b, r); }
+static inline bool ck_mul(int64_t a, int64_t b, int64_t *r) { return __builtin_mul_overflow(a, b, r); }
+
+/* ---- limits (docs/limits.md) ------------------------------------------- */
+
+/* What kiln accepts before it calls a model absurd: far above any real model;
+ * each has a flag to raise it. An excess is a KILN_LIMIT error naming the flag. */
+typedef struct Limits {
+	int64_t max_nodes;        /* nodes in one graph (--max-nodes) */
+	int64_t max_elements;     /* elements of one tensor, any dim at least 1 (--max-elements) */
+	int64_t max_arena_bytes;  /* one signature's arena, one kiln_run context (--max-arena, MiB) */
+	int64_t max_c_bytes;      /* the generated NAME.c (--max-c-size, MiB) */
+} Limits;
+extern const Limits kiln_default_limits;
+
 /* ---- ir.c: the graph -------------------------------------------------- */
 
 #define KILN_MAX_RANK 8
@@ -236,6 +258,7 @@ typedef struct Model {
 	Arena *arena;
 	Diag *diag;
 	bool is_optimized;       /* the passes ran (passes/pipeline.c) */
+	Limits limits;           /* kiln_default_limits unless the caller raised them */
 	char warning[512];       /* the first thing the loader repaired (model_warn), or "" */
 	int nwarnings;
 } Model;
@@ -415,6 +438,15 @@ void infer_set_output(Infer *x, int i, int dtype, const Shape *s);
 const Folded *infer_folded(Infer *x, int i);
 const int64_t *infer_ints(Infer *x, int i, int64_t *n);
 const int64_t *infer_require_ints(Infer *x, int i, int64_t *n);
+/* Checked shape arithmetic: fails naming the node if the result overflows. */
+int64_t infer_add(Infer *x, int64_t a, int64_t b);
+int64_t infer_sub(Infer *x, int64_t a, int64_t b);
+int64_t infer_mul(Infer *x, int64_t a, int64_t b);
+/* attr_types.c: fail naming the node if an attribute has another type
+ * than its ONNX schema gives it. */
+void attr_check_types(const Graph *g, const Node *n, Diag *d);
+/* NULL if a tensor of this shape is within the limits, else what is wrong. */
+const char *shape_size_problem(const Shape *s, const Limits *l, char *buf, size_t size);
 /* Fail because input i decides a shape and is not known, naming the graph
  * input it is computed from; hint is appended (may be ""). */
 _Noreturn void infer_fail_unknown(Infer *x, int i, const char *hint);

@@ -53,6 +53,14 @@ static const HelpRow options_help[] = {
 	 C_INFO | C_DUMP},
 	{"--max-memory=MB", "cap on compiler memory (default 4096); weights mapped\n"
 	                    "from the model files do not count", C_ALL & ~C_OPS},
+	{"--max-nodes=N", "most nodes in one graph (default 200000)",
+	 C_INFO | C_CHECK | C_DUMP | C_COMPILE},
+	{"--max-elements=N", "most elements in one tensor (default 2^36)",
+	 C_INFO | C_CHECK | C_DUMP | C_COMPILE},
+	{"--max-arena=MB", "most bytes of one arena or kiln_run context (default\n16384)",
+	 C_INFO | C_DUMP | C_COMPILE},
+	{"--max-c-size=MB", "largest generated NAME.c (default 256); all four:\ndocs/limits.md",
+	 C_COMPILE},
 	{"--name=NAME", "C prefix of the generated symbols (default: the\nmodel's file name)", C_COMPILE},
 	{"-o DIR, --output=DIR", "where compile writes its files (default .)", C_COMPILE},
 	{"--target=TRIPLE", "target of the weights object (default: the host);\n"
@@ -148,6 +156,7 @@ typedef struct Options {
 	char **paths;                 /* verify: every CASE_DIR */
 	int npaths;
 	size_t max_memory_mb;
+	Limits limits;                /* --max-nodes, --max-elements, --max-arena, --max-c-size */
 	int64_t batches[MAX_LIST];
 	int nbatches;
 	ShapeOverride shapes[MAX_LIST];
@@ -228,10 +237,40 @@ static int usage_error(const char *fmt, const char *arg)
 	return EXIT_ERROR;
 }
 
+/* The limits of docs/limits.md: true if argv[*i] is one (bad: its value is not
+ * a number in range). Sizes in MiB are stored in bytes. */
+static bool limit_flag(int argc, char **argv, int *i, Limits *l, bool *missing, bool *bad)
+{
+	static const struct {
+		const char *flag;
+		size_t field;
+		int shift;
+	} flags[] = {
+		{"--max-nodes", offsetof(Limits, max_nodes), 0},
+		{"--max-elements", offsetof(Limits, max_elements), 0},
+		{"--max-arena", offsetof(Limits, max_arena_bytes), 20},
+		{"--max-c-size", offsetof(Limits, max_c_bytes), 20},
+	};
+	for (size_t k = 0; k < sizeof flags / sizeof flags[0]; k++) {
+		const char *v = flag_value(argc, argv, i, flags[k].flag, missing);
+		if (!v)
+			continue;
+		char *end;
+		errno = 0;
+		long long n = strtoll(v, &end, 10);
+		*bad = !*missing && (!*v || *end || errno || n < 1 || n > (INT64_MAX >> flags[k].shift));
+		if (!*bad)
+			*(int64_t *)((char *)l + flags[k].field) = (int64_t)n << flags[k].shift;
+		return true;
+	}
+	return false;
+}
+
 /* Returns -1 to go on, else an exit status. */
 static int parse_args(int argc, char **argv, Options *o)
 {
 	o->max_memory_mb = 4096;
+	o->limits = kiln_default_limits;
 	o->opt_level = -1;
 	bool no_more_flags = false;
 	o->bind.shapes = o->shapes;
@@ -239,7 +278,7 @@ static int parse_args(int argc, char **argv, Options *o)
 	o->bind.freezes = o->freezes;
 	for (int i = 1; i < argc; i++) {
 		const char *a = argv[i], *v;
-		bool missing = false;
+		bool missing = false, bad = false;
 		if (!no_more_flags && a[0] == '-' && a[1]) {
 			if (strcmp(a, "--") == 0) {
 				no_more_flags = true;
@@ -340,6 +379,9 @@ static int parse_args(int argc, char **argv, Options *o)
 				bd->input = strndup(v, (size_t)(eq - v));
 				bd->axis = (int)axis;
 				o->bind.nbatch_dims++;
+			} else if (limit_flag(argc, argv, &i, &o->limits, &missing, &bad)) {
+				if (bad)
+					return usage_error("%s needs a positive whole number", a);
 			} else if ((v = flag_value(argc, argv, &i, "--max-memory", &missing))) {
 				char *end;
 				errno = 0;
@@ -488,6 +530,7 @@ static int run(const Options *o)
 	stages.last = stages.start;
 	if (setjmp(jb) == 0) {
 		m = model_new(o->model, &arena, &d);
+		m->limits = o->limits;
 		model_load(m);
 		if (strcmp(o->command, "compile") == 0)
 			stage_done(&stages, "model loaded");

@@ -905,6 +905,10 @@ static Graph *load_graph(Loader *L, const Onnx__GraphProto *gp, Graph *parent, i
 	g->model = L->m;
 	if (gp->n_node > INT_MAX / 2 || gp->n_initializer > INT_MAX / 4 || gp->n_input > INT_MAX / 4)
 		diag_fail(L->d, KILN_LIMIT, "graph \"%s\" is too large", g->name);
+	if (gp->n_node > (size_t)L->m->limits.max_nodes)
+		diag_fail(L->d, KILN_LIMIT, "graph \"%s\" has %zu nodes, more than the limit of %lld "
+		          "(raise it with --max-nodes)", g->name, gp->n_node,
+		          (long long)L->m->limits.max_nodes);
 
 	/* Initializers first: graph inputs with the same name are overridable defaults. */
 	for (size_t i = 0; i < gp->n_initializer; i++) {
@@ -1034,6 +1038,7 @@ Model *model_new(const char *path, Arena *a, Diag *d)
 	m->dir = dir_of(a, path);
 	m->arena = a;
 	m->diag = d;
+	m->limits = kiln_default_limits;
 	return m;
 }
 

@@ -28,6 +28,29 @@ static int64_t align_up(int64_t n)
 	return (n + PLAN_ALIGN - 1) / PLAN_ALIGN * PLAN_ALIGN;
 }
 
+/* Shapes are within Limits.max_elements (shape.c), so a buffer is at most
+ * 2^40 bytes and sums of a few million of them fit; the arena itself must
+ * stay within Limits.max_arena_bytes. Named after its largest buffer. */
+static void check_arena(const Plan *p, const Sig *s, Arena *a, int64_t bytes)
+{
+	const Graph *g = s->g;
+	const Limits *l = &g->model->limits;
+	if (bytes <= l->max_arena_bytes)
+		return;
+	int big = 0;
+	for (int b = 1; b < p->nbufs; b++)
+		if (p->bufs[b].bytes > p->bufs[big].bytes)
+			big = b;
+	const PlanBuf *b = &p->bufs[big];
+	int node = b->root == NONE ? b->first : g->values[b->root].producer;
+	const char *what = b->root == NONE ? "its subgraphs" : g->values[b->root].name;
+	diag_fail_node(a->diag, g, &g->nodes[node < 0 ? 0 : node], KILN_LIMIT,
+	               "the arena at batch %lld needs %lld bytes, more than the limit of %lld MiB "
+	               "(raise it with --max-arena); the largest buffer is \"%s\" here, %lld bytes",
+	               (long long)s->batch, (long long)bytes, (long long)(l->max_arena_bytes >> 20),
+	               what, (long long)b->bytes);
+}
+
 bool plan_is_view_op(int op)
 {
 	return op == OP_Reshape || op == OP_Flatten || op == OP_Squeeze || op == OP_Unsqueeze ||
@@ -180,8 +203,9 @@ void plan_build(Plan *p, const Sig *s, Arena *a)
 	for (int t = 0; t < g->nnodes; t++) {
 		int64_t live = 0;
 		for (int b = 0; b < p->nbufs; b++)
-			if (p->bufs[b].first <= t && t <= p->bufs[b].last)
-				live += p->bufs[b].bytes;
+			if (p->bufs[b].first <= t && t <= p->bufs[b].last &&
+			    ck_add(live, p->bufs[b].bytes, &live))
+				live = INT64_MAX;
 		if (live > p->lower_bound_bytes)
 			p->lower_bound_bytes = live;
 	}
@@ -218,6 +242,7 @@ void plan_build(Plan *p, const Sig *s, Arena *a)
 		placed[nplaced++] = order[k].buf;
 		if (off + b->bytes > p->arena_bytes)
 			p->arena_bytes = off + b->bytes;
+		check_arena(p, s, a, p->arena_bytes);
 	}
 	for (int b = 0; b < p->nbufs; b++)
 		if (p->bufs[b].root == NONE)

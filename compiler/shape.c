@@ -140,6 +140,9 @@ static void bind_inputs(Sig *s, const BindOptions *o, Diag *d)
 				          v->name, k, sh.dims[k].param ? sh.dims[k].param : "unknown",
 				          shape_flag(s->a, v, axis));
 		}
+		char why[200];
+		if (shape_size_problem(&sh, &g->model->limits, why, sizeof why))
+			diag_fail(d, KILN_LIMIT, "graph input \"%s\": %s", v->name, why);
 		s->shapes[id] = sh;
 		s->dtypes[id] = v->dtype;
 		for (int k = 0; k < o->nfreezes; k++) {
@@ -198,6 +201,59 @@ const char *infer_input_name(Infer *x, int i)
 	return infer_has_input(x, i) ? x->g->values[x->n->in[i]].name : "";
 }
 
+static _Noreturn void overflow(Infer *x, const char *op, int64_t a, int64_t b)
+{
+	infer_fail(x, KILN_LIMIT, "shape arithmetic overflows int64 (%lld %s %lld)", (long long)a, op,
+	           (long long)b);
+}
+
+int64_t infer_add(Infer *x, int64_t a, int64_t b)
+{
+	int64_t r;
+	if (ck_add(a, b, &r))
+		overflow(x, "+", a, b);
+	return r;
+}
+
+int64_t infer_sub(Infer *x, int64_t a, int64_t b)
+{
+	int64_t r;
+	if (ck_sub(a, b, &r))
+		overflow(x, "-", a, b);
+	return r;
+}
+
+int64_t infer_mul(Infer *x, int64_t a, int64_t b)
+{
+	int64_t r;
+	if (ck_mul(a, b, &r))
+		overflow(x, "*", a, b);
+	return r;
+}
+
+/* The product of the dims, a zero dim counting as 1, is the tensor's size
+ * for the limit: so every dim is bounded too, and the sums and products of
+ * dims later passes make cannot overflow. */
+const char *shape_size_problem(const Shape *s, const Limits *l, char *buf, size_t size)
+{
+	int64_t n = 1;
+	for (int k = 0; k < s->rank; k++) {
+		int64_t d = s->dims[k].size > 1 ? s->dims[k].size : 1;
+		if (ck_mul(n, d, &n) || n > l->max_elements) {
+			int len = snprintf(buf, size, "shape [");
+			for (int j = 0; j < s->rank && len >= 0 && (size_t)len < size; j++)
+				len += snprintf(buf + len, size - (size_t)len, "%s%lld", j ? "," : "",
+				                (long long)s->dims[j].size);
+			if (len >= 0 && (size_t)len < size)
+				snprintf(buf + len, size - (size_t)len,
+				         "] has more than %lld elements (raise the limit with --max-elements)",
+				         (long long)l->max_elements);
+			return buf;
+		}
+	}
+	return NULL;
+}
+
 void infer_set_output(Infer *x, int i, int dtype, const Shape *s)
 {
 	if (i >= x->n->nout || x->n->out[i] == NONE)
@@ -206,6 +262,9 @@ void infer_set_output(Infer *x, int i, int dtype, const Shape *s)
 		if (s->dims[k].size < 0)
 			infer_fail(x, KILN_SHAPE_ERROR, "output %d \"%s\" dim %d is not static", i,
 			           x->g->values[x->n->out[i]].name, k);
+	char why[200];
+	if (shape_size_problem(s, &x->g->model->limits, why, sizeof why))
+		infer_fail(x, KILN_LIMIT, "output %d \"%s\": %s", i, x->g->values[x->n->out[i]].name, why);
 	x->sig->shapes[x->n->out[i]] = *s;
 	x->sig->dtypes[x->n->out[i]] = dtype;
 }
@@ -430,12 +489,17 @@ void shape_infer_nodes(Sig *s, Diag *d)
 {
 	Graph *g = s->g;
 	char reason[512];
+	for (int i = 0; i < g->nvalues; i++)
+		if (g->values[i].kind == VAL_WEIGHT &&
+		    shape_size_problem(&s->shapes[i], &g->model->limits, reason, sizeof reason))
+			diag_fail(d, KILN_LIMIT, "weight \"%s\": %s", g->values[i].name, reason);
 	for (int i = 0; i < g->nnodes; i++) {
 		Node *n = &g->nodes[i];
 		Infer x = {.sig = s, .g = g, .n = n, .d = d, .a = s->a};
 		const char *why = op_unsupported_reason(g, n, reason, sizeof reason);
 		if (why)
 			diag_fail_node(d, g, n, KILN_UNSUPPORTED, "%s", why);
+		attr_check_types(g, n, d);
 		InferHook hook = op_infer_hook(n->op);
 		if (!hook)
 			diag_fail_node(d, g, n, KILN_UNSUPPORTED, "no shape inference for this op yet");

@@ -37,37 +37,37 @@ static int64_t dim_or1(const Sig *s, int id, int k)
 }
 
 /* Multiply-adds (x2) of the ops that dominate, one op per output element
- * elsewhere. */
-static uint64_t node_flops(const Sig *s, const Node *n)
+ * elsewhere. In double: products of two tensors' sizes may pass 2^64. */
+static double node_flops(const Sig *s, const Node *n)
 {
-	int64_t out = 0;
+	double out = 0;
 	for (int k = 0; k < n->nout; k++)
-		out += nelem_of(s, n->out[k]);
+		out += (double)nelem_of(s, n->out[k]);
 	int in0 = n->nin > 0 ? n->in[0] : NONE, in1 = n->nin > 1 ? n->in[1] : NONE;
 	switch (n->op) {
 	case OP_MatMul:
-		return (uint64_t)(2 * out * dim_or1(s, in0, -1));
+		return 2 * out * (double)dim_or1(s, in0, -1);
 	case OP_Gemm: {
 		const Attr *t = node_attr(n, "transA");
-		return (uint64_t)(2 * out * dim_or1(s, in0, t && t->i ? 0 : 1));
+		return 2 * out * (double)dim_or1(s, in0, t && t->i ? 0 : 1);
 	}
 	case OP_RNN: case OP_GRU: case OP_LSTM: {
 		/* every step and row: W x and R h */
 		int64_t in_size = dim_or1(s, in0, -1) ? dim_or1(s, in0, -1) : 1;
 		int64_t rows = nelem_of(s, in0) / in_size;
 		int64_t r = n->nin > 2 ? nelem_of(s, n->in[2]) : 0;
-		return (uint64_t)(2 * rows * (nelem_of(s, in1) + r));
+		return 2 * (double)rows * ((double)nelem_of(s, in1) + (double)r);
 	}
 	case OP_Conv: case OP_ConvTranspose: {
 		/* W is [Cout, Cin/group, k...] (Conv) or [Cin, Cout/group, k...]:
 		 * per output (Conv) or input (ConvTranspose) element, nelem(W)/W[0] */
 		int64_t w0 = in1 == NONE ? 1 : dim_or1(s, in1, 0);
 		int64_t per = in1 == NONE ? 1 : nelem_of(s, in1) / (w0 ? w0 : 1);
-		return (uint64_t)(2 * (n->op == OP_Conv ? out : nelem_of(s, in0)) * per);
+		return 2 * (n->op == OP_Conv ? out : (double)nelem_of(s, in0)) * (double)per;
 	}
 	}
-	int64_t in = nelem_of(s, in0);
-	return (uint64_t)(in > out ? in : out);
+	double in = (double)nelem_of(s, in0);
+	return in > out ? in : out;
 }
 
 void sig_cost(const Sig *s, SigCost *out)
@@ -75,6 +75,7 @@ void sig_cost(const Sig *s, SigCost *out)
 	memset(out, 0, sizeof *out);
 	Graph *g = s->g;
 	int nodes = 0;
+	double flops = 0;
 	for (int i = 0; i < g->nnodes; i++) {
 		const Node *n = &g->nodes[i];
 		bool computed = false;
@@ -83,7 +84,7 @@ void sig_cost(const Sig *s, SigCost *out)
 		if (!computed)
 			continue;
 		nodes++;
-		out->flops += node_flops(s, n);
+		flops += node_flops(s, n);
 		for (int k = 0; k < n->nin; k++)
 			if (n->in[k] != NONE)
 				out->bytes += (uint64_t)nelem_of(s, n->in[k]) * dtype_size(s->dtypes[n->in[k]]);
@@ -91,7 +92,8 @@ void sig_cost(const Sig *s, SigCost *out)
 			if (n->out[k] != NONE)
 				out->bytes += (uint64_t)nelem_of(s, n->out[k]) * dtype_size(s->dtypes[n->out[k]]);
 	}
-	out->ns = CALL_NS + NODE_NS * (double)nodes + (double)out->flops * NS_PER_FLOP +
+	out->flops = flops < 0x1p63 ? (uint64_t)flops : (uint64_t)1 << 63;   /* saturated */
+	out->ns = CALL_NS + NODE_NS * (double)nodes + flops * NS_PER_FLOP +
 	          (double)out->bytes * NS_PER_BYTE;
 }
 
@@ -176,4 +178,11 @@ void stitch_build(Model *m, const Sig *sigs, const Plan *plans, int nsigs, const
 	}
 	out->context_bytes = KILN_CONTEXT_BYTES(nsigs, out->plan_bound, out->staging_bytes,
 	                                        out->max_arena_bytes);
+	/* Every term is bounded (shape.c, plan.c): the sum cannot wrap. */
+	if (out->context_bytes > (uint64_t)m->limits.max_arena_bytes)
+		diag_fail(m->diag, KILN_LIMIT, "one kiln_run context needs %llu bytes (arena %lld, staging "
+		          "%llu for batch %lld), more than the limit of %lld MiB (raise it with --max-arena)",
+		          (unsigned long long)out->context_bytes, (long long)out->max_arena_bytes,
+		          (unsigned long long)out->staging_bytes, (long long)maxb,
+		          (long long)(m->limits.max_arena_bytes >> 20));
 }

@@ -17,6 +17,7 @@
  * never takes a lock; the descriptor is read-only and shared.
  */
 #define _POSIX_C_SOURCE 200809L
+#include <limits.h>
 #include <stdalign.h>
 #include <stdlib.h>
 #include <string.h>
@@ -366,7 +367,7 @@ static const Rule *find_rule(const kiln_context *c, int64_t n)
 /* ---- plans ------------------------------------------------------------------ */
 
 /* The size index of the next chunk when `left` rows remain (step k of n). */
-static int next_chunk(const kiln_context *c, const Rule *r, int k, int64_t left)
+static int next_chunk(const kiln_context *c, const Rule *r, int64_t k, int64_t left)
 {
 	if (r)
 		return r->chunk[k];
@@ -395,14 +396,23 @@ KILN_API int kiln_context_plan(const kiln_context *ctx, int64_t n, int64_t *chun
 	if (!m->batch_independent || !ctx->batched)
 		return KILN_BATCH_MIXING;
 	const Rule *r = find_rule(ctx, n);
-	int k = 0;
-	for (int64_t left = n; left > 0; k++) {
+	/* Past the table's bound every chunk is the cheapest size: count those
+	 * at once (n may be 10^12), then walk the table (at most bound steps). */
+	int64_t k = 0, left = n;
+	if (!r && left > ctx->bound) {
+		int64_t s = m->batches[ctx->cheapest], over = left - ctx->bound;
+		k = over / s + (over % s != 0);
+		for (int64_t j = 0; j < k && j < max; j++)
+			chunks[j] = s;
+		left = over % s ? ctx->bound - (s - over % s) : ctx->bound;
+	}
+	for (; left > 0; k++) {
 		int i = next_chunk(ctx, r, k, left);
 		if (k < max)
 			chunks[k] = m->batches[i];
 		left -= m->batches[i];
 	}
-	*nchunks = k;
+	*nchunks = k > INT_MAX ? INT_MAX : (int)k;
 	return k > max ? KILN_LIMIT : KILN_OK;
 }
 
@@ -530,7 +540,7 @@ KILN_API int kiln_run(kiln_context *ctx, int64_t n, const kiln_input *inputs,
 	if (!m->batch_independent || !ctx->batched)
 		return KILN_BATCH_MIXING;
 	int64_t r = 0;
-	for (int k = 0; r < n; k++) {
+	for (int64_t k = 0; r < n; k++) {
 		int i = next_chunk(ctx, rule, k, n - r);
 		int64_t s = m->batches[i], rows = s < n - r ? s : n - r;
 		int st = rows == s && ctx->inplace ? inplace_chunk(ctx, i, r, inputs, outputs)

@@ -138,7 +138,8 @@ void emit_slice(Emit *E)
 			s = s < -dim ? 0 : s + dim;
 		s = st > 0 ? (s > dim ? dim : s) : (s > dim - 1 ? dim - 1 : s);
 		begin[a] = s;
-		step[a] = st;
+		/* One element taken: the step does not matter, and may be INT64_MIN. */
+		step[a] = Y.shape->dims[a].size > 1 ? st : 1;
 	}
 	int64_t xs[KILN_MAX_RANK], acc = 1;
 	for (int k = rank - 1; k >= 0; k--) {

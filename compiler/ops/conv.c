@@ -50,10 +50,10 @@ static void window(Infer *x, const Shape *in, Window *w, bool ceil_mode, bool ha
 		infer_fail(x, KILN_INVALID_MODEL, "pads has %d values for %d spatial axes", n, ns);
 	for (int i = 0; i < ns; i++) {
 		int64_t size = in->dims[2 + i].size;
-		int64_t span = (w->kernel[i] - 1) * w->dilation[i] + 1;
+		int64_t span = infer_add(x, infer_mul(x, w->kernel[i] - 1, w->dilation[i]), 1);
 		if (strcmp(auto_pad, "SAME_UPPER") == 0 || strcmp(auto_pad, "SAME_LOWER") == 0) {
-			int64_t out = (size + w->stride[i] - 1) / w->stride[i];
-			int64_t total = (out - 1) * w->stride[i] + span - size;
+			int64_t out = infer_add(x, size, w->stride[i] - 1) / w->stride[i];
+			int64_t total = infer_sub(x, infer_add(x, infer_mul(x, out - 1, w->stride[i]), span), size);
 			if (total < 0)
 				total = 0;
 			bool upper = auto_pad[5] == 'U';
@@ -73,12 +73,14 @@ static void window(Infer *x, const Shape *in, Window *w, bool ceil_mode, bool ha
 			infer_fail(x, KILN_INVALID_MODEL, "auto_pad \"%s\" is not NOTSET, SAME_UPPER, "
 			           "SAME_LOWER or VALID", auto_pad);
 		}
-		int64_t room = size + w->pad_begin[i] + w->pad_end[i] - span;
+		int64_t padded = infer_add(x, infer_add(x, size, w->pad_begin[i]), w->pad_end[i]);
+		int64_t room = padded - span;
 		if (room < 0)
 			infer_fail(x, KILN_SHAPE_ERROR,
 			           "spatial axis %d: the window (%lld) is larger than the padded input (%lld)",
-			           i, (long long)span, (long long)(size + w->pad_begin[i] + w->pad_end[i]));
-		w->out[i] = (ceil_mode ? (room + w->stride[i] - 1) / w->stride[i] : room / w->stride[i]) + 1;
+			           i, (long long)span, (long long)padded);
+		w->out[i] = (ceil_mode ? infer_add(x, room, w->stride[i] - 1) / w->stride[i]
+		                       : room / w->stride[i]) + 1;
 	}
 }
 
@@ -106,7 +108,7 @@ static void infer_conv(Infer *x)
 	}
 	int64_t group = attr_int(x, "group", 1);
 	int64_t c = in->dims[1].size, m = wt->dims[0].size;
-	if (group < 1 || c % group || m % group || wt->dims[1].size * group != c)
+	if (group < 1 || c % group || m % group || infer_mul(x, wt->dims[1].size, group) != c)
 		infer_fail(x, KILN_SHAPE_ERROR,
 		           "channels do not fit: input has %lld, weights [%lld,%lld,...] with group %lld",
 		           (long long)c, (long long)m, (long long)wt->dims[1].size, (long long)group);
@@ -167,7 +169,7 @@ void conv_transpose_geometry(Infer *x, const Shape *in, const Shape *w, ConvTGeo
 	g->group = attr_int(x, "group", 1);
 	if (g->group < 1 || in->dims[1].size != w->dims[0].size || in->dims[1].size % g->group)
 		infer_fail(x, KILN_SHAPE_ERROR, "channels do not fit the weights and group");
-	g->out_channels = w->dims[1].size * g->group;
+	g->out_channels = infer_mul(x, w->dims[1].size, g->group);
 	int64_t v[3], opad[3] = {0, 0, 0}, oshape[3];
 	for (int i = 0; i < ns; i++) {
 		g->kernel[i] = w->dims[2 + i].size;
@@ -189,11 +191,14 @@ void conv_transpose_geometry(Infer *x, const Shape *in, const Shape *w, ConvTGeo
 	const char *ap = attr_string(x, "auto_pad", "NOTSET");
 	bool same = strncmp(ap, "SAME", 4) == 0, upper = strcmp(ap, "SAME_UPPER") == 0;
 	for (int i = 0; i < ns; i++) {
-		int64_t full = g->stride[i] * (in->dims[2 + i].size - 1) + opad[i] +
-		               (g->kernel[i] - 1) * g->dilation[i] + 1;
+		if (g->stride[i] < 1 || g->dilation[i] < 1)
+			infer_fail(x, KILN_SHAPE_ERROR, "spatial axis %d gives no output", i);
+		int64_t full = infer_add(x, infer_add(x, infer_mul(x, g->stride[i], in->dims[2 + i].size - 1),
+		                                      opad[i]),
+		                         infer_add(x, infer_mul(x, g->kernel[i] - 1, g->dilation[i]), 1));
 		if (nos == ns || same) {
-			int64_t want = nos == ns ? oshape[i] : in->dims[2 + i].size * g->stride[i];
-			int64_t total = full - want;
+			int64_t want = nos == ns ? oshape[i] : infer_mul(x, in->dims[2 + i].size, g->stride[i]);
+			int64_t total = infer_sub(x, full, want);
 			if (total < 0)
 				total = 0;
 			g->pad_begin[i] = upper ? total / 2 : total - total / 2;
@@ -204,7 +209,7 @@ void conv_transpose_geometry(Infer *x, const Shape *in, const Shape *w, ConvTGeo
 				g->pad_begin[i] = pads[i];
 				g->pad_end[i] = pads[ns + i];
 			}
-			g->out[i] = full - g->pad_begin[i] - g->pad_end[i];
+			g->out[i] = infer_sub(x, infer_sub(x, full, g->pad_begin[i]), g->pad_end[i]);
 		}
 		if (g->out[i] < 0 || g->stride[i] < 1 || g->dilation[i] < 1)
 			infer_fail(x, KILN_SHAPE_ERROR, "spatial axis %d gives no output", i);

@@ -83,7 +83,7 @@ static void infer_reshape(Infer *x)
 		if (d < 0)
 			infer_fail(x, KILN_SHAPE_ERROR, "shape[%d] = %lld is negative", k, (long long)d);
 		y.dims[k].size = d;
-		known *= d;
+		known = infer_mul(x, known, d);
 	}
 	if (infer_at >= 0) {
 		int64_t total = shape_nelem(in);
@@ -155,7 +155,7 @@ static void infer_concat(Infer *x)
 			if (k != axis && s->dims[k].size != first->dims[k].size)
 				infer_fail(x, KILN_SHAPE_ERROR, "input %d dim %d is %lld, input 0 has %lld", i, k,
 				           (long long)s->dims[k].size, (long long)first->dims[k].size);
-		y.dims[axis].size += s->dims[axis].size;
+		y.dims[axis].size = infer_add(x, y.dims[axis].size, s->dims[axis].size);
 		int64_t n;
 		all_folded = all_folded && infer_ints(x, i, &n);
 	}
@@ -222,7 +222,7 @@ static void infer_split(Infer *x)
 	for (int i = 0; i < nout; i++) {
 		if (parts[i] < 0)
 			infer_fail(x, KILN_SHAPE_ERROR, "split part %d is negative", i);
-		sum += parts[i];
+		sum = infer_add(x, sum, parts[i]);
 		Shape y = *in;
 		y.dims[axis].size = parts[i];
 		infer_set_output(x, i, infer_dtype(x, 0), &y);
@@ -291,8 +291,10 @@ static void infer_slice(Infer *x)
 			s = clamp(s, 0, dim - 1);
 			e = clamp(e, -1, dim - 1);
 		}
-		int64_t len = step > 0 ? (e - s + step - 1) / step : (s - e + (-step) - 1) / (-step);
-		y.dims[a].size = len > 0 ? len : 0;
+		/* s and e are within [-1, dim] now; a step may be anything, INT64_MIN too. */
+		int64_t dist = step > 0 ? e - s : s - e;
+		uint64_t ustep = step > 0 ? (uint64_t)step : 0 - (uint64_t)step;
+		y.dims[a].size = dist > 0 ? (int64_t)(((uint64_t)dist - 1) / ustep + 1) : 0;
 		begin[a] = s;
 		step_of[a] = step;
 	}
@@ -517,8 +519,13 @@ static void infer_range(Infer *x)
 	infer_set_output(x, 0, dt, &y);
 	if (dt == DT_INT64 && infer_foldable(&y)) {
 		int64_t *out = arena_array(x->a, (size_t)y.dims[0].size + 1, sizeof *out);
+		/* Exactly, from the integers: start + i*delta lies between start and
+		 * limit, so the unsigned (wrapping) sum is the value. */
+		int64_t start, delta;
+		memcpy(&start, infer_folded(x, 0)->data, 8);
+		memcpy(&delta, infer_folded(x, 2)->data, 8);
 		for (int64_t i = 0; i < y.dims[0].size; i++)
-			out[i] = (int64_t)v[0] + i * (int64_t)v[2];
+			out[i] = (int64_t)((uint64_t)start + (uint64_t)i * (uint64_t)delta);
 		infer_set_folded(x, 0, DT_INT64, y.dims[0].size, out);
 	}
 }
@@ -620,7 +627,7 @@ static void infer_tile(Infer *x)
 	for (int k = 0; k < in->rank; k++) {
 		if (rep[k] < 0)
 			infer_fail(x, KILN_SHAPE_ERROR, "repeats[%d] is negative", k);
-		y.dims[k].size = in->dims[k].size * rep[k];
+		y.dims[k].size = infer_mul(x, in->dims[k].size, rep[k]);
 	}
 	infer_set_output(x, 0, infer_dtype(x, 0), &y);
 }
@@ -670,7 +677,7 @@ static void infer_pad(Infer *x)
 	pad_amounts(x, in->rank, pads);
 	Shape y = *in;
 	for (int k = 0; k < in->rank; k++) {
-		y.dims[k].size = in->dims[k].size + pads[k] + pads[in->rank + k];
+		y.dims[k].size = infer_add(x, infer_add(x, in->dims[k].size, pads[k]), pads[in->rank + k]);
 		if (y.dims[k].size < 0)
 			infer_fail(x, KILN_SHAPE_ERROR, "axis %d: pads crop more than its size", k);
 	}
@@ -684,16 +691,17 @@ static void infer_depth_space(Infer *x, bool to_space)
 	if (in->rank != 4 || b < 1)
 		infer_fail(x, KILN_SHAPE_ERROR, "input must be 4-D and blocksize >= 1");
 	Shape y = *in;
+	int64_t bb = infer_mul(x, b, b);
 	if (to_space) {
-		if (in->dims[1].size % (b * b))
+		if (in->dims[1].size % bb)
 			infer_fail(x, KILN_SHAPE_ERROR, "channels are not a multiple of blocksize^2");
-		y.dims[1].size /= b * b;
-		y.dims[2].size *= b;
-		y.dims[3].size *= b;
+		y.dims[1].size /= bb;
+		y.dims[2].size = infer_mul(x, y.dims[2].size, b);
+		y.dims[3].size = infer_mul(x, y.dims[3].size, b);
 	} else {
 		if (in->dims[2].size % b || in->dims[3].size % b)
 			infer_fail(x, KILN_SHAPE_ERROR, "height and width must be multiples of blocksize");
-		y.dims[1].size *= b * b;
+		y.dims[1].size = infer_mul(x, y.dims[1].size, bb);
 		y.dims[2].size /= b;
 		y.dims[3].size /= b;
 	}

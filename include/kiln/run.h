@@ -121,8 +121,9 @@ KILN_API int kiln_run(kiln_context *ctx, int64_t n, const kiln_input *inputs,
                       const kiln_output *outputs);
 
 /* The chunk sizes kiln_run uses for n, in order (the last may be padded):
- * writes at most max to chunks and the count to *nchunks. KILN_LIMIT if
- * max is too small, KILN_BATCH_MIXING as kiln_run. */
+ * writes at most max to chunks and the count to *nchunks (saturated at
+ * INT_MAX). KILN_LIMIT if max is too small, KILN_BATCH_MIXING as kiln_run.
+ * Takes time in the table's bound, not in n: any n up to INT64_MAX. */
 KILN_API int kiln_context_plan(const kiln_context *ctx, int64_t n, int64_t *chunks, int max,
                                int *nchunks);
 

@@ -18,6 +18,8 @@
  * parsing statuses, argument checks and the refusal of a model that mixes
  * rows.
  */
+#include <limits.h>
+
 #include "common.h"
 #include "rows.h"
 #include "rows_baked.h"
@@ -207,6 +209,14 @@ static void check_model(const kiln_model *m, const kiln_model *ref, const char *
 	kiln_context_plan(ctx, 7, chunks, 128, &k);
 	CHECK(k == 7 && chunks[0] == 1, "%s: with size 1 cheapest, 7 must be 7 x 1", what);
 	check_n(m, ref, ctx, 7, 7, what);
+	/* Past the table's bound (256 here) chunks are counted at once: exact,
+	 * saturated at INT_MAX, never a loop over n (issue 14). */
+	k = 0;
+	CHECK(kiln_context_plan(ctx, 300, chunks, 128, &k) == KILN_LIMIT && k == 300 &&
+	      chunks[127] == 1, "%s: 300 must be 300 x 1 (got %d)", what, k);
+	CHECK(kiln_context_plan(ctx, 1000000000000, chunks, 128, &k) == KILN_LIMIT && k == INT_MAX &&
+	      chunks[0] == 1 && chunks[127] == 1, "%s: n = 10^12 must count %d chunks (got %d)", what,
+	      INT_MAX, k);
 	/* Equal costs: the fewest chunks, heavy padding (16 for 5). */
 	double c2[3] = {100, 100, 100};
 	kiln_context_set_costs(ctx, c2);

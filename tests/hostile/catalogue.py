@@ -1,0 +1,284 @@
+#!/usr/bin/python3
+"""The hostile-model catalogue (issue 14): absurd sizes, overflowing shape
+arithmetic, mistyped attributes and oversized graphs.
+
+usage: catalogue.py KILN OUTDIR [CASE...]
+
+Every case is a small model built here with onnx.helper. Each is run through
+`kiln info --batch 1,4 --plan` and `kiln compile --batch 1,4`, and must end as
+the case says:
+  - error: exit 2 and stderr exactly one line "kiln: error: ..." that
+    contains every given fragment (the node's name and op, what is wrong);
+  - ok: exit 0 (a documented success: docs/limits.md).
+Never a crash, a sanitizer report, a hang or exit 0 with a wrong size.
+"""
+import os
+import subprocess
+import sys
+
+import numpy as np
+from onnx import TensorProto, helper, numpy_helper
+
+KILN, OUT = sys.argv[1:3]
+ONLY = set(sys.argv[3:])
+F, I64 = TensorProto.FLOAT, TensorProto.INT64
+BIG = 1 << 40
+INT64_MIN, INT64_MAX = -(1 << 63), (1 << 63) - 1
+
+
+def vi(name, shape, dt=F):
+    return helper.make_tensor_value_info(name, dt, shape)
+
+
+def const(name, values, dt=np.int64):
+    return numpy_helper.from_array(np.array(values, dt), name)
+
+
+def model(nodes, inputs, outputs, inits=(), opset=13):
+    g = helper.make_graph(nodes, "g", inputs, outputs, list(inits))
+    m = helper.make_model(g, opset_imports=[helper.make_opsetid("", opset)])
+    m.ir_version = 8
+    return m.SerializeToString()
+
+
+def unary(op, in_shape, out_shape=None, name="n0", extra_inputs=(), inits=(), **attrs):
+    node = helper.make_node(op, ["X"] + list(extra_inputs), ["Y"], name=name, **attrs)
+    return model([node], [vi("X", in_shape)], [vi("Y", out_shape)], inits)
+
+
+CASES = {}
+
+
+def case(name, want, *fragments, args=(), commands=("info", "compile")):
+    def register(build):
+        CASES[name] = (build, want, fragments, list(args), commands)
+        return build
+    return register
+
+
+# ---- finding 2: shape arithmetic that overflowed int64 ----------------------
+@case("reshape_product", "error", '"n0" (Reshape', "overflow")
+def _():
+    return unary("Reshape", ["N", 4], extra_inputs=["S"],
+                 inits=[const("S", [1 << 62, 1 << 62, -1])])
+
+
+@case("reshape_product_known", "error", '"n0" (Reshape')
+def _():
+    return unary("Reshape", ["N", 4], extra_inputs=["S"], inits=[const("S", [1 << 32, 1 << 32, 8])])
+
+
+@case("slice_int64_min", "ok")
+def _():
+    return unary("Slice", ["N", 4], extra_inputs=["st", "en", "ax", "sp"],
+                 inits=[const("st", [INT64_MIN]), const("en", [INT64_MAX]), const("ax", [1]),
+                        const("sp", [1])])
+
+
+@case("slice_int64_min_step", "ok")
+def _():
+    return unary("Slice", ["N", 4], extra_inputs=["st", "en", "ax", "sp"],
+                 inits=[const("st", [INT64_MAX]), const("en", [INT64_MIN]), const("ax", [1]),
+                        const("sp", [INT64_MIN])])
+
+
+@case("slice_int64_min_reverse", "ok")
+def _():
+    return unary("Slice", ["N", 4], extra_inputs=["st", "en", "ax", "sp"],
+                 inits=[const("st", [INT64_MAX]), const("en", [INT64_MIN]), const("ax", [1]),
+                        const("sp", [-1])])
+
+
+@case("tile", "error", '"n0" (Tile')
+def _():
+    return unary("Tile", ["N", 4], extra_inputs=["R"], inits=[const("R", [1, 1 << 62])])
+
+
+@case("tile_product", "error", '"n0" (Tile')
+def _():
+    return unary("Tile", ["N", 4, 4], extra_inputs=["R"], inits=[const("R", [1, 1 << 31, 1 << 31])])
+
+
+@case("conv_pads", "error", '"n0" (Conv')
+def _():
+    return unary("Conv", ["N", 1, 4, 4], extra_inputs=["W"],
+                 inits=[const("W", np.ones((1, 1, 3, 3)), np.float32)], pads=[BIG] * 4)
+
+
+@case("conv_pads_int64_max", "error", '"n0" (Conv')
+def _():
+    return unary("Conv", ["N", 1, 4, 4], extra_inputs=["W"],
+                 inits=[const("W", np.ones((1, 1, 3, 3)), np.float32)], pads=[INT64_MAX] * 4)
+
+
+@case("conv_dilation", "error", '"n0" (Conv')
+def _():
+    return unary("Conv", ["N", 1, 4, 4], extra_inputs=["W"],
+                 inits=[const("W", np.ones((1, 1, 3, 3)), np.float32)], dilations=[1 << 62, 1 << 62])
+
+
+@case("input_2p40_squared", "error", "X", "elements")
+def _():
+    return unary("Relu", [BIG, BIG])
+
+
+@case("input_batch_2p40", "error", "X")
+def _():
+    return unary("Relu", ["N", BIG, BIG])
+
+
+@case("pad_huge", "error", '"n0" (Pad')
+def _():
+    return unary("Pad", ["N", 4], extra_inputs=["P"], inits=[const("P", [0, 1 << 62, 0, 1 << 62])])
+
+
+@case("concat_sum", "error", 'graph input "X"', "--max-elements")
+def _():
+    n = helper.make_node("Concat", ["X", "X", "X", "X"], ["Y"], name="n0", axis=1)
+    return model([n], [vi("X", ["N", 1 << 61])], [vi("Y", None)])
+
+
+@case("expand_huge", "error", '"n0" (Expand')
+def _():
+    return unary("Expand", ["N", 1], extra_inputs=["S"], inits=[const("S", [1 << 40, 1 << 40])])
+
+
+@case("constant_of_shape_32gib", "error", '"n0" (ConstantOfShape', "--max-arena")
+def _():
+    n = helper.make_node("ConstantOfShape", ["S"], ["C"], name="n0")
+    a = helper.make_node("Add", ["X", "C"], ["Y"], name="n1")
+    return model([n, a], [vi("X", ["N", 1])], [vi("Y", None)], [const("S", [1, 1 << 33])])
+
+
+@case("range_huge", "error", '"n0" (Range')
+def _():
+    n = helper.make_node("Range", ["a", "b", "c"], ["R"], name="n0")
+    c = helper.make_node("Cast", ["R"], ["R2"], to=F, name="n1")
+    a = helper.make_node("Add", ["X", "R2"], ["Y"], name="n2")
+    return model([n, c, a], [vi("X", ["N", 1])], [vi("Y", None)],
+                 [const("a", INT64_MIN), const("b", INT64_MAX), const("c", 1)])
+
+
+@case("matmul_huge", "error", '"n0" (MatMul')
+def _():
+    n = helper.make_node("MatMul", ["X", "W"], ["Y"], name="n0")
+    return model([n], [vi("X", ["N", 1 << 31, 1]), vi("W", [1, 1 << 31])], [vi("Y", None)])
+
+
+# ---- finding 4: attributes of the wrong type --------------------------------
+@case("leakyrelu_alpha_ints", "error", '"n0" (LeakyRelu', "alpha")
+def _():
+    return unary("LeakyRelu", ["N", 4], alpha=[1, 2])
+
+
+@case("leakyrelu_alpha_string", "error", '"n0" (LeakyRelu', "alpha")
+def _():
+    return unary("LeakyRelu", ["N", 4], alpha="x")
+
+
+@case("conv_kernel_shape_float", "error", '"n0" (Conv', "kernel_shape")
+def _():
+    return unary("Conv", ["N", 1, 4, 4], extra_inputs=["W"],
+                 inits=[const("W", np.ones((1, 1, 3, 3)), np.float32)], kernel_shape=[3.0, 3.0])
+
+
+@case("softmax_axis_float", "error", '"n0" (Softmax', "axis")
+def _():
+    return unary("Softmax", ["N", 4], axis=1.0)
+
+
+@case("transpose_perm_int", "error", '"n0" (Transpose', "perm")
+def _():
+    return unary("Transpose", ["N", 4], perm=1)
+
+
+@case("cast_to_string", "error", '"n0" (Cast', "to")
+def _():
+    return unary("Cast", ["N", 4], to="float")
+
+
+# ---- finding 5: absurd sizes ------------------------------------------------
+def chain(op, count):
+    nodes = [helper.make_node(op, ["X" if i == 0 else "t%d" % (i - 1)],
+                              ["Y" if i == count - 1 else "t%d" % i], name="c%d" % i)
+             for i in range(count)]
+    return model(nodes, [vi("X", ["N", 4])], [vi("Y", ["N", 4])])
+
+
+@case("many_nodes", "error", 'graph "g" has 200001 nodes', "--max-nodes", commands=("info",))
+def _():
+    return chain("Relu", 200001)
+
+
+@case("many_nodes_flag", "error", 'graph "g" has 2000 nodes', "--max-nodes", args=["--max-nodes=1999"])
+def _():
+    return chain("Neg", 2000)
+
+
+@case("many_nodes_raised", "ok", args=["--max-nodes=2000"], commands=("info",))
+def _():
+    return chain("Neg", 2000)
+
+
+@case("c_size", "error", "(Neg", "--max-c-size", args=["--max-c-size=1"], commands=("compile",))
+def _():
+    return chain("Neg", 3000)
+
+
+@case("elements_flag", "error", 'graph input "X"', "--max-elements", args=["--max-elements=1000"])
+def _():
+    return unary("Relu", ["N", 1001])
+
+
+@case("arena_flag", "error", '"n0" (Relu', "--max-arena", args=["--max-arena=1"])
+def _():
+    n0 = helper.make_node("Relu", ["X"], ["T"], name="n0")
+    n1 = helper.make_node("Relu", ["T"], ["U"], name="n1")
+    n2 = helper.make_node("Relu", ["U"], ["Y"], name="n2")
+    return model([n0, n1, n2], [vi("X", ["N", 1 << 19])], [vi("Y", ["N", 1 << 19])])
+
+
+@case("context_flag", "error", "kiln_run context", "--max-arena", args=["--max-arena=4"],
+      commands=("compile",))
+def _():
+    return unary("Relu", ["N", 1 << 18])
+
+
+def run_case(name):
+    build, want, fragments, args, commands = CASES[name]
+    path = os.path.join(OUT, name + ".onnx")
+    with open(path, "wb") as f:
+        f.write(build())
+    bad = []
+    cmds = {"info": ["info", path, "--batch", "1,4", "--plan"],
+            "compile": ["compile", path, "--batch", "1,4", "-o", os.path.join(OUT, name + ".out")]}
+    for cmd in (cmds[c] + args for c in commands):
+        try:
+            r = subprocess.run([KILN] + cmd, capture_output=True, timeout=120)
+        except subprocess.TimeoutExpired:
+            bad.append("%s: kiln %s: timed out" % (name, cmd[0]))
+            continue
+        err = r.stderr.decode(errors="replace")
+        lines = err.splitlines()
+        if want == "ok":
+            if r.returncode != 0:
+                bad.append("%s: kiln %s exits %d (want 0): %s" % (name, cmd[0], r.returncode, err[:600]))
+        elif (r.returncode != 2 or len(lines) != 1 or not lines[0].startswith("kiln: error: ")
+              or not all(f in lines[0] for f in fragments)):
+            bad.append("%s: kiln %s exits %d, stderr %r; want exit 2 and one error line with %s"
+                       % (name, cmd[0], r.returncode, err[:600], fragments))
+    return bad
+
+
+os.makedirs(OUT, exist_ok=True)
+failures = []
+for name in CASES:
+    if ONLY and name not in ONLY:
+        continue
+    got = run_case(name)
+    print("%s %s" % ("FAIL" if got else "ok  ", name))
+    for line in got:
+        print("  " + line)
+    failures += got
+print("hostile catalogue: %d cases, %d failures" % (len(ONLY or CASES), len(failures)))
+sys.exit(1 if failures else 0)
