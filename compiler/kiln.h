@@ -494,6 +494,8 @@ typedef struct Plan {
 bool plan_is_view_op(int op);
 /* Plan the arena of a signature whose shapes are inferred. */
 void plan_build(Plan *p, const Sig *s, Arena *a);
+/* plan_svg.c: an SVG picture of n signatures' plans (kiln info --plan --svg). */
+void plan_svg(const Graph *g, const Sig *sigs, const Plan *plans, int n, FILE *f);
 
 /* ---- subgraph.c: control flow in the plan ------------------------------ */
 
@@ -676,6 +678,7 @@ typedef struct InfoOptions {
 	 * arenas and context bytes are those `kiln compile` gives (the summary
 	 * still describes the model as written). NULL: plan the graph as loaded. */
 	const struct PassOptions *optimize;
+	const char *svg_path;    /* with plan: also draw the plans into this SVG file */
 } InfoOptions;
 
 void report_info(Model *m, FILE *out, const InfoOptions *o);

@@ -51,6 +51,8 @@ static const HelpRow options_help[] = {
 	 C_INFO | C_DUMP | C_COMPILE},
 	{"--plan", "plan each signature's arena and print its size and\nlower bound (info, dump)",
 	 C_INFO | C_DUMP},
+	{"--svg=FILE", "with info --plan: draw each signature's buffer plan\n"
+	               "(buffers over node steps x arena offset) into FILE", C_INFO},
 	{"--max-memory=MB", "cap on compiler memory (default 4096); weights mapped\n"
 	                    "from the model files do not count", C_ALL & ~C_OPS},
 	{"--max-nodes=N", "most nodes in one graph (default 200000)",
@@ -153,6 +155,7 @@ typedef struct Options {
 	PassOptions popts;            /* --no-opt, --no-pass, --weights-dtype */
 	int opt_level;
 	const char *name, *outdir, *target;
+	const char *svg;              /* info --plan --svg FILE */
 	char **paths;                 /* verify: every CASE_DIR */
 	int npaths;
 	size_t max_memory_mb;
@@ -315,6 +318,8 @@ static int parse_args(int argc, char **argv, Options *o)
 			} else if ((v = flag_value(argc, argv, &i, "--weights-dtype", &missing))) {
 				if (!missing && !weights_dtype_parse(v, &o->popts.weights_dtype))
 					return usage_error("--weights-dtype needs fp32, fp16 or keep, got '%s'", v);
+			} else if ((v = flag_value(argc, argv, &i, "--svg", &missing))) {
+				o->svg = v;
 			} else if ((v = flag_value(argc, argv, &i, "--name", &missing))) {
 				o->name = v;
 			} else if ((v = flag_value(argc, argv, &i, "--output", &missing)) ||
@@ -428,6 +433,8 @@ static int parse_args(int argc, char **argv, Options *o)
 		                   o->json ? "--json" : o->command);
 	if (o->nrules && strcmp(o->command, "compile"))
 		return usage_error("--batch-rule goes with 'compile', not '%s'", o->command);
+	if (o->svg && (strcmp(o->command, "info") || !o->plan || o->json))
+		return usage_error("%s", "--svg FILE goes with 'info --plan' (not --json)");
 	if ((o->export_api || o->no_cc || o->verbose) && strcmp(o->command, "compile"))
 		return usage_error("--export, --no-cc and -v go with 'compile', not '%s'", o->command);
 	if (strcmp(o->command, "compile") == 0 && !o->nbatches)
@@ -540,7 +547,7 @@ static int run(const Options *o)
 		ir_verify(m->graph);
 		InfoOptions io = {.json = o->json, .batches = o->batches, .nbatches = o->nbatches,
 		                  .bind = &o->bind, .plan = o->plan,
-		                  .optimize = o->passes ? NULL : &o->popts};
+		                  .optimize = o->passes ? NULL : &o->popts, .svg_path = o->svg};
 		PassReport pr;
 		if (o->passes && strcmp(o->command, "dump") == 0)
 			passes_run(m, &o->popts, o->batches, o->nbatches, &o->bind, &pr);

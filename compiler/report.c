@@ -9,6 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "compile.h"
 #include "kiln.h"
 #include "kiln_version.h"
 #include "passes/passes.h"
@@ -387,6 +388,11 @@ void report_info(Model *m, FILE *out, const InfoOptions *o)
 	/* Infer before printing, so an error leaves no half-written report. */
 	Sig *sigs = infer_signatures(m, o);
 	Plan *plans = plan_signatures(m, sigs, o);
+	if (plans && o->svg_path) {
+		FILE *svg = compile_open(m, o->svg_path, "w");
+		plan_svg(m->graph, sigs, plans, o->nbatches, svg);
+		compile_close(m, svg, o->svg_path);
+	}
 	/* With a plan: what one kiln_run context costs, and whether any batch
 	 * size can be stitched (stitch.c, batchdep.c). */
 	Stitch *st = NULL;

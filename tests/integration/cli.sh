@@ -59,6 +59,36 @@ got=$("$KILN" compile "$OUT/ax1.onnx" --batch 2 -o "$OUT/ax1" 2>&1)
 	grep -q "^#define SEQ_IN0_ELEMS 60$" "$OUT/seq/seq.h" && grep -q "^#define SEQ_IN0_BATCH_AXIS 0$" "$OUT/seq/seq.h" &&
 	ok || bad "the second-axis idiom"
 
+# kiln info --plan --svg: valid SVG, one rectangle per arena buffer, names
+# from the model escaped (a value named with markup).
+/usr/bin/python3 - "$OUT" <<'PY'
+import sys
+import onnx
+from onnx import TensorProto, helper
+nodes = [helper.make_node("Relu", ["x"], ['<b a="1">&amp;</b>'], name="r1"),
+         helper.make_node("Sigmoid", ['<b a="1">&amp;</b>'], ["y"], name="r2")]
+g = helper.make_graph(nodes, "markup", [helper.make_tensor_value_info("x", TensorProto.FLOAT, ["N", 64])],
+                      [helper.make_tensor_value_info("y", TensorProto.FLOAT, ["N", 64])])
+m = helper.make_model(g, opset_imports=[helper.make_opsetid("", 13)])
+m.ir_version = 8
+onnx.save(m, sys.argv[1] + "/markup.onnx")
+PY
+for model in "$SRC/tests/fixtures/encoder.onnx" "$OUT/markup.onnx"; do
+	"$KILN" info --plan --batch 1,4 --svg "$OUT/plan.svg" "$model" >"$OUT/plan.txt" &&
+	/usr/bin/python3 - "$OUT/plan.svg" "$OUT/plan.txt" <<'PY' && ok || bad "--svg of $model"
+import re, sys
+import xml.dom.minidom
+doc = xml.dom.minidom.parse(sys.argv[1])
+text = open(sys.argv[2]).read()
+titles = [t.firstChild.data if t.firstChild else "" for t in doc.getElementsByTagName("text")]
+want = re.findall(r"signature batch (\d+):\n  arena (\d+) bytes in (\d+) buffers \(lower bound (\d+) bytes\)", text)
+got = [re.match(r"batch (\d+): arena (\d+) bytes in (\d+) buffers, lower bound (\d+) bytes", t) for t in titles]
+got = [g.groups() for g in got if g]
+assert want and got == want, (got, want)
+PY
+done
+"$KILN" info --svg "$OUT/x.svg" "$M" 2>/dev/null && bad "--svg without --plan" || ok
+
 # Stages.
 "$KILN" compile -v "$M" --batch 2 -o "$OUT/v" >/dev/null 2>"$OUT/v.err" &&
 	grep -q "^kiln: model loaded: " "$OUT/v.err" && grep -q "^kiln: C compiled: " "$OUT/v.err" &&
