@@ -50,6 +50,9 @@ static void mix(BD *b, const char *fmt, ...)
 		return;
 	char where[512], what[512];
 	diag_node_path(where, sizeof where, b->g, b->n);
+	if (b->n->synthetic)  /* name the model's node, not the optimizer's */
+		snprintf(where, sizeof where, "node \"%s\" (the %s the optimizer made of it)",
+		         b->n->name, b->n->op_type);
 	va_list ap;
 	va_start(ap, fmt);
 	vsnprintf(what, sizeof what, fmt, ap);

@@ -212,6 +212,7 @@ typedef struct Node {
 	int *out, nout;      /* value ids; NONE for an omitted optional output */
 	Attr *attrs;
 	int nattrs;
+	bool synthetic;      /* made by the optimizer; `name` is the model node it replaces */
 } Node;
 
 typedef struct Graph {

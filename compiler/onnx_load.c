@@ -878,6 +878,23 @@ static void load_node(Loader *L, Graph *g, const Onnx__NodeProto *np, int index)
 			continue;
 		}
 		int prev = graph_lookup_local(g, name);
+		if (prev != NONE && g->values[prev].kind == VAL_WEIGHT && !g->values[prev].is_overridable &&
+		    n->domain_id == DOMAIN_ONNX && strcmp(n->op_type, "Constant") == 0 && n->nout == 1) {
+			/* ONNX Runtime takes Constant nodes as initializers, the later one
+			 * winning: the node replaces the initializer of its name. */
+			model_warn(L->m, "graph \"%s\": Constant node %d \"%s\" produces \"%s\", also an "
+			           "initializer; the Constant is kept, as ONNX Runtime does", g->name, index,
+			           n->name, name);
+			Value *pv = &g->values[prev];
+			pv->kind = VAL_TEMP;
+			pv->weight = NULL;
+			pv->dtype = DT_UNDEFINED;
+			pv->shape = (Shape){.rank = -1};
+			pv->producer = index;
+			g->ninitializers--;
+			n->out[i] = prev;
+			continue;
+		}
 		if (prev != NONE) {
 			const Value *pv = &g->values[prev];
 			if (pv->producer != NONE)

@@ -5,9 +5,8 @@
  *
  * kiln compiles ahead of time with static shapes, so:
  *   - a Loop's trip count and first condition must be known at compile time
- *     (constants, or computed from inputs frozen for the compile); a small
- *     evaluator here follows scalar arithmetic (Cast, Sub, Div, Ceil, ...)
- *     back to known values, since exporters compute trip counts that way;
+ *     (constants, or computed from shapes and inputs frozen for the compile:
+ *     peval.c folds the arithmetic exporters compute trip counts with);
  *   - every iteration must see the same shapes: a carried value whose shape
  *     changes in the body is an error naming the node and the value;
  *   - a condition the body computes at run time is allowed only when no
@@ -90,100 +89,29 @@ static bool convert(Scalar *v, int dt)
 	return true;
 }
 
-static double as_double(const Scalar *v)
-{
-	return v->is_float ? v->f : (double)v->i;
-}
-
 static bool truth(const Scalar *v)
 {
 	return v->is_float ? v->f != 0 : v->i != 0;
 }
 
-static bool eval(const Sig *s, int id, int depth, Scalar *out);
-
-static bool eval_in(const Sig *s, const Node *p, int k, int depth, Scalar *out)
+/* The value of a one-element tensor known at compile time: a weight or a
+ * folded value (shape.c and peval.c evaluate every node whose inputs are
+ * known, so scalar arithmetic on known values is folded already). */
+static bool eval(const Sig *s, int id, Scalar *out)
 {
-	return k < p->nin && p->in[k] != NONE && shape_nelem(&s->shapes[p->in[k]]) == 1 &&
-	       eval(s, p->in[k], depth + 1, out);
-}
-
-/* The value of a one-element tensor: known contents, or scalar arithmetic
- * on known contents. False if it is only known at run time. */
-static bool eval(const Sig *s, int id, int depth, Scalar *out)
-{
-	const Graph *g = s->g;
-	const Value *v = &g->values[id];
-	int dt = s->dtypes[id];
-	if (depth > 64 || shape_nelem(&s->shapes[id]) != 1)
+	const Value *v = &s->g->values[id];
+	if (shape_nelem(&s->shapes[id]) != 1)
 		return false;
 	if (s->folded[id])
 		return s->folded[id]->nelem == 1 && read_scalar(s->folded[id]->dtype, s->folded[id]->data, out);
 	if (v->kind == VAL_WEIGHT)
 		return v->weight->nelem == 1 && read_scalar(v->dtype, v->weight->bytes, out);
-	if (v->kind != VAL_TEMP)
-		return false;
-	const Node *p = &g->nodes[v->producer];
-	Scalar a, b;
-	if (!eval_in(s, p, 0, depth, &a))
-		return false;
-	int in_dt = s->dtypes[p->in[0]];
-	switch (p->op) {
-	case OP_Identity: case OP_Squeeze: case OP_Unsqueeze: case OP_Reshape: case OP_Flatten:
-	case OP_Expand: case OP_Cast: case OP_CastLike:
-		*out = a;
-		return convert(out, dt);
-	case OP_Neg: case OP_Abs: case OP_Ceil: case OP_Floor: case OP_Relu: case OP_Not:
-		if (p->op == OP_Not)
-			a = (Scalar){.i = !truth(&a)};
-		else if (a.is_float)
-			a.f = p->op == OP_Neg ? -a.f : p->op == OP_Abs ? fabs(a.f) : p->op == OP_Ceil ? ceil(a.f)
-			    : p->op == OP_Floor ? floor(a.f) : (a.f > 0 ? a.f : 0);
-		else if (p->op == OP_Neg || (p->op == OP_Abs && a.i < 0))
-			a.i = (int64_t)(0 - (uint64_t)a.i);
-		else if (p->op == OP_Relu && a.i < 0)
-			a.i = 0;
-		*out = a;
-		return convert(out, dt);
-	default:
-		break;
-	}
-	if (!eval_in(s, p, 1, depth, &b))
-		return false;
-	bool fl = is_float_dt(in_dt);
-	double x = as_double(&a), y = as_double(&b);
-	int64_t i = a.i, j = b.i;
-	switch (p->op) {
-	case OP_Add: case OP_Sub: case OP_Mul: case OP_Div: case OP_Max: case OP_Min:
-		if (fl) {
-			double r = p->op == OP_Add ? x + y : p->op == OP_Sub ? x - y : p->op == OP_Mul ? x * y
-			         : p->op == OP_Div ? x / y : p->op == OP_Max ? (x > y ? x : y) : (x < y ? x : y);
-			*out = (Scalar){.is_float = true, .f = in_dt == DT_FLOAT ? (double)(float)r : r};
-		} else {
-			if (p->op == OP_Div && (j == 0 || (i == INT64_MIN && j == -1)))
-				return false;
-			uint64_t ui = (uint64_t)i, uj = (uint64_t)j;
-			int64_t r = p->op == OP_Add ? (int64_t)(ui + uj) : p->op == OP_Sub ? (int64_t)(ui - uj)
-			          : p->op == OP_Mul ? (int64_t)(ui * uj) : p->op == OP_Div ? i / j
-			          : p->op == OP_Max ? (i > j ? i : j) : (i < j ? i : j);
-			*out = (Scalar){.i = r};
-		}
-		return convert(out, dt);
-	case OP_Equal: *out = (Scalar){.i = fl ? x == y : i == j}; return true;
-	case OP_Less: *out = (Scalar){.i = fl ? x < y : i < j}; return true;
-	case OP_Greater: *out = (Scalar){.i = fl ? x > y : i > j}; return true;
-	case OP_LessOrEqual: *out = (Scalar){.i = fl ? x <= y : i <= j}; return true;
-	case OP_GreaterOrEqual: *out = (Scalar){.i = fl ? x >= y : i >= j}; return true;
-	case OP_And: *out = (Scalar){.i = truth(&a) && truth(&b)}; return true;
-	case OP_Or: *out = (Scalar){.i = truth(&a) || truth(&b)}; return true;
-	case OP_Xor: *out = (Scalar){.i = truth(&a) != truth(&b)}; return true;
-	default: return false;
-	}
+	return false;
 }
 
 static bool known_input(Infer *x, int i, Scalar *v)
 {
-	return infer_has_input(x, i) && eval(x->sig, x->n->in[i], 0, v);
+	return infer_has_input(x, i) && eval(x->sig, x->n->in[i], v);
 }
 
 /* Input i as a known scalar, or the "must be known at compile time" error
@@ -389,7 +317,7 @@ static int body_cond(LoopInfo *L, const Sig *s)
 	if (s->dtypes[id] != DT_BOOL || shape_nelem(&s->shapes[id]) != 1)
 		infer_fail(L->x, KILN_INVALID_MODEL, "body output 0 (the condition) must be one bool");
 	Scalar v;
-	return eval(s, id, 0, &v) ? truth(&v) : -1;
+	return eval(s, id, &v) ? truth(&v) : -1;
 }
 
 /* The iteration number and condition are scalars, or [1] where the body

@@ -341,6 +341,7 @@ int rw_add_node(PassCtx *c, int before, const char *op_type, const int *in, int 
 	p->before = before;
 	Node *n = &p->node;
 	n->name = arena_strdup(c->a, name ? name : "");
+	n->synthetic = true;
 	n->op_type = op_type;
 	n->domain = "";
 	n->domain_id = DOMAIN_ONNX;

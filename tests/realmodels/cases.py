@@ -108,6 +108,27 @@ def duplicate_constants_warns():
     return dup_const_model()
 
 
+def const_over_init_model():
+    x = vinfo("x", TensorProto.FLOAT, ["N", 4])
+    y = vinfo("y", TensorProto.FLOAT, ["N", 4])
+    c = helper.make_node("Constant", [], ["c"], name="c_node",
+                         value=numpy_helper.from_array(np.arange(4, dtype=np.float32)))
+    mul = helper.make_node("Mul", ["x", "c"], ["y"], name="mul")
+    init = numpy_helper.from_array(np.full(4, 2, np.float32), "c")
+    return model([mul, c], [x], [y], [init])
+
+
+@run
+def constant_over_initializer():
+    """A Constant node producing an initializer's name: the Constant wins."""
+    return const_over_init_model(), {"x": rng().standard_normal((3, 4), dtype=np.float32)}
+
+
+@error("warning: ")
+def constant_over_initializer_warns():
+    return const_over_init_model()
+
+
 @error("error: ")
 def cycle():
     x = vinfo("x", TensorProto.FLOAT, [2])
