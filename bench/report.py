@@ -41,12 +41,13 @@ def short_paths(s):
 def svg_plot(results):
     """Grouped bars of kiln/ORT (log scale) per model, one bar per batch size,
     with the per-pass min-max as a whisker and the parity line at 1."""
-    cells = [c for c in results["cells"] if c["summary"].get("ratio_cpu") is not None and c["model"] != "_probe_add"]
+    every = [c for c in results["cells"] if c["model"] != "_probe_add"]
+    cells = [c for c in every if c["summary"].get("ratio_cpu") is not None]
     models = []
-    for c in cells:
+    for c in every:
         if c["model"] not in models:
             models.append(c["model"])
-    batches = sorted({c["batch"] for c in cells})
+    batches = sorted({c["batch"] for c in every})
     if not cells:
         return '<svg xmlns="http://www.w3.org/2000/svg" width="200" height="40"><text x="10" y="25">no data</text></svg>\n'
     lo = min([c["summary"]["ratio_cpu_min"] for c in cells] + [c["summary"]["ratio"] for c in cells
@@ -54,7 +55,7 @@ def svg_plot(results):
     hi = max([c["summary"]["ratio_cpu_max"] for c in cells] + [c["summary"]["ratio"] for c in cells
                                                               if c["summary"].get("ratio")] + [2.0])
     e_lo, e_hi = math.floor(math.log10(lo)), math.ceil(math.log10(hi))
-    left, right, top, bottom = 70, 20, 50, 120
+    left, right, top, bottom = 70, 20, 62, 120
     group_w = 24 * len(batches) + 26
     w = max(left + right + group_w * len(models), 720)
     h = 360
@@ -69,7 +70,8 @@ def svg_plot(results):
            f'<text x="{left}" y="18" font-size="13">kiln time / ONNX Runtime time, one core '
            f'(kiln {esc(results["machine"]["kiln_commit"])})</text>',
            f'<text x="{left}" y="32">bars: median of the per-pass ratios of CPU time per call, whiskers: their '
-           'min-max, circles: the wall-clock ratio; below 1: kiln is faster</text>']
+           'min-max, circles: the wall-clock ratio;</text>',
+           f'<text x="{left}" y="45">below 1: kiln is faster; red x: no kiln time (hover for the error)</text>']
     for e in range(e_lo, e_hi + 1):
         for m in (1, 2, 5):
             v = m * 10.0 ** e
@@ -84,11 +86,16 @@ def svg_plot(results):
     for i, mname in enumerate(models):
         gx = left + i * group_w + 13
         for j, b in enumerate(batches):
-            c = next((c for c in cells if c["model"] == mname and c["batch"] == b), None)
+            c = next((c for c in every if c["model"] == mname and c["batch"] == b), None)
             if c is None:
                 continue
             s = c["summary"]
             x = gx + 24 * j
+            if s.get("ratio_cpu") is None:  # no kiln time: a failed compile or run
+                why = esc(short_paths("; ".join(c["errors"]) or c["check"]))
+                out.append(f'<text x="{x + 10}" y="{y1 - 4:.1f}" text-anchor="middle" fill="red" '
+                           f'font-weight="bold">x<title>{esc(mname)} b{b}: {why}</title></text>')
+                continue
             yv = y(s["ratio_cpu"])
             top_y, hgt = min(yv, y1), abs(yv - y1)
             colour = COLOURS.get(b, "#999")
