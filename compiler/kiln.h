@@ -475,7 +475,8 @@ const char *attr_string(Infer *x, const char *name, const char *dflt);
 
 typedef struct PlanBuf {
 	int root;            /* value id the buffer is named after; NONE for the region
-	                        an If/Loop/Scan node's subgraphs run in (first == last) */
+	                        an If/Loop/Scan node's subgraphs run in, or a node's
+	                        scratch (first == last) */
 	int first, last;     /* lifetime: schedule steps (node ids), inclusive */
 	int64_t bytes;       /* 64-byte aligned size */
 	int64_t off;         /* offset in the arena, 64-byte aligned */
@@ -487,12 +488,17 @@ typedef struct Plan {
 	int *buf_of;         /* per value id: index in bufs, NONE if not in the arena */
 	PlanBuf *bufs;
 	int nbufs, capbufs;
+	int *scratch_of;     /* per node: index in bufs of the work memory its kernel has
+	                        to itself while it runs (node_scratch_bytes), NONE if none */
 	int64_t arena_bytes;        /* the arena size this signature needs */
 	int64_t lower_bound_bytes;  /* the most bytes live at one step */
 } Plan;
 
 /* Ops whose output is a view of input 0 (same bytes, another shape). */
 bool plan_is_view_op(int op);
+/* Bytes of arena scratch node (an index in s->g) needs while it runs, 0 for
+ * none: the work memory of kernels such as RNN's. */
+int64_t node_scratch_bytes(const Sig *s, int node, Arena *a);
 /* Plan the arena of a signature whose shapes are inferred. */
 void plan_build(Plan *p, const Sig *s, Arena *a);
 /* plan_svg.c: an SVG picture of n signatures' plans (kiln info --plan --svg). */
@@ -618,6 +624,11 @@ typedef struct RnnNode {
 	kiln_rnn_params dir[2];        /* per direction (chunk_rows = the whole batch) */
 } RnnNode;
 void rnn_node(Infer *x, RnnNode *r);
+/* The rows per chunk of the kernel's work buffer (every direction's
+ * chunk_rows), within the arena scratch budget; returns the floats of
+ * work memory, -1 if a single batch row needs more than kiln allows. */
+int64_t rnn_chunk(RnnNode *r);
+int64_t rnn_scratch_bytes(const Sig *s, int node, Arena *a);   /* node_scratch_bytes */
 /* ops/quant.c: MatMulInteger, QLinearMatMul, ConvInteger, QLinearConv, DynamicQuantizeLinear */
 void ops_quant_infer(Infer *x);
 /* How a quantized matmul's zero point or scale of input i maps onto its

@@ -108,6 +108,22 @@ static int by_size_desc(const void *a, const void *b)
 	return x->buf - y->buf;  /* deterministic */
 }
 
+int64_t node_scratch_bytes(const Sig *s, int node, Arena *a)
+{
+	const Node *n = &s->g->nodes[node];
+	bool live = false;  /* a node whose outputs are all folded does not run */
+	for (int k = 0; k < n->nout; k++)
+		live |= n->out[k] != NONE && !s->folded[n->out[k]];
+	if (!live)
+		return 0;
+	switch (n->op) {
+	case OP_RNN:
+	case OP_GRU:
+	case OP_LSTM: return rnn_scratch_bytes(s, node, a);
+	default: return 0;
+	}
+}
+
 void plan_build(Plan *p, const Sig *s, Arena *a)
 {
 	Graph *g = s->g;
@@ -199,6 +215,19 @@ void plan_build(Plan *p, const Sig *s, Arena *a)
 		                                .bytes = align_up(bytes), .off = -1};
 	}
 
+	/* A node's kernel scratch: one region, live only at that node. */
+	p->scratch_of = arena_array(a, (size_t)(g->nnodes ? g->nnodes : 1), sizeof *p->scratch_of);
+	for (int i = 0; i < g->nnodes; i++) {
+		int64_t bytes = node_scratch_bytes(s, i, a);
+		p->scratch_of[i] = NONE;
+		if (bytes <= 0)
+			continue;
+		p->bufs = arena_grow(a, p->bufs, p->nbufs, &p->capbufs, sizeof *p->bufs);
+		p->scratch_of[i] = p->nbufs;
+		p->bufs[p->nbufs++] = (PlanBuf){.root = NONE, .first = i, .last = i,
+		                                .bytes = align_up(bytes), .off = -1};
+	}
+
 	/* Lower bound: the most bytes live at one step. */
 	for (int t = 0; t < g->nnodes; t++) {
 		int64_t live = 0;
@@ -245,7 +274,7 @@ void plan_build(Plan *p, const Sig *s, Arena *a)
 		check_arena(p, s, a, p->arena_bytes);
 	}
 	for (int b = 0; b < p->nbufs; b++)
-		if (p->bufs[b].root == NONE)
+		if (p->bufs[b].root == NONE && p->scratch_of[p->bufs[b].first] != b)
 			subgraph_place(s, p->bufs[b].first, p->bufs[b].off);
 	/* The plan's invariant, checked every time: buffers alive together
 	 * never share bytes, and all are aligned. A failure is a bug. */

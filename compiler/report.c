@@ -256,6 +256,18 @@ static Plan *plan_signatures(Model *m, const Sig *sigs, const InfoOptions *o)
 	return plans;
 }
 
+/* The arena scratch of nodes that have some (their kernels' work memory). */
+static void scratch_text(const Graph *g, const Plan *p, FILE *out)
+{
+	for (int i = 0; i < g->nnodes; i++) {
+		if (p->scratch_of[i] == NONE)
+			continue;
+		const PlanBuf *b = &p->bufs[p->scratch_of[i]];
+		fprintf(out, "  scratch of node %d %s \"%s\" @%lld+%lld\n", i, g->nodes[i].op_type,
+		        g->nodes[i].name, (long long)b->off, (long long)b->bytes);
+	}
+}
+
 static void signatures_text(Model *m, const Sig *sigs, const Plan *plans, int n, FILE *out)
 {
 	Graph *g = m->graph;
@@ -265,6 +277,8 @@ static void signatures_text(Model *m, const Sig *sigs, const Plan *plans, int n,
 			fprintf(out, "  arena %lld bytes in %d buffers (lower bound %lld bytes)\n",
 			        (long long)plans[i].arena_bytes, plans[i].nbufs,
 			        (long long)plans[i].lower_bound_bytes);
+		if (plans)
+			scratch_text(g, &plans[i], out);
 		for (int pass = 0; pass < 2; pass++)
 			for (int k = 0; k < (pass ? g->noutputs : g->ninputs); k++) {
 				int id = pass ? g->outputs[k] : g->inputs[k];
@@ -427,6 +441,8 @@ void report_dump(Model *m, FILE *out, const InfoOptions *o)
 		if (plans)
 			fprintf(out, "  arena %lld bytes (lower bound %lld)\n",
 			        (long long)plans[i].arena_bytes, (long long)plans[i].lower_bound_bytes);
+		if (plans)
+			scratch_text(g, &plans[i], out);
 		for (int id = 0; id < g->nvalues; id++) {
 			fprintf(out, "  %%v%d %s ", id, dtype_name(sigs[i].dtypes[id]));
 			if (sigs[i].shapes[id].rank >= 0)

@@ -1,23 +1,24 @@
 /*
  * emit/rnn.c - the op emitter for RNN, GRU and LSTM: one kiln_f32_rnn call
  * per direction, with the parameters ops/rnn.c derived (strides for the
- * layout, activations, clip) written out as a static const struct.
+ * layout, activations, clip, rows per chunk) written out as a static const
+ * struct.
  *
- * The kernel needs a work buffer for its state and gate pre-activations.
- * The plan has no per-node workspace yet, so the node function holds it on
- * the stack, sized by literals: batch rows are processed in chunks of as
- * many rows as fit in RNN_STACK_FLOATS (at least one row), which bounds the
- * stack a call uses whatever the batch size. A single row that needs more
- * than RNN_MAX_ROW_FLOATS is refused with a clear error.
+ * W and R are packed at compile time into the b32 layout of the GEMM core
+ * (runtime/kernels/f32-gemm/pack.h), one symbol per direction: W^T, R^T
+ * (GRU: the z and r columns, and the h columns apart, which the candidate
+ * gate multiplies by another left operand). The packed symbols replace the
+ * weight in the weights object, so it is still stored once; only when every
+ * reader of the weight is a node of the same op reading it at the same
+ * input, and the weight is a plain constant. Otherwise the kernel reads the
+ * ONNX layout and packs panels as it goes.
+ *
+ * The kernel's work memory is the node's planned arena scratch (plan.c,
+ * rnn_chunk in ops/rnn.c).
  */
 #include <inttypes.h>
 
 #include "emit_c.h"
-
-enum {
-	RNN_STACK_FLOATS = 16384,     /* 64 KiB: a chunk of rows */
-	RNN_MAX_ROW_FLOATS = 262144,  /* 1 MiB: one row, the most a node may take */
-};
 
 static const char *const cell_names[] = {"KILN_RNN_SIMPLE", "KILN_RNN_GRU", "KILN_RNN_LSTM"};
 static const char *const act_names[] = {
@@ -79,39 +80,73 @@ static void emit_params(Emit *E, const char *name, const kiln_rnn_params *p, int
 	emitf(E, "},\n\t\t.chunk_rows = %" PRId64 ",\n\t};\n", p->chunk_rows);
 }
 
+/* Input i (W or R) packed at compile time: the per-direction matrices
+ * (K x N each, from rows [row0, row0 + N) of every direction's [G*H, K]
+ * block) as b32 symbols in sym[d], or false when the weight cannot be. */
+static bool pack_weight(Emit *E, int i, int ndirs, int64_t GH, int64_t K, int64_t row0, int64_t N,
+                        const char *sym[2])
+{
+	int id = E->n->in[i];
+	const Value *v = &E->g->values[id];
+	if (v->kind != VAL_WEIGHT || E->sig->dtypes[id] != DT_FLOAT || v->dtype != DT_FLOAT ||
+	    E->sig->folded[id] || E->plan->root[id] != id || E->in_index[id] != NONE || K <= 0 ||
+	    N <= 0 || v->weight->nbytes != (uint64_t)(ndirs * GH * K) * sizeof(float))
+		return false;
+	int uses = 0;
+	for (int n = 0; n < E->g->nnodes; n++) {
+		const Node *o = &E->g->nodes[n];
+		for (int j = 0; j < o->nin; j++)
+			if (o->in[j] == id) {
+				if (j != i || o->op != E->n->op)
+					return false;
+				uses++;
+			}
+	}
+	if (uses != v->nuse)
+		return false;  /* also read by a subgraph */
+	for (int d = 0; d < ndirs; d++) {
+		int64_t pack[4] = {K, N, 1, K};
+		const char *bytes = (const char *)v->weight->bytes + (d * GH + row0) * K * sizeof(float);
+		int s = symbol_in_layout(E, DT_FLOAT, bytes, (uint64_t)(K * N) * sizeof(float), v->name,
+		                         SYM_PACK_B32, pack);
+		sym[d] = arena_printf(E->a, "(const float *)%s", E->syms[s].name);
+	}
+	return true;
+}
+
 void emit_rnn(Emit *E)
 {
 	Infer inf = {.sig = (Sig *)E->sig, .g = E->g, .n = E->n, .d = E->d, .a = E->a};
 	RnnNode r;
 	rnn_node(&inf, &r);
 	int nact = (int)(r.gates == 4 ? 3 : r.gates == 3 ? 2 : 1);
+	int gru = r.gates == 3;
+	if (rnn_chunk(&r) < 0)
+		emit_fail(E, "one batch row needs more than 1 GiB of work memory (sequence length x "
+		          "gates x hidden size); kiln refuses it");
+	int node = (int)(E->n - E->g->nodes);
+	int buf = E->plan->scratch_of[node];
+	KILN_ASSERT(buf != NONE);
+	const PlanBuf *scratch = &E->plan->bufs[buf];
 
-	/* Rows per chunk: as many as fit the stack budget. */
-	kiln_rnn_params one = r.dir[0];
-	one.chunk_rows = 1;
-	int64_t row_floats = kiln_f32_rnn_work_floats(&one);
-	for (int d = 1; d < r.ndirs; d++) {
-		one = r.dir[d];
-		one.chunk_rows = 1;
-		int64_t f = kiln_f32_rnn_work_floats(&one);
-		row_floats = f > row_floats ? f : row_floats;
-	}
-	if (row_floats > RNN_MAX_ROW_FLOATS)
-		emit_fail(E, "one batch row needs %" PRId64 " floats of work memory; kiln holds it on the "
-		          "stack and allows at most %d", row_floats, RNN_MAX_ROW_FLOATS);
-	int64_t chunk = RNN_STACK_FLOATS / (row_floats ? row_floats : 1);
-	int64_t N = r.dir[0].batch;
-	if (chunk > N)
-		chunk = N;
-	if (chunk < 1)
-		chunk = 1;
-	for (int d = 0; d < r.ndirs; d++)
-		r.dir[d].chunk_rows = chunk;
-
-	Operand X = in_op(E, 0), W = in_op(E, 1), R = in_op(E, 2);
+	int64_t H = r.dir[0].hidden_size, I = r.dir[0].input_size, GH = r.gates * H;
+	const char *Wp[2] = {0}, *Rp[2] = {0}, *Rhp[2] = {0};
+	bool w_packed = pack_weight(E, 1, r.ndirs, GH, I, 0, GH, Wp);
+	bool r_packed = pack_weight(E, 2, r.ndirs, GH, H, 0, gru ? 2 * H : GH, Rp) &&
+	                (!gru || pack_weight(E, 2, r.ndirs, GH, H, 2 * H, H, Rhp));
+	Operand X = in_op(E, 0);
 	decl(E, "X", &X, false);
-	decl(E, "W", &W, false);
-	decl(E, "R", &R, false);
+	const char *W = "NULL", *R = "NULL";
+	if (!w_packed) {
+		Operand Wo = in_op(E, 1);
+		decl(E, "W", &Wo, false);
+		W = "W";
+	}
+	if (!r_packed) {
+		Operand Ro = in_op(E, 2);
+		decl(E, "R", &Ro, false);
+		R = "R";
+	}
 	const char *B = optional_in(E, 3, "B");
 	const char *L = optional_in(E, 4, "L");
 	const char *H0 = optional_in(E, 5, "H0");
@@ -121,21 +156,33 @@ void emit_rnn(Emit *E)
 	const char *Yh = optional_out(E, 1, "Y_h");
 	const char *Yc = r.gates == 4 ? optional_out(E, 2, "Y_c") : "NULL";
 
-	int64_t chunk_floats = chunk * row_floats;
-	emitf(E, "\tfloat work[%" PRId64 "]; /* state and gates of %" PRId64 " row%s at a time */\n",
-	    chunk_floats ? chunk_floats : 1, chunk, chunk > 1 ? "s" : "");
+	emitf(E, "\t/* arena scratch @%" PRId64 "+%" PRId64 ": the input projection, state and "
+	      "gates of %" PRId64 " row%s at a time */\n", scratch->off, scratch->bytes,
+	      r.dir[0].chunk_rows, r.dir[0].chunk_rows > 1 ? "s" : "");
+	emitf(E, "\tfloat *work = (float *)(a + %" PRId64 ");\n", scratch->off);
 	emitf(E, "\tint st;\n");
-	int64_t H = r.dir[0].hidden_size, I = r.dir[0].input_size, GH = r.gates * H;
 	for (int d = 0; d < r.ndirs; d++) {
 		char pname[4] = {'p', (char)('0' + d), 0};
 		emitf(E, "\t/* direction %d: %s */\n", d, r.dir[d].reverse ? "reverse" : "forward");
 		emit_params(E, pname, &r.dir[d], nact);
-		emitf(E, "\tst = kiln_f32_rnn(&%s, X, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, work);\n",
-		    pname, offset(E, "W", d * GH * I), offset(E, "R", d * GH * H),
-		    offset(E, B, d * 2 * GH), offset(E, P, d * 3 * H), L,
-		    offset(E, H0, d * r.state_dir_offset), offset(E, C0, d * r.state_dir_offset),
-		    offset(E, Y, d * r.y_dir_offset), offset(E, Yh, d * r.state_dir_offset),
-		    offset(E, Yc, d * r.state_dir_offset));
+		emitf(E, "\tkiln_rnn_io io%d = {\n\t\t.X = X,\n", d);
+		if (w_packed)
+			emitf(E, "\t\t.Wp = %s,\n", Wp[d]);
+		else
+			emitf(E, "\t\t.W = %s,\n", offset(E, W, d * GH * I));
+		if (r_packed && gru)
+			emitf(E, "\t\t.Rp = %s, .Rhp = %s,\n", Rp[d], Rhp[d]);
+		else if (r_packed)
+			emitf(E, "\t\t.Rp = %s,\n", Rp[d]);
+		else
+			emitf(E, "\t\t.R = %s,\n", offset(E, R, d * GH * H));
+		emitf(E, "\t\t.B = %s, .P = %s, .sequence_lens = %s,\n", offset(E, B, d * 2 * GH),
+		    offset(E, P, d * 3 * H), L);
+		emitf(E, "\t\t.initial_h = %s, .initial_c = %s,\n", offset(E, H0, d * r.state_dir_offset),
+		    offset(E, C0, d * r.state_dir_offset));
+		emitf(E, "\t\t.Y = %s, .Y_h = %s, .Y_c = %s,\n\t};\n", offset(E, Y, d * r.y_dir_offset),
+		    offset(E, Yh, d * r.state_dir_offset), offset(E, Yc, d * r.state_dir_offset));
+		emitf(E, "\tst = kiln_f32_rnn(&%s, &io%d, work);\n", pname, d);
 		emitf(E, "\tif (st != 0)\n\t\treturn st;\n");
 	}
 	emitf(E, "\treturn 0;\n");

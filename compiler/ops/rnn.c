@@ -213,6 +213,52 @@ void rnn_node(Infer *x, RnnNode *r)
 	parse_activations(x, nact, ndirs, r);
 }
 
+/* The kernel's work memory is planned arena scratch (plan.c): a chunk of
+ * rows takes as many rows as fit RNN_SCRATCH_BYTES (at least one, at most
+ * the batch), so the input projection of every time step of a chunk (T * G
+ * * H floats a row) stays bounded whatever the batch. A single row over
+ * RNN_MAX_ROW_BYTES is refused by the emitter. */
+enum {
+	RNN_SCRATCH_BYTES = 4 << 20,
+	RNN_MAX_ROW_BYTES = 1 << 30,
+};
+
+int64_t rnn_chunk(RnnNode *r)
+{
+	int64_t N = r->dir[0].batch, row = 0, fixed = 0;
+	for (int d = 0; d < r->ndirs; d++) {
+		kiln_rnn_params one = r->dir[d];
+		one.chunk_rows = 1;
+		int64_t f1 = kiln_f32_rnn_work_floats(&one);
+		one.chunk_rows = 2;
+		int64_t f2 = kiln_f32_rnn_work_floats(&one);
+		row = f2 - f1 > row ? f2 - f1 : row;
+		fixed = 2 * f1 - f2 > fixed ? 2 * f1 - f2 : fixed;
+	}
+	if (row > RNN_MAX_ROW_BYTES / (int64_t)sizeof(float))
+		return -1;
+	int64_t chunk = (RNN_SCRATCH_BYTES / (int64_t)sizeof(float) - fixed) / (row ? row : 1);
+	if (chunk > N)
+		chunk = N;
+	if (chunk < 1)
+		chunk = 1;
+	for (int d = 0; d < r->ndirs; d++)
+		r->dir[d].chunk_rows = chunk;
+	return fixed + chunk * row;
+}
+
+int64_t rnn_scratch_bytes(const Sig *s, int node, Arena *a)
+{
+	Node *n = &s->g->nodes[node];
+	Infer inf = {.sig = (Sig *)s, .g = s->g, .n = n, .a = a};
+	if (s->dtypes[n->in[0]] != DT_FLOAT)
+		return 0;
+	RnnNode r;
+	rnn_node(&inf, &r);
+	int64_t floats = rnn_chunk(&r);
+	return floats > 0 ? floats * (int64_t)sizeof(float) : 0;
+}
+
 void ops_rnn_infer(Infer *x)
 {
 	RnnNode r;

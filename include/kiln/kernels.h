@@ -427,25 +427,39 @@ typedef struct kiln_rnn_params {
 	int64_t chunk_rows;         /* rows computed together (>= 1); sizes the work buffer */
 } kiln_rnn_params;
 
+/* The tensors of one direction. The weights come as ONNX has them (W
+ * [G*H, I], R [G*H, H]) or packed in the b32 layout of the GEMM core
+ * (runtime/kernels/f32-gemm/pack.h), as the compiler stores them: Wp is W^T
+ * (K = I, N = G*H), Rp is R^T (K = H, N = G*H; GRU: N = 2H, the z and r
+ * gates) and Rhp GRU's R_h^T (K = H, N = H). A packed pointer, when not
+ * NULL, is used instead of W (Wp) or R (Rp with Rhp). */
+typedef struct kiln_rnn_io {
+	const float *X;
+	const float *W, *R;
+	const float *Wp, *Rp, *Rhp;
+	const float *B;                /* [2*G*H] (Wb then Rb) or NULL */
+	const float *P;                /* LSTM peepholes [3*H] (i, o, f) or NULL */
+	const int32_t *sequence_lens;  /* [N], read only if has_sequence_lens */
+	const float *initial_h, *initial_c;   /* NULL: zeros */
+	float *Y, *Y_h, *Y_c;          /* each may be NULL */
+} kiln_rnn_io;
+
 /* Floats of work buffer kiln_f32_rnn needs for p (any alignment). */
 KILN_API int64_t kiln_f32_rnn_work_floats(const kiln_rnn_params *p);
 
 /*
- * One direction of ONNX RNN, GRU or LSTM (opsets 1 to 14), float32. W is
- * [G*H, I], R [G*H, H], B [2*G*H] (Wb then Rb) or NULL, P [3*H] (LSTM
- * peepholes i, o, f) or NULL; sequence_lens [N] (int32) is read only if
- * has_sequence_lens; initial_h and initial_c may be NULL (zeros). Any of Y,
- * Y_h, Y_c may be NULL. The equations are ONNX's, with the clip applied to
- * the input of every activation (LSTM's h(C_t) included). Row b runs for
+ * One direction of ONNX RNN, GRU or LSTM (opsets 1 to 14), float32, on the
+ * tensors of io. The equations are ONNX's, with the clip applied to the input
+ * of every activation (LSTM's h(C_t) included). Row b runs for
  * sequence_lens[b] steps; Y is 0 at later steps, Y_h and Y_c hold the state
- * after the last step (0 if there was none). Returns KILN_SHAPE_ERROR, before
- * writing anything, if a length lies outside [0, T]; else KILN_OK. Sums
- * accumulate in float (kiln_f32_gemm). Outputs must not overlap inputs.
+ * after the last step (0 if there was none). For each chunk of rows the
+ * input projection X W^T + Wb + Rb of every time step is one GEMM before the
+ * recurrence; each step is then one GEMM H_{t-1} R^T for the chunk's rows
+ * (GRU: two) and one pass over each row's gates. Returns KILN_SHAPE_ERROR,
+ * before writing anything, if a length lies outside [0, T]; else KILN_OK.
+ * Sums accumulate in float (the GEMM core). Outputs must not overlap inputs.
  */
-KILN_API enum kiln_status kiln_f32_rnn(const kiln_rnn_params *p, const float *X, const float *W,
-                                       const float *R, const float *B, const float *P,
-                                       const int32_t *sequence_lens, const float *initial_h,
-                                       const float *initial_c, float *Y, float *Y_h, float *Y_c,
+KILN_API enum kiln_status kiln_f32_rnn(const kiln_rnn_params *p, const kiln_rnn_io *io,
                                        float *work);
 
 /* ---- sampling: MaxPool with indices, GridSample, RoiAlign, MaxUnpool --- */

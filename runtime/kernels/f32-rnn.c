@@ -3,27 +3,32 @@
  * sequence, every batch row, with the optional bias, peepholes, initial
  * state and per-row sequence lengths.
  *
- * Rows are independent, so they are processed in chunks of p->chunk_rows; a
- * chunk keeps its state (h, and c for LSTM) and its gate pre-activations in
- * the caller's work buffer, whose size kiln_f32_rnn_work_floats gives. Each
- * time step of a chunk is two or three calls of kiln_f32_gemm:
- *   gates  = X_t W^T          (all gates; W read through strides, no copy)
- *   gates += H_{t-1} R^T      (all gates; GRU: z and r only)
- * followed by one pass over the gates that adds the biases and applies the
- * clip, the activations and the cell's update. GRU's candidate gate needs r
- * first: without linear_before_reset it is (r . H_{t-1}) R_h^T, a third GEMM
- * after z and r are known; with it, H_{t-1} R_h^T goes to its own buffer and
- * is scaled by r element by element.
+ * Rows are independent, so they are processed in chunks of p->chunk_rows
+ * (the compiler sizes the chunk so that its work buffer, planned arena
+ * scratch, stays within a budget). For one chunk:
+ *   xw    = X W^T + Wb + Rb     every time step at once: one GEMM on the
+ *                               packed W^T (a GEMM per step only when the
+ *                               chunk's rows are not evenly spaced in X)
+ * then for each step
+ *   gates = H_{t-1} R^T         one GEMM over the chunk's rows, R^T packed
+ * and one pass over each row's gates: + xw of the row's time step, the
+ * peepholes, the clip, the activations (vectorized, kiln_f32_act, where the
+ * activation is one of the kernels'), the cell update. GRU's candidate gate
+ * needs r first: without linear_before_reset it is (r . H_{t-1}) R_h^T, a
+ * second GEMM once z and r are known; with it, H_{t-1} R_h^T (+ Rb_h) goes
+ * to its own buffer and is scaled by r element by element (and Rb_h is then
+ * not part of xw).
  *
  * Sequence lengths: row b runs for len(b) steps (forward: t = 0 .. len-1;
  * reverse: t = len-1 .. 0). Rows past their length keep their state; Y is 0
  * at t >= len(b); Y_h and Y_c hold the state after the row's last step, or 0
- * when len(b) == 0 (as ONNX Runtime does). In reverse with lengths, the rows
- * of a chunk read different time steps, so X's rows are gathered first.
+ * when len(b) == 0 (as ONNX Runtime does). Each row reads xw at its own time
+ * step, so reverse with lengths needs no gathering.
  */
 #include <math.h>
 #include <string.h>
 
+#include "f32-gemm/gemm.h"
 #include "kiln/kernels.h"
 
 static int64_t gate_count(int cell)
@@ -31,23 +36,20 @@ static int64_t gate_count(int cell)
 	return cell == KILN_RNN_LSTM ? 4 : cell == KILN_RNN_GRU ? 3 : 1;
 }
 
-/* Does this direction read X's rows at different steps for different rows? */
-static int gathers_x(const kiln_rnn_params *p)
+static int64_t chunk_of(const kiln_rnn_params *p)
 {
-	return p->reverse && p->has_sequence_lens;
+	return p->chunk_rows > 0 ? p->chunk_rows : 1;
 }
 
 KILN_API int64_t kiln_f32_rnn_work_floats(const kiln_rnn_params *p)
 {
-	int64_t H = p->hidden_size;
-	int64_t per_row = gate_count(p->cell) * H + H;  /* gates, h */
+	int64_t H = p->hidden_size, GH = gate_count(p->cell) * H;
+	int64_t per_row = p->seq_length * GH + GH + H;   /* xw, gates, h */
 	if (p->cell == KILN_RNN_LSTM)
-		per_row += H;                            /* c */
+		per_row += H;                                /* c */
 	if (p->cell == KILN_RNN_GRU)
-		per_row += H;                            /* r . h, or h R_h^T */
-	if (gathers_x(p))
-		per_row += p->input_size;                /* the gathered rows of X */
-	return (p->chunk_rows > 0 ? p->chunk_rows : 1) * per_row;
+		per_row += H;                                /* r . h, or h R_h^T */
+	return GH + H + chunk_of(p) * per_row;           /* + the bias and one row of h(c) */
 }
 
 static float activate(const kiln_rnn_activation *a, float x)
@@ -69,18 +71,54 @@ static float activate(const kiln_rnn_activation *a, float x)
 	return x;
 }
 
-/* The clip bounds every activation's input, as ONNX says. */
-static float act(const kiln_rnn_params *p, int k, float x)
+/* x[0..n) = a(x) in place: the vector kernels (kiln_f32_act, one loop per
+ * activation, the variant kiln_isa() picks) for the activations they have,
+ * else one scalar loop for this activation. */
+static void activate_row(const kiln_rnn_activation *a, float *x, int64_t n)
 {
-	if (p->has_clip)
-		x = fminf(p->clip, fmaxf(-p->clip, x));
-	return activate(&p->act[k], x);
+	kiln_epilogue ep = {.alpha = a->alpha, .beta = a->beta};
+	switch (a->kind) {
+	case KILN_RNN_RELU: ep.act = KILN_ACT_RELU; break;
+	case KILN_RNN_TANH: ep.act = KILN_ACT_TANH; break;
+	case KILN_RNN_SIGMOID: ep.act = KILN_ACT_SIGMOID; break;
+	case KILN_RNN_LEAKY_RELU: ep.act = KILN_ACT_LEAKY_RELU; break;
+	case KILN_RNN_HARD_SIGMOID: ep.act = KILN_ACT_HARD_SIGMOID; break;
+	case KILN_RNN_ELU: ep.act = KILN_ACT_ELU; break;
+	case KILN_RNN_AFFINE:
+		for (int64_t j = 0; j < n; j++)
+			x[j] = a->alpha * x[j] + a->beta;
+		return;
+	case KILN_RNN_SCALED_TANH:
+		for (int64_t j = 0; j < n; j++)
+			x[j] *= a->beta;
+		ep.act = KILN_ACT_TANH;
+		kiln_f32_act(x, n, &ep);
+		for (int64_t j = 0; j < n; j++)
+			x[j] *= a->alpha;
+		return;
+	default:
+		for (int64_t j = 0; j < n; j++)
+			x[j] = activate(a, x[j]);
+		return;
+	}
+	kiln_f32_act(x, n, &ep);
 }
 
-/* Wb + Rb of gate unit u (u in [0, G*H)), 0 without B. */
-static float bias_of(const float *B, int64_t GH, int64_t u)
+/* The clip bounds every activation's input, as ONNX says. */
+static void clip_row(const kiln_rnn_params *p, float *x, int64_t n)
 {
-	return B ? B[u] + B[GH + u] : 0.0f;
+	if (!p->has_clip)
+		return;
+	float hi = p->clip, lo = -p->clip;
+	for (int64_t j = 0; j < n; j++)
+		x[j] = fminf(hi, fmaxf(lo, x[j]));
+}
+
+/* x[0..n) += y[0..n) */
+static void add_row(float *x, const float *y, int64_t n)
+{
+	for (int64_t j = 0; j < n; j++)
+		x[j] += y[j];
 }
 
 static int64_t row_length(const kiln_rnn_params *p, const int32_t *lens, int64_t b)
@@ -88,158 +126,208 @@ static int64_t row_length(const kiln_rnn_params *p, const int32_t *lens, int64_t
 	return lens ? lens[b] : p->seq_length;
 }
 
-/* The cell update of one active row: gates (pre-activations without bias)
- * and the state in, the new state out (h, and c for LSTM). GRU's z and r
- * are computed by gru_gates before the candidate's GEMM. */
-static void lstm_row(const kiln_rnn_params *p, const float *B, const float *P, const float *g,
-                     float *h, float *c)
+/* A GEMM B operand: K x N, packed b32, or read from a weight stored as ONNX
+ * has it ([N, K] rows of K: element (k, n) at src[n * K + k]) and packed a
+ * panel at a time by the GEMM driver. */
+static void pack_rows(const GemmBSrc *s, int64_t n0, int64_t k0, int64_t kc, float *dst)
 {
-	int64_t H = p->hidden_size, GH = 4 * H;
-	for (int64_t j = 0; j < H; j++) {
-		/* gate order i, o, f, c; peepholes i, o, f */
-		float pi = g[j] + bias_of(B, GH, j), po = g[H + j] + bias_of(B, GH, H + j);
-		float pf = g[2 * H + j] + bias_of(B, GH, 2 * H + j);
-		float pc = g[3 * H + j] + bias_of(B, GH, 3 * H + j);
-		if (P) {
-			pi += P[j] * c[j];
-			pf += P[2 * H + j] * c[j];
+	kiln_pack_b32_panel(s->src, s->rs, s->cs, s->N, n0, k0, kc, dst);
+}
+
+static GemmBSrc weight_src(const float *packed, const float *onnx, int64_t K, int64_t N)
+{
+	if (packed)
+		return (GemmBSrc){.packed = packed, .N = N};
+	return (GemmBSrc){.pack = pack_rows, .src = onnx, .rs = 1, .cs = K, .N = N};
+}
+
+/* C[M, N] (ldc) = A[M, K] (lda) B (+ bias[N]) */
+static void gemm(int64_t M, int64_t N, int64_t K, const float *A, int64_t lda, const GemmBSrc *b,
+                 const float *bias, float *C, int64_t ldc)
+{
+	GemmEpi e = {.alpha = 1.0f, .beta = 0.0f, .col_bias = bias};
+	if (K > 0) {
+		kiln_gemm_run(M, N, K, A, lda, b, C, ldc, &e);
+		return;
+	}
+	for (int64_t i = 0; i < M; i++)
+		for (int64_t j = 0; j < N; j++)
+			C[i * ldc + j] = bias ? bias[j] : 0.0f;
+}
+
+/* The chunk's memory, carved from the work buffer. */
+typedef struct Chunk {
+	const float *bias;         /* [G*H]: Wb + Rb (GRU with linear_before_reset: h gate Wb only) */
+	float *xw;                 /* row r, time t at xw + t * xw_t + r * xw_r: [G*H] */
+	int64_t xw_t, xw_r;
+	float *gates, *h, *c, *aux, *tmp;
+	GemmBSrc w, r, rh;         /* W^T, R^T (GRU: z and r), GRU's R_h^T */
+} Chunk;
+
+/* xw for rows b0 .. b0+nb-1 at every time step: one GEMM when those rows
+ * are evenly spaced in X (one row; the whole batch in layout 0; any chunk in
+ * layout 1), else one per step. */
+static void project_inputs(const kiln_rnn_params *p, const float *X, int64_t b0, int64_t nb,
+                           Chunk *k)
+{
+	int64_t T = p->seq_length, I = p->input_size, GH = gate_count(p->cell) * p->hidden_size;
+	int64_t xs = p->x_step_stride, xr = p->x_row_stride;
+	const float *x0 = X + b0 * xr;
+	if (nb == 1 || xs == nb * xr) {          /* rows (t, r) in order, xs / nb apart */
+		k->xw_t = nb * GH, k->xw_r = GH;
+		gemm(T * nb, GH, I, x0, nb == 1 ? xs : xr, &k->w, k->bias, k->xw, GH);
+	} else if (xr == T * xs) {               /* rows (r, t) in order, xs apart */
+		k->xw_t = GH, k->xw_r = T * GH;
+		gemm(nb * T, GH, I, x0, xs, &k->w, k->bias, k->xw, GH);
+	} else {
+		k->xw_t = nb * GH, k->xw_r = GH;
+		for (int64_t t = 0; t < T; t++)
+			gemm(nb, GH, I, x0 + t * xs, xr, &k->w, k->bias, k->xw + t * nb * GH, GH);
+	}
+}
+
+/* LSTM: one row's gates (i, o, f, c: H R^T + xw) to its new c and h. */
+static void lstm_row(const kiln_rnn_params *p, const float *P, float *g, float *h, float *c,
+                     float *tmp)
+{
+	int64_t H = p->hidden_size;
+	float *gi = g, *go = g + H, *gf = g + 2 * H, *gc = g + 3 * H;
+	if (P) {
+		for (int64_t j = 0; j < H; j++) {
+			gi[j] += P[j] * c[j];
+			gf[j] += P[2 * H + j] * c[j];
 		}
-		float i = act(p, 0, pi);
-		float f = p->input_forget ? 1.0f - i : act(p, 0, pf);
-		float cell = f * c[j] + i * act(p, 1, pc);
-		if (P)
-			po += P[H + j] * cell;
-		c[j] = cell;
-		h[j] = act(p, 0, po) * act(p, 2, cell);
+		clip_row(p, gi, H);
+		activate_row(&p->act[0], gi, H);
+		if (!p->input_forget) {
+			clip_row(p, gf, H);
+			activate_row(&p->act[0], gf, H);
+		}
+	} else {
+		/* i, o, f: one run of the same activation (f unused with input_forget) */
+		int64_t n = p->input_forget ? 2 * H : 3 * H;
+		clip_row(p, g, n);
+		activate_row(&p->act[0], g, n);
 	}
+	clip_row(p, gc, H);
+	activate_row(&p->act[1], gc, H);
+	if (p->input_forget)
+		for (int64_t j = 0; j < H; j++)
+			c[j] = (1.0f - gi[j]) * c[j] + gi[j] * gc[j];
+	else
+		for (int64_t j = 0; j < H; j++)
+			c[j] = gf[j] * c[j] + gi[j] * gc[j];
+	if (P) {
+		for (int64_t j = 0; j < H; j++)
+			go[j] += P[H + j] * c[j];
+		clip_row(p, go, H);
+		activate_row(&p->act[0], go, H);
+	}
+	memcpy(tmp, c, (size_t)H * sizeof *tmp);
+	clip_row(p, tmp, H);
+	activate_row(&p->act[2], tmp, H);
+	for (int64_t j = 0; j < H; j++)
+		h[j] = go[j] * tmp[j];
 }
 
-/* GRU: z and r of one row, stored over their pre-activations. */
-static void gru_gates(const kiln_rnn_params *p, const float *B, float *g)
+/* The time step row r of the chunk reads at recurrence step s. */
+static int64_t step_time(const kiln_rnn_params *p, int64_t len, int64_t s)
 {
-	int64_t H = p->hidden_size, GH = 3 * H;
-	for (int64_t u = 0; u < 2 * H; u++)
-		g[u] = act(p, 0, g[u] + bias_of(B, GH, u));
-}
-
-/* GRU: the new h of one row from z, r (gru_gates) and the candidate's
- * pre-activation g[2H..3H) (linear_before_reset = 0), or X_t W_h^T there and
- * hr = H_{t-1} R_h^T (linear_before_reset != 0). */
-static void gru_row(const kiln_rnn_params *p, const float *B, const float *g, const float *hr,
-                    float *h)
-{
-	int64_t H = p->hidden_size, GH = 3 * H;
-	for (int64_t j = 0; j < H; j++) {
-		float z = g[j], r = g[H + j], pre;
-		if (p->linear_before_reset)
-			pre = g[2 * H + j] + (B ? B[2 * H + j] : 0.0f) +
-			      r * (hr[j] + (B ? B[GH + 2 * H + j] : 0.0f));
-		else
-			pre = g[2 * H + j] + bias_of(B, GH, 2 * H + j);
-		float cand = act(p, 1, pre);
-		h[j] = (1.0f - z) * cand + z * h[j];
-	}
+	return p->reverse ? len - 1 - s : s;
 }
 
 /* Rows b0 .. b0+nb-1 of one direction. */
-static void run_chunk(const kiln_rnn_params *p, int64_t b0, int64_t nb, const float *X,
-                      const float *W, const float *R, const float *B, const float *P,
-                      const int32_t *lens, const float *initial_h, const float *initial_c,
-                      float *Y, float *Y_h, float *Y_c, float *work)
+static void run_chunk(const kiln_rnn_params *p, const kiln_rnn_io *io, const int32_t *lens,
+                      int64_t b0, int64_t nb, Chunk *k)
 {
-	int64_t T = p->seq_length, I = p->input_size, H = p->hidden_size;
-	int64_t G = gate_count(p->cell), GH = G * H;
-	float *gates = work, *h = gates + nb * GH, *next = h + nb * H;
-	float *c = NULL, *aux = NULL, *xg = NULL;
-	if (p->cell == KILN_RNN_LSTM)
-		c = next, next += nb * H;
-	if (p->cell == KILN_RNN_GRU)
-		aux = next, next += nb * H;
-	if (gathers_x(p))
-		xg = next;
+	int64_t T = p->seq_length, H = p->hidden_size;
+	int64_t GH = gate_count(p->cell) * H;
+	int lstm = p->cell == KILN_RNN_LSTM, gru = p->cell == KILN_RNN_GRU;
+	float *gates = k->gates, *h = k->h, *c = k->c, *aux = k->aux;
 
 	int64_t max_len = 0;
 	for (int64_t r = 0; r < nb; r++) {
 		int64_t len = row_length(p, lens, b0 + r);
 		if (len > max_len)
 			max_len = len;
-		const float *h0 = initial_h ? initial_h + (b0 + r) * p->state_row_stride : NULL;
-		const float *c0 = initial_c ? initial_c + (b0 + r) * p->state_row_stride : NULL;
+		const float *h0 = io->initial_h ? io->initial_h + (b0 + r) * p->state_row_stride : NULL;
+		const float *c0 = io->initial_c ? io->initial_c + (b0 + r) * p->state_row_stride : NULL;
 		for (int64_t j = 0; j < H; j++) {
 			h[r * H + j] = h0 ? h0[j] : 0.0f;
-			if (c)
+			if (lstm)
 				c[r * H + j] = c0 ? c0[j] : 0.0f;
 		}
 		/* Steps past the row's length are 0 in Y. */
-		if (Y)
+		if (io->Y)
 			for (int64_t t = len; t < T; t++)
-				memset(Y + t * p->y_step_stride + (b0 + r) * p->y_row_stride, 0,
-				       (size_t)H * sizeof *Y);
+				memset(io->Y + t * p->y_step_stride + (b0 + r) * p->y_row_stride, 0,
+				       (size_t)H * sizeof *io->Y);
 	}
+	if (max_len > 0)
+		project_inputs(p, io->X, b0, nb, k);
 
+	const float *Rb_h = gru && io->B ? io->B + GH + 2 * H : NULL;
 	for (int64_t s = 0; s < max_len; s++) {
-		/* This step's rows of X: a strided view, or gathered when rows differ. */
-		const float *xa;
-		int64_t xa_stride = p->x_row_stride;
-		if (xg) {
-			for (int64_t r = 0; r < nb; r++) {
-				int64_t len = row_length(p, lens, b0 + r);
-				if (s < len)
-					memcpy(xg + r * I, X + (len - 1 - s) * p->x_step_stride +
-					                       (b0 + r) * p->x_row_stride,
-					       (size_t)I * sizeof *xg);
-				else
-					memset(xg + r * I, 0, (size_t)I * sizeof *xg);
+		gemm(nb, gru ? 2 * H : GH, H, h, H, &k->r, NULL, gates, GH);
+		if (gru && p->linear_before_reset)
+			gemm(nb, H, H, h, H, &k->rh, Rb_h, aux, H);
+		/* gates += xw of each row's time step; GRU: z and r activated */
+		for (int64_t r = 0; r < nb; r++) {
+			int64_t len = row_length(p, lens, b0 + r);
+			if (s >= len) {
+				if (gru && !p->linear_before_reset)  /* read by the GEMM, result unused */
+					memset(aux + r * H, 0, (size_t)H * sizeof *aux);
+				continue;
 			}
-			xa = xg;
-			xa_stride = I;
-		} else {
-			xa = X + (p->reverse ? T - 1 - s : s) * p->x_step_stride + b0 * p->x_row_stride;
-		}
-		/* W and R are [G*H, I] and [G*H, H]: B(k, n) = W[n * I + k]. */
-		kiln_f32_gemm(nb, GH, I, 1.0f, xa, xa_stride, 1, W, 1, I, 0.0f, gates, GH);
-		int64_t rec = p->cell == KILN_RNN_GRU ? 2 * H : GH;
-		kiln_f32_gemm(nb, rec, H, 1.0f, h, H, 1, R, 1, H, 1.0f, gates, GH);
-
-		if (p->cell == KILN_RNN_GRU) {
-			if (p->linear_before_reset)
-				kiln_f32_gemm(nb, H, H, 1.0f, h, H, 1, R + 2 * H * H, 1, H, 0.0f, aux, H);
-			for (int64_t r = 0; r < nb; r++) {
-				gru_gates(p, B, gates + r * GH);
+			float *g = gates + r * GH;
+			add_row(g, k->xw + step_time(p, len, s) * k->xw_t + r * k->xw_r,
+			        gru ? 2 * H : GH);
+			if (gru) {
+				clip_row(p, g, 2 * H);
+				activate_row(&p->act[0], g, 2 * H);
 				if (!p->linear_before_reset)
 					for (int64_t j = 0; j < H; j++)
-						aux[r * H + j] = gates[r * GH + H + j] * h[r * H + j];
+						aux[r * H + j] = g[H + j] * h[r * H + j];
 			}
-			if (!p->linear_before_reset)
-				kiln_f32_gemm(nb, H, H, 1.0f, aux, H, 1, R + 2 * H * H, 1, H, 1.0f,
-				              gates + 2 * H, GH);
 		}
+		if (gru && !p->linear_before_reset)
+			gemm(nb, H, H, aux, H, &k->rh, NULL, gates + 2 * H, GH);
 
 		for (int64_t r = 0; r < nb; r++) {
 			int64_t len = row_length(p, lens, b0 + r);
 			if (s >= len)
 				continue;  /* finished: the state stays as it was */
-			const float *g = gates + r * GH;
-			float *hr = h + r * H;
-			if (p->cell == KILN_RNN_LSTM)
-				lstm_row(p, B, P, g, hr, c + r * H);
-			else if (p->cell == KILN_RNN_GRU)
-				gru_row(p, B, g, aux + r * H, hr);
-			else
+			int64_t t = step_time(p, len, s);
+			float *g = gates + r * GH, *hr = h + r * H;
+			if (lstm) {
+				lstm_row(p, io->P, g, hr, c + r * H, k->tmp);
+			} else if (gru) {
+				float *gh = g + 2 * H;
+				const float *xh = k->xw + t * k->xw_t + r * k->xw_r + 2 * H;
+				if (p->linear_before_reset)
+					for (int64_t j = 0; j < H; j++)
+						gh[j] = xh[j] + g[H + j] * aux[r * H + j];
+				else
+					add_row(gh, xh, H);
+				clip_row(p, gh, H);
+				activate_row(&p->act[1], gh, H);
 				for (int64_t j = 0; j < H; j++)
-					hr[j] = act(p, 0, g[j] + bias_of(B, H, j));
-			if (Y) {
-				int64_t t = p->reverse ? len - 1 - s : s;
-				memcpy(Y + t * p->y_step_stride + (b0 + r) * p->y_row_stride, hr,
-				       (size_t)H * sizeof *Y);
+					hr[j] = (1.0f - g[j]) * gh[j] + g[j] * hr[j];
+			} else {
+				clip_row(p, g, H);
+				activate_row(&p->act[0], g, H);
+				memcpy(hr, g, (size_t)H * sizeof *hr);
 			}
+			if (io->Y)
+				memcpy(io->Y + t * p->y_step_stride + (b0 + r) * p->y_row_stride, hr,
+				       (size_t)H * sizeof *io->Y);
 		}
 	}
 
 	for (int64_t r = 0; r < nb; r++) {
 		int ran = row_length(p, lens, b0 + r) > 0;
-		float *yh = Y_h ? Y_h + (b0 + r) * p->state_row_stride : NULL;
-		float *yc = Y_c ? Y_c + (b0 + r) * p->state_row_stride : NULL;
+		float *yh = io->Y_h ? io->Y_h + (b0 + r) * p->state_row_stride : NULL;
+		float *yc = io->Y_c ? io->Y_c + (b0 + r) * p->state_row_stride : NULL;
 		for (int64_t j = 0; j < H; j++) {
 			if (yh)
 				yh[j] = ran ? h[r * H + j] : 0.0f;
@@ -249,23 +337,45 @@ static void run_chunk(const kiln_rnn_params *p, int64_t b0, int64_t nb, const fl
 	}
 }
 
-KILN_API enum kiln_status kiln_f32_rnn(const kiln_rnn_params *p, const float *X, const float *W,
-                                       const float *R, const float *B, const float *P,
-                                       const int32_t *sequence_lens, const float *initial_h,
-                                       const float *initial_c, float *Y, float *Y_h, float *Y_c,
+KILN_API enum kiln_status kiln_f32_rnn(const kiln_rnn_params *p, const kiln_rnn_io *io_in,
                                        float *work)
 {
-	const int32_t *lens = p->has_sequence_lens ? sequence_lens : NULL;
+	const int32_t *lens = p->has_sequence_lens ? io_in->sequence_lens : NULL;
 	if (lens)
 		for (int64_t b = 0; b < p->batch; b++)
 			if (lens[b] < 0 || lens[b] > p->seq_length)
 				return KILN_SHAPE_ERROR;
+	kiln_rnn_io io = *io_in;
 	if (p->cell != KILN_RNN_LSTM)
-		Y_c = NULL, initial_c = NULL, P = NULL;
-	int64_t chunk = p->chunk_rows > 0 ? p->chunk_rows : 1;
+		io.Y_c = NULL, io.initial_c = NULL, io.P = NULL;
+	int64_t T = p->seq_length, I = p->input_size, H = p->hidden_size;
+	int64_t GH = gate_count(p->cell) * H, chunk = chunk_of(p);
+	int gru = p->cell == KILN_RNN_GRU;
+
+	/* Wb + Rb, but Rb_h is applied inside r . (H R_h^T + Rb_h) with
+	 * linear_before_reset. */
+	float *bias = work;
+	for (int64_t u = 0; u < GH; u++)
+		bias[u] = io.B ? io.B[u] + (gru && p->linear_before_reset && u >= 2 * H ? 0.0f
+		                                                                       : io.B[GH + u])
+		               : 0.0f;
+	Chunk k = {.bias = bias, .tmp = work + GH};
+	k.xw = k.tmp + H;
+	k.gates = k.xw + chunk * T * GH;
+	k.h = k.gates + chunk * GH;
+	float *next = k.h + chunk * H;
+	if (p->cell == KILN_RNN_LSTM)
+		k.c = next, next += chunk * H;
+	if (gru)
+		k.aux = next;
+	k.w = weight_src(io.Wp, io.W, I, GH);
+	k.r = weight_src(io.Rp, io.R, H, gru ? 2 * H : GH);
+	if (gru)
+		k.rh = io.Rp ? weight_src(io.Rhp, NULL, H, H) : weight_src(NULL, io.R + 2 * H * H, H, H);
+
 	for (int64_t b0 = 0; b0 < p->batch; b0 += chunk) {
 		int64_t nb = p->batch - b0 < chunk ? p->batch - b0 : chunk;
-		run_chunk(p, b0, nb, X, W, R, B, P, lens, initial_h, initial_c, Y, Y_h, Y_c, work);
+		run_chunk(p, &io, lens, b0, nb, &k);
 	}
 	return KILN_OK;
 }

@@ -94,13 +94,13 @@ def reference(op, X, W, R, B, lens, h0, c0, P, acts, alphas, betas, direction, l
 
 def make(name, op, opset, T, N, I, H, direction='forward', layout=0, has_B=True, lens=None,
          has_h0=False, has_c0=False, has_P=False, outputs=('Y', 'Y_h', 'Y_c'), acts=None,
-         alphas=None, betas=None, clip=None, lbr=0, input_forget=0, weights_const=False, seed=0):
+         alphas=None, betas=None, clip=None, lbr=0, input_forget=0, weights_const=False, seed=0, wscale=1.0):
     rng = np.random.default_rng(seed)
     D = 2 if direction == 'bidirectional' else 1
     G = {'RNN': 1, 'GRU': 3, 'LSTM': 4}[op]
     X = rng.uniform(-1, 1, (N, T, I) if layout else (T, N, I)).astype(np.float32)
-    W = rng.uniform(-.5, .5, (D, G * H, I)).astype(np.float32)
-    R = rng.uniform(-.5, .5, (D, G * H, H)).astype(np.float32)
+    W = (wscale * rng.uniform(-.5, .5, (D, G * H, I))).astype(np.float32)
+    R = (wscale * rng.uniform(-.5, .5, (D, G * H, H))).astype(np.float32)
     B = rng.uniform(-.5, .5, (D, 2 * G * H)).astype(np.float32) if has_B else None
     L = np.array(lens, dtype=np.int32) if lens is not None else None
     sshape = (N, D, H) if layout else (D, N, H)
@@ -165,3 +165,18 @@ make('lstm_chunked', 'LSTM', 14, 3, 50, 8, 128, direction='bidirectional', weigh
 make('gru_chunked_rev', 'GRU', 14, 4, 40, 5, 200, direction='reverse', lens=list(np.arange(40) % 5), outputs=('Y', 'Y_h'))
 make('lstm_opset1', 'LSTM', 1, 3, 2, 3, 4)
 make('gru_opset3', 'GRU', 3, 3, 2, 3, 4, lbr=1)
+# Weights as initializers: packed at compile time (b32, one symbol per
+# direction; GRU's R as z, r and h apart), panel tails (H not a multiple of
+# 32), and chunks of rows smaller than the batch (the arena scratch budget).
+# Over 40 steps, wscale keeps the recurrence contractive (H = 128 with
+# weights in [-.5, .5] amplifies float rounding beyond any tolerance).
+make('lstm_const_peep_layout1', 'LSTM', 14, 4, 3, 5, 33, direction='bidirectional', layout=1,
+     weights_const=True, has_P=True, has_h0=True, has_c0=True, clip=1.5, lens=[4, 1, 3])
+make('gru_const_lbr_bidi', 'GRU', 14, 5, 4, 3, 20, direction='bidirectional', lbr=1,
+     weights_const=True, lens=[5, 2, 0, 4], has_h0=True)
+make('rnn_const_reverse', 'RNN', 14, 6, 3, 7, 40, direction='reverse', weights_const=True,
+     lens=[6, 3, 1], acts=['Tanh'])
+make('lstm_const_multichunk', 'LSTM', 14, 40, 100, 10, 128, weights_const=True,
+     lens=list(40 - np.arange(100) % 7), outputs=('Y_h', 'Y_c'), wscale=0.2)
+make('gru_const_layout1_multichunk', 'GRU', 14, 40, 70, 6, 128, layout=1, direction='reverse',
+     weights_const=True, outputs=('Y_h',), wscale=0.2)

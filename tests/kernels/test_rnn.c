@@ -17,6 +17,7 @@
  * per step; data and weights are small so the dynamics stay contractive.
  */
 #include "kiln/kernels.h"
+#include "runtime/kernels/f32-gemm/pack.h"
 
 #include "harness.h"
 
@@ -192,66 +193,87 @@ static void run_case(const Case *k, const char *what)
 	float *work = guarded_alloc(&gw, (size_t)nwork * sizeof(float), 0);
 	/* Padding of the outputs must keep this value. */
 	const float sentinel = 4242.0f;
-	for (int64_t i = 0; Y && i < T * N * yrow; i++)
-		Y[i] = sentinel;
-	for (int64_t i = 0; i < N * yrow; i++) {
-		if (Yh)
-			Yh[i] = sentinel;
-		if (Yc)
-			Yc[i] = sentinel;
-	}
 
+	/* The weights as ONNX has them, then packed b32 as the compiler stores
+	 * them (W^T; R^T, for GRU as z, r and h apart). */
+	kiln_rnn_io io = {.X = X, .W = W, .R = R, .B = B, .P = P, .sequence_lens = lens,
+	                  .initial_h = h0, .initial_c = c0, .Y = Y, .Y_h = Yh, .Y_c = Yc};
+	int64_t GR = k->cell == KILN_RNN_GRU ? 2 * H : GH;
+	float *Wp = xmalloc((size_t)(GH * I + 1) * sizeof *Wp);
+	float *Rp = xmalloc((size_t)(GR * H + 1) * sizeof *Rp);
+	float *Rhp = xmalloc((size_t)(H * H + 1) * sizeof *Rhp);
+	kiln_pack_b32(W, 1, I, I, GH, Wp);
+	kiln_pack_b32(R, 1, H, H, GR, Rp);
+	if (k->cell == KILN_RNN_GRU)
+		kiln_pack_b32(R + 2 * H * H, 1, H, H, H, Rhp);
+	enum kiln_status st;
+	char msg[300];
 	double *want_y = xmalloc((size_t)(T * N * H + 1) * sizeof *want_y);
 	double *want_h = xmalloc((size_t)(N * H + 1) * sizeof *want_h);
 	double *want_c = xmalloc((size_t)(N * H + 1) * sizeof *want_c);
 	reference(&p, X, W, R, B, lstm ? P : NULL, lens, h0, lstm ? c0 : NULL, want_y, want_h, want_c);
-	enum kiln_status st = kiln_f32_rnn(&p, X, W, R, B, P, lens, h0, c0, Y, Yh, Yc, work);
-	char msg[300];
-	snprintf(msg, sizeof msg, "%s status", what);
-	CHECK(st == KILN_OK, msg);
-
-	/* Compare through the strides; padding must hold the sentinel. */
 	int64_t ny = T * N * H, ns = N * H;
 	float *got = xmalloc((size_t)(ny + 1) * sizeof *got);
 	double *bound = xmalloc((size_t)(ny + 1) * sizeof *bound);
-	if (Y) {
-		int pad_ok = 1;
-		for (int64_t t = 0; t < T; t++)
+	for (int packed = 0; packed < 2; packed++) {
+		if (packed) {
+			io.W = io.R = NULL;
+			io.Wp = Wp, io.Rp = Rp, io.Rhp = Rhp;
+		}
+		const char *form = packed ? "packed" : "ONNX layout";
+		for (int64_t i = 0; Y && i < T * N * yrow; i++)
+			Y[i] = sentinel;
+		for (int64_t i = 0; i < N * yrow; i++) {
+			if (Yh)
+				Yh[i] = sentinel;
+			if (Yc)
+				Yc[i] = sentinel;
+		}
+		st = kiln_f32_rnn(&p, &io, work);
+		snprintf(msg, sizeof msg, "%s, %s: status", what, form);
+		CHECK(st == KILN_OK, msg);
+
+		/* Compare through the strides; padding must hold the sentinel. */
+		if (Y) {
+			int pad_ok = 1;
+			for (int64_t t = 0; t < T; t++)
+				for (int64_t b = 0; b < N; b++) {
+					const float *y = Y + t * p.y_step_stride + b * p.y_row_stride;
+					for (int64_t j = 0; j < H; j++) {
+						got[(t * N + b) * H + j] = y[j];
+						bound[(t * N + b) * H + j] = 1 + fabs(want_y[(t * N + b) * H + j]);
+					}
+					for (int64_t j = H; j < yrow; j++)
+						pad_ok &= y[j] == sentinel;
+				}
+			snprintf(msg, sizeof msg, "%s, %s: Y", what, form);
+			CHECK_CLOSE(msg, got, want_y, bound, ny, RNN_TOL);
+			snprintf(msg, sizeof msg, "%s, %s: Y padding and guards", what, form);
+			CHECK(pad_ok && guarded_intact(&gy), msg);
+		}
+		for (int which = 0; which < 2; which++) {
+			float *S = which ? Yc : Yh;
+			if (!S)
+				continue;
+			const double *want = which ? want_c : want_h;
+			int pad_ok = 1;
 			for (int64_t b = 0; b < N; b++) {
-				const float *y = Y + t * p.y_step_stride + b * p.y_row_stride;
 				for (int64_t j = 0; j < H; j++) {
-					got[(t * N + b) * H + j] = y[j];
-					bound[(t * N + b) * H + j] = 1 + fabs(want_y[(t * N + b) * H + j]);
+					got[b * H + j] = S[b * yrow + j];
+					bound[b * H + j] = 1 + fabs(want[b * H + j]);
 				}
 				for (int64_t j = H; j < yrow; j++)
-					pad_ok &= y[j] == sentinel;
+					pad_ok &= S[b * yrow + j] == sentinel;
 			}
-		snprintf(msg, sizeof msg, "%s: Y", what);
-		CHECK_CLOSE(msg, got, want_y, bound, ny, RNN_TOL);
-		snprintf(msg, sizeof msg, "%s: Y padding and guards", what);
-		CHECK(pad_ok && guarded_intact(&gy), msg);
-	}
-	for (int which = 0; which < 2; which++) {
-		float *S = which ? Yc : Yh;
-		if (!S)
-			continue;
-		const double *want = which ? want_c : want_h;
-		int pad_ok = 1;
-		for (int64_t b = 0; b < N; b++) {
-			for (int64_t j = 0; j < H; j++) {
-				got[b * H + j] = S[b * yrow + j];
-				bound[b * H + j] = 1 + fabs(want[b * H + j]);
-			}
-			for (int64_t j = H; j < yrow; j++)
-				pad_ok &= S[b * yrow + j] == sentinel;
+			snprintf(msg, sizeof msg, "%s, %s: %s", what, form, which ? "Y_c" : "Y_h");
+			CHECK_CLOSE(msg, got, want, bound, ns, RNN_TOL);
+			snprintf(msg, sizeof msg, "%s, %s: %s padding and guards", what, form,
+			         which ? "Y_c" : "Y_h");
+			CHECK(pad_ok && guarded_intact(which ? &gc : &gh), msg);
 		}
-		snprintf(msg, sizeof msg, "%s: %s", what, which ? "Y_c" : "Y_h");
-		CHECK_CLOSE(msg, got, want, bound, ns, RNN_TOL);
-		snprintf(msg, sizeof msg, "%s: %s padding and guards", what, which ? "Y_c" : "Y_h");
-		CHECK(pad_ok && guarded_intact(which ? &gc : &gh), msg);
+		snprintf(msg, sizeof msg, "%s, %s: work stays in bounds", what, form);
+		CHECK(guarded_intact(&gw), msg);
 	}
-	snprintf(msg, sizeof msg, "%s: work stays in bounds", what);
-	CHECK(guarded_intact(&gw), msg);
 
 	/* A length out of range: an error, and nothing written. */
 	if (lens && N > 0 && (Y || Yh)) {
@@ -261,7 +283,7 @@ static void run_case(const Case *k, const char *what)
 		int64_t nprobe = Y ? T * N * yrow : N * yrow;
 		for (int64_t i = 0; i < nprobe; i++)
 			probe[i] = sentinel;
-		st = kiln_f32_rnn(&p, X, W, R, B, P, lens, h0, c0, Y, Yh, Yc, work);
+		st = kiln_f32_rnn(&p, &io, work);
 		int untouched = 1;
 		for (int64_t i = 0; i < nprobe; i++)
 			untouched &= probe[i] == sentinel;
@@ -272,6 +294,7 @@ static void run_case(const Case *k, const char *what)
 	}
 
 	free(X), free(W), free(R), free(B), free(P), free(h0), free(c0), free(lens);
+	free(Wp), free(Rp), free(Rhp);
 	free(want_y), free(want_h), free(want_c), free(got), free(bound);
 	if (Y)
 		guarded_free(&gy);
