@@ -311,6 +311,9 @@ int main(void)
 {
 	static const int64_t shapes[][4] = {  /* T, N, I, H */
 		{1, 1, 1, 1}, {3, 2, 4, 5}, {5, 7, 3, 4}, {4, 9, 17, 6}, {2, 3, 0, 3}, {6, 5, 2, 8},
+		/* full 32-column panels of the packed weights and a narrower last one;
+		 * K = 37 and 48 rows (the one-row product takes four at a time) */
+		{4, 3, 5, 37}, {3, 2, 6, 48},
 	};
 	/* Every activation appears, with its alpha and beta; the ones that can
 	 * grow the state (Relu, Affine, Softplus...) sit where a sigmoid-like

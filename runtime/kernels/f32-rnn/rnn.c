@@ -1,5 +1,5 @@
 /*
- * f32-rnn.c - one direction of ONNX RNN, GRU or LSTM in float32: the whole
+ * f32-rnn/rnn.c - one direction of ONNX RNN, GRU or LSTM in float32: the whole
  * sequence, every batch row, with the optional bias, peepholes, initial
  * state and per-row sequence lengths.
  *
@@ -28,7 +28,9 @@
 #include <math.h>
 #include <string.h>
 
-#include "f32-gemm/gemm.h"
+#include "../f32-gemm/gemm.h"
+#include "../isa.h"
+#include "gemv.h"
 #include "kiln/kernels.h"
 
 static int64_t gate_count(int cell)
@@ -141,11 +143,21 @@ static GemmBSrc weight_src(const float *packed, const float *onnx, int64_t K, in
 	return (GemmBSrc){.pack = pack_rows, .src = onnx, .rs = 1, .cs = K, .N = N};
 }
 
-/* C[M, N] (ldc) = A[M, K] (lda) B (+ bias[N]) */
+/* C[M, N] (ldc) = A[M, K] (lda) B (+ bias[N]): the GEMM core, or for one
+ * row of a packed B the vector-matrix product of gemv.h. */
 static void gemm(int64_t M, int64_t N, int64_t K, const float *A, int64_t lda, const GemmBSrc *b,
                  const float *bias, float *C, int64_t ldc)
 {
 	GemmEpi e = {.alpha = 1.0f, .beta = 0.0f, .col_bias = bias};
+	if (M == 1 && K > 0 && b->packed) {  /* batch 1's step: gemv.h */
+		switch (kiln_isa()) {
+#ifdef KILN_HAVE_X86_VARIANTS
+		case KILN_ISA_AVX512: kiln_rnn_gemv_avx512(N, K, A, b->packed, bias, C); return;
+		case KILN_ISA_AVX2: kiln_rnn_gemv_avx2(N, K, A, b->packed, bias, C); return;
+#endif
+		default: break;
+		}
+	}
 	if (K > 0) {
 		kiln_gemm_run(M, N, K, A, lda, b, C, ldc, &e);
 		return;
