@@ -226,6 +226,11 @@ enum {
 int64_t rnn_chunk(RnnNode *r)
 {
 	int64_t N = r->dir[0].batch, row = 0, fixed = 0;
+	/* T * G * H (a row's input projection) must not overflow below */
+	int64_t T = r->dir[0].seq_length, GH = r->gates * r->dir[0].hidden_size;
+	int64_t max_floats = RNN_MAX_ROW_BYTES / (int64_t)sizeof(float);
+	if (GH > max_floats || (GH > 0 && T > max_floats / GH))
+		return -1;
 	for (int d = 0; d < r->ndirs; d++) {
 		kiln_rnn_params one = r->dir[d];
 		one.chunk_rows = 1;
@@ -235,7 +240,7 @@ int64_t rnn_chunk(RnnNode *r)
 		row = f2 - f1 > row ? f2 - f1 : row;
 		fixed = 2 * f1 - f2 > fixed ? 2 * f1 - f2 : fixed;
 	}
-	if (row > RNN_MAX_ROW_BYTES / (int64_t)sizeof(float))
+	if (row > max_floats)
 		return -1;
 	int64_t chunk = (RNN_SCRATCH_BYTES / (int64_t)sizeof(float) - fixed) / (row ? row : 1);
 	if (chunk > N)
