@@ -247,21 +247,28 @@ void emit_topk(Emit *E)
 	emitf(E, "\tint64_t *I = %s;\n", I.expr);
 	if (k == 0)
 		return;
-	/* The previous pick bounds the next: (value, index) pairs strictly after it. */
+	/* One pass over each line keeping the k best so far in V and I, in order:
+	 * an element no better than the worst kept costs one compare (k is
+	 * usually much smaller than the axis: the kNN of ParticleNet), a better
+	 * one is inserted, the worst dropping out. Equal values keep the smaller
+	 * index first (it came earlier and a newcomer only passes strictly worse
+	 * ones), as ONNX's sorted TopK asks; a NaN is never better than anything. */
 	const char *better = largest ? ">" : "<";
 	emitf(E, "\tfor (int64_t o = 0; o < %" PRId64 "; o++)\n\t\tfor (int64_t i = 0; i < %" PRId64
 	       "; i++) {\n", outer, inner);
 	emitf(E, "\t\t\tconst %s *x = X + o * %" PRId64 " + i;\n", ctype(X.dtype), len * inner);
-	emitf(E, "\t\t\tint64_t prev = -1;\n");
-	emitf(E, "\t\t\tfor (int64_t r = 0; r < %" PRId64 "; r++) {\n\t\t\t\tint64_t best = -1;\n", k);
-	emitf(E, "\t\t\t\tfor (int64_t a = 0; a < %" PRId64 "; a++) {\n", len);
-	emitf(E, "\t\t\t\t\tif (prev >= 0 && !(x[prev * %" PRId64 "] %s x[a * %" PRId64
-	       "] || (x[prev * %" PRId64 "] == x[a * %" PRId64 "] && a > prev)))\n\t\t\t\t\t\tcontinue;\n",
-	    inner, better, inner, inner, inner);
-	emitf(E, "\t\t\t\t\tif (best < 0 || x[a * %" PRId64 "] %s x[best * %" PRId64 "])\n"
-	       "\t\t\t\t\t\tbest = a;\n\t\t\t\t}\n", inner, better, inner);
-	emitf(E, "\t\t\t\tV[(o * %" PRId64 " + r) * %" PRId64 " + i] = x[best * %" PRId64 "];\n"
-	       "\t\t\t\tI[(o * %" PRId64 " + r) * %" PRId64 " + i] = best;\n\t\t\t\tprev = best;\n"
-	       "\t\t\t}\n\t\t}\n", k, inner, inner, k, inner);
+	emitf(E, "\t\t\t%s *v = V + o * %" PRId64 " + i;\n\t\t\tint64_t *ix = I + o * %" PRId64
+	       " + i, kept = 0;\n", ctype(X.dtype), k * inner, k * inner);
+	emitf(E, "\t\t\tfor (int64_t a = 0; a < %" PRId64 "; a++) {\n", len);
+	emitf(E, "\t\t\t\tconst %s xa = x[a * %" PRId64 "];\n", ctype(X.dtype), inner);
+	emitf(E, "\t\t\t\tif (kept == %" PRId64 " && !(xa %s v[%" PRId64 "]))\n\t\t\t\t\tcontinue;\n",
+	    k, better, (k - 1) * inner);
+	emitf(E, "\t\t\t\tint64_t p = kept < %" PRId64 " ? kept++ : %" PRId64 ";\n", k, k - 1);
+	emitf(E, "\t\t\t\tfor (; p > 0 && xa %s v[(p - 1) * %" PRId64 "]; p--) {\n"
+	       "\t\t\t\t\tv[p * %" PRId64 "] = v[(p - 1) * %" PRId64 "];\n"
+	       "\t\t\t\t\tix[p * %" PRId64 "] = ix[(p - 1) * %" PRId64 "];\n\t\t\t\t}\n",
+	    better, inner, inner, inner, inner, inner);
+	emitf(E, "\t\t\t\tv[p * %" PRId64 "] = xa;\n\t\t\t\tix[p * %" PRId64 "] = a;\n\t\t\t}\n"
+	       "\t\t}\n", inner, inner);
 }
 

@@ -9,7 +9,7 @@
  * a time (f32-gemm/driver.c), and the variant's im2col packer (im2col.h)
  * gathers exactly those from X into the driver's stack buffer, zeros where a tap lands in the padding
  * (implicit GEMM). A 1x1, stride-1, unpadded convolution reads X's rows as B
- * directly. The bias (per output channel: a row of this GEMM), the residual
+ * in place (packed only when they are a multiple of 4 KiB apart). The bias (per output channel: a row of this GEMM), the residual
  * and the activation are the GEMM tile's epilogue, applied before the tile
  * is stored. Depthwise convolutions (one input channel per output channel)
  * and the ref variant keep the direct loops of ref.c.
@@ -71,6 +71,8 @@ static void conv_igemm(const kiln_conv2d_params *p, const float *X, const float 
 			Im2col ic = {p, X + (n * p->in_channels + g * cg) * in_plane};
 			GemmBSrc b = {.pack = pointwise ? pack_rows : im2col, .src = ic.x,
 			              .rs = in_plane, .cs = 1, .N = N, .ctx = &ic};
+			if (pointwise && gemm_b_direct(in_plane))
+				b.direct = ic.x, b.ld = in_plane;  /* X's rows are the panel */
 			int64_t y_off = (n * p->out_channels + g * mg) * N;
 			GemmEpi e = {.alpha = 1.0f, .beta = 0.0f,
 			             .row_bias = bias ? bias + g * mg : NULL,

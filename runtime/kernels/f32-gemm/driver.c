@@ -46,11 +46,12 @@ void kiln_gemm_run(int64_t M, int64_t N, int64_t K, const float *A, int64_t lda,
 	const kiln_epilogue *ep = e->ep;
 	int act = ep ? ep->act : KILN_ACT_NONE;
 	int late_act = !inline_act(act);
-	int64_t kc = b->packed ? K : KC;
+	int in_place = b->packed || b->direct;
+	int64_t kc = in_place ? K : KC;
 	/* Packed B: blocks of A's rows stay in L2 while every panel passes. B
 	 * packed here: each panel is packed once and all of A passes over it. */
 	int64_t mc = A_BLOCK_BYTES / 4 / (K > 0 ? K : 1);
-	mc = !b->packed ? M : mc < MR ? MR : mc / MR * MR;
+	mc = !in_place ? M : mc < MR ? MR : mc / MR * MR;
 	float panel[KC * KILN_PACK_NR];
 	GemmTile t = {.lda = lda, .ldc = ldc, .ldres = e->ldres,
 	              .act = late_act ? KILN_ACT_NONE : act,
@@ -65,11 +66,15 @@ void kiln_gemm_run(int64_t M, int64_t N, int64_t K, const float *A, int64_t lda,
 				int64_t kb = K - k0 < kc ? K - k0 : kc;
 				if (b->packed) {
 					t.B = b->packed + n0 * K + k0 * w;
+					t.ldb = w;
+				} else if (b->direct) {
+					t.B = b->direct + k0 * b->ld + n0;
+					t.ldb = b->ld;
 				} else {
 					b->pack(b, n0, k0, kb, panel);
 					t.B = panel;
+					t.ldb = w;
 				}
-				t.ldb = w;
 				t.K = kb;
 				t.alpha = e->alpha;
 				t.cbeta = k0 == 0 ? e->beta : 1.0f;
@@ -141,6 +146,8 @@ void kiln_f32_gemm_ep(int64_t M, int64_t N, int64_t K, float alpha, const float 
 	}
 	GemmBSrc src = {.pack = pack_strided, .src = B, .rs = b_row_stride, .cs = b_col_stride,
 	                .N = N};
+	if (b_col_stride == 1 && gemm_b_direct(b_row_stride))
+		src.direct = B, src.ld = b_row_stride;
 	GemmEpi e = {.alpha = alpha, .beta = beta, .col_bias = ep ? ep->bias : NULL, .ep = ep};
 	kiln_gemm_run(M, N, K, A, a_row_stride, &src, C, c_row_stride, &e);
 }

@@ -78,17 +78,28 @@ typedef struct GemmEpi {
 	const kiln_epilogue *ep;   /* the activation (and its parameters), or NULL */
 } GemmEpi;
 
-/* A source of B panels: either packed already (b32 over K x N), or a strided
- * matrix packed on the fly, or the convolution's implicit im2col. pack() writes
+/* A source of B panels: either packed already (b32 over K x N), or rows
+ * contiguous in place (a panel is then just a pointer: see gemm_b_direct), or
+ * a strided matrix packed on the fly, or the convolution's implicit im2col. pack() writes
  * rows [k0, k0 + kc) of the panel at column n0 into dst (kc rows of w floats). */
 typedef struct GemmBSrc {
-	const float *packed;       /* b32 layout, or NULL to call pack() */
+	const float *packed;       /* b32 layout, or NULL */
+	const float *direct;       /* else rows read in place: (k, n) at direct[k*ld + n] */
+	int64_t ld;
 	void (*pack)(const struct GemmBSrc *s, int64_t n0, int64_t k0, int64_t kc, float *dst);
 	const float *src;          /* pack()'s data */
 	int64_t rs, cs;            /* strided source: element (k, n) at src[k*rs + n*cs] */
 	int64_t N;                 /* columns of B */
 	const void *ctx;           /* the convolution's geometry */
 } GemmBSrc;
+
+/* Whether rows of B ld floats apart can be read in place: not when they are
+ * a multiple of 4 KiB apart, where a panel's rows would all fall in the same
+ * few L1 sets and evict each other (packing them is cheaper then). */
+static inline int gemm_b_direct(int64_t ld)
+{
+	return (ld * (int64_t)sizeof(float)) % 4096 != 0;
+}
 
 /* C[M, N] (ldc) = epilogue(alpha A[M, K] (lda, row-major) B + beta C), with
  * the variant kiln_isa() picks (ref included). */
