@@ -65,12 +65,12 @@ void emit_gemm(Emit *E)
 		B = in_op(E, 1);
 		decl(E, "B", &B, false);
 	}
-	/* Optional C: a per-column C ([N], [1,N]) with beta 1 of a fused node goes
-	 * to the kernel's epilogue as its bias (emit/epilogue.c); any other C is
-	 * first written into Y, broadcast to [M, N], and accumulated with beta. */
+	/* Optional C: a per-column C ([N], [1,N]) with beta 1 goes to the kernel's
+	 * epilogue as its bias (emit/epilogue.c), added in registers; any other C
+	 * is first written into Y, broadcast to [M, N], and accumulated with beta. */
 	bool fused = node_attr(E->n, "kiln.fused") != NULL;
 	Operand C = has_c ? in_op(E, 2) : Y;
-	bool col = fused && has_c && beta == 1.0 && C.nelem == N && C.shape->rank >= 1 &&
+	bool col = has_c && beta == 1.0 && C.nelem == N && C.shape->rank >= 1 &&
 	           C.shape->dims[C.shape->rank - 1].size == N;
 	if (has_c && !col) {
 		Operand cy = Y;
@@ -78,7 +78,7 @@ void emit_gemm(Emit *E)
 	} else {
 		decl(E, "Y", &Y, true);
 	}
-	const char *ep = fused ? emit_epilogue(E, col ? C.expr : NULL, NULL) : NULL;
+	const char *ep = fused || col ? emit_epilogue(E, col ? C.expr : NULL, NULL) : NULL;
 	const char *cbeta = has_c && !col ? flit(E, beta, DT_FLOAT) : "0.0f";
 	if (pb) {
 		/* B packed at compile time: the micro-kernels stream it as it is. */
@@ -88,13 +88,14 @@ void emit_gemm(Emit *E)
 		return;
 	}
 	/* B may be a float16 weight the kernel widens (passes/fuse.c). */
-	const char *fn = B.dtype == DT_FLOAT16 ? "kiln_f32_gemm_f16b" : fused ? "kiln_f32_gemm_ep"
-	                                                                       : "kiln_f32_gemm";
+	bool with_ep = B.dtype == DT_FLOAT16 || ep;
+	const char *fn = B.dtype == DT_FLOAT16 ? "kiln_f32_gemm_f16b" : ep ? "kiln_f32_gemm_ep"
+	                                                                    : "kiln_f32_gemm";
 	emitf(E, "\t%s(%" PRId64 ", %" PRId64 ", %" PRId64 ", %s, A, %" PRId64 ", %" PRId64
 	       ", B, %" PRId64 ", %" PRId64 ", %s, Y, %" PRId64 "%s%s);\n",
 	    fn, M, N, K, flit(E, alpha, DT_FLOAT), ta ? (int64_t)1 : K, ta ? M : (int64_t)1,
-	    tb ? (int64_t)1 : N, tb ? K : (int64_t)1, cbeta, N, fused ? ", " : "",
-	    fused ? (ep ? ep : "NULL") : "");
+	    tb ? (int64_t)1 : N, tb ? K : (int64_t)1, cbeta, N, with_ep ? ", " : "",
+	    with_ep ? (ep ? ep : "NULL") : "");
 }
 
 /* A MatMul's geometry: 1-D operands as matrices, the batch dims of each
