@@ -2,15 +2,15 @@
  * f32-gemm/driver.c - the GEMM core's one dispatch point and its blocking,
  * portable C around the micro-kernels of avx512.c, avx2.c and ref.c.
  *
- * kiln_gemm_run walks C in blocks of rows (a block of A of at most ~256 KiB
- * stays in L2 while every panel of B passes over it), then panels of 32
- * columns, then tiles of the variant's MR rows. B comes packed already (the
- * compiler packs weights into the b32 layout of pack.h, so the kernels read
- * them as one stream per panel with no copy at run time) or is packed on the
+ * kiln_gemm_run walks C in tiles of the variant's MR rows by one panel of 32
+ * columns. B comes packed already (the compiler packs weights into the b32
+ * layout of pack.h, so the kernels read them as one stream per panel with no
+ * copy at run time), or its rows are read in place, or it is packed on the
  * fly, a panel and at most KC rows at a time, into a 32 KiB buffer on the
- * stack (any strides: MatMul of two activations, Gemm transB, the
- * convolution's implicit im2col). When K is cut into blocks, the first one
- * applies beta and the last one the epilogue. Nothing is allocated; the result
+ * stack (any strides: Gemm transB, the convolution's implicit im2col). The
+ * loop order keeps the operand that is reused in L2 (see kiln_gemm_run).
+ * When K is cut into blocks, the first one applies beta and the last one the
+ * epilogue. Nothing is allocated; the result
  * depends only on the inputs and the variant (a fixed summation order).
  */
 #include <stddef.h>
@@ -47,23 +47,31 @@ void kiln_gemm_run(int64_t M, int64_t N, int64_t K, const float *A, int64_t lda,
 	int act = ep ? ep->act : KILN_ACT_NONE;
 	int late_act = !inline_act(act);
 	int in_place = b->packed || b->direct;
-	int64_t kc = in_place ? K : KC;
-	/* Packed B: blocks of A's rows stay in L2 while every panel passes. B
-	 * packed here: each panel is packed once and all of A passes over it. */
-	int64_t mc = A_BLOCK_BYTES / 4 / (K > 0 ? K : 1);
-	mc = !in_place ? M : mc < MR ? MR : mc / MR * MR;
 	float panel[KC * KILN_PACK_NR];
 	GemmTile t = {.lda = lda, .ldc = ldc, .ldres = e->ldres,
 	              .act = late_act ? KILN_ACT_NONE : act,
 	              .act_alpha = ep ? ep->alpha : 0.0f, .act_beta = ep ? ep->beta : 0.0f};
+	/* B in place (packed weights, or rows read where they are): blocks of A's
+	 * rows stay in L2 while every panel passes over them, K in one go. B
+	 * packed here: K is cut into blocks, outermost, so each (block, panel) is
+	 * packed once and the block of A (M x KC, often a convolution's weights,
+	 * too big for L2 whole) stays in L2 while every panel passes; C
+	 * accumulates across the blocks. */
+	int64_t mc = A_BLOCK_BYTES / 4 / (K > 0 ? K : 1);
+	mc = !in_place ? M : mc < MR ? MR : mc / MR * MR;
+	int64_t kc = in_place ? (K > 0 ? K : 1) : KC;
 	for (int64_t m0 = 0; m0 < M; m0 += mc) {
 		int64_t m_end = M - m0 < mc ? M : m0 + mc;
-		for (int64_t n0 = 0; n0 < N; n0 += KILN_PACK_NR) {
-			int64_t w = kiln_pack_b32_width(N, n0);
-			t.w = (int)w;
-			int64_t k0 = 0;
-			do {
-				int64_t kb = K - k0 < kc ? K - k0 : kc;
+		int64_t k0 = 0;
+		do {
+			int64_t kb = K - k0 < kc ? K - k0 : kc;
+			t.K = kb;
+			t.alpha = e->alpha;
+			t.cbeta = k0 == 0 ? e->beta : 1.0f;
+			t.final = k0 + kb >= K;
+			for (int64_t n0 = 0; n0 < N; n0 += KILN_PACK_NR) {
+				int64_t w = kiln_pack_b32_width(N, n0);
+				t.w = (int)w;
 				if (b->packed) {
 					t.B = b->packed + n0 * K + k0 * w;
 					t.ldb = w;
@@ -75,10 +83,6 @@ void kiln_gemm_run(int64_t M, int64_t N, int64_t K, const float *A, int64_t lda,
 					t.B = panel;
 					t.ldb = w;
 				}
-				t.K = kb;
-				t.alpha = e->alpha;
-				t.cbeta = k0 == 0 ? e->beta : 1.0f;
-				t.final = k0 + kb >= K;
 				for (int64_t m = m0; m < m_end; m += t.mr) {
 					/* rows spread evenly over the tiles left (64 = 6 x ~11, not
 					 * 5 x 12 + 4): a short tile has too few accumulators */
@@ -94,9 +98,9 @@ void kiln_gemm_run(int64_t M, int64_t N, int64_t K, const float *A, int64_t lda,
 						for (int i = 0; i < t.mr; i++)
 							kiln_f32_act(t.C + i * ldc, w, ep);
 				}
-				k0 += kb;
-			} while (k0 < K);
-		}
+			}
+			k0 += kb;
+		} while (k0 < K);
 	}
 }
 
