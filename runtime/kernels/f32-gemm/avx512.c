@@ -212,3 +212,52 @@ void kiln_gemm_dot_avx512(const GemmDot *d)
 	default: dot_rows(d, 4); break;
 	}
 }
+
+/* pack.h's panel for a transposed B (element (k, n) at src[n * cs + k]):
+ * 16 x 16 blocks transposed in registers, so the panel is written in full
+ * rows of 16 instead of one float at a time. Rows and columns past the
+ * block's edge are done one by one. */
+void kiln_pack_b32_t_avx512(const float *src, int64_t cs, int64_t N, int64_t n0, int64_t k0,
+                            int64_t kc, float *dst)
+{
+	int64_t w = kiln_pack_b32_width(N, n0);
+	int64_t k = 0;
+	for (; k + 16 <= kc; k += 16) {
+		int64_t j = 0;
+		for (; j + 16 <= w; j += 16) {
+			__m512 r[16], t[16];
+			for (int i = 0; i < 16; i++)
+				r[i] = _mm512_loadu_ps(src + (n0 + j + i) * cs + k0 + k);
+			/* 16 x 16 transpose: 32-bit, 64-bit, then 128-bit lane shuffles */
+			for (int i = 0; i < 16; i += 2) {
+				t[i] = _mm512_unpacklo_ps(r[i], r[i + 1]);
+				t[i + 1] = _mm512_unpackhi_ps(r[i], r[i + 1]);
+			}
+			for (int i = 0; i < 16; i += 4)
+				for (int q = 0; q < 2; q++) {
+					__m512d a = _mm512_castps_pd(t[i + q]), b = _mm512_castps_pd(t[i + q + 2]);
+					r[i + q] = _mm512_castpd_ps(_mm512_unpacklo_pd(a, b));
+					r[i + q + 2] = _mm512_castpd_ps(_mm512_unpackhi_pd(a, b));
+				}
+			for (int i = 0; i < 16; i += 8)
+				for (int q = 0; q < 4; q++) {
+					t[i + q] = _mm512_shuffle_f32x4(r[i + q], r[i + q + 4], 0x88);
+					t[i + q + 4] = _mm512_shuffle_f32x4(r[i + q], r[i + q + 4], 0xdd);
+				}
+			for (int q = 0; q < 8; q++) {
+				r[q] = _mm512_shuffle_f32x4(t[q], t[q + 8], 0x88);
+				r[q + 8] = _mm512_shuffle_f32x4(t[q], t[q + 8], 0xdd);
+			}
+			/* r[m] now holds column k + perm(m) of the 16 rows */
+			static const int row_of[16] = {0, 2, 1, 3, 4, 6, 5, 7, 8, 10, 9, 11, 12, 14, 13, 15};
+			for (int m = 0; m < 16; m++)
+				_mm512_storeu_ps(dst + (k + row_of[m]) * w + j, r[m]);
+		}
+		for (; j < w; j++)
+			for (int i = 0; i < 16; i++)
+				dst[(k + i) * w + j] = src[(n0 + j) * cs + k0 + k + i];
+	}
+	for (; k < kc; k++)
+		for (int64_t j = 0; j < w; j++)
+			dst[k * w + j] = src[(n0 + j) * cs + k0 + k];
+}

@@ -106,6 +106,12 @@ void kiln_gemm_run(int64_t M, int64_t N, int64_t K, const float *A, int64_t lda,
 
 static void pack_strided(const GemmBSrc *s, int64_t n0, int64_t k0, int64_t kc, float *dst)
 {
+#ifdef KILN_HAVE_X86_VARIANTS
+	if (s->rs == 1 && kiln_isa() == KILN_ISA_AVX512) {
+		kiln_pack_b32_t_avx512(s->src, s->cs, s->N, n0, k0, kc, dst);
+		return;
+	}
+#endif
 	kiln_pack_b32_panel(s->src, s->rs, s->cs, s->N, n0, k0, kc, dst);
 }
 

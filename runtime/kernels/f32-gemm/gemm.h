@@ -66,6 +66,11 @@ typedef struct GemmDot {
 	float alpha, beta;
 } GemmDot;
 void kiln_gemm_dot_avx2(const GemmDot *d);
+
+/* pack.h's kiln_pack_b32_panel for a transposed B (rs == 1): element (k, n)
+ * at src[n * cs + k], transposed in registers 16 x 16 at a time. */
+void kiln_pack_b32_t_avx512(const float *src, int64_t cs, int64_t N, int64_t n0, int64_t k0,
+                            int64_t kc, float *dst);
 void kiln_gemm_dot_avx512(const GemmDot *d);
 
 /* The driver's epilogue description (the tile's, before splitting). */
