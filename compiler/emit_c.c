@@ -228,6 +228,31 @@ void emit_symbol_fill(const void *arg, void *dst)
 /* ---- operands --------------------------------------------------------- */
 
 
+/* Where a templated node's operand k lives (see "shared node functions"). */
+enum { SLOT_ARENA, SLOT_IN, SLOT_OUT, SLOT_CONST };
+typedef struct EmitSlot {
+	int kind;            /* SLOT_* */
+	int64_t off;         /* arena offset, or input/output index */
+	const char *sym;     /* SLOT_CONST: the weights symbol */
+} EmitSlot;
+
+/* The operand expression: concrete, or slot[k] while templating. */
+static const char *placed(Emit *E, const char *concrete, int kind, int64_t off, const char *sym,
+                          const char *t, bool is_const)
+{
+	if (!E->templating)
+		return concrete;
+	E->slots = arena_grow(E->a, E->slots, E->nslots, &E->capslots, sizeof *E->slots);
+	E->slots[E->nslots] = (EmitSlot){kind, off, sym};
+	return arena_printf(E->a, "((%s%s *)slot[%d])", is_const ? "const " : "", t, E->nslots++);
+}
+
+const char *symbol_expr(Emit *E, int sym, const char *t)
+{
+	return placed(E, arena_printf(E->a, "(const %s *)%s", t, E->syms[sym].name), SLOT_CONST, 0,
+	              E->syms[sym].name, t, true);
+}
+
 /* Where value id lives, as a C pointer expression. */
 Operand operand(Emit *E, int id, bool writable)
 {
@@ -239,7 +264,8 @@ Operand operand(Emit *E, int id, bool writable)
 		emit_fail(E, "element type %s of \"%s\" is not supported by the code generator yet",
 		          dtype_name(op.dtype), v->name);
 	if (E->out_index[id] != NONE) {
-		op.expr = arena_printf(E->a, "(%s *)out[%d]", t, E->out_index[id]);
+		op.expr = placed(E, arena_printf(E->a, "(%s *)out[%d]", t, E->out_index[id]), SLOT_OUT,
+		                 E->out_index[id], NULL, t, false);
 		return op;
 	}
 	KILN_ASSERT(!writable);
@@ -256,7 +282,7 @@ Operand operand(Emit *E, int id, bool writable)
 		const Folded *f = E->sig->folded[id];
 		uint64_t nbytes = (uint64_t)f->nelem * dtype_size(f->dtype);
 		int s = symbol_for(E, f->dtype, f->data, nbytes, v->name);
-		op.expr = arena_printf(E->a, "(const %s *)%s", t, E->syms[s].name);
+		op.expr = symbol_expr(E, s, t);
 		return op;
 	}
 	int root = E->plan->root[id];
@@ -264,17 +290,19 @@ Operand operand(Emit *E, int id, bool writable)
 	if (rv->kind == VAL_OUTER) {
 		op.expr = emit_outer_expr(E, root);  /* a view of an enclosing graph's value */
 	} else if (E->in_index[root] != NONE) {
-		op.expr = arena_printf(E->a, "(const %s *)in[%d]", t, E->in_index[root]);
+		op.expr = placed(E, arena_printf(E->a, "(const %s *)in[%d]", t, E->in_index[root]),
+		                 SLOT_IN, E->in_index[root], NULL, t, true);
 	} else if (rv->kind == VAL_WEIGHT) {
 		int s = E->sym_of_weight[root];
 		if (s == NONE) {
 			s = symbol_for(E, rv->dtype, rv->weight->bytes, rv->weight->nbytes, rv->name);
 			E->sym_of_weight[root] = s;
 		}
-		op.expr = arena_printf(E->a, "(const %s *)%s", t, E->syms[s].name);
+		op.expr = symbol_expr(E, s, t);
 	} else if (E->plan->buf_of[id] != NONE) {
-		op.expr = arena_printf(E->a, "(%s *)(a + %" PRId64 ")", t,
-		                       E->plan->bufs[E->plan->buf_of[id]].off);
+		int64_t off = E->plan->bufs[E->plan->buf_of[id]].off;
+		op.expr = placed(E, arena_printf(E->a, "(%s *)(a + %" PRId64 ")", t, off), SLOT_ARENA,
+		                 off, NULL, t, false);
 	} else {
 		emit_fail(E, "value \"%s\" has no storage (kind %d)", v->name, (int)v->kind);
 	}
@@ -290,13 +318,16 @@ Operand result(Emit *E, int id)
 	if (!t)
 		emit_fail(E, "element type %s is not supported by the code generator yet",
 		          dtype_name(op.dtype));
-	if (E->out_index[id] != NONE)
-		op.expr = arena_printf(E->a, "(%s *)out[%d]", t, E->out_index[id]);
-	else if (E->plan->buf_of[id] != NONE)
-		op.expr = arena_printf(E->a, "(%s *)(a + %" PRId64 ")", t,
-		                       E->plan->bufs[E->plan->buf_of[id]].off);
-	else
+	if (E->out_index[id] != NONE) {
+		op.expr = placed(E, arena_printf(E->a, "(%s *)out[%d]", t, E->out_index[id]), SLOT_OUT,
+		                 E->out_index[id], NULL, t, false);
+	} else if (E->plan->buf_of[id] != NONE) {
+		int64_t off = E->plan->bufs[E->plan->buf_of[id]].off;
+		op.expr = placed(E, arena_printf(E->a, "(%s *)(a + %" PRId64 ")", t, off), SLOT_ARENA,
+		                 off, NULL, t, false);
+	} else {
 		emit_fail(E, "output \"%s\" has no buffer", E->g->values[id].name);
+	}
 	return op;
 }
 
@@ -712,6 +743,39 @@ static const char *fn_name(Emit *E, const Node *n)
 	                    sanitize(E->a, n->name[0] ? n->name : n->op_type));
 }
 
+/* The statements of node n's function, ending with its return. */
+static void node_code(Emit *E, Node *n)
+{
+	/* A folded output the caller wants is copied from its constant. */
+	bool all_folded = true;
+	for (int k = 0; k < n->nout; k++)
+		if (n->out[k] != NONE && !E->sig->folded[n->out[k]])
+			all_folded = false;
+	if (all_folded) {
+		for (int k = 0; k < n->nout; k++) {
+			int id = n->out[k];
+			if (id == NONE || E->out_index[id] == NONE)
+				continue;
+			const Folded *f = E->sig->folded[id];
+			int s = symbol_for(E, f->dtype, f->data, (uint64_t)f->nelem * dtype_size(f->dtype),
+			                   E->g->values[id].name);
+			emitf(E, "\tmemcpy(out[%d], %s, %" PRIu64 ");\n", E->out_index[id], E->syms[s].name,
+			    E->syms[s].nbytes);
+		}
+		emitf(E, "\treturn 0;\n");
+		return;
+	}
+	bool empty = true;
+	for (int k = 0; k < n->nout; k++)
+		if (n->out[k] != NONE && shape_nelem(&E->sig->shapes[n->out[k]]) != 0)
+			empty = false;
+	if (empty) {
+		emitf(E, "\treturn 0; /* every output is empty: nothing to compute */\n");
+		return;
+	}
+	emit_body(E);
+}
+
 static void emit_node(Emit *E, Node *n)
 {
 	E->n = n;
@@ -730,39 +794,202 @@ static void emit_node(Emit *E, Node *n)
 	emitf(E, "static int %s(unsigned char *a, const void *const *in, void *const *out)\n{\n",
 	    fn_name(E, n));
 	emitf(E, "\t(void)a, (void)in, (void)out;\n");
-	/* A folded output the caller wants is copied from its constant. */
-	bool all_folded = true;
-	for (int k = 0; k < n->nout; k++)
-		if (n->out[k] != NONE && !E->sig->folded[n->out[k]])
-			all_folded = false;
-	if (all_folded) {
-		for (int k = 0; k < n->nout; k++) {
-			int id = n->out[k];
-			if (id == NONE || E->out_index[id] == NONE)
-				continue;
-			const Folded *f = E->sig->folded[id];
-			int s = symbol_for(E, f->dtype, f->data, (uint64_t)f->nelem * dtype_size(f->dtype),
-			                   E->g->values[id].name);
-			emitf(E, "\tmemcpy(out[%d], %s, %" PRIu64 ");\n", E->out_index[id], E->syms[s].name,
-			    E->syms[s].nbytes);
-		}
-		emitf(E, "\treturn 0;\n}\n\n");
-		return;
-	}
-	bool empty = true;
-	for (int k = 0; k < n->nout; k++)
-		if (n->out[k] != NONE && shape_nelem(&E->sig->shapes[n->out[k]]) != 0)
-			empty = false;
-	if (empty) {
-		emitf(E, "\treturn 0; /* every output is empty: nothing to compute */\n}\n\n");
-		return;
-	}
-	emit_body(E);
+	node_code(E, n);
 	emitf(E, "}\n\n");
 	long at = ftell(E->c);
 	if (at > E->m->limits.max_c_bytes)
 		diag_fail_node(E->d, E->g, n, KILN_LIMIT, "the generated C passes %lld MiB here (raise the "
 		               "limit with --max-c-size)", (long long)(E->m->limits.max_c_bytes >> 20));
+}
+
+/* ---- shared node functions -------------------------------------------- */
+
+/*
+ * In a large graph, most nodes repeat a few bodies: the same op on the same
+ * shapes, differing only in where their operands live. There, each node's
+ * body is written once more in template mode, with its operands as
+ * slot[k] (the arena offset, input, output or weights symbol recorded
+ * aside); nodes whose bodies are then the same text share one function
+ * (sNNN_op), and a table of steps per batch size gives, in schedule order,
+ * each node's function and slots. The C compiler then sees a few functions
+ * and some tables instead of one function per node and signature, so its
+ * time grows with the number of distinct bodies, not of nodes. Anything a
+ * body says about one node alone (a constant's name, a fused node's name)
+ * keeps its text unique, so sharing is never wrong, only less frequent.
+ * Control flow and nodes with more than SHARE_MAX_SLOTS operands keep
+ * their own functions; small graphs keep one function per node.
+ */
+enum { SHARE_MIN_NODES = 64, SHARE_MAX_SLOTS = 32 };
+
+static void emit_frozen_guards(Emit *E);
+
+typedef struct EmitTemplate {
+	uint64_t hash;
+	const char *code;
+	const char *name;
+} EmitTemplate;
+
+static uint64_t text_hash(const char *s, size_t n)
+{
+	uint64_t h = 1469598103934665603u;
+	for (size_t i = 0; i < n; i++)
+		h = (h ^ (unsigned char)s[i]) * 1099511628211u;
+	return h;
+}
+
+static bool share_signature(Emit *E)
+{
+	int n = 0;
+	for (int k = 0; k < E->g->nnodes; k++)
+		n += node_has_code(E, &E->g->nodes[k]);
+	return n >= SHARE_MIN_NODES;
+}
+
+/* Node n's body in template mode: its shared function (written out when it
+ * is new), with its slots in E->slots; NULL if n keeps its own function. */
+static const char *shared_function(Emit *E, Node *n)
+{
+	if (n->op == OP_If || n->op == OP_Loop || n->op == OP_Scan)
+		return NULL;
+	/* The body goes to a temporary file the model tracks (closed on any
+	 * error), then back into the arena to be compared. */
+	if (!E->tfile) {
+		E->tfile = tmpfile();
+		if (!E->tfile)
+			diag_fail(E->d, KILN_IO, "cannot open a temporary file");
+		model_track_file(E->m, E->tfile);
+	}
+	rewind(E->tfile);
+	FILE *saved = E->c;
+	E->n = n;
+	E->c = E->tfile;
+	E->nslots = 0;
+	E->templating = true;
+	node_code(E, n);
+	E->templating = false;
+	E->c = saved;
+	long len = ftell(E->tfile);
+	if (len < 0 || E->nslots > SHARE_MAX_SLOTS)
+		return NULL;
+	char *buf = arena_alloc(E->a, (size_t)len + 1);
+	rewind(E->tfile);
+	if (fread(buf, 1, (size_t)len, E->tfile) != (size_t)len)
+		diag_fail(E->d, KILN_IO, "reading back a temporary file");
+	buf[len] = 0;
+	uint64_t h = text_hash(buf, (size_t)len);
+	for (int i = 0; i < E->ntmpls; i++)
+		if (E->tmpls[i].hash == h && strcmp(E->tmpls[i].code, buf) == 0)
+			return E->tmpls[i].name;
+	E->tmpls = arena_grow(E->a, E->tmpls, E->ntmpls, &E->captmpls, sizeof *E->tmpls);
+	EmitTemplate *t = &E->tmpls[E->ntmpls];
+	t->hash = h;
+	t->code = buf;
+	t->name = arena_printf(E->a, "s%03d_%s", E->ntmpls++, sanitize(E->a, n->op_type));
+	emitf(E, "/* shared: %s at batch %" PRId64 ", first for node %d \"",
+	      c_comment_escape(E->a, n->op_type), E->sig->batch, n->id);
+	comment_text(E, n->name);
+	emitf(E, "\"; the steps tables list its nodes */\n");
+	emitf(E, "static int %s(unsigned char *a, const void *const *in, void *const *out, "
+	         "void *const *slot)\n{\n\t(void)a, (void)in, (void)out, (void)slot;\n%s}\n\n",
+	      t->name, t->code);
+	return t->name;
+}
+
+/* The types and the loop that run a table of steps (once per file). */
+static void emit_step_runner(Emit *E)
+{
+	const char *N = E->o->name;
+	emitf(E, "/* Shared node functions: a step is a function and where its operands live\n"
+	         " * (slots: 0 arena offset, 1 input, 2 output, 3 constant). */\n");
+	emitf(E, "typedef struct %s_slot {\n\tint kind;\n\tint64_t off;\n\tconst void *ptr;\n} "
+	         "%s_slot;\n", N, N);
+	emitf(E, "typedef struct %s_step {\n\tint (*fn)(unsigned char *, const void *const *, "
+	         "void *const *, void *const *);\n\tint first, nslots;\n} %s_step;\n\n", N, N);
+	emitf(E, "static int %s_steps(unsigned char *a, const void *const *in, void *const *out,\n"
+	         "\tconst %s_step *step, int n, const %s_slot *slots)\n{\n", N, N, N);
+	emitf(E, "\tfor (int i = 0; i < n; i++) {\n\t\tvoid *slot[%d];\n", SHARE_MAX_SLOTS);
+	emitf(E, "\t\tconst %s_slot *s = slots + step[i].first;\n", N);
+	emitf(E, "\t\tfor (int k = 0; k < step[i].nslots; k++)\n"
+	         "\t\t\tslot[k] = s[k].kind == 0 ? (void *)(a + s[k].off)\n"
+	         "\t\t\t        : s[k].kind == 1 ? (void *)in[s[k].off]\n"
+	         "\t\t\t        : s[k].kind == 2 ? out[s[k].off] : (void *)s[k].ptr;\n");
+	emitf(E, "\t\tint st = step[i].fn(a, in, out, slot);\n\t\tif (st != 0)\n\t\t\treturn st;\n"
+	         "\t}\n\treturn 0;\n}\n\n");
+}
+
+/* One signature's node functions, steps tables and run function, sharing
+ * functions between nodes. */
+static void emit_shared_signature(Emit *E)
+{
+	const char *N = E->o->name;
+	Graph *g = E->g;
+	const char **fn = arena_array(E->a, (size_t)g->nnodes, sizeof *fn);
+	int *first = arena_array(E->a, (size_t)g->nnodes, sizeof *first);
+	int *count = arena_array(E->a, (size_t)g->nnodes, sizeof *count);
+	EmitSlot *slots = NULL;
+	int nslots = 0, capslots = 0;
+	for (int k = 0; k < g->nnodes; k++) {
+		Node *n = &g->nodes[k];
+		if (!node_has_code(E, n))
+			continue;
+		fn[k] = shared_function(E, n);
+		if (!fn[k]) {
+			emit_node(E, n);
+			continue;
+		}
+		first[k] = nslots;
+		count[k] = E->nslots;
+		for (int i = 0; i < E->nslots; i++) {
+			slots = arena_grow(E->a, slots, nslots, &capslots, sizeof *slots);
+			slots[nslots++] = E->slots[i];
+		}
+	}
+	int64_t b = E->sig->batch;
+	emitf(E, "static const %s_slot b%" PRId64 "_slots[] = {\n", N, b);
+	for (int i = 0; i < nslots; i++)
+		emitf(E, "\t{%d, %" PRId64 ", %s},\n", slots[i].kind, slots[i].off,
+		      slots[i].sym ? slots[i].sym : "NULL");
+	emitf(E, "%s};\n", nslots ? "" : "\t{0, 0, NULL},\n");
+	emitf(E, "static const %s_step b%" PRId64 "_steps[] = {\n", N, b);
+	int nsteps = 0;
+	int *step_of = arena_array(E->a, (size_t)g->nnodes, sizeof *step_of);
+	for (int k = 0; k < g->nnodes; k++) {
+		Node *n = &g->nodes[k];
+		if (!node_has_code(E, n) || !fn[k])
+			continue;
+		step_of[k] = nsteps++;
+		emitf(E, "\t{%s, %d, %d}, /* node %d \"", fn[k], first[k], count[k], n->id);
+		comment_text(E, n->name);
+		emitf(E, "\" (%s) */\n", c_comment_escape(E->a, n->op_type));
+	}
+	emitf(E, "%s};\n\n", nsteps ? "" : "\t{NULL, 0, 0},\n");
+	emitf(E, "static int %s_run_generic_b%" PRId64 "(void *arena, const void *const *in, "
+	         "void *const *out)\n{\n\tunsigned char *a = arena;\n\tint st;\n", N, b);
+	emit_frozen_guards(E);
+	for (int k = 0; k < g->nnodes;) {
+		Node *n = &g->nodes[k];
+		if (!node_has_code(E, n)) {
+			k++;
+			continue;
+		}
+		if (!fn[k]) {
+			emitf(E, "\tif ((st = %s(a, in, out)) != 0) /* %s */\n\t\treturn st;\n",
+			      fn_name(E, n), c_comment_escape(E->a, n->op_type));
+			k++;
+			continue;
+		}
+		int from = step_of[k], upto = k;
+		while (upto < g->nnodes && (!node_has_code(E, &g->nodes[upto]) || fn[upto]))
+			upto++;
+		int to = from;
+		for (int j = k; j < upto; j++)
+			if (node_has_code(E, &g->nodes[j]))
+				to = step_of[j] + 1;
+		emitf(E, "\tif ((st = %s_steps(a, in, out, b%" PRId64 "_steps + %d, %d, b%" PRId64
+		         "_slots)) != 0)\n\t\treturn st;\n", N, b, from, to - from, b);
+		k = upto;
+	}
+	emitf(E, "\treturn 0;\n}\n\n");
 }
 
 /* The node functions of a subgraph (emit/control.c sets up E). */
@@ -1166,26 +1393,40 @@ void emit_c(Model *m, const Sig *sigs, const Plan *plans, int nsigs, const EmitO
 	for (int i = 0; i < g->nvalues; i++)
 		E->sym_of_weight[i] = NONE;
 
+	/* Large graphs share node functions (see "shared node functions"). */
+	bool *shared = arena_array(E->a, (size_t)(nsigs ? nsigs : 1), sizeof *shared);
+	bool any_shared = false;
+	for (int i = 0; i < nsigs; i++) {
+		E->sig = &sigs[i];
+		E->plan = &plans[i];
+		any_shared |= shared[i] = share_signature(E);
+	}
+	if (any_shared)
+		emit_step_runner(E);
 	for (int i = 0; i < nsigs; i++) {
 		E->sig = &sigs[i];
 		E->plan = &plans[i];
 		emitf(E, "/* ==== batch %" PRId64 ": arena %" PRId64 " bytes ==== */\n\n", sigs[i].batch,
 		    plans[i].arena_bytes);
-		for (int k = 0; k < g->nnodes; k++)
-			if (node_has_code(E, &g->nodes[k]))
-				emit_node(E, &g->nodes[k]);
-		emitf(E, "static int %s_run_generic_b%" PRId64 "(void *arena, const void *const *in, "
-		       "void *const *out)\n{\n\tunsigned char *a = arena;\n\tint st;\n",
-		    o->name, sigs[i].batch);
-		emit_frozen_guards(E);
-		for (int k = 0; k < g->nnodes; k++) {
-			Node *n = &g->nodes[k];
-			if (!node_has_code(E, n))
-				continue;
-			emitf(E, "\tif ((st = %s(a, in, out)) != 0) /* %s */\n\t\treturn st;\n", fn_name(E, n),
-			    c_comment_escape(E->a, n->op_type));
+		if (shared[i]) {
+			emit_shared_signature(E);
+		} else {
+			for (int k = 0; k < g->nnodes; k++)
+				if (node_has_code(E, &g->nodes[k]))
+					emit_node(E, &g->nodes[k]);
+			emitf(E, "static int %s_run_generic_b%" PRId64 "(void *arena, const void *const *in, "
+			       "void *const *out)\n{\n\tunsigned char *a = arena;\n\tint st;\n",
+			    o->name, sigs[i].batch);
+			emit_frozen_guards(E);
+			for (int k = 0; k < g->nnodes; k++) {
+				Node *n = &g->nodes[k];
+				if (!node_has_code(E, n))
+					continue;
+				emitf(E, "\tif ((st = %s(a, in, out)) != 0) /* %s */\n\t\treturn st;\n",
+				    fn_name(E, n), c_comment_escape(E->a, n->op_type));
+			}
+			emitf(E, "\treturn 0;\n}\n\n");
 		}
-		emitf(E, "\treturn 0;\n}\n\n");
 		emitf(E, "%s_MODEL_API int %s_run_b%" PRId64 "(void *arena", upper(E, o->name), o->name,
 		    sigs[i].batch);
 		int nin = 0, nout = 0;
@@ -1209,6 +1450,11 @@ void emit_c(Model *m, const Sig *sigs, const Plan *plans, int nsigs, const EmitO
 			emitf(E, "%s%s", k ? ", " : "", E->iface[g->outputs[k]]);
 		emitf(E, "%s};\n\treturn %s_run_generic_b%" PRId64 "(arena, in, out);\n}\n\n",
 		    nout ? "" : "0", o->name, sigs[i].batch);
+	}
+	if (E->tfile) {
+		model_untrack_file(m, E->tfile);
+		fclose(E->tfile);
+		E->tfile = NULL;
 	}
 	emit_descriptor(E, sigs, plans, nsigs);
 	emit_header(E, h, sigs, plans, nsigs);

@@ -35,6 +35,14 @@ typedef struct Emit {
 	Node *n;                     /* the node being emitted, for errors */
 	struct Emit *parent;         /* a subgraph's: the enclosing graph's emitter, else NULL */
 	const char *fn_prefix;       /* a subgraph's function name prefix, else NULL ("b8") */
+	/* Shared node functions (large graphs, emit_c.c): while `templating`,
+	 * operands are written as slot[k] and where they live is recorded. */
+	bool templating;
+	struct EmitSlot *slots;
+	int nslots, capslots;
+	struct EmitTemplate *tmpls;
+	int ntmpls, captmpls;
+	FILE *tfile;                 /* where a template body is written first (tracked) */
 } Emit;
 
 /* A value as the generated code sees it. */
@@ -67,6 +75,9 @@ int symbol_for(Emit *E, int dtype, const void *bytes, uint64_t nbytes, const cha
 int symbol_in_layout(Emit *E, int dtype, const void *bytes, uint64_t nbytes, const char *hint,
                      SymLayout layout, const int64_t pack[4]);
 Operand operand(Emit *E, int id, bool writable);
+/* A weights symbol as `(const T *)name`, or a slot while templating. Not
+ * for static initializers (use the name there). */
+const char *symbol_expr(Emit *E, int sym, const char *t);
 Operand result(Emit *E, int id);
 Operand in_op(Emit *E, int i);                   /* input i of the node; fails if absent */
 Operand out_op(Emit *E, int i);

@@ -28,7 +28,7 @@ const char *emit_epilogue(Emit *E, const char *bias, const char *residual)
 	const Attr *fused = node_attr(E->n, "kiln.fused");
 	if (!act && !bias && !residual)
 		return NULL;
-	if (fused && fused->type == AT_STRING) {
+	if (fused && fused->type == AT_STRING && !E->templating) {   /* names: one node's */
 		emitf(E, "\t/* fused: ");
 		comment_text(E, arena_printf(E->a, "%.*s", (int)fused->s.len, fused->s.data));
 		emitf(E, " */\n");

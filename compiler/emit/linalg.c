@@ -46,7 +46,7 @@ static const char *packed_b(Emit *E, bool trans, int64_t K, int64_t N)
 	int64_t pack[4] = {K, N, trans ? 1 : N, trans ? K : 1};
 	int s = symbol_in_layout(E, DT_FLOAT, v->weight->bytes, v->weight->nbytes, v->name,
 	                         SYM_PACK_B32, pack);
-	return arena_printf(E->a, "(const float *)%s", E->syms[s].name);
+	return symbol_expr(E, s, "float");
 }
 
 void emit_gemm(Emit *E)
