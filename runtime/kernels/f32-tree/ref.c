@@ -39,11 +39,11 @@ KILN_API double kiln_ml_probit(double p)
 	static const double d[] = {7.784695709041462e-03, 3.224671290700398e-01,
 	                           2.445134137142996e+00, 3.754408661907416e+00};
 	if (isnan(p) || p < 0 || p > 1)
-		return NAN;
+		return (double)NAN;
 	if (p == 0)
-		return -INFINITY;
+		return -(double)INFINITY;
 	if (p == 1)
-		return INFINITY;
+		return (double)INFINITY;
 	double x;
 	if (p < 0.02425) {
 		double q = sqrt(-2 * log(p));
@@ -70,7 +70,7 @@ static double logistic(double v)
 
 KILN_API void kiln_ml_post_transform(int post, double *s, int64_t n)
 {
-	double m = -INFINITY, sum = 0;
+	double m = -(double)INFINITY, sum = 0;
 	switch (post) {
 	case KILN_ML_LOGISTIC:
 		for (int64_t i = 0; i < n; i++)
