@@ -78,7 +78,9 @@ static const OpDoc docs[] = {
 	 "(*_as_tensor) compared in double; node arrays in the weights object, "
 	 "runtime/kernels/f32-tree; see [trees.md](trees.md)"},
 	{OP_ML_TreeEnsembleRegressor, 0, "aggregate SUM, AVERAGE, MIN, MAX; post-transforms as the "
-	 "spec says (also on one target); see [trees.md](trees.md)"},
+	 "spec says where ONNX Runtime departs from it (it ignores LOGISTIC and SOFTMAX on one "
+	 "target and approximates PROBIT; kiln applies them, PROBIT exact); double thresholds "
+	 "compared in double (ONNX Runtime rounds them to float); see [trees.md](trees.md)"},
 	{OP_ML_LinearClassifier, 0, "int64 class labels; one score row for two classes gives "
 	 "[1 - p, p], p the transformed score, as ONNX Runtime does"},
 	{OP_ML_LinearRegressor, 0, NULL},
