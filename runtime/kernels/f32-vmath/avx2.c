@@ -32,7 +32,6 @@ static inline V vfma(V a, V b, V c) { return _mm256_fmadd_ps(a, b, c); }
 static inline V vmin(V a, V b) { return _mm256_min_ps(a, b); }
 static inline V vmax(V a, V b) { return _mm256_max_ps(a, b); }
 static inline VM vlt(V a, V b) { return _mm256_cmp_ps(a, b, _CMP_LT_OQ); }
-static inline VM vle(V a, V b) { return _mm256_cmp_ps(a, b, _CMP_LE_OQ); }
 static inline VM vgt(V a, V b) { return _mm256_cmp_ps(a, b, _CMP_GT_OQ); }
 static inline VM vge(V a, V b) { return _mm256_cmp_ps(a, b, _CMP_GE_OQ); }
 static inline V vsel(VM m, V a, V b) { return _mm256_blendv_ps(b, a, m); }

@@ -29,7 +29,6 @@ static inline V vfma(V a, V b, V c) { return _mm512_fmadd_ps(a, b, c); }
 static inline V vmin(V a, V b) { return _mm512_min_ps(a, b); }
 static inline V vmax(V a, V b) { return _mm512_max_ps(a, b); }
 static inline VM vlt(V a, V b) { return _mm512_cmp_ps_mask(a, b, _CMP_LT_OQ); }
-static inline VM vle(V a, V b) { return _mm512_cmp_ps_mask(a, b, _CMP_LE_OQ); }
 static inline VM vgt(V a, V b) { return _mm512_cmp_ps_mask(a, b, _CMP_GT_OQ); }
 static inline VM vge(V a, V b) { return _mm512_cmp_ps_mask(a, b, _CMP_GE_OQ); }
 static inline V vsel(VM m, V a, V b) { return _mm512_mask_blend_ps(m, b, a); }

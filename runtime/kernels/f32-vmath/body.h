@@ -5,7 +5,7 @@
  *   vset vload vstore vload_n vstore_n   (the _n forms move the first n < W lanes)
  *   vadd vsub vmul vdiv vfma(a, b, c) = a * b + c
  *   vmin(a, b) = a < b ? a : b,  vmax(a, b) = a > b ? a : b   (a NaN gives b)
- *   vabs vcopysign(m, s) (m >= 0 gets the sign of s)  vlt vle vgt vge -> VM
+ *   vabs vcopysign(m, s) (m >= 0 gets the sign of s)  vlt vgt vge -> VM
  *   vsel(m, a, b) = m ? a : b,  vexp2i(n) = 2^n for integral n in [-126, 127]
  *   vkeep_n(a, n): lanes >= n set to 0
  *   Dacc, an accumulator of double lanes: dacc_zero, dacc_add(acc, a) (+= a),

@@ -32,7 +32,6 @@ static inline V vfma(V a, V b, V c) { return a * b + c; }
 static inline V vmin(V a, V b) { return a < b ? a : b; }
 static inline V vmax(V a, V b) { return a > b ? a : b; }
 static inline VM vlt(V a, V b) { return a < b; }
-static inline VM vle(V a, V b) { return a <= b; }
 static inline VM vgt(V a, V b) { return a > b; }
 static inline VM vge(V a, V b) { return a >= b; }
 static inline V vsel(VM m, V a, V b) { return m ? a : b; }
