@@ -200,7 +200,7 @@ static bool is_elementwise(int op)
 	case OP_Reciprocal: case OP_Sin: case OP_Cos: case OP_Tan: case OP_Asin: case OP_Acos:
 	case OP_Atan: case OP_Sinh: case OP_Cosh: case OP_Asinh: case OP_Acosh: case OP_Atanh:
 	case OP_Softplus: case OP_Softsign: case OP_HardSigmoid: case OP_HardSwish: case OP_Mish:
-	case OP_Gelu:
+	case OP_Gelu: case OP_BitwiseAnd: case OP_BitwiseOr: case OP_BitwiseXor: case OP_BitwiseNot:
 	case OP_ThresholdedRelu: case OP_Celu: case OP_Not: case OP_IsNaN: case OP_IsInf:
 	case OP_And: case OP_Or: case OP_Xor: case OP_Equal: case OP_Less: case OP_Greater:
 	case OP_LessOrEqual: case OP_GreaterOrEqual: case OP_Mod: case OP_BitShift: case OP_PRelu:
@@ -218,6 +218,7 @@ static bool is_n_first(int op)
 	case OP_Conv: case OP_ConvTranspose: case OP_MaxPool: case OP_AveragePool: case OP_LpPool:
 	case OP_GlobalAveragePool: case OP_GlobalMaxPool: case OP_GlobalLpPool: case OP_LRN:
 	case OP_InstanceNormalization: case OP_BatchNormalization: case OP_DepthToSpace:
+	case OP_GroupNormalization:
 	case OP_SpaceToDepth: case OP_Resize: case OP_Upsample: case OP_GridSample:
 	case OP_ConvInteger: case OP_QLinearConv:
 		return true;

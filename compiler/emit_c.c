@@ -613,7 +613,8 @@ static void emit_body(Emit *E)
 	case OP_Add: case OP_Sub: case OP_Mul: case OP_Div: case OP_Pow: case OP_Where:
 	case OP_And: case OP_Or: case OP_Xor: case OP_Equal: case OP_Less: case OP_Greater:
 	case OP_LessOrEqual: case OP_GreaterOrEqual: case OP_Mod: case OP_BitShift: case OP_PRelu:
-	case OP_Min: case OP_Max: case OP_Sum: case OP_Mean:
+	case OP_Min: case OP_Max: case OP_Sum: case OP_Mean: case OP_BitwiseAnd: case OP_BitwiseOr:
+	case OP_BitwiseXor:
 		emit_binary(E);
 		break;
 	case OP_Cast: case OP_CastLike: emit_cast(E); break;
@@ -653,6 +654,7 @@ static void emit_body(Emit *E)
 		emit_pool(E);
 		break;
 	case OP_InstanceNormalization: emit_instance_norm(E); break;
+	case OP_GroupNormalization: emit_group_norm(E); break;
 	case OP_LRN: emit_lrn(E); break;
 	case OP_EyeLike: emit_eye_like(E); break;
 	case OP_TopK: emit_topk(E); break;

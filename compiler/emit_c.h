@@ -141,6 +141,7 @@ void emit_dropout(Emit *E);
 void emit_hardmax(Emit *E);
 void emit_loss(Emit *E);
 void emit_instance_norm(Emit *E);
+void emit_group_norm(Emit *E);
 void emit_lrn(Emit *E);
 void emit_quant(Emit *E);
 void emit_resize(Emit *E);

@@ -53,6 +53,8 @@ static const OpDoc docs[] = {
 	                             "running mean/var with momentum)"},
 	{OP_LayerNormalization, F32, NULL},
 	{OP_InstanceNormalization, F32, NULL},
+	{OP_GroupNormalization, F32, "scale and bias per group (opset 18) or per channel (21); "
+	                             "statistics in double"},
 	{OP_LRN, F32, NULL},
 	{OP_Resize, F32, "every mode; every coordinate transformation but opset 19's "
 	                 "half_pixel_symmetric; axes and keep_aspect_ratio_policy; not antialias; "

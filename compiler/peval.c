@@ -196,6 +196,7 @@ static bool unary_i(int op, int64_t x, int64_t *r)
 	case OP_Sign: *r = (x > 0) - (x < 0); return true;
 	case OP_Relu: *r = x > 0 ? x : 0; return true;
 	case OP_Not: *r = !x; return true;
+	case OP_BitwiseNot: *r = ~x; return true;
 	case OP_Identity: case OP_Floor: case OP_Ceil: case OP_Round: *r = x; return true;
 	default: return false;
 	}
@@ -267,6 +268,9 @@ static bool binary_i(int op, int64_t a, int64_t b, int64_t *r, bool uns, const N
 	case OP_Greater: *r = uns ? ua > ub : a > b; return true;
 	case OP_LessOrEqual: *r = uns ? ua <= ub : a <= b; return true;
 	case OP_GreaterOrEqual: *r = uns ? ua >= ub : a >= b; return true;
+	case OP_BitwiseAnd: *r = a & b; return true;
+	case OP_BitwiseOr: *r = a | b; return true;
+	case OP_BitwiseXor: *r = a ^ b; return true;
 	case OP_And: *r = a && b; return true;
 	case OP_Or: *r = a || b; return true;
 	case OP_Xor: *r = !a != !b; return true;
@@ -725,6 +729,7 @@ static bool evaluable(int op)
 	case OP_Min: case OP_Max: case OP_Sum: case OP_Mean: case OP_Equal: case OP_Less:
 	case OP_Greater: case OP_LessOrEqual: case OP_GreaterOrEqual: case OP_And: case OP_Or:
 	case OP_Xor: case OP_BitShift: case OP_Where: case OP_Cast: case OP_CastLike:
+	case OP_BitwiseAnd: case OP_BitwiseOr: case OP_BitwiseXor: case OP_BitwiseNot:
 	case OP_ReduceSum: case OP_ReduceProd: case OP_ReduceMin: case OP_ReduceMax:
 	case OP_ReduceMean: case OP_ReduceL1: case OP_ReduceL2: case OP_ReduceSumSquare:
 	case OP_ReduceLogSum: case OP_ReduceLogSumExp: case OP_ArgMax: case OP_ArgMin:

@@ -175,6 +175,10 @@ void emit_unary(Emit *E)
 		e = "(uint8_t)!x0";
 		needs_float = false;
 		break;
+	case OP_BitwiseNot:
+		e = arena_printf(E->a, "(%s)~x0", ctype(dt));
+		needs_float = false;
+		break;
 	case OP_IsNaN:
 		e = "(uint8_t)(x0 != x0)";
 		break;
@@ -282,6 +286,9 @@ void emit_binary(Emit *E)
 	case OP_And: e = "(uint8_t)(x0 && x1)"; break;
 	case OP_Or: e = "(uint8_t)(x0 || x1)"; break;
 	case OP_Xor: e = "(uint8_t)(!x0 != !x1)"; break;
+	case OP_BitwiseAnd: e = arena_printf(E->a, "(%s)(x0 & x1)", t); break;
+	case OP_BitwiseOr: e = arena_printf(E->a, "(%s)(x0 | x1)", t); break;
+	case OP_BitwiseXor: e = arena_printf(E->a, "(%s)(x0 ^ x1)", t); break;
 	case OP_Equal: e = "(uint8_t)(x0 == x1)"; break;
 	case OP_Less: e = "(uint8_t)(x0 < x1)"; break;
 	case OP_Greater: e = "(uint8_t)(x0 > x1)"; break;

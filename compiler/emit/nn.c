@@ -490,13 +490,14 @@ void emit_conv_transpose(Emit *E)
 }
 
 
-/* InstanceNormalization: per (n, c) plane, (x - mean) / sqrt(var + eps) * s + b. */
-void emit_instance_norm(Emit *E)
+/* Normalize each of `blocks` contiguous blocks of X: (x - mean) /
+ * sqrt(var + eps) * S[k] + B[k], k a C expression of the block p and the
+ * element i in it; statistics in double. */
+static void emit_block_norm(Emit *E, int64_t blocks, const char *k)
 {
 	Operand X = in_op(E, 0), S = in_op(E, 1), B = in_op(E, 2), Y = out_op(E, 0);
 	require_f32(E, &X);
-	int64_t C = X.shape->dims[1].size, planes = X.shape->dims[0].size * C;
-	int64_t n = planes ? X.nelem / planes : 0;
+	int64_t n = blocks ? X.nelem / blocks : 0;
 	decl(E, "X", &X, false);
 	decl(E, "Y", &Y, true);
 	emitf(E, "\tconst float *S = %s, *B = %s;\n", S.expr, B.expr);
@@ -507,10 +508,33 @@ void emit_instance_norm(Emit *E)
 	       "\t\tconst double mean = sum / %" PRId64 ";\n"
 	       "\t\tfor (int64_t i = 0; i < %" PRId64 "; i++)\n\t\t\tsq += (x[i] - mean) * (x[i] - mean);\n"
 	       "\t\tconst double inv = 1.0 / sqrt(sq / %" PRId64 " + %s);\n"
-	       "\t\tconst int64_t c = p %% %" PRId64 ";\n"
-	       "\t\tfor (int64_t i = 0; i < %" PRId64 "; i++)\n"
-	       "\t\t\ty[i] = (float)((x[i] - mean) * inv * S[c] + B[c]);\n\t}\n",
-	    planes, n, n, n, n, n, n, flit(E, node_attr_float(E->n, "epsilon", 1e-5f), DT_DOUBLE), C, n);
+	       "\t\tfor (int64_t i = 0; i < %" PRId64 "; i++) {\n"
+	       "\t\t\tconst int64_t k = %s;\n"
+	       "\t\t\ty[i] = (float)((x[i] - mean) * inv * S[k] + B[k]);\n\t\t}\n\t}\n",
+	    blocks, n, n, n, n, n, n, flit(E, node_attr_float(E->n, "epsilon", 1e-5f), DT_DOUBLE), n,
+	    k);
+}
+
+/* InstanceNormalization: per (n, c) plane, scale and bias per channel. */
+void emit_instance_norm(Emit *E)
+{
+	const Shape *x = in_op(E, 0).shape;
+	int64_t C = x->dims[1].size;
+	emit_block_norm(E, x->dims[0].size * C, arena_printf(E->a, "p %% %" PRId64, C));
+}
+
+/* GroupNormalization: per (n, group) block of C/G channels; scale and bias
+ * per group (opset 18) or per channel (opset 21). */
+void emit_group_norm(Emit *E)
+{
+	const Shape *x = in_op(E, 0).shape;
+	int64_t C = x->dims[1].size, G = node_attr_int(E->n, "num_groups", 1);
+	int64_t nc = x->dims[0].size * C, per = G ? C / G : 0, sp = nc ? shape_nelem(x) / nc : 0;
+	const char *k = E->n->since >= 21
+	                    ? arena_printf(E->a, "p %% %" PRId64 " * %" PRId64 " + i / %" PRId64, G,
+	                                   per, sp ? sp : 1)
+	                    : arena_printf(E->a, "p %% %" PRId64, G);
+	emit_block_norm(E, x->dims[0].size * G, k);
 }
 
 /* LRN across channels: x / (bias + alpha / size * sum of squares in the window)^beta. */

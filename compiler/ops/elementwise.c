@@ -131,7 +131,8 @@ void ops_elementwise_infer(Infer *x)
 	}
 	case OP_And: case OP_Or: case OP_Xor: case OP_Equal: case OP_Less: case OP_Greater:
 	case OP_LessOrEqual: case OP_GreaterOrEqual: case OP_Mod: case OP_BitShift: case OP_PRelu:
-	case OP_Min: case OP_Max: case OP_Sum: case OP_Mean: {
+	case OP_Min: case OP_Max: case OP_Sum: case OP_Mean: case OP_BitwiseAnd: case OP_BitwiseOr:
+	case OP_BitwiseXor: {
 		/* Broadcasting over every input (Min/Max/Sum/Mean are variadic). */
 		if (x->n->nin < 1)
 			infer_fail(x, KILN_INVALID_MODEL, "needs at least one input");

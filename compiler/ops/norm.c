@@ -80,6 +80,27 @@ static void infer_loss(Infer *x)
 	infer_set_output(x, 1, infer_dtype(x, 0), in);
 }
 
+/* GroupNormalization: X [N, C, ...] in num_groups groups of channels;
+ * scale and bias per group (opset 18) or per channel (opset 21). */
+static void infer_groupnorm(Infer *x)
+{
+	const Shape *in = infer_shape(x, 0);
+	int64_t groups = attr_int(x, "num_groups", 0);
+	if (in->rank < 2 || groups < 1 || in->dims[1].size % groups)
+		infer_fail(x, KILN_SHAPE_ERROR, "X must be [N, C, ...] with C a multiple of num_groups "
+		           "(%lld)", (long long)groups);
+	int64_t want = x->n->since >= 21 ? in->dims[1].size : groups;
+	for (int i = 1; i < 3; i++)
+		if (shape_nelem(infer_shape(x, i)) != want)
+			infer_fail(x, KILN_SHAPE_ERROR, "%s has %lld values; it needs %lld (one per %s)",
+			           i == 1 ? "scale" : "bias", (long long)shape_nelem(infer_shape(x, i)),
+			           (long long)want, x->n->since >= 21 ? "channel" : "group");
+	if (infer_dtype(x, 0) != DT_FLOAT)
+		infer_fail(x, KILN_UNSUPPORTED, "%s is not supported yet (float32 only)",
+		           dtype_name(infer_dtype(x, 0)));
+	infer_set_output(x, 0, infer_dtype(x, 0), in);
+}
+
 void ops_norm_infer(Infer *x)
 {
 	if (x->n->op == OP_NegativeLogLikelihoodLoss || x->n->op == OP_SoftmaxCrossEntropyLoss) {
@@ -92,6 +113,9 @@ void ops_norm_infer(Infer *x)
 		return;
 	case OP_LayerNormalization:
 		infer_layernorm(x);
+		return;
+	case OP_GroupNormalization:
+		infer_groupnorm(x);
 		return;
 	default: { /* Softmax, LogSoftmax: opset < 13 default axis 1, else -1 */
 		const Shape *in = infer_shape(x, 0);

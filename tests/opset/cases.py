@@ -182,9 +182,56 @@ def if_loop_21():
     return m, {"x": x_in((2, 4))}
 
 
-@error("check: (GroupNormalization, ai.onnx opset 21): not supported by kiln yet")
-def groupnorm_refused_clearly():
-    m = model([helper.make_node("GroupNormalization", ["x", "s", "b"], ["y"], num_groups=2)],
-              [vi("x", ["N", 4, 3])], [vi("y", ["N", 4, 3])],
-              [const("s", np.ones(4, np.float32)), const("b", np.zeros(4, np.float32))], opset=21)
+@run
+def groupnorm_21():
+    """GroupNormalization-21: scale and bias per channel."""
+    r = np.random.default_rng(10)
+    m = model([helper.make_node("GroupNormalization", ["x", "s", "b"], ["y"], num_groups=2,
+                                epsilon=1e-3)],
+              [vi("x", ["N", 4, 3, 2])], [vi("y", ["N", 4, 3, 2])],
+              [const("s", r.standard_normal(4).astype(np.float32)),
+               const("b", r.standard_normal(4).astype(np.float32))], opset=21)
+    return m, {"x": x_in((2, 4, 3, 2)) * 3 + 1}
+
+
+@run
+def groupnorm_18():
+    """GroupNormalization-18: scale and bias per group."""
+    r = np.random.default_rng(11)
+    m = model([helper.make_node("GroupNormalization", ["x", "s", "b"], ["y"], num_groups=3)],
+              [vi("x", ["N", 6, 5])], [vi("y", ["N", 6, 5])],
+              [const("s", r.standard_normal(3).astype(np.float32)),
+               const("b", r.standard_normal(3).astype(np.float32))], opset=18)
+    return m, {"x": x_in((2, 6, 5))}
+
+
+@error("check: (CenterCropPad, ai.onnx opset 18): not supported by kiln yet")
+def center_crop_pad_refused_clearly():
+    m = model([helper.make_node("CenterCropPad", ["x", "s"], ["y"])],
+              [vi("x", ["N", 4])], [vi("y", ["N", 2])], [const("s", np.array([1, 2], np.int64))])
     return m
+
+
+@run
+def bitwise_18():
+    """BitwiseAnd/Or/Xor (broadcast) and BitwiseNot on int32 and uint8, one
+    chain folded at compile time from shapes."""
+    i32, u8 = TensorProto.INT32, TensorProto.UINT8
+    nodes = [helper.make_node("BitwiseAnd", ["a", "b"], ["and"]),
+             helper.make_node("BitwiseOr", ["a", "k"], ["or"]),
+             helper.make_node("BitwiseXor", ["u", "v"], ["xor"]),
+             helper.make_node("BitwiseNot", ["u"], ["not"]),
+             helper.make_node("Shape", ["a"], ["s"]),
+             helper.make_node("BitwiseXor", ["s", "mask"], ["sx"]),
+             helper.make_node("BitwiseNot", ["sx"], ["sn"])]
+    m = model(nodes, [vi("a", ["N", 4], i32), vi("b", ["N", 4], i32), vi("u", ["N", 3], u8),
+                      vi("v", ["N", 3], u8)],
+              [vi("and", ["N", 4], i32), vi("or", ["N", 4], i32), vi("xor", ["N", 3], u8),
+               vi("not", ["N", 3], u8), vi("sn", [2], TensorProto.INT64)],
+              [const("k", np.array([1, 2, 4, -8], np.int32)),
+               const("mask", np.array([5, 3], np.int64))])
+    r = np.random.default_rng(9)
+    return m, {"a": r.integers(-1000, 1000, (2, 4), dtype=np.int32),
+               "b": r.integers(-1000, 1000, (2, 4), dtype=np.int32),
+               "u": r.integers(0, 255, (2, 3), dtype=np.uint8),
+               "v": r.integers(0, 255, (2, 3), dtype=np.uint8)}
