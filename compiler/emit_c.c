@@ -198,6 +198,13 @@ int symbol_in_layout(Emit *E, int dtype, const void *bytes, uint64_t nbytes, con
 		    (nbytes == 0 || memcmp(s->bytes, bytes, nbytes) == 0))
 			return i;
 	}
+	/* The packer reads floats: weight bytes in the model file may sit at
+	 * any offset (found by tests/fuzz), so an unaligned source is copied. */
+	if (layout != SYM_RAW && ((uintptr_t)bytes & (sizeof(float) - 1))) {
+		void *copy = arena_alloc(E->a, (size_t)nbytes);
+		memcpy(copy, bytes, (size_t)nbytes);
+		bytes = copy;
+	}
 	E->syms = arena_grow(E->a, E->syms, E->nsyms, &E->capsyms, sizeof *E->syms);
 	EmitSymbol *s = &E->syms[E->nsyms];
 	s->name = arena_printf(E->a, "%s_w%d_%s", E->o->name, E->nsyms, sanitize(E->a, hint));
