@@ -183,6 +183,12 @@ def part_tril_expand():
     return m, {"x": x}
 
 
+@compiles("--shape", "x=N,6,4", "--batch", "1,3,5")
+def part_per_batch_size():
+    """The expanded class token's shape depends on the batch: folded per size."""
+    return part_tril_expand()[0]
+
+
 @run
 def tf_tensordot_chain():
     """TF Tensordot: Shape -> Cast(int32) -> Gather -> ReduceProd -> Concat ->
