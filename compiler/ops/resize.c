@@ -125,7 +125,7 @@ void resize_params(Infer *x, const Shape *in, kiln_resize_params *p)
 				fs[k] = 1;
 				fz[k] = in->dims[k].size;
 			}
-			double common = keep && strcmp(policy, "not_larger") == 0 ? INFINITY : 0;
+			double common = keep && strcmp(policy, "not_larger") == 0 ? (double)INFINITY : 0;
 			for (int j = 0; j < na; j++) {
 				int a = infer_axis(x, axes[j], rank, "axis");
 				if (sizes) {
