@@ -109,7 +109,7 @@ static bool pack_weight(Emit *E, int i, int ndirs, int64_t GH, int64_t K, int64_
 		const char *bytes = (const char *)v->weight->bytes + (d * GH + row0) * K * sizeof(float);
 		int s = symbol_in_layout(E, DT_FLOAT, bytes, (uint64_t)(K * N) * sizeof(float), v->name,
 		                         SYM_PACK_B32, pack);
-		sym[d] = arena_printf(E->a, "(const float *)%s", E->syms[s].name);
+		sym[d] = symbol_expr(E, s, "float");
 	}
 	return true;
 }
