@@ -62,9 +62,19 @@ export PKG_CONFIG_PATH="$P/$LIBDIR/pkgconfig"
 [ "$(pkg-config --modversion kiln)" = "$version" ] && ok || bad "pkg-config --modversion: $(pkg-config --modversion kiln)"
 [ "$(pkg-config --variable=kiln kiln)" -ef "$KILN" ] && ok || bad "pkg-config kiln variable"
 
-# The installed kiln alone (no source or build tree paths in the environment).
-"$KILN" compile "$SRC/examples/jet_tagger/model.onnx" --batch 1,8 --name jt -o "$OUT/jt" >/dev/null &&
-	[ -f "$OUT/jt/jt.o" ] && ok || bad "installed kiln compile"
+# The installed kiln alone: it compiles a model, and (where strace is
+# installed) opens nothing of the source or build tree but the model.
+if command -v strace >/dev/null; then
+	strace -f -e trace=file -o "$OUT/strace.log" \
+		"$KILN" compile "$SRC/examples/jet_tagger/model.onnx" --batch 1,8 --name jt -o "$OUT/jt" >/dev/null &&
+		[ -f "$OUT/jt/jt.o" ] && ok || bad "installed kiln compile"
+	used=$(grep -F -e "$SRC/" -e "$(cd "$BUILD" && pwd)/" "$OUT/strace.log" | grep -v -F -e "$SRC/examples/jet_tagger/model.onnx" -e "$OUT" | grep -v execve | head -3)
+	[ -z "$used" ] && ok || bad "the installed kiln reads the source or build tree: $used"
+else
+	skip "strace not found: the installed kiln's file accesses are not checked"
+	"$KILN" compile "$SRC/examples/jet_tagger/model.onnx" --batch 1,8 --name jt -o "$OUT/jt" >/dev/null &&
+		[ -f "$OUT/jt/jt.o" ] && ok || bad "installed kiln compile"
+fi
 
 # pkg-config: plain make and meson.
 mkdir -p "$OUT/make"
