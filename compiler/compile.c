@@ -144,6 +144,13 @@ static bool is_identifier(const char *s)
 	return true;
 }
 
+/* "kiln" and "kiln_..." would make NAME_run and NAME_model collide with
+ * libkiln's own functions (kiln_run, kiln_context_model). */
+static bool is_reserved(const char *name)
+{
+	return strcmp(name, "kiln") == 0 || strncmp(name, "kiln_", 5) == 0;
+}
+
 /* The default name: the model file's base name without extension, made an identifier. */
 static const char *default_name(Arena *a, const char *path)
 {
@@ -167,7 +174,7 @@ static const char *default_name(Arena *a, const char *path)
 	for (char *p = s; *p; p++)
 		if (!((*p >= 'a' && *p <= 'z') || (*p >= 'A' && *p <= 'Z') || (*p >= '0' && *p <= '9')))
 			*p = '_';
-	if (!*s || (*s >= '0' && *s <= '9'))
+	if (!*s || (*s >= '0' && *s <= '9') || is_reserved(s))
 		s = arena_printf(a, "m_%s", s);
 	return s;
 }
@@ -197,6 +204,8 @@ void compile_model(Model *m, const CompileOptions *o, CompileResult *res)
 	const char *name = o->name ? o->name : default_name(a, m->path);
 	if (!is_identifier(name))
 		diag_fail(d, KILN_USAGE, "--name \"%s\" is not a C identifier", name);
+	if (is_reserved(name))
+		diag_fail(d, KILN_USAGE, "--name \"%s\": names kiln and kiln_... are libkiln's own", name);
 	if (o->nbatches < 1)
 		diag_fail(d, KILN_USAGE, "no batch sizes: give --batch, e.g. --batch 1,8");
 	int64_t *batches = arena_array(a, (size_t)o->nbatches, sizeof *batches);

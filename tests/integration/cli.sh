@@ -35,6 +35,14 @@ CC=false LD=false "$KILN" compile "$M" --batch 2 --no-cc -o "$OUT/nocc" >/dev/nu
 	[ -f "$OUT/nocc/mlp.h" ] && [ -f "$OUT/nocc/mlp.c" ] && [ -f "$OUT/nocc/mlp_weights.o" ] &&
 	[ ! -e "$OUT/nocc/mlp.o" ] && ok || bad "--no-cc"
 
+# Names that would collide with libkiln's own symbols.
+got=$("$KILN" compile "$M" --batch 2 --name kiln_context -o "$OUT/r" 2>&1)
+[ "$got" = "kiln: error: $M: --name \"kiln_context\": names kiln and kiln_... are libkiln's own" ] &&
+	ok || bad "--name kiln_context: $got"
+cp "$M" "$OUT/kiln.onnx"
+"$KILN" compile "$OUT/kiln.onnx" --batch 2 -o "$OUT/r" >/dev/null && [ -f "$OUT/r/m_kiln.h" ] &&
+	ok || bad "kiln.onnx's default name is not m_kiln"
+
 # A second symbolic axis.
 /usr/bin/python3 - "$OUT" <<'PY'
 import sys
