@@ -19,6 +19,7 @@
 #define KILN_F32_GEMM_PACK_H
 
 #include <stdint.h>
+#include <string.h>
 
 enum { KILN_PACK_NR = 32 };
 
@@ -29,7 +30,8 @@ static inline int64_t kiln_pack_b32_width(int64_t N, int64_t n0)
 }
 
 /* Rows [k0, k0 + kc) of the panel at column n0 of B, where element (k, n) of B
- * is src[k * rs + n * cs], into dst as kc rows of w floats. */
+ * is src[k * rs + n * cs], into dst as kc rows of w floats. src may be
+ * misaligned (a weight in a model file's mapping). */
 static inline void kiln_pack_b32_panel(const float *src, int64_t rs, int64_t cs, int64_t N,
                                        int64_t n0, int64_t k0, int64_t kc, float *dst)
 {
@@ -37,12 +39,13 @@ static inline void kiln_pack_b32_panel(const float *src, int64_t rs, int64_t cs,
 	for (int64_t k = 0; k < kc; k++) {
 		const float *s = src + (k0 + k) * rs + n0 * cs;
 		float *d = dst + k * w;
+		/* memcpy: at compile time src is a weight where the model file has it,
+		 * which need not be 4-byte aligned (compilers make these plain loads) */
 		if (cs == 1)
-			for (int64_t j = 0; j < w; j++)
-				d[j] = s[j];
+			memcpy(d, s, (size_t)w * sizeof *d);
 		else
 			for (int64_t j = 0; j < w; j++)
-				d[j] = s[j * cs];
+				memcpy(&d[j], &s[j * cs], sizeof *d);
 	}
 }
 
