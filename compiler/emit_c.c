@@ -198,13 +198,6 @@ int symbol_in_layout(Emit *E, int dtype, const void *bytes, uint64_t nbytes, con
 		    (nbytes == 0 || memcmp(s->bytes, bytes, nbytes) == 0))
 			return i;
 	}
-	/* The packer reads floats: weight bytes in the model file may sit at
-	 * any offset (found by tests/fuzz), so an unaligned source is copied. */
-	if (layout != SYM_RAW && ((uintptr_t)bytes & (sizeof(float) - 1))) {
-		void *copy = arena_alloc(E->a, (size_t)nbytes);
-		memcpy(copy, bytes, (size_t)nbytes);
-		bytes = copy;
-	}
 	E->syms = arena_grow(E->a, E->syms, E->nsyms, &E->capsyms, sizeof *E->syms);
 	EmitSymbol *s = &E->syms[E->nsyms];
 	s->name = arena_printf(E->a, "%s_w%d_%s", E->o->name, E->nsyms, sanitize(E->a, hint));
@@ -223,9 +216,23 @@ void emit_symbol_fill(const void *arg, void *dst)
 {
 	const EmitSymbol *s = arg;
 	switch (s->layout) {
-	case SYM_PACK_B32:
-		kiln_pack_b32(s->bytes, s->pack[2], s->pack[3], s->pack[0], s->pack[1], dst);
+	case SYM_PACK_B32: {
+		/* The packer reads floats; weight bytes in the model file may sit at
+		 * any offset (found by tests/fuzz): an unaligned source is packed
+		 * from a temporary aligned copy, one weight at a time. */
+		const void *src = s->bytes;
+		void *copy = NULL;
+		if ((uintptr_t)src & (sizeof(float) - 1)) {
+			copy = malloc((size_t)s->nbytes + 1);
+			if (!copy)
+				kiln_die(__FILE__, __LINE__, "out of memory aligning a weight to pack it");
+			memcpy(copy, src, (size_t)s->nbytes);
+			src = copy;
+		}
+		kiln_pack_b32(src, s->pack[2], s->pack[3], s->pack[0], s->pack[1], dst);
+		free(copy);
 		break;
+	}
 	default:
 		memcpy(dst, s->bytes, s->nbytes);
 		break;
@@ -785,6 +792,15 @@ static void node_code(Emit *E, Node *n)
 	emit_body(E);
 }
 
+/* Limits.max_c_bytes, checked after each node's code (docs/limits.md). */
+static void check_c_size(Emit *E, const Node *n)
+{
+	long at = ftell(E->c);
+	if (at > E->m->limits.max_c_bytes)
+		diag_fail_node(E->d, E->g, n, KILN_LIMIT, "the generated C passes %lld MiB here (raise the "
+		               "limit with --max-c-size)", (long long)(E->m->limits.max_c_bytes >> 20));
+}
+
 static void emit_node(Emit *E, Node *n)
 {
 	E->n = n;
@@ -805,10 +821,7 @@ static void emit_node(Emit *E, Node *n)
 	emitf(E, "\t(void)a, (void)in, (void)out;\n");
 	node_code(E, n);
 	emitf(E, "}\n\n");
-	long at = ftell(E->c);
-	if (at > E->m->limits.max_c_bytes)
-		diag_fail_node(E->d, E->g, n, KILN_LIMIT, "the generated C passes %lld MiB here (raise the "
-		               "limit with --max-c-size)", (long long)(E->m->limits.max_c_bytes >> 20));
+	check_c_size(E, n);
 }
 
 /* ---- shared node functions -------------------------------------------- */
@@ -952,6 +965,7 @@ static void emit_shared_signature(Emit *E)
 			slots = arena_grow(E->a, slots, nslots, &capslots, sizeof *slots);
 			slots[nslots++] = E->slots[i];
 		}
+		check_c_size(E, n);
 	}
 	int64_t b = E->sig->batch;
 	emitf(E, "static const %s_slot b%" PRId64 "_slots[] = {\n", N, b);
@@ -970,6 +984,7 @@ static void emit_shared_signature(Emit *E)
 		emitf(E, "\t{%s, %d, %d}, /* node %d \"", fn[k], first[k], count[k], n->id);
 		comment_text(E, n->name);
 		emitf(E, "\" (%s) */\n", c_comment_escape(E->a, n->op_type));
+		check_c_size(E, n);
 	}
 	emitf(E, "%s};\n\n", nsteps ? "" : "\t{NULL, 0, 0},\n");
 	emitf(E, "static int %s_run_generic_b%" PRId64 "(void *arena, const void *const *in, "

@@ -863,16 +863,22 @@ void einsum_parse(Infer *x, Einsum *e)
 	if (e->noperands != x->n->nin)
 		infer_fail(x, KILN_INVALID_MODEL, "equation has %d operands for %d inputs", e->noperands,
 		           x->n->nin);
+	/* The output, like the operands: letters and one ellipsis, at most
+	 * KILN_MAX_RANK axes (found by tests/fuzz: any byte used to index size[]). */
 	int olen = 0;
 	if (arrow) {
 		for (const char *q = arrow + 2; *q; q++) {
 			if (q[0] == '.' && q[1] == '.' && q[2] == '.') {
-				for (int i = 0; i < (nell > 0 ? nell : 0); i++)
+				for (int i = 0; i < (nell > 0 ? nell : 0) && olen <= KILN_MAX_RANK; i++)
 					e->out[olen++] = (char)('0' + i);
 				q += 2;
-			} else {
+			} else if ((*q >= 'a' && *q <= 'z') || (*q >= 'A' && *q <= 'Z')) {
 				e->out[olen++] = *q;
+			} else {
+				infer_fail(x, KILN_INVALID_MODEL, "bad character in equation \"%s\"", eq);
 			}
+			if (olen > KILN_MAX_RANK)
+				infer_fail(x, KILN_LIMIT, "the output has more than %d axes", KILN_MAX_RANK);
 		}
 	} else {
 		for (int i = 0; i < (nell > 0 ? nell : 0); i++)
@@ -884,6 +890,8 @@ void einsum_parse(Infer *x, Einsum *e)
 					uses += *q == c;
 			if (uses == 1 && ((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z')))
 				e->out[olen++] = (char)c;
+			if (olen > KILN_MAX_RANK)
+				infer_fail(x, KILN_LIMIT, "the output has more than %d axes", KILN_MAX_RANK);
 		}
 	}
 	e->out[olen] = 0;

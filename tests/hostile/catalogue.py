@@ -220,9 +220,9 @@ def _():
     return chain("Neg", 2000)
 
 
-@case("c_size", "error", "(Neg", "--max-c-size", args=["--max-c-size=1"], commands=("compile",))
+@case("c_size", "error", "(Softmax", "--max-c-size", args=["--max-c-size=1"], commands=("compile",))
 def _():
-    return chain("Neg", 3000)
+    return chain("Softmax", 6000)
 
 
 @case("elements_flag", "error", 'graph input "X"', "--max-elements", args=["--max-elements=1000"])
@@ -242,6 +242,19 @@ def _():
       commands=("compile",))
 def _():
     return unary("Relu", ["N", 1 << 18])
+
+
+# ---- found by tests/fuzz ----------------------------------------------------
+@case("einsum_output_byte", "error", '"n0" (Einsum', "bad character")
+def _():
+    n = helper.make_node("Einsum", ["X"], ["Y"], name="n0", equation=b"ij->\x8c")
+    return model([n], [vi("X", ["N", 4])], [vi("Y", None)], opset=12)
+
+
+@case("einsum_output_axes", "error", '"n0" (Einsum', "axes")
+def _():
+    n = helper.make_node("Einsum", ["X"], ["Y"], name="n0", equation="ij->iiiiiiiiiiiiiiij")
+    return model([n], [vi("X", ["N", 4])], [vi("Y", None)], opset=12)
 
 
 def run_case(name):
