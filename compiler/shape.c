@@ -452,7 +452,8 @@ const char *attr_string(Infer *x, const char *name, const char *dflt)
 	if (a->type != AT_STRING)
 		infer_fail(x, KILN_INVALID_MODEL, "attribute \"%s\" must be a string", name);
 	char *s = arena_alloc(x->a, a->s.len + 1);
-	memcpy(s, a->s.data, a->s.len);
+	if (a->s.len)   /* an empty string may have no data (found by tests/fuzz) */
+		memcpy(s, a->s.data, a->s.len);
 	return s;
 }
 
