@@ -226,6 +226,12 @@ void kiln_pack_b32_t_avx512(const float *src, int64_t cs, int64_t N, int64_t n0,
 		int64_t j = 0;
 		for (; j + 16 <= w; j += 16) {
 			__m512 r[16], t[16];
+			/* the next panel's rows, one block ahead: B is usually a weight
+			 * read from memory once per call (a tied embedding) */
+			if (n0 + KILN_PACK_NR + j + 16 <= N)
+				for (int i = 0; i < 16; i++)
+					_mm_prefetch((const char *)(src + (n0 + KILN_PACK_NR + j + i) * cs + k0 + k),
+					             _MM_HINT_T0);
 			for (int i = 0; i < 16; i++)
 				r[i] = _mm512_loadu_ps(src + (n0 + j + i) * cs + k0 + k);
 			/* 16 x 16 transpose: 32-bit, 64-bit, then 128-bit lane shuffles */
