@@ -9,6 +9,7 @@
  * is the input's data, Shape's output is the (static) input shape, and
  * Gather/Concat/Slice are evaluated.
  */
+#include <inttypes.h>
 #include <math.h>
 #include <string.h>
 
@@ -606,6 +607,39 @@ static void infer_same_shape(Infer *x)
 	infer_set_output(x, 0, infer_dtype(x, 0), infer_shape(x, 0));
 }
 
+/* ScatterElements (and the old Scatter): indices and updates of one shape,
+ * of data's rank, within data's dims off the axis. ScatterND: indices
+ * [..., k] with k <= rank(data), updates indices[:-1] + data[k:]. */
+static void infer_scatter(Infer *x)
+{
+	const Shape *data = infer_shape(x, 0), *idx = infer_shape(x, 1), *upd = infer_shape(x, 2);
+	if (x->n->op == OP_ScatterND) {
+		if (idx->rank < 1)
+			infer_fail(x, KILN_SHAPE_ERROR, "indices must have rank >= 1");
+		int64_t k = idx->dims[idx->rank - 1].size;
+		if (k < 1 || k > data->rank)
+			infer_fail(x, KILN_SHAPE_ERROR, "indices' last dim %" PRId64 " is not in 1..%d (the rank of data)",
+			    k, data->rank);
+		bool ok = upd->rank == idx->rank - 1 + data->rank - (int)k;
+		for (int i = 0; ok && i < upd->rank; i++)
+			ok = upd->dims[i].size == (i < idx->rank - 1 ? idx->dims[i].size
+			                                               : data->dims[k + i - (idx->rank - 1)].size);
+		if (!ok)
+			infer_fail(x, KILN_SHAPE_ERROR, "updates must have the shape indices[:-1] + data[k:]");
+	} else {
+		if (data->rank < 1 || idx->rank != data->rank || upd->rank != data->rank)
+			infer_fail(x, KILN_SHAPE_ERROR, "data, indices and updates must have the same rank >= 1");
+		int axis = infer_axis(x, attr_int(x, "axis", 0), data->rank, "axis");
+		for (int i = 0; i < data->rank; i++) {
+			if (upd->dims[i].size != idx->dims[i].size)
+				infer_fail(x, KILN_SHAPE_ERROR, "updates and indices must have the same shape");
+			if (i != axis && idx->dims[i].size > data->dims[i].size)
+				infer_fail(x, KILN_SHAPE_ERROR, "indices dim %d exceeds data's", i);
+		}
+	}
+	infer_set_output(x, 0, infer_dtype(x, 0), data);
+}
+
 static void infer_gather_elements(Infer *x)
 {
 	const Shape *data = infer_shape(x, 0), *idx = infer_shape(x, 1);
@@ -936,10 +970,10 @@ void ops_shape_infer(Infer *x)
 	case OP_GatherElements: infer_gather_elements(x); return;
 	case OP_Tile: infer_tile(x); return;
 	case OP_Pad: infer_pad(x); return;
-	case OP_Trilu: case OP_Hardmax: case OP_CumSum: case OP_ScatterElements: case OP_ScatterND:
-	case OP_Scatter:
+	case OP_Trilu: case OP_Hardmax: case OP_CumSum:
 		infer_same_shape(x);
 		return;
+	case OP_ScatterElements: case OP_ScatterND: case OP_Scatter: infer_scatter(x); return;
 	case OP_DepthToSpace: infer_depth_space(x, true); return;
 	case OP_EyeLike: infer_eye_like(x); return;
 	case OP_Einsum: infer_einsum(x); return;

@@ -257,6 +257,20 @@ def _():
     return model([n], [vi("X", ["N", 4])], [vi("Y", None)], opset=12)
 
 
+@case("scatternd_index_depth", "error", '"n0" (ScatterND', "last dim 126")
+def _():
+    n = helper.make_node("ScatterND", ["D", "I", "U"], ["Y"], name="n0")
+    return model([n], [vi("D", [4, 4, 4]), vi("I", [2, 126], TensorProto.INT64),
+                       vi("U", [2, 4, 4])], [vi("Y", None)], opset=16)
+
+
+@case("scatter_elements_rank", "error", '"n0" (ScatterElements', "same rank")
+def _():
+    n = helper.make_node("ScatterElements", ["D", "I", "U"], ["Y"], name="n0", axis=0)
+    return model([n], [vi("D", [4, 4]), vi("I", [2, 2, 2], TensorProto.INT64),
+                       vi("U", [2, 2, 2])], [vi("Y", None)], opset=16)
+
+
 def run_case(name):
     build, want, fragments, args, commands = CASES[name]
     path = os.path.join(OUT, name + ".onnx")
