@@ -682,6 +682,46 @@ KILN_API void kiln_f32_conv2d_f16w(const kiln_conv2d_params *p, const float *X,
  * vectorized (runtime/kernels/f32-vmath/, the variant kiln_isa() picks). */
 KILN_API void kiln_f32_act(float *Y, int64_t n, const kiln_epilogue *ep);
 
+/* ---- kNN EdgeConv (compiler/passes/edgeconv.c) ------------------------ */
+
+enum { KILN_EDGECONV_MAX_LAYERS = 8 };
+enum { KILN_EDGECONV_MEAN, KILN_EDGECONV_MAX };
+
+/*
+ * The EdgeConv block of ParticleNet / DGCNN, without its [N, 2C, P, k] edge
+ * tensor. For each sample n, point p and neighbour j (q = idx[n, p, j]):
+ *
+ *     e0[n, p, j] = act0(W0 [x_p ; x_q - x_p] + b0)     x_p = X[n, :, p]
+ *     e_l         = act_l(W_l e_(l-1) + b_l)              l = 1 .. L-1
+ *     Y[n, :, p]  = mean (or max) over j of e_(L-1)[n, p, j]
+ *
+ * Layer 0 is computed per point, not per edge: W0 [x_p ; x_q - x_p] =
+ * (Wa - Wb) x_p + Wb x_q with W0 = [Wa Wb], so w[0] holds the b32-packed
+ * (runtime/kernels/f32-gemm/pack.h) K = C by N = 2 width[0] matrix whose
+ * columns [0, width[0]) are (Wa - Wb)^T and [width[0], 2 width[0]) are Wb^T;
+ * w[l] (l >= 1) is W_l^T packed (K = width[l-1], N = width[l]). bias[l] is
+ * [width[l]] or NULL; act[l] is the layer's activation (its bias unused).
+ */
+typedef struct kiln_edgeconv_params {
+	int64_t batch, channels, points, k;  /* N, C, P, neighbours per point */
+	int nlayers;                         /* 1 .. KILN_EDGECONV_MAX_LAYERS */
+	int aggregate;                       /* KILN_EDGECONV_MEAN or _MAX */
+	int64_t width[KILN_EDGECONV_MAX_LAYERS];
+	const float *w[KILN_EDGECONV_MAX_LAYERS];
+	const float *bias[KILN_EDGECONV_MAX_LAYERS];
+	kiln_epilogue act[KILN_EDGECONV_MAX_LAYERS];
+} kiln_edgeconv_params;
+
+/* Floats of work memory kiln_f32_edgeconv needs (the caller's, e.g. planned
+ * arena scratch): a sample's points transposed and projected, and two tiles
+ * of edge features. */
+KILN_API int64_t kiln_f32_edgeconv_work(const kiln_edgeconv_params *p);
+/* X [N, C, P], idx [N, P, k] (neighbours within the sample, 0 <= q < P; all
+ * are checked before anything is written: KILN_SHAPE_ERROR otherwise),
+ * Y [N, width[L-1], P]. */
+KILN_API enum kiln_status kiln_f32_edgeconv(const kiln_edgeconv_params *p, const float *X,
+                                            const int64_t *idx, float *Y, float *work);
+
 /* ---- tree ensembles and linear models (ai.onnx.ml) -------------------- */
 
 /* Node modes: a branch goes to tru[i] when its comparison of x[feat[i]]
