@@ -574,7 +574,9 @@ static void rule_n_first(BD *b, int k)
 	}
 	for (int i = 1; i < n->nin; i++) {
 		int ki = in_axis(b, i);
-		if (ki != BD_NONE && !(n->op == OP_GridSample && ki == 0 && i == 1)) {
+		/* GridSample's grid and a fused EdgeConv's neighbours (within each
+		 * sample: passes/edgeconv.c) are rows like the data */
+		if (ki != BD_NONE && !((n->op == OP_GridSample || edgeconv_node(n)) && ki == 0 && i == 1)) {
 			mix(b, "input %d carries the batch", i);
 			return;
 		}

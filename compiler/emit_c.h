@@ -135,6 +135,8 @@ void emit_softmax(Emit *E);
 void emit_batchnorm(Emit *E);
 void emit_layernorm(Emit *E);
 void emit_conv(Emit *E);
+/* emit/edgeconv.c: a Conv marked kiln.edgeconv (passes/edgeconv.c) */
+void emit_edgeconv(Emit *E);
 void emit_conv_transpose(Emit *E);
 void emit_pool(Emit *E);
 void emit_dropout(Emit *E);

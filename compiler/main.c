@@ -75,7 +75,7 @@ static const HelpRow options_help[] = {
 	{"--keep", "keep verify's build folders", C_VERIFY},
 	{"--no-opt", "compile without the graph optimizer", C_COMPILE | C_VERIFY},
 	{"--no-pass=NAME", "skip one optimizer pass: noop, dedup, cse, einsum, fold,\n"
-	                   "fuse, dce (repeatable)", C_COMPILE | C_VERIFY | C_INFO | C_DUMP},
+	                   "fuse, edgeconv, dce (repeatable)", C_COMPILE | C_VERIFY | C_INFO | C_DUMP},
 	{"--weights-dtype=fp32|fp16|keep", "how weights are stored (default keep): fp16\n"
 	                                   "halves float32 weights, fp32 folds float16->float32 Casts",
 	 C_COMPILE | C_VERIFY | C_INFO | C_DUMP},

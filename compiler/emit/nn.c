@@ -211,6 +211,10 @@ static void emit_window3d(Emit *E, const Geo *g, int64_t n, int64_t c, int64_t m
 
 void emit_conv(Emit *E)
 {
+	if (edgeconv_node(E->n)) {
+		emit_edgeconv(E);
+		return;
+	}
 	Operand X = in_op(E, 0), W = in_op(E, 1), Y = out_op(E, 0);
 	require_f32(E, &X);
 	Geo g;

@@ -232,7 +232,10 @@ void ops_conv_infer(Infer *x)
 {
 	switch (x->n->op) {
 	case OP_Conv:
-		infer_conv(x);
+		if (edgeconv_node(x->n))
+			edgeconv_infer(x);
+		else
+			infer_conv(x);
 		return;
 	case OP_ConvTranspose:
 		infer_conv_transpose(x);

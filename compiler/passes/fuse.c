@@ -455,7 +455,7 @@ static bool fuse_bn(PassCtx *c, int j)
 	Node *pn = &g->nodes[p];
 	/* Not after a fused residual: BatchNorm would then apply to the sum. */
 	if ((pn->op != OP_Conv && pn->op != OP_Gemm) || pn->nout != 1 || rw_attr(pn, "kiln.act") ||
-	    rw_attr(pn, "kiln.residual"))
+	    rw_attr(pn, "kiln.residual") || edgeconv_node(pn))
 		return false;
 	int64_t nc = 0, tmp;
 	double *sc = rw_const_f64(c, bn->in[1], &nc), *bb = rw_const_f64(c, bn->in[2], &tmp);
@@ -605,7 +605,8 @@ static int epilogue_host(PassCtx *c, int x, int *last)
 		p = iv->producer;
 	}
 	Node *pn = &g->nodes[p];
-	if ((pn->op != OP_Conv && pn->op != OP_Gemm) || pn->nout != 1 || rw_attr(pn, "kiln.act"))
+	if ((pn->op != OP_Conv && pn->op != OP_Gemm) || pn->nout != 1 || rw_attr(pn, "kiln.act") ||
+	    edgeconv_node(pn))
 		return NONE;
 	if (pn->op == OP_Conv) {
 		const Shape *ws = rw_static_shape(c, pn->in[1]);

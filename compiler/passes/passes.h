@@ -32,6 +32,7 @@ typedef enum PassId {
 	PASS_EINSUM,   /* einsum.c: two-operand Einsum -> Transpose/Reshape/MatMul */
 	PASS_FOLD,     /* fold.c: constant subgraphs whose inputs die with them */
 	PASS_FUSE,     /* fuse.c: BatchNorm into Conv/Gemm, MatMul+Add -> Gemm, epilogues */
+	PASS_EDGECONV, /* edgeconv.c: kNN EdgeConv (Gather, Sub, Concat, 1x1 Convs, mean) -> one node */
 	PASS_DCE,      /* dce.c: nodes and optional outputs nobody reads */
 	PASS_F16,      /* f16.c: --weights-dtype fp16 (once, after the fixed point) */
 	PASS_COUNT

@@ -1,0 +1,77 @@
+/*
+ * ops/edgeconv.c - the fused kNN EdgeConv node that passes/edgeconv.c makes
+ * (a Conv marked kiln.edgeconv = L): its shape inference, its kernel
+ * parameters and its arena scratch.
+ *
+ * Inputs: x [N, C, P] float32, idx [N, P, k] int64, then per layer l its
+ * weight and optional bias: layer 0's as [2 C1, C] ([Wa - Wb; Wb]), the
+ * others' as Conv weights [Cl, C(l-1), 1, 1]. Output [N, CL, P] (with a
+ * trailing 1 under kiln.edge_keepdims).
+ */
+#include "kiln.h"
+
+bool edgeconv_node(const Node *n)
+{
+	return n->op == OP_Conv && node_attr(n, "kiln.edgeconv") != NULL;
+}
+
+/* The shape part of the kernel's parameters (weights are the emitter's). */
+static void params(Infer *x, kiln_edgeconv_params *p)
+{
+	const Node *n = x->n;
+	const Attr *a = node_attr(n, "kiln.edgeconv");
+	int L = a && a->type == AT_INT ? (int)a->i : 0;
+	if (L < 1 || L > KILN_EDGECONV_MAX_LAYERS || n->nin != 2 + 2 * L || n->nout != 1)
+		infer_fail(x, KILN_INVALID_MODEL, "malformed fused EdgeConv node");
+	const Shape *xs = infer_shape(x, 0), *is = infer_shape(x, 1);
+	if (xs->rank != 3 || is->rank != 3 || infer_dtype(x, 0) != DT_FLOAT ||
+	    infer_dtype(x, 1) != DT_INT64 || is->dims[0].size != xs->dims[0].size ||
+	    is->dims[1].size != xs->dims[2].size)
+		infer_fail(x, KILN_INVALID_MODEL, "fused EdgeConv: x [N, C, P] and idx [N, P, k] "
+		           "do not fit");
+	*p = (kiln_edgeconv_params){.batch = xs->dims[0].size, .channels = xs->dims[1].size,
+	                            .points = xs->dims[2].size, .k = is->dims[2].size,
+	                            .nlayers = L,
+	                            .aggregate = attr_int(x, "kiln.edge_max", 0)
+	                                                 ? KILN_EDGECONV_MAX : KILN_EDGECONV_MEAN};
+	int64_t cin = p->channels;
+	for (int l = 0; l < L; l++) {
+		const Shape *w = infer_shape(x, 2 + 2 * l);
+		bool ok = l == 0 ? w->rank == 2 && w->dims[1].size == cin && w->dims[0].size % 2 == 0
+		                 : w->rank == 4 && w->dims[1].size == cin;
+		p->width[l] = l == 0 ? w->dims[0].size / 2 : w->dims[0].size;
+		if (!ok || p->width[l] < 1)
+			infer_fail(x, KILN_INVALID_MODEL, "fused EdgeConv: layer %d's weight does not fit", l);
+		cin = p->width[l];
+	}
+}
+
+void edgeconv_params(Infer *x, kiln_edgeconv_params *p)
+{
+	params(x, p);
+}
+
+void edgeconv_infer(Infer *x)
+{
+	kiln_edgeconv_params p;
+	params(x, &p);
+	bool keep = attr_int(x, "kiln.edge_keepdims", 0) != 0;
+	Shape y = {.rank = keep ? 4 : 3};
+	y.dims[0].size = p.batch;
+	y.dims[1].size = p.width[p.nlayers - 1];
+	y.dims[2].size = p.points;
+	if (keep)
+		y.dims[3].size = 1;
+	infer_set_output(x, 0, DT_FLOAT, &y);
+}
+
+int64_t edgeconv_scratch_bytes(const Sig *s, int node, Arena *a)
+{
+	Node *n = &s->g->nodes[node];
+	if (!edgeconv_node(n))
+		return 0;
+	Infer inf = {.sig = (Sig *)s, .g = s->g, .n = n, .a = a};
+	kiln_edgeconv_params p;
+	params(&inf, &p);
+	return kiln_f32_edgeconv_work(&p) * (int64_t)sizeof(float);
+}

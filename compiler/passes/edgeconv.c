@@ -1,0 +1,343 @@
+/*
+ * passes/edgeconv.c - the kNN EdgeConv block of ParticleNet / DGCNN, as
+ * PyTorch exports it, becomes one node that never builds the [N, 2C, P, k]
+ * edge tensor (runtime/kernels/f32-edgeconv).
+ *
+ * The pattern, read backwards from the aggregation:
+ *
+ *     ReduceMean|ReduceMax over the last axis (k) of
+ *       Conv 1x1 (+ Relu epilogue) ... Conv 1x1 (+ Relu)   each read once
+ *         Concat(axis 1) [E, Sub(T, E)]                   [x_i ; x_j - x_i]
+ *           E = Expand(Unsqueeze(x) [N,C,P,1]) [N,C,P,k]
+ *           T = Transpose[0,3,1,2](Reshape [N,P,k,C](
+ *                 Gather(axis 0, Reshape [N*P, C](Transpose[0,2,1](x)),
+ *                        Reshape [N*P*k](Add(idx, base)))))
+ *     idx [N,P,k] int64 from TopK's indices (through a Slice), over an axis
+ *     of P elements, so 0 <= idx < P; base holds n*P in every compiled
+ *     signature (folded shape arithmetic: Range(0, N) * P).
+ *
+ * The Gather then reads neighbours of the same sample only, so the fused
+ * node takes idx itself: the flat index arithmetic dies and the node is
+ * batch-independent. The result is a Conv node marked kiln.edgeconv = L
+ * (layers) with inputs (x, idx, W0', b0, W1, b1, ...), kiln.edge_relu (per
+ * layer), kiln.edge_max (0: mean) and kiln.edge_keepdims; W0' [2 C1, C] =
+ * [Wa - Wb; Wb] replaces W0 = [Wa Wb] (the same bytes count: W0 must have no
+ * other reader). Layers must be float32 1x1 Convs (group 1, no padding,
+ * strides and dilations 1) with constant weights read only there, their
+ * activation none or Relu fused by fuse.c (so this runs after fuse), each
+ * output read once. Anything else leaves the graph as it is.
+ *
+ * Needs shapes (skipped without them); guarantees nothing else; fuse.c
+ * leaves a kiln.edgeconv node alone.
+ */
+#include <string.h>
+
+#include "kiln/kernels.h"
+#include "rewrite.h"
+
+enum { MAX_LAYERS = KILN_EDGECONV_MAX_LAYERS };
+
+/* The node producing live temporary id, if it is op; else NULL. */
+static Node *made_by(PassCtx *c, int id, int op)
+{
+	if (id == NONE)
+		return NULL;
+	const Value *v = &c->g->values[id];
+	if (v->kind != VAL_TEMP || v->producer == NONE || c->dead[v->producer])
+		return NULL;
+	Node *n = &c->g->nodes[v->producer];
+	return n->op == op ? n : NULL;
+}
+
+static bool perm_is(const Node *t, const int64_t *p, int n)
+{
+	const Attr *a = rw_attr(t, "perm");
+	if (!a || a->type != AT_INTS || a->n != n)
+		return false;
+	for (int i = 0; i < n; i++)
+		if (a->ints[i] != p[i])
+			return false;
+	return true;
+}
+
+/* Shape of id in signature k is exactly these dims. */
+static bool dims_are(PassCtx *c, int id, int k, const int64_t *d, int rank)
+{
+	const Shape *s = rw_shape_in(c, id, k);
+	if (!s || s->rank != rank)
+		return false;
+	for (int i = 0; i < rank; i++)
+		if (s->dims[i].size != d[i])
+			return false;
+	return true;
+}
+
+/* A 1x1 float32 Conv with a constant weight [M, Cin, 1, 1] read only here,
+ * an optional constant bias, no residual, and activation none or Relu. */
+static bool plain_1x1(PassCtx *c, const Node *n, int64_t cin, int64_t *cout, bool *relu)
+{
+	if (n->op != OP_Conv || n->nout != 1 || n->nin < 2 || n->nin > 3 ||
+	    rw_attr(n, "kiln.residual") || rw_attr(n, "kiln.edgeconv") ||
+	    rw_attr_int(n, "group", 1) != 1)
+		return false;
+	static const char *const ones[] = {"strides", "dilations"};
+	for (int i = 0; i < 2; i++) {
+		const Attr *a = rw_attr(n, ones[i]);
+		for (int j = 0; a && j < a->n; j++)
+			if (a->type != AT_INTS || a->ints[j] != 1)
+				return false;
+	}
+	const Attr *pads = rw_attr(n, "pads");
+	for (int j = 0; pads && j < pads->n; j++)
+		if (pads->type != AT_INTS || pads->ints[j] != 0)
+			return false;
+	const Attr *ap = rw_attr(n, "auto_pad");
+	if (ap && ap->type == AT_STRING && !(ap->s.len == 6 && memcmp(ap->s.data, "NOTSET", 6) == 0))
+		return false;
+	int w = n->in[1];
+	const Value *wv = &c->g->values[w];
+	if (!rw_is_const(c, w) || wv->dtype != DT_FLOAT || wv->nuse != 1 || wv->shape.rank != 4 ||
+	    wv->shape.dims[1].size != cin || wv->shape.dims[2].size != 1 ||
+	    wv->shape.dims[3].size != 1)
+		return false;
+	*cout = wv->shape.dims[0].size;
+	if (n->nin == 3 && n->in[2] != NONE) {
+		const Value *bv = &c->g->values[n->in[2]];
+		if (!rw_is_const(c, n->in[2]) || bv->dtype != DT_FLOAT || bv->shape.rank != 1 ||
+		    bv->shape.dims[0].size != *cout)
+			return false;
+	}
+	const Attr *act = rw_attr(n, "kiln.act");
+	*relu = act != NULL;
+	return !act || (act->type == AT_STRING && act->s.len == 4 && memcmp(act->s.data, "Relu", 4) == 0);
+}
+
+/* The reduction over the last axis of a rank-4 value: its kind, or -1. */
+static int last_axis_reduce(PassCtx *c, const Node *r, bool *keepdims)
+{
+	if ((r->op != OP_ReduceMean && r->op != OP_ReduceMax) || r->nout != 1)
+		return -1;
+	int64_t n = 0;
+	const int64_t *axes = NULL;
+	double *from_input = NULL;
+	const Attr *a = rw_attr(r, "axes");
+	if (r->nin >= 2 && r->in[1] != NONE) {
+		from_input = rw_const_f64(c, r->in[1], &n);
+		if (!from_input)
+			return -1;
+	} else if (a && a->type == AT_INTS) {
+		axes = a->ints, n = a->n;
+	}
+	if (n != 1)
+		return -1;
+	int64_t ax = from_input ? (int64_t)from_input[0] : axes[0];
+	if (ax != -1 && ax != 3)
+		return -1;
+	*keepdims = rw_attr_int(r, "keepdims", 1) != 0;
+	return r->op == OP_ReduceMax;
+}
+
+/* base holds n*P at row n, shaped [N, 1, 1], in every signature. */
+static bool is_sample_base(PassCtx *c, int base, int64_t P)
+{
+	for (int k = 0; k < c->nsigs; k++) {
+		const Folded *f = c->sigs[k].folded[base];
+		const Shape *s = rw_shape_in(c, base, k);
+		int64_t N = c->sigs[k].batch;
+		if (!f || !s || f->dtype != DT_INT64 || f->nelem != N || s->rank != 3 ||
+		    s->dims[1].size != 1 || s->dims[2].size != 1)
+			return false;
+		for (int64_t n = 0; n < N; n++) {
+			int64_t v;
+			memcpy(&v, (const char *)f->data + 8 * n, 8);
+			if (v != n * P)
+				return false;
+		}
+	}
+	return true;
+}
+
+/* idx [N, P, k] int64 comes from TopK's indices over an axis of P elements
+ * (directly or through a Slice of them): every value is in [0, P). */
+static bool local_indices(PassCtx *c, int idx, int64_t P)
+{
+	const Node *s = made_by(c, idx, OP_Slice);
+	int from = s ? s->in[0] : idx;
+	const Node *t = made_by(c, from, OP_TopK);
+	if (!t || t->nout < 2 || t->out[1] != from)
+		return false;
+	for (int k = 0; k < c->nsigs; k++) {
+		const Shape *in = rw_shape_in(c, t->in[0], k);
+		if (!in || in->rank < 1)
+			return false;
+		int64_t ax = rw_attr_int(t, "axis", -1);
+		if (ax < 0)
+			ax += in->rank;
+		if (ax < 0 || ax >= in->rank || in->dims[ax].size != P)
+			return false;
+	}
+	return true;
+}
+
+typedef struct Match {
+	int x, idx;                  /* [N, C, P] features; [N, P, k] int64 neighbours */
+	int nlayers;
+	Node *conv[MAX_LAYERS];
+	bool relu[MAX_LAYERS];
+	int64_t width[MAX_LAYERS];
+	int64_t C, P, k;
+} Match;
+
+/* The edge features [x_i ; x_j - x_i] that concat makes, or false. */
+static bool edge_features(PassCtx *c, const Node *cat, Match *m)
+{
+	if (cat->op != OP_Concat || cat->nin != 2 || cat->nout != 1 ||
+	    rw_attr_int(cat, "axis", 0) != 1)
+		return false;
+	int e = cat->in[0];
+	const Node *sub = made_by(c, cat->in[1], OP_Sub);
+	const Node *ex = made_by(c, e, OP_Expand);
+	if (!sub || !ex || sub->in[1] != e || c->g->values[e].nuse != 2 ||
+	    rw_sole_user(c, cat->in[1]) == NONE || rw_pinned(c, e))
+		return false;
+	const Node *un = made_by(c, ex->in[0], OP_Unsqueeze);
+	const Node *tr = made_by(c, sub->in[0], OP_Transpose);
+	static const int64_t p0312[4] = {0, 3, 1, 2}, p021[3] = {0, 2, 1};
+	if (!un || !tr || !perm_is(tr, p0312, 4))
+		return false;
+	const Node *rs = made_by(c, tr->in[0], OP_Reshape);
+	const Node *ga = rs ? made_by(c, rs->in[0], OP_Gather) : NULL;
+	if (!ga || rw_attr_int(ga, "axis", 0) != 0)
+		return false;
+	const Node *flat = made_by(c, ga->in[0], OP_Reshape);
+	const Node *xt = flat ? made_by(c, flat->in[0], OP_Transpose) : NULL;
+	const Node *ir = made_by(c, ga->in[1], OP_Reshape);
+	const Node *add = ir ? made_by(c, ir->in[0], OP_Add) : NULL;
+	if (!xt || !perm_is(xt, p021, 3) || !add || xt->in[0] != un->in[0])
+		return false;
+	m->x = xt->in[0];
+	if (rw_dtype(c, m->x) != DT_FLOAT)
+		return false;
+	const Shape *x0 = rw_shape_in(c, m->x, 0), *e0 = rw_shape_in(c, e, 0);
+	if (!x0 || x0->rank != 3 || !e0 || e0->rank != 4)
+		return false;
+	m->C = x0->dims[1].size, m->P = x0->dims[2].size, m->k = e0->dims[3].size;
+	/* idx + base, either way round */
+	bool swapped = !is_sample_base(c, add->in[1], m->P);
+	m->idx = add->in[swapped ? 1 : 0];
+	if ((swapped && !is_sample_base(c, add->in[0], m->P)) || rw_dtype(c, m->idx) != DT_INT64 ||
+	    !local_indices(c, m->idx, m->P) || m->C < 1 || m->P < 1 || m->k < 1)
+		return false;
+	for (int k = 0; k < c->nsigs; k++) {
+		int64_t N = c->sigs[k].batch, C = m->C, P = m->P, K = m->k;
+		int64_t dx[3] = {N, C, P}, de[4] = {N, C, P, K}, du[4] = {N, C, P, 1};
+		int64_t di[3] = {N, P, K}, dflat[2] = {N * P, C}, dg[2] = {N * P * K, C};
+		int64_t dr[4] = {N, P, K, C}, dir[1] = {N * P * K};
+		if (!dims_are(c, m->x, k, dx, 3) || !dims_are(c, e, k, de, 4) ||
+		    !dims_are(c, ex->in[0], k, du, 4) || !dims_are(c, m->idx, k, di, 3) ||
+		    !dims_are(c, add->out[0], k, di, 3) || !dims_are(c, ga->in[0], k, dflat, 2) ||
+		    !dims_are(c, ga->out[0], k, dg, 2) || !dims_are(c, rs->out[0], k, dr, 4) ||
+		    !dims_are(c, ga->in[1], k, dir, 1) || !dims_are(c, sub->out[0], k, de, 4))
+			return false;
+	}
+	return true;
+}
+
+/* W0 [C1, 2C, 1, 1] -> [2 C1, C] = [Wa - Wb; Wb]. */
+static int split_first_weight(PassCtx *c, int w, int64_t C1, int64_t C, const char *name)
+{
+	int64_t n = 2 * C1 * C;
+	float *src = arena_array(c->a, (size_t)n, sizeof *src);
+	float *d = arena_array(c->a, (size_t)n, sizeof *d);
+	memcpy(src, c->g->values[w].weight->bytes, (size_t)n * sizeof *src);
+	for (int64_t o = 0; o < C1; o++)
+		for (int64_t i = 0; i < C; i++) {
+			float a = src[o * 2 * C + i], b = src[o * 2 * C + C + i];
+			d[o * C + i] = a - b;
+			d[(C1 + o) * C + i] = b;
+		}
+	Shape s = {.rank = 2};
+	s.dims[0].size = 2 * C1;
+	s.dims[1].size = C;
+	return rw_new_const(c, arena_printf(c->a, "%s.split", name), DT_FLOAT, &s, d);
+}
+
+static bool fuse_edgeconv(PassCtx *c, int i)
+{
+	Graph *g = c->g;
+	Node *red = &g->nodes[i];
+	bool keepdims;
+	int how = last_axis_reduce(c, red, &keepdims);
+	if (how < 0 || rw_dtype(c, red->in[0]) != DT_FLOAT)
+		return false;
+	/* the Conv chain, last layer first */
+	Match m = {0};
+	Node *chain[MAX_LAYERS + 1];
+	int n = 0, at = red->in[0];
+	const Node *cat = NULL;
+	for (;;) {
+		Node *cv = made_by(c, at, OP_Conv);
+		if (!cv || n == MAX_LAYERS || rw_sole_user(c, at) == NONE)
+			return false;
+		chain[n++] = cv;
+		const Node *prev = made_by(c, cv->in[0], OP_Concat);
+		if (prev && rw_sole_user(c, cv->in[0]) != NONE && edge_features(c, prev, &m)) {
+			cat = prev;
+			break;
+		}
+		at = cv->in[0];
+	}
+	(void)cat;
+	m.nlayers = n;
+	int64_t cin = 2 * m.C;
+	for (int l = 0; l < n; l++) {
+		m.conv[l] = chain[n - 1 - l];
+		if (!plain_1x1(c, m.conv[l], cin, &m.width[l], &m.relu[l]))
+			return false;
+		cin = m.width[l];
+	}
+	const Node *last = m.conv[n - 1];
+	for (int k = 0; k < c->nsigs; k++) {
+		int64_t dl[4] = {c->sigs[k].batch, m.width[n - 1], m.P, m.k};
+		if (!dims_are(c, last->out[0], k, dl, 4))
+			return false;
+	}
+	const char *name = red->name[0] ? red->name : "edgeconv";
+	int in[2 + 2 * MAX_LAYERS];
+	in[0] = m.x, in[1] = m.idx;
+	for (int l = 0; l < n; l++) {
+		const Node *cv = m.conv[l];
+		in[2 + 2 * l] = l == 0 ? split_first_weight(c, cv->in[1], m.width[0], m.C, name)
+		                       : cv->in[1];
+		in[3 + 2 * l] = cv->nin == 3 ? cv->in[2] : NONE;
+	}
+	int64_t relu[MAX_LAYERS];
+	for (int l = 0; l < n; l++)
+		relu[l] = m.relu[l];
+	Attr at4[5] = {
+		rw_int_attr(c, "kiln.edgeconv", n), rw_ints_attr(c, "kiln.edge_relu", relu, n),
+		rw_int_attr(c, "kiln.edge_max", how), rw_int_attr(c, "kiln.edge_keepdims", keepdims),
+		rw_string_attr(c, "kiln.fused",
+		               arena_printf(c->a, "kNN EdgeConv: Gather, Sub, Concat, %d Conv, %s \"%s\"",
+		                            n, red->op_type, red->name)),
+	};
+	int y = red->out[0];
+	/* the reduction's output moves to the new node */
+	rw_kill(c, i);
+	rw_add_node(c, i, "Conv", in, 2 + 2 * n, &y, 1, at4, 5, name);
+	for (int l = 0; l < n; l++)
+		rw_kill(c, (int)(m.conv[l] - g->nodes));
+	c->stat->fused += n + 1;
+	return true;
+}
+
+int pass_edgeconv(PassCtx *c)
+{
+	if (c->nsigs == 0)
+		return 0;
+	int changed = 0;
+	for (int i = 0; i < c->g->nnodes; i++)
+		if (!c->dead[i])
+			changed += fuse_edgeconv(c, i);
+	return changed;
+}
