@@ -574,9 +574,12 @@ static void rule_n_first(BD *b, int k)
 	}
 	for (int i = 1; i < n->nin; i++) {
 		int ki = in_axis(b, i);
-		/* GridSample's grid and a fused EdgeConv's neighbours (within each
-		 * sample: passes/edgeconv.c) are rows like the data */
-		if (ki != BD_NONE && !((n->op == OP_GridSample || edgeconv_node(n)) && ki == 0 && i == 1)) {
+		/* GridSample's grid, a fused EdgeConv's neighbours (within each
+		 * sample: passes/edgeconv.c) and a Conv's fused residual (added
+		 * plane by plane: passes/fuse.c) are rows like the data */
+		bool rows = (n->op == OP_GridSample || edgeconv_node(n)) && i == 1;
+		rows |= n->op == OP_Conv && i == 3 && node_attr(n, "kiln.residual");
+		if (ki != BD_NONE && !(rows && ki == 0)) {
 			mix(b, "input %d carries the batch", i);
 			return;
 		}

@@ -312,7 +312,7 @@ static int parse_args(int argc, char **argv, Options *o)
 				int id = pass_lookup(v);
 				if (id == NONE && !missing)
 					return usage_error("--no-pass: unknown pass '%s' (noop, dedup, cse, einsum, "
-					                   "fold, fuse, dce, f16)", v);
+					                   "fold, fuse, edgeconv, dce, f16)", v);
 				if (id != NONE)
 					o->popts.disabled[id] = true;
 			} else if ((v = flag_value(argc, argv, &i, "--weights-dtype", &missing))) {

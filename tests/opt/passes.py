@@ -74,6 +74,30 @@ def conv_ref(x, w, b, pad):
     return y if b is None else y + b.reshape(1, -1, 1, 1)
 
 
+def edgeconv_checks(kiln, root):
+    """The edgeconv pass on a ParticleNet-style PyTorch export: both blocks
+    become kiln_f32_edgeconv nodes (no Gather, Concat or ReduceMean left);
+    with the Concat swapped (a near miss) nothing is fused. The outputs of
+    both against ONNX Runtime: tests/realmodels (particlenet_edgeconv*)."""
+    sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "realmodels"))
+    import edgeconv_model
+    from onnx import save as save_model
+    for near_miss in (False, True):
+        path = os.path.join(root, "edgeconv%d.onnx" % near_miss)
+        save_model(edgeconv_model.export(near_miss=near_miss)[0], path)
+        dump = subprocess.run([kiln, "dump", path, "--passes", "--batch", "1,3"],
+                              capture_output=True, text=True).stdout
+        ops = re.findall(r"^  n\d+ \"[^\"]*\" (\w+) ", dump, re.M)
+        # the fused node is a Conv named after the reduction it replaced
+        fused = len(re.findall(r"^  n\d+ \"[^\"]*ReduceMean\" Conv ", dump, re.M))
+        left = [o for o in ops if o in ("Gather", "Concat")]
+        ok = (fused == 0 and "Concat" in left) if near_miss else (fused == 2 and not left)
+        what = "edgeconv: near miss left alone" if near_miss else "edgeconv: both blocks fused"
+        print(("ok   " if ok else "FAIL ") + what + " (%d fused, left %s)" % (fused, left))
+        if not ok:
+            failures.append(what)
+
+
 def vi(name, shape, dt=F):
     return helper.make_tensor_value_info(name, dt, shape)
 
@@ -284,6 +308,7 @@ def main():
         print(("ok   " if ok else "FAIL ") + "--no-pass=fold keeps the constant Add")
         if not ok:
             failures.append("--no-pass=fold")
+        edgeconv_checks(kiln, root)
     finally:
         shutil.rmtree(root, ignore_errors=True)
     print("passes: %d failed" % len(failures))

@@ -377,3 +377,34 @@ def deepsets_batch_independent():
 @error("hint: --shape constituents=N,<P>,4")
 def deepsets_check_suggests_shape():
     return deepsets()[0]
+
+
+# ---- kNN EdgeConv (passes/edgeconv.c) ------------------------------------
+
+
+@run
+def particlenet_edgeconv():
+    """ParticleNet-style: kNN by MatMul + TopK, neighbour Gather, two EdgeConv
+    blocks (fused into kiln_f32_edgeconv by the edgeconv pass)."""
+    import edgeconv_model
+    return edgeconv_model.export()
+
+
+@run
+def particlenet_edgeconv_batch1():
+    import edgeconv_model
+    return edgeconv_model.export(batch=1, seed=4)
+
+
+@run
+def particlenet_edgeconv_near_miss():
+    """The Concat swapped ([x_j - x_i ; x_i]): not fused, still right."""
+    import edgeconv_model
+    return edgeconv_model.export(near_miss=True)
+
+
+@compiles("--batch", "1,4")
+def particlenet_edgeconv_batches():
+    """Fused, the neighbour indices stay within each sample: batch-independent."""
+    import edgeconv_model
+    return edgeconv_model.export()[0]
