@@ -89,14 +89,14 @@ static void run_case(const Case *cs)
 			for (int64_t j = 0; j < k; j++) {
 				int64_t q = idx[(n * P + pt) * k + j];
 				for (int64_t c = 0; c < C; c++) {
-					double xp = X[(n * C + c) * P + pt], xq = X[(n * C + c) * P + q];
+					double xp = (double)X[(n * C + c) * P + pt], xq = (double)X[(n * C + c) * P + q];
 					h[c] = xp, h[C + c] = xq - xp;
 					hb[c] = fabs(xp), hb[C + c] = fabs(xq) + fabs(xp);
 				}
 				int64_t ci = 2 * C;
 				for (int l = 0; l < L; l++) {
 					for (int64_t m = 0; m < cs->width[l]; m++) {
-						double s = p.bias[l] ? B[l][m] : 0, sb = fabs(s);
+						double s = p.bias[l] ? (double)B[l][m] : 0, sb = fabs(s);
 						for (int64_t c = 0; c < ci; c++) {
 							s += (double)W[l][m * ci + c] * h[c];
 							sb += fabs((double)W[l][m * ci + c]) * hb[c];
