@@ -218,7 +218,7 @@ static bool is_n_first(int op)
 	case OP_Conv: case OP_ConvTranspose: case OP_MaxPool: case OP_AveragePool: case OP_LpPool:
 	case OP_GlobalAveragePool: case OP_GlobalMaxPool: case OP_GlobalLpPool: case OP_LRN:
 	case OP_InstanceNormalization: case OP_BatchNormalization: case OP_DepthToSpace:
-	case OP_GroupNormalization:
+	case OP_GroupNormalization: case OP_Col2Im:
 	case OP_SpaceToDepth: case OP_Resize: case OP_Upsample: case OP_GridSample:
 	case OP_ConvInteger: case OP_QLinearConv:
 		return true;
@@ -240,6 +240,8 @@ static bool shape_slot(int op, int i)
 		return i == 1;
 	case OP_Slice: return i >= 1;
 	case OP_Pad: return i == 1 || i == 3;
+	case OP_Col2Im: return i == 1 || i == 2;
+	case OP_CenterCropPad: return i == 1;
 	case OP_Resize: return i >= 1;
 	case OP_ConstantOfShape: return i == 0;
 	}
@@ -761,7 +763,7 @@ static void rows_rule(BD *b, int k)
 			set_outputs(b, k < axis ? k : k + 1);
 		return;
 	}
-	case OP_Pad: case OP_Tile: case OP_Expand: {
+	case OP_Pad: case OP_Tile: case OP_Expand: case OP_CenterCropPad: {
 		int out = n->out[0], ko = k + rank_of(b, out) - rank_of(b, n->in[0]);
 		if (in_axis(b, 0) != k || (op == OP_Pad && in_axis(b, 2) != BD_NONE))
 			mix(b, "takes a batched pad value or shape");

@@ -147,6 +147,7 @@ void emit_group_norm(Emit *E);
 void emit_lrn(Emit *E);
 void emit_quant(Emit *E);
 void emit_resize(Emit *E);
+void emit_col2im(Emit *E);
 /* emit/sampling.c */
 void emit_gridsample(Emit *E);
 void emit_roialign(Emit *E);

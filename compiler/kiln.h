@@ -533,6 +533,7 @@ typedef struct ConvTGeometry {
 	int64_t kernel[3], stride[3], dilation[3], pad_begin[3], pad_end[3], out[3];
 } ConvTGeometry;
 void conv_transpose_geometry(Infer *x, const Shape *in, const Shape *w, ConvTGeometry *g);
+int64_t pool_lp_norm(Infer *x);   /* LpPool's p, checked */
 void ops_norm_infer(Infer *x);          /* BatchNormalization, LayerNormalization, Softmax, LogSoftmax */
 void ops_reduce_infer(Infer *x);        /* ReduceMean, ReduceSum */
 void ops_resize_infer(Infer *x);        /* Resize, Upsample */
@@ -542,6 +543,7 @@ void ops_sampling_infer(Infer *x);      /* GridSample, RoiAlign, MaxUnpool */
 void sampling_gridsample_params(Infer *x, kiln_gridsample_params *p);
 void sampling_roialign_params(Infer *x, kiln_roialign_params *p);
 void sampling_maxunpool_params(Infer *x, kiln_maxunpool_params *p);
+void sampling_col2im_params(Infer *x, kiln_col2im_params *p);
 #define EINSUM_MAX_OPERANDS 8
 typedef struct Einsum {
 	int noperands;

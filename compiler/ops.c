@@ -106,6 +106,7 @@ static const InferHook infer_hooks[OP_COUNT] = {
 	[OP_Conv] = ops_conv_infer, [OP_MaxPool] = ops_conv_infer,
 	[OP_ConvTranspose] = ops_conv_infer,
 	[OP_AveragePool] = ops_conv_infer, [OP_GlobalAveragePool] = ops_conv_infer,
+	[OP_LpPool] = ops_conv_infer, [OP_GlobalLpPool] = ops_conv_infer,
 	[OP_BatchNormalization] = ops_norm_infer, [OP_LayerNormalization] = ops_norm_infer,
 	[OP_Softmax] = ops_norm_infer, [OP_LogSoftmax] = ops_norm_infer,
 	[OP_NegativeLogLikelihoodLoss] = ops_norm_infer, [OP_SoftmaxCrossEntropyLoss] = ops_norm_infer,
@@ -126,6 +127,7 @@ static const InferHook infer_hooks[OP_COUNT] = {
 	[OP_Dropout] = ops_shape_infer, [OP_CastLike] = ops_elementwise_infer,
 	[OP_GatherElements] = ops_shape_infer, [OP_Tile] = ops_shape_infer,
 	[OP_Pad] = ops_shape_infer, [OP_Trilu] = ops_shape_infer,
+	[OP_CenterCropPad] = ops_shape_infer,
 	[OP_Hardmax] = ops_shape_infer, [OP_CumSum] = ops_shape_infer,
 	[OP_DepthToSpace] = ops_shape_infer, [OP_SpaceToDepth] = ops_shape_infer,
 	[OP_OneHot] = ops_shape_infer, [OP_GatherND] = ops_shape_infer,
@@ -138,7 +140,7 @@ static const InferHook infer_hooks[OP_COUNT] = {
 	[OP_GlobalMaxPool] = ops_conv_infer,
 	[OP_Resize] = ops_resize_infer, [OP_Upsample] = ops_resize_infer,
 	[OP_GridSample] = ops_sampling_infer, [OP_RoiAlign] = ops_sampling_infer,
-	[OP_MaxUnpool] = ops_sampling_infer,
+	[OP_MaxUnpool] = ops_sampling_infer, [OP_Col2Im] = ops_sampling_infer,
 	[OP_Einsum] = ops_shape_infer,
 	[OP_DFT] = ops_signal_infer, [OP_STFT] = ops_signal_infer,
 	[OP_HannWindow] = ops_signal_infer, [OP_HammingWindow] = ops_signal_infer,
@@ -282,14 +284,6 @@ static const char *later_schema_limit(const Node *n)
 	case OP_DFT:
 		if (n->since >= 20)
 			return "DFT-20 (dft_length and axis as inputs) is not supported yet";
-		break;
-	case OP_AveragePool: case OP_LpPool:
-		if ((a = node_attr(n, "dilations")) && a->type == AT_INTS)
-			for (int i = 0; i < a->n; i++)
-				if (a->ints[i] != 1 && (n->op == OP_LpPool || n->since >= 19))
-					return "dilations other than 1 are not supported yet";
-		if (n->op == OP_LpPool && (a = node_attr(n, "ceil_mode")) && a->i != 0)
-			return "ceil_mode=1 is not supported yet";
 		break;
 	case OP_QuantizeLinear: case OP_DequantizeLinear:
 		if ((a = node_attr(n, "block_size")) && a->i != 0)

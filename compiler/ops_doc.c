@@ -40,10 +40,14 @@ static const OpDoc docs[] = {
 	{OP_Conv, F32, "1-D to 3-D; groups, dilations, auto_pad"},
 	{OP_ConvTranspose, F32, "1-D to 3-D; output_shape and output_padding"},
 	{OP_MaxPool, F32 | F64 | F16 | INTS, "1-D to 3-D; the Indices output (storage_order 0 and 1)"},
+	{OP_Col2Im, F32, "1 to 6 spatial axes; image_shape and block_shape must be known at compile "
+	                 "time"},
 	{OP_MaxUnpool, 0, "output_shape must be known at compile time"},
 	{OP_GridSample, F32, "bilinear, nearest, bicubic; zeros, border, reflection; align_corners"},
 	{OP_RoiAlign, F32, "avg and max (as ONNX Runtime), both coordinate modes, adaptive sampling"},
-	{OP_AveragePool, F32, "1-D to 3-D; count_include_pad, ceil_mode"},
+	{OP_AveragePool, F32, "1-D to 3-D; count_include_pad, ceil_mode, dilations (opset 19)"},
+	{OP_LpPool, F32, "1-D to 3-D; any whole p >= 1; dilations and ceil_mode (opset 18)"},
+	{OP_GlobalLpPool, F32, "any whole p >= 1"},
 	{OP_GlobalAveragePool, F32, NULL},
 	{OP_GlobalMaxPool, F32, NULL},
 	{OP_Softmax, F32, NULL},
@@ -71,6 +75,7 @@ static const OpDoc docs[] = {
 	{OP_TopK, F32 | F64 | INTS, "K must be known at compile time"},
 	{OP_OneHot, 0, "depth must be known at compile time"},
 	{OP_Slice, 0, "starts, ends, axes and steps must be known at compile time"},
+	{OP_CenterCropPad, 0, "the shape input must be known at compile time"},
 	{OP_Pad, 0, "pads (and opset 18's axes) must be known at compile time; constant, reflect, "
 	            "edge and wrap modes"},
 	{OP_Einsum, F32 | F64 | INTS, "any equation, with ellipsis; generated loops"},

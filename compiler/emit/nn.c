@@ -292,6 +292,13 @@ void emit_pool(Emit *E)
 		return;
 	}
 	require_f32(E, &X);
+	Infer inf = {.sig = (Sig *)E->sig, .g = E->g, .n = E->n, .d = E->d, .a = E->a};
+	if (E->n->op == OP_GlobalLpPool) {
+		int64_t planes = X.shape->dims[0].size * X.shape->dims[1].size;
+		emitf(E, "\tkiln_f32_global_lppool(%s, %s, %" PRId64 ", %" PRId64 ", %" PRId64 ");\n",
+		    X.expr, Y.expr, planes, X.nelem / (planes ? planes : 1), pool_lp_norm(&inf));
+		return;
+	}
 	if (E->n->op == OP_GlobalAveragePool || E->n->op == OP_GlobalMaxPool) {
 		int64_t planes = X.shape->dims[0].size * X.shape->dims[1].size;
 		emitf(E, "\tkiln_f32_global_%spool(%s, %s, %" PRId64 ", %" PRId64 ");\n",
@@ -301,8 +308,16 @@ void emit_pool(Emit *E)
 	}
 	Geo g;
 	geometry(E, X.shape, Y.shape, NULL, &g);
-	if (E->n->op == OP_AveragePool)
+	if (E->n->op == OP_AveragePool && E->n->since < 19)  /* dilations from opset 19 */
 		g.d[0] = g.d[1] = g.d[2] = 1;
+	if (E->n->op == OP_LpPool) {
+		if (E->n->since < 18)  /* dilations from opset 18 */
+			g.d[0] = g.d[1] = g.d[2] = 1;
+		emit_window3d(E, &g, X.shape->dims[0].size, X.shape->dims[1].size, 0, 1);
+		emitf(E, "\tkiln_f32_lppool_nd(&p, %" PRId64 " /* p */, %s, %s);\n", pool_lp_norm(&inf),
+		    X.expr, Y.expr);
+		return;
+	}
 	if (g.ns == 3) {
 		emit_window3d(E, &g, X.shape->dims[0].size, X.shape->dims[1].size, 0, 1);
 		if (E->n->op == OP_MaxPool)

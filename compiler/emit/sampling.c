@@ -57,6 +57,28 @@ void emit_roialign(Emit *E)
 	    X.expr, R.expr, B.expr, Y.expr);
 }
 
+/* Col2Im: the block columns summed back into the image. */
+void emit_col2im(Emit *E)
+{
+	Operand X = in_op(E, 0), Y = out_op(E, 0);
+	require_f32(E, &X);
+	Infer inf = infer_of(E);
+	kiln_col2im_params p;
+	sampling_col2im_params(&inf, &p);
+	emitf(E, "\tstatic const kiln_col2im_params p = {\n"
+	       "\t\t.batch = %" PRId64 ", .channels = %" PRId64 ", .axes = %d,\n", p.batch, p.channels,
+	    p.axes);
+	const char *names[] = {"image", "block", "stride", "dilation", "pad_begin", "blocks"};
+	const int64_t *vals[] = {p.image, p.block, p.stride, p.dilation, p.pad_begin, p.blocks};
+	for (int i = 0; i < 6; i++) {
+		emitf(E, "\t\t.%s = {", names[i]);
+		for (int a = 0; a < p.axes; a++)
+			emitf(E, "%s%" PRId64, a ? ", " : "", vals[i][a]);
+		emitf(E, "},\n");
+	}
+	emitf(E, "\t};\n\tkiln_f32_col2im(&p, %s, %s);\n", X.expr, Y.expr);
+}
+
 /* Y = 0, then Y[I[k]] = X[k], the indices flat over the unpooled shape,
  * which output_shape may pad at the end of each axis. */
 void emit_maxunpool(Emit *E)

@@ -8,6 +8,7 @@
  * output is ceil(in / stride) and the pads are derived from it; with VALID
  * there is no padding.
  */
+#include <stdint.h>
 #include <string.h>
 
 #include "kiln.h"
@@ -135,6 +136,16 @@ static void infer_conv(Infer *x)
 	infer_set_output(x, 0, infer_dtype(x, 0), &y);
 }
 
+/* LpPool's and GlobalLpPool's p: an int from opset 2, a float before
+ * (which must then be a whole number); >= 1. */
+int64_t pool_lp_norm(Infer *x)
+{
+	double p = x->n->since >= 2 ? (double)attr_int(x, "p", 2) : (double)attr_float(x, "p", 2.0f);
+	if (!(p >= 1 && p <= INT32_MAX) || p != (double)(int64_t)p)
+		infer_fail(x, KILN_INVALID_MODEL, "p must be a whole number >= 1, got %g", p);
+	return (int64_t)p;
+}
+
 static void infer_pool(Infer *x)
 {
 	const Shape *in = infer_shape(x, 0);
@@ -148,7 +159,12 @@ static void infer_pool(Infer *x)
 	if (storage_order != 0 && storage_order != 1)
 		infer_fail(x, KILN_INVALID_MODEL, "storage_order must be 0 or 1, got %lld",
 		           (long long)storage_order);
-	window(x, in, &w, ceil_mode, x->n->op == OP_MaxPool);
+	/* Dilations: MaxPool, AveragePool from opset 19, LpPool from opset 18. */
+	bool dilated = x->n->op == OP_MaxPool || (x->n->op == OP_AveragePool && x->n->since >= 19) ||
+	               (x->n->op == OP_LpPool && x->n->since >= 18);
+	if (x->n->op == OP_LpPool)
+		pool_lp_norm(x);
+	window(x, in, &w, ceil_mode, dilated);
 	Shape y = *in;
 	for (int i = 0; i < w.nspatial; i++)
 		y.dims[2 + i].size = w.out[i];
@@ -240,8 +256,10 @@ void ops_conv_infer(Infer *x)
 	case OP_ConvTranspose:
 		infer_conv_transpose(x);
 		return;
-	case OP_GlobalAveragePool: case OP_GlobalMaxPool: {
+	case OP_GlobalAveragePool: case OP_GlobalMaxPool: case OP_GlobalLpPool: {
 		const Shape *in = infer_shape(x, 0);
+		if (x->n->op == OP_GlobalLpPool)
+			pool_lp_norm(x);
 		check_spatial_input(x, in);
 		Shape y = *in;
 		for (int i = 2; i < y.rank; i++)

@@ -216,9 +216,82 @@ static void infer_maxunpool(Infer *x)
 	infer_set_output(x, 0, infer_dtype(x, 0), &y);
 }
 
+/* Col2Im (opset 18): image_shape (input 1) and block_shape (input 2) must be
+ * known at compile time; X [N, C * prod(block_shape), L] with L the number of
+ * block positions the image, pads, dilations and strides give. */
+void sampling_col2im_params(Infer *x, kiln_col2im_params *p)
+{
+	memset(p, 0, sizeof *p);
+	const Shape *in = infer_shape(x, 0);
+	require_rank(x, 0, in, 3, "[N, C * prod(block_shape), L]");
+	int64_t ni, nb;
+	const int64_t *image = infer_require_ints(x, 1, &ni), *block = infer_require_ints(x, 2, &nb);
+	if (ni < 1 || ni > KILN_COL2IM_MAX_AXES || nb != ni)
+		infer_fail(x, KILN_SHAPE_ERROR, "image_shape and block_shape must have the same number "
+		           "of values, 1 to %d (got %lld and %lld)", KILN_COL2IM_MAX_AXES, (long long)ni,
+		           (long long)nb);
+	int na = p->axes = (int)ni;
+	int64_t v[2 * KILN_COL2IM_MAX_AXES];
+	const char *names[] = {"strides", "dilations", "pads"};
+	int64_t *dst[] = {p->stride, p->dilation, p->pad_begin};
+	int64_t pad_end[KILN_COL2IM_MAX_AXES];
+	for (int a = 0; a < na; a++)
+		p->stride[a] = p->dilation[a] = 1, p->pad_begin[a] = pad_end[a] = 0;
+	for (int k = 0; k < 3; k++) {
+		int n = attr_ints(x, names[k], v, 2 * KILN_COL2IM_MAX_AXES);
+		int want = k == 2 ? 2 * na : na;
+		if (n >= 0 && n != want)
+			infer_fail(x, KILN_INVALID_MODEL, "%s has %d values for %d spatial axes", names[k], n,
+			           na);
+		for (int a = 0; a < n && a < na; a++)
+			dst[k][a] = v[a];
+		if (k == 2)
+			for (int a = 0; a < n / 2; a++)
+				pad_end[a] = v[na + a];
+	}
+	int64_t taps = 1, positions = 1;
+	for (int a = 0; a < na; a++) {
+		p->image[a] = image[a];
+		p->block[a] = block[a];
+		if (image[a] < 1 || block[a] < 1 || p->stride[a] < 1 || p->dilation[a] < 1 ||
+		    p->pad_begin[a] < 0 || pad_end[a] < 0)
+			infer_fail(x, KILN_INVALID_MODEL, "axis %d: image and block sizes, strides and "
+			           "dilations must be >= 1 and pads >= 0", a);
+		int64_t span = infer_add(x, infer_mul(x, block[a] - 1, p->dilation[a]), 1);
+		int64_t room = infer_sub(x, infer_add(x, infer_add(x, image[a], p->pad_begin[a]),
+		                                      pad_end[a]), span);
+		if (room < 0)
+			infer_fail(x, KILN_SHAPE_ERROR, "axis %d: the block (%lld) is larger than the padded "
+			           "image (%lld)", a, (long long)span, (long long)(room + span));
+		p->blocks[a] = room / p->stride[a] + 1;
+		taps = infer_mul(x, taps, block[a]);
+		positions = infer_mul(x, positions, p->blocks[a]);
+	}
+	if (in->dims[1].size % taps || in->dims[2].size != positions)
+		infer_fail(x, KILN_SHAPE_ERROR, "input is [%lld, %lld, %lld]; it must be [N, C * %lld, "
+		           "%lld] for these image and block shapes", (long long)in->dims[0].size,
+		           (long long)in->dims[1].size, (long long)in->dims[2].size, (long long)taps,
+		           (long long)positions);
+	p->batch = in->dims[0].size;
+	p->channels = in->dims[1].size / taps;
+}
+
+static void infer_col2im(Infer *x)
+{
+	kiln_col2im_params p;
+	sampling_col2im_params(x, &p);
+	Shape y = {.rank = 2 + p.axes};
+	y.dims[0] = infer_shape(x, 0)->dims[0];
+	y.dims[1].size = p.channels;
+	for (int a = 0; a < p.axes; a++)
+		y.dims[2 + a].size = p.image[a];
+	infer_set_output(x, 0, infer_dtype(x, 0), &y);
+}
+
 void ops_sampling_infer(Infer *x)
 {
 	switch (x->n->op) {
+	case OP_Col2Im: infer_col2im(x); return;
 	case OP_GridSample: infer_gridsample(x); return;
 	case OP_RoiAlign: infer_roialign(x); return;
 	default: infer_maxunpool(x); return;

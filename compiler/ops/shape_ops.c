@@ -671,9 +671,45 @@ static void infer_tile(Infer *x)
 /* The begin and end pads of every axis (2 * rank values): the attribute
  * before opset 11, input 1 after, and from opset 18 only for the axes listed
  * in input 3 (the others get none). */
+/* CenterCropPad as pads: per listed axis (attribute axes, default all) the
+ * window of the target size starts floor(|in - target| / 2) into the input
+ * (crop, negative pads) or into the output (pad). */
+static void center_crop_pads(Infer *x, int rank, int64_t *pads)
+{
+	const Shape *in = infer_shape(x, 0);
+	int64_t n, axes[KILN_MAX_RANK];
+	const int64_t *target = infer_require_ints(x, 1, &n);
+	int na = attr_ints(x, "axes", axes, KILN_MAX_RANK);
+	if (na < 0) {
+		na = rank;
+		for (int k = 0; k < rank; k++)
+			axes[k] = k;
+	}
+	if (n != na)
+		infer_fail(x, KILN_SHAPE_ERROR, "shape has %lld values for %d axes", (long long)n, na);
+	memset(pads, 0, 2 * (size_t)rank * sizeof *pads);
+	bool seen[KILN_MAX_RANK] = {false};
+	for (int k = 0; k < na; k++) {
+		int a = (int)infer_axis(x, axes[k], rank, "axis");
+		if (seen[a])
+			infer_fail(x, KILN_INVALID_MODEL, "axis %d is listed twice", a);
+		seen[a] = true;
+		int64_t len = in->dims[a].size, want = target[k];
+		if (want < 0)
+			infer_fail(x, KILN_SHAPE_ERROR, "shape[%d] is negative (%lld)", k, (long long)want);
+		int64_t diff = want - len, begin = (diff >= 0 ? diff : -diff) / 2;
+		pads[a] = diff >= 0 ? begin : -begin;
+		pads[rank + a] = diff - pads[a];
+	}
+}
+
 void pad_amounts(Infer *x, int rank, int64_t *pads)
 {
 	int64_t given[2 * KILN_MAX_RANK], n, axes[KILN_MAX_RANK], na = -1;
+	if (x->n->op == OP_CenterCropPad) {
+		center_crop_pads(x, rank, pads);
+		return;
+	}
 	if (x->n->since < 11) {
 		n = attr_ints(x, "pads", given, 2 * KILN_MAX_RANK);
 	} else {
@@ -969,7 +1005,7 @@ void ops_shape_infer(Infer *x)
 	case OP_Dropout: infer_dropout(x); return;
 	case OP_GatherElements: infer_gather_elements(x); return;
 	case OP_Tile: infer_tile(x); return;
-	case OP_Pad: infer_pad(x); return;
+	case OP_Pad: case OP_CenterCropPad: infer_pad(x); return;
 	case OP_Trilu: case OP_Hardmax: case OP_CumSum:
 		infer_same_shape(x);
 		return;

@@ -151,6 +151,10 @@ KILN_API void kiln_f32_global_avgpool(const float *X, float *Y, int64_t planes,
                                       int64_t plane_size);
 KILN_API void kiln_f32_global_maxpool(const float *X, float *Y, int64_t planes,
                                       int64_t plane_size);
+/* ONNX GlobalLpPool: Y[plane] = (sum of |x|^p over the plane)^(1/p), p >= 1,
+ * accumulated in double. */
+KILN_API void kiln_f32_global_lppool(const float *X, float *Y, int64_t planes,
+                                     int64_t plane_size, int64_t p);
 
 /* ---- 3-D windows ------------------------------------------------------ */
 
@@ -174,6 +178,11 @@ KILN_API void kiln_f32_conv3d(const kiln_window3d_params *p, const float *X, con
 KILN_API void kiln_f32_maxpool3d(const kiln_window3d_params *p, const float *X, float *Y);
 KILN_API void kiln_f32_avgpool3d(const kiln_window3d_params *p, int count_include_pad,
                                  const float *X, float *Y);
+/* ONNX LpPool over 1 to 3 spatial axes (windows as for the pools above):
+ * (sum of |x|^norm over the taps inside the input)^(1/norm), norm >= 1,
+ * accumulated in double; padding adds nothing; an empty window gives 0. */
+KILN_API void kiln_f32_lppool_nd(const kiln_window3d_params *p, int64_t norm, const float *X,
+                                 float *Y);
 
 /* ---- resize ----------------------------------------------------------- */
 
@@ -514,6 +523,22 @@ typedef struct kiln_gridsample_params {
  */
 KILN_API void kiln_f32_gridsample(const kiln_gridsample_params *p, const float *X,
                                   const float *grid, float *Y);
+
+/* One ONNX Col2Im (opset 18): X [batch, channels * prod(block), L] holds, per
+ * channel and block tap, one value for each of the L block positions
+ * (lexicographic over `blocks`, the positions per axis); Y [batch, channels,
+ * image...] is the sum over every (tap, position) that lands inside the
+ * image at position * stride - pad_begin + tap * dilation. */
+#define KILN_COL2IM_MAX_AXES 6
+typedef struct kiln_col2im_params {
+	int64_t batch, channels;
+	int axes;  /* 1 .. KILN_COL2IM_MAX_AXES */
+	int64_t image[KILN_COL2IM_MAX_AXES], block[KILN_COL2IM_MAX_AXES];
+	int64_t stride[KILN_COL2IM_MAX_AXES], dilation[KILN_COL2IM_MAX_AXES];
+	int64_t pad_begin[KILN_COL2IM_MAX_AXES], blocks[KILN_COL2IM_MAX_AXES];
+} kiln_col2im_params;
+
+KILN_API void kiln_f32_col2im(const kiln_col2im_params *p, const float *X, float *Y);
 
 /* One ONNX RoiAlign (opsets 10 and 16): X [batch, channels, in_h, in_w],
  * rois [num_rois, 4] as (x1, y1, x2, y2), Y [num_rois, channels, out_h, out_w]. */

@@ -5,31 +5,14 @@ run), compared with ONNX Runtime 1.30."""
 import numpy as np
 from onnx import TensorProto, helper, numpy_helper
 
-from registry import Cases
+from registry import Cases, const, opset_model, vi, x_in
 
 _cases = Cases()
 RUN, ERRORS = _cases.RUN, _cases.ERRORS
 run, error = _cases.run, _cases.error
 F = TensorProto.FLOAT
 
-
-def model(nodes, inputs, outputs, inits=(), opset=18):
-    g = helper.make_graph(nodes, "g", inputs, outputs, initializer=list(inits))
-    m = helper.make_model(g, opset_imports=[helper.make_opsetid("", opset)])
-    m.ir_version = 10 if opset >= 21 else 9 if opset >= 19 else 8
-    return m
-
-
-def vi(name, shape, elem=F):
-    return helper.make_tensor_value_info(name, elem, shape)
-
-
-def const(name, arr):
-    return numpy_helper.from_array(np.asarray(arr), name)
-
-
-def x_in(shape, seed=0):
-    return np.random.default_rng(seed).standard_normal(shape, dtype=np.float32)
+model = opset_model
 
 
 @run
@@ -203,13 +186,6 @@ def groupnorm_18():
               [const("s", r.standard_normal(3).astype(np.float32)),
                const("b", r.standard_normal(3).astype(np.float32))], opset=18)
     return m, {"x": x_in((2, 6, 5))}
-
-
-@error("check: (CenterCropPad, ai.onnx opset 18): not supported by kiln yet")
-def center_crop_pad_refused_clearly():
-    m = model([helper.make_node("CenterCropPad", ["x", "s"], ["y"])],
-              [vi("x", ["N", 4])], [vi("y", ["N", 2])], [const("s", np.array([1, 2], np.int64))])
-    return m
 
 
 @run

@@ -3,7 +3,8 @@
     @error(expected)     make() -> ModelProto; expected: a piece of what `kiln info`
                          prints on stderr ("error: ..." exits 2, anything else, a
                          warning, exits 0), "check: TEXT" (a piece of `kiln check`'s
-                         list, exit 1) or "hint: TEXT" (`kiln check`, exit 0)
+                         list, exit 1), "hint: TEXT" (`kiln check`, exit 0) or
+                         "compile: TEXT" (`kiln compile --batch 1`'s stderr, exit 2)
     @compiles(*flags)    make() -> ModelProto; `kiln compile` with flags succeeds
                          without a warning and stays batch-independent"""
 
@@ -27,3 +28,31 @@ class Cases:
             self.COMPILES.append((fn.__name__, fn, list(flags)))
             return fn
         return wrap
+
+
+# ---- onnx.helper models at a given ai.onnx opset (tests/opset/*.py) --------
+# Debian's onnx 1.12 has no schemas past opset 17, so the checker is not run.
+
+def opset_model(nodes, inputs, outputs, inits=(), opset=18):
+    from onnx import helper
+    g = helper.make_graph(nodes, "g", inputs, outputs, initializer=list(inits))
+    m = helper.make_model(g, opset_imports=[helper.make_opsetid("", opset)])
+    m.ir_version = 10 if opset >= 21 else 9 if opset >= 19 else 8
+    return m
+
+
+def vi(name, shape, elem=1):
+    """A value info; elem defaults to TensorProto.FLOAT (1)."""
+    from onnx import helper
+    return helper.make_tensor_value_info(name, elem, shape)
+
+
+def const(name, arr):
+    import numpy as np
+    from onnx import numpy_helper
+    return numpy_helper.from_array(np.asarray(arr), name)
+
+
+def x_in(shape, seed=0):
+    import numpy as np
+    return np.random.default_rng(seed).standard_normal(shape, dtype=np.float32)

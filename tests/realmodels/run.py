@@ -110,12 +110,15 @@ def main():
         model = make()
         path = os.path.join(outdir, name + ".onnx")
         onnx.save(model, path)
-        # "kiln check" lists unsupported nodes (exit 1); "kiln info" loads.
+        # "kiln check" lists unsupported nodes (exit 1); "kiln info" loads;
+        # "kiln compile --batch 1" infers shapes and generates code.
         cmd, want_rc = ("check", 1) if expect.startswith("check:") else \
             ("check", 0) if expect.startswith("hint:") else \
+            ("compile", 2) if expect.startswith("compile:") else \
             ("info", 2 if expect.startswith("error:") else 0)
-        text = expect.split(":", 1)[1].strip() if cmd == "check" else expect
-        r = subprocess.run([kiln, cmd, path], capture_output=True, text=True)
+        text = expect.split(":", 1)[1].strip() if cmd in ("check", "compile") else expect
+        args = [path, "--batch", "1", "-o", path + "-out"] if cmd == "compile" else [path]
+        r = subprocess.run([kiln, cmd] + args, capture_output=True, text=True)
         got = (r.stdout if cmd == "check" else r.stderr).strip()
         ok = r.returncode == want_rc and text in got
         print(f"{'PASS' if ok else 'FAIL'} {name}: {got or '(no message)'}")

@@ -239,3 +239,59 @@ KILN_API void kiln_u8_maxpool_nd(const kiln_window3d_params *p, int storage_orde
 	const uint8_t lowest = 0;
 	maxpool_nd(p, storage_order, X, sizeof *X, load_u8, &lowest, Y, I);
 }
+
+/* ---- LpPool and GlobalLpPool ------------------------------------------- */
+
+/* |v|^norm, exact for the common norms 1 and 2. */
+static double lp_term(double v, int64_t norm)
+{
+	v = fabs(v);
+	return norm == 1 ? v : norm == 2 ? v * v : pow(v, (double)norm);
+}
+
+static float lp_root(double sum, int64_t norm)
+{
+	return (float)(norm == 1 ? sum : norm == 2 ? sqrt(sum) : pow(sum, 1.0 / (double)norm));
+}
+
+KILN_API void kiln_f32_lppool_nd(const kiln_window3d_params *p, int64_t norm, const float *X,
+                                 float *Y)
+{
+	const int64_t *in = p->in, *out = p->out;
+	const int64_t in_vol = in[0] * in[1] * in[2];
+	for (int64_t plane = 0; plane < p->batch * p->channels; plane++) {
+		const float *x = X + plane * in_vol;
+		int64_t o[3], start[3], lo[3], hi[3], t[3];
+		for (o[0] = 0; o[0] < out[0]; o[0]++)
+			for (o[1] = 0; o[1] < out[1]; o[1]++)
+				for (o[2] = 0; o[2] < out[2]; o[2]++) {
+					for (int a = 0; a < 3; a++) {
+						start[a] = o[a] * p->stride[a] - p->pad_begin[a];
+						window_taps(start[a], p->dilation[a], p->kernel[a], in[a], &lo[a],
+						            &hi[a]);
+					}
+					double sum = 0.0;
+					for (t[0] = lo[0]; t[0] < hi[0]; t[0]++)
+						for (t[1] = lo[1]; t[1] < hi[1]; t[1]++)
+							for (t[2] = lo[2]; t[2] < hi[2]; t[2]++) {
+								int64_t z0 = start[0] + t[0] * p->dilation[0];
+								int64_t z1 = start[1] + t[1] * p->dilation[1];
+								int64_t z2 = start[2] + t[2] * p->dilation[2];
+								sum += lp_term(x[(z0 * in[1] + z1) * in[2] + z2], norm);
+							}
+					*Y++ = lp_root(sum, norm);
+				}
+	}
+}
+
+KILN_API void kiln_f32_global_lppool(const float *X, float *Y, int64_t planes,
+                                     int64_t plane_size, int64_t norm)
+{
+	for (int64_t plane = 0; plane < planes; plane++) {
+		const float *x = X + plane * plane_size;
+		double sum = 0.0;
+		for (int64_t i = 0; i < plane_size; i++)
+			sum += lp_term(x[i], norm);
+		Y[plane] = lp_root(sum, norm);
+	}
+}
