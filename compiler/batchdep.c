@@ -218,7 +218,7 @@ static bool is_n_first(int op)
 	case OP_Conv: case OP_ConvTranspose: case OP_MaxPool: case OP_AveragePool: case OP_LpPool:
 	case OP_GlobalAveragePool: case OP_GlobalMaxPool: case OP_GlobalLpPool: case OP_LRN:
 	case OP_InstanceNormalization: case OP_BatchNormalization: case OP_DepthToSpace:
-	case OP_GroupNormalization: case OP_Col2Im:
+	case OP_GroupNormalization: case OP_Col2Im: case OP_AffineGrid: case OP_DeformConv:
 	case OP_SpaceToDepth: case OP_Resize: case OP_Upsample: case OP_GridSample:
 	case OP_ConvInteger: case OP_QLinearConv:
 		return true;
@@ -241,6 +241,7 @@ static bool shape_slot(int op, int i)
 	case OP_Slice: return i >= 1;
 	case OP_Pad: return i == 1 || i == 3;
 	case OP_Col2Im: return i == 1 || i == 2;
+	case OP_AffineGrid: return i == 1;
 	case OP_CenterCropPad: return i == 1;
 	case OP_Resize: return i >= 1;
 	case OP_ConstantOfShape: return i == 0;
@@ -576,10 +577,11 @@ static void rule_n_first(BD *b, int k)
 	}
 	for (int i = 1; i < n->nin; i++) {
 		int ki = in_axis(b, i);
-		/* GridSample's grid, a fused EdgeConv's neighbours (within each
-		 * sample: passes/edgeconv.c) and a Conv's fused residual (added
-		 * plane by plane: passes/fuse.c) are rows like the data */
+		/* GridSample's grid, DeformConv's offset and mask, a fused EdgeConv's
+		 * neighbours (within each sample: passes/edgeconv.c) and a Conv's fused
+		 * residual (added plane by plane: passes/fuse.c) are rows like the data */
 		bool rows = (n->op == OP_GridSample || edgeconv_node(n)) && i == 1;
+		rows |= n->op == OP_DeformConv && (i == 2 || i == 4);
 		rows |= n->op == OP_Conv && i == 3 && node_attr(n, "kiln.residual");
 		if (ki != BD_NONE && !(rows && ki == 0)) {
 			mix(b, "input %d carries the batch", i);
@@ -742,12 +744,17 @@ static void rows_rule(BD *b, int k)
 			set_outputs(b, k);
 		return;
 	}
-	case OP_DFT:
-		if (norm(attr_or(n, "axis", 1), rank_of(b, n->in[0])) == k)
+	case OP_DFT: {
+		/* axis: the attribute before opset 20, then input 2 (default -2) */
+		int64_t axis = n->since < 20 ? attr_or(n, "axis", 1) : -2;
+		if (n->since >= 20 && n->nin > 2 && n->in[2] != NONE && !folded_int(b, 0, 2, 0, &axis))
+			mix(b, "has an axis not known at compile time");
+		else if (norm(axis, rank_of(b, n->in[0])) == k)
 			mix(b, "transforms along the batch axis %d", k);
 		else
 			set_outputs(b, k);
 		return;
+	}
 	case OP_Trilu:
 		if (k >= rank_of(b, n->in[0]) - 2)
 			mix(b, "works on a matrix that contains the batch axis %d", k);

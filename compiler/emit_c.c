@@ -633,6 +633,7 @@ static void emit_body(Emit *E)
 	case OP_Tile: emit_tile(E); break;
 	case OP_Pad: case OP_CenterCropPad: emit_pad(E); break;
 	case OP_Col2Im: emit_col2im(E); break;
+	case OP_AffineGrid: emit_affinegrid(E); break;
 	case OP_Trilu: emit_trilu(E); break;
 	case OP_Hardmax: emit_hardmax(E); break;
 	case OP_CumSum: emit_cumsum(E); break;
@@ -654,6 +655,7 @@ static void emit_body(Emit *E)
 	case OP_Slice: emit_slice(E); break;
 	case OP_Conv: emit_conv(E); break;
 	case OP_ConvTranspose: emit_conv_transpose(E); break;
+	case OP_DeformConv: emit_deform_conv(E); break;
 	case OP_MaxPool: case OP_AveragePool: case OP_GlobalAveragePool: case OP_GlobalMaxPool:
 	case OP_LpPool: case OP_GlobalLpPool:
 		emit_pool(E);

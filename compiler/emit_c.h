@@ -148,6 +148,8 @@ void emit_lrn(Emit *E);
 void emit_quant(Emit *E);
 void emit_resize(Emit *E);
 void emit_col2im(Emit *E);
+void emit_deform_conv(Emit *E);
+void emit_affinegrid(Emit *E);
 /* emit/sampling.c */
 void emit_gridsample(Emit *E);
 void emit_roialign(Emit *E);

@@ -534,6 +534,7 @@ typedef struct ConvTGeometry {
 } ConvTGeometry;
 void conv_transpose_geometry(Infer *x, const Shape *in, const Shape *w, ConvTGeometry *g);
 int64_t pool_lp_norm(Infer *x);   /* LpPool's p, checked */
+void conv_deform_params(Infer *x, kiln_deformconv_params *p);
 void ops_norm_infer(Infer *x);          /* BatchNormalization, LayerNormalization, Softmax, LogSoftmax */
 void ops_reduce_infer(Infer *x);        /* ReduceMean, ReduceSum */
 void ops_resize_infer(Infer *x);        /* Resize, Upsample */
@@ -544,6 +545,8 @@ void sampling_gridsample_params(Infer *x, kiln_gridsample_params *p);
 void sampling_roialign_params(Infer *x, kiln_roialign_params *p);
 void sampling_maxunpool_params(Infer *x, kiln_maxunpool_params *p);
 void sampling_col2im_params(Infer *x, kiln_col2im_params *p);
+void sampling_affinegrid_params(Infer *x, kiln_affinegrid_params *p);
+int signal_dft_axis(Infer *x, int rank);   /* DFT's axis, normalized (ops/signal.c) */
 #define EINSUM_MAX_OPERANDS 8
 typedef struct Einsum {
 	int noperands;

@@ -104,7 +104,7 @@ static const InferHook infer_hooks[OP_COUNT] = {
 	[OP_Sum] = ops_elementwise_infer, [OP_Mean] = ops_elementwise_infer,
 	[OP_Gemm] = ops_matmul_infer, [OP_MatMul] = ops_matmul_infer,
 	[OP_Conv] = ops_conv_infer, [OP_MaxPool] = ops_conv_infer,
-	[OP_ConvTranspose] = ops_conv_infer,
+	[OP_ConvTranspose] = ops_conv_infer, [OP_DeformConv] = ops_conv_infer,
 	[OP_AveragePool] = ops_conv_infer, [OP_GlobalAveragePool] = ops_conv_infer,
 	[OP_LpPool] = ops_conv_infer, [OP_GlobalLpPool] = ops_conv_infer,
 	[OP_BatchNormalization] = ops_norm_infer, [OP_LayerNormalization] = ops_norm_infer,
@@ -141,6 +141,7 @@ static const InferHook infer_hooks[OP_COUNT] = {
 	[OP_Resize] = ops_resize_infer, [OP_Upsample] = ops_resize_infer,
 	[OP_GridSample] = ops_sampling_infer, [OP_RoiAlign] = ops_sampling_infer,
 	[OP_MaxUnpool] = ops_sampling_infer, [OP_Col2Im] = ops_sampling_infer,
+	[OP_AffineGrid] = ops_sampling_infer,
 	[OP_Einsum] = ops_shape_infer,
 	[OP_DFT] = ops_signal_infer, [OP_STFT] = ops_signal_infer,
 	[OP_HannWindow] = ops_signal_infer, [OP_HammingWindow] = ops_signal_infer,
@@ -281,10 +282,6 @@ static const char *later_schema_limit(const Node *n)
 {
 	const Attr *a;
 	switch (n->op) {
-	case OP_DFT:
-		if (n->since >= 20)
-			return "DFT-20 (dft_length and axis as inputs) is not supported yet";
-		break;
 	case OP_QuantizeLinear: case OP_DequantizeLinear:
 		if ((a = node_attr(n, "block_size")) && a->i != 0)
 			return "blocked quantization (block_size, opset 21) is not supported yet";

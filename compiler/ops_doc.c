@@ -38,10 +38,13 @@ static const OpDoc docs[] = {
 	{OP_Gemm, F32, "runtime GEMM kernel"},
 	{OP_MatMul, F32, "runtime GEMM kernel; batched with broadcasting"},
 	{OP_Conv, F32, "1-D to 3-D; groups, dilations, auto_pad"},
+	{OP_DeformConv, F32, "2-D (as ONNX Runtime); group, offset_group, mask, bias"},
 	{OP_ConvTranspose, F32, "1-D to 3-D; output_shape and output_padding"},
 	{OP_MaxPool, F32 | F64 | F16 | INTS, "1-D to 3-D; the Indices output (storage_order 0 and 1)"},
 	{OP_Col2Im, F32, "1 to 6 spatial axes; image_shape and block_shape must be known at compile "
 	                 "time"},
+	{OP_AffineGrid, F32, "2-D and 3-D; size must be known at compile time"},
+	{OP_DFT, F32, "dft_length and axis (an input from opset 20) must be known at compile time"},
 	{OP_MaxUnpool, 0, "output_shape must be known at compile time"},
 	{OP_GridSample, F32, "bilinear, nearest, bicubic; zeros, border, reflection; align_corners"},
 	{OP_RoiAlign, F32, "avg and max (as ONNX Runtime), both coordinate modes, adaptive sampling"},

@@ -260,6 +260,29 @@ void emit_conv(Emit *E)
 		emitf(E, "\tkiln_f32_conv2d(&p, %s, %s, %s, %s);\n", X.expr, W.expr, bias, Y.expr);
 }
 
+/* DeformConv, 2-D: one kernel call with the geometry shape inference read. */
+void emit_deform_conv(Emit *E)
+{
+	Operand X = in_op(E, 0), W = in_op(E, 1), Off = in_op(E, 2), Y = out_op(E, 0);
+	Infer inf = {.sig = (Sig *)E->sig, .g = E->g, .n = E->n, .d = E->d, .a = E->a};
+	kiln_deformconv_params p;
+	conv_deform_params(&inf, &p);
+	const char *bias = E->n->nin > 3 && E->n->in[3] != NONE ? in_op(E, 3).expr : "NULL";
+	const char *mask = E->n->nin > 4 && E->n->in[4] != NONE ? in_op(E, 4).expr : "NULL";
+	emitf(E, "\tstatic const kiln_deformconv_params p = {\n"
+	       "\t\t.batch = %" PRId64 ", .in_c = %" PRId64 ", .in_h = %" PRId64 ", .in_w = %" PRId64
+	       ", .out_c = %" PRId64 ", .out_h = %" PRId64 ", .out_w = %" PRId64 ",\n"
+	       "\t\t.group = %" PRId64 ", .offset_group = %" PRId64 ", .kernel_h = %" PRId64
+	       ", .kernel_w = %" PRId64 ",\n\t\t.stride_h = %" PRId64 ", .stride_w = %" PRId64
+	       ", .dilation_h = %" PRId64 ", .dilation_w = %" PRId64 ", .pad_top = %" PRId64
+	       ", .pad_left = %" PRId64 ",\n\t};\n",
+	    p.batch, p.in_c, p.in_h, p.in_w, p.out_c, p.out_h, p.out_w, p.group, p.offset_group,
+	    p.kernel_h, p.kernel_w, p.stride_h, p.stride_w, p.dilation_h, p.dilation_w, p.pad_top,
+	    p.pad_left);
+	emitf(E, "\tkiln_f32_deformconv2d(&p, %s, %s, %s, %s, %s, %s);\n", X.expr, W.expr, Off.expr,
+	    bias, mask, Y.expr);
+}
+
 /* MaxPool with the Indices output, or on float64, float16, int8 or uint8:
  * the N-D kernel of that element type (storage_order orders the indices). */
 static void emit_maxpool_nd(Emit *E, const Operand *X, const Operand *Y, bool has_indices)

@@ -16,6 +16,18 @@ static Infer infer_of(Emit *E)
 	return (Infer){.sig = (Sig *)E->sig, .g = E->g, .n = E->n, .d = E->d, .a = E->a};
 }
 
+/* Designated initializers `.name = {v0, v1, ...},` of n int64 arrays of len values. */
+static void int_fields(Emit *E, const char *const *names, const int64_t *const *vals, int n,
+                       int len)
+{
+	for (int i = 0; i < n; i++) {
+		emitf(E, "\t\t.%s = {", names[i]);
+		for (int k = 0; k < len; k++)
+			emitf(E, "%s%" PRId64, k ? ", " : "", vals[i][k]);
+		emitf(E, "},\n");
+	}
+}
+
 void emit_gridsample(Emit *E)
 {
 	Operand X = in_op(E, 0), G = in_op(E, 1), Y = out_op(E, 0);
@@ -68,15 +80,23 @@ void emit_col2im(Emit *E)
 	emitf(E, "\tstatic const kiln_col2im_params p = {\n"
 	       "\t\t.batch = %" PRId64 ", .channels = %" PRId64 ", .axes = %d,\n", p.batch, p.channels,
 	    p.axes);
-	const char *names[] = {"image", "block", "stride", "dilation", "pad_begin", "blocks"};
-	const int64_t *vals[] = {p.image, p.block, p.stride, p.dilation, p.pad_begin, p.blocks};
-	for (int i = 0; i < 6; i++) {
-		emitf(E, "\t\t.%s = {", names[i]);
-		for (int a = 0; a < p.axes; a++)
-			emitf(E, "%s%" PRId64, a ? ", " : "", vals[i][a]);
-		emitf(E, "},\n");
-	}
+	const char *const names[] = {"image", "block", "stride", "dilation", "pad_begin", "blocks"};
+	const int64_t *const vals[] = {p.image, p.block, p.stride, p.dilation, p.pad_begin, p.blocks};
+	int_fields(E, names, vals, 6, p.axes);
 	emitf(E, "\t};\n\tkiln_f32_col2im(&p, %s, %s);\n", X.expr, Y.expr);
+}
+
+void emit_affinegrid(Emit *E)
+{
+	Operand T = in_op(E, 0), Y = out_op(E, 0);
+	require_f32(E, &T);
+	Infer inf = infer_of(E);
+	kiln_affinegrid_params p;
+	sampling_affinegrid_params(&inf, &p);
+	emitf(E, "\tstatic const kiln_affinegrid_params p = {\n"
+	       "\t\t.batch = %" PRId64 ", .axes = %d, .size = {%" PRId64 ", %" PRId64 ", %" PRId64
+	       "}, .align_corners = %d,\n\t};\n\tkiln_f32_affinegrid(&p, %s, %s);\n", p.batch,
+	    p.axes, p.size[0], p.size[1], p.size[2], p.align_corners, T.expr, Y.expr);
 }
 
 /* Y = 0, then Y[I[k]] = X[k], the indices flat over the unpooled shape,
@@ -89,14 +109,9 @@ void emit_maxunpool(Emit *E)
 	sampling_maxunpool_params(&inf, &p);
 	emitf(E, "\tstatic const kiln_maxunpool_params p = {\n"
 	       "\t\t.rank = %d, .nx = %" PRId64 ", .elem_bytes = %zu,\n", p.rank, p.nx, p.elem_bytes);
-	const char *names[] = {"inferred", "out"};
-	const int64_t *dims[] = {p.inferred, p.out};
-	for (int i = 0; i < 2; i++) {
-		emitf(E, "\t\t.%s = {", names[i]);
-		for (int k = 0; k < p.rank; k++)
-			emitf(E, "%s%" PRId64, k ? ", " : "", dims[i][k]);
-		emitf(E, "},\n");
-	}
+	const char *const names[] = {"inferred", "out"};
+	const int64_t *const dims[] = {p.inferred, p.out};
+	int_fields(E, names, dims, 2, p.rank);
 	emitf(E, "\t};\n\tint status = kiln_maxunpool(&p, %s, %s, %s);\n"
 	       "\tif (status != KILN_OK)\n\t\treturn status; /* an index out of range */\n",
 	    X.expr, I.expr, Y.expr);

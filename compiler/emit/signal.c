@@ -47,7 +47,8 @@ void emit_dft(Emit *E)
 	Operand X = in_op(E, 0), Y = out_op(E, 0);
 	require_f32(E, &X);
 	const Shape *s = X.shape;
-	int ax = norm_axis(node_attr_int(E->n, "axis", 1), s->rank);
+	Infer inf = {.sig = (Sig *)E->sig, .g = E->g, .n = E->n, .d = E->d, .a = E->a};
+	int ax = signal_dft_axis(&inf, s->rank);
 	int64_t outer = 1, inner = 1;
 	for (int k = 0; k < s->rank - 1; k++) {
 		if (k < ax)

@@ -136,6 +136,84 @@ static void infer_conv(Infer *x)
 	infer_set_output(x, 0, infer_dtype(x, 0), &y);
 }
 
+/* DeformConv (opset 19), 2-D as ONNX Runtime computes it: X [N, C, H, W], W
+ * [M, C/group, kH, kW], offset [N, offset_group * 2 * kH * kW, OH, OW], B
+ * [M], mask [N, offset_group * kH * kW, OH, OW]; the output size as Conv's
+ * with explicit pads. */
+void conv_deform_params(Infer *x, kiln_deformconv_params *p)
+{
+	memset(p, 0, sizeof *p);
+	const Shape *in = infer_shape(x, 0), *wt = infer_shape(x, 1), *off = infer_shape(x, 2);
+	if (in->rank != 4)
+		infer_fail(x, KILN_UNSUPPORTED, "only 2-D DeformConv (input [N, C, H, W]) is supported, "
+		           "as in ONNX Runtime; the input has rank %d", in->rank);
+	if (wt->rank != 4)
+		infer_fail(x, KILN_SHAPE_ERROR, "weights must be [M, C/group, kH, kW], got rank %d",
+		           wt->rank);
+	Window w = {.nspatial = 2};
+	int64_t ks[2];
+	int nk = attr_ints(x, "kernel_shape", ks, 2);
+	for (int i = 0; i < 2; i++) {
+		w.kernel[i] = wt->dims[2 + i].size;
+		if (nk >= 0 && (nk != 2 || ks[i] != w.kernel[i]))
+			infer_fail(x, KILN_SHAPE_ERROR, "kernel_shape does not match the weights");
+	}
+	window(x, in, &w, false, true);
+	p->batch = in->dims[0].size;
+	p->in_c = in->dims[1].size, p->in_h = in->dims[2].size, p->in_w = in->dims[3].size;
+	p->out_c = wt->dims[0].size, p->out_h = w.out[0], p->out_w = w.out[1];
+	p->group = attr_int(x, "group", 1), p->offset_group = attr_int(x, "offset_group", 1);
+	p->kernel_h = w.kernel[0], p->kernel_w = w.kernel[1];
+	p->stride_h = w.stride[0], p->stride_w = w.stride[1];
+	p->dilation_h = w.dilation[0], p->dilation_w = w.dilation[1];
+	p->pad_top = w.pad_begin[0], p->pad_left = w.pad_begin[1];
+	if (p->group < 1 || p->in_c % p->group || p->out_c % p->group ||
+	    infer_mul(x, wt->dims[1].size, p->group) != p->in_c)
+		infer_fail(x, KILN_SHAPE_ERROR, "channels do not fit: input has %lld, weights [%lld, "
+		           "%lld, ...] with group %lld", (long long)p->in_c, (long long)p->out_c,
+		           (long long)wt->dims[1].size, (long long)p->group);
+	if (p->offset_group < 1 || p->in_c % p->offset_group)
+		infer_fail(x, KILN_SHAPE_ERROR, "offset_group %lld does not divide the %lld channels",
+		           (long long)p->offset_group, (long long)p->in_c);
+	int64_t taps = infer_mul(x, p->kernel_h, p->kernel_w);
+	int64_t want[4] = {p->batch, infer_mul(x, infer_mul(x, p->offset_group, 2), taps), p->out_h,
+	                   p->out_w};
+	for (int k = 0; k < 2; k++) {
+		int i = k ? 4 : 2;
+		if (!infer_has_input(x, i))
+			continue;
+		const Shape *s = k ? infer_shape(x, 4) : off;
+		if (k)
+			want[1] = infer_mul(x, p->offset_group, taps);
+		bool ok = s->rank == 4;
+		for (int d = 0; ok && d < 4; d++)
+			ok = s->dims[d].size == want[d];
+		if (!ok)
+			infer_fail(x, KILN_SHAPE_ERROR, "%s must be [%lld, %lld, %lld, %lld]",
+			           k ? "mask" : "offset", (long long)want[0], (long long)want[1],
+			           (long long)want[2], (long long)want[3]);
+	}
+	if (infer_has_input(x, 3)) {
+		const Shape *b = infer_shape(x, 3);
+		if (b->rank != 1 || b->dims[0].size != p->out_c)
+			infer_fail(x, KILN_SHAPE_ERROR, "bias must be [%lld]", (long long)p->out_c);
+	}
+	for (int i = 0; i < x->n->nin && i < 5; i++)
+		if (infer_has_input(x, i) && infer_dtype(x, i) != DT_FLOAT)
+			infer_fail(x, KILN_UNSUPPORTED, "input %d is %s; DeformConv is supported on float32 "
+			           "only", i, dtype_name(infer_dtype(x, i)));
+}
+
+static void infer_deform_conv(Infer *x)
+{
+	kiln_deformconv_params p;
+	conv_deform_params(x, &p);
+	Shape y = {.rank = 4};
+	y.dims[0] = infer_shape(x, 0)->dims[0];
+	y.dims[1].size = p.out_c, y.dims[2].size = p.out_h, y.dims[3].size = p.out_w;
+	infer_set_output(x, 0, DT_FLOAT, &y);
+}
+
 /* LpPool's and GlobalLpPool's p: an int from opset 2, a float before
  * (which must then be a whole number); >= 1. */
 int64_t pool_lp_norm(Infer *x)
@@ -255,6 +333,9 @@ void ops_conv_infer(Infer *x)
 		return;
 	case OP_ConvTranspose:
 		infer_conv_transpose(x);
+		return;
+	case OP_DeformConv:
+		infer_deform_conv(x);
 		return;
 	case OP_GlobalAveragePool: case OP_GlobalMaxPool: case OP_GlobalLpPool: {
 		const Shape *in = infer_shape(x, 0);

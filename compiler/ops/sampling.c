@@ -276,6 +276,47 @@ void sampling_col2im_params(Infer *x, kiln_col2im_params *p)
 	p->channels = in->dims[1].size / taps;
 }
 
+/* AffineGrid (opset 20): theta [N, 2, 3] with size (N, C, H, W), or
+ * [N, 3, 4] with (N, C, D, H, W); size must be known at compile time. */
+void sampling_affinegrid_params(Infer *x, kiln_affinegrid_params *p)
+{
+	memset(p, 0, sizeof *p);
+	const Shape *t = infer_shape(x, 0);
+	int64_t n;
+	const int64_t *size = infer_require_ints(x, 1, &n);
+	if (n != 4 && n != 5)
+		infer_fail(x, KILN_SHAPE_ERROR, "size has %lld values; it must be (N, C, H, W) or "
+		           "(N, C, D, H, W)", (long long)n);
+	int na = p->axes = (int)n - 2;
+	require_rank(x, 0, t, 3, na == 2 ? "[N, 2, 3]" : "[N, 3, 4]");
+	if (t->dims[1].size != na || t->dims[2].size != na + 1 || t->dims[0].size != size[0])
+		infer_fail(x, KILN_SHAPE_ERROR, "theta is [%lld, %lld, %lld]; size (%lld, ...) needs "
+		           "[%lld, %d, %d]", (long long)t->dims[0].size, (long long)t->dims[1].size,
+		           (long long)t->dims[2].size, (long long)size[0], (long long)size[0], na, na + 1);
+	for (int a = 0; a < na; a++) {
+		p->size[a] = size[2 + a];
+		if (p->size[a] < 0)
+			infer_fail(x, KILN_SHAPE_ERROR, "size[%d] is negative", 2 + a);
+	}
+	int64_t ac = attr_int(x, "align_corners", 0);
+	if (ac != 0 && ac != 1)
+		infer_fail(x, KILN_INVALID_MODEL, "align_corners must be 0 or 1, got %lld", (long long)ac);
+	p->align_corners = (int)ac;
+	p->batch = size[0];
+}
+
+static void infer_affinegrid(Infer *x)
+{
+	kiln_affinegrid_params p;
+	sampling_affinegrid_params(x, &p);
+	Shape y = {.rank = 2 + p.axes};
+	y.dims[0] = infer_shape(x, 0)->dims[0];
+	for (int a = 0; a < p.axes; a++)
+		y.dims[1 + a].size = p.size[a];
+	y.dims[1 + p.axes].size = p.axes;
+	infer_set_output(x, 0, infer_dtype(x, 0), &y);
+}
+
 static void infer_col2im(Infer *x)
 {
 	kiln_col2im_params p;
@@ -292,6 +333,7 @@ void ops_sampling_infer(Infer *x)
 {
 	switch (x->n->op) {
 	case OP_Col2Im: infer_col2im(x); return;
+	case OP_AffineGrid: infer_affinegrid(x); return;
 	case OP_GridSample: infer_gridsample(x); return;
 	case OP_RoiAlign: infer_roialign(x); return;
 	default: infer_maxunpool(x); return;

@@ -71,19 +71,36 @@ static int output_datatype(Infer *x)
 	return (int)dt;
 }
 
+/* DFT's axis, normalized: the attribute (default 1) before opset 20, then the
+ * optional scalar input 2 (default -2), which must be known at compile time. */
+int signal_dft_axis(Infer *x, int rank)
+{
+	int64_t axis;
+	if (x->n->since < 20)
+		axis = attr_int(x, "axis", 1);
+	else if (infer_has_input(x, 2)) {
+		int64_t n;
+		const int64_t *v = infer_require_ints(x, 2, &n);
+		if (n != 1 || infer_shape(x, 2)->rank > 1)
+			infer_fail(x, KILN_INVALID_MODEL, "axis must be a scalar, has %lld values",
+			           (long long)n);
+		axis = v[0];
+	} else
+		axis = -2;
+	return infer_axis(x, axis, rank, "axis");
+}
+
 static void infer_dft(Infer *x)
 {
 	check_signal(x, 2);
 	Shape y = *infer_shape(x, 0);
-	int64_t axis = attr_int(x, "axis", 1);
 	int onesided = (int)flag_attr(x, "onesided", 0), inverse = (int)flag_attr(x, "inverse", 0);
 	if (onesided && inverse)
 		infer_fail(x, KILN_INVALID_MODEL, "onesided and inverse cannot both be 1");
-	int ax = infer_axis(x, axis, y.rank, "axis");
+	int ax = signal_dft_axis(x, y.rank);
 	if (ax == y.rank - 1)
 		infer_fail(x, KILN_SHAPE_ERROR,
-		           "axis %lld is the last dim, which holds the real and imaginary parts",
-		           (long long)axis);
+		           "axis %d is the last dim, which holds the real and imaginary parts", ax);
 	int64_t n = y.dims[ax].size;
 	if (infer_has_input(x, 1))
 		n = known_length(x, 1, "dft_length", 1);

@@ -540,6 +540,41 @@ typedef struct kiln_col2im_params {
 
 KILN_API void kiln_f32_col2im(const kiln_col2im_params *p, const float *X, float *Y);
 
+/* One ONNX AffineGrid (opset 20): theta [batch, axes, axes + 1], grid
+ * [batch, size..., axes] with size = (H, W) or (D, H, W). Each output point is
+ * theta times (x, y[, z], 1), the point's normalized coordinates in [-1, 1]:
+ * x along W, y along H, z along D; pixel centres i -> (2i + 1) / n - 1, or
+ * with align_corners the corners i -> 2i / (n - 1) - 1 (0 when n is 1). */
+typedef struct kiln_affinegrid_params {
+	int64_t batch;
+	int axes;          /* 2 or 3 */
+	int64_t size[3];   /* (H, W) or (D, H, W) */
+	int align_corners;
+} kiln_affinegrid_params;
+
+KILN_API void kiln_f32_affinegrid(const kiln_affinegrid_params *p, const float *theta,
+                                  float *grid);
+
+/* One ONNX DeformConv (opset 19) in 2-D: X [batch, in_c, in_h, in_w], W
+ * [out_c, in_c / group, kernel_h, kernel_w], offset [batch, offset_group * 2
+ * * kernel_h * kernel_w, out_h, out_w] ((dh, dw) per tap), bias [out_c] or
+ * NULL, mask [batch, offset_group * kernel_h * kernel_w, out_h, out_w] or
+ * NULL (all ones), Y [batch, out_c, out_h, out_w]. Tap (i, j) of output
+ * (oh, ow) reads X bilinearly at (oh * stride_h - pad_top + i * dilation_h +
+ * dh, ow * stride_w - pad_left + j * dilation_w + dw), 0 outside (-1, in) and
+ * for corners outside the image, and is scaled by the mask; input channel c
+ * takes the offsets and mask of offset group c / (in_c / offset_group). */
+typedef struct kiln_deformconv_params {
+	int64_t batch, in_c, in_h, in_w, out_c, out_h, out_w;
+	int64_t group, offset_group;
+	int64_t kernel_h, kernel_w, stride_h, stride_w, dilation_h, dilation_w;
+	int64_t pad_top, pad_left;
+} kiln_deformconv_params;
+
+KILN_API void kiln_f32_deformconv2d(const kiln_deformconv_params *p, const float *X,
+                                    const float *W, const float *offset, const float *bias,
+                                    const float *mask, float *Y);
+
 /* One ONNX RoiAlign (opsets 10 and 16): X [batch, channels, in_h, in_w],
  * rois [num_rois, 4] as (x1, y1, x2, y2), Y [num_rois, channels, out_h, out_w]. */
 typedef struct kiln_roialign_params {

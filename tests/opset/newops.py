@@ -150,3 +150,123 @@ def col2im_wrong_block_count_refused():
 @error('compile: (LpPool, ai.onnx opset 18): attribute "p" is a float; LpPool-18 takes an int')
 def lppool_float_p_refused():
     return single("LpPool", (1, 1, 4, 4), dict(kernel_shape=[2, 2], p=2.0), 18)[0]
+
+
+# ---- AffineGrid -------------------------------------------------------------
+
+def affine_grid(theta_shape, x_shape, align_corners, sample=False, seed=0):
+    """theta [N, 2, 3] or [N, 3, 4]; size = Shape(x) (x [N, C, spatial...]);
+    with sample, GridSample(x, grid) too (a spatial transformer)."""
+    nodes = [helper.make_node("Shape", ["x"], ["size"]),
+             helper.make_node("AffineGrid", ["theta", "size"], ["grid"],
+                              align_corners=align_corners)]
+    outs = [vi("grid", None)]
+    if sample:
+        nodes.append(helper.make_node("GridSample", ["x", "grid"], ["y"],
+                                      align_corners=align_corners))
+        outs.append(vi("y", None))
+    m = model(nodes, [vi("theta", ["N", *theta_shape[1:]]), vi("x", ["N", *x_shape[1:]])], outs,
+              opset=20)
+    r = np.random.default_rng(seed)
+    theta = (np.eye(theta_shape[1], theta_shape[2]) +
+             0.3 * r.standard_normal(theta_shape)).astype(np.float32)
+    return m, {"theta": theta, "x": x_in(x_shape, seed + 1)}
+
+
+@run
+def affine_grid_2d_20():
+    return affine_grid((2, 2, 3), (2, 3, 5, 7), 0, sample=True)
+
+
+@run
+def affine_grid_2d_align_corners_20():
+    return affine_grid((3, 2, 3), (3, 1, 4, 6), 1, sample=True)
+
+
+@run
+def affine_grid_3d_20():
+    return affine_grid((2, 3, 4), (2, 1, 3, 4, 5), 0)
+
+
+@run
+def affine_grid_3d_align_corners_20():
+    return affine_grid((1, 3, 4), (1, 2, 4, 2, 3), 1)
+
+
+# ---- DFT-20: dft_length and axis as inputs ---------------------------------
+
+def dft20(x_shape, inputs, inits, attrs, seed=0):
+    node = helper.make_node("DFT", ["x", *inputs], ["y"], **attrs)
+    m = model([node], [vi("x", ["N", *x_shape[1:]])], [vi("y", None)], inits, opset=20)
+    return m, {"x": x_in(x_shape, seed)}
+
+
+@run
+def dft_20_default_axis():
+    """No axis input: axis -2, the one before the real/imaginary dim; complex input."""
+    return dft20((2, 3, 6, 2), [], [], {})
+
+
+@run
+def dft_20_axis_input_real_onesided():
+    return dft20((2, 7, 4, 1), ["", "ax"], [const("ax", np.array(1, np.int64))],
+                 dict(onesided=1))
+
+
+@run
+def dft_20_length_and_negative_axis_inverse():
+    """dft_length 8 (zero padding of 5), axis -3, inverse."""
+    return dft20((3, 5, 2, 2), ["len", "ax"], [const("len", np.array(8, np.int64)),
+                                               const("ax", np.array(-3, np.int64))],
+                 dict(inverse=1))
+
+
+# ---- DeformConv (2-D, as ONNX Runtime) -------------------------------------
+
+def deform_conv(x_shape, w_shape, out_hw, attrs, bias=False, mask=False, seed=0):
+    """Offsets of a few pixels (some taps land outside the image)."""
+    og = attrs.get("offset_group", 1)
+    taps = w_shape[2] * w_shape[3]
+    names = ["x", "w", "off", "b" if bias else "", "m" if mask else ""]
+    while names[-1] == "":
+        names.pop()
+    node = helper.make_node("DeformConv", names, ["y"], **attrs)
+    inputs = [vi("x", ["N", *x_shape[1:]]), vi("off", ["N", og * 2 * taps, *out_hw])]
+    if mask:
+        inputs.append(vi("m", ["N", og * taps, *out_hw]))
+    r = np.random.default_rng(seed)
+    inits = [const("w", r.standard_normal(w_shape).astype(np.float32))]
+    if bias:
+        inits.append(const("b", r.standard_normal(w_shape[0]).astype(np.float32)))
+    m = model([node], inputs, [vi("y", None)], inits, opset=19)
+    feeds = {"x": x_in(x_shape, seed + 1),
+             "off": (1.5 * r.standard_normal((x_shape[0], og * 2 * taps, *out_hw))).astype(
+                 np.float32)}
+    if mask:
+        feeds["m"] = r.uniform(0, 1, (x_shape[0], og * taps, *out_hw)).astype(np.float32)
+    return m, feeds
+
+
+@run
+def deform_conv_plain_19():
+    return deform_conv((2, 3, 6, 5), (4, 3, 3, 3), (4, 3), {})
+
+
+@run
+def deform_conv_bias_mask_pads_strides_19():
+    return deform_conv((2, 2, 7, 8), (3, 2, 2, 3), (4, 4),
+                       dict(pads=[1, 0, 0, 1], strides=[2, 2]), bias=True, mask=True)
+
+
+@run
+def deform_conv_groups_offset_groups_dilations_19():
+    """group 2, offset_group 2 over 4 channels, dilation [2, 1]."""
+    return deform_conv((3, 4, 8, 6), (6, 2, 2, 2), (6, 5),
+                       dict(group=2, offset_group=2, dilations=[2, 1]), bias=True, mask=True)
+
+
+@error("compile: (DeformConv, ai.onnx opset 19): offset must be [1, 8, 2, 2]")
+def deform_conv_offset_shape_refused():
+    node = helper.make_node("DeformConv", ["x", "w", "off"], ["y"])
+    return model([node], [vi("x", [1, 2, 3, 3]), vi("off", [1, 6, 2, 2])], [vi("y", None)],
+                 [const("w", np.ones((1, 2, 2, 2), np.float32))], opset=19)
