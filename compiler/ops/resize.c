@@ -60,7 +60,7 @@ void resize_params(Infer *x, const Shape *in, kiln_resize_params *p)
 	static const char *const modes[] = {"nearest", "linear", "cubic"};
 	static const char *const coords[] = {"half_pixel", "pytorch_half_pixel", "align_corners",
 	                                     "asymmetric", "tf_half_pixel_for_nn",
-	                                     "tf_crop_and_resize"};
+	                                     "tf_crop_and_resize", "half_pixel_symmetric"};
 	static const char *const nearest[] = {"round_prefer_floor", "round_prefer_ceil", "floor",
 	                                      "ceil"};
 	p->mode = pick(x, "mode", "nearest", modes, 3);
@@ -68,7 +68,8 @@ void resize_params(Infer *x, const Shape *in, kiln_resize_params *p)
 	if (legacy && p->mode == KILN_RESIZE_LINEAR && strcmp(attr_string(x, "mode", ""), "linear"))
 		p->mode = KILN_RESIZE_LINEAR;  /* Upsample-7 also says "bilinear" */
 	p->coord_mode = legacy ? KILN_RESIZE_ASYMMETRIC
-	                       : pick(x, "coordinate_transformation_mode", "half_pixel", coords, 6);
+	                       : pick(x, "coordinate_transformation_mode", "half_pixel", coords,
+	                              x->n->since >= 19 ? 7 : 6);
 	p->nearest_mode = legacy ? KILN_NEAREST_FLOOR
 	                         : pick(x, "nearest_mode", "round_prefer_floor", nearest, 4);
 	p->cubic_coeff_a = (double)attr_float(x, "cubic_coeff_a", -0.75f);

@@ -270,3 +270,31 @@ def deform_conv_offset_shape_refused():
     node = helper.make_node("DeformConv", ["x", "w", "off"], ["y"])
     return model([node], [vi("x", [1, 2, 3, 3]), vi("off", [1, 6, 2, 2])], [vi("y", None)],
                  [const("w", np.ones((1, 2, 2, 2), np.float32))], opset=19)
+
+
+# ---- Resize-19 half_pixel_symmetric -----------------------------------------
+
+def resize_scales(x_shape, scales, attrs, opset=19):
+    node = helper.make_node("Resize", ["x", "", "sc"], ["y"], **attrs)
+    m = model([node], [vi("x", ["N", *x_shape[1:]])], [vi("y", None)],
+              [const("sc", np.array(scales, np.float32))], opset)
+    return m, {"x": x_in(x_shape)}
+
+
+@run
+def resize_half_pixel_symmetric_linear_19():
+    """Scales whose output sizes are not whole (5 * 1.7 = 8.5 -> 8)."""
+    return resize_scales((2, 2, 5, 6), [1, 1, 1.7, 0.6],
+                         dict(mode="linear", coordinate_transformation_mode="half_pixel_symmetric"))
+
+
+@run
+def resize_half_pixel_symmetric_cubic_19():
+    return resize_scales((1, 3, 7, 4), [1, 1, 0.7, 2.3],
+                         dict(mode="cubic", coordinate_transformation_mode="half_pixel_symmetric"))
+
+
+@run
+def resize_half_pixel_symmetric_nearest_19():
+    return resize_scales((2, 1, 6, 9), [1, 1, 1.45, 0.55],
+                         dict(mode="nearest", coordinate_transformation_mode="half_pixel_symmetric"))

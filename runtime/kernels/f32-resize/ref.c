@@ -1,7 +1,7 @@
 /*
  * f32-resize/ref.c - ONNX Resize (and Upsample) for float32, any rank up
  * to 8: nearest, linear and cubic interpolation with every coordinate
- * transformation mode of opset 11-13.
+ * transformation mode of opsets 11-19.
  *
  * Interpolation is separable: per output element, each axis contributes up
  * to four taps (source index, weight), and the result is the weighted sum
@@ -30,6 +30,11 @@ static double source_coord(const kiln_resize_params *p, int a, int64_t o)
 	case KILN_RESIZE_PYTORCH_HALF_PIXEL: return out > 1 ? (x + 0.5) / s - 0.5 : 0.0;
 	case KILN_RESIZE_ALIGN_CORNERS: return out > 1 ? x * (in - 1) / (s * in - 1) : 0.0;
 	case KILN_RESIZE_ASYMMETRIC: return x / s;
+	case KILN_RESIZE_HALF_PIXEL_SYMMETRIC: {
+		/* half_pixel about the input's centre, where floor(in * s) < in * s */
+		double offset = in / 2 * (1 - out / (s * in));
+		return offset + (x + 0.5) / s - 0.5;
+	}
 	case KILN_RESIZE_TF_HALF_PIXEL_FOR_NN: return (x + 0.5) / s;
 	case KILN_RESIZE_TF_CROP_AND_RESIZE:
 		return out > 1 ? p->roi_start[a] * (in - 1) +
