@@ -656,9 +656,9 @@ void emit_resize(Emit *E)
 	kiln_resize_params p;
 	resize_params(&inf, X.shape, &p);
 	emitf(E, "\tstatic const kiln_resize_params p = {\n\t\t.rank = %d, .mode = %d, .coord_mode = %d, "
-	       ".nearest_mode = %d, .exclude_outside = %d,\n\t\t.cubic_coeff_a = %s, "
+	       ".nearest_mode = %d, .exclude_outside = %d, .antialias = %d,\n\t\t.cubic_coeff_a = %s, "
 	       ".extrapolation_value = %s,\n",
-	    p.rank, p.mode, p.coord_mode, p.nearest_mode, p.exclude_outside,
+	    p.rank, p.mode, p.coord_mode, p.nearest_mode, p.exclude_outside, p.antialias,
 	    flit(E, p.cubic_coeff_a, DT_DOUBLE), flit(E, p.extrapolation_value, DT_DOUBLE));
 	const char *names[] = {"in", "out"};
 	const int64_t *ints[] = {p.in, p.out};

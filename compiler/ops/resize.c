@@ -8,7 +8,7 @@
  * tf_crop_and_resize). Resize-10 and Upsample use asymmetric coordinates
  * and, for nearest, floor rounding. Resize-18 may give scales or sizes for
  * some axes only (`axes`) and fit sizes with one scale (keep_aspect_ratio_policy);
- * antialias is refused for now.
+ * antialias widens the linear and cubic filters when shrinking.
  */
 #include <math.h>
 #include <string.h>
@@ -102,8 +102,12 @@ void resize_params(Infer *x, const Shape *in, kiln_resize_params *p)
 	/* Resize-18: scales or sizes for the listed axes only, sizes fitted with
 	 * one scale that keeps the aspect ratio, and antialiasing. */
 	if (x->n->since >= 18) {
-		if (attr_int(x, "antialias", 0) != 0 && p->mode != KILN_RESIZE_NEAREST)
-			infer_fail(x, KILN_UNSUPPORTED, "antialias=1 is not supported yet");
+		int64_t aa = attr_int(x, "antialias", 0);
+		if (aa != 0 && aa != 1)
+			infer_fail(x, KILN_INVALID_MODEL, "antialias must be 0 or 1, got %lld", (long long)aa);
+		p->antialias = aa && p->mode != KILN_RESIZE_NEAREST;
+		if (p->antialias && p->coord_mode == KILN_RESIZE_TF_CROP_AND_RESIZE)
+			infer_fail(x, KILN_UNSUPPORTED, "antialias with tf_crop_and_resize is not supported");
 		int64_t axes[KILN_RESIZE_MAX_RANK];
 		int na = attr_ints(x, "axes", axes, KILN_RESIZE_MAX_RANK);
 		const char *policy = attr_string(x, "keep_aspect_ratio_policy", "stretch");
@@ -166,6 +170,13 @@ void resize_params(Infer *x, const Shape *in, kiln_resize_params *p)
 		}
 		if (p->out[k] < 0 || p->scale[k] <= 0)
 			infer_fail(x, KILN_SHAPE_ERROR, "axis %d: bad scale or size", k);
+		/* an antialiasing filter spans 2 * support / scale + 1 taps */
+		double support = p->mode == KILN_RESIZE_LINEAR ? 1.0 : 2.0;
+		if (p->antialias && p->scale[k] < 1 &&
+		    2 * support / p->scale[k] + 2 > KILN_RESIZE_MAX_TAPS)
+			infer_fail(x, KILN_UNSUPPORTED, "axis %d: antialiasing a scale of %g needs more than "
+			           "%d taps; scales down to %g are supported", k, p->scale[k],
+			           KILN_RESIZE_MAX_TAPS, 2 * support / (KILN_RESIZE_MAX_TAPS - 2));
 	}
 }
 

@@ -187,6 +187,7 @@ KILN_API void kiln_f32_lppool_nd(const kiln_window3d_params *p, int64_t norm, co
 /* ---- resize ----------------------------------------------------------- */
 
 #define KILN_RESIZE_MAX_RANK 8
+#define KILN_RESIZE_MAX_TAPS 64
 enum kiln_resize_mode { KILN_RESIZE_NEAREST, KILN_RESIZE_LINEAR, KILN_RESIZE_CUBIC };
 enum kiln_resize_coord {
 	KILN_RESIZE_HALF_PIXEL, KILN_RESIZE_PYTORCH_HALF_PIXEL, KILN_RESIZE_ALIGN_CORNERS,
@@ -209,6 +210,8 @@ typedef struct kiln_resize_params {
 	int64_t in[KILN_RESIZE_MAX_RANK], out[KILN_RESIZE_MAX_RANK];
 	double scale[KILN_RESIZE_MAX_RANK];
 	double roi_start[KILN_RESIZE_MAX_RANK], roi_end[KILN_RESIZE_MAX_RANK];
+	int antialias;  /* opset 18, linear and cubic: the filter widens by 1 / scale when
+	                   shrinking, to at most KILN_RESIZE_MAX_TAPS taps per axis */
 } kiln_resize_params;
 
 /* ONNX Resize of a dense row-major float32 tensor (all axes, any rank <= 8). */

@@ -298,3 +298,41 @@ def resize_half_pixel_symmetric_cubic_19():
 def resize_half_pixel_symmetric_nearest_19():
     return resize_scales((2, 1, 6, 9), [1, 1, 1.45, 0.55],
                          dict(mode="nearest", coordinate_transformation_mode="half_pixel_symmetric"))
+
+
+# ---- Resize-18 antialias -----------------------------------------------------
+
+@run
+def resize_antialias_linear_down_18():
+    """2-D shrink by 0.6 and 0.35: the triangle filter widened to 1/scale."""
+    return resize_scales((2, 2, 9, 13), [1, 1, 0.6, 0.35], dict(mode="linear", antialias=1),
+                         opset=18)
+
+
+@run
+def resize_antialias_cubic_exclude_outside_18():
+    return resize_scales((1, 3, 11, 8), [1, 1, 0.45, 0.7],
+                         dict(mode="cubic", antialias=1, exclude_outside=1), opset=18)
+
+
+@run
+def resize_antialias_cubic_sizes_align_corners_19():
+    """sizes (shrink one axis, grow the other), align_corners, cubic_coeff_a -0.5."""
+    node = helper.make_node("Resize", ["x", "", "", "sz"], ["y"], mode="cubic", antialias=1,
+                            cubic_coeff_a=-0.5, coordinate_transformation_mode="align_corners")
+    m = model([node], [vi("x", ["N", 2, 10, 5])], [vi("y", None)],
+              [const("sz", np.array([2, 2, 4, 9], np.int64))], opset=19)
+    return m, {"x": x_in((2, 2, 10, 5))}
+
+
+@run
+def resize_antialias_linear_3d_asymmetric_18():
+    return resize_scales((1, 1, 7, 9, 6), [1, 1, 0.5, 1.5, 0.3],
+                         dict(mode="linear", antialias=1,
+                              coordinate_transformation_mode="asymmetric"), opset=18)
+
+
+@error("compile: (Resize, ai.onnx opset 18): axis 3: antialiasing a scale of 0.01 needs more than 64 taps")
+def resize_antialias_tiny_scale_refused():
+    return resize_scales((1, 1, 4, 300), [1, 1, 1, 0.01], dict(mode="cubic", antialias=1),
+                         opset=18)[0]

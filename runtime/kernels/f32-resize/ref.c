@@ -1,7 +1,7 @@
 /*
  * f32-resize/ref.c - ONNX Resize (and Upsample) for float32, any rank up
  * to 8: nearest, linear and cubic interpolation with every coordinate
- * transformation mode of opsets 11-19.
+ * transformation mode of opsets 11-19, and opset 18's antialiasing.
  *
  * Interpolation is separable: per output element, each axis contributes up
  * to four taps (source index, weight), and the result is the weighted sum
@@ -13,7 +13,7 @@
 
 #include "kiln/kernels.h"
 
-enum { MAX_TAPS = 4 };
+enum { MAX_TAPS = KILN_RESIZE_MAX_TAPS };
 
 typedef struct Taps {
 	int n;
@@ -58,11 +58,52 @@ static void cubic_weights(double r, double A, double w[4])
 	w[3] = ((A * v - 5 * A) * v + 8 * A) * v - 4 * A;
 }
 
+/* The cubic convolution kernel at distance d. */
+static double cubic_at(double d, double A)
+{
+	d = fabs(d);
+	if (d < 1)
+		return ((A + 2) * d - (A + 3)) * d * d + 1;
+	if (d < 2)
+		return ((A * d - 5 * A) * d + 8 * A) * d - 4 * A;
+	return 0;
+}
+
+/* Antialiasing (Resize-18, linear and cubic): when shrinking by s < 1, the
+ * filter is stretched by 1 / s, so every input pixel within support / s of
+ * x contributes filter((i - x) * s); the weights are normalized to sum 1.
+ * Taps outside the input are clamped to the edge, or with exclude_outside
+ * dropped (as ONNX Runtime computes it). */
+static void antialias_taps(const kiln_resize_params *p, int a, double x, Taps *t)
+{
+	int64_t in = p->in[a];
+	double s = p->scale[a] < 1 ? p->scale[a] : 1.0;
+	double support = (p->mode == KILN_RESIZE_LINEAR ? 1.0 : 2.0) / s, c = x + 0.5, sum = 0;
+	int64_t lo = (int64_t)floor(c - support + 0.5), hi = (int64_t)floor(c + support + 0.5);
+	t->n = 0;
+	for (int64_t i = lo; i < hi && t->n < MAX_TAPS; i++) {
+		if (p->exclude_outside && (i < 0 || i >= in))
+			continue;
+		double d = ((double)i - x) * s;
+		double w = p->mode == KILN_RESIZE_LINEAR ? fmax(0.0, 1.0 - fabs(d))
+		                                         : cubic_at(d, p->cubic_coeff_a);
+		t->index[t->n] = clamp_index(i, in);
+		t->weight[t->n++] = w;
+		sum += w;
+	}
+	for (int k = 0; sum != 0 && k < t->n; k++)
+		t->weight[k] /= sum;
+}
+
 static void taps_for(const kiln_resize_params *p, int a, int64_t o, Taps *t)
 {
 	int64_t in = p->in[a];
 	double x = source_coord(p, a, o);
 	t->outside = p->coord_mode == KILN_RESIZE_TF_CROP_AND_RESIZE && (x < 0 || x > (double)(in - 1));
+	if (p->antialias && p->mode != KILN_RESIZE_NEAREST) {
+		antialias_taps(p, a, x, t);
+		return;
+	}
 	if (p->mode == KILN_RESIZE_NEAREST) {
 		double f = floor(x), i;
 		switch (p->nearest_mode) {
