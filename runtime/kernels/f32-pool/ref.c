@@ -277,7 +277,7 @@ KILN_API void kiln_f32_lppool_nd(const kiln_window3d_params *p, int64_t norm, co
 								int64_t z0 = start[0] + t[0] * p->dilation[0];
 								int64_t z1 = start[1] + t[1] * p->dilation[1];
 								int64_t z2 = start[2] + t[2] * p->dilation[2];
-								sum += lp_term(x[(z0 * in[1] + z1) * in[2] + z2], norm);
+								sum += lp_term((double)x[(z0 * in[1] + z1) * in[2] + z2], norm);
 							}
 					*Y++ = lp_root(sum, norm);
 				}
@@ -291,7 +291,7 @@ KILN_API void kiln_f32_global_lppool(const float *X, float *Y, int64_t planes,
 		const float *x = X + plane * plane_size;
 		double sum = 0.0;
 		for (int64_t i = 0; i < plane_size; i++)
-			sum += lp_term(x[i], norm);
+			sum += lp_term((double)x[i], norm);
 		Y[plane] = lp_root(sum, norm);
 	}
 }
