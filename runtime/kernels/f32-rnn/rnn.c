@@ -29,6 +29,7 @@
 #include <string.h>
 
 #include "../f32-gemm/gemm.h"
+#include "../f32-vmath/vmath.h"
 #include "../isa.h"
 #include "gemv.h"
 #include "kiln/kernels.h"
@@ -174,6 +175,7 @@ typedef struct Chunk {
 	int64_t xw_t, xw_r;
 	float *gates, *h, *c, *aux, *tmp;
 	GemmBSrc w, r, rh;         /* W^T, R^T (GRU: z and r), GRU's R_h^T */
+	const VmathOps *cell;      /* LSTM with the default activations: its fused cell */
 } Chunk;
 
 /* xw for rows b0 .. b0+nb-1 at every time step: one GEMM when those rows
@@ -292,6 +294,8 @@ static void run_chunk(const kiln_rnn_params *p, const kiln_rnn_io *io, const int
 					memset(aux + r * H, 0, (size_t)H * sizeof *aux);
 				continue;
 			}
+			if (k->cell)
+				continue;  /* the fused cell adds xw itself */
 			float *g = gates + r * GH;
 			add_row(g, k->xw + step_time(p, len, s) * k->xw_t + r * k->xw_r,
 			        gru ? 2 * H : GH);
@@ -312,7 +316,10 @@ static void run_chunk(const kiln_rnn_params *p, const kiln_rnn_io *io, const int
 				continue;  /* finished: the state stays as it was */
 			int64_t t = step_time(p, len, s);
 			float *g = gates + r * GH, *hr = h + r * H;
-			if (lstm) {
+			if (k->cell) {
+				k->cell->lstm_cell(g, k->xw + t * k->xw_t + r * k->xw_r, io->P, c + r * H, hr, H,
+				                   p->has_clip, p->clip, p->input_forget);
+			} else if (lstm) {
 				lstm_row(p, io->P, g, hr, c + r * H, k->tmp);
 			} else if (gru) {
 				float *gh = g + 2 * H;
@@ -381,6 +388,9 @@ KILN_API enum kiln_status kiln_f32_rnn(const kiln_rnn_params *p, const kiln_rnn_
 		k.c = next, next += chunk * H;
 	if (gru)
 		k.aux = next;
+	if (p->cell == KILN_RNN_LSTM && p->act[0].kind == KILN_RNN_SIGMOID &&
+	    p->act[1].kind == KILN_RNN_TANH && p->act[2].kind == KILN_RNN_TANH)
+		k.cell = vmath_ops();
 	k.w = weight_src(io.Wp, io.W, I, GH);
 	k.r = weight_src(io.Rp, io.R, H, gru ? 2 * H : GH);
 	if (gru)

@@ -313,3 +313,62 @@ static void vmath_batchnorm_plane(const float *x, float *y, int64_t n, float mea
 	if (i < n)
 		vstore_n(y + i, vfma(vsub(vload_n(x + i, n - i), m), g, b), n - i);
 }
+
+/* ---- the LSTM cell ---- */
+
+static VMATH_INLINE V vload_k(const float *p, int64_t k) { return k == W ? vload(p) : vload_n(p, k); }
+static VMATH_INLINE void vstore_k(float *p, V a, int64_t k)
+{
+	if (k == W)
+		vstore(p, a);
+	else
+		vstore_n(p, a, k);
+}
+
+/* x bounded to [lo, hi] when clipping: fminf(hi, fmaxf(lo, x)), so NaN gives lo */
+static VMATH_INLINE V lstm_clip(V x, V lo, V hi, int clip)
+{
+	return clip ? vmin(vmax(x, lo), hi) : x;
+}
+
+/* Units j .. j+k-1 (k <= W) of vmath_lstm_cell. */
+static VMATH_INLINE void lstm_lanes(const float *g, const float *x, const float *P, float *c,
+                                    float *h, int64_t n, int64_t j, int64_t k, V lo, V hi,
+                                    int clip, int input_forget)
+{
+	V gi = vadd(vload_k(g + j, k), vload_k(x + j, k));
+	V go = vadd(vload_k(g + n + j, k), vload_k(x + n + j, k));
+	V gf = vadd(vload_k(g + 2 * n + j, k), vload_k(x + 2 * n + j, k));
+	V gz = vadd(vload_k(g + 3 * n + j, k), vload_k(x + 3 * n + j, k));
+	V c0 = vload_k(c + j, k);
+	if (P) {
+		gi = vfma(vload_k(P + j, k), c0, gi);
+		gf = vfma(vload_k(P + 2 * n + j, k), c0, gf);
+	}
+	V i = v_sigmoid(lstm_clip(gi, lo, hi, clip));
+	V z = v_tanh(lstm_clip(gz, lo, hi, clip));
+	V c1 = input_forget ? vfma(i, z, vmul(vsub(vset(1.0f), i), c0))
+	                    : vfma(i, z, vmul(v_sigmoid(lstm_clip(gf, lo, hi, clip)), c0));
+	if (P)
+		go = vfma(vload_k(P + n + j, k), c1, go);
+	V o = v_sigmoid(lstm_clip(go, lo, hi, clip));
+	vstore_k(c + j, c1, k);
+	vstore_k(h + j, vmul(o, v_tanh(lstm_clip(c1, lo, hi, clip))), k);
+}
+
+/* One row of an LSTM step with ONNX's default activations (sigmoid, tanh,
+ * tanh), in one pass: g[0..4n) the gates i, o, f, c of H R^T and x the input
+ * projection in the same order (their sum is each gate's input); P the
+ * peepholes i, o, f ([3n]) or NULL; has_clip bounds every activation's input
+ * to [-clip, clip]; input_forget takes f = 1 - i. c (n) is updated
+ * in place and h[0..n) written; h may alias nothing else. */
+static void vmath_lstm_cell(const float *g, const float *x, const float *P, float *c, float *h,
+                            int64_t n, int has_clip, float clip, int input_forget)
+{
+	V hi = vset(clip), lo = vset(-clip);
+	int64_t j = 0;
+	for (; j + W <= n; j += W)
+		lstm_lanes(g, x, P, c, h, n, j, W, lo, hi, has_clip, input_forget);
+	if (j < n)
+		lstm_lanes(g, x, P, c, h, n, j, n - j, lo, hi, has_clip, input_forget);
+}

@@ -31,6 +31,10 @@ typedef struct VmathOps {
 	/* y = (x - mean) * gain + bias over n elements; y may be x */
 	void (*batchnorm_plane)(const float *x, float *y, int64_t n, float mean, float gain,
 	                        float bias);
+	/* one row of an LSTM step with the default activations: g + x ([4n]) the
+	 * gates i, o, f, c; P the peepholes ([3n]) or NULL; c updated, h written */
+	void (*lstm_cell)(const float *g, const float *x, const float *P, float *c, float *h,
+	                  int64_t n, int has_clip, float clip, int input_forget);
 } VmathOps;
 
 /* The kernels of the variant kiln_isa() names: the one dispatch point. */
