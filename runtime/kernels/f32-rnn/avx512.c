@@ -1,7 +1,10 @@
 /*
- * f32-rnn/avx512.c - gemv.h's product with AVX-512: a 32-column panel is two
- * zmm per row of K; four rows at a time into eight accumulators. A narrower
- * last panel goes through masked loads, one row at a time.
+ * f32-rnn/avx512.c - gemv.h's product with AVX-512. Full 32-column panels go
+ * two at a time (two streams of B, which the L2 serves faster than one: at
+ * batch 1 the step is bound by reading B from L2), two rows of K at a time
+ * into eight accumulators; a lone full panel four rows at a time. A narrower
+ * last panel (w columns, rows w apart) goes through masked loads, also four
+ * rows at a time, so its chains do not wait on the FMA latency either.
  */
 #include <immintrin.h>
 
@@ -13,44 +16,90 @@ static __mmask16 lanes(int64_t n)
 	return n >= 16 ? (__mmask16)0xFFFF : n <= 0 ? 0 : (__mmask16)((1u << n) - 1);
 }
 
+/* y[0..w) = (lo, hi) (+ bias), the first w lanes */
+static void store(float *y, const float *bias, int64_t w, __m512 lo, __m512 hi)
+{
+	__mmask16 m0 = lanes(w), m1 = lanes(w - 16);
+	if (bias) {
+		lo = _mm512_add_ps(lo, _mm512_maskz_loadu_ps(m0, bias));
+		hi = _mm512_add_ps(hi, _mm512_maskz_loadu_ps(m1, bias + 16));
+	}
+	_mm512_mask_storeu_ps(y, m0, lo);
+	_mm512_mask_storeu_ps(y + 16, m1, hi);
+}
+
+/* Two full panels b and c (K rows of 32 each) to y[0..64). */
+static void two_panels(int64_t K, const float *x, const float *b, const float *c,
+                       const float *bias, float *y)
+{
+	/* named accumulators: an array would live on the stack */
+	__m512 a0 = _mm512_setzero_ps(), a1 = a0, a2 = a0, a3 = a0, a4 = a0, a5 = a0, a6 = a0,
+	       a7 = a0;
+	int64_t k = 0;
+	for (; k + 2 <= K; k += 2) {
+		const float *r = b + k * KILN_PACK_NR, *s = c + k * KILN_PACK_NR;
+		__m512 x0 = _mm512_set1_ps(x[k]), x1 = _mm512_set1_ps(x[k + 1]);
+		a0 = _mm512_fmadd_ps(x0, _mm512_loadu_ps(r), a0);
+		a1 = _mm512_fmadd_ps(x0, _mm512_loadu_ps(r + 16), a1);
+		a4 = _mm512_fmadd_ps(x0, _mm512_loadu_ps(s), a4);
+		a5 = _mm512_fmadd_ps(x0, _mm512_loadu_ps(s + 16), a5);
+		a2 = _mm512_fmadd_ps(x1, _mm512_loadu_ps(r + 32), a2);
+		a3 = _mm512_fmadd_ps(x1, _mm512_loadu_ps(r + 48), a3);
+		a6 = _mm512_fmadd_ps(x1, _mm512_loadu_ps(s + 32), a6);
+		a7 = _mm512_fmadd_ps(x1, _mm512_loadu_ps(s + 48), a7);
+	}
+	if (k < K) {
+		const float *r = b + k * KILN_PACK_NR, *s = c + k * KILN_PACK_NR;
+		__m512 x0 = _mm512_set1_ps(x[k]);
+		a0 = _mm512_fmadd_ps(x0, _mm512_loadu_ps(r), a0);
+		a1 = _mm512_fmadd_ps(x0, _mm512_loadu_ps(r + 16), a1);
+		a4 = _mm512_fmadd_ps(x0, _mm512_loadu_ps(s), a4);
+		a5 = _mm512_fmadd_ps(x0, _mm512_loadu_ps(s + 16), a5);
+	}
+	store(y, bias, KILN_PACK_NR, _mm512_add_ps(a0, a2), _mm512_add_ps(a1, a3));
+	store(y + KILN_PACK_NR, bias ? bias + KILN_PACK_NR : NULL, KILN_PACK_NR,
+	      _mm512_add_ps(a4, a6), _mm512_add_ps(a5, a7));
+}
+
+/* One panel of w <= 32 columns (rows w apart) to y[0..w). */
+static void one_panel(int64_t K, int64_t w, const float *x, const float *b, const float *bias,
+                      float *y)
+{
+	__m512 a0 = _mm512_setzero_ps(), a1 = a0, a2 = a0, a3 = a0, a4 = a0, a5 = a0, a6 = a0,
+	       a7 = a0;
+	__mmask16 m0 = lanes(w), m1 = lanes(w - 16);
+	int64_t k = 0;
+	for (; k + 4 <= K; k += 4) {
+		const float *r = b + k * w;
+		__m512 x0 = _mm512_set1_ps(x[k]), x1 = _mm512_set1_ps(x[k + 1]);
+		__m512 x2 = _mm512_set1_ps(x[k + 2]), x3 = _mm512_set1_ps(x[k + 3]);
+		a0 = _mm512_fmadd_ps(x0, _mm512_maskz_loadu_ps(m0, r), a0);
+		a1 = _mm512_fmadd_ps(x0, _mm512_maskz_loadu_ps(m1, r + 16), a1);
+		a2 = _mm512_fmadd_ps(x1, _mm512_maskz_loadu_ps(m0, r + w), a2);
+		a3 = _mm512_fmadd_ps(x1, _mm512_maskz_loadu_ps(m1, r + w + 16), a3);
+		a4 = _mm512_fmadd_ps(x2, _mm512_maskz_loadu_ps(m0, r + 2 * w), a4);
+		a5 = _mm512_fmadd_ps(x2, _mm512_maskz_loadu_ps(m1, r + 2 * w + 16), a5);
+		a6 = _mm512_fmadd_ps(x3, _mm512_maskz_loadu_ps(m0, r + 3 * w), a6);
+		a7 = _mm512_fmadd_ps(x3, _mm512_maskz_loadu_ps(m1, r + 3 * w + 16), a7);
+	}
+	for (; k < K; k++) {
+		__m512 xv = _mm512_set1_ps(x[k]);
+		const float *r = b + k * w;
+		a0 = _mm512_fmadd_ps(xv, _mm512_maskz_loadu_ps(m0, r), a0);
+		a1 = _mm512_fmadd_ps(xv, _mm512_maskz_loadu_ps(m1, r + 16), a1);
+	}
+	store(y, bias, w, _mm512_add_ps(_mm512_add_ps(a0, a2), _mm512_add_ps(a4, a6)),
+	      _mm512_add_ps(_mm512_add_ps(a1, a3), _mm512_add_ps(a5, a7)));
+}
+
 void kiln_rnn_gemv_avx512(int64_t N, int64_t K, const float *x, const float *Bp,
                           const float *bias, float *y)
 {
-	for (int64_t n0 = 0; n0 < N; n0 += KILN_PACK_NR) {
-		int64_t w = kiln_pack_b32_width(N, n0);
-		const float *b = Bp + n0 * K;
-		/* named accumulators: an array would live on the stack */
-		__m512 a0 = _mm512_setzero_ps(), a1 = a0, a2 = a0, a3 = a0, a4 = a0, a5 = a0, a6 = a0,
-		       a7 = a0;
-		int64_t k = 0;
-		if (w == KILN_PACK_NR)
-			for (; k + 4 <= K; k += 4) {
-				const float *r = b + k * KILN_PACK_NR;
-				__m512 x0 = _mm512_set1_ps(x[k]), x1 = _mm512_set1_ps(x[k + 1]);
-				__m512 x2 = _mm512_set1_ps(x[k + 2]), x3 = _mm512_set1_ps(x[k + 3]);
-				a0 = _mm512_fmadd_ps(x0, _mm512_loadu_ps(r), a0);
-				a1 = _mm512_fmadd_ps(x0, _mm512_loadu_ps(r + 16), a1);
-				a2 = _mm512_fmadd_ps(x1, _mm512_loadu_ps(r + 32), a2);
-				a3 = _mm512_fmadd_ps(x1, _mm512_loadu_ps(r + 48), a3);
-				a4 = _mm512_fmadd_ps(x2, _mm512_loadu_ps(r + 64), a4);
-				a5 = _mm512_fmadd_ps(x2, _mm512_loadu_ps(r + 80), a5);
-				a6 = _mm512_fmadd_ps(x3, _mm512_loadu_ps(r + 96), a6);
-				a7 = _mm512_fmadd_ps(x3, _mm512_loadu_ps(r + 112), a7);
-			}
-		__mmask16 m0 = lanes(w), m1 = lanes(w - 16);
-		for (; k < K; k++) {
-			__m512 xv = _mm512_set1_ps(x[k]);
-			const float *r = b + k * w;
-			a0 = _mm512_fmadd_ps(xv, _mm512_maskz_loadu_ps(m0, r), a0);
-			a1 = _mm512_fmadd_ps(xv, _mm512_maskz_loadu_ps(m1, r + 16), a1);
-		}
-		__m512 lo = _mm512_add_ps(_mm512_add_ps(a0, a2), _mm512_add_ps(a4, a6));
-		__m512 hi = _mm512_add_ps(_mm512_add_ps(a1, a3), _mm512_add_ps(a5, a7));
-		if (bias) {
-			lo = _mm512_add_ps(lo, _mm512_maskz_loadu_ps(m0, bias + n0));
-			hi = _mm512_add_ps(hi, _mm512_maskz_loadu_ps(m1, bias + n0 + 16));
-		}
-		_mm512_mask_storeu_ps(y + n0, m0, lo);
-		_mm512_mask_storeu_ps(y + n0 + 16, m1, hi);
-	}
+	int64_t n0 = 0;
+	for (; n0 + 2 * KILN_PACK_NR <= N; n0 += 2 * KILN_PACK_NR)
+		two_panels(K, x, Bp + n0 * K, Bp + (n0 + KILN_PACK_NR) * K, bias ? bias + n0 : NULL,
+		           y + n0);
+	for (; n0 < N; n0 += KILN_PACK_NR)
+		one_panel(K, kiln_pack_b32_width(N, n0), x, Bp + n0 * K, bias ? bias + n0 : NULL,
+		          y + n0);
 }

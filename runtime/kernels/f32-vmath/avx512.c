@@ -24,6 +24,12 @@ static inline V vadd(V a, V b) { return _mm512_add_ps(a, b); }
 static inline V vsub(V a, V b) { return _mm512_sub_ps(a, b); }
 static inline V vmul(V a, V b) { return _mm512_mul_ps(a, b); }
 static inline V vdiv(V a, V b) { return _mm512_div_ps(a, b); }
+/* 1 / a: the 14-bit estimate and one Newton step (<= 1 ulp for normal a) */
+static inline V vrecip(V a)
+{
+	V r = _mm512_rcp14_ps(a);
+	return _mm512_mul_ps(r, _mm512_fnmadd_ps(a, r, _mm512_set1_ps(2.0f)));
+}
 static inline V vfma(V a, V b, V c) { return _mm512_fmadd_ps(a, b, c); }
 /* vminps/vmaxps return the second operand when either is NaN: a < b ? a : b */
 static inline V vmin(V a, V b) { return _mm512_min_ps(a, b); }

@@ -4,6 +4,7 @@
  * (W = 8) and avx512.c (W = 16) after each defines V, VM (a lane mask) and:
  *   vset vload vstore vload_n vstore_n   (the _n forms move the first n < W lanes)
  *   vadd vsub vmul vdiv vfma(a, b, c) = a * b + c
+ *   vrecip(a) = 1 / a (ref: the division; SIMD: the estimate and one Newton step)
  *   vmin(a, b) = a < b ? a : b,  vmax(a, b) = a > b ? a : b   (a NaN gives b)
  *   vabs vcopysign(m, s) (m >= 0 gets the sign of s)  vlt vgt vge -> VM
  *   vsel(m, a, b) = m ? a : b,  vexp2i(n) = 2^n for integral n in [-126, 127]
@@ -30,6 +31,9 @@
  *   gelu   0.5 x (1 + erf(x / sqrt 2)) with 1 + erf(u) taken as erfc(|u|)
  *          = exp(Q - u^2) for u <= -0.921875 (no cancellation), 0 below
  *          u = -3.925 (|gelu| < 1e-7 there, where 1 + erff(u) is 0 too).
+ * The LSTM cell (vmath_lstm_cell) takes the same sigmoid and tanh with the
+ * division as vrecip (the fast forms: sigmoid_of, tanh_of), a few ulp more;
+ * tests/kernels/test_rnn.c checks it under every variant.
  * Special values: NaN gives NaN; exp(-inf) = 0, exp(inf) = inf, tanh and
  * erf of +-inf are +-1, sigmoid of -inf/inf is 0/1; odd functions keep -0.
  * Every result depends only on the input value, never on its position.
@@ -57,7 +61,9 @@ static inline V v_exp(V x)
 	return vmul(vmul(p, vexp2i(n1)), vexp2i(vsub(n, n1)));
 }
 
-static inline V v_tanh(V x)
+/* tanh; fast (the LSTM cell): 2 / (e + 1) through vrecip, e of |x| clamped
+ * to 10 (tanh is 1 in float there) so that e + 1 stays finite */
+static VMATH_INLINE V tanh_of(V x, int fast)
 {
 	V a = vabs(x), z = vmul(x, x);
 	V p = vset(-5.70498872745e-3f);
@@ -66,10 +72,13 @@ static inline V v_tanh(V x)
 	p = vfma(p, z, vset(1.33314422036e-1f));
 	p = vfma(p, z, vset(-3.33332819422e-1f));
 	V small = vfma(vmul(p, z), a, a);  /* of |x|, so that tanh(-0) is -0 */
-	V e = v_exp(vadd(a, a));
-	V big = vsub(vset(1.0f), vdiv(vset(2.0f), vadd(e, vset(1.0f))));
+	V e = fast ? v_exp(vmul(vmin(vset(10.0f), a), vset(2.0f))) : v_exp(vadd(a, a));
+	V d = vadd(e, vset(1.0f));
+	V big = vsub(vset(1.0f), fast ? vmul(vset(2.0f), vrecip(d)) : vdiv(vset(2.0f), d));
 	return vcopysign(vsel(vlt(a, vset(0.625f)), small, big), x);
 }
+
+static inline V v_tanh(V x) { return tanh_of(x, 0); }
 
 /* erf(x) / x on |x| < 0.921875, as a polynomial in z = x^2 */
 static inline V v_erf_small(V z)
@@ -107,11 +116,15 @@ static inline V v_erf(V x)
 	return vsel(vlt(a, vset(0.921875f)), small, vcopysign(big, x));
 }
 
-static inline V v_sigmoid(V x)
+/* sigmoid; fast (the LSTM cell): the quotient through vrecip (1 + e is in [1, 2]) */
+static VMATH_INLINE V sigmoid_of(V x, int fast)
 {
 	V e = v_exp(vsub(vset(0.0f), vabs(x)));
-	return vdiv(vsel(vlt(x, vset(0.0f)), e, vset(1.0f)), vadd(vset(1.0f), e));
+	V num = vsel(vlt(x, vset(0.0f)), e, vset(1.0f)), d = vadd(vset(1.0f), e);
+	return fast ? vmul(num, vrecip(d)) : vdiv(num, d);
 }
+
+static inline V v_sigmoid(V x) { return sigmoid_of(x, 0); }
 
 static inline V v_gelu(V x)
 {
@@ -345,15 +358,15 @@ static VMATH_INLINE void lstm_lanes(const float *g, const float *x, const float 
 		gi = vfma(vload_k(P + j, k), c0, gi);
 		gf = vfma(vload_k(P + 2 * n + j, k), c0, gf);
 	}
-	V i = v_sigmoid(lstm_clip(gi, lo, hi, clip));
-	V z = v_tanh(lstm_clip(gz, lo, hi, clip));
+	V i = sigmoid_of(lstm_clip(gi, lo, hi, clip), 1);
+	V z = tanh_of(lstm_clip(gz, lo, hi, clip), 1);
 	V c1 = input_forget ? vfma(i, z, vmul(vsub(vset(1.0f), i), c0))
-	                    : vfma(i, z, vmul(v_sigmoid(lstm_clip(gf, lo, hi, clip)), c0));
+	                    : vfma(i, z, vmul(sigmoid_of(lstm_clip(gf, lo, hi, clip), 1), c0));
 	if (P)
 		go = vfma(vload_k(P + n + j, k), c1, go);
-	V o = v_sigmoid(lstm_clip(go, lo, hi, clip));
+	V o = sigmoid_of(lstm_clip(go, lo, hi, clip), 1);
 	vstore_k(c + j, c1, k);
-	vstore_k(h + j, vmul(o, v_tanh(lstm_clip(c1, lo, hi, clip))), k);
+	vstore_k(h + j, vmul(o, tanh_of(lstm_clip(c1, lo, hi, clip), 1)), k);
 }
 
 /* One row of an LSTM step with ONNX's default activations (sigmoid, tanh,
