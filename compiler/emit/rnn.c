@@ -17,6 +17,7 @@
  * rnn_chunk in ops/rnn.c).
  */
 #include <inttypes.h>
+#include <string.h>
 
 #include "emit_c.h"
 
@@ -71,6 +72,8 @@ static void emit_params(Emit *E, const char *name, const kiln_rnn_params *p, int
 		emitf(E, "\t\t.linear_before_reset = 1,\n");
 	if (p->input_forget)
 		emitf(E, "\t\t.input_forget = 1,\n");
+	if (p->gate_blocks)
+		emitf(E, "\t\t.gate_blocks = 1,\n");
 	if (p->has_sequence_lens)
 		emitf(E, "\t\t.has_sequence_lens = 1,\n");
 	emitf(E, "\t\t.act = {");
@@ -80,17 +83,14 @@ static void emit_params(Emit *E, const char *name, const kiln_rnn_params *p, int
 	emitf(E, "},\n\t\t.chunk_rows = %" PRId64 ",\n\t};\n", p->chunk_rows);
 }
 
-/* Input i (W or R) packed at compile time: the per-direction matrices
- * (K x N each, from rows [row0, row0 + N) of every direction's [G*H, K]
- * block) as b32 symbols in sym[d], or false when the weight cannot be. */
-static bool pack_weight(Emit *E, int i, int ndirs, int64_t GH, int64_t K, int64_t row0, int64_t N,
-                        const char *sym[2])
+/* Whether input i (W or R, [ndirs * G*H, K]) can be packed at compile time. */
+static bool packable(Emit *E, int i, int ndirs, int64_t GH, int64_t K)
 {
 	int id = E->n->in[i];
 	const Value *v = &E->g->values[id];
 	if (v->kind != VAL_WEIGHT || E->sig->dtypes[id] != DT_FLOAT || v->dtype != DT_FLOAT ||
 	    E->sig->folded[id] || E->plan->root[id] != id || E->in_index[id] != NONE || K <= 0 ||
-	    N <= 0 || v->weight->nbytes != (uint64_t)(ndirs * GH * K) * sizeof(float))
+	    GH <= 0 || v->weight->nbytes != (uint64_t)(ndirs * GH * K) * sizeof(float))
 		return false;
 	int uses = 0;
 	for (int n = 0; n < E->g->nnodes; n++) {
@@ -102,8 +102,18 @@ static bool pack_weight(Emit *E, int i, int ndirs, int64_t GH, int64_t K, int64_
 				uses++;
 			}
 	}
-	if (uses != v->nuse)
-		return false;  /* also read by a subgraph */
+	return uses == v->nuse;  /* else also read by a subgraph */
+}
+
+/* Input i packed: the per-direction matrices (K x N each, from rows
+ * [row0, row0 + N) of every direction's [G*H, K] block) as b32 symbols in
+ * sym[d], or false when the weight cannot be packed. */
+static bool pack_weight(Emit *E, int i, int ndirs, int64_t GH, int64_t K, int64_t row0, int64_t N,
+                        const char *sym[2])
+{
+	if (!packable(E, i, ndirs, GH, K) || N <= 0)
+		return false;
+	const Value *v = &E->g->values[E->n->in[i]];
 	for (int d = 0; d < ndirs; d++) {
 		int64_t pack[4] = {K, N, 1, K};
 		const char *bytes = (const char *)v->weight->bytes + (d * GH + row0) * K * sizeof(float);
@@ -112,6 +122,32 @@ static bool pack_weight(Emit *E, int i, int ndirs, int64_t GH, int64_t K, int64_
 		sym[d] = symbol_expr(E, s, "float");
 	}
 	return true;
+}
+
+/* An LSTM's input i (W or R, rows i, o, f, c of H units each) packed in gate
+ * blocks (kernels.h): each direction's rows reordered, 64 b + 16 q + e from
+ * row q H + 16 b + e (zero past H), then packed b32 with N = 4 Hp. */
+static void pack_gate_blocks(Emit *E, int i, int ndirs, int64_t H, int64_t K, const char *sym[2])
+{
+	const Value *v = &E->g->values[E->n->in[i]];
+	int64_t Hp = (H + 15) / 16 * 16, N = 4 * Hp;
+	for (int d = 0; d < ndirs; d++) {
+		/* bytes, not floats: a weight may sit misaligned in the model file */
+		const char *src = (const char *)v->weight->bytes + d * 4 * H * K * (int64_t)sizeof(float);
+		float *rows = arena_array(E->a, (size_t)(N * K), sizeof *rows);
+		for (int64_t n = 0; n < N; n++) {
+			int64_t unit = n / 64 * 16 + n % 16, q = n % 64 / 16;
+			if (unit < H)
+				memcpy(rows + n * K, src + (q * H + unit) * K * (int64_t)sizeof(float),
+				       (size_t)K * sizeof *rows);
+			else
+				memset(rows + n * K, 0, (size_t)K * sizeof *rows);
+		}
+		int64_t pack[4] = {K, N, 1, K};
+		int s = symbol_in_layout(E, DT_FLOAT, rows, (uint64_t)(K * N) * sizeof(float), v->name,
+		                         SYM_PACK_B32, pack);
+		sym[d] = symbol_expr(E, s, "float");
+	}
 }
 
 void emit_rnn(Emit *E)
@@ -131,9 +167,21 @@ void emit_rnn(Emit *E)
 
 	int64_t H = r.dir[0].hidden_size, I = r.dir[0].input_size, GH = r.gates * H;
 	const char *Wp[2] = {0}, *Rp[2] = {0}, *Rhp[2] = {0};
-	bool w_packed = pack_weight(E, 1, r.ndirs, GH, I, 0, GH, Wp);
-	bool r_packed = pack_weight(E, 2, r.ndirs, GH, H, 0, gru ? 2 * H : GH, Rp) &&
-	                (!gru || pack_weight(E, 2, r.ndirs, GH, H, 2 * H, H, Rhp));
+	/* An LSTM with the default activations whose W and R both pack goes in
+	 * gate blocks (each block's cell right after its gates) */
+	const kiln_rnn_activation *act = r.dir[0].act;
+	bool blocks = r.gates == 4 && act[0].kind == KILN_RNN_SIGMOID && act[1].kind == KILN_RNN_TANH &&
+	              act[2].kind == KILN_RNN_TANH && packable(E, 1, r.ndirs, GH, I) &&
+	              packable(E, 2, r.ndirs, GH, H);
+	if (blocks) {
+		pack_gate_blocks(E, 1, r.ndirs, H, I, Wp);
+		pack_gate_blocks(E, 2, r.ndirs, H, H, Rp);
+		for (int d = 0; d < r.ndirs; d++)
+			r.dir[d].gate_blocks = 1;
+	}
+	bool w_packed = blocks || pack_weight(E, 1, r.ndirs, GH, I, 0, GH, Wp);
+	bool r_packed = blocks || (pack_weight(E, 2, r.ndirs, GH, H, 0, gru ? 2 * H : GH, Rp) &&
+	                           (!gru || pack_weight(E, 2, r.ndirs, GH, H, 2 * H, H, Rhp)));
 	Operand X = in_op(E, 0);
 	decl(E, "X", &X, false);
 	const char *W = "NULL", *R = "NULL";

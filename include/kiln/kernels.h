@@ -438,6 +438,7 @@ typedef struct kiln_rnn_params {
 	int has_sequence_lens;      /* sequence_lens is read */
 	kiln_rnn_activation act[3]; /* f; f, g (GRU); f, g, h (LSTM) */
 	int64_t chunk_rows;         /* rows computed together (>= 1); sizes the work buffer */
+	int gate_blocks;            /* LSTM, default activations: Wp and Rp in gate blocks (below) */
 } kiln_rnn_params;
 
 /* The tensors of one direction. The weights come as ONNX has them (W
@@ -445,7 +446,14 @@ typedef struct kiln_rnn_params {
  * (runtime/kernels/f32-gemm/pack.h), as the compiler stores them: Wp is W^T
  * (K = I, N = G*H), Rp is R^T (K = H, N = G*H; GRU: N = 2H, the z and r
  * gates) and Rhp GRU's R_h^T (K = H, N = H). A packed pointer, when not
- * NULL, is used instead of W (Wp) or R (Rp with Rhp). */
+ * NULL, is used instead of W (Wp) or R (Rp with Rhp).
+ *
+ * Gate blocks (gate_blocks = 1: an LSTM whose activations are Sigmoid, Tanh,
+ * Tanh, with both Wp and Rp given): the columns of W^T and R^T are reordered
+ * in blocks of 16 units, N = 4 * Hp with Hp = H rounded up to 16: column
+ * 64 b + 16 q + e is gate q (i, o, f, c) of unit 16 b + e, zero for units
+ * >= H. Each block is then two whole 32-column panels, so one step computes
+ * a block's four gates and runs its cell before reading the next block. */
 typedef struct kiln_rnn_io {
 	const float *X;
 	const float *W, *R;

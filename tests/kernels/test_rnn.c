@@ -149,6 +149,30 @@ static float *random_floats(int64_t n, float lo, float hi)
 	return x;
 }
 
+/* An LSTM's W or R ([4H, K], rows i, o, f, c) with its rows in gate blocks
+ * (kernels.h), written out from the definition: row 64 b + 16 q + e is gate
+ * q of unit 16 b + e, zero past H; *rows = 4 Hp. */
+static float *in_gate_blocks(const float *M, int64_t H, int64_t K, int64_t *rows)
+{
+	int64_t Hp = (H + 15) / 16 * 16;
+	float *out = xmalloc((size_t)(4 * Hp * K + 1) * sizeof *out);
+	for (int64_t b = 0; b < Hp / 16; b++)
+		for (int64_t q = 0; q < 4; q++)
+			for (int64_t e = 0; e < 16; e++)
+				for (int64_t i = 0; i < K; i++) {
+					int64_t unit = 16 * b + e;
+					out[(64 * b + 16 * q + e) * K + i] = unit < H ? M[(q * H + unit) * K + i] : 0;
+				}
+	*rows = 4 * Hp;
+	return out;
+}
+
+static int default_acts(const Case *k)
+{
+	return k->cell == KILN_RNN_LSTM && k->act[0].kind == KILN_RNN_SIGMOID &&
+	       k->act[1].kind == KILN_RNN_TANH && k->act[2].kind == KILN_RNN_TANH;
+}
+
 static void run_case(const Case *k, const char *what)
 {
 	int64_t T = k->T, N = k->N, I = k->I, H = k->H, GH = gates_of(k->cell) * H;
@@ -206,6 +230,18 @@ static void run_case(const Case *k, const char *what)
 	kiln_pack_b32(R, 1, H, H, GR, Rp);
 	if (k->cell == KILN_RNN_GRU)
 		kiln_pack_b32(R + 2 * H * H, 1, H, H, H, Rhp);
+	/* and, for an LSTM with the default activations, packed in gate blocks */
+	int forms = default_acts(k) ? 3 : 2;
+	float *Wg = NULL, *Rg = NULL;
+	if (forms == 3) {
+		int64_t rows;
+		float *Wrows = in_gate_blocks(W, H, I, &rows), *Rrows = in_gate_blocks(R, H, H, &rows);
+		Wg = xmalloc((size_t)(rows * I + 1) * sizeof *Wg);
+		Rg = xmalloc((size_t)(rows * H + 1) * sizeof *Rg);
+		kiln_pack_b32(Wrows, 1, I, I, rows, Wg);
+		kiln_pack_b32(Rrows, 1, H, H, rows, Rg);
+		free(Wrows), free(Rrows);
+	}
 	enum kiln_status st;
 	char msg[300];
 	double *want_y = xmalloc((size_t)(T * N * H + 1) * sizeof *want_y);
@@ -215,12 +251,16 @@ static void run_case(const Case *k, const char *what)
 	int64_t ny = T * N * H, ns = N * H;
 	float *got = xmalloc((size_t)(ny + 1) * sizeof *got);
 	double *bound = xmalloc((size_t)(ny + 1) * sizeof *bound);
-	for (int packed = 0; packed < 2; packed++) {
+	for (int packed = 0; packed < forms; packed++) {
 		if (packed) {
 			io.W = io.R = NULL;
 			io.Wp = Wp, io.Rp = Rp, io.Rhp = Rhp;
 		}
-		const char *form = packed ? "packed" : "ONNX layout";
+		if (packed == 2) {
+			io.Wp = Wg, io.Rp = Rg;
+			p.gate_blocks = 1;
+		}
+		const char *form = packed == 2 ? "gate blocks" : packed ? "packed" : "ONNX layout";
 		for (int64_t i = 0; Y && i < T * N * yrow; i++)
 			Y[i] = sentinel;
 		for (int64_t i = 0; i < N * yrow; i++) {
@@ -294,7 +334,7 @@ static void run_case(const Case *k, const char *what)
 	}
 
 	free(X), free(W), free(R), free(B), free(P), free(h0), free(c0), free(lens);
-	free(Wp), free(Rp), free(Rhp);
+	free(Wp), free(Rp), free(Rhp), free(Wg), free(Rg);
 	free(want_y), free(want_h), free(want_c), free(got), free(bound);
 	if (Y)
 		guarded_free(&gy);

@@ -44,15 +44,36 @@ static int64_t chunk_of(const kiln_rnn_params *p)
 	return p->chunk_rows > 0 ? p->chunk_rows : 1;
 }
 
+/* An LSTM with ONNX's default activations: its cell is vmath's lstm_cell. */
+static int default_lstm(const kiln_rnn_params *p)
+{
+	return p->cell == KILN_RNN_LSTM && p->act[0].kind == KILN_RNN_SIGMOID &&
+	       p->act[1].kind == KILN_RNN_TANH && p->act[2].kind == KILN_RNN_TANH;
+}
+
+/* Units per gate block (kernels.h), the columns of one block. */
+enum { BLOCK_UNITS = 16, BLOCK_COLS = 4 * BLOCK_UNITS };
+
+/* The width of a row of gates: G * H, or 4 * Hp in gate blocks. The work
+ * buffer is sized for the wider, whether gate_blocks is set or not. */
+static int64_t gate_width(const kiln_rnn_params *p)
+{
+	int64_t H = p->hidden_size;
+	if (default_lstm(p))
+		return (H + BLOCK_UNITS - 1) / BLOCK_UNITS * BLOCK_COLS;
+	return gate_count(p->cell) * H;
+}
+
 KILN_API int64_t kiln_f32_rnn_work_floats(const kiln_rnn_params *p)
 {
-	int64_t H = p->hidden_size, GH = gate_count(p->cell) * H;
-	int64_t per_row = p->seq_length * GH + GH + H;   /* xw, gates, h */
+	int64_t H = p->hidden_size, GW = gate_width(p);
+	int64_t per_row = p->seq_length * GW + GW + H;   /* xw, gates, h */
+	int64_t fixed = GW + H;                          /* the bias and one row of h(c) */
 	if (p->cell == KILN_RNN_LSTM)
-		per_row += H;                                /* c */
+		per_row += H, fixed += GW;                   /* c; the peepholes in gate blocks */
 	if (p->cell == KILN_RNN_GRU)
 		per_row += H;                                /* r . h, or h R_h^T */
-	return GH + H + chunk_of(p) * per_row;           /* + the bias and one row of h(c) */
+	return fixed + chunk_of(p) * per_row;
 }
 
 static float activate(const kiln_rnn_activation *a, float x)
@@ -144,20 +165,32 @@ static GemmBSrc weight_src(const float *packed, const float *onnx, int64_t K, in
 	return (GemmBSrc){.pack = pack_rows, .src = onnx, .rs = 1, .cs = K, .N = N};
 }
 
+typedef void (*GemvFn)(int64_t N, int64_t K, const float *x, const float *Bp, const float *bias,
+                       float *y);
+
+/* gemv.h's product of the variant kiln_isa() picks, or NULL (ref: the GEMM
+ * core's one-row tile). */
+static GemvFn gemv_of(void)
+{
+	switch (kiln_isa()) {
+#ifdef KILN_HAVE_X86_VARIANTS
+	case KILN_ISA_AVX512: return kiln_rnn_gemv_avx512;
+	case KILN_ISA_AVX2: return kiln_rnn_gemv_avx2;
+#endif
+	default: return NULL;
+	}
+}
+
 /* C[M, N] (ldc) = A[M, K] (lda) B (+ bias[N]): the GEMM core, or for one
  * row of a packed B the vector-matrix product of gemv.h. */
 static void gemm(int64_t M, int64_t N, int64_t K, const float *A, int64_t lda, const GemmBSrc *b,
                  const float *bias, float *C, int64_t ldc)
 {
 	GemmEpi e = {.alpha = 1.0f, .beta = 0.0f, .col_bias = bias};
-	if (M == 1 && K > 0 && b->packed) {  /* batch 1's step: gemv.h */
-		switch (kiln_isa()) {
-#ifdef KILN_HAVE_X86_VARIANTS
-		case KILN_ISA_AVX512: kiln_rnn_gemv_avx512(N, K, A, b->packed, bias, C); return;
-		case KILN_ISA_AVX2: kiln_rnn_gemv_avx2(N, K, A, b->packed, bias, C); return;
-#endif
-		default: break;
-		}
+	GemvFn gemv = M == 1 && K > 0 && b->packed ? gemv_of() : NULL;
+	if (gemv) {  /* batch 1's step */
+		gemv(N, K, A, b->packed, bias, C);
+		return;
 	}
 	if (K > 0) {
 		kiln_gemm_run(M, N, K, A, lda, b, C, ldc, &e);
@@ -175,7 +208,9 @@ typedef struct Chunk {
 	int64_t xw_t, xw_r;
 	float *gates, *h, *c, *aux, *tmp;
 	GemmBSrc w, r, rh;         /* W^T, R^T (GRU: z and r), GRU's R_h^T */
+	int64_t gw;                /* floats in a row of gates and of xw: G*H, or 4*Hp in gate blocks */
 	const VmathOps *cell;      /* LSTM with the default activations: its fused cell */
+	const float *P;            /* gate blocks: the peepholes in that layout, or NULL */
 } Chunk;
 
 /* xw for rows b0 .. b0+nb-1 at every time step: one GEMM when those rows
@@ -184,7 +219,7 @@ typedef struct Chunk {
 static void project_inputs(const kiln_rnn_params *p, const float *X, int64_t b0, int64_t nb,
                            Chunk *k)
 {
-	int64_t T = p->seq_length, I = p->input_size, GH = gate_count(p->cell) * p->hidden_size;
+	int64_t T = p->seq_length, I = p->input_size, GH = k->gw;
 	int64_t xs = p->x_step_stride, xr = p->x_row_stride;
 	const float *x0 = X + b0 * xr;
 	if (nb == 1 || xs == nb * xr) {          /* rows (t, r) in order, xs / nb apart */
@@ -251,6 +286,39 @@ static int64_t step_time(const kiln_rnn_params *p, int64_t len, int64_t s)
 	return p->reverse ? len - 1 - s : s;
 }
 
+/* Step s of an LSTM in gate blocks for rows b0 .. b0+nb-1. One row with a
+ * one-row product: each block's four gates (two panels of R^T) and then its
+ * cell, block after block, so the cell's arithmetic overlaps the stream of
+ * R^T from L2 instead of following it (the product reads h_{t-1} from a copy
+ * while the cell writes h). More rows: one GEMM, then the cells. */
+static void lstm_block_step(const kiln_rnn_params *p, const kiln_rnn_io *io, const int32_t *lens,
+                            int64_t b0, int64_t nb, int64_t s, GemvFn gemv, Chunk *k)
+{
+	int64_t H = p->hidden_size, GW = k->gw;
+	if (nb > 1 || !gemv)
+		gemm(nb, GW, H, k->h, H, &k->r, NULL, k->gates, GW);
+	else
+		memcpy(k->tmp, k->h, (size_t)H * sizeof *k->tmp);
+	for (int64_t r = 0; r < nb; r++) {
+		int64_t len = row_length(p, lens, b0 + r);
+		if (s >= len)
+			continue;  /* finished: the state stays as it was */
+		int64_t t = step_time(p, len, s);
+		float *g = k->gates + r * GW, *h = k->h + r * H, *c = k->c + r * H;
+		const float *xw = k->xw + t * k->xw_t + r * k->xw_r;
+		for (int64_t u = 0, b = 0; u < H; u += BLOCK_UNITS, b += BLOCK_COLS) {
+			if (nb == 1 && gemv)
+				gemv(BLOCK_COLS, H, k->tmp, k->r.packed + b * H, NULL, g + b);
+			k->cell->lstm_cell(g + b, xw + b, k->P ? k->P + b : NULL, c + u, h + u,
+			                   H - u < BLOCK_UNITS ? H - u : BLOCK_UNITS, BLOCK_UNITS,
+			                   p->has_clip, p->clip, p->input_forget);
+		}
+		if (io->Y)
+			memcpy(io->Y + t * p->y_step_stride + (b0 + r) * p->y_row_stride, h,
+			       (size_t)H * sizeof *io->Y);
+	}
+}
+
 /* Rows b0 .. b0+nb-1 of one direction. */
 static void run_chunk(const kiln_rnn_params *p, const kiln_rnn_io *io, const int32_t *lens,
                       int64_t b0, int64_t nb, Chunk *k)
@@ -282,7 +350,12 @@ static void run_chunk(const kiln_rnn_params *p, const kiln_rnn_io *io, const int
 		project_inputs(p, io->X, b0, nb, k);
 
 	const float *Rb_h = gru && io->B ? io->B + GH + 2 * H : NULL;
+	GemvFn gemv = p->gate_blocks ? gemv_of() : NULL;
 	for (int64_t s = 0; s < max_len; s++) {
+		if (p->gate_blocks) {
+			lstm_block_step(p, io, lens, b0, nb, s, gemv, k);
+			continue;
+		}
 		gemm(nb, gru ? 2 * H : GH, H, h, H, &k->r, NULL, gates, GH);
 		if (gru && p->linear_before_reset)
 			gemm(nb, H, H, h, H, &k->rh, Rb_h, aux, H);
@@ -318,7 +391,7 @@ static void run_chunk(const kiln_rnn_params *p, const kiln_rnn_io *io, const int
 			float *g = gates + r * GH, *hr = h + r * H;
 			if (k->cell) {
 				k->cell->lstm_cell(g, k->xw + t * k->xw_t + r * k->xw_r, io->P, c + r * H, hr, H,
-				                   p->has_clip, p->clip, p->input_forget);
+				                   H, p->has_clip, p->clip, p->input_forget);
 			} else if (lstm) {
 				lstm_row(p, io->P, g, hr, c + r * H, k->tmp);
 			} else if (gru) {
@@ -374,25 +447,41 @@ KILN_API enum kiln_status kiln_f32_rnn(const kiln_rnn_params *p, const kiln_rnn_
 
 	/* Wb + Rb, but Rb_h is applied inside r . (H R_h^T + Rb_h) with
 	 * linear_before_reset. */
+	int64_t GW = p->gate_blocks ? gate_width(p) : GH;
 	float *bias = work;
-	for (int64_t u = 0; u < GH; u++)
-		bias[u] = io.B ? io.B[u] + (gru && p->linear_before_reset && u >= 2 * H ? 0.0f
-		                                                                       : io.B[GH + u])
-		               : 0.0f;
-	Chunk k = {.bias = bias, .tmp = work + GH};
+	for (int64_t u = 0; u < GW; u++) {
+		int64_t v = u;  /* the ONNX column of column u */
+		if (p->gate_blocks) {
+			int64_t unit = u / BLOCK_COLS * BLOCK_UNITS + u % BLOCK_UNITS;
+			v = unit < H ? u % BLOCK_COLS / BLOCK_UNITS * H + unit : -1;
+		}
+		bias[u] = io.B && v >= 0 ? io.B[v] + (gru && p->linear_before_reset && v >= 2 * H
+		                                              ? 0.0f
+		                                              : io.B[GH + v])
+		                         : 0.0f;
+	}
+	Chunk k = {.bias = bias, .tmp = work + GW, .gw = GW};
 	k.xw = k.tmp + H;
-	k.gates = k.xw + chunk * T * GH;
-	k.h = k.gates + chunk * GH;
+	k.gates = k.xw + chunk * T * GW;
+	k.h = k.gates + chunk * GW;
 	float *next = k.h + chunk * H;
 	if (p->cell == KILN_RNN_LSTM)
 		k.c = next, next += chunk * H;
 	if (gru)
 		k.aux = next;
-	if (p->cell == KILN_RNN_LSTM && p->act[0].kind == KILN_RNN_SIGMOID &&
-	    p->act[1].kind == KILN_RNN_TANH && p->act[2].kind == KILN_RNN_TANH)
+	if (p->gate_blocks && io.P) {  /* the peepholes i, o, f in gate blocks */
+		float *pb = next;
+		for (int64_t u = 0; u < GW; u++) {
+			int64_t unit = u / BLOCK_COLS * BLOCK_UNITS + u % BLOCK_UNITS;
+			int64_t q = u % BLOCK_COLS / BLOCK_UNITS;
+			pb[u] = unit < H && q < 3 ? io.P[q * H + unit] : 0.0f;
+		}
+		k.P = pb;
+	}
+	if (default_lstm(p))
 		k.cell = vmath_ops();
-	k.w = weight_src(io.Wp, io.W, I, GH);
-	k.r = weight_src(io.Rp, io.R, H, gru ? 2 * H : GH);
+	k.w = weight_src(io.Wp, io.W, I, GW);
+	k.r = weight_src(io.Rp, io.R, H, gru ? 2 * H : GW);
 	if (gru)
 		k.rh = io.Rp ? weight_src(io.Rhp, NULL, H, H) : weight_src(NULL, io.R + 2 * H * H, H, H);
 

@@ -43,11 +43,8 @@ static inline V vcopysign(V m, V s)
 {
 	return _mm512_or_ps(m, _mm512_and_ps(s, _mm512_set1_ps(-0.0f)));
 }
-static inline V vexp2i(V n)
-{
-	__m512i k = _mm512_add_epi32(_mm512_cvtps_epi32(n), _mm512_set1_epi32(127));
-	return _mm512_castsi512_ps(_mm512_slli_epi32(k, 23));
-}
+/* exp's p * 2^n (body.h): vscalefps, so no vexp2i here */
+#define VMATH_SCALEF(p, n) _mm512_scalef_ps(p, n)
 
 static inline V vkeep_n(V a, int64_t n) { return _mm512_maskz_mov_ps(lanes_below(n), a); }
 /* double lanes: the low and high eight floats widened */

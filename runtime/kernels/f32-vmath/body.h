@@ -7,7 +7,9 @@
  *   vrecip(a) = 1 / a (ref: the division; SIMD: the estimate and one Newton step)
  *   vmin(a, b) = a < b ? a : b,  vmax(a, b) = a > b ? a : b   (a NaN gives b)
  *   vabs vcopysign(m, s) (m >= 0 gets the sign of s)  vlt vgt vge -> VM
- *   vsel(m, a, b) = m ? a : b,  vexp2i(n) = 2^n for integral n in [-126, 127]
+ *   vsel(m, a, b) = m ? a : b,  vexp2i(n) = 2^n for integral n in [-126, 127],
+ *   or instead VMATH_SCALEF(p, n) = p * 2^n rounded once (AVX-512's vscalefps),
+ *   which exp then takes for its two vexp2i factors (the same result)
  *   vkeep_n(a, n): lanes >= n set to 0
  *   Dacc, an accumulator of double lanes: dacc_zero, dacc_add(acc, a) (+= a),
  *   dacc_sq(acc, a) (+= a * a, the product in double), dacc_total (the lanes
@@ -55,10 +57,14 @@ static inline V v_exp(V x)
 	p = vfma(p, r, vset(1.6666665459e-1f));
 	p = vfma(p, r, vset(5.0000001201e-1f));
 	p = vadd(vfma(p, vmul(r, r), r), vset(1.0f));
+#ifdef VMATH_SCALEF
+	return VMATH_SCALEF(p, n);  /* p * 2^n in one instruction, rounded once */
+#else
 	/* 2^n = 2^n1 * 2^n2 with both factors normal (n in [-150, 128]): p * 2^n1
 	 * is exact, so the product is rounded once, subnormal or not. */
 	V n1 = vsub(vadd(vmul(n, vset(0.5f)), magic), magic);
 	return vmul(vmul(p, vexp2i(n1)), vexp2i(vsub(n, n1)));
+#endif
 }
 
 /* tanh; fast (the LSTM cell): 2 / (e + 1) through vrecip, e of |x| clamped
@@ -344,7 +350,7 @@ static VMATH_INLINE V lstm_clip(V x, V lo, V hi, int clip)
 	return clip ? vmin(vmax(x, lo), hi) : x;
 }
 
-/* Units j .. j+k-1 (k <= W) of vmath_lstm_cell. */
+/* Units j .. j+k-1 (k <= W) of vmath_lstm_cell; the gates n apart. */
 static VMATH_INLINE void lstm_lanes(const float *g, const float *x, const float *P, float *c,
                                     float *h, int64_t n, int64_t j, int64_t k, V lo, V hi,
                                     int clip, int input_forget)
@@ -369,19 +375,20 @@ static VMATH_INLINE void lstm_lanes(const float *g, const float *x, const float 
 	vstore_k(h + j, vmul(o, tanh_of(lstm_clip(c1, lo, hi, clip), 1)), k);
 }
 
-/* One row of an LSTM step with ONNX's default activations (sigmoid, tanh,
- * tanh), in one pass: g[0..4n) the gates i, o, f, c of H R^T and x the input
- * projection in the same order (their sum is each gate's input); P the
- * peepholes i, o, f ([3n]) or NULL; has_clip bounds every activation's input
- * to [-clip, clip]; input_forget takes f = 1 - i. c (n) is updated
- * in place and h[0..n) written; h may alias nothing else. */
+/* Units 0 .. m-1 of one row of an LSTM step with ONNX's default activations
+ * (sigmoid, tanh, tanh), in one pass: g the gates i, o, f, c of H R^T (gate q
+ * of unit j at g[q * ld + j]) and x the input projection in the same layout
+ * (their sum is each gate's input); P the peepholes i, o, f (same layout) or
+ * NULL; has_clip bounds every activation's input
+ * to [-clip, clip]; input_forget takes f = 1 - i. c[0..m) is updated
+ * in place and h[0..m) written; h may alias nothing else. */
 static void vmath_lstm_cell(const float *g, const float *x, const float *P, float *c, float *h,
-                            int64_t n, int has_clip, float clip, int input_forget)
+                            int64_t m, int64_t ld, int has_clip, float clip, int input_forget)
 {
 	V hi = vset(clip), lo = vset(-clip);
 	int64_t j = 0;
-	for (; j + W <= n; j += W)
-		lstm_lanes(g, x, P, c, h, n, j, W, lo, hi, has_clip, input_forget);
-	if (j < n)
-		lstm_lanes(g, x, P, c, h, n, j, n - j, lo, hi, has_clip, input_forget);
+	for (; j + W <= m; j += W)
+		lstm_lanes(g, x, P, c, h, ld, j, W, lo, hi, has_clip, input_forget);
+	if (j < m)
+		lstm_lanes(g, x, P, c, h, ld, j, m - j, lo, hi, has_clip, input_forget);
 }

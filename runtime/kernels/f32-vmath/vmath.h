@@ -31,10 +31,11 @@ typedef struct VmathOps {
 	/* y = (x - mean) * gain + bias over n elements; y may be x */
 	void (*batchnorm_plane)(const float *x, float *y, int64_t n, float mean, float gain,
 	                        float bias);
-	/* one row of an LSTM step with the default activations: g + x ([4n]) the
-	 * gates i, o, f, c; P the peepholes ([3n]) or NULL; c updated, h written */
+	/* units 0 .. m-1 of one row of an LSTM step with the default activations:
+	 * g + x the gates i, o, f, c (ld apart), P the peepholes (ld apart) or
+	 * NULL; c[0..m) updated, h[0..m) written */
 	void (*lstm_cell)(const float *g, const float *x, const float *P, float *c, float *h,
-	                  int64_t n, int has_clip, float clip, int input_forget);
+	                  int64_t m, int64_t ld, int has_clip, float clip, int input_forget);
 } VmathOps;
 
 /* The kernels of the variant kiln_isa() names: the one dispatch point. */
