@@ -343,6 +343,65 @@ def seq_first_lstm_batch_independent():
     return seq_lstm()[0]
 
 
+def deepjet_style(batch):
+    import torch
+    from torch import nn
+
+    class Branch(nn.Module):
+        """A constituent collection [N, P, C]: input BatchNorm, a 1x1 Conv1d
+        stack, an LSTM over the P constituents, its last hidden state."""
+
+        def __init__(self, c_in, chans, hidden, bidirectional=False):
+            super().__init__()
+            layers, c = [nn.BatchNorm1d(c_in)], c_in
+            for co in chans:
+                layers += [nn.Conv1d(c, co, 1), nn.ReLU()]
+                c = co
+            self.conv = nn.Sequential(*layers)
+            self.lstm = nn.LSTM(c, hidden, batch_first=True, bidirectional=bidirectional)
+
+        def forward(self, x):
+            y = self.conv(x.transpose(1, 2)).transpose(1, 2)
+            _, (h, _) = self.lstm(y)
+            return torch.cat(list(h), dim=1)
+
+    class DeepJetStyle(nn.Module):
+        """DeepJet's shape, smaller: charged (bidirectional LSTM, 48 units: in
+        gate blocks), neutral (20 units: not) and vertex (16) branches, joined
+        with the global features, a dense head and softmax."""
+
+        def __init__(self):
+            super().__init__()
+            self.cpf = Branch(16, (32, 16), 48, bidirectional=True)
+            self.npf = Branch(6, (16, 4), 20)
+            self.sv = Branch(12, (16, 8), 16)
+            self.head = nn.Sequential(nn.Linear(15 + 96 + 20 + 16, 64), nn.ReLU(),
+                                      nn.Linear(64, 32), nn.ReLU(), nn.Linear(32, 6))
+
+        def forward(self, glob, cpf, npf, sv):
+            z = torch.cat([glob, self.cpf(cpf), self.npf(npf), self.sv(sv)], dim=1)
+            return torch.softmax(self.head(z), dim=-1)
+    r = rng(9)
+    x = {"global": r.standard_normal((batch, 15), dtype=np.float32),
+         "cpf": r.standard_normal((batch, 25, 16), dtype=np.float32),
+         "npf": r.standard_normal((batch, 25, 6), dtype=np.float32),
+         "sv": r.standard_normal((batch, 4, 12), dtype=np.float32)}
+    names = ["global", "cpf", "npf", "sv"]
+    m = torch_export(DeepJetStyle(), tuple(torch.from_numpy(x[k]) for k in names), names,
+                     {**{k: {0: "N"} for k in names}, "y": {0: "N"}})
+    return m, x
+
+
+@run
+def deepjet_style_batch1():
+    return deepjet_style(1)
+
+
+@run
+def deepjet_style_batch5():
+    return deepjet_style(5)
+
+
 def deepsets():
     import torch
     from torch import nn
