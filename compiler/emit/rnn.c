@@ -125,23 +125,21 @@ static bool pack_weight(Emit *E, int i, int ndirs, int64_t GH, int64_t K, int64_
 }
 
 /* An LSTM's input i (W or R, rows i, o, f, c of H units each) packed in gate
- * blocks (kernels.h): each direction's rows reordered, 64 b + 16 q + e from
- * row q H + 16 b + e (zero past H), then packed b32 with N = 4 Hp. */
+ * blocks (kernels.h): each direction's rows reordered, 64 b + w q + e from
+ * row q H + 16 b + e (w: the block's units, 16 but for the last), then
+ * packed b32. */
 static void pack_gate_blocks(Emit *E, int i, int ndirs, int64_t H, int64_t K, const char *sym[2])
 {
 	const Value *v = &E->g->values[E->n->in[i]];
-	int64_t Hp = (H + 15) / 16 * 16, N = 4 * Hp;
+	int64_t N = 4 * H;
 	for (int d = 0; d < ndirs; d++) {
 		/* bytes, not floats: a weight may sit misaligned in the model file */
 		const char *src = (const char *)v->weight->bytes + d * 4 * H * K * (int64_t)sizeof(float);
 		float *rows = arena_array(E->a, (size_t)(N * K), sizeof *rows);
 		for (int64_t n = 0; n < N; n++) {
-			int64_t unit = n / 64 * 16 + n % 16, q = n % 64 / 16;
-			if (unit < H)
-				memcpy(rows + n * K, src + (q * H + unit) * K * (int64_t)sizeof(float),
-				       (size_t)K * sizeof *rows);
-			else
-				memset(rows + n * K, 0, (size_t)K * sizeof *rows);
+			int64_t u0 = n / 64 * 16, w = H - u0 < 16 ? H - u0 : 16, q = n % 64 / w;
+			memcpy(rows + n * K, src + (q * H + u0 + n % 64 % w) * K * (int64_t)sizeof(float),
+			       (size_t)K * sizeof *rows);
 		}
 		int64_t pack[4] = {K, N, 1, K};
 		int s = symbol_in_layout(E, DT_FLOAT, rows, (uint64_t)(K * N) * sizeof(float), v->name,
@@ -168,14 +166,11 @@ void emit_rnn(Emit *E)
 	int64_t H = r.dir[0].hidden_size, I = r.dir[0].input_size, GH = r.gates * H;
 	const char *Wp[2] = {0}, *Rp[2] = {0}, *Rhp[2] = {0};
 	/* An LSTM with the default activations whose W and R both pack goes in
-	 * gate blocks (each block's cell right after its gates), unless rounding
-	 * H up to 16 adds more than an eighth to the weights that every step
-	 * reads (deepjet_like's H = 50 LSTM ran faster without, by about 3%) */
+	 * gate blocks (each block's cell right after its gates) */
 	const kiln_rnn_activation *act = r.dir[0].act;
-	int64_t Hp = (H + 15) / 16 * 16;
 	bool blocks = r.gates == 4 && act[0].kind == KILN_RNN_SIGMOID && act[1].kind == KILN_RNN_TANH &&
-	              act[2].kind == KILN_RNN_TANH && 8 * Hp <= 9 * H &&
-	              packable(E, 1, r.ndirs, GH, I) && packable(E, 2, r.ndirs, GH, H);
+	              act[2].kind == KILN_RNN_TANH && packable(E, 1, r.ndirs, GH, I) &&
+	              packable(E, 2, r.ndirs, GH, H);
 	if (blocks) {
 		pack_gate_blocks(E, 1, r.ndirs, H, I, Wp);
 		pack_gate_blocks(E, 2, r.ndirs, H, H, Rp);

@@ -449,11 +449,11 @@ typedef struct kiln_rnn_params {
  * NULL, is used instead of W (Wp) or R (Rp with Rhp).
  *
  * Gate blocks (gate_blocks = 1: an LSTM whose activations are Sigmoid, Tanh,
- * Tanh, with both Wp and Rp given): the columns of W^T and R^T are reordered
- * in blocks of 16 units, N = 4 * Hp with Hp = H rounded up to 16: column
- * 64 b + 16 q + e is gate q (i, o, f, c) of unit 16 b + e, zero for units
- * >= H. Each block is then two whole 32-column panels, so one step computes
- * a block's four gates and runs its cell before reading the next block. */
+ * Tanh, with both Wp and Rp given): the 4H columns of W^T and R^T are
+ * reordered in blocks of 16 units (the last one w = H - 16 b units): column
+ * 64 b + w q + e is gate q (i, o, f, c) of unit 16 b + e. A whole block is
+ * two 32-column panels, so one step computes a block's four gates and runs
+ * its cell before reading the next block. */
 typedef struct kiln_rnn_io {
 	const float *X;
 	const float *W, *R;

@@ -9,8 +9,9 @@
  * per-row sequence lengths (0, short and full), chunk sizes that do and do
  * not divide the batch, layout-1 style strides and padded strides, and every
  * subset of the outputs. Memory between the rows of Y, Y_h and Y_c is
- * guarded and must stay untouched; X's padding holds NaN so a wrong read
- * shows. A sequence length outside [0, T] must give KILN_SHAPE_ERROR and
+ * guarded and must stay untouched; an LSTM with the default activations
+ * also runs with W and R packed in gate blocks (kernels.h). X's padding
+ * holds NaN so a wrong read shows. A sequence length outside [0, T] must give KILN_SHAPE_ERROR and
  * leave the outputs as they were.
  * Tolerance: |err| <= 2e-5 * (1 + |want|). The state passes through T
  * steps of float GEMMs and float activations, so rounding compounds a little
@@ -150,20 +151,18 @@ static float *random_floats(int64_t n, float lo, float hi)
 }
 
 /* An LSTM's W or R ([4H, K], rows i, o, f, c) with its rows in gate blocks
- * (kernels.h), written out from the definition: row 64 b + 16 q + e is gate
- * q of unit 16 b + e, zero past H; *rows = 4 Hp. */
-static float *in_gate_blocks(const float *M, int64_t H, int64_t K, int64_t *rows)
+ * (kernels.h), written out from the definition: with w = min(16, H - 16 b)
+ * units in block b, row 64 b + w q + e is gate q of unit 16 b + e. */
+static float *in_gate_blocks(const float *M, int64_t H, int64_t K)
 {
-	int64_t Hp = (H + 15) / 16 * 16;
-	float *out = xmalloc((size_t)(4 * Hp * K + 1) * sizeof *out);
-	for (int64_t b = 0; b < Hp / 16; b++)
+	float *out = xmalloc((size_t)(4 * H * K + 1) * sizeof *out);
+	for (int64_t b = 0; 16 * b < H; b++) {
+		int64_t w = H - 16 * b < 16 ? H - 16 * b : 16;
 		for (int64_t q = 0; q < 4; q++)
-			for (int64_t e = 0; e < 16; e++)
-				for (int64_t i = 0; i < K; i++) {
-					int64_t unit = 16 * b + e;
-					out[(64 * b + 16 * q + e) * K + i] = unit < H ? M[(q * H + unit) * K + i] : 0;
-				}
-	*rows = 4 * Hp;
+			for (int64_t e = 0; e < w; e++)
+				for (int64_t i = 0; i < K; i++)
+					out[(64 * b + w * q + e) * K + i] = M[(q * H + 16 * b + e) * K + i];
+	}
 	return out;
 }
 
@@ -234,12 +233,11 @@ static void run_case(const Case *k, const char *what)
 	int forms = default_acts(k) ? 3 : 2;
 	float *Wg = NULL, *Rg = NULL;
 	if (forms == 3) {
-		int64_t rows;
-		float *Wrows = in_gate_blocks(W, H, I, &rows), *Rrows = in_gate_blocks(R, H, H, &rows);
-		Wg = xmalloc((size_t)(rows * I + 1) * sizeof *Wg);
-		Rg = xmalloc((size_t)(rows * H + 1) * sizeof *Rg);
-		kiln_pack_b32(Wrows, 1, I, I, rows, Wg);
-		kiln_pack_b32(Rrows, 1, H, H, rows, Rg);
+		float *Wrows = in_gate_blocks(W, H, I), *Rrows = in_gate_blocks(R, H, H);
+		Wg = xmalloc((size_t)(GH * I + 1) * sizeof *Wg);
+		Rg = xmalloc((size_t)(GH * H + 1) * sizeof *Rg);
+		kiln_pack_b32(Wrows, 1, I, I, GH, Wg);
+		kiln_pack_b32(Rrows, 1, H, H, GH, Rg);
 		free(Wrows), free(Rrows);
 	}
 	enum kiln_status st;
@@ -354,6 +352,9 @@ int main(void)
 		/* full 32-column panels of the packed weights and a narrower last one;
 		 * K = 37 and 48 rows (the one-row product takes four at a time) */
 		{4, 3, 5, 37}, {3, 2, 6, 48},
+		/* LSTM gate blocks of 16 + 13 units at batch 1: the last block's 52
+		 * columns are a whole panel and a narrower one */
+		{3, 1, 5, 29},
 	};
 	/* Every activation appears, with its alpha and beta; the ones that can
 	 * grow the state (Relu, Affine, Softplus...) sit where a sigmoid-like

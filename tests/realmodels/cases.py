@@ -366,9 +366,9 @@ def deepjet_style(batch):
             return torch.cat(list(h), dim=1)
 
     class DeepJetStyle(nn.Module):
-        """DeepJet's shape, smaller: charged (bidirectional LSTM, 48 units: in
-        gate blocks), neutral (20 units: not) and vertex (16) branches, joined
-        with the global features, a dense head and softmax."""
+        """DeepJet's shape, smaller: charged (bidirectional LSTM, 48 units:
+        three whole gate blocks), neutral (20 units: 16 + 4) and vertex (16)
+        branches, joined with the global features, a dense head and softmax."""
 
         def __init__(self):
             super().__init__()

@@ -51,26 +51,30 @@ static int default_lstm(const kiln_rnn_params *p)
 	       p->act[1].kind == KILN_RNN_TANH && p->act[2].kind == KILN_RNN_TANH;
 }
 
-/* Units per gate block (kernels.h), the columns of one block. */
+/* Units per gate block (kernels.h), the columns of a whole block. */
 enum { BLOCK_UNITS = 16, BLOCK_COLS = 4 * BLOCK_UNITS };
 
-/* The width of a row of gates: G * H, or 4 * Hp in gate blocks. The work
- * buffer is sized for the wider, whether gate_blocks is set or not. */
-static int64_t gate_width(const kiln_rnn_params *p)
+/* Units in the gate block of unit u0 (a multiple of BLOCK_UNITS): 16, or
+ * what is left of H for the last block. */
+static int64_t block_units(int64_t H, int64_t u0)
 {
-	int64_t H = p->hidden_size;
-	if (default_lstm(p))
-		return (H + BLOCK_UNITS - 1) / BLOCK_UNITS * BLOCK_COLS;
-	return gate_count(p->cell) * H;
+	return H - u0 < BLOCK_UNITS ? H - u0 : BLOCK_UNITS;
+}
+
+/* The ONNX column (q H + unit) of column n of a row of gates in gate blocks. */
+static int64_t block_column(int64_t H, int64_t n)
+{
+	int64_t u0 = n / BLOCK_COLS * BLOCK_UNITS, w = block_units(H, u0), r = n % BLOCK_COLS;
+	return r / w * H + u0 + r % w;
 }
 
 KILN_API int64_t kiln_f32_rnn_work_floats(const kiln_rnn_params *p)
 {
-	int64_t H = p->hidden_size, GW = gate_width(p);
-	int64_t per_row = p->seq_length * GW + GW + H;   /* xw, gates, h */
-	int64_t fixed = GW + H;                          /* the bias and one row of h(c) */
+	int64_t H = p->hidden_size, GH = gate_count(p->cell) * H;
+	int64_t per_row = p->seq_length * GH + GH + H;   /* xw, gates, h */
+	int64_t fixed = GH + H;                          /* the bias and one row of h(c) */
 	if (p->cell == KILN_RNN_LSTM)
-		per_row += H, fixed += GW;                   /* c; the peepholes in gate blocks */
+		per_row += H, fixed += GH;                   /* c; the peepholes in gate blocks */
 	if (p->cell == KILN_RNN_GRU)
 		per_row += H;                                /* r . h, or h R_h^T */
 	return fixed + chunk_of(p) * per_row;
@@ -208,7 +212,6 @@ typedef struct Chunk {
 	int64_t xw_t, xw_r;
 	float *gates, *h, *c, *aux, *tmp;
 	GemmBSrc w, r, rh;         /* W^T, R^T (GRU: z and r), GRU's R_h^T */
-	int64_t gw;                /* floats in a row of gates and of xw: G*H, or 4*Hp in gate blocks */
 	const VmathOps *cell;      /* LSTM with the default activations: its fused cell */
 	const float *P;            /* gate blocks: the peepholes in that layout, or NULL */
 } Chunk;
@@ -219,7 +222,7 @@ typedef struct Chunk {
 static void project_inputs(const kiln_rnn_params *p, const float *X, int64_t b0, int64_t nb,
                            Chunk *k)
 {
-	int64_t T = p->seq_length, I = p->input_size, GH = k->gw;
+	int64_t T = p->seq_length, I = p->input_size, GH = gate_count(p->cell) * p->hidden_size;
 	int64_t xs = p->x_step_stride, xr = p->x_row_stride;
 	const float *x0 = X + b0 * xr;
 	if (nb == 1 || xs == nb * xr) {          /* rows (t, r) in order, xs / nb apart */
@@ -294,7 +297,7 @@ static int64_t step_time(const kiln_rnn_params *p, int64_t len, int64_t s)
 static void lstm_block_step(const kiln_rnn_params *p, const kiln_rnn_io *io, const int32_t *lens,
                             int64_t b0, int64_t nb, int64_t s, GemvFn gemv, Chunk *k)
 {
-	int64_t H = p->hidden_size, GW = k->gw;
+	int64_t H = p->hidden_size, GW = 4 * H;
 	if (nb > 1 || !gemv)
 		gemm(nb, GW, H, k->h, H, &k->r, NULL, k->gates, GW);
 	else
@@ -307,10 +310,10 @@ static void lstm_block_step(const kiln_rnn_params *p, const kiln_rnn_io *io, con
 		float *g = k->gates + r * GW, *h = k->h + r * H, *c = k->c + r * H;
 		const float *xw = k->xw + t * k->xw_t + r * k->xw_r;
 		for (int64_t u = 0, b = 0; u < H; u += BLOCK_UNITS, b += BLOCK_COLS) {
+			int64_t w = block_units(H, u);
 			if (nb == 1 && gemv)
-				gemv(BLOCK_COLS, H, k->tmp, k->r.packed + b * H, NULL, g + b);
-			k->cell->lstm_cell(g + b, xw + b, k->P ? k->P + b : NULL, c + u, h + u,
-			                   H - u < BLOCK_UNITS ? H - u : BLOCK_UNITS, BLOCK_UNITS,
+				gemv(4 * w, H, k->tmp, k->r.packed + b * H, NULL, g + b);
+			k->cell->lstm_cell(g + b, xw + b, k->P ? k->P + b : NULL, c + u, h + u, w, w,
 			                   p->has_clip, p->clip, p->input_forget);
 		}
 		if (io->Y)
@@ -447,23 +450,17 @@ KILN_API enum kiln_status kiln_f32_rnn(const kiln_rnn_params *p, const kiln_rnn_
 
 	/* Wb + Rb, but Rb_h is applied inside r . (H R_h^T + Rb_h) with
 	 * linear_before_reset. */
-	int64_t GW = p->gate_blocks ? gate_width(p) : GH;
 	float *bias = work;
-	for (int64_t u = 0; u < GW; u++) {
-		int64_t v = u;  /* the ONNX column of column u */
-		if (p->gate_blocks) {
-			int64_t unit = u / BLOCK_COLS * BLOCK_UNITS + u % BLOCK_UNITS;
-			v = unit < H ? u % BLOCK_COLS / BLOCK_UNITS * H + unit : -1;
-		}
-		bias[u] = io.B && v >= 0 ? io.B[v] + (gru && p->linear_before_reset && v >= 2 * H
-		                                              ? 0.0f
-		                                              : io.B[GH + v])
-		                         : 0.0f;
+	for (int64_t u = 0; u < GH; u++) {
+		int64_t v = p->gate_blocks ? block_column(H, u) : u;  /* the ONNX column */
+		bias[u] = io.B ? io.B[v] + (gru && p->linear_before_reset && v >= 2 * H ? 0.0f
+		                                                                       : io.B[GH + v])
+		               : 0.0f;
 	}
-	Chunk k = {.bias = bias, .tmp = work + GW, .gw = GW};
+	Chunk k = {.bias = bias, .tmp = work + GH};
 	k.xw = k.tmp + H;
-	k.gates = k.xw + chunk * T * GW;
-	k.h = k.gates + chunk * GW;
+	k.gates = k.xw + chunk * T * GH;
+	k.h = k.gates + chunk * GH;
 	float *next = k.h + chunk * H;
 	if (p->cell == KILN_RNN_LSTM)
 		k.c = next, next += chunk * H;
@@ -471,17 +468,16 @@ KILN_API enum kiln_status kiln_f32_rnn(const kiln_rnn_params *p, const kiln_rnn_
 		k.aux = next;
 	if (p->gate_blocks && io.P) {  /* the peepholes i, o, f in gate blocks */
 		float *pb = next;
-		for (int64_t u = 0; u < GW; u++) {
-			int64_t unit = u / BLOCK_COLS * BLOCK_UNITS + u % BLOCK_UNITS;
-			int64_t q = u % BLOCK_COLS / BLOCK_UNITS;
-			pb[u] = unit < H && q < 3 ? io.P[q * H + unit] : 0.0f;
+		for (int64_t u = 0; u < GH; u++) {
+			int64_t v = block_column(H, u);  /* i, o, f: 0 .. 3H-1 */
+			pb[u] = v < 3 * H ? io.P[v] : 0.0f;
 		}
 		k.P = pb;
 	}
 	if (default_lstm(p))
 		k.cell = vmath_ops();
-	k.w = weight_src(io.Wp, io.W, I, GW);
-	k.r = weight_src(io.Rp, io.R, H, gru ? 2 * H : GW);
+	k.w = weight_src(io.Wp, io.W, I, GH);
+	k.r = weight_src(io.Rp, io.R, H, gru ? 2 * H : GH);
 	if (gru)
 		k.rh = io.Rp ? weight_src(io.Rhp, NULL, H, H) : weight_src(NULL, io.R + 2 * H * H, H, H);
 
