@@ -61,11 +61,16 @@ static int64_t block_units(int64_t H, int64_t u0)
 	return H - u0 < BLOCK_UNITS ? H - u0 : BLOCK_UNITS;
 }
 
-/* The ONNX column (q H + unit) of column n of a row of gates in gate blocks. */
-static int64_t block_column(int64_t H, int64_t n)
+/* dst[0..4H) = the gates src (i, o, f, c of H units each; the first nq of
+ * them, the rest 0) in gate blocks. */
+static void to_blocks(int64_t H, const float *src, int64_t nq, float *dst)
 {
-	int64_t u0 = n / BLOCK_COLS * BLOCK_UNITS, w = block_units(H, u0), r = n % BLOCK_COLS;
-	return r / w * H + u0 + r % w;
+	for (int64_t u0 = 0; u0 < H; u0 += BLOCK_UNITS) {
+		int64_t w = block_units(H, u0);
+		for (int64_t q = 0; q < 4; q++)
+			for (int64_t e = 0; e < w; e++)
+				dst[4 * u0 + w * q + e] = q < nq ? src[q * H + u0 + e] : 0.0f;
+	}
 }
 
 KILN_API int64_t kiln_f32_rnn_work_floats(const kiln_rnn_params *p)
@@ -451,28 +456,25 @@ KILN_API enum kiln_status kiln_f32_rnn(const kiln_rnn_params *p, const kiln_rnn_
 	/* Wb + Rb, but Rb_h is applied inside r . (H R_h^T + Rb_h) with
 	 * linear_before_reset. */
 	float *bias = work;
-	for (int64_t u = 0; u < GH; u++) {
-		int64_t v = p->gate_blocks ? block_column(H, u) : u;  /* the ONNX column */
-		bias[u] = io.B ? io.B[v] + (gru && p->linear_before_reset && v >= 2 * H ? 0.0f
-		                                                                       : io.B[GH + v])
-		               : 0.0f;
-	}
 	Chunk k = {.bias = bias, .tmp = work + GH};
 	k.xw = k.tmp + H;
 	k.gates = k.xw + chunk * T * GH;
 	k.h = k.gates + chunk * GH;
+	float *plain = p->gate_blocks ? k.gates : bias;  /* gates: free until the first step */
+	for (int64_t u = 0; u < GH; u++)
+		plain[u] = io.B ? io.B[u] + (gru && p->linear_before_reset && u >= 2 * H ? 0.0f
+		                                                                        : io.B[GH + u])
+		                : 0.0f;
+	if (p->gate_blocks)
+		to_blocks(H, plain, 4, bias);
 	float *next = k.h + chunk * H;
 	if (p->cell == KILN_RNN_LSTM)
 		k.c = next, next += chunk * H;
 	if (gru)
 		k.aux = next;
 	if (p->gate_blocks && io.P) {  /* the peepholes i, o, f in gate blocks */
-		float *pb = next;
-		for (int64_t u = 0; u < GH; u++) {
-			int64_t v = block_column(H, u);  /* i, o, f: 0 .. 3H-1 */
-			pb[u] = v < 3 * H ? io.P[v] : 0.0f;
-		}
-		k.P = pb;
+		to_blocks(H, io.P, 3, next);
+		k.P = next;
 	}
 	if (default_lstm(p))
 		k.cell = vmath_ops();
