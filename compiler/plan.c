@@ -120,7 +120,9 @@ int64_t node_scratch_bytes(const Sig *s, int node, Arena *a)
 	case OP_RNN:
 	case OP_GRU:
 	case OP_LSTM: return rnn_scratch_bytes(s, node, a);
-	case OP_Conv: return edgeconv_scratch_bytes(s, node, a);
+	case OP_Conv:
+		return edgeconv_node(n) ? edgeconv_scratch_bytes(s, node, a)
+		                        : conv_scratch_bytes(s, node, a);
 	default: return 0;
 	}
 }

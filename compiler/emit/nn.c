@@ -146,14 +146,15 @@ typedef struct Geo {
 	int64_t k[3], s[3], d[3], pb[3], pe[3], in[3], outsz[3];
 } Geo;
 
-/* The spatial geometry of a window op, as shape.c derived it. */
-static void geometry(Emit *E, const Shape *x, const Shape *y, const Shape *w, Geo *g)
+/* The spatial geometry of a window op, as shape.c derived it (false: not 1-
+ * to 3-D). */
+static bool window_geometry(Infer *x_, const Shape *x, const Shape *y, const Shape *w, Geo *g)
 {
 	int ns = x->rank - 2;
 	if (ns < 1 || ns > 3)
-		emit_fail(E, "%d-D windows are not supported by the code generator yet", ns);
+		return false;
 	g->ns = ns;
-	Infer inf = {.sig = (Sig *)E->sig, .g = E->g, .n = E->n, .d = E->d, .a = E->a};
+	Infer inf = *x_;
 	int64_t v[6];
 	for (int i = 0; i < 3; i++) {
 		g->k[i] = g->s[i] = g->d[i] = 1;
@@ -193,6 +194,14 @@ static void geometry(Emit *E, const Shape *x, const Shape *y, const Shape *w, Ge
 			g->pe[j] = v[ns + i];
 		}
 	}
+	return true;
+}
+
+static void geometry(Emit *E, const Shape *x, const Shape *y, const Shape *w, Geo *g)
+{
+	Infer inf = {.sig = (Sig *)E->sig, .g = E->g, .n = E->n, .d = E->d, .a = E->a};
+	if (!window_geometry(&inf, x, y, w, g))
+		emit_fail(E, "%d-D windows are not supported by the code generator yet", x->rank - 2);
 }
 
 /* The 3-D params struct, shared by Conv and the pools. */
@@ -209,14 +218,95 @@ static void emit_window3d(Emit *E, const Geo *g, int64_t n, int64_t c, int64_t m
 	emitf(E, "\t};\n");
 }
 
+/* A 2-D Conv's parameters (false: not 2-D). */
+static bool conv2d_params(Infer *inf, const Shape *x, const Shape *y, const Shape *w,
+                          kiln_conv2d_params *p)
+{
+	Geo g;
+	if (!window_geometry(inf, x, y, w, &g) || g.ns != 2)
+		return false;
+	*p = (kiln_conv2d_params){
+		.batch = x->dims[0].size, .in_channels = x->dims[1].size, .in_h = g.in[1],
+		.in_w = g.in[2], .out_channels = y->dims[1].size,
+		.group = node_attr_int(inf->n, "group", 1), .kernel_h = g.k[1], .kernel_w = g.k[2],
+		.stride_h = g.s[1], .stride_w = g.s[2], .dilation_h = g.d[1], .dilation_w = g.d[2],
+		.pad_top = g.pb[1], .pad_left = g.pb[2], .pad_bottom = g.pe[1], .pad_right = g.pe[2],
+		.out_h = g.outsz[1], .out_w = g.outsz[2]};
+	return true;
+}
+
+/* A 2-D float Conv on a float weight takes the packed path
+ * (kiln_f32_conv2d_packed) when the kernel does: its work memory is the
+ * node's planned arena scratch (plan.c). */
+int64_t conv_scratch_bytes(const Sig *s, int node, Arena *a)
+{
+	Node *n = &s->g->nodes[node];
+	if (n->nin < 2 || n->in[0] == NONE || n->in[1] == NONE || n->nout < 1 || n->out[0] == NONE)
+		return 0;
+	int xi = n->in[0], wi = n->in[1], yi = n->out[0];
+	const Value *wv = &s->g->values[wi];
+	if (s->dtypes[xi] != DT_FLOAT || s->dtypes[wi] != DT_FLOAT || wv->kind != VAL_WEIGHT ||
+	    wv->dtype != DT_FLOAT || s->shapes[xi].rank != 4 || s->shapes[wi].rank != 4 ||
+	    s->shapes[yi].rank != 4)
+		return 0;
+	Infer inf = {.sig = (Sig *)s, .g = s->g, .n = n, .a = a};
+	kiln_conv2d_params p;
+	if (!conv2d_params(&inf, &s->shapes[xi], &s->shapes[yi], &s->shapes[wi], &p))
+		return 0;
+	int64_t floats = kiln_f32_conv2d_packed_work(&p);
+	return floats > 0 ? floats * (int64_t)sizeof(float) : 0;
+}
+
+/* The Conv's weight packed at compile time (kiln_f32_conv2d_pack), or NULL:
+ * only when every reader of the weight is a Conv reading it as W, so the
+ * packed copy replaces it and it is still stored once. */
+static const char *packed_conv_weight(Emit *E, const kiln_conv2d_params *p)
+{
+	int id = E->n->in[1];
+	const Value *v = &E->g->values[id];
+	int64_t nw = p->out_channels * p->in_channels * p->kernel_h * p->kernel_w;
+	if (v->kind != VAL_WEIGHT || E->sig->dtypes[id] != DT_FLOAT || v->dtype != DT_FLOAT ||
+	    E->sig->folded[id] || E->plan->root[id] != id || E->in_index[id] != NONE ||
+	    v->weight->nbytes != (uint64_t)nw * sizeof(float))
+		return NULL;
+	int uses = 0;
+	for (int i = 0; i < E->g->nnodes; i++) {
+		const Node *n = &E->g->nodes[i];
+		for (int j = 0; j < n->nin; j++)
+			if (n->in[j] == id) {
+				if (j != 1 || n->op != OP_Conv || edgeconv_node(n))
+					return NULL;
+				uses++;
+			}
+	}
+	if (uses != v->nuse)
+		return NULL;  /* also read by a subgraph */
+	int64_t pack[4] = {p->in_channels, p->out_channels, p->kernel_h, p->kernel_w};
+	int s = symbol_in_layout(E, DT_FLOAT, v->weight->bytes, v->weight->nbytes, v->name,
+	                         SYM_PACK_CONV8, pack);
+	return symbol_expr(E, s, "float");
+}
+
 void emit_conv(Emit *E)
 {
 	if (edgeconv_node(E->n)) {
 		emit_edgeconv(E);
 		return;
 	}
-	Operand X = in_op(E, 0), W = in_op(E, 1), Y = out_op(E, 0);
+	Operand X = in_op(E, 0), Y = out_op(E, 0);
 	require_f32(E, &X);
+	int node = (int)(E->n - E->g->nodes);
+	int buf = E->plan->scratch_of[node];
+	Infer inf = {.sig = (Sig *)E->sig, .g = E->g, .n = E->n, .d = E->d, .a = E->a};
+	kiln_conv2d_params pp;
+	const char *packed = NULL;
+	if (buf != NONE &&
+	    conv2d_params(&inf, X.shape, Y.shape, &E->sig->shapes[E->n->in[1]], &pp) &&
+	    kiln_f32_conv2d_packed_work(&pp) * (int64_t)sizeof(float) <= E->plan->bufs[buf].bytes)
+		packed = packed_conv_weight(E, &pp);
+	Operand W = packed ? (Operand){0} : in_op(E, 1);
+	if (packed)
+		W.shape = &E->sig->shapes[E->n->in[1]], W.dtype = DT_FLOAT, W.expr = packed;
 	Geo g;
 	geometry(E, X.shape, Y.shape, W.shape, &g);
 	const char *bias = "NULL";
@@ -251,7 +341,14 @@ void emit_conv(Emit *E)
 		residual = R.expr;
 	}
 	const char *ep = emit_has_act(E->n) || residual ? emit_epilogue(E, NULL, residual) : NULL;
-	if (W.dtype == DT_FLOAT16) /* weights stored as float16 (passes/f16.c, fuse.c) */
+	if (packed) {
+		const PlanBuf *sb = &E->plan->bufs[buf];
+		emitf(E, "\t/* W packed at compile time (8 output channels a group); arena scratch @%"
+		      PRId64 "+%" PRId64 ": the offsets and each image's padded planes */\n", sb->off,
+		      sb->bytes);
+		emitf(E, "\tkiln_f32_conv2d_packed(&p, %s, %s, %s, %s, %s, (float *)(a + %" PRId64 "));\n",
+		      X.expr, W.expr, bias, Y.expr, ep ? ep : "NULL", sb->off);
+	} else if (W.dtype == DT_FLOAT16) /* weights stored as float16 (passes/f16.c, fuse.c) */
 		emitf(E, "\tkiln_f32_conv2d_f16w(&p, %s, %s, %s, %s, %s);\n", X.expr, W.expr, bias, Y.expr,
 		    ep ? ep : "NULL");
 	else if (ep)

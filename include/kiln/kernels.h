@@ -734,6 +734,20 @@ KILN_API void kiln_f32_gemm_pb(int64_t M, int64_t N, int64_t K, float alpha, con
  * (ep->bias is not used: Conv has its own; ep may be NULL). */
 KILN_API void kiln_f32_conv2d_ep(const kiln_conv2d_params *p, const float *X, const float *W,
                                  const float *bias, float *Y, const kiln_epilogue *ep);
+/* The convolution on weights packed at compile time (group 1 only): W
+ * [M, C, kH, kW] rearranged by kiln_f32_conv2d_pack into groups of 8 output
+ * channels (runtime/kernels/f32-conv/direct.h), and work memory of
+ * kiln_f32_conv2d_packed_work(p) floats (8-byte aligned; planned arena
+ * scratch) that holds each image copied into its padded phase planes. Then
+ * per output element: + bias, + ep->residual (not aliasing Y), the
+ * activation (ep may be NULL; ep->bias is not used). _work returns 0 when
+ * this path does not take p (groups, strides over 4, more than 1024 taps):
+ * use kiln_f32_conv2d_ep then. */
+KILN_API int64_t kiln_f32_conv2d_packed_work(const kiln_conv2d_params *p);
+KILN_API void kiln_f32_conv2d_pack(const kiln_conv2d_params *p, const float *W, float *dst);
+KILN_API void kiln_f32_conv2d_packed(const kiln_conv2d_params *p, const float *X,
+                                     const float *Wp, const float *bias, float *Y,
+                                     const kiln_epilogue *ep, float *work);
 /* kiln_f32_gemm_ep with B stored as float16 (bit patterns), widened while
  * it is loaded (F16C on x86 when the CPU has it): weights stored at half the
  * bytes, no float32 copy anywhere. Strides are in elements. */

@@ -99,6 +99,25 @@ static void run_case(const ConvCase *t, int with_bias)
 	CHECK_CLOSE(what, Y, want, bound, ny, CONV_TOL);
 	CHECK(guarded_intact(&gy), what);
 
+	/* the packed path (weights packed as the compiler does, work memory as
+	 * planned), where it takes the shape */
+	int64_t nwork = kiln_f32_conv2d_packed_work(&p);
+	if (nwork > 0) {
+		float *Wp = xmalloc((size_t)nw * sizeof *Wp);
+		kiln_f32_conv2d_pack(&p, Wt, Wp);
+		Guarded gw;
+		float *work = guarded_alloc(&gw, (size_t)nwork * sizeof *work, 8);
+		for (int64_t i = 0; i < ny; i++)
+			Y[i] = NAN;
+		kiln_f32_conv2d_packed(&p, X, Wp, bias, Y, NULL, work);
+		char pw[320];
+		snprintf(pw, sizeof pw, "packed %.250s", what);
+		CHECK_CLOSE(pw, Y, want, bound, ny, CONV_TOL);
+		CHECK(guarded_intact(&gy) && guarded_intact(&gw), pw);
+		guarded_free(&gw);
+		free(Wp);
+	}
+
 	guarded_free(&gy);
 	free(X), free(Wt), free(bias), free(want), free(bound);
 }
@@ -153,6 +172,11 @@ int main(void)
 		{1, 3, 30, 3, 4, 1, 7, 7, 1, 2, 1, 1, 3, 3, 3, 3},   /* the same, strided */
 		{1, 3, 40, 41, 5, 1, 7, 7, 2, 3, 1, 1, 3, 2, 3, 4},  /* gathers over row ends */
 		{0, 3, 5, 5, 2, 1, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1},    /* empty batch */
+		{3, 16, 15, 15, 24, 1, 3, 3, 2, 2, 1, 1, 1, 1, 1, 1}, /* packed: 3 groups, strided */
+		{2, 3, 20, 21, 17, 1, 7, 7, 2, 2, 1, 1, 3, 3, 3, 3},  /* packed: a 7x7 stem, 17 rows */
+		{2, 24, 9, 9, 40, 1, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1},   /* packed: wide rows past 48 */
+		{1, 9, 11, 13, 8, 1, 3, 2, 3, 4, 2, 3, 2, 1, 0, 3},   /* packed: all phases mixed */
+		{2, 12, 8, 8, 16, 1, 1, 1, 2, 2, 1, 1, 0, 0, 0, 0},   /* packed: 1x1 stride 2 */
 	};
 	by_hand();
 	for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {

@@ -31,3 +31,9 @@ static inline __attribute__((always_inline)) void gather_run(float *o, const flo
 #define IM2COL_COPY_RUN copy_run
 #define IM2COL_GATHER_RUN gather_run
 #include "im2col.h"
+
+/* The packed convolution's tile (direct.h), portable loops compiled for
+ * AVX2 + FMA. */
+#define CONV_TILE_NAME kiln_conv_tile_avx2
+#define CONV_TILE_NP CONV_NP_AVX2
+#include "direct.h"

@@ -44,3 +44,67 @@ static inline __attribute__((always_inline)) void gather_run(float *o, const flo
 #define IM2COL_COPY_RUN copy_run
 #define IM2COL_GATHER_RUN gather_run
 #include "im2col.h"
+
+/* The packed convolution's tile (direct.h): up to 8 output channels by 48
+ * wide pixels in 24 zmm accumulators; per column k of W, three loads of the
+ * input at xb + koff[k] and eight broadcasts of the weights, which stream in
+ * the order they are stored. Lanes past np are read (the work memory has
+ * room past its end, direct.c) and dropped. */
+#include "direct.h"
+
+static inline __attribute__((always_inline)) void conv_tile(const ConvTile *t, const int rows,
+                                                            const int nv)
+{
+	__m512 acc[CONV8_MR][3];
+	#pragma GCC unroll 8
+	for (int i = 0; i < rows; i++)
+		#pragma GCC unroll 3
+		for (int v = 0; v < nv; v++)
+			acc[i][v] = _mm512_setzero_ps();
+	const float *w = t->w, *xb = t->xb;
+	const int64_t *koff = t->koff;
+	for (int64_t k = 0, K = t->K; k < K; k++, w += rows) {
+		const float *b = xb + koff[k];
+		__m512 bv[3];
+		#pragma GCC unroll 3
+		for (int v = 0; v < nv; v++)
+			bv[v] = _mm512_loadu_ps(b + 16 * v);
+		#pragma GCC unroll 8
+		for (int i = 0; i < rows; i++) {
+			__m512 a = _mm512_set1_ps(w[i]);
+			#pragma GCC unroll 3
+			for (int v = 0; v < nv; v++)
+				acc[i][v] = _mm512_fmadd_ps(a, bv[v], acc[i][v]);
+		}
+	}
+	int np = t->np;
+	#pragma GCC unroll 8
+	for (int i = 0; i < rows; i++)
+		#pragma GCC unroll 3
+		for (int v = 0; v < nv; v++) {
+			int left = np - 16 * v;
+			__mmask16 m = left >= 16 ? (__mmask16)0xffff : (__mmask16)((1u << left) - 1);
+			_mm512_mask_storeu_ps(t->out + i * t->ldo + 16 * v, m, acc[i][v]);
+		}
+}
+
+#define CONV_ROWS(r) \
+	case r: \
+		if (nv == 3) \
+			conv_tile(t, r, 3); \
+		else if (nv == 2) \
+			conv_tile(t, r, 2); \
+		else \
+			conv_tile(t, r, 1); \
+		break;
+
+void kiln_conv_tile_avx512(const ConvTile *t)
+{
+	int nv = (t->np + 15) / 16;
+	switch (t->rows) {
+	CONV_ROWS(1) CONV_ROWS(2) CONV_ROWS(3) CONV_ROWS(4)
+	CONV_ROWS(5) CONV_ROWS(6) CONV_ROWS(7) CONV_ROWS(8)
+	default:
+		break;
+	}
+}

@@ -101,3 +101,8 @@ void kiln_f32_conv2d_ref(const kiln_conv2d_params *p, const float *X, const floa
 			}
 		}
 }
+
+/* The packed convolution's portable tile (direct.h). */
+#define CONV_TILE_NAME kiln_conv_tile_ref
+#define CONV_TILE_NP CONV_NP_REF
+#include "direct.h"

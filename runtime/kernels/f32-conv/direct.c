@@ -1,0 +1,240 @@
+/*
+ * f32-conv/direct.c - the packed convolution (kiln_f32_conv2d_packed): the
+ * weights packed at compile time in the conv8 layout of direct.h, the input
+ * copied once per image into its padded phase planes in planned work memory,
+ * and tiles of 8 output channels by a run of wide pixels summed over all of K
+ * in registers, with the bias, residual and activation applied as each tile
+ * is stored. No im2col matrix, panel or gather: a tile's loads are
+ * contiguous runs at one offset per column of W. The one dispatch point of
+ * the tiles (ref, avx2, avx512).
+ *
+ * Loop order: a chunk of images is copied (as many as fit CHUNK_BYTES, so a
+ * large weight streams from memory once per chunk, not per image), then for
+ * each block of output-channel groups whose weights fit L2, every tile of
+ * every image of the chunk: the block stays in L2 while the pixels pass.
+ * The result depends only on the inputs and the variant.
+ */
+#include <string.h>
+
+#include "../f32-epilogue/epilogue.h"
+#include "../isa.h"
+#include "direct.h"
+
+enum {
+	CONV_MAX_STRIDE = 4,
+	CONV_MAX_TAPS = 1024,
+	CHUNK_BYTES = 4 << 20,
+	A_BLOCK_BYTES = 1 << 20,
+	SLACK = 64,
+};
+
+typedef struct Geo {
+	int64_t K, Hq, Wq, plane, cplane, image, chunk, nwide, slack;
+	int used_y[CONV_MAX_STRIDE], used_x[CONV_MAX_STRIDE];   /* compact phase index, or -1 */
+	int nph_y, nph_x;
+} Geo;
+
+static void phases(int64_t k, int64_t d, int64_t s, int *used, int *n)
+{
+	for (int64_t p = 0; p < s; p++)
+		used[p] = -1;
+	for (int64_t i = 0; i < k; i++)
+		used[(i * d) % s] = 0;
+	*n = 0;
+	for (int64_t p = 0; p < s; p++)
+		if (used[p] == 0)
+			used[p] = (*n)++;
+}
+
+/* The geometry, or 0 when the packed path does not take p. */
+static int geo(const kiln_conv2d_params *p, Geo *g)
+{
+	if (p->group != 1 || p->stride_h < 1 || p->stride_w < 1 || p->stride_h > CONV_MAX_STRIDE ||
+	    p->stride_w > CONV_MAX_STRIDE || p->kernel_h < 1 || p->kernel_w < 1 ||
+	    p->kernel_h * p->kernel_w > CONV_MAX_TAPS || p->dilation_h < 1 || p->dilation_w < 1 ||
+	    p->out_h < 1 || p->out_w < 1 || p->in_channels < 1 || p->out_channels < 1)
+		return 0;
+	g->K = p->in_channels * p->kernel_h * p->kernel_w;
+	g->Hq = p->out_h + (p->kernel_h - 1) * p->dilation_h / p->stride_h;
+	g->Wq = p->out_w + (p->kernel_w - 1) * p->dilation_w / p->stride_w;
+	g->plane = g->Hq * g->Wq;
+	phases(p->kernel_h, p->dilation_h, p->stride_h, g->used_y, &g->nph_y);
+	phases(p->kernel_w, p->dilation_w, p->stride_w, g->used_x, &g->nph_x);
+	g->cplane = g->nph_y * g->nph_x * g->plane;
+	g->image = p->in_channels * g->cplane;
+	g->nwide = p->out_h * g->Wq;
+	/* a tile reads up to 48 lanes past a wide pixel, up to Wq past the planes */
+	g->slack = g->Wq + SLACK;
+	g->chunk = CHUNK_BYTES / (int64_t)sizeof(float) / g->image;
+	if (g->chunk > p->batch)
+		g->chunk = p->batch;
+	if (g->chunk < 1)
+		g->chunk = 1;
+	return 1;
+}
+
+int64_t kiln_f32_conv2d_packed_work(const kiln_conv2d_params *p)
+{
+	Geo g;
+	if (!geo(p, &g) || p->batch < 1)
+		return 0;
+	/* the offsets (int64, two floats each), then the chunk's planes */
+	return 2 * g.K + g.chunk * g.image + g.slack;
+}
+
+void kiln_f32_conv2d_pack(const kiln_conv2d_params *p, const float *W, float *dst)
+{
+	int64_t M = p->out_channels, K = p->in_channels / p->group * p->kernel_h * p->kernel_w;
+	for (int64_t m0 = 0; m0 < M; m0 += CONV8_MR) {
+		int64_t gw = M - m0 < CONV8_MR ? M - m0 : CONV8_MR;
+		float *d = dst + m0 * K;
+		/* memcpy: at compile time W is where the model file has it, maybe misaligned */
+		for (int64_t k = 0; k < K; k++)
+			for (int64_t i = 0; i < gw; i++)
+				memcpy(&d[k * gw + i], &W[(m0 + i) * K + k], sizeof *d);
+	}
+}
+
+/* Image x (C planes of H x W) into its phase planes at dst. */
+static void copy_image(const kiln_conv2d_params *p, const Geo *g, const float *x, float *dst)
+{
+	const int64_t H = p->in_h, W = p->in_w, sH = p->stride_h, sW = p->stride_w;
+	for (int64_t c = 0; c < p->in_channels; c++)
+		for (int64_t py = 0; py < sH; py++)
+			for (int64_t px = 0; px < sW; px++) {
+				if (g->used_y[py] < 0 || g->used_x[px] < 0)
+					continue;
+				float *d = dst + c * g->cplane + (g->used_y[py] * g->nph_x + g->used_x[px]) * g->plane;
+				/* columns x' with 0 <= x' sW + px - pl < W: [lo, hi) */
+				int64_t base = px - p->pad_left;
+				int64_t lo = base >= 0 ? 0 : (-base + sW - 1) / sW;
+				int64_t hi = W - base <= 0 ? 0 : (W - base + sW - 1) / sW;
+				if (hi > g->Wq)
+					hi = g->Wq;
+				if (lo > hi)
+					lo = hi;
+				for (int64_t y = 0; y < g->Hq; y++, d += g->Wq) {
+					int64_t iy = y * sH + py - p->pad_top;
+					if (iy < 0 || iy >= H || lo == hi) {
+						memset(d, 0, (size_t)g->Wq * sizeof *d);
+						continue;
+					}
+					const float *s = x + (c * H + iy) * W + base;
+					memset(d, 0, (size_t)lo * sizeof *d);
+					if (sW == 1)
+						memcpy(d + lo, s + lo, (size_t)(hi - lo) * sizeof *d);
+					else
+						for (int64_t u = lo; u < hi; u++)
+							d[u] = s[u * sW];
+					memset(d + hi, 0, (size_t)(g->Wq - hi) * sizeof *d);
+				}
+			}
+}
+
+/* The tile's rows (out, np wide pixels from q0) into Y with the epilogue. */
+static void store_tile(const kiln_conv2d_params *p, const Geo *g, const float *out, int ldo,
+                       int rows, int64_t q0, int np, float *Y, const float *res, int64_t m0,
+                       const float *bias, const kiln_epilogue *ep)
+{
+	const int64_t OW = p->out_w, ohw = p->out_h * p->out_w;
+	int act = ep ? ep->act : KILN_ACT_NONE;
+	float lo = ep ? ep->alpha : 0.0f, hi = ep ? ep->beta : 0.0f;
+	for (int64_t q = q0, end = q0 + np; q < end;) {
+		int64_t oh = q / g->Wq, ow = q % g->Wq;
+		if (ow >= OW) {
+			q += g->Wq - ow;
+			continue;
+		}
+		int64_t len = OW - ow < end - q ? OW - ow : end - q;
+		for (int i = 0; i < rows; i++) {
+			int64_t at = (m0 + i) * ohw + oh * OW + ow;
+			const float *s = out + i * ldo + (q - q0);
+			float *y = Y + at, b = bias ? bias[m0 + i] : 0.0f;
+			if (res)
+				for (int64_t u = 0; u < len; u++)
+					y[u] = s[u] + b + res[at + u];
+			else
+				for (int64_t u = 0; u < len; u++)
+					y[u] = s[u] + b;
+			switch (act) {
+			case KILN_ACT_NONE:
+				break;
+			case KILN_ACT_RELU:
+				for (int64_t u = 0; u < len; u++)
+					y[u] = y[u] > 0.0f ? y[u] : 0.0f;
+				break;
+			case KILN_ACT_LEAKY_RELU:
+				for (int64_t u = 0; u < len; u++)
+					y[u] = y[u] < 0.0f ? y[u] * lo : y[u];
+				break;
+			case KILN_ACT_CLIP:
+				for (int64_t u = 0; u < len; u++)
+					y[u] = y[u] < lo ? lo : y[u] > hi ? hi : y[u];
+				break;
+			default:
+				kiln_f32_act(y, len, ep);
+				break;
+			}
+		}
+		q += len;
+	}
+}
+
+void kiln_f32_conv2d_packed(const kiln_conv2d_params *p, const float *X, const float *Wp,
+                            const float *bias, float *Y, const kiln_epilogue *ep, float *work)
+{
+	Geo g;
+	if (p->batch < 1 || !geo(p, &g))
+		return;
+	conv_tile_fn tile = kiln_conv_tile_ref;
+	int np_max = CONV_NP_REF;
+#ifdef KILN_HAVE_X86_VARIANTS
+	if (kiln_isa() == KILN_ISA_AVX512)
+		tile = kiln_conv_tile_avx512, np_max = CONV_NP_AVX512;
+	else if (kiln_isa() == KILN_ISA_AVX2)
+		tile = kiln_conv_tile_avx2, np_max = CONV_NP_AVX2;
+#endif
+	const int64_t C = p->in_channels, M = p->out_channels, K = g.K;
+	const int64_t kH = p->kernel_h, kW = p->kernel_w, sH = p->stride_h, sW = p->stride_w;
+	int64_t *koff = (int64_t *)(void *)work;
+	float *planes = work + 2 * K;
+	for (int64_t c = 0, k = 0; c < C; c++)
+		for (int64_t i = 0; i < kH; i++)
+			for (int64_t j = 0; j < kW; j++, k++) {
+				int64_t dy = i * p->dilation_h, dx = j * p->dilation_w;
+				koff[k] = c * g.cplane +
+				          (g.used_y[dy % sH] * g.nph_x + g.used_x[dx % sW]) * g.plane +
+				          dy / sH * g.Wq + dx / sW;
+			}
+	int64_t ngroups = (M + CONV8_MR - 1) / CONV8_MR;
+	int64_t blk = A_BLOCK_BYTES / (int64_t)sizeof(float) / (CONV8_MR * K);
+	if (blk < 1)
+		blk = 1;
+	const int64_t in_image = C * p->in_h * p->in_w, out_image = M * p->out_h * p->out_w;
+	float out[CONV8_MR * CONV_NP_AVX512];
+	for (int64_t n0 = 0; n0 < p->batch; n0 += g.chunk) {
+		int64_t nn = p->batch - n0 < g.chunk ? p->batch - n0 : g.chunk;
+		for (int64_t n = 0; n < nn; n++)
+			copy_image(p, &g, X + (n0 + n) * in_image, planes + n * g.image);
+		memset(planes + nn * g.image, 0, (size_t)g.slack * sizeof *planes);
+		for (int64_t b0 = 0; b0 < ngroups; b0 += blk) {
+			int64_t b1 = ngroups - b0 < blk ? ngroups : b0 + blk;
+			for (int64_t n = 0; n < nn; n++) {
+				float *y = Y + (n0 + n) * out_image;
+				const float *res = ep && ep->residual ? ep->residual + (n0 + n) * out_image : NULL;
+				for (int64_t q0 = 0; q0 < g.nwide; q0 += np_max) {
+					int np = (int)(g.nwide - q0 < np_max ? g.nwide - q0 : np_max);
+					for (int64_t gi = b0; gi < b1; gi++) {
+						int64_t m0 = gi * CONV8_MR;
+						int rows = (int)(M - m0 < CONV8_MR ? M - m0 : CONV8_MR);
+						ConvTile t = {.K = K, .w = Wp + m0 * K, .rows = rows, .np = np,
+						              .koff = koff, .xb = planes + n * g.image + q0,
+						              .out = out, .ldo = np_max};
+						tile(&t);
+						store_tile(p, &g, out, np_max, rows, q0, np, y, res, m0, bias, ep);
+					}
+				}
+			}
+		}
+	}
+}
