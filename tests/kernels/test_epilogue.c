@@ -110,8 +110,9 @@ static void test_gemm_f16b(int64_t M, int64_t N, int64_t K, int trans_b, int act
 
 /* Conv [2,3,7,6] * [4,3,3,3] (pad 1), with the residual (a tensor shaped
  * like Y, added before the activation) or without, and with the weights as
- * float32 or as float16 (kiln_f32_conv2d_f16w, the reference then reads the
- * widened float16 values). */
+ * float32, as float16 (f16 = 1: kiln_f32_conv2d_f16w, the reference then
+ * reads the widened float16 values) or packed (f16 = 2:
+ * kiln_f32_conv2d_packed). */
 static void test_conv(int act, int with_residual, int f16)
 {
 	kiln_conv2d_params p = {.batch = 2, .in_channels = 3, .in_h = 7, .in_w = 6,
@@ -127,14 +128,22 @@ static void test_conv(int act, int with_residual, int f16)
 	fill_uniform(R, 2 * 4 * 7 * 6, -2, 2);
 	for (int i = 0; i < 4 * 3 * 3 * 3; i++) {
 		W16[i] = kiln_f32_to_f16(W[i]);
-		if (f16)
+		if (f16 == 1)
 			W[i] = kiln_f16_to_f32(W16[i]); /* what the kernel sees */
 	}
 	kiln_epilogue ep = {NULL, act, params[act][0], params[act][1], with_residual ? R : NULL};
-	if (f16)
+	if (f16 == 2) {
+		float Wp[4 * 3 * 3 * 3];
+		int64_t nwork = kiln_f32_conv2d_packed_work(&p);
+		float *work = malloc(sizeof(float) * (size_t)(nwork > 0 ? nwork : 1));
+		kiln_f32_conv2d_pack(&p, W, Wp);
+		kiln_f32_conv2d_packed(&p, X, Wp, bias, Y, &ep, work);
+		free(work);
+	} else if (f16) {
 		kiln_f32_conv2d_f16w(&p, X, W16, bias, Y, &ep);
-	else
+	} else {
 		kiln_f32_conv2d_ep(&p, X, W, bias, Y, &ep);
+	}
 	int ok = 1;
 	for (int n = 0; n < 2 && ok; n++)
 		for (int m = 0; m < 4 && ok; m++)
@@ -160,7 +169,8 @@ static void test_conv(int act, int with_residual, int f16)
 					double want = act_ref(act, (double)params[act][0], (double)params[act][1], sum);
 					ok = close_enough(Y[at], want, mag, 2e-5);
 				}
-	CHECK(ok, f16 ? "kiln_f32_conv2d_f16w" : "kiln_f32_conv2d_ep");
+	CHECK(ok, f16 == 2 ? "kiln_f32_conv2d_packed" : f16 ? "kiln_f32_conv2d_f16w"
+	                                                     : "kiln_f32_conv2d_ep");
 }
 
 /* kiln_f32_conv2d_f16w on the shapes that take its other paths: groups
@@ -225,6 +235,8 @@ int main(void)
 		test_conv(act, 0, 0);
 		test_conv(act, 1, 0);
 		test_conv(act, 1, 1);
+		test_conv(act, 0, 2);
+		test_conv(act, 1, 2);
 		test_gemm_f16b(3, 300, 130, 0, act);
 		test_gemm_f16b(17, 37, 70, 1, act);
 	}

@@ -52,6 +52,55 @@ static inline __attribute__((always_inline)) void gather_run(float *o, const flo
  * room past its end, direct.c) and dropped. */
 #include "direct.h"
 
+/* The tile's sums (out) to Y's real pixels, 16 lanes at a time: + bias,
+ * + residual, the activation (Relu, LeakyRelu and Clip here, others after). */
+static void conv_store(const ConvTile *t, float out[CONV8_MR][CONV_NP_AVX512])
+{
+	int lane[CONV_MAX_RUNS], len[CONV_MAX_RUNS];
+	int64_t yoff[CONV_MAX_RUNS];
+	int nruns = conv_runs(t, lane, yoff, len);
+	const kiln_epilogue *ep = t->ep;
+	int act = ep ? ep->act : KILN_ACT_NONE;
+	__m512 lo = _mm512_set1_ps(ep ? ep->alpha : 0.0f), hi = _mm512_set1_ps(ep ? ep->beta : 0.0f);
+	for (int i = 0; i < t->rows; i++) {
+		int64_t m = t->m0 + i;
+		__m512 b = _mm512_set1_ps(t->bias ? t->bias[m] : 0.0f);
+		for (int r = 0; r < nruns; r++) {
+			int64_t at = m * t->ohw + yoff[r];
+			float *y = t->Y + at;
+			for (int u = 0; u < len[r]; u += 16) {
+				__mmask16 k = len[r] - u >= 16 ? (__mmask16)0xffff
+				                                : (__mmask16)((1u << (len[r] - u)) - 1);
+				__m512 v = _mm512_add_ps(_mm512_maskz_loadu_ps(k, &out[i][lane[r] + u]), b);
+				if (t->res)
+					v = _mm512_add_ps(v, _mm512_maskz_loadu_ps(k, t->res + at + u));
+				switch (act) {
+				case KILN_ACT_NONE:
+					break;
+				case KILN_ACT_RELU:
+					/* x > 0 ? x : 0, NaN -> 0 as the scalar code does */
+					v = _mm512_maskz_mov_ps(_mm512_cmp_ps_mask(v, _mm512_setzero_ps(), _CMP_GT_OQ), v);
+					break;
+				case KILN_ACT_LEAKY_RELU:
+					v = _mm512_mask_mul_ps(v, _mm512_cmp_ps_mask(v, _mm512_setzero_ps(), _CMP_LT_OQ),
+					                       v, lo);
+					break;
+				case KILN_ACT_CLIP:
+					v = _mm512_mask_mov_ps(v, _mm512_cmp_ps_mask(v, lo, _CMP_LT_OQ), lo);
+					v = _mm512_mask_mov_ps(v, _mm512_cmp_ps_mask(v, hi, _CMP_GT_OQ), hi);
+					break;
+				default:
+					break;
+				}
+				_mm512_mask_storeu_ps(y + u, k, v);
+			}
+			if (act != KILN_ACT_NONE && act != KILN_ACT_RELU && act != KILN_ACT_LEAKY_RELU &&
+			    act != KILN_ACT_CLIP)
+				kiln_f32_act(y, len[r], ep);
+		}
+	}
+}
+
 static inline __attribute__((always_inline)) void conv_tile(const ConvTile *t, const int rows,
                                                             const int nv)
 {
@@ -77,15 +126,13 @@ static inline __attribute__((always_inline)) void conv_tile(const ConvTile *t, c
 				acc[i][v] = _mm512_fmadd_ps(a, bv[v], acc[i][v]);
 		}
 	}
-	int np = t->np;
+	float out[CONV8_MR][CONV_NP_AVX512];
 	#pragma GCC unroll 8
 	for (int i = 0; i < rows; i++)
 		#pragma GCC unroll 3
-		for (int v = 0; v < nv; v++) {
-			int left = np - 16 * v;
-			__mmask16 m = left >= 16 ? (__mmask16)0xffff : (__mmask16)((1u << left) - 1);
-			_mm512_mask_storeu_ps(t->out + i * t->ldo + 16 * v, m, acc[i][v]);
-		}
+		for (int v = 0; v < nv; v++)
+			_mm512_storeu_ps(&out[i][16 * v], acc[i][v]);
+	conv_store(t, out);
 }
 
 #define CONV_ROWS(r) \

@@ -16,7 +16,6 @@
  */
 #include <string.h>
 
-#include "../f32-epilogue/epilogue.h"
 #include "../isa.h"
 #include "direct.h"
 
@@ -131,55 +130,6 @@ static void copy_image(const kiln_conv2d_params *p, const Geo *g, const float *x
 			}
 }
 
-/* The tile's rows (out, np wide pixels from q0) into Y with the epilogue. */
-static void store_tile(const kiln_conv2d_params *p, const Geo *g, const float *out, int ldo,
-                       int rows, int64_t q0, int np, float *Y, const float *res, int64_t m0,
-                       const float *bias, const kiln_epilogue *ep)
-{
-	const int64_t OW = p->out_w, ohw = p->out_h * p->out_w;
-	int act = ep ? ep->act : KILN_ACT_NONE;
-	float lo = ep ? ep->alpha : 0.0f, hi = ep ? ep->beta : 0.0f;
-	for (int64_t q = q0, end = q0 + np; q < end;) {
-		int64_t oh = q / g->Wq, ow = q % g->Wq;
-		if (ow >= OW) {
-			q += g->Wq - ow;
-			continue;
-		}
-		int64_t len = OW - ow < end - q ? OW - ow : end - q;
-		for (int i = 0; i < rows; i++) {
-			int64_t at = (m0 + i) * ohw + oh * OW + ow;
-			const float *s = out + i * ldo + (q - q0);
-			float *y = Y + at, b = bias ? bias[m0 + i] : 0.0f;
-			if (res)
-				for (int64_t u = 0; u < len; u++)
-					y[u] = s[u] + b + res[at + u];
-			else
-				for (int64_t u = 0; u < len; u++)
-					y[u] = s[u] + b;
-			switch (act) {
-			case KILN_ACT_NONE:
-				break;
-			case KILN_ACT_RELU:
-				for (int64_t u = 0; u < len; u++)
-					y[u] = y[u] > 0.0f ? y[u] : 0.0f;
-				break;
-			case KILN_ACT_LEAKY_RELU:
-				for (int64_t u = 0; u < len; u++)
-					y[u] = y[u] < 0.0f ? y[u] * lo : y[u];
-				break;
-			case KILN_ACT_CLIP:
-				for (int64_t u = 0; u < len; u++)
-					y[u] = y[u] < lo ? lo : y[u] > hi ? hi : y[u];
-				break;
-			default:
-				kiln_f32_act(y, len, ep);
-				break;
-			}
-		}
-		q += len;
-	}
-}
-
 void kiln_f32_conv2d_packed(const kiln_conv2d_params *p, const float *X, const float *Wp,
                             const float *bias, float *Y, const kiln_epilogue *ep, float *work)
 {
@@ -210,8 +160,13 @@ void kiln_f32_conv2d_packed(const kiln_conv2d_params *p, const float *X, const f
 	int64_t blk = A_BLOCK_BYTES / (int64_t)sizeof(float) / (CONV8_MR * K);
 	if (blk < 1)
 		blk = 1;
+	/* pixels per tile: the row of wide pixels in even tiles (63 = 32 + 31,
+	 * not 48 + 15: a narrow tile has too few accumulators), whole vectors */
+	int64_t ntiles = (g.nwide + np_max - 1) / np_max;
+	int64_t step = ((g.nwide + ntiles - 1) / ntiles + 15) / 16 * 16;
+	if (step > np_max)
+		step = np_max;
 	const int64_t in_image = C * p->in_h * p->in_w, out_image = M * p->out_h * p->out_w;
-	float out[CONV8_MR * CONV_NP_AVX512];
 	for (int64_t n0 = 0; n0 < p->batch; n0 += g.chunk) {
 		int64_t nn = p->batch - n0 < g.chunk ? p->batch - n0 : g.chunk;
 		for (int64_t n = 0; n < nn; n++)
@@ -222,16 +177,17 @@ void kiln_f32_conv2d_packed(const kiln_conv2d_params *p, const float *X, const f
 			for (int64_t n = 0; n < nn; n++) {
 				float *y = Y + (n0 + n) * out_image;
 				const float *res = ep && ep->residual ? ep->residual + (n0 + n) * out_image : NULL;
-				for (int64_t q0 = 0; q0 < g.nwide; q0 += np_max) {
-					int np = (int)(g.nwide - q0 < np_max ? g.nwide - q0 : np_max);
+				for (int64_t q0 = 0; q0 < g.nwide; q0 += step) {
+					int np = (int)(g.nwide - q0 < step ? g.nwide - q0 : step);
 					for (int64_t gi = b0; gi < b1; gi++) {
 						int64_t m0 = gi * CONV8_MR;
 						int rows = (int)(M - m0 < CONV8_MR ? M - m0 : CONV8_MR);
 						ConvTile t = {.K = K, .w = Wp + m0 * K, .rows = rows, .np = np,
 						              .koff = koff, .xb = planes + n * g.image + q0,
-						              .out = out, .ldo = np_max};
+						              .q0 = q0, .Wq = g.Wq, .OW = p->out_w,
+						              .ohw = p->out_h * p->out_w, .m0 = m0, .Y = y,
+						              .res = res, .bias = bias, .ep = ep};
 						tile(&t);
-						store_tile(p, &g, out, np_max, rows, q0, np, y, res, m0, bias, ep);
 					}
 				}
 			}

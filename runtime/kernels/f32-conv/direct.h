@@ -31,19 +31,46 @@
 
 enum { CONV8_MR = 8 };
 
-/* One tile: rows (<= 8) output channels of one group by np (<= the variant's
- * width) wide pixels from xb, summed over K into out[i * ldo + j]. */
+/* One tile: rows (<= 8) output channels m0... of one group by np (<= the
+ * variant's width) wide pixels q0... from xb, summed over K, then stored to
+ * the pixels of Y that are real (ow < OW) with the epilogue: + bias[m],
+ * + res (shaped like Y), the activation. */
 typedef struct ConvTile {
 	int64_t K;
 	const float *w;          /* the group's packed weights: K columns of rows floats */
 	int rows, np;
 	const int64_t *koff;     /* [K]: column k reads xb[koff[k] + j] */
 	const float *xb;         /* the image's planes + the tile's first wide pixel */
-	float *out;
-	int ldo;
+	int64_t q0, Wq, OW, ohw, m0;
+	float *Y;                /* the image's output */
+	const float *res;        /* the image's residual, or NULL */
+	const float *bias;       /* [M] or NULL */
+	const kiln_epilogue *ep; /* or NULL */
 } ConvTile;
 
 typedef void (*conv_tile_fn)(const ConvTile *t);
+
+enum { CONV_MAX_RUNS = 64 };
+
+/* The tile's lanes as runs along output rows: lanes [lane[r], lane[r] +
+ * len[r]) go to Y + yoff[r] (+ m * ohw); returns the count. */
+static inline int conv_runs(const ConvTile *t, int lane[CONV_MAX_RUNS],
+                            int64_t yoff[CONV_MAX_RUNS], int len[CONV_MAX_RUNS])
+{
+	int n = 0;
+	for (int64_t q = t->q0, end = t->q0 + t->np; q < end;) {
+		int64_t oh = q / t->Wq, ow = q % t->Wq;
+		if (ow >= t->OW) {
+			q += t->Wq - ow;
+			continue;
+		}
+		int64_t l = t->OW - ow < end - q ? t->OW - ow : end - q;
+		lane[n] = (int)(q - t->q0), yoff[n] = oh * t->OW + ow, len[n] = (int)l;
+		n++;
+		q += l;
+	}
+	return n;
+}
 
 /* The variants' tiles and their widths in pixels. */
 enum { CONV_NP_REF = 16, CONV_NP_AVX2 = 16, CONV_NP_AVX512 = 48 };
@@ -74,8 +101,28 @@ void CONV_TILE_NAME(const ConvTile *t)
 			for (int j = 0; j < CONV_TILE_NP; j++)
 				acc[i][j] += w[i] * bv[j];
 	}
-	for (int i = 0; i < rows; i++)
-		for (int j = 0; j < np; j++)
-			t->out[i * t->ldo + j] = acc[i][j];
+	int lane[CONV_MAX_RUNS], len[CONV_MAX_RUNS];
+	int64_t yoff[CONV_MAX_RUNS];
+	int nruns = conv_runs(t, lane, yoff, len);
+	const kiln_epilogue *ep = t->ep;
+	int act = ep ? ep->act : KILN_ACT_NONE;
+	for (int i = 0; i < rows; i++) {
+		int64_t m = t->m0 + i;
+		float b = t->bias ? t->bias[m] : 0.0f;
+		for (int r = 0; r < nruns; r++) {
+			int64_t at = m * t->ohw + yoff[r];
+			float *y = t->Y + at;
+			for (int u = 0; u < len[r]; u++) {
+				float v = acc[i][lane[r] + u] + b;
+				if (t->res)
+					v += t->res[at + u];
+				if (act == KILN_ACT_RELU)
+					v = v > 0.0f ? v : 0.0f;
+				y[u] = v;
+			}
+			if (act != KILN_ACT_NONE && act != KILN_ACT_RELU)
+				kiln_f32_act(y, len[r], ep);
+		}
+	}
 }
 #endif
