@@ -1,9 +1,11 @@
 /*
  * f32-gemm/avx512.c - the AVX-512 micro-kernel: a tile of up to 12 rows by 32
  * columns (one b32 panel) of C held in 24 zmm accumulators, B rows loaded as
- * two zmm (masked when the panel is narrower), A broadcast one element at a
- * time. The row count is a compile-time constant in each copy of the body
- * (always_inline + a switch), so no loop over rows is left at run time. One
+ * two zmm (masked only when the panel is narrower than 32), A broadcast one
+ * element at a time, k unrolled by four. The row count is a compile-time
+ * constant in each copy of the body (always_inline + a switch), so no loop
+ * over rows is left at run time. The epilogue's parameters are read once per
+ * tile into registers (stores to C could alias them otherwise). One
  * row alone (batch 1) keeps four partial sums per half and unrolls k by four,
  * so the FMA latency is hidden while the panel streams at memory speed.
  * Compiled with -mavx512f -mavx512vl -mavx512bw -mavx512dq (meson.build).
@@ -14,36 +16,57 @@
 
 #define INLINE static inline __attribute__((always_inline))
 
-INLINE __m512 epi(__m512 v, const GemmTile *t, int i, int half, __mmask16 m, __m512 cold)
+/* The tile's epilogue parameters, read once into locals (C's stores could
+ * alias the GemmTile's floats otherwise, and every row would reload them). */
+typedef struct Epi {
+	__m512 alpha, cbeta, lo, hi, cb0, cb1;
+	int scale, with_c, final, act;
+	const float *row_bias, *res;
+	int64_t ldres;
+} Epi;
+
+INLINE Epi epi_of(const GemmTile *t, __mmask16 m0, __mmask16 m1)
 {
-	v = _mm512_mul_ps(v, _mm512_set1_ps(t->alpha));
-	if (t->cbeta != 0.0f)
-		v = _mm512_fmadd_ps(cold, _mm512_set1_ps(t->cbeta), v);
-	if (!t->final)
+	Epi e = {.alpha = _mm512_set1_ps(t->alpha), .cbeta = _mm512_set1_ps(t->cbeta),
+	         .lo = _mm512_set1_ps(t->act_alpha), .hi = _mm512_set1_ps(t->act_beta),
+	         .cb0 = _mm512_setzero_ps(), .cb1 = _mm512_setzero_ps(),
+	         .scale = t->alpha != 1.0f, .with_c = t->cbeta != 0.0f, .final = t->final,
+	         .act = t->act, .row_bias = t->row_bias, .res = t->res, .ldres = t->ldres};
+	if (t->final && t->col_bias) {
+		e.cb0 = _mm512_maskz_loadu_ps(m0, t->col_bias);
+		e.cb1 = _mm512_maskz_loadu_ps(m1, t->col_bias + 16);
+	}
+	return e;
+}
+
+INLINE __m512 epi(__m512 v, const Epi *e, int i, int half, __mmask16 m, __m512 cold)
+{
+	if (e->scale)
+		v = _mm512_mul_ps(v, e->alpha);
+	if (e->with_c)
+		v = _mm512_fmadd_ps(cold, e->cbeta, v);
+	if (!e->final)
 		return v;
-	if (t->col_bias)
-		v = _mm512_add_ps(v, _mm512_maskz_loadu_ps(m, t->col_bias + 16 * half));
-	if (t->row_bias)
-		v = _mm512_add_ps(v, _mm512_set1_ps(t->row_bias[i]));
-	if (t->res)
-		v = _mm512_add_ps(v, _mm512_maskz_loadu_ps(m, t->res + i * t->ldres + 16 * half));
-	switch (t->act) {
+	v = _mm512_add_ps(v, half ? e->cb1 : e->cb0);
+	if (e->row_bias)
+		v = _mm512_add_ps(v, _mm512_set1_ps(e->row_bias[i]));
+	if (e->res)
+		v = _mm512_add_ps(v, _mm512_maskz_loadu_ps(m, e->res + i * e->ldres + 16 * half));
+	switch (e->act) {
 	case KILN_ACT_RELU:
 		/* x > 0 ? x : 0, NaN -> 0 as the scalar code does */
 		v = _mm512_maskz_mov_ps(_mm512_cmp_ps_mask(v, _mm512_setzero_ps(), _CMP_GT_OQ), v);
 		break;
 	case KILN_ACT_LEAKY_RELU: {
 		__mmask16 neg = _mm512_cmp_ps_mask(v, _mm512_setzero_ps(), _CMP_LT_OQ);
-		v = _mm512_mask_mul_ps(v, neg, v, _mm512_set1_ps(t->act_alpha));
+		v = _mm512_mask_mul_ps(v, neg, v, e->lo);
 		break;
 	}
-	case KILN_ACT_CLIP: {
+	case KILN_ACT_CLIP:
 		/* x < lo ? lo : x > hi ? hi : x; NaN stays NaN */
-		__m512 lo = _mm512_set1_ps(t->act_alpha), hi = _mm512_set1_ps(t->act_beta);
-		v = _mm512_mask_mov_ps(v, _mm512_cmp_ps_mask(v, lo, _CMP_LT_OQ), lo);
-		v = _mm512_mask_mov_ps(v, _mm512_cmp_ps_mask(v, hi, _CMP_GT_OQ), hi);
+		v = _mm512_mask_mov_ps(v, _mm512_cmp_ps_mask(v, e->lo, _CMP_LT_OQ), e->lo);
+		v = _mm512_mask_mov_ps(v, _mm512_cmp_ps_mask(v, e->hi, _CMP_GT_OQ), e->hi);
 		break;
-	}
 	default:
 		break;
 	}
@@ -53,21 +76,40 @@ INLINE __m512 epi(__m512 v, const GemmTile *t, int i, int half, __mmask16 m, __m
 INLINE void store_rows(const GemmTile *t, int mr, int two, __mmask16 m0, __mmask16 m1,
                        __m512 *acc0, __m512 *acc1)
 {
+	Epi e = epi_of(t, m0, m1);
+	float *c = t->C;
+	int64_t ldc = t->ldc;
 	#pragma GCC unroll 16
-	for (int i = 0; i < mr; i++) {
-		float *c = t->C + i * t->ldc;
+	for (int i = 0; i < mr; i++, c += ldc) {
 		__m512 c0 = _mm512_setzero_ps(), c1 = _mm512_setzero_ps();
-		if (t->cbeta != 0.0f) {
+		if (e.with_c) {
 			c0 = _mm512_maskz_loadu_ps(m0, c);
 			if (two)
 				c1 = _mm512_maskz_loadu_ps(m1, c + 16);
 		}
-		_mm512_mask_storeu_ps(c, m0, epi(acc0[i], t, i, 0, m0, c0));
+		_mm512_mask_storeu_ps(c, m0, epi(acc0[i], &e, i, 0, m0, c0));
 		if (two)
-			_mm512_mask_storeu_ps(c + 16, m1, epi(acc1[i], t, i, 1, m1, c1));
+			_mm512_mask_storeu_ps(c + 16, m1, epi(acc1[i], &e, i, 1, m1, c1));
 	}
 }
 
+/* One k of the tile: B's row k (two halves) times A's column k. */
+INLINE void tile_step(const float *a, int64_t lda, const float *b, const int mr, const int two,
+                      __mmask16 m0, __mmask16 m1, __m512 *acc0, __m512 *acc1)
+{
+	__m512 b0 = two ? _mm512_loadu_ps(b) : _mm512_maskz_loadu_ps(m0, b);
+	/* two == 2: a full panel, no mask */
+	__m512 b1 = two == 2 ? _mm512_loadu_ps(b + 16) : two ? _mm512_maskz_loadu_ps(m1, b + 16) : b0;
+	#pragma GCC unroll 16
+	for (int i = 0; i < mr; i++) {
+		__m512 av = _mm512_set1_ps(a[i * lda]);
+		acc0[i] = _mm512_fmadd_ps(av, b0, acc0[i]);
+		if (two)
+			acc1[i] = _mm512_fmadd_ps(av, b1, acc1[i]);
+	}
+}
+
+/* k unrolled by four, so the loop costs no FMA slots. */
 INLINE void tile_rows(const GemmTile *t, const int mr, const int two)
 {
 	__m512 acc0[12], acc1[12];
@@ -78,18 +120,15 @@ INLINE void tile_rows(const GemmTile *t, const int mr, const int two)
 	__mmask16 m0 = w >= 16 ? (__mmask16)0xffff : (__mmask16)((1u << w) - 1);
 	__mmask16 m1 = w >= 32 ? (__mmask16)0xffff : w > 16 ? (__mmask16)((1u << (w - 16)) - 1) : 0;
 	const float *a = t->A, *b = t->B;
-	int64_t lda = t->lda, ldb = t->ldb;
-	for (int64_t k = 0; k < t->K; k++, b += ldb) {
-		__m512 b0 = _mm512_maskz_loadu_ps(m0, b);
-		__m512 b1 = two ? _mm512_maskz_loadu_ps(m1, b + 16) : b0;
-		#pragma GCC unroll 16
-		for (int i = 0; i < mr; i++) {
-			__m512 av = _mm512_set1_ps(a[i * lda + k]);
-			acc0[i] = _mm512_fmadd_ps(av, b0, acc0[i]);
-			if (two)
-				acc1[i] = _mm512_fmadd_ps(av, b1, acc1[i]);
-		}
+	int64_t lda = t->lda, ldb = t->ldb, K = t->K, k = 0;
+	for (; k + 4 <= K; k += 4, b += 4 * ldb) {
+		tile_step(a + k, lda, b, mr, two, m0, m1, acc0, acc1);
+		tile_step(a + k + 1, lda, b + ldb, mr, two, m0, m1, acc0, acc1);
+		tile_step(a + k + 2, lda, b + 2 * ldb, mr, two, m0, m1, acc0, acc1);
+		tile_step(a + k + 3, lda, b + 3 * ldb, mr, two, m0, m1, acc0, acc1);
 	}
+	for (; k < K; k++, b += ldb)
+		tile_step(a + k, lda, b, mr, two, m0, m1, acc0, acc1);
 	store_rows(t, mr, two, m0, m1, acc0, acc1);
 }
 
@@ -126,15 +165,12 @@ INLINE void tile_row1(const GemmTile *t, const int two)
 
 #define ROWS(n) \
 	case n: \
-		if (two) \
-			tile_rows(t, n, 1); \
-		else \
-			tile_rows(t, n, 0); \
+		two == 2 ? tile_rows(t, n, 2) : two ? tile_rows(t, n, 1) : tile_rows(t, n, 0); \
 		break;
 
 void kiln_gemm_tile_avx512(const GemmTile *t)
 {
-	int two = t->w > 16;
+	int two = t->w == 32 ? 2 : t->w > 16;
 	switch (t->mr) {
 	case 1:
 		if (two)
@@ -213,6 +249,34 @@ void kiln_gemm_dot_avx512(const GemmDot *d)
 	}
 }
 
+/* r[i] = row i of a 16 x 16 block in, column i out: 32-bit, 64-bit, then
+ * 128-bit lane shuffles. */
+INLINE void transpose16(__m512 r[16])
+{
+	__m512 t[16];
+	for (int i = 0; i < 16; i += 2) {
+		t[i] = _mm512_unpacklo_ps(r[i], r[i + 1]);
+		t[i + 1] = _mm512_unpackhi_ps(r[i], r[i + 1]);
+	}
+	for (int i = 0; i < 16; i += 4)
+		for (int q = 0; q < 2; q++) {
+			__m512d a = _mm512_castps_pd(t[i + q]), b = _mm512_castps_pd(t[i + q + 2]);
+			r[i + q] = _mm512_castpd_ps(_mm512_unpacklo_pd(a, b));
+			r[i + q + 2] = _mm512_castpd_ps(_mm512_unpackhi_pd(a, b));
+		}
+	for (int i = 0; i < 16; i += 8)
+		for (int q = 0; q < 4; q++) {
+			t[i + q] = _mm512_shuffle_f32x4(r[i + q], r[i + q + 4], 0x88);
+			t[i + q + 4] = _mm512_shuffle_f32x4(r[i + q], r[i + q + 4], 0xdd);
+		}
+	/* t[m] now holds column perm(m), perm swapping 1 and 2 in each group of 4 */
+	static const int col_of[16] = {0, 2, 1, 3, 4, 6, 5, 7, 8, 10, 9, 11, 12, 14, 13, 15};
+	for (int q = 0; q < 8; q++) {
+		r[col_of[q]] = _mm512_shuffle_f32x4(t[q], t[q + 8], 0x88);
+		r[col_of[q + 8]] = _mm512_shuffle_f32x4(t[q], t[q + 8], 0xdd);
+	}
+}
+
 /* pack.h's panel for a transposed B (element (k, n) at src[n * cs + k]):
  * 16 x 16 blocks transposed in registers, so the panel is written in full
  * rows of 16 instead of one float at a time. Rows and columns past the
@@ -225,7 +289,7 @@ void kiln_pack_b32_t_avx512(const float *src, int64_t cs, int64_t N, int64_t n0,
 	for (; k + 16 <= kc; k += 16) {
 		int64_t j = 0;
 		for (; j + 16 <= w; j += 16) {
-			__m512 r[16], t[16];
+			__m512 r[16];
 			/* the next panel's rows, one block ahead: B is usually a weight
 			 * read from memory once per call (a tied embedding) */
 			if (n0 + KILN_PACK_NR + j + 16 <= N)
@@ -234,30 +298,9 @@ void kiln_pack_b32_t_avx512(const float *src, int64_t cs, int64_t N, int64_t n0,
 					             _MM_HINT_T0);
 			for (int i = 0; i < 16; i++)
 				r[i] = _mm512_loadu_ps(src + (n0 + j + i) * cs + k0 + k);
-			/* 16 x 16 transpose: 32-bit, 64-bit, then 128-bit lane shuffles */
-			for (int i = 0; i < 16; i += 2) {
-				t[i] = _mm512_unpacklo_ps(r[i], r[i + 1]);
-				t[i + 1] = _mm512_unpackhi_ps(r[i], r[i + 1]);
-			}
-			for (int i = 0; i < 16; i += 4)
-				for (int q = 0; q < 2; q++) {
-					__m512d a = _mm512_castps_pd(t[i + q]), b = _mm512_castps_pd(t[i + q + 2]);
-					r[i + q] = _mm512_castpd_ps(_mm512_unpacklo_pd(a, b));
-					r[i + q + 2] = _mm512_castpd_ps(_mm512_unpackhi_pd(a, b));
-				}
-			for (int i = 0; i < 16; i += 8)
-				for (int q = 0; q < 4; q++) {
-					t[i + q] = _mm512_shuffle_f32x4(r[i + q], r[i + q + 4], 0x88);
-					t[i + q + 4] = _mm512_shuffle_f32x4(r[i + q], r[i + q + 4], 0xdd);
-				}
-			for (int q = 0; q < 8; q++) {
-				r[q] = _mm512_shuffle_f32x4(t[q], t[q + 8], 0x88);
-				r[q + 8] = _mm512_shuffle_f32x4(t[q], t[q + 8], 0xdd);
-			}
-			/* r[m] now holds column k + perm(m) of the 16 rows */
-			static const int row_of[16] = {0, 2, 1, 3, 4, 6, 5, 7, 8, 10, 9, 11, 12, 14, 13, 15};
+			transpose16(r);
 			for (int m = 0; m < 16; m++)
-				_mm512_storeu_ps(dst + (k + row_of[m]) * w + j, r[m]);
+				_mm512_storeu_ps(dst + (k + m) * w + j, r[m]);
 		}
 		for (; j < w; j++)
 			for (int i = 0; i < 16; i++)

@@ -7,10 +7,10 @@
  * layout of pack.h, so the kernels read them as one stream per panel with no
  * copy at run time), or its rows are read in place, or it is packed on the
  * fly, a panel and at most KC rows at a time, into a 32 KiB buffer on the
- * stack (any strides: Gemm transB, the convolution's implicit im2col). The
- * loop order keeps the operand that is reused in L2 (see kiln_gemm_run).
- * When K is cut into blocks, the first one applies beta and the last one the
- * epilogue. Nothing is allocated; the result
+ * stack (any strides: Gemm transB, the convolution's implicit im2col). K is
+ * cut into blocks (of at most 256 rows, so a panel's block stays in L1 while
+ * the tiles pass over it); the first one applies beta and the last one the
+ * epilogue. Rows spread evenly over the tiles. Nothing is allocated; the result
  * depends only on the inputs and the variant (a fixed summation order).
  */
 #include <stddef.h>
@@ -27,6 +27,35 @@ static int inline_act(int act)
 {
 	return act == KILN_ACT_NONE || act == KILN_ACT_RELU || act == KILN_ACT_LEAKY_RELU ||
 	       act == KILN_ACT_CLIP;
+}
+
+/* The first row of tile ti of nt over M rows: the rows spread evenly (64 =
+ * 6 x ~11, not 5 x 12 + 4: a short tile has too few accumulators). */
+static int64_t tile_row(int64_t ti, int64_t nt, int64_t M)
+{
+	return ti * M / nt;
+}
+
+/* Tiles [t0, t1) of nt over M rows, in C's columns [n0, n0 + t->w): A's
+ * rows at a (lda apart, the K block's first column). */
+static void run_tiles(gemm_tile_fn tile, GemmTile *t, const GemmEpi *e, int late_act,
+                      int64_t t0, int64_t t1, int64_t nt, int64_t M, const float *a,
+                      int64_t lda, float *C, int64_t ldc, int64_t n0)
+{
+	t->lda = lda;
+	for (int64_t ti = t0; ti < t1; ti++) {
+		int64_t m = tile_row(ti, nt, M);
+		t->mr = (int)(tile_row(ti + 1, nt, M) - m);
+		t->A = a + m * lda;
+		t->C = C + m * ldc + n0;
+		t->col_bias = e->col_bias ? e->col_bias + n0 : NULL;
+		t->row_bias = e->row_bias ? e->row_bias + m : NULL;
+		t->res = e->res ? e->res + m * e->ldres + n0 : NULL;
+		tile(t);
+		if (t->final && late_act)
+			for (int i = 0; i < t->mr; i++)
+				kiln_f32_act(t->C + i * ldc, t->w, e->ep);
+	}
 }
 
 void kiln_gemm_run(int64_t M, int64_t N, int64_t K, const float *A, int64_t lda,
@@ -46,62 +75,60 @@ void kiln_gemm_run(int64_t M, int64_t N, int64_t K, const float *A, int64_t lda,
 	const kiln_epilogue *ep = e->ep;
 	int act = ep ? ep->act : KILN_ACT_NONE;
 	int late_act = !inline_act(act);
-	int in_place = b->packed || b->direct;
 	float panel[KC * KILN_PACK_NR];
-	GemmTile t = {.lda = lda, .ldc = ldc, .ldres = e->ldres,
-	              .act = late_act ? KILN_ACT_NONE : act,
+	GemmTile t = {.ldc = ldc, .ldres = e->ldres, .act = late_act ? KILN_ACT_NONE : act,
 	              .act_alpha = ep ? ep->alpha : 0.0f, .act_beta = ep ? ep->beta : 0.0f};
-	/* B in place (packed weights, or rows read where they are): blocks of A's
-	 * rows stay in L2 while every panel passes over them, K in one go. B
-	 * packed here: K is cut into blocks, outermost, so each (block, panel) is
-	 * packed once and the block of A (M x KC, often a convolution's weights,
-	 * too big for L2 whole) stays in L2 while every panel passes; C
-	 * accumulates across the blocks. */
-	int64_t mc = A_BLOCK_BYTES / 4 / (K > 0 ? K : 1);
-	mc = !in_place ? M : mc < MR ? MR : mc / MR * MR;
-	int64_t kc = in_place ? (K > 0 ? K : 1) : KC;
-	for (int64_t m0 = 0; m0 < M; m0 += mc) {
-		int64_t m_end = M - m0 < mc ? M : m0 + mc;
+	int64_t nt = (M + MR - 1) / MR;
+	/* K in blocks of at most GEMM_KBLOCK rows, spread evenly; the first
+	 * applies beta, the last the epilogue, C accumulates in between. */
+	int64_t nkb = (K + GEMM_KBLOCK - 1) / GEMM_KBLOCK;
+	int64_t kc = nkb > 1 ? (K + nkb - 1) / nkb : K;
+	if (!b->packed && !b->direct) {
+		/* B packed here: each (K block, panel) is packed once and every tile
+		 * of A passes over it; A's block (M x kc, often a convolution's
+		 * weights, too big for L2 whole) is read in place. */
 		int64_t k0 = 0;
 		do {
-			int64_t kb = K - k0 < kc ? K - k0 : kc;
-			t.K = kb;
-			t.alpha = e->alpha;
-			t.cbeta = k0 == 0 ? e->beta : 1.0f;
+			int64_t kb = K - k0 < KC ? K - k0 : KC;
+			t.K = kb, t.alpha = e->alpha, t.cbeta = k0 == 0 ? e->beta : 1.0f;
 			t.final = k0 + kb >= K;
+			for (int64_t n0 = 0; n0 < N; n0 += KILN_PACK_NR) {
+				t.w = (int)kiln_pack_b32_width(N, n0);
+				b->pack(b, n0, k0, kb, panel);
+				t.B = panel, t.ldb = t.w;
+				run_tiles(tile, &t, e, late_act, 0, nt, nt, M, A + k0, lda, C, ldc, n0);
+			}
+			k0 += kb;
+		} while (k0 < K);
+		return;
+	}
+	/* B in place (packed weights, or rows read where they are): per K block
+	 * (a panel's block, 32 KiB, stays in L1 while every tile passes over it),
+	 * blocks of A's rows (in L2) see every panel. */
+	int64_t mb = A_BLOCK_BYTES / 4 / (kc > 0 ? kc : 1) / MR;
+	int64_t tpb = mb > 0 ? mb : 1;
+	int64_t k0 = 0;
+	do {
+		int64_t kb = K - k0 < kc ? K - k0 : kc;
+		t.K = kb, t.alpha = e->alpha, t.cbeta = k0 == 0 ? e->beta : 1.0f;
+		t.final = k0 + kb >= K;
+		for (int64_t t0 = 0; t0 < nt; t0 += tpb) {
+			int64_t t1 = t0 + tpb < nt ? t0 + tpb : nt;
 			for (int64_t n0 = 0; n0 < N; n0 += KILN_PACK_NR) {
 				int64_t w = kiln_pack_b32_width(N, n0);
 				t.w = (int)w;
 				if (b->packed) {
 					t.B = b->packed + n0 * K + k0 * w;
 					t.ldb = w;
-				} else if (b->direct) {
+				} else {
 					t.B = b->direct + k0 * b->ld + n0;
 					t.ldb = b->ld;
-				} else {
-					b->pack(b, n0, k0, kb, panel);
-					t.B = panel;
-					t.ldb = w;
 				}
-				for (int64_t m = m0; m < m_end; m += t.mr) {
-					/* rows spread evenly over the tiles left (64 = 6 x ~11, not
-					 * 5 x 12 + 4): a short tile has too few accumulators */
-					int64_t left = m_end - m, ntiles = (left + MR - 1) / MR;
-					t.mr = (int)((left + ntiles - 1) / ntiles);
-					t.A = A + m * lda + k0;
-					t.C = C + m * ldc + n0;
-					t.col_bias = e->col_bias ? e->col_bias + n0 : NULL;
-					t.row_bias = e->row_bias ? e->row_bias + m : NULL;
-					t.res = e->res ? e->res + m * e->ldres + n0 : NULL;
-					tile(&t);
-					if (t.final && late_act)
-						for (int i = 0; i < t.mr; i++)
-							kiln_f32_act(t.C + i * ldc, w, ep);
-				}
+				run_tiles(tile, &t, e, late_act, t0, t1, nt, M, A + k0, lda, C, ldc, n0);
 			}
-			k0 += kb;
-		} while (k0 < K);
-	}
+		}
+		k0 += kb;
+	} while (k0 < K);
 }
 
 static void pack_strided(const GemmBSrc *s, int64_t n0, int64_t k0, int64_t kc, float *dst)

@@ -42,6 +42,10 @@ typedef struct GemmTile {
 	float act_alpha, act_beta;
 } GemmTile;
 
+/* The driver's K blocks over B in place: at most GEMM_KBLOCK rows, so a
+ * panel's block (32 KiB) stays in L1 while the tiles pass over it. */
+enum { GEMM_KBLOCK = 256 };
+
 typedef void (*gemm_tile_fn)(const GemmTile *t);
 
 /* Micro-kernels: avx512 MR = 12 (two zmm per row), avx2 MR = 6 (the panel as
