@@ -40,7 +40,7 @@ static int64_t tile_row(int64_t ti, int64_t nt, int64_t M)
  * rows at a (lda apart, the K block's first column). */
 static void run_tiles(gemm_tile_fn tile, GemmTile *t, const GemmEpi *e, int late_act,
                       int64_t t0, int64_t t1, int64_t nt, int64_t M, const float *a,
-                      int64_t lda, float *C, int64_t ldc, int64_t n0)
+                      int64_t lda, float *C, int64_t ldc, int64_t n0, int64_t N)
 {
 	t->lda = lda;
 	for (int64_t ti = t0; ti < t1; ti++) {
@@ -52,9 +52,11 @@ static void run_tiles(gemm_tile_fn tile, GemmTile *t, const GemmEpi *e, int late
 		t->row_bias = e->row_bias ? e->row_bias + m : NULL;
 		t->res = e->res ? e->res + m * e->ldres + n0 : NULL;
 		tile(t);
-		if (t->final && late_act)
+		/* the exp-based activations: on the last panel, over the tile's rows
+		 * whole (one call per row, not per panel) */
+		if (t->final && late_act && n0 + t->w >= N)
 			for (int i = 0; i < t->mr; i++)
-				kiln_f32_act(t->C + i * ldc, t->w, e->ep);
+				kiln_f32_act(C + (m + i) * ldc, N, e->ep);
 	}
 }
 
@@ -96,7 +98,7 @@ void kiln_gemm_run(int64_t M, int64_t N, int64_t K, const float *A, int64_t lda,
 				t.w = (int)kiln_pack_b32_width(N, n0);
 				b->pack(b, n0, k0, kb, panel);
 				t.B = panel, t.ldb = t.w;
-				run_tiles(tile, &t, e, late_act, 0, nt, nt, M, A + k0, lda, C, ldc, n0);
+				run_tiles(tile, &t, e, late_act, 0, nt, nt, M, A + k0, lda, C, ldc, n0, N);
 			}
 			k0 += kb;
 		} while (k0 < K);
@@ -124,7 +126,7 @@ void kiln_gemm_run(int64_t M, int64_t N, int64_t K, const float *A, int64_t lda,
 					t.B = b->direct + k0 * b->ld + n0;
 					t.ldb = b->ld;
 				}
-				run_tiles(tile, &t, e, late_act, t0, t1, nt, M, A + k0, lda, C, ldc, n0);
+				run_tiles(tile, &t, e, late_act, t0, t1, nt, M, A + k0, lda, C, ldc, n0, N);
 			}
 		}
 		k0 += kb;
