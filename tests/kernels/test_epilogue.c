@@ -78,7 +78,8 @@ static void test_gemm(int64_t M, int64_t N, int64_t K, int trans_b, int with_bia
 }
 
 /* B as float16 bit patterns: the reference widens them exactly too. Sizes
- * cross the kernel's 64 x 256 panels. */
+ * cross the kernels' 32-column panels and 256-row K blocks, B in both
+ * layouts, batch 1 too. */
 static void test_gemm_f16b(int64_t M, int64_t N, int64_t K, int trans_b, int act)
 {
 	float *A = malloc(sizeof(float) * (size_t)(M * K + 1));
@@ -105,6 +106,25 @@ static void test_gemm_f16b(int64_t M, int64_t N, int64_t K, int trans_b, int act
 			ok = close_enough(C[m * N + n], want, mag + 1e-30, 2e-5);
 		}
 	CHECK(ok, "kiln_f32_gemm_f16b");
+
+	/* the same product with B widened to float32 first, through the float32
+	 * kernel of the same variant: the same values, so close to rounding */
+	float *Bf = malloc(sizeof(float) * (size_t)(K * N + 1));
+	float *Cf = malloc(sizeof(float) * (size_t)(M * N + 1));
+	for (int64_t i = 0; i < K * N; i++)
+		Bf[i] = kiln_f16_to_f32(B[i]);
+	kiln_f32_gemm_ep(M, N, K, 1.0f, A, K, 1, Bf, trans_b ? 1 : N, trans_b ? K : 1, 0.0f, Cf, N,
+	                 &ep);
+	ok = 1;
+	for (int64_t m = 0; m < M && ok; m++)
+		for (int64_t n = 0; n < N && ok; n++) {
+			double mag = fabs((double)bias[n]);
+			for (int64_t k = 0; k < K; k++)
+				mag += fabs((double)A[m * K + k] * (double)Bf[trans_b ? n * K + k : k * N + n]);
+			ok = close_enough(C[m * N + n], (double)Cf[m * N + n], mag + 1e-30, 2e-5);
+		}
+	CHECK(ok, "kiln_f32_gemm_f16b against kiln_f32_gemm_ep on B widened");
+	free(Bf), free(Cf);
 	free(A), free(B), free(C), free(bias);
 }
 
@@ -239,6 +259,8 @@ int main(void)
 		test_conv(act, 1, 2);
 		test_gemm_f16b(3, 300, 130, 0, act);
 		test_gemm_f16b(17, 37, 70, 1, act);
+		test_gemm_f16b(1, 70, 513, 1, act);  /* batch 1, K blocks, transposed */
+		test_gemm_f16b(26, 33, 300, 0, act);
 	}
 	test_conv_f16_shape(2, 6, 5, 7, 4, 2, 3, 3, 2, 1);   /* groups, stride 2 */
 	test_conv_f16_shape(1, 64, 4, 4, 600, 1, 1, 1, 1, 0); /* 1x1 GEMM, three panels */

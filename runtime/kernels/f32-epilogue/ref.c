@@ -106,10 +106,12 @@ void kiln_f16_widen(const uint16_t *src, int64_t stride, float *dst, int64_t n)
 		dst[i] = kiln_f16_to_f32(src[i * stride]);
 }
 
-void kiln_f32_gemm_f16b(int64_t M, int64_t N, int64_t K, float alpha, const float *A,
-                        int64_t a_row_stride, int64_t a_col_stride, const uint16_t *B,
-                        int64_t b_row_stride, int64_t b_col_stride, float beta, float *C,
-                        int64_t c_row_stride, const kiln_epilogue *ep)
+/* The reference for f32-gemm/driver.c's kiln_f32_gemm_f16b (the ref
+ * variant, and a strided A). */
+void kiln_f32_gemm_f16b_ref(int64_t M, int64_t N, int64_t K, float alpha, const float *A,
+                            int64_t a_row_stride, int64_t a_col_stride, const uint16_t *B,
+                            int64_t b_row_stride, int64_t b_col_stride, float beta, float *C,
+                            int64_t c_row_stride, const kiln_epilogue *ep)
 {
 	/* Blocks of B widened into a stack panel (64 KiB: no allocation), each
 	 * multiplied by the stock kernel; later K blocks accumulate (beta 1). */

@@ -16,6 +16,7 @@
 #include <stddef.h>
 
 #include "../isa.h"
+#include "../f32-epilogue/epilogue.h"
 #include "gemm.h"
 
 enum {
@@ -133,15 +134,46 @@ void kiln_gemm_run(int64_t M, int64_t N, int64_t K, const float *A, int64_t lda,
 	} while (k0 < K);
 }
 
-static void pack_strided(const GemmBSrc *s, int64_t n0, int64_t k0, int64_t kc, float *dst)
+/* The panel at column n0, rows [k0, k0 + kc), of a B whose columns are
+ * contiguous (element (k, n) at src[n * cs + k]): transposed in registers
+ * where the variant can. */
+static void pack_t(const float *src, int64_t cs, int64_t N, int64_t n0, int64_t k0, int64_t kc,
+                   float *dst)
 {
 #ifdef KILN_HAVE_X86_VARIANTS
-	if (s->rs == 1 && kiln_isa() == KILN_ISA_AVX512) {
-		kiln_pack_b32_t_avx512(s->src, s->cs, s->N, n0, k0, kc, dst);
+	if (kiln_isa() == KILN_ISA_AVX512) {
+		kiln_pack_b32_t_avx512(src, cs, N, n0, k0, kc, dst);
 		return;
 	}
 #endif
-	kiln_pack_b32_panel(s->src, s->rs, s->cs, s->N, n0, k0, kc, dst);
+	kiln_pack_b32_panel(src, 1, cs, N, n0, k0, kc, dst);
+}
+
+static void pack_strided(const GemmBSrc *s, int64_t n0, int64_t k0, int64_t kc, float *dst)
+{
+	if (s->rs == 1)
+		pack_t(s->src, s->cs, s->N, n0, k0, kc, dst);
+	else
+		kiln_pack_b32_panel(s->src, s->rs, s->cs, s->N, n0, k0, kc, dst);
+}
+
+/* pack_strided for a float16 B (ctx; strides rs, cs): widened as it is
+ * packed, rows of the panel with F16C where they are contiguous; a
+ * transposed B (rs == 1) is widened column by column into a stack block and
+ * transposed from there. */
+static void pack_f16(const GemmBSrc *s, int64_t n0, int64_t k0, int64_t kc, float *dst)
+{
+	const uint16_t *src = s->ctx;
+	int64_t w = kiln_pack_b32_width(s->N, n0);
+	if (s->rs == 1 && s->cs != 1) {
+		float cols[KILN_PACK_NR * KC];
+		for (int64_t j = 0; j < w; j++)
+			kiln_f16_widen(src + (n0 + j) * s->cs + k0, 1, cols + j * kc, kc);
+		pack_t(cols, kc, w, 0, 0, kc, dst);
+		return;
+	}
+	for (int64_t k = 0; k < kc; k++)
+		kiln_f16_widen(src + (k0 + k) * s->rs + n0 * s->cs, s->cs, dst + k * w, w);
 }
 
 /* Worth the packed path: A's rows contiguous (transA = 0). Everything else
@@ -197,4 +229,21 @@ void kiln_f32_gemm_pb(int64_t M, int64_t N, int64_t K, float alpha, const float 
 	GemmBSrc src = {.packed = Bp, .N = N};
 	GemmEpi e = {.alpha = alpha, .beta = beta, .col_bias = ep ? ep->bias : NULL, .ep = ep};
 	kiln_gemm_run(M, N, K, A, lda, &src, C, ldc, &e);
+}
+
+void kiln_f32_gemm_f16b(int64_t M, int64_t N, int64_t K, float alpha, const float *A,
+                        int64_t a_row_stride, int64_t a_col_stride, const uint16_t *B,
+                        int64_t b_row_stride, int64_t b_col_stride, float beta, float *C,
+                        int64_t c_row_stride, const kiln_epilogue *ep)
+{
+	if (kiln_isa() == KILN_ISA_REF || a_col_stride != 1) {
+		kiln_f32_gemm_f16b_ref(M, N, K, alpha, A, a_row_stride, a_col_stride, B, b_row_stride,
+		                       b_col_stride, beta, C, c_row_stride, ep);
+		return;
+	}
+	/* B widened panel by panel into the stack panel the kernels read, as a
+	 * strided float B is packed (K blocks outermost, each widened once) */
+	GemmBSrc src = {.pack = pack_f16, .ctx = B, .rs = b_row_stride, .cs = b_col_stride, .N = N};
+	GemmEpi e = {.alpha = alpha, .beta = beta, .col_bias = ep ? ep->bias : NULL, .ep = ep};
+	kiln_gemm_run(M, N, K, A, a_row_stride, &src, C, c_row_stride, &e);
 }

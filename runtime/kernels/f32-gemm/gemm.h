@@ -99,7 +99,7 @@ typedef struct GemmBSrc {
 	const float *src;          /* pack()'s data */
 	int64_t rs, cs;            /* strided source: element (k, n) at src[k*rs + n*cs] */
 	int64_t N;                 /* columns of B */
-	const void *ctx;           /* the convolution's geometry */
+	const void *ctx;           /* the convolution's geometry, or a float16 B */
 } GemmBSrc;
 
 /* Whether rows of B ld floats apart can be read in place: not when they are
@@ -126,6 +126,13 @@ void kiln_f32_gemm_ref(int64_t M, int64_t N, int64_t K, float alpha, const float
                        int64_t a_row_stride, int64_t a_col_stride, const float *B,
                        int64_t b_row_stride, int64_t b_col_stride, float beta, float *C,
                        int64_t c_row_stride);
+
+/* kiln_f32_gemm_f16b's reference (f32-epilogue/ref.c): B widened a block at a
+ * time into a stack panel for kiln_f32_gemm. */
+void kiln_f32_gemm_f16b_ref(int64_t M, int64_t N, int64_t K, float alpha, const float *A,
+                            int64_t a_row_stride, int64_t a_col_stride, const uint16_t *B,
+                            int64_t b_row_stride, int64_t b_col_stride, float beta, float *C,
+                            int64_t c_row_stride, const kiln_epilogue *ep);
 
 /* The reference direct-loop convolution of f32-conv/ref.c. */
 void kiln_f32_conv2d_ref(const kiln_conv2d_params *p, const float *X, const float *W,
