@@ -5,10 +5,11 @@
  *
  * attr_types.def lists (domain, op type, since version, attribute, type) for
  * every schema of ai.onnx and ai.onnx.ml, generated from the installed onnx
- * package by scripts/gen_attr_types.py and sorted, so a lookup is a binary
- * search. A node whose schema version is not in the table (an opset newer
- * than that package) and an attribute the schema does not name (kiln's own
- * kiln.* attributes, extensions) are not checked here; the accessors in
+ * package (onnx 1.12: opsets up to 17) by scripts/gen_attr_types.py and
+ * sorted, so a lookup is a binary search; attr_types_later.def, written by
+ * hand from ONNX's changelog, does the same for the schema versions of opsets
+ * 18 to 21 kiln accepts. An attribute the schema does not name (kiln's own
+ * kiln.* attributes, extensions) is not checked here; the accessors in
  * shape.c still check the type of what they read.
  */
 #include <stdlib.h>
@@ -23,11 +24,14 @@ typedef struct AttrRow {
 	AttrType type;
 } AttrRow;
 
-static const AttrRow rows[] = {
 #define ATTR(dom, op, since, name, type) {dom, op, since, name, type},
+static const AttrRow rows[] = {
 #include "attr_types.def"
-#undef ATTR
 };
+static const AttrRow later_rows[] = {
+#include "attr_types_later.def"
+};
+#undef ATTR
 
 static int cmp_key(const void *key, const void *row)
 {
@@ -68,6 +72,9 @@ void attr_check_types(const Graph *g, const Node *n, Diag *d)
 		AttrRow key = {domain, op_info(n->op)->op_type, n->since, a->name, AT_UNDEFINED};
 		const AttrRow *r = bsearch(&key, rows, sizeof rows / sizeof rows[0], sizeof rows[0],
 		                           cmp_key);
+		if (!r && n->since >= 18)
+			r = bsearch(&key, later_rows, sizeof later_rows / sizeof later_rows[0],
+			            sizeof later_rows[0], cmp_key);
 		if (r && r->type != a->type)
 			diag_fail_node(d, g, n, KILN_INVALID_MODEL, "attribute \"%s\" is %s; %s-%d takes %s",
 			               a->name, type_name(a->type), key.op_type, n->since,

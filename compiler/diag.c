@@ -20,6 +20,7 @@ const Limits kiln_default_limits = {
 	.max_elements = (int64_t)1 << 36,
 	.max_arena_bytes = (int64_t)16 << 30,
 	.max_c_bytes = (int64_t)256 << 20,
+	.max_depth = 20,
 };
 
 /* Names from the model are untrusted: keep messages on one printable line. */

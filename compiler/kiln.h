@@ -103,7 +103,11 @@ typedef struct Limits {
 	int64_t max_elements;     /* elements of one tensor, any dim at least 1 (--max-elements) */
 	int64_t max_arena_bytes;  /* one signature's arena, one kiln_run context (--max-arena, MiB) */
 	int64_t max_c_bytes;      /* the generated NAME.c (--max-c-size, MiB) */
+	int64_t max_depth;        /* If/Loop/Scan subgraphs nested in one another (--max-depth) */
 } Limits;
+/* --max-depth is at most this: every nested graph costs a few stack frames in
+ * the loader, shape inference and the emitter. */
+#define KILN_MAX_DEPTH_CAP 256
 extern const Limits kiln_default_limits;
 
 /* ---- ir.c: the graph -------------------------------------------------- */
@@ -309,14 +313,17 @@ typedef struct Stub {
 	uint64_t bytes;
 } Stub;
 #define WIRE_STUB_FIELD 536870911u   /* highest protobuf field number */
+/* Protobuf messages nest at most WIRE_MAX_DEPTH levels besides subgraphs;
+ * each subgraph level (NodeProto, AttributeProto, GraphProto) adds 3. */
 #define WIRE_MAX_DEPTH 64
 
 struct ProtobufCMessageDescriptor;
 /* Copy the message in buf to a "skeleton" without the large TensorProto
  * payloads: each is replaced by an unknown field WIRE_STUB_FIELD holding a
- * Stub. Validates the wire format and nesting depth on the way. */
+ * Stub. Validates the wire format and nesting depth on the way (subgraphs
+ * max_graph_depth deep, see Limits.max_depth). */
 uint8_t *wire_skeleton(const struct ProtobufCMessageDescriptor *desc, const uint8_t *buf,
-                       size_t len, size_t *out_len, Arena *a, Diag *d);
+                       size_t len, size_t *out_len, int64_t max_graph_depth, Arena *a, Diag *d);
 bool wire_stub_decode(const uint8_t *data, size_t len, Stub *out);
 
 /* ---- ops.c: the op registry ------------------------------------------- */

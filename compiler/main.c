@@ -61,8 +61,10 @@ static const HelpRow options_help[] = {
 	 C_INFO | C_CHECK | C_DUMP | C_COMPILE},
 	{"--max-arena=MB", "most bytes of one arena or kiln_run context (default\n16384)",
 	 C_INFO | C_DUMP | C_COMPILE},
-	{"--max-c-size=MB", "largest generated NAME.c (default 256); all four:\ndocs/limits.md",
-	 C_COMPILE},
+	{"--max-c-size=MB", "largest generated NAME.c (default 256)", C_COMPILE},
+	{"--max-depth=N", "most levels of If/Loop/Scan subgraphs nested in one\n"
+	                  "another (default 20, at most 256); all five: docs/limits.md",
+	 C_INFO | C_CHECK | C_DUMP | C_COMPILE},
 	{"--name=NAME", "C prefix of the generated symbols (default: the\nmodel's file name)", C_COMPILE},
 	{"-o DIR, --output=DIR", "where compile writes its files (default .)", C_COMPILE},
 	{"--target=TRIPLE", "target of the weights object (default: the host);\n"
@@ -159,7 +161,7 @@ typedef struct Options {
 	char **paths;                 /* verify: every CASE_DIR */
 	int npaths;
 	size_t max_memory_mb;
-	Limits limits;                /* --max-nodes, --max-elements, --max-arena, --max-c-size */
+	Limits limits;                /* --max-nodes, --max-elements, --max-arena, --max-c-size, --max-depth */
 	int64_t batches[MAX_LIST];
 	int nbatches;
 	ShapeOverride shapes[MAX_LIST];
@@ -248,11 +250,13 @@ static bool limit_flag(int argc, char **argv, int *i, Limits *l, bool *missing, 
 		const char *flag;
 		size_t field;
 		int shift;
+		int64_t max;
 	} flags[] = {
-		{"--max-nodes", offsetof(Limits, max_nodes), 0},
-		{"--max-elements", offsetof(Limits, max_elements), 0},
-		{"--max-arena", offsetof(Limits, max_arena_bytes), 20},
-		{"--max-c-size", offsetof(Limits, max_c_bytes), 20},
+		{"--max-nodes", offsetof(Limits, max_nodes), 0, INT64_MAX},
+		{"--max-elements", offsetof(Limits, max_elements), 0, INT64_MAX},
+		{"--max-arena", offsetof(Limits, max_arena_bytes), 20, INT64_MAX >> 20},
+		{"--max-c-size", offsetof(Limits, max_c_bytes), 20, INT64_MAX >> 20},
+		{"--max-depth", offsetof(Limits, max_depth), 0, KILN_MAX_DEPTH_CAP},
 	};
 	for (size_t k = 0; k < sizeof flags / sizeof flags[0]; k++) {
 		const char *v = flag_value(argc, argv, i, flags[k].flag, missing);
@@ -261,7 +265,7 @@ static bool limit_flag(int argc, char **argv, int *i, Limits *l, bool *missing, 
 		char *end;
 		errno = 0;
 		long long n = strtoll(v, &end, 10);
-		*bad = !*missing && (!*v || *end || errno || n < 1 || n > (INT64_MAX >> flags[k].shift));
+		*bad = !*missing && (!*v || *end || errno || n < 1 || n > flags[k].max);
 		if (!*bad)
 			*(int64_t *)((char *)l + flags[k].field) = (int64_t)n << flags[k].shift;
 		return true;
@@ -386,7 +390,9 @@ static int parse_args(int argc, char **argv, Options *o)
 				o->bind.nbatch_dims++;
 			} else if (limit_flag(argc, argv, &i, &o->limits, &missing, &bad)) {
 				if (bad)
-					return usage_error("%s needs a positive whole number", a);
+					return usage_error(strncmp(a, "--max-depth", 11) == 0
+					                   ? "%s needs a whole number from 1 to 256"
+					                   : "%s needs a positive whole number", a);
 			} else if ((v = flag_value(argc, argv, &i, "--max-memory", &missing))) {
 				char *end;
 				errno = 0;

@@ -475,6 +475,15 @@ static void tensor_from_proto(Loader *L, const Onnx__TensorProto *tp, Tensor *t,
 static Graph *load_graph(Loader *L, const Onnx__GraphProto *gp, Graph *parent, int parent_node,
                          const char *parent_attr);
 
+/* How many graphs enclose g (0 for the main graph). */
+static int graph_depth(const Graph *g)
+{
+	int depth = 0;
+	for (; g->parent; g = g->parent)
+		depth++;
+	return depth;
+}
+
 static const char *str_or_empty(const char *s)
 {
 	return s ? s : "";
@@ -549,6 +558,13 @@ static void load_attr(Loader *L, Graph *g, Node *n, const Onnx__AttributeProto *
 		if (type == AT_GRAPH && !ap->g)
 			diag_fail_node(L->d, g, n, KILN_INVALID_MODEL, "attribute \"%s\" has no graph",
 			               at->name);
+		/* Named without the path of enclosing nodes, which would be as long. */
+		if (count && graph_depth(g) + 1 > L->m->limits.max_depth)
+			diag_fail(L->d, KILN_LIMIT, "graph \"%s\", node %d \"%s\" (%s): attribute \"%s\" "
+			          "holds a subgraph nested %d deep, more than the limit of %lld (raise it "
+			          "with --max-depth)", g->name, n->id, n->name ? n->name : "",
+			          n->op_type ? n->op_type : "?", at->name, graph_depth(g) + 1,
+			          (long long)L->m->limits.max_depth);
 		at->n = (int)count;
 		at->graphs = arena_array(L->a, count, sizeof *at->graphs);
 		for (size_t i = 0; i < count; i++)
@@ -638,12 +654,14 @@ static void depend_on(Loader *L, const NameTab *prod, Edges *e, const char *name
 
 /* Every name a subgraph (and its own subgraphs) reads or returns; names it
  * defines itself cannot be produced in the enclosing graph (ONNX forbids
- * shadowing), so over-collecting them is harmless. */
+ * shadowing), so over-collecting them is harmless. depth is sg's nesting in
+ * the model; past --max-depth the walk stops (load_attr then refuses the
+ * node holding the subgraph, by name). */
 static void depend_on_subgraph(Loader *L, const NameTab *prod, Edges *e,
                                const Onnx__GraphProto *sg, int node, int depth)
 {
-	if (depth > 64)
-		diag_fail(L->d, KILN_LIMIT, "subgraphs are nested more than 64 deep");
+	if (depth > L->m->limits.max_depth)
+		return;
 	for (size_t i = 0; i < sg->n_node; i++) {
 		const Onnx__NodeProto *np = sg->node[i];
 		for (size_t k = 0; k < np->n_input; k++)
@@ -673,7 +691,8 @@ static bool is_constant_node(const Onnx__NodeProto *np)
 
 /* The order to load gp's nodes in (indices into gp->node); *count drops the
  * earlier producers of duplicated names. */
-static int *node_order(Loader *L, const Onnx__GraphProto *gp, const char *gname, int *count)
+static int *node_order(Loader *L, const Onnx__GraphProto *gp, const char *gname, int depth,
+                       int *count)
 {
 	size_t nn = gp->n_node, nouts = 0;
 	for (size_t i = 0; i < nn; i++)
@@ -716,9 +735,9 @@ static int *node_order(Loader *L, const Onnx__GraphProto *gp, const char *gname,
 		for (size_t k = 0; k < np->n_attribute; k++) {
 			const Onnx__AttributeProto *ap = np->attribute[k];
 			if (ap->g)
-				depend_on_subgraph(L, &prod, &e, ap->g, (int)i, 1);
+				depend_on_subgraph(L, &prod, &e, ap->g, (int)i, depth + 1);
 			for (size_t j = 0; j < ap->n_graphs; j++)
-				depend_on_subgraph(L, &prod, &e, ap->graphs[j], (int)i, 1);
+				depend_on_subgraph(L, &prod, &e, ap->graphs[j], (int)i, depth + 1);
 		}
 	}
 	int *order = arena_array(L->a, nn ? nn : 1, sizeof *order);
@@ -999,7 +1018,7 @@ static Graph *load_graph(Loader *L, const Onnx__GraphProto *gp, Graph *parent, i
 	}
 
 	int nnodes;
-	const int *order = node_order(L, gp, g->name, &nnodes);
+	const int *order = node_order(L, gp, g->name, graph_depth(g), &nnodes);
 	g->nnodes = nnodes;
 	g->nodes = arena_array(L->a, (size_t)nnodes, sizeof *g->nodes);
 	for (int i = 0; i < nnodes; i++)
@@ -1077,7 +1096,7 @@ void model_load(Model *m)
 
 	size_t skel_len;
 	uint8_t *skel = wire_skeleton(&onnx__model_proto__descriptor, L.file, (size_t)L.file_bytes,
-	                              &skel_len, a, d);
+	                              &skel_len, m->limits.max_depth, a, d);
 	ProtobufCAllocator alloc = {.alloc = pb_alloc, .free = pb_free, .allocator_data = &L};
 	Onnx__ModelProto *mpb = onnx__model_proto__unpack(&alloc, skel_len, skel);
 	if (!mpb) {
@@ -1128,7 +1147,7 @@ void tensor_load_file(Model *m, const char *path, Tensor *t)
 	L.file_bytes = mp->bytes;
 	size_t skel_len;
 	uint8_t *skel = mp->bytes ? wire_skeleton(&onnx__tensor_proto__descriptor, L.file,
-	                                          (size_t)L.file_bytes, &skel_len, L.a, L.d)
+	                                          (size_t)L.file_bytes, &skel_len, 0, L.a, L.d)
 	                          : NULL;
 	ProtobufCAllocator alloc = {.alloc = pb_alloc, .free = pb_free, .allocator_data = &L};
 	Onnx__TensorProto *tp = onnx__tensor_proto__unpack(&alloc, mp->bytes ? skel_len : 0,

@@ -12,7 +12,7 @@
  * each weight at its bytes in the mapping. Payload pages are never touched here.
  *
  * The walk also validates the wire format (tags, varints, lengths, wire types,
- * nesting depth up to WIRE_MAX_DEPTH), so protobuf-c only ever sees well-formed
+ * nesting depth up to WIRE_MAX_DEPTH plus 3 per subgraph level), so protobuf-c only ever sees well-formed
  * input, and errors can name the byte offset and the field.
  *
  * Length prefixes of rewritten messages are written as 5-byte padded varints,
@@ -37,6 +37,8 @@ typedef struct Skel {
 	size_t len, cap;
 	Arena *arena;
 	Diag *diag;
+	int64_t max_depth;      /* message nesting */
+	int64_t graph_depth;    /* the subgraph limit it comes from, for the error */
 } Skel;
 
 static void put(Skel *s, const void *p, size_t n)
@@ -166,10 +168,12 @@ bool wire_stub_decode(const uint8_t *data, size_t len, Stub *out)
 static void walk(Skel *s, const ProtobufCMessageDescriptor *desc, const uint8_t *p,
                  const uint8_t *end, int depth)
 {
-	if (depth > WIRE_MAX_DEPTH)
+	if (depth > s->max_depth)
 		diag_fail(s->diag, KILN_LIMIT,
-		          "messages nested deeper than %d levels at byte offset %zu (%s)",
-		          WIRE_MAX_DEPTH, (size_t)(p - s->file), desc->name);
+		          "messages nested deeper than %lld levels at byte offset %zu (%s); each level "
+		          "of subgraphs takes 3 (raise the limit of %lld subgraph levels with --max-depth)",
+		          (long long)s->max_depth, (size_t)(p - s->file), desc->name,
+		          (long long)s->graph_depth);
 	bool is_tensor = desc == &onnx__tensor_proto__descriptor;
 	bool stub_float = false, stub_double = false;
 	if (is_tensor) {
@@ -238,9 +242,10 @@ static void walk(Skel *s, const ProtobufCMessageDescriptor *desc, const uint8_t 
 }
 
 uint8_t *wire_skeleton(const ProtobufCMessageDescriptor *desc, const uint8_t *buf, size_t len,
-                       size_t *out_len, Arena *a, Diag *d)
+                       size_t *out_len, int64_t max_graph_depth, Arena *a, Diag *d)
 {
-	Skel s = {.file = buf, .arena = a, .diag = d};
+	Skel s = {.file = buf, .arena = a, .diag = d, .graph_depth = max_graph_depth,
+	          .max_depth = WIRE_MAX_DEPTH + 3 * max_graph_depth};
 	walk(&s, desc, buf, buf + len, 0);
 	*out_len = s.len;
 	return s.out ? s.out : arena_alloc(a, 1);

@@ -198,6 +198,68 @@ def _():
     return unary("Cast", ["N", 4], to="float")
 
 
+# Schema versions of opsets 18-21 (compiler/attr_types_later.def: onnx 1.12
+# does not know them)
+def unary18(op, opset, in_shape=("N", 4), extra_inputs=(), inits=(), **attrs):
+    node = helper.make_node(op, ["X"] + list(extra_inputs), ["Y"], name="n0", **attrs)
+    return model([node], [vi("X", list(in_shape))], [vi("Y", None)], inits, opset=opset)
+
+
+@case("gelu20_approximate_int", "error", '"n0" (Gelu', '"approximate" is an int', "Gelu-20 takes a string")
+def _():
+    return unary18("Gelu", 20, approximate=1)
+
+
+@case("reducemax20_keepdims_float", "error", '"n0" (ReduceMax', '"keepdims"', "ReduceMax-20 takes an int")
+def _():
+    return unary18("ReduceMax", 20, keepdims=1.0)
+
+
+@case("groupnorm21_epsilon_ints", "error", '"n0" (GroupNormalization', '"epsilon"',
+      "GroupNormalization-21 takes a float")
+def _():
+    return unary18("GroupNormalization", 21, ["N", 4, 3], ["s", "b"],
+                   [const("s", np.ones(2), np.float32), const("b", np.zeros(2), np.float32)],
+                   num_groups=2, epsilon=[1, 2])
+
+
+@case("split18_num_outputs_string", "error", '"n0" (Split', '"num_outputs"', "Split-18 takes an int")
+def _():
+    return unary18("Split", 18, num_outputs="2")
+
+
+@case("resize19_mode_int", "error", '"n0" (Resize', '"mode"', "Resize-19 takes a string")
+def _():
+    return unary18("Resize", 19, ["N", 1, 4, 4], ["", "sc"],
+                   [const("sc", [1, 1, 2, 2], np.float32)], mode=1)
+
+
+@case("shape21_start_float", "error", '"n0" (Shape', '"start"', "Shape-21 takes an int")
+def _():
+    return unary18("Shape", 21, start=1.5)
+
+
+@case("transpose21_perm_int", "error", '"n0" (Transpose', '"perm"', "Transpose-21 takes a list of ints")
+def _():
+    return unary18("Transpose", 21, perm=1)
+
+
+@case("pad19_mode_ints", "error", '"n0" (Pad', '"mode"', "Pad-19 takes a string")
+def _():
+    return unary18("Pad", 19, extra_inputs=["p"], inits=[const("p", [0, 1, 0, 1])], mode=[1])
+
+
+@case("cast19_saturate_string", "error", '"n0" (Cast', '"saturate"', "Cast-19 takes an int")
+def _():
+    return unary18("Cast", 19, to=TensorProto.FLOAT16, saturate="yes")
+
+
+@case("averagepool19_ceil_mode_float", "error", '"n0" (AveragePool', '"ceil_mode"',
+      "AveragePool-19 takes an int")
+def _():
+    return unary18("AveragePool", 19, ["N", 1, 4, 4], kernel_shape=[2, 2], ceil_mode=0.0)
+
+
 # ---- finding 5: absurd sizes ------------------------------------------------
 def chain(op, count):
     nodes = [helper.make_node(op, ["X" if i == 0 else "t%d" % (i - 1)],
@@ -219,6 +281,42 @@ def _():
 @case("many_nodes_raised", "ok", args=["--max-nodes=2000"], commands=("info",))
 def _():
     return chain("Neg", 2000)
+
+
+def nested_if(levels):
+    """If inside If, levels deep: the innermost then-branch negates X."""
+    inner = helper.make_graph([helper.make_node("Neg", ["X"], ["y%d" % levels], name="neg")],
+                              "b%d" % levels, [], [vi("y%d" % levels, ["N", 4])])
+    for k in range(levels, 0, -1):
+        other = helper.make_graph([helper.make_node("Identity", ["X"], ["z%d" % k], name="id%d" % k)],
+                                  "e%d" % k, [], [vi("z%d" % k, ["N", 4])])
+        out = "Y" if k == 1 else "y%d" % (k - 1)
+        node = helper.make_node("If", ["C"], [out], name="if%d" % k, then_branch=inner,
+                                else_branch=other)
+        if k == 1:
+            return model([node], [vi("C", [], TensorProto.BOOL), vi("X", ["N", 4])],
+                         [vi("Y", ["N", 4])])
+        inner = helper.make_graph([node], "b%d" % (k - 1), [], [vi(out, ["N", 4])])
+
+
+@case("nesting_depth", "error", '"if21" (If', "nested 21 deep", "--max-depth")
+def _():
+    return nested_if(21)
+
+
+@case("nesting_depth_flag", "error", '"if6" (If', "nested 6 deep", "--max-depth", args=["--max-depth=5"])
+def _():
+    return nested_if(6)
+
+
+@case("nesting_depth_raised", "ok", args=["--max-depth=21"])
+def _():
+    return nested_if(21)
+
+
+@case("nesting_depth_wire", "error", "nested deeper than", "--max-depth")
+def _():
+    return nested_if(2000)
 
 
 @case("c_size", "error", "(Softmax", "--max-c-size", args=["--max-c-size=1"], commands=("compile",))
