@@ -43,6 +43,11 @@ typedef struct Emit {
 	struct EmitTemplate *tmpls;
 	int ntmpls, captmpls;
 	FILE *tfile;                 /* where a template body is written first (tracked) */
+	/* Per value of gemm_uses_of: how many node inputs read it, and how many
+	 * as a GEMM's B untransposed / transposed (emit/linalg.c), counted once
+	 * per graph rather than for every GEMM. */
+	const Graph *gemm_uses_of;
+	int *uses_all, *uses_as_b[2];
 } Emit;
 
 /* A value as the generated code sees it. */

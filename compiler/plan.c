@@ -231,14 +231,23 @@ void plan_build(Plan *p, const Sig *s, Arena *a)
 		                                .bytes = align_up(bytes), .off = -1};
 	}
 
-	/* Lower bound: the most bytes live at one step. */
-	for (int t = 0; t < g->nnodes; t++) {
-		int64_t live = 0;
-		for (int b = 0; b < p->nbufs; b++)
-			if (p->bufs[b].first <= t && t <= p->bufs[b].last &&
-			    ck_add(live, p->bufs[b].bytes, &live))
-				live = INT64_MAX;
-		if (live > p->lower_bound_bytes)
+	/* Lower bound: the most bytes live at one step of 0..nnodes-1, from the
+	 * changes of the live total (a buffer adds its bytes at first, removes
+	 * them after last; lifetimes run from -1, a subgraph's formal inputs, to
+	 * nnodes, its outputs). Each buffer is at most 2^40 bytes (shape.c), so
+	 * sums of a few million fit. */
+	int64_t *delta = arena_array(a, (size_t)g->nnodes + 3, sizeof *delta);
+	for (int b = 0; b < p->nbufs; b++) {
+		const PlanBuf *pb = &p->bufs[b];
+		if (pb->last < pb->first)
+			continue;
+		delta[pb->first + 1] += pb->bytes;
+		delta[pb->last + 2] -= pb->bytes;
+	}
+	int64_t live = 0;
+	for (int t = -1; t < g->nnodes; t++) {
+		live += delta[t + 1];
+		if (t >= 0 && live > p->lower_bound_bytes)
 			p->lower_bound_bytes = live;
 	}
 
@@ -253,6 +262,13 @@ void plan_build(Plan *p, const Sig *s, Arena *a)
 	int nplaced = 0;
 	for (int k = 0; k < p->nbufs; k++) {
 		PlanBuf *b = &p->bufs[order[k].buf];
+		if (b->bytes == 0) {
+			/* A value the passes removed (its producer is gone): it takes no
+			 * space, and placing it among the others made large graphs
+			 * quadratic (all of them live at the same step, -1). */
+			b->off = 0;
+			continue;
+		}
 		/* Placed buffers alive at the same time, by offset; take the first gap. */
 		int nbusy = 0;
 		for (int j = 0; j < nplaced; j++) {
@@ -280,14 +296,20 @@ void plan_build(Plan *p, const Sig *s, Arena *a)
 		if (p->bufs[b].root == NONE && p->scratch_of[p->bufs[b].first] != b)
 			subgraph_place(s, p->bufs[b].first, p->bufs[b].off);
 	/* The plan's invariant, checked every time: buffers alive together
-	 * never share bytes, and all are aligned. A failure is a bug. */
+	 * never share bytes, and all are aligned. A failure is a bug. Pairs are
+	 * visited in order of first step, each buffer against those that start
+	 * before it ends, so the check costs the pairs alive together. */
+	Order *by_first = arena_array(a, (size_t)p->nbufs, sizeof *by_first);
+	for (int b = 0; b < p->nbufs; b++)
+		by_first[b] = (Order){b, -(int64_t)p->bufs[b].first};
+	if (p->nbufs)
+		qsort(by_first, (size_t)p->nbufs, sizeof *by_first, by_size_desc);
 	for (int x = 0; x < p->nbufs; x++) {
-		const PlanBuf *b = &p->bufs[x];
+		const PlanBuf *b = &p->bufs[by_first[x].buf];
 		KILN_ASSERT(b->off >= 0 && b->off % PLAN_ALIGN == 0 && b->off + b->bytes <= p->arena_bytes);
-		for (int y = x + 1; y < p->nbufs; y++) {
-			const PlanBuf *o = &p->bufs[y];
-			KILN_ASSERT(!(o->first <= b->last && b->first <= o->last && o->off < b->off + b->bytes &&
-			              b->off < o->off + o->bytes));
+		for (int y = x + 1; y < p->nbufs && p->bufs[by_first[y].buf].first <= b->last; y++) {
+			const PlanBuf *o = &p->bufs[by_first[y].buf];
+			KILN_ASSERT(!(o->off < b->off + b->bytes && b->off < o->off + o->bytes));
 		}
 	}
 	KILN_ASSERT(p->arena_bytes >= p->lower_bound_bytes);

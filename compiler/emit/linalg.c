@@ -31,18 +31,27 @@ static const char *packed_b(Emit *E, bool trans, int64_t K, int64_t N)
 	    E->sig->shapes[id].rank != 2 || K <= 0 || N <= 0 ||
 	    v->weight->nbytes != (uint64_t)(K * N) * sizeof(float))
 		return NULL;
-	int uses = 0;
-	for (int i = 0; i < E->g->nnodes; i++) {
-		const Node *n = &E->g->nodes[i];
-		for (int j = 0; j < n->nin; j++)
-			if (n->in[j] == id) {
-				if (j != 1 || !reads_b_as(n, trans))
-					return NULL;
-				uses++;
-			}
+	if (E->gemm_uses_of != E->g) {
+		/* Every graph's reader counts at once: scanning the nodes for each
+		 * GEMM made large graphs quadratic. */
+		int nv = E->g->nvalues;
+		E->uses_all = arena_array(E->a, (size_t)nv, sizeof *E->uses_all);
+		for (int t = 0; t < 2; t++)
+			E->uses_as_b[t] = arena_array(E->a, (size_t)nv, sizeof *E->uses_as_b[t]);
+		for (int i = 0; i < E->g->nnodes; i++) {
+			const Node *n = &E->g->nodes[i];
+			for (int j = 0; j < n->nin; j++)
+				if (n->in[j] != NONE) {
+					E->uses_all[n->in[j]]++;
+					for (int t = 0; t < 2 && j == 1; t++)
+						E->uses_as_b[t][n->in[j]] += reads_b_as(n, t);
+				}
+		}
+		E->gemm_uses_of = E->g;
 	}
-	if (uses != v->nuse)
-		return NULL;  /* also read by a subgraph */
+	int uses = E->uses_as_b[trans][id];
+	if (uses != E->uses_all[id] || uses != v->nuse)
+		return NULL;  /* also read otherwise, or by a subgraph */
 	int64_t pack[4] = {K, N, trans ? 1 : N, trans ? K : 1};
 	int s = symbol_in_layout(E, DT_FLOAT, v->weight->bytes, v->weight->nbytes, v->name,
 	                         SYM_PACK_B32, pack);
