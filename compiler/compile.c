@@ -261,7 +261,7 @@ void compile_model(Model *m, const CompileOptions *o, CompileResult *res)
 	res->batch_independent = stitch->dep.independent;
 	res->batch_mixing = stitch->dep.why;
 	EmitOptions eo = {.name = name, .stitch = stitch, .rules = o->rules, .nrules = o->nrules,
-	                  .export_api = o->export_api || o->shared};
+	                  .export_api = o->export_api || o->shared, .trees = o->trees};
 	EmitResult er;
 	stage(o, "shapes and buffer plans");
 	emit_c(m, sigs, plans, o->nbatches, &eo, h, c, scratch, &er);

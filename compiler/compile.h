@@ -22,6 +22,7 @@ typedef struct CompileOptions {
 	bool export_api;           /* --export: NAME_model and NAME_run* visible outside a
 	                              shared library (always for shared) */
 	bool no_cc;                /* --no-cc: stop after NAME.h, NAME.c, NAME_weights.o */
+	int trees;                 /* --trees: EmitTrees (emit.h) */
 	/* If not NULL, called after each stage (the CLI reports long compiles). */
 	void (*stage)(void *ud, const char *what);
 	void *stage_ud;
@@ -48,6 +49,7 @@ typedef struct VerifyOptions {
 	bool keep;                 /* keep the temporary build folders */
 	size_t max_memory_bytes;
 	const struct PassOptions *passes;   /* as for compile; NULL: every pass */
+	int trees;                 /* --trees: EmitTrees (emit.h) */
 } VerifyOptions;
 
 /* Verify each case folder; prints one line per case and a summary line.

@@ -13,7 +13,12 @@ typedef struct EmitOptions {
 	const char *const *rules;   /* baked batch rules, checked by the caller */
 	int nrules;
 	bool export_api;         /* default visibility for NAME_model and NAME_run*; else hidden */
+	int trees;               /* EmitTrees: how tree ensembles are emitted (--trees) */
 } EmitOptions;
+
+/* --trees: straight-line C (nested if/else per tree) or node arrays walked by
+ * the runtime; auto picks by size (compiler/emit/ml.c, docs/trees.md). */
+typedef enum EmitTrees { TREES_AUTO, TREES_CODE, TREES_ARRAYS } EmitTrees;
 
 /* How a symbol stores its bytes: as they are, or repacked for a kernel. */
 typedef enum SymLayout {

@@ -11,6 +11,7 @@
 #include <time.h>
 
 #include "compile.h"
+#include "emit.h"
 #include "kiln.h"
 #include "kiln_version.h"
 #include "passes/passes.h"
@@ -86,6 +87,9 @@ static const HelpRow options_help[] = {
 	{"--export", "give NAME_model and NAME_run* default visibility, so a\n"
 	             "shared library linking NAME.o exports them (default:\n"
 	             "hidden, docs/integration.md)", C_COMPILE},
+	{"--trees=auto|code|arrays", "tree ensembles as straight-line C or as node\n"
+	                             "arrays; auto: C up to 4096 nodes (docs/trees.md)",
+	 C_COMPILE | C_VERIFY},
 	{"--no-cc", "write NAME.h, NAME.c and NAME_weights.o only; your\n"
 	            "build compiles NAME.c and links both objects", C_COMPILE},
 	{"-v, --verbose", "report each stage on stderr (always, once a compile\ntakes over 2 s)",
@@ -154,6 +158,7 @@ typedef struct Options {
 	bool help;                    /* -h, --help: after parsing, for the command given */
 	bool verbose;                 /* -v: report compile stages */
 	bool no_cc;                   /* compile --no-cc */
+	int trees;                    /* compile, verify --trees (EmitTrees) */
 	PassOptions popts;            /* --no-opt, --no-pass, --weights-dtype */
 	int opt_level;
 	const char *name, *outdir, *target;
@@ -312,6 +317,15 @@ static int parse_args(int argc, char **argv, Options *o)
 				o->export_api = true;
 			} else if (strcmp(a, "--no-cc") == 0) {
 				o->no_cc = true;
+			} else if ((v = flag_value(argc, argv, &i, "--trees", &missing))) {
+				if (strcmp(v, "auto") == 0)
+					o->trees = TREES_AUTO;
+				else if (strcmp(v, "code") == 0)
+					o->trees = TREES_CODE;
+				else if (strcmp(v, "arrays") == 0)
+					o->trees = TREES_ARRAYS;
+				else if (!missing)
+					return usage_error("--trees takes auto, code or arrays, got '%s'", v);
 			} else if ((v = flag_value(argc, argv, &i, "--no-pass", &missing))) {
 				int id = pass_lookup(v);
 				if (id == NONE && !missing)
@@ -441,6 +455,8 @@ static int parse_args(int argc, char **argv, Options *o)
 		return usage_error("--batch-rule goes with 'compile', not '%s'", o->command);
 	if (o->svg && (strcmp(o->command, "info") || !o->plan || o->json))
 		return usage_error("%s", "--svg FILE goes with 'info --plan' (not --json)");
+	if (o->trees != TREES_AUTO && strcmp(o->command, "compile") && strcmp(o->command, "verify"))
+		return usage_error("--trees goes with 'compile' or 'verify', not '%s'", o->command);
 	if ((o->export_api || o->no_cc || o->verbose) && strcmp(o->command, "compile"))
 		return usage_error("--export, --no-cc and -v go with 'compile', not '%s'", o->command);
 	if (strcmp(o->command, "compile") == 0 && !o->nbatches)
@@ -504,6 +520,7 @@ static int run_compile(const Options *o, Model *m, Stages *stages)
 	                     .batches = o->batches, .nbatches = o->nbatches, .bind = &o->bind,
 	                     .opt_level = o->opt_level, .rules = o->rules, .nrules = o->nrules,
 	                     .passes = &o->popts, .export_api = o->export_api, .no_cc = o->no_cc,
+	                     .trees = o->trees,
 	                     .stage = stage_done, .stage_ud = stages};
 	CompileResult cr;
 	compile_model(m, &co, &cr);
@@ -528,7 +545,7 @@ static int run(const Options *o)
 	if (strcmp(o->command, "verify") == 0) {
 		VerifyOptions vo = {.batch = o->nbatches ? o->batches[0] : 0, .opt_level = o->opt_level,
 		                    .keep = o->keep, .max_memory_bytes = o->max_memory_mb << 20,
-		                    .passes = &o->popts};
+		                    .passes = &o->popts, .trees = o->trees};
 		return verify_run(&vo, o->paths, o->npaths, stdout);
 	}
 	Diag d = {.file = o->model};

@@ -264,7 +264,7 @@ retry:;
 		tmp = arena_strdup(a, templ);
 		CompileOptions co = {.name = "m", .outdir = tmp, .batches = &batch, .nbatches = 1,
 		                     .bind = &bind, .shared = true, .opt_level = vo->opt_level,
-		                     .passes = vo->passes};
+		                     .passes = vo->passes, .trees = vo->trees};
 		CompileResult cr;
 		compile_model(m, &co, &cr);
 		so = dlopen(cr.so_path, RTLD_NOW | RTLD_LOCAL);

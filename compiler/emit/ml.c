@@ -5,7 +5,11 @@
  * arrays (features, children, modes, thresholds, leaf weights, base values,
  * labels) are symbols of the weights object, stored once and shared by
  * every batch size; the body is one call of kiln_tree_ensemble_run
- * (runtime/kernels/f32-tree/ref.c). The linear models and the small
+ * (runtime/kernels/f32-tree/ref.c). A small ensemble (--trees=auto: at most
+ * TREE_CODE_MAX_NODES nodes) becomes straight-line C instead: per row, each
+ * tree as nested if/else on literal thresholds finds its leaf, and
+ * kiln_tree_ensemble_leaves adds up the leaves' weights from the weights
+ * object as the array form does. The linear models and the small
  * per-row companions are short loops with their coefficients in the
  * weights object too.
  */
@@ -79,6 +83,86 @@ static void ml_decl(Emit *E, bool classifier, bool *has_y, bool *has_z)
 	}
 }
 
+/* Straight-line C for ensembles of at most this many nodes (--trees=auto),
+ * and trees at most this deep (clang nests blocks 256 deep at most). */
+enum { TREE_CODE_MAX_NODES = 4096, TREE_CODE_MAX_DEPTH = 64 };
+
+/* The deepest tree's depth (nodes are laid out parents first), or
+ * TREE_CODE_MAX_DEPTH + 1 if it is deeper. */
+static int tree_max_depth(Emit *E, const TreeEnsemble *t)
+{
+	int *depth = arena_array(E->a, (size_t)t->nnodes, sizeof *depth);
+	int most = 0;
+	for (int64_t i = 0; i < t->nnodes; i++) {
+		if (depth[i] > most)
+			most = depth[i];
+		if (depth[i] > TREE_CODE_MAX_DEPTH)
+			return TREE_CODE_MAX_DEPTH + 1;
+		if (t->mode[i] != KILN_TREE_LEAF)
+			depth[t->tru[i]] = depth[t->fls[i]] = depth[i] + 1;
+	}
+	return most;
+}
+
+/* Which form node E->n gets: true for straight-line C. */
+static bool tree_as_code(Emit *E, const TreeEnsemble *t)
+{
+	int trees = E->o ? E->o->trees : TREES_AUTO;
+	if (trees == TREES_ARRAYS)
+		return false;
+	bool deep = tree_max_depth(E, t) > TREE_CODE_MAX_DEPTH;
+	if (trees == TREES_CODE && deep)
+		emit_fail(E, "a tree is more than %d levels deep: too deep for straight-line C "
+		          "(use --trees=arrays or auto)", TREE_CODE_MAX_DEPTH);
+	return !deep && (trees == TREES_CODE || t->nnodes <= TREE_CODE_MAX_NODES);
+}
+
+/* A threshold as an exact C literal: a hex float (float when the
+ * comparison is in float), or the macros of <math.h>. */
+static const char *tree_thr(Emit *E, double v, bool in_float)
+{
+	if (isnan(v))
+		return in_float ? "NAN" : "(double)NAN";
+	if (isinf(v))
+		return in_float ? (v > 0 ? "INFINITY" : "-INFINITY")
+		                : (v > 0 ? "(double)INFINITY" : "-(double)INFINITY");
+	return arena_printf(E->a, "%a%s", in_float ? (double)(float)v : v, in_float ? "f" : "");
+}
+
+/* Indentation: at most 2 + TREE_CODE_MAX_DEPTH + 1 tabs. */
+static const char tree_tabs[] = "\t\t\t\t\t\t\t\t\t\t\t\t\t\t\t\t\t\t\t\t\t\t\t\t"
+                                "\t\t\t\t\t\t\t\t\t\t\t\t\t\t\t\t\t\t\t\t\t\t\t\t"
+                                "\t\t\t\t\t\t\t\t\t\t\t\t\t\t\t\t\t\t\t\t\t\t\t\t";
+_Static_assert(sizeof tree_tabs - 1 >= 2 + TREE_CODE_MAX_DEPTH + 1, "tree_tabs");
+
+/* Tree node i and everything under it, at the given depth of indentation,
+ * setting leaf[tree]. Exactly the comparisons of the runtime's walk (f32-tree/ref.c):
+ * the feature as a double (integers through float) against the threshold, or
+ * both as floats when both are floats (the same result); a NaN feature fails
+ * every comparison but NEQ, unless the node sends missing values to true. */
+static void tree_code(Emit *E, const TreeEnsemble *t, int xdt, int64_t tree, int32_t i, int ind)
+{
+	static const char *const ops[] = {"", "<=", "<", ">=", ">", "==", "!="};
+	if (t->mode[i] == KILN_TREE_LEAF) {
+		emitf(E, "%.*sleaf[%" PRId64 "] = %d;\n", ind, tree_tabs, tree, (int)i);
+		return;
+	}
+	bool in_float = xdt == DT_FLOAT && !t->is_double;
+	const char *v = arena_printf(E->a, xdt == DT_FLOAT ? (in_float ? "x[%d]" : "(double)x[%d]")
+	                                   : xdt == DT_DOUBLE ? "x[%d]" : "(double)(float)x[%d]",
+	                             (int)t->feat[i]);
+	const char *cmp = arena_printf(E->a, "%s %s %s", v, ops[t->mode[i] & 7],
+	                               tree_thr(E, t->thr[i], in_float));
+	if (t->mode[i] & KILN_TREE_MISSING_TRUE)
+		cmp = arena_printf(E->a, "%s || isnan(%s)", cmp, v);
+	const char *tabs = tree_tabs;
+	emitf(E, "%.*sif (%s) {\n", ind, tabs, cmp);
+	tree_code(E, t, xdt, tree, t->tru[i], ind + 1);
+	emitf(E, "%.*s} else {\n", ind, tabs);
+	tree_code(E, t, xdt, tree, t->fls[i], ind + 1);
+	emitf(E, "%.*s}\n", ind, tabs);
+}
+
 void emit_tree_ensemble(Emit *E)
 {
 	Infer x = ml_infer(E);
@@ -90,22 +174,28 @@ void emit_tree_ensemble(Emit *E)
 	Operand X = in_op(E, 0);
 	int64_t nfeat = X.shape->dims[X.shape->rank - 1].size;
 	int64_t rows = X.shape->rank == 2 ? X.shape->dims[0].size : 1;
+	bool code = tree_as_code(E, &t);
 	bool has_y, has_z;
 	ml_decl(E, t.is_classifier, &has_y, &has_z);
-	emitf(E, "\t/* %" PRId64 " trees, %" PRId64 " nodes, %" PRId64 " leaf weights */\n",
-	      t.ntrees, t.nnodes, t.nleafw);
+	emitf(E, "\t/* %" PRId64 " trees, %" PRId64 " nodes, %" PRId64 " leaf weights: %s */\n",
+	      t.ntrees, t.nnodes, t.nleafw, code ? "straight-line C (--trees)" : "node arrays");
 	emitf(E, "\tstatic const kiln_tree_ensemble te = {\n");
 	emitf(E, "\t\t.ntrees = %" PRId64 ", .ntargets = %" PRId64 ", .nbase = %" PRId64 ",\n",
 	      t.ntrees, t.ntargets, t.nbase);
-	emitf(E, "\t\t.roots = %s,\n", ml_sym(E, DT_INT32, t.roots, t.ntrees, "roots"));
-	emitf(E, "\t\t.feat = %s,\n", ml_sym(E, DT_INT32, t.feat, t.nnodes, "feat"));
+	if (!code) {
+		emitf(E, "\t\t.roots = %s,\n", ml_sym(E, DT_INT32, t.roots, t.ntrees, "roots"));
+		emitf(E, "\t\t.feat = %s,\n", ml_sym(E, DT_INT32, t.feat, t.nnodes, "feat"));
+	}
 	emitf(E, "\t\t.tru = %s,\n", ml_sym(E, DT_INT32, t.tru, t.nnodes, "true"));
 	emitf(E, "\t\t.fls = %s,\n", ml_sym(E, DT_INT32, t.fls, t.nnodes, "false"));
-	emitf(E, "\t\t.mode = %s,\n", ml_sym(E, DT_UINT8, t.mode, t.nnodes, "mode"));
-	if (t.is_double)
-		emitf(E, "\t\t.thr_d = %s,\n", ml_sym(E, DT_DOUBLE, t.thr, t.nnodes, "thresholds"));
-	else
-		emitf(E, "\t\t.thr_f = %s,\n",
+	/* With code, the branches need no modes, features or thresholds here. */
+	if (!code && t.is_double)
+		emitf(E, "\t\t.mode = %s,\n\t\t.thr_d = %s,\n",
+		      ml_sym(E, DT_UINT8, t.mode, t.nnodes, "mode"),
+		      ml_sym(E, DT_DOUBLE, t.thr, t.nnodes, "thresholds"));
+	else if (!code)
+		emitf(E, "\t\t.mode = %s,\n\t\t.thr_f = %s,\n",
+		      ml_sym(E, DT_UINT8, t.mode, t.nnodes, "mode"),
 		      ml_sym(E, DT_FLOAT, to_floats(E, t.thr, t.nnodes), t.nnodes, "thresholds"));
 	emitf(E, "\t\t.leaf_target = %s,\n",
 	      ml_sym(E, DT_INT32, t.leaf_target, t.nleafw, "leaf_targets"));
@@ -123,6 +213,23 @@ void emit_tree_ensemble(Emit *E)
 	emitf(E, "\t\t.binary_case = %d, .all_positive = %d,\n\t};\n", t.binary_case,
 	      t.all_positive);
 	emitf(E, "\tdouble work[%" PRId64 "];\n", 2 * t.ntargets);
+	if (!has_z)
+		emitf(E, "\tfloat z[%" PRId64 "];\n", t.ntargets);
+	if (code) {
+		/* Per row: each tree's branches as C, the leaves to the runtime. */
+		emitf(E, "\tint32_t leaf[%" PRId64 "];\n", t.ntrees);
+		emitf(E, "\tfor (int64_t r = 0; r < %" PRId64 "; r++) {\n", rows);
+		emitf(E, "\t\tconst %s *x = (const %s *)X + r * %" PRId64 ";\n", ctype(X.dtype),
+		      ctype(X.dtype), nfeat);
+		for (int64_t tr = 0; tr < t.ntrees; tr++) {
+			emitf(E, "\t\t/* tree %" PRId64 " */\n", tr);
+			tree_code(E, &t, X.dtype, tr, t.roots[tr], 2);
+		}
+		emitf(E, "\t\tkiln_tree_ensemble_leaves(&te, leaf, %s, %s, work);\n\t}\n",
+		      has_y ? "Y + r" : "NULL",
+		      has_z ? arena_printf(E->a, "Z + r * %" PRId64, t.ntargets) : "z");
+		return;
+	}
 	const char *xt = xtype_names[ml_xtype(E, X.dtype)];
 	if (has_z) {
 		emitf(E, "\tkiln_tree_ensemble_run(&te, X, %s, %" PRId64 ", %" PRId64 ", %s, Z, work);\n",
@@ -130,7 +237,6 @@ void emit_tree_ensemble(Emit *E)
 		return;
 	}
 	/* No scores wanted: one row at a time into a local row. */
-	emitf(E, "\tfloat z[%" PRId64 "];\n", t.ntargets);
 	emitf(E, "\tfor (int64_t r = 0; r < %" PRId64 "; r++)\n", rows);
 	emitf(E, "\t\tkiln_tree_ensemble_run(&te, (const %s *)X + r * %" PRId64 ", %s, 1, %" PRId64
 	         ", %s, z, work);\n", ctype(X.dtype), nfeat, xt, nfeat, has_y ? "Y + r" : "NULL");

@@ -821,7 +821,9 @@ enum { KILN_ML_NONE, KILN_ML_SOFTMAX, KILN_ML_LOGISTIC, KILN_ML_SOFTMAX_ZERO, KI
 enum { KILN_ML_X_F32, KILN_ML_X_F64, KILN_ML_X_I32, KILN_ML_X_I64 };
 
 /* A compiled TreeEnsembleClassifier or TreeEnsembleRegressor: node arrays
- * laid out by the compiler (each tree depth first from its root). */
+ * laid out by the compiler (each tree depth first from its root). With the
+ * straight-line form, roots, feat, mode and the thresholds are NULL: the
+ * branches are C code. */
 typedef struct kiln_tree_ensemble {
 	int64_t ntrees, ntargets;   /* targets, or classes of a classifier */
 	int64_t nbase;              /* base values: 0, ntargets, or 1 (binary classifier) */
@@ -853,6 +855,13 @@ typedef struct kiln_tree_ensemble {
 KILN_API void kiln_tree_ensemble_run(const kiln_tree_ensemble *t, const void *X, int xtype,
                                      int64_t rows, int64_t nfeat, int64_t *Y, float *Z,
                                      double *work);
+/* The same for one row whose leaves the generated code found (straight-line
+ * C for small ensembles, compiler/emit/ml.c): leaf[tree] is the index of the
+ * leaf node each tree reached, in the layout of tru/fls (only tru, fls,
+ * leaf_target and the weights of t are read). y (may be NULL) gets the
+ * label, z[0 .. ntargets) the scores. */
+KILN_API void kiln_tree_ensemble_leaves(const kiln_tree_ensemble *t, const int32_t *leaf,
+                                        int64_t *y, float *z, double *work);
 /* A post-transform over the n scores of one row, in place. */
 KILN_API void kiln_ml_post_transform(int post, double *s, int64_t n);
 /* sqrt(2) * erfinv(2p - 1), to double precision (ONNX's PROBIT). */

@@ -9,7 +9,11 @@
 #      library's own predictions (labels exact, probabilities and values
 #      within rtol 1e-4, atol 1e-5).
 #   3. Hostile and unsupported models: one clear error line, exit 2.
-#   usage: run.py KILN SOURCE_ROOT LIBKILN_A OUTDIR   (env CC, SANFLAGS)
+#   4. A tree too deep for straight-line C: auto gives node arrays, code an error.
+#   usage: run.py KILN SOURCE_ROOT LIBKILN_A OUTDIR [FORM]   (env CC, SANFLAGS)
+# FORM (code, arrays; default auto) forces that form of the ensembles (kiln
+# --trees); meson runs the suite once with each, and checks the form was the
+# one asked.
 import os
 import re
 import shutil
@@ -25,6 +29,9 @@ sys.path.insert(0, HERE)
 import make_cases  # noqa: E402
 
 failures = []
+FORM = sys.argv[5] if len(sys.argv) > 5 else "auto"
+TREES = ["--trees=" + FORM]
+FORM_TEXT = {"code": "straight-line C", "arrays": "node arrays"}.get(FORM)
 
 
 def fail(msg):
@@ -48,7 +55,7 @@ print("%d cases (%d ONNX Runtime references, %d numpy)" % (
     len(cases), r.stdout.count(" ort"), r.stdout.count(" numpy")))
 
 # 1. kiln verify at the data's batch sizes (1 and 37).
-r = run([KILN, "verify"] + [os.path.join(cases_dir, c) for c in cases])
+r = run([KILN, "verify"] + TREES + [os.path.join(cases_dir, c) for c in cases])
 for line in r.stdout.splitlines() + r.stderr.splitlines():
     if not line.startswith("PASS"):
         print(line)
@@ -69,10 +76,14 @@ for name in STITCHED:
     d = os.path.join(OUT, "stitch", name)
     os.makedirs(d)
     r = run([KILN, "compile", os.path.join(case, "model.onnx"), "--batch", "1,4", "--name", "t",
-             "-o", d])
+             "-o", d] + TREES)
     if r.returncode or "warning" in r.stderr:
         fail("%s: kiln compile: %s" % (name, r.stderr.strip()))
         continue
+    with open(os.path.join(d, "t.c")) as f:
+        src = f.read()
+    if FORM_TEXT and "kiln_tree_ensemble" in src and FORM_TEXT not in src:
+        fail("%s: --trees=%s did not give %s" % (name, FORM, FORM_TEXT))
     exe = os.path.join(d, "stitch")
     r = run(cc + ["-std=c11", "-O1", "-I", d, "-I", os.path.join(SRC, "include"),
                   "-DMODEL=t_model", "-include", os.path.join(d, "t.h"),
@@ -112,7 +123,7 @@ for name in STITCHED:
         if not np.allclose(scores, L["scores"], rtol=1e-4, atol=1e-5):
             fail("%s: scores differ from the library's: worst %.3g" % (
                 name, float(np.abs(scores - L["scores"]).max())))
-print("stitched: %d models at n = 37 from batch sizes {1, 4}" % len(STITCHED))
+print("stitched: %d models at n = 37 from batch sizes {1, 4} (--trees=%s)" % (len(STITCHED), FORM))
 
 # The large-data path (emit_obj.h), forced on a small model: the weights in
 # .lrodata flagged SHF_X86_64_LARGE, the code built with -mcmodel=medium, and
@@ -122,7 +133,8 @@ if os.uname().machine == "x86_64" and "xgb_binary" in cases:
     d = os.path.join(OUT, "large")
     os.makedirs(d)
     r = run([KILN, "compile", os.path.join(cases_dir, "xgb_binary", "model.onnx"), "--batch",
-             "1,4", "--name", "t", "-o", d], env=dict(os.environ, KILN_LARGE_DATA_BYTES="0"))
+             "1,4", "--name", "t", "-o", d] + TREES,
+            env=dict(os.environ, KILN_LARGE_DATA_BYTES="0"))
     secs = run(["readelf", "-S", "-W", os.path.join(d, "t.o")]).stdout
     flags = re.findall(r"\.lrodata\s+PROGBITS\s+\S+\s+\S+\s+\S+\s+\S+\s+(\S+)", secs)
     if r.returncode or not flags or not all("l" in f for f in flags):
@@ -211,6 +223,22 @@ r = run([KILN, "check", path])
 if r.returncode != 1 or "options={'zipmap': False}" not in r.stdout + r.stderr:
     fail("zipmap: status %d, %r" % (r.returncode, r.stdout + r.stderr))
 print("errors: %d hostile or unsupported models" % (len(errors) + 2))
+
+# 4. A chain 70 levels deep: past TREE_CODE_MAX_DEPTH (64) for straight-line C.
+DEEP = 70
+deep = tree([0] * (2 * DEEP + 1), list(range(2 * DEEP + 1)),
+            ["BRANCH_LEQ"] * DEEP + ["LEAF"] * (DEEP + 1), [0] * (2 * DEEP + 1),
+            [DEEP + k for k in range(DEEP)] + [0] * (DEEP + 1),
+            list(range(1, DEEP)) + [2 * DEEP] + [0] * (DEEP + 1), list(range(DEEP, 2 * DEEP + 1)))
+path = ens_model("deep", deep)
+d = os.path.join(OUT, "deep")
+r = run([KILN, "compile", path, "--batch", "1", "--no-cc", "--name", "t", "-o", d])
+if r.returncode or "node arrays" not in open(os.path.join(d, "t.c")).read():
+    fail("deep tree, --trees=auto: status %d, %r" % (r.returncode, r.stderr))
+r = run([KILN, "compile", path, "--batch", "1", "--no-cc", "-o", d, "--trees=code"])
+if r.returncode != 2 or r.stderr.count("\n") != 1 or "more than 64 levels deep" not in r.stderr:
+    fail("deep tree, --trees=code: status %d, %r" % (r.returncode, r.stderr))
+print("deep tree: node arrays (auto), refused by --trees=code")
 
 if failures:
     sys.exit("trees: %d failures" % len(failures))

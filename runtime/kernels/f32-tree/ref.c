@@ -3,7 +3,8 @@
  * TreeEnsembleRegressor) over node arrays the compiler laid out, and the
  * post-transforms the ai.onnx.ml operators share.
  *
- * Per row: walk every tree from its root to a leaf, aggregate the leaf's
+ * Per row: walk every tree from its root to a leaf (or take the leaves the
+ * generated code found: kiln_tree_ensemble_leaves), aggregate the leaf's
  * weights per target (SUM, AVERAGE, MIN or MAX; a classifier sums), add the
  * base values, pick a classifier's label, then apply the post-transform.
  * Scores are kept in double whatever the attributes' precision and rounded
@@ -191,6 +192,54 @@ static int64_t binary_scores(const kiln_tree_ensemble *t, double *s, const doubl
 	return label;
 }
 
+/* Adds the weights of one tree's leaf to the row's scores s (has[k]: target
+ * k has a weight yet). */
+static void add_leaf(const kiln_tree_ensemble *t, int32_t leaf, double *s, double *has)
+{
+	for (int32_t j = t->tru[leaf], end = j + t->fls[leaf]; j < end; j++) {
+		int32_t k = t->leaf_target[j];
+		double w = t->w_d ? t->w_d[j] : (double)t->w_f[j];
+		if (t->aggregate == KILN_TREE_MIN)
+			s[k] = !has[k] || w < s[k] ? w : s[k];
+		else if (t->aggregate == KILN_TREE_MAX)
+			s[k] = !has[k] || w > s[k] ? w : s[k];
+		else
+			s[k] += w;
+		has[k] = 1;
+	}
+}
+
+/* One row's label and scores from its aggregated leaf weights. */
+static void finish_row(const kiln_tree_ensemble *t, double *s, double *has, int64_t *y, float *z)
+{
+	int64_t nt = t->ntargets;
+	if (t->labels && nt == 2) {
+		int64_t label = binary_scores(t, s, has, z);
+		if (y)
+			*y = label;
+		return;
+	}
+	if (t->aggregate == KILN_TREE_AVERAGE)
+		for (int64_t k = 0; k < nt; k++)
+			s[k] /= (double)t->ntrees;
+	for (int64_t k = 0; k < t->nbase; k++) {
+		s[k] += t->base[k];
+		has[k] = 1;
+	}
+	if (t->labels) {
+		/* The first class with the highest score among those that have one. */
+		int64_t best = -1;
+		for (int64_t k = 0; k < nt; k++)
+			if (has[k] && (best < 0 || s[k] > s[best]))
+				best = k;
+		if (y)
+			*y = t->labels[best < 0 ? 0 : best];
+	}
+	kiln_ml_post_transform(t->post_transform, s, nt);
+	for (int64_t k = 0; k < nt; k++)
+		z[k] = (float)s[k];
+}
+
 KILN_API void kiln_tree_ensemble_run(const kiln_tree_ensemble *t, const void *X, int xtype,
                                      int64_t rows, int64_t nfeat, int64_t *Y, float *Z,
                                      double *work)
@@ -202,45 +251,20 @@ KILN_API void kiln_tree_ensemble_run(const kiln_tree_ensemble *t, const void *X,
 		const void *x = (const unsigned char *)X + r * nfeat * xsize;
 		for (int64_t k = 0; k < nt; k++)
 			s[k] = has[k] = 0;
-		for (int64_t tr = 0; tr < t->ntrees; tr++) {
-			int32_t leaf = walk(t, x, xtype, t->roots[tr]);
-			for (int32_t j = t->tru[leaf], end = j + t->fls[leaf]; j < end; j++) {
-				int32_t k = t->leaf_target[j];
-				double w = t->w_d ? t->w_d[j] : (double)t->w_f[j];
-				if (t->aggregate == KILN_TREE_MIN)
-					s[k] = !has[k] || w < s[k] ? w : s[k];
-				else if (t->aggregate == KILN_TREE_MAX)
-					s[k] = !has[k] || w > s[k] ? w : s[k];
-				else
-					s[k] += w;
-				has[k] = 1;
-			}
-		}
-		float *z = Z + r * nt;
-		if (t->labels && nt == 2) {
-			int64_t label = binary_scores(t, s, has, z);
-			if (Y)
-				Y[r] = label;
-			continue;
-		}
-		if (t->aggregate == KILN_TREE_AVERAGE)
-			for (int64_t k = 0; k < nt; k++)
-				s[k] /= (double)t->ntrees;
-		for (int64_t k = 0; k < t->nbase; k++) {
-			s[k] += t->base[k];
-			has[k] = 1;
-		}
-		if (t->labels) {
-			/* The first class with the highest score among those that have one. */
-			int64_t best = -1;
-			for (int64_t k = 0; k < nt; k++)
-				if (has[k] && (best < 0 || s[k] > s[best]))
-					best = k;
-			if (Y)
-				Y[r] = t->labels[best < 0 ? 0 : best];
-		}
-		kiln_ml_post_transform(t->post_transform, s, nt);
-		for (int64_t k = 0; k < nt; k++)
-			z[k] = (float)s[k];
+		for (int64_t tr = 0; tr < t->ntrees; tr++)
+			add_leaf(t, walk(t, x, xtype, t->roots[tr]), s, has);
+		finish_row(t, s, has, Y ? Y + r : NULL, Z + r * nt);
 	}
+}
+
+KILN_API void kiln_tree_ensemble_leaves(const kiln_tree_ensemble *t, const int32_t *leaf,
+                                        int64_t *y, float *z, double *work)
+{
+	int64_t nt = t->ntargets;
+	double *s = work, *has = work + nt;
+	for (int64_t k = 0; k < nt; k++)
+		s[k] = has[k] = 0;
+	for (int64_t tr = 0; tr < t->ntrees; tr++)
+		add_leaf(t, leaf[tr], s, has);
+	finish_row(t, s, has, y, z);
 }
