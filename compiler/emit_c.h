@@ -142,6 +142,7 @@ void emit_layernorm(Emit *E);
 void emit_conv(Emit *E);
 /* emit/edgeconv.c: a Conv marked kiln.edgeconv (passes/edgeconv.c) */
 void emit_edgeconv(Emit *E);
+void emit_knn(Emit *E);      /* a TopK marked kiln.knn */
 void emit_conv_transpose(Emit *E);
 void emit_pool(Emit *E);
 void emit_dropout(Emit *E);

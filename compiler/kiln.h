@@ -647,6 +647,9 @@ void edgeconv_infer(Infer *x);
 void edgeconv_params(Infer *x, kiln_edgeconv_params *p);   /* shapes only, no weights */
 int64_t edgeconv_scratch_bytes(const Sig *s, int node, Arena *a);   /* node_scratch_bytes */
 int64_t conv_scratch_bytes(const Sig *s, int node, Arena *a);  /* node_scratch_bytes */
+bool knn_node(const Node *n);                     /* a TopK marked kiln.knn */
+void knn_infer(Infer *x);
+int64_t knn_scratch_bytes(const Sig *s, int node);   /* node_scratch_bytes */
 /* ops/quant.c: MatMulInteger, QLinearMatMul, ConvInteger, QLinearConv, DynamicQuantizeLinear */
 void ops_quant_infer(Infer *x);
 /* How a quantized matmul's zero point or scale of input i maps onto its

@@ -123,6 +123,7 @@ int64_t node_scratch_bytes(const Sig *s, int node, Arena *a)
 	case OP_Conv:
 		return edgeconv_node(n) ? edgeconv_scratch_bytes(s, node, a)
 		                        : conv_scratch_bytes(s, node, a);
+	case OP_TopK: return knn_scratch_bytes(s, node);
 	default: return 0;
 	}
 }

@@ -26,13 +26,9 @@ static const char *packed_t(Emit *E, int i, int64_t N, int64_t K)
 	return symbol_expr(E, s, "float");
 }
 
-void emit_edgeconv(Emit *E)
+/* The node's planned scratch; the fused members as a comment. */
+static const PlanBuf *scratch_and_comment(Emit *E)
 {
-	Infer inf = {.sig = (Sig *)E->sig, .g = E->g, .n = E->n, .d = E->d, .a = E->a};
-	kiln_edgeconv_params p;
-	edgeconv_params(&inf, &p);
-	Operand X = in_op(E, 0), I = in_op(E, 1), Y = out_op(E, 0);
-	const Attr *relu = node_attr(E->n, "kiln.edge_relu");
 	int node = (int)(E->n - E->g->nodes);
 	int buf = E->plan->scratch_of[node];
 	KILN_ASSERT(buf != NONE);
@@ -43,6 +39,17 @@ void emit_edgeconv(Emit *E)
 		comment_text(E, arena_printf(E->a, "%.*s", (int)fused->s.len, fused->s.data));
 		emitf(E, " */\n");
 	}
+	return scratch;
+}
+
+void emit_edgeconv(Emit *E)
+{
+	Infer inf = {.sig = (Sig *)E->sig, .g = E->g, .n = E->n, .d = E->d, .a = E->a};
+	kiln_edgeconv_params p;
+	edgeconv_params(&inf, &p);
+	Operand X = in_op(E, 0), I = in_op(E, 1), Y = out_op(E, 0);
+	const Attr *relu = node_attr(E->n, "kiln.edge_relu");
+	const PlanBuf *scratch = scratch_and_comment(E);
 	emitf(E, "\tconst kiln_edgeconv_params p = {\n"
 	       "\t\t.batch = %" PRId64 ", .channels = %" PRId64 ", .points = %" PRId64
 	       ", .k = %" PRId64 ",\n\t\t.nlayers = %d, .aggregate = %s,\n",
@@ -65,4 +72,17 @@ void emit_edgeconv(Emit *E)
 	       "two tiles of edge features */\n", scratch->off, scratch->bytes);
 	emitf(E, "\treturn kiln_f32_edgeconv(&p, %s, %s, %s, (float *)(a + %" PRId64 "));\n", X.expr,
 	    I.expr, Y.expr, scratch->off);
+}
+
+/* The fused kNN (a TopK marked kiln.knn): one kiln_f32_knn call. */
+void emit_knn(Emit *E)
+{
+	Operand X = in_op(E, 0), I = out_op(E, 1);
+	const PlanBuf *scratch = scratch_and_comment(E);
+	emitf(E, "\t/* arena scratch @%" PRId64 "+%" PRId64 ": a sample's dot products */\n",
+	    scratch->off, scratch->bytes);
+	emitf(E, "\tkiln_f32_knn(%" PRId64 ", %" PRId64 ", %" PRId64 ", %" PRId64
+	       ", %s, %s, (float *)(a + %" PRId64 "));\n\treturn 0;\n",
+	    X.shape->dims[0].size, X.shape->dims[1].size, X.shape->dims[2].size,
+	    I.shape->dims[2].size, X.expr, I.expr, scratch->off);
 }

@@ -75,3 +75,35 @@ int64_t edgeconv_scratch_bytes(const Sig *s, int node, Arena *a)
 	params(&inf, &p);
 	return kiln_f32_edgeconv_work(&p) * (int64_t)sizeof(float);
 }
+
+/* ---- the fused kNN: a TopK marked kiln.knn reading pts [N, C, P] ---- */
+
+bool knn_node(const Node *n)
+{
+	return n->op == OP_TopK && node_attr(n, "kiln.knn") != NULL;
+}
+
+void knn_infer(Infer *x)
+{
+	const Shape *in = infer_shape(x, 0);
+	int64_t n;
+	const int64_t *k = infer_require_ints(x, 1, &n);
+	if (in->rank != 3 || infer_dtype(x, 0) != DT_FLOAT || n != 1 || k[0] < 1 ||
+	    k[0] > in->dims[2].size || x->n->nout != 2)
+		infer_fail(x, KILN_INVALID_MODEL, "malformed fused kNN node");
+	Shape y = {.rank = 3};
+	y.dims[0].size = in->dims[0].size;
+	y.dims[1].size = in->dims[2].size;
+	y.dims[2].size = k[0];
+	infer_set_output(x, 1, DT_INT64, &y);
+}
+
+int64_t knn_scratch_bytes(const Sig *s, int node)
+{
+	const Node *n = &s->g->nodes[node];
+	if (!knn_node(n))
+		return 0;
+	const Shape *in = &s->shapes[n->in[0]], *y = &s->shapes[n->out[1]];
+	return kiln_f32_knn_work(in->dims[1].size, in->dims[2].size, y->dims[2].size) *
+	       (int64_t)sizeof(float);
+}

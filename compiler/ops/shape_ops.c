@@ -1013,7 +1013,12 @@ void ops_shape_infer(Infer *x)
 	case OP_DepthToSpace: infer_depth_space(x, true); return;
 	case OP_EyeLike: infer_eye_like(x); return;
 	case OP_Einsum: infer_einsum(x); return;
-	case OP_TopK: infer_topk(x); return;
+	case OP_TopK:
+		if (knn_node(x->n))
+			knn_infer(x);
+		else
+			infer_topk(x);
+		return;
 	case OP_QuantizeLinear: case OP_DequantizeLinear: infer_quant(x); return;
 	case OP_InstanceNormalization: case OP_LRN: infer_same_shape(x); return;
 	case OP_SpaceToDepth: infer_depth_space(x, false); return;

@@ -170,6 +170,11 @@ static bool local_indices(PassCtx *c, int idx, int64_t P)
 		const Shape *in = rw_shape_in(c, t->in[0], k);
 		if (!in || in->rank < 1)
 			return false;
+		if (rw_attr(t, "kiln.knn")) {   /* fuse_knn's: over pts' P points */
+			if (in->rank != 3 || in->dims[2].size != P)
+				return false;
+			continue;
+		}
 		int64_t ax = rw_attr_int(t, "axis", -1);
 		if (ax < 0)
 			ax += in->rank;
@@ -331,6 +336,88 @@ static bool fuse_edgeconv(PassCtx *c, int i)
 	return true;
 }
 
+/* ---- the kNN -------------------------------------------------------------- */
+
+/* A constant scalar (any rank, one element) equal to v. */
+static bool const_is(PassCtx *c, int id, double v)
+{
+	int64_t n;
+	double *d = rw_const_f64(c, id, &n);
+	return d && n == 1 && d[0] == v;
+}
+
+/* id read once, by the node the pattern continues with. */
+static bool once(PassCtx *c, int id)
+{
+	return rw_sole_user(c, id) != NONE;
+}
+
+/* pts if id is Transpose[0,2,1](pts), else NONE. */
+static int transposed_3d(PassCtx *c, int id)
+{
+	static const int64_t p021[3] = {0, 2, 1};
+	const Node *t = made_by(c, id, OP_Transpose);
+	return t && perm_is(t, p021, 3) && once(c, id) ? t->in[0] : NONE;
+}
+
+/* TopK(K, largest, sorted, last axis) of (2 (pts^T pts) - sq) - sq^T with
+ * sq = ReduceSum(pts * pts, axis 1, keepdims): its indices from one
+ * kiln_f32_knn (a TopK marked kiln.knn reading pts), the [N, P, P] matrix
+ * and its Mul, Sub, Transpose never made. The values must be unused. */
+static bool fuse_knn(PassCtx *c, int i)
+{
+	Graph *g = c->g;
+	Node *t = &g->nodes[i];
+	if (t->op != OP_TopK || t->since < 11 || t->nin != 2 || t->nout != 2 ||
+	    rw_attr(t, "kiln.knn") || rw_attr_int(t, "largest", 1) != 1 ||
+	    rw_attr_int(t, "sorted", 1) != 1 || t->out[1] == NONE ||
+	    (t->out[0] != NONE && (g->values[t->out[0]].nuse != 0 || rw_pinned(c, t->out[0]))))
+		return false;
+	int64_t axis = rw_attr_int(t, "axis", -1), nk;
+	double *K = rw_const_f64(c, t->in[1], &nk);
+	if ((axis != -1 && axis != 2) || !K || nk != 1 || K[0] < 1 || !once(c, t->in[0]))
+		return false;
+	const Node *s2 = made_by(c, t->in[0], OP_Sub);
+	const Node *s1 = s2 ? made_by(c, s2->in[0], OP_Sub) : NULL;
+	if (!s1 || !once(c, s2->in[0]))
+		return false;
+	int r = s1->in[1];
+	const Node *rs = made_by(c, r, OP_ReduceSum);
+	if (!rs || transposed_3d(c, s2->in[1]) != r || g->values[r].nuse != 2 || rw_pinned(c, r) ||
+	    rw_attr_int(rs, "keepdims", 1) != 1 || rs->nin != 2 || !const_is(c, rs->in[1], 1))
+		return false;
+	const Node *sq = made_by(c, rs->in[0], OP_Mul);
+	const Node *m2 = made_by(c, s1->in[0], OP_Mul);
+	if (!sq || sq->in[0] != sq->in[1] || !once(c, rs->in[0]) || !m2 || !once(c, s1->in[0]))
+		return false;
+	bool two_first = const_is(c, m2->in[0], 2.0);
+	if (!two_first && !const_is(c, m2->in[1], 2.0))
+		return false;
+	int mmv = m2->in[two_first ? 1 : 0];
+	const Node *mm = made_by(c, mmv, OP_MatMul);
+	int pts = sq->in[0];
+	if (!mm || !once(c, mmv) || mm->in[1] != pts || transposed_3d(c, mm->in[0]) != pts ||
+	    rw_dtype(c, pts) != DT_FLOAT)
+		return false;
+	for (int k = 0; k < c->nsigs; k++) {
+		const Shape *s = rw_shape_in(c, pts, k);
+		if (!s || s->rank != 3 || s->dims[0].size != c->sigs[k].batch || K[0] > s->dims[2].size)
+			return false;
+	}
+	int out[2] = {NONE, t->out[1]};
+	int in[2] = {pts, t->in[1]};
+	Attr at[3] = {
+		rw_int_attr(c, "kiln.knn", 1), rw_int_attr(c, "axis", -1),
+		rw_string_attr(c, "kiln.fused", arena_printf(c->a, "kNN: MatMul, ReduceSum, Mul, Sub, "
+		                                             "Sub, Transpose, TopK \"%s\"", t->name)),
+	};
+	const char *name = t->name[0] ? t->name : "knn";
+	rw_kill(c, i);
+	rw_add_node(c, i, "TopK", in, 2, out, 2, at, 3, name);
+	c->stat->fused += 7;
+	return true;
+}
+
 int pass_edgeconv(PassCtx *c)
 {
 	if (c->nsigs == 0)
@@ -338,6 +425,6 @@ int pass_edgeconv(PassCtx *c)
 	int changed = 0;
 	for (int i = 0; i < c->g->nnodes; i++)
 		if (!c->dead[i])
-			changed += fuse_edgeconv(c, i);
+			changed += fuse_edgeconv(c, i) || fuse_knn(c, i);
 	return changed;
 }

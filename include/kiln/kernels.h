@@ -808,6 +808,20 @@ KILN_API int64_t kiln_f32_edgeconv_work(const kiln_edgeconv_params *p);
 KILN_API enum kiln_status kiln_f32_edgeconv(const kiln_edgeconv_params *p, const float *X,
                                             const int64_t *idx, float *Y, float *work);
 
+/*
+ * The k nearest neighbours of ParticleNet's EdgeConv as exporters write them:
+ * for each sample n and point i of X [N, C, P], the indices of the K largest
+ * of
+ *     v[i, j] = (2 x_i . x_j - |x_j|^2) - |x_i|^2      (minus the squared distance)
+ * over j < P, best first, ties to the lower j, a NaN never better than a
+ * number (ONNX TopK, largest, sorted; 1 <= K <= P) into idx [N, P, K]. The dot products
+ * are one GEMM per sample; the selection keeps the K best in one pass. work:
+ * kiln_f32_knn_work floats.
+ */
+KILN_API int64_t kiln_f32_knn_work(int64_t C, int64_t P, int64_t K);
+KILN_API void kiln_f32_knn(int64_t N, int64_t C, int64_t P, int64_t K, const float *X,
+                           int64_t *idx, float *work);
+
 /* ---- tree ensembles and linear models (ai.onnx.ml) -------------------- */
 
 /* Node modes: a branch goes to tru[i] when its comparison of x[feat[i]]

@@ -13,7 +13,8 @@
  * sum of magnitudes of each output's terms, propagated through the layers;
  * float32 accumulation over at most 2C + widths terms). Invalid: a
  * neighbour index of P or -1 returns KILN_SHAPE_ERROR with Y untouched.
- * Guards catch writes outside Y and the work memory.
+ * Guards catch writes outside Y and the work memory. kiln_f32_knn: see
+ * run_knn.
  */
 #include "kiln/kernels.h"
 #include "runtime/kernels/f32-gemm/pack.h"
@@ -149,8 +150,66 @@ static void run_case(const Case *cs)
 	free(X), free(idx), free(want), free(bound), free(h), free(hb), free(o), free(ob);
 }
 
+/* kiln_f32_knn: the K indices must be distinct, in [0, P), in order of the
+ * double-precision values (2 x_i.x_j - |x_j|^2) - |x_i|^2 and no unchosen
+ * point better than a chosen one, both within 1e-5 of the bound (the sum of
+ * the magnitudes of the terms); duplicated points make exact ties. */
+static void run_knn(int64_t N, int64_t C, int64_t P, int64_t K)
+{
+	float *X = xmalloc((size_t)(N * C * P) * sizeof *X);
+	fill_uniform(X, N * C * P, -1, 1);
+	for (int64_t n = 0; n < N; n++)   /* point 3 repeats point 1 */
+		for (int64_t c = 0; c < C && P > 3; c++)
+			X[(n * C + c) * P + 3] = X[(n * C + c) * P + 1];
+	int64_t *idx = xmalloc((size_t)(N * P * K) * sizeof *idx);
+	Guarded gw;
+	float *work = guarded_alloc(&gw, (size_t)kiln_f32_knn_work(C, P, K) * sizeof *work, 0);
+	kiln_f32_knn(N, C, P, K, X, idx, work);
+	double *v = xmalloc((size_t)P * sizeof *v);
+	int ok = 1;
+	for (int64_t n = 0; n < N && ok; n++)
+		for (int64_t i = 0; i < P && ok; i++) {
+			double bound = 0;
+			for (int64_t j = 0; j < P; j++) {
+				double dot = 0, sj = 0, si = 0, b = 0;
+				for (int64_t c = 0; c < C; c++) {
+					double a = (double)X[(n * C + c) * P + i], q = (double)X[(n * C + c) * P + j];
+					dot += a * q, sj += q * q, si += a * a, b += fabs(a * q);
+				}
+				v[j] = (2 * dot - sj) - si;
+				bound = fmax(bound, 2 * b + sj + si);
+			}
+			const int64_t *ix = idx + (n * P + i) * K;
+			char *chosen = calloc((size_t)P, 1);
+			for (int64_t m = 0; m < K && ok; m++) {
+				ok &= ix[m] >= 0 && ix[m] < P && !chosen[ix[m]];
+				if (ok)
+					chosen[ix[m]] = 1;
+				if (ok && m > 0)
+					ok &= v[ix[m]] <= v[ix[m - 1]] + 1e-5 * bound;
+			}
+			for (int64_t j = 0; j < P && ok; j++)
+				ok &= chosen[j] || v[j] <= v[ix[K - 1]] + 1e-5 * bound;
+			free(chosen);
+		}
+	char what[160];
+	snprintf(what, sizeof what, "knn N=%lld C=%lld P=%lld K=%lld (%s)", (long long)N,
+	         (long long)C, (long long)P, (long long)K, kiln_isa_name());
+	CHECK(ok, what);
+	CHECK(guarded_intact(&gw), "knn: guards intact");
+	guarded_free(&gw);
+	free(X), free(idx), free(v);
+}
+
 int main(void)
 {
+	run_knn(2, 2, 100, 17);
+	run_knn(3, 32, 37, 16);
+	run_knn(1, 5, 9, 9);
+	run_knn(2, 3, 1, 1);
+	run_knn(1, 7, 50, 1);
+	run_knn(1, 4, 60, 40);   /* K > 32: avx512.c falls back to ref.c */
+
 	static const Case cases[] = {
 		{2, 16, 100, 16, 3, {32, 32, 32}, KILN_ACT_RELU, KILN_EDGECONV_MEAN},
 		{1, 32, 37, 16, 3, {64, 64, 64}, KILN_ACT_RELU, KILN_EDGECONV_MEAN},

@@ -14,12 +14,15 @@
  *   3. each point's k rows of the last layer reduced (mean or max) into
  *      Y[n, :, p].
  * All GEMMs go through the f32-gemm core (kiln_gemm_run: its variant is the
- * one dispatch point, KILN_ISA picks it), so this file is plain C. Work
+ * one dispatch point, KILN_ISA picks it); the gather and the reduction
+ * over k go through edgeconv_ops() (ref here, avx2.c, avx512.c). Work
  * memory is the caller's (kiln_f32_edgeconv_work floats).
  */
 #include <string.h>
 
 #include "../f32-gemm/gemm.h"
+#include "../isa.h"
+#include "edgeconv.h"
 #include "kiln/kernels.h"
 
 enum { TILE_EDGES = 256 };
@@ -57,24 +60,56 @@ static void gemm_packed(int64_t M, int64_t N, int64_t K, const float *A, const f
 	kiln_gemm_run(M, N, K, A, K, &b, C, N, &e);
 }
 
-/* Reduce rows [0, k) of h (width w, consecutive) into Y[c * P] for c < w. */
-static void aggregate(const float *h, int64_t k, int64_t w, int how, float *y, int64_t P,
-                      float *acc)
+static void gather_add_ref(float *e, const float *u, const float *v_base, int64_t ld,
+                           const int64_t *ix, int64_t k, int64_t w)
 {
-	memcpy(acc, h, (size_t)w * sizeof *acc);
-	for (int64_t j = 1; j < k; j++) {
-		const float *r = h + j * w;
-		if (how == KILN_EDGECONV_MAX) {
-			for (int64_t c = 0; c < w; c++)
-				acc[c] = r[c] > acc[c] || r[c] != r[c] ? r[c] : acc[c];
-		} else {
-			for (int64_t c = 0; c < w; c++)
-				acc[c] += r[c];
-		}
+	for (int64_t j = 0; j < k; j++) {
+		const float *v = v_base + ix[j] * ld;
+		for (int64_t c = 0; c < w; c++)
+			e[j * w + c] = u[c] + v[c];
 	}
-	float scale = how == KILN_EDGECONV_MAX ? 1.0f : 1.0f / (float)k;
-	for (int64_t c = 0; c < w; c++)
-		y[c * P] = acc[c] * scale;
+}
+
+static void reduce_rows_ref(const float *h, int64_t k, int64_t w, int max, float *acc)
+{
+	for (int64_t c = 0; c < w; c++) {
+		float s = h[c];
+		for (int64_t j = 1; j < k; j++) {
+			float r = h[j * w + c];
+			s = max ? (r > s || r != r ? r : s) : s + r;
+		}
+		acc[c] = s;
+	}
+}
+
+void kiln_edge_top_k_ref(const float *v, int64_t P, int64_t K, int64_t *ix, float *best)
+{
+	int64_t kept = 0;
+	for (int64_t j = 0; j < P; j++) {
+		float x = v[j];
+		if (kept == K && !(x > best[K - 1]))
+			continue;
+		int64_t p = kept < K ? kept++ : K - 1;
+		for (; p > 0 && x > best[p - 1]; p--) {
+			best[p] = best[p - 1];
+			ix[p] = ix[p - 1];
+		}
+		best[p] = x;
+		ix[p] = j;
+	}
+}
+
+const EdgeOps kiln_edge_ref = {gather_add_ref, reduce_rows_ref, kiln_edge_top_k_ref};
+
+const EdgeOps *edgeconv_ops(void)
+{
+	switch (kiln_isa()) {
+#ifdef KILN_HAVE_X86_VARIANTS
+	case KILN_ISA_AVX512: return &kiln_edge_avx512;
+	case KILN_ISA_AVX2: return &kiln_edge_avx2;
+#endif
+	default: return &kiln_edge_ref;
+	}
 }
 
 enum kiln_status kiln_f32_edgeconv(const kiln_edgeconv_params *p, const float *X,
@@ -89,6 +124,7 @@ enum kiln_status kiln_f32_edgeconv(const kiln_edgeconv_params *p, const float *X
 			return KILN_SHAPE_ERROR;
 	const int64_t W0 = p->width[0], WL = p->width[L - 1], T = tile_points(p);
 	const int64_t wmax = widest(p);
+	const EdgeOps *ops = edgeconv_ops();
 	float *xt = work, *uv = xt + P * C, *h[2] = {uv + P * 2 * W0, NULL};
 	h[1] = h[0] + T * k * wmax;
 	for (int64_t n = 0; n < N; n++) {
@@ -105,15 +141,9 @@ enum kiln_status kiln_f32_edgeconv(const kiln_edgeconv_params *p, const float *X
 		for (int64_t p0 = 0; p0 < P; p0 += T) {
 			int64_t tp = P - p0 < T ? P - p0 : T, rows = tp * k;
 			float *e = h[0];
-			for (int64_t t = 0; t < tp; t++) {
-				const float *u = uv + (p0 + t) * 2 * W0;
-				for (int64_t j = 0; j < k; j++) {
-					const float *v = uv + ix[(p0 + t) * k + j] * 2 * W0 + W0;
-					float *r = e + (t * k + j) * W0;
-					for (int64_t c = 0; c < W0; c++)
-						r[c] = u[c] + v[c];
-				}
-			}
+			for (int64_t t = 0; t < tp; t++)
+				ops->gather_add(e + t * k * W0, uv + (p0 + t) * 2 * W0, uv + W0, 2 * W0,
+				                ix + (p0 + t) * k, k, W0);
 			if (p->act[0].act != KILN_ACT_NONE)
 				kiln_f32_act(e, rows * W0, &p->act[0]);
 			int cur = 0;
@@ -123,9 +153,15 @@ enum kiln_status kiln_f32_edgeconv(const kiln_edgeconv_params *p, const float *X
 				cur = !cur;
 			}
 			/* the other tile buffer is free: its first row holds the sums */
-			for (int64_t t = 0; t < tp; t++)
-				aggregate(h[cur] + t * k * WL, k, WL, p->aggregate, Y + n * WL * P + p0 + t, P,
-				          h[!cur]);
+			float *acc = h[!cur], scale = p->aggregate == KILN_EDGECONV_MAX ? 1.0f
+			                                                                : 1.0f / (float)k;
+			for (int64_t t = 0; t < tp; t++) {
+				ops->reduce_rows(h[cur] + t * k * WL, k, WL, p->aggregate == KILN_EDGECONV_MAX,
+				                 acc);
+				float *y = Y + n * WL * P + p0 + t;
+				for (int64_t c = 0; c < WL; c++)
+					y[c * P] = acc[c] * scale;
+			}
 		}
 	}
 	return KILN_OK;
