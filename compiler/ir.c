@@ -24,6 +24,8 @@ static const struct {
 	[DT_UINT32] = {"uint32", 4},       [DT_UINT64] = {"uint64", 8},
 	[DT_COMPLEX64] = {"complex64", 8}, [DT_COMPLEX128] = {"complex128", 16},
 	[DT_BFLOAT16] = {"bfloat16", 2},
+	[DT_FLOAT8E4M3FN] = {"float8e4m3fn", 1}, [DT_FLOAT8E4M3FNUZ] = {"float8e4m3fnuz", 1},
+	[DT_FLOAT8E5M2] = {"float8e5m2", 1},     [DT_FLOAT8E5M2FNUZ] = {"float8e5m2fnuz", 1},
 };
 
 bool dtype_valid(int dt)

@@ -78,11 +78,14 @@ void arena_uncharge(Arena *a, size_t bytes);
 enum {
 	DT_UNDEFINED = 0, DT_FLOAT = 1, DT_UINT8, DT_INT8, DT_UINT16, DT_INT16, DT_INT32,
 	DT_INT64, DT_STRING, DT_BOOL, DT_FLOAT16, DT_DOUBLE, DT_UINT32, DT_UINT64,
-	DT_COMPLEX64, DT_COMPLEX128, DT_BFLOAT16, DT_COUNT
+	DT_COMPLEX64, DT_COMPLEX128, DT_BFLOAT16, DT_FLOAT8E4M3FN, DT_FLOAT8E4M3FNUZ,
+	DT_FLOAT8E5M2, DT_FLOAT8E5M2FNUZ, DT_COUNT
 };
+/* The float8 types (opset 19) are one byte each, in kiln_f8_* format order. */
+#define DT_IS_FLOAT8(dt) ((dt) >= DT_FLOAT8E4M3FN && (dt) <= DT_FLOAT8E5M2FNUZ)
 const char *dtype_name(int dt);  /* "float32", "int64", ...; "?" if unknown */
 size_t dtype_size(int dt);       /* bytes per element; 0 for string/undefined */
-bool dtype_valid(int dt);        /* 1..16 */
+bool dtype_valid(int dt);        /* 1..20 */
 
 /* ---- checked int64 arithmetic ------------------------------------------ */
 

@@ -129,7 +129,9 @@ static const OpDoc docs[] = {
 	{OP_LSTM, F32, "as RNN; peepholes, input_forget"},
 	{OP_ScatterElements, 0, "reduction add and mul not on float16/bfloat16 yet"},
 	{OP_ScatterND, 0, "reduction add and mul not on float16/bfloat16 yet"},
-	{OP_Cast, 0, "bfloat16 rounds to nearest even (see tests/conformance/known-differences.txt)"},
+	{OP_Cast, 0, "bfloat16 rounds to nearest even (see tests/conformance/known-differences.txt); "
+	             "the four float8 types (opset 19, saturate) inside the graph, bit-exact"},
+	{OP_CastLike, 0, "the four float8 types (opset 19, saturate) inside the graph, bit-exact"},
 };
 
 static const OpDoc *doc_of(int op)

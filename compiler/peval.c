@@ -752,7 +752,7 @@ void peval_node(Infer *x)
 	int yid = n->out[0], ydt = s->dtypes[yid];
 	const Shape *ys = &s->shapes[yid];
 	int64_t ny = shape_nelem(ys);
-	if (ny < 0 || !dtype_size(ydt) || ydt == DT_STRING ||
+	if (ny < 0 || !dtype_size(ydt) || ydt == DT_STRING || DT_IS_FLOAT8(ydt) ||
 	    ny > (is_float(ydt) ? MAX_ELEMS : MAX_INT_ELEMS))
 		return;
 	Arg in[16];
@@ -764,7 +764,8 @@ void peval_node(Infer *x)
 		if (n->in[i] == NONE)
 			continue;
 		const Folded *f = infer_folded(x, i);
-		if (!f || f->dtype == DT_STRING || !dtype_size(f->dtype) || f->nelem > MAX_IN_ELEMS ||
+		if (!f || f->dtype == DT_STRING || !dtype_size(f->dtype) || DT_IS_FLOAT8(f->dtype) ||
+		    f->nelem > MAX_IN_ELEMS ||
 		    f->nelem != shape_nelem(infer_shape(x, i)))
 			return;
 		in[i] = (Arg){f->dtype, infer_shape(x, i), f->nelem, f->data};

@@ -103,6 +103,10 @@ static void bind_inputs(Sig *s, const BindOptions *o, Diag *d)
 			          v->type == TK_SEQUENCE ? "sequence" : "non-tensor value");
 		if (!dtype_valid(v->dtype))
 			diag_fail(d, KILN_INVALID_MODEL, "graph input \"%s\" has no element type", v->name);
+		if (DT_IS_FLOAT8(v->dtype))
+			diag_fail(d, KILN_UNSUPPORTED, "graph input \"%s\" is %s; kiln takes float8 values "
+			          "inside the graph only (Cast them from float32 there)", v->name,
+			          dtype_name(v->dtype));
 		Shape sh = v->shape;
 		const ShapeOverride *ov = find_override(o, v->name);
 		int axis = find_batch_dim(o, v->name);
@@ -486,6 +490,25 @@ void shape_sig_init(Sig *s, Arena *a)
 	}
 }
 
+/* float8 values (opset 19) are compiled through Cast and CastLike (and
+ * moved by the ops that only reshape); any other op would compute on their
+ * bit patterns, so it is refused. */
+static void float8_guard(const Sig *s, const Node *n, Diag *d)
+{
+	switch (n->op) {
+	case OP_Cast: case OP_CastLike: case OP_Identity: case OP_Reshape: case OP_Flatten:
+	case OP_Squeeze: case OP_Unsqueeze: case OP_Shape: case OP_Size:
+		return;
+	}
+	for (int k = 0; k < n->nin + n->nout; k++) {
+		int id = k < n->nin ? n->in[k] : n->out[k - n->nin];
+		if (id != NONE && DT_IS_FLOAT8(s->dtypes[id]))
+			diag_fail_node(d, s->g, n, KILN_UNSUPPORTED, "%s %s is %s; float8 values are "
+			               "compiled through Cast and CastLike only", k < n->nin ? "input" : "output",
+			               s->g->values[id].name, dtype_name(s->dtypes[id]));
+	}
+}
+
 void shape_infer_nodes(Sig *s, Diag *d)
 {
 	Graph *g = s->g;
@@ -505,6 +528,7 @@ void shape_infer_nodes(Sig *s, Diag *d)
 		if (!hook)
 			diag_fail_node(d, g, n, KILN_UNSUPPORTED, "no shape inference for this op yet");
 		hook(&x);
+		float8_guard(s, n, d);
 		peval_node(&x);
 		for (int k = 0; k < n->nout; k++)
 			if (n->out[k] != NONE && s->shapes[n->out[k]].rank < 0)
@@ -518,6 +542,11 @@ void shape_infer(Sig *s, const BindOptions *o, Arena *a, Diag *d)
 	shape_sig_init(s, a);
 	bind_inputs(s, o, d);
 	shape_infer_nodes(s, d);
+	for (int i = 0; i < g->noutputs; i++)
+		if (DT_IS_FLOAT8(s->dtypes[g->outputs[i]]))
+			diag_fail(d, KILN_UNSUPPORTED, "graph output \"%s\" is %s; kiln gives float8 values "
+			          "inside the graph only (Cast them to float32 there)",
+			          g->values[g->outputs[i]].name, dtype_name(s->dtypes[g->outputs[i]]));
 	for (int i = 0; i < g->noutputs; i++)
 		if (s->shapes[g->outputs[i]].rank < 0)
 			diag_fail(d, KILN_SHAPE_ERROR, "graph output \"%s\" has no static shape",

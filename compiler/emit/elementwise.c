@@ -344,12 +344,19 @@ void emit_binary(Emit *E)
 void emit_cast(Emit *E)
 {
 	Operand x = in_op(E, 0), y = out_op(E, 0);
-	/* 16-bit floats travel as bit patterns and go through float32. */
+	/* 16-bit and 8-bit floats travel as bit patterns and go through float32;
+	 * saturate (opset 19) decides what becomes of values beyond float8's range. */
 	const char *src = x.dtype == DT_FLOAT16    ? "kiln_f16_to_f32(x0)"
 	                  : x.dtype == DT_BFLOAT16 ? "kiln_bf16_to_f32(x0)"
-	                                           : "x0";
+	                  : DT_IS_FLOAT8(x.dtype)
+	                      ? arena_printf(E->a, "kiln_f8_to_f32(x0, %d)", x.dtype - DT_FLOAT8E4M3FN)
+	                      : "x0";
 	const char *e;
-	if (y.dtype == DT_FLOAT16 || y.dtype == DT_BFLOAT16)
+	if (DT_IS_FLOAT8(y.dtype))
+		e = arena_printf(E->a, "kiln_f32_to_f8((float)%s, %d, %d)", src,
+		                 y.dtype - DT_FLOAT8E4M3FN,
+		                 E->n->since >= 19 && node_attr_int(E->n, "saturate", 1) != 0);
+	else if (y.dtype == DT_FLOAT16 || y.dtype == DT_BFLOAT16)
 		e = arena_printf(E->a, "%s((float)%s)",
 		                 y.dtype == DT_FLOAT16 ? "kiln_f32_to_f16" : "kiln_f32_to_bf16", src);
 	else if (y.dtype == DT_BOOL)

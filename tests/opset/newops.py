@@ -336,3 +336,76 @@ def resize_antialias_linear_3d_asymmetric_18():
 def resize_antialias_tiny_scale_refused():
     return resize_scales((1, 1, 4, 300), [1, 1, 1, 0.01], dict(mode="cubic", antialias=1),
                          opset=18)[0]
+
+
+# ---- float8 (opset 19): Cast and CastLike, exact -----------------------------
+
+F8 = {"e4m3fn": 17, "e4m3fnuz": 18, "e5m2": 19, "e5m2fnuz": 20}
+
+
+def f8_inputs(n_random, seed=0):
+    """Values across float8's range: random magnitudes from 2^-20 to 2^20,
+    the largest finite values and just beyond, ties, zeros, infinities, NaN."""
+    r = np.random.default_rng(seed)
+    v = r.standard_normal(n_random) * 2.0 ** r.integers(-20, 20, n_random)
+    special = [0, -0.0, np.inf, -np.inf, np.nan, 240, 248, 250, 256, 448, 464, 472, 480, 490,
+               496, 500, 512, 57344, 59392, 61440, 63000, 65536, 1e30, 2.0 ** -9, 2.0 ** -10,
+               3 * 2.0 ** -11, 2.0 ** -16, 2.0 ** -17, 2.0 ** -18, 1.0625, 1.1875, -1.0625]
+    return np.concatenate([v, special, np.negative(special)]).astype(np.float32)
+
+
+@run
+def cast_float8_every_format_19():
+    """float32 -> each float8 format (saturate 1 and 0) -> float32, times 2^16
+    so that one float8 step near 0 exceeds verify's atol as well."""
+    nodes, outs = [], []
+    for name, to in F8.items():
+        for sat in (1, 0):
+            q, y = f"q_{name}_{sat}", f"y_{name}_{sat}"
+            nodes += [helper.make_node("Cast", ["x"], [q], to=to, saturate=sat),
+                      helper.make_node("Cast", [q], [y + "_f"], to=TensorProto.FLOAT),
+                      helper.make_node("Mul", [y + "_f", "big"], [y])]
+            outs.append(vi(y, None))
+    x = f8_inputs(400).reshape(2, -1)
+    m = model(nodes, [vi("x", ["N", x.shape[1]])], outs,
+              [const("big", np.array(65536, np.float32))], opset=19)
+    return m, {"x": x}
+
+
+@run
+def cast_float8_from_to_integers_and_double_21():
+    """int32 and float64 into float8 (E5M2 saturating, E4M3FN not), float8
+    into int32 through Reshape and CastLike (opset 21)."""
+    nodes = [helper.make_node("Cast", ["i"], ["qi"], to=F8["e5m2"], saturate=1),
+             helper.make_node("Cast", ["d"], ["qd"], to=F8["e4m3fn"], saturate=0),
+             helper.make_node("Reshape", ["qi", "shape"], ["qr"]),
+             helper.make_node("Cast", ["qr"], ["yi"], to=TensorProto.INT32),
+             helper.make_node("CastLike", ["qd", "x"], ["yd"])]
+    r = np.random.default_rng(4)
+    m = model(nodes, [vi("i", ["N", 6], TensorProto.INT32), vi("d", ["N", 5], TensorProto.DOUBLE),
+                      vi("x", ["N", 5])],
+              [vi("yi", None, TensorProto.INT32), vi("yd", None)],
+              [const("shape", np.array([-1, 3, 2], np.int64))], opset=21)
+    return m, {"i": r.integers(-70000, 70000, (3, 6), dtype=np.int32),
+               "d": r.standard_normal((3, 5)) * 100, "x": x_in((3, 5))}
+
+
+@run
+def castlike_float8_initializer_19():
+    """CastLike to a float8 initializer's type (E4M3FNUZ), saturate 0, and back."""
+    target = TensorProto(name="t", data_type=F8["e4m3fnuz"], dims=[1], raw_data=bytes([0x38]))
+    nodes = [helper.make_node("CastLike", ["x", "t"], ["q"], saturate=0),
+             helper.make_node("CastLike", ["q", "x"], ["y0"]),
+             helper.make_node("Mul", ["y0", "big"], ["y"])]
+    m = model(nodes, [vi("x", ["N", 16])], [vi("y", None)],
+              [target, const("big", np.array(65536, np.float32))], opset=19)
+    return m, {"x": (x_in((3, 16), 7) * 100).astype(np.float32)}
+
+
+@error("compile: (Add, ai.onnx opset 19): input q is float8e4m3fn; float8 values are compiled "
+       "through Cast and CastLike only")
+def add_on_float8_refused():
+    nodes = [helper.make_node("Cast", ["x"], ["q"], to=F8["e4m3fn"]),
+             helper.make_node("Add", ["q", "q"], ["s"]),
+             helper.make_node("Cast", ["s"], ["y"], to=TensorProto.FLOAT)]
+    return model(nodes, [vi("x", ["N", 4])], [vi("y", None)], opset=19)

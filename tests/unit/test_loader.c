@@ -186,7 +186,9 @@ static void test_all_dtypes(void)
 	Graph *g = m->graph;
 	CHECK_EQ_INT(31, g->ninitializers);
 	CHECK_EQ_INT(32, g->noutputs);
-	for (int dt = 1; dt < DT_COUNT; dt++) {
+	/* The fixture holds onnx 1.12's types (through bfloat16); float8 initializers
+	 * are tested by tests/opset/newops.py. */
+	for (int dt = 1; dt <= DT_BFLOAT16; dt++) {
 		char name[64];
 		snprintf(name, sizeof name, "typed_%s", type_names[dt]);
 		const Value *typed = value(g, name);
