@@ -604,9 +604,49 @@ static void rule_n_first(BD *b, int k)
 	set_outputs(b, 0);
 }
 
+/* The fused attention (ops/attention.c): every batch and head is computed
+ * on its own, and every query row; a batch axis in K's or V's rows would
+ * mix samples. Inputs read through kiln.perm_*: logical axis L of input i is
+ * its axis perm[L]. */
+static void rule_attention(BD *b)
+{
+	Node *n = b->n;
+	static const char *const perms[3] = {"kiln.perm_q", "kiln.perm_k", "kiln.perm_v"};
+	int target = BD_NONE;
+	for (int i = 0; i < n->nin; i++) {
+		int k = in_axis(b, i), L = -1;
+		if (k < 0)
+			continue;
+		if (i < 3) {
+			const Attr *p = node_attr(n, perms[i]);
+			for (int d = 0; p && d < p->n && d < 4; d++)
+				if (p->ints[d] == k)
+					L = d;
+		} else {
+			L = k + 4 - rank_of(b, n->in[i]);
+		}
+		if (L < 0 || L > 2 || (L == 2 && (i == 1 || i == 2))) {
+			mix(b, "attends over the batch axis %d (of its input %d)", k, i);
+			return;
+		}
+		if (!agree(b, &target, L))
+			return;
+	}
+	int out = BD_NONE;
+	const Attr *py = node_attr(n, "kiln.perm_y");
+	for (int d = 0; target != BD_NONE && py && d < py->n && d < 4; d++)
+		if (py->ints[d] == target)
+			out = d;
+	set_outputs(b, out);
+}
+
 static void rule_softmax(BD *b, int k)
 {
 	Node *n = b->n;
+	if (n->op == OP_Softmax && node_attr(n, "kiln.attention")) {
+		rule_attention(b);
+		return;
+	}
 	int r = rank_of(b, n->in[0]);
 	bool coerced = n->since < 13;   /* older versions flatten to 2-D at axis */
 	int axis = norm(attr_or(n, "axis", coerced ? 1 : -1), r);

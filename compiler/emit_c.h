@@ -137,6 +137,7 @@ void emit_matmul(Emit *E);
 void emit_einsum(Emit *E);
 /* emit/nn.c */
 void emit_softmax(Emit *E);
+void emit_attention(Emit *E);     /* emit/attention.c: Softmax with kiln.attention */
 void emit_batchnorm(Emit *E);
 void emit_layernorm(Emit *E);
 void emit_conv(Emit *E);

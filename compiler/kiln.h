@@ -547,6 +547,18 @@ int64_t pool_lp_norm(Infer *x);   /* LpPool's p, checked */
 void conv_deform_params(Infer *x, kiln_deformconv_params *p);
 void ops_norm_infer(Infer *x);          /* BatchNormalization, LayerNormalization, Softmax, LogSoftmax */
 void ops_reduce_infer(Infer *x);        /* ReduceMean, ReduceSum */
+/* ops/attention.c: the fused attention node, a Softmax with kiln.attention
+ * = 1 that passes/attention.c makes (inputs Q, K, V as 4-D tensors, an
+ * optional mask; kiln.perm_q/k/v: the logical [batch, heads, len, dim] view
+ * of each as a Transpose of it; kiln.perm_y: the output as a Transpose of the
+ * logical [batch, heads, q_len, v_dim] result; kiln.scale). NULL if the
+ * shapes fit, else why not. The kernel's parameters (strides in elements). */
+const char *attention_view(const int64_t perm[4][4], float scale, const Shape *q, const Shape *k,
+                           const Shape *v, const Shape *mask, kiln_attention_params *p, Shape *out);
+const char *attention_layout(const Node *n, const Shape *q, const Shape *k, const Shape *v,
+                             const Shape *mask, kiln_attention_params *p, Shape *out);
+void attention_infer(Infer *x);
+int64_t attention_scratch_bytes(const Sig *s, int node);
 void ops_resize_infer(Infer *x);        /* Resize, Upsample */
 void ops_signal_infer(Infer *x);        /* DFT, STFT, Hann/Hamming/BlackmanWindow, MelWeightMatrix */
 void ops_misc_infer(Infer *x);          /* Det, MeanVarianceNormalization, ReverseSequence */

@@ -12,6 +12,10 @@
 
 void emit_softmax(Emit *E)
 {
+	if (node_attr(E->n, "kiln.attention")) {
+		emit_attention(E);
+		return;
+	}
 	Operand X = in_op(E, 0), Y = out_op(E, 0);
 	require_f32(E, &X);
 	const Shape *s = X.shape;

@@ -118,6 +118,10 @@ void ops_norm_infer(Infer *x)
 		infer_groupnorm(x);
 		return;
 	default: { /* Softmax, LogSoftmax: opset < 13 default axis 1, else -1 */
+		if (x->n->op == OP_Softmax && node_attr(x->n, "kiln.attention")) {
+			attention_infer(x);
+			return;
+		}
 		const Shape *in = infer_shape(x, 0);
 		if (in->rank > 0)
 			infer_axis(x, attr_int(x, "axis", x->n->since < 13 ? 1 : -1), in->rank, "axis");

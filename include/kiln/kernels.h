@@ -234,6 +234,41 @@ KILN_API void kiln_f32_resize(const kiln_resize_params *p, const float *X, float
 KILN_API void kiln_f32_softmax(const float *X, float *Y, int64_t outer, int64_t axis_len,
                                int64_t inner, int is_log);
 
+/* ---- attention --------------------------------------------------------- */
+
+/*
+ * Scaled dot-product attention, fused (what passes/attention.c makes of
+ * MatMul, scale, mask Add, Softmax, MatMul): for every batch b and head h,
+ *   Y[b, h, i, :] = sum_j softmax_j(scale * Q[b, h, i, :] . K[b, h, j, :]
+ *                                   + mask[b, h, i, j]) * V[b, h, j, :]
+ * Q is [batch, heads, q_len, head_dim], K [batch, heads, kv_len, head_dim],
+ * V [batch, heads, kv_len, v_dim], Y [batch, heads, q_len, v_dim], each a
+ * strided view in elements (the head split and merge transposes are strides):
+ * *_stride = {batch, heads, row, element}; Y's element stride is 1. mask is
+ * NULL or read at b*m[0] + h*m[1] + i*m[2] + j*m[3] (0 for a broadcast axis).
+ * The scores of at most KILN_ATTENTION_ROWS query rows of one head exist at a
+ * time, in `work` (kiln_attention_work_floats floats, planned arena scratch),
+ * next to that head's K transposed and V packed: [batch, heads, q_len,
+ * kv_len] never exists. A row of only -INFINITY scores gives NaN, as Softmax
+ * does. Y must not overlap Q, K, V or mask.
+ */
+typedef struct kiln_attention_params {
+	int64_t batch, heads, q_len, kv_len, head_dim, v_dim;
+	float scale;
+	int64_t q_stride[4], k_stride[4], v_stride[4], y_stride[3], mask_stride[4];
+} kiln_attention_params;
+
+enum { KILN_ATTENTION_ROWS = 16 };
+
+static inline int64_t kiln_attention_work_floats(int64_t head_dim, int64_t kv_len, int64_t v_dim)
+{
+	int64_t kp = (kv_len + 31) / 32 * 32, vp = (v_dim + 15) / 16 * 16;
+	return head_dim * kp + kp * vp + (int64_t)KILN_ATTENTION_ROWS * kp;
+}
+
+KILN_API void kiln_f32_attention(const kiln_attention_params *p, const float *Q, const float *K,
+                                 const float *V, const float *mask, float *Y, float *work);
+
 /* ---- normalization ---------------------------------------------------- */
 
 /*

@@ -1,0 +1,148 @@
+/*
+ * ops/attention.c - the fused attention node: a Softmax carrying
+ * kiln.attention = 1, made by passes/attention.c from MatMul, scale, mask
+ * Add, Softmax and MatMul (docs/optimizer.md). Its inputs are Q, K and V as
+ * the 4-D tensors the head split reads (before its Transposes) and an
+ * optional mask; the attributes say how to read them:
+ *   kiln.perm_q, kiln.perm_k, kiln.perm_v  the logical [batch, heads, len,
+ *       dim] view of the input is Transpose(input, perm);
+ *   kiln.perm_y  the output is Transpose(logical [batch, heads, q_len,
+ *       v_dim], perm), whose last axis stays last (the head merge);
+ *   kiln.scale   the factor on Q . K.
+ * A model may carry these attribute names itself: everything is checked
+ * here as for any node, with one error line naming it.
+ */
+#include <string.h>
+
+#include "kiln.h"
+
+static const char *perm_of(const Node *n, const char *name, int64_t perm[4])
+{
+	const Attr *a = node_attr(n, name);
+	if (!a || a->type != AT_INTS || a->n != 4)
+		return "needs four ints in each kiln.perm_* attribute";
+	bool seen[4] = {false, false, false, false};
+	for (int k = 0; k < 4; k++) {
+		if (a->ints[k] < 0 || a->ints[k] > 3 || seen[a->ints[k]])
+			return "a kiln.perm_* attribute is not a permutation of 0..3";
+		seen[a->ints[k]] = true;
+		perm[k] = a->ints[k];
+	}
+	return NULL;
+}
+
+/* The logical view of a 4-D contiguous tensor read as Transpose(x, perm). */
+static void view(const Shape *s, const int64_t perm[4], int64_t size[4], int64_t stride[4])
+{
+	int64_t st[4], acc = 1;
+	for (int k = 3; k >= 0; k--) {
+		st[k] = acc;
+		acc *= s->dims[k].size;
+	}
+	for (int k = 0; k < 4; k++) {
+		size[k] = s->dims[perm[k]].size;
+		stride[k] = st[perm[k]];
+	}
+}
+
+const char *attention_view(const int64_t perm[4][4], float scale, const Shape *q, const Shape *k,
+                           const Shape *v, const Shape *mask, kiln_attention_params *p, Shape *out)
+{
+	const int64_t *pq = perm[0], *pk = perm[1], *pv = perm[2], *py = perm[3];
+	if (py[3] != 3)
+		return "kiln.perm_y must keep the last axis last";
+	if (q->rank != 4 || k->rank != 4 || v->rank != 4)
+		return "Q, K and V must be 4-D";
+	for (int d = 0; d < 4; d++)
+		if (q->dims[d].size < 0 || k->dims[d].size < 0 || v->dims[d].size < 0)
+			return "Q, K and V need known shapes";
+	memset(p, 0, sizeof *p);
+	int64_t qs[4], ks[4], vs[4];
+	view(q, pq, qs, p->q_stride);
+	view(k, pk, ks, p->k_stride);
+	view(v, pv, vs, p->v_stride);
+	if (qs[0] != ks[0] || qs[0] != vs[0] || qs[1] != ks[1] || qs[1] != vs[1])
+		return "Q, K and V differ in batch or heads";
+	if (qs[3] != ks[3])
+		return "Q and K differ in head size";
+	if (ks[2] != vs[2])
+		return "K and V differ in length";
+	p->batch = qs[0];
+	p->heads = qs[1];
+	p->q_len = qs[2];
+	p->kv_len = ks[2];
+	p->head_dim = qs[3];
+	p->v_dim = vs[3];
+	p->scale = scale;
+	int64_t ysz[4] = {p->batch, p->heads, p->q_len, p->v_dim};
+	out->rank = 4;
+	for (int d = 0; d < 4; d++)
+		out->dims[d] = (Dim){ysz[py[d]], NULL};
+	int64_t acc = 1, yst[4];
+	for (int d = 3; d >= 0; d--) {
+		yst[py[d]] = acc;
+		acc *= out->dims[d].size;
+	}
+	for (int d = 0; d < 3; d++)
+		p->y_stride[d] = yst[d];
+	if (mask) {
+		int64_t want[4] = {p->batch, p->heads, p->q_len, p->kv_len};
+		if (mask->rank < 0 || mask->rank > 4)
+			return "the mask has more than 4 axes";
+		int off = 4 - mask->rank;
+		acc = 1;
+		for (int d = 3; d >= 0; d--) {
+			int64_t m = d >= off ? mask->dims[d - off].size : 1;
+			if (m != 1 && m != want[d])
+				return "the mask does not broadcast to [batch, heads, q_len, kv_len]";
+			p->mask_stride[d] = m == 1 ? 0 : acc;
+			acc *= m;
+		}
+	}
+	return NULL;
+}
+
+const char *attention_layout(const Node *n, const Shape *q, const Shape *k, const Shape *v,
+                             const Shape *mask, kiln_attention_params *p, Shape *out)
+{
+	static const char *const names[4] = {"kiln.perm_q", "kiln.perm_k", "kiln.perm_v",
+	                                     "kiln.perm_y"};
+	int64_t perm[4][4];
+	for (int i = 0; i < 4; i++) {
+		const char *why = perm_of(n, names[i], perm[i]);
+		if (why)
+			return why;
+	}
+	const Attr *sc = node_attr(n, "kiln.scale");
+	return attention_view(perm, sc && sc->type == AT_FLOAT ? sc->f : 1.0f, q, k, v, mask, p, out);
+}
+
+void attention_infer(Infer *x)
+{
+	Node *n = x->n;
+	if (n->nin < 3 || n->nin > 4 || n->nout != 1)
+		infer_fail(x, KILN_INVALID_MODEL, "kiln.attention needs inputs Q, K, V and an optional "
+		           "mask, and one output");
+	for (int i = 0; i < n->nin; i++)
+		if (n->in[i] == NONE || infer_dtype(x, i) != DT_FLOAT)
+			infer_fail(x, KILN_UNSUPPORTED, "kiln.attention: input %d must be float32", i);
+	kiln_attention_params p;
+	Shape y;
+	const char *why = attention_layout(n, infer_shape(x, 0), infer_shape(x, 1),
+	                                   infer_shape(x, 2), n->nin > 3 ? infer_shape(x, 3) : NULL,
+	                                   &p, &y);
+	if (why)
+		infer_fail(x, KILN_SHAPE_ERROR, "kiln.attention: %s", why);
+	infer_set_output(x, 0, DT_FLOAT, &y);
+}
+
+int64_t attention_scratch_bytes(const Sig *s, int node)
+{
+	const Node *n = &s->g->nodes[node];
+	kiln_attention_params p;
+	Shape y;
+	if (attention_layout(n, &s->shapes[n->in[0]], &s->shapes[n->in[1]], &s->shapes[n->in[2]],
+	                     n->nin > 3 ? &s->shapes[n->in[3]] : NULL, &p, &y))
+		return 0;
+	return kiln_attention_work_floats(p.head_dim, p.kv_len, p.v_dim) * (int64_t)sizeof(float);
+}
