@@ -226,13 +226,13 @@ void passes_print(const PassReport *r, FILE *out)
 		fprintf(out, "  none (--no-opt)\n");
 		return;
 	}
-	fprintf(out, "  %-8s %6s %8s %6s %6s %14s %14s\n", "pass", "runs", "removed", "fused",
+	fprintf(out, "  %-9s %6s %8s %6s %6s %14s %14s\n", "pass", "runs", "removed", "fused",
 	        "added", "bytes before", "bytes after");
 	for (int i = 0; i < PASS_COUNT; i++) {
 		const PassStat *s = &r->pass[i];
 		if (i == PASS_F16 && s->runs == 0)
 			continue;
-		fprintf(out, "  %-8s %6d %8d %6d %6d %14llu %14llu\n", names[i], s->runs, s->removed,
+		fprintf(out, "  %-9s %6d %8d %6d %6d %14llu %14llu\n", names[i], s->runs, s->removed,
 		        s->fused, s->added, (unsigned long long)s->bytes_before,
 		        (unsigned long long)s->bytes_after);
 	}
