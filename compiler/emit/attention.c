@@ -35,7 +35,7 @@ void emit_attention(Emit *E)
 	      "scores */\n", scratch->off, scratch->bytes, (int)KILN_ATTENTION_ROWS);
 	emitf(E, "\tconst kiln_attention_params p = {%" PRId64 ", %" PRId64 ", %" PRId64 ", %" PRId64
 	      ", %" PRId64 ", %" PRId64 ", %s,\n\t\t", p.batch, p.heads, p.q_len, p.kv_len,
-	      p.head_dim, p.v_dim, flit(E, p.scale, DT_FLOAT));
+	      p.head_dim, p.v_dim, flit(E, (double)p.scale, DT_FLOAT));
 	strides(E, "q_stride", p.q_stride, 4);
 	emitf(E, ", ");
 	strides(E, "k_stride", p.k_stride, 4);
