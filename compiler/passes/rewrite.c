@@ -68,6 +68,8 @@ void rw_init(PassCtx *c)
 
 bool rw_pinned(PassCtx *c, int id)
 {
+	if (id < 0)  /* an absent input ("" in the model): nothing to rewrite */
+		return true;
 	const Value *v = &c->g->values[id];
 	return v->is_output || (id < c->nnested && c->nested[id]);
 }
@@ -82,7 +84,7 @@ static bool reads(const Node *n, int id)
 
 int rw_sole_user(PassCtx *c, int id)
 {
-	if (rw_pinned(c, id) || c->g->values[id].nuse < 1)
+	if (id < 0 || rw_pinned(c, id) || c->g->values[id].nuse < 1)
 		return NONE;
 	/* nuse is exact: one use, by the node the index remembers, is the only one. */
 	int hint = id < c->nhint ? c->user_hint[id] : NONE;

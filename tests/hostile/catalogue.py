@@ -370,6 +370,12 @@ def _():
                        vi("U", [2, 2, 2])], [vi("Y", None)], opset=16)
 
 
+@case("absent_required_input", "error", '"n0" (Clip', "input 0 is required")
+def _():
+    n = helper.make_node("Clip", ["", "", ""], ["Y"], name="n0")
+    return model([n], [vi("X", [3])], [vi("Y", None)], opset=13)
+
+
 STAGE_LINE = re.compile(r"^kiln: [^:]+: [0-9]+\.[0-9]+ s( \([0-9]+\.[0-9]+ s so far\))?$")
 
 
