@@ -29,10 +29,14 @@ import numpy as np
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(HERE)
 
-# The workloads: the eight of make_models.py, the jet tagger example, and the
-# trivial x + 1 model that measures each engine's per-call floor.
-WORKLOADS = ["ff12_128", "ff25_256", "deepjet_like", "particlenet_like", "transformer_enc",
-             "transformer_enc_einsum", "resnet18", "tied_embed_lm", "jet_tagger", "_probe_add"]
+# The workloads: the eight of make_models.py, the test suite's DeepJet-style
+# and ParticleNet-style models (test_models.py), the jet tagger example, and
+# the trivial x + 1 model that measures each engine's per-call floor.
+WORKLOADS = ["ff12_128", "ff25_256", "deepjet_like", "particlenet_like", "deepjet_test",
+             "particlenet_test", "transformer_enc", "transformer_enc_einsum", "resnet18",
+             "tied_embed_lm", "jet_tagger", "_probe_add"]
+TEST_MODELS = ("deepjet_test", "particlenet_test")  # made by bench/test_models.py
+NOT_MADE = ("jet_tagger", "_probe_add") + TEST_MODELS  # not made by make_models.py
 MAX_BATCH = {"resnet18": 16, "_probe_add": 1}
 # A cell fails the output check when max |kiln - ORT| > ATOL + RTOL * max |ORT|.
 ATOL, RTOL = 1e-4, 1e-3
@@ -60,7 +64,7 @@ def ensure_models(args, names):
     """Runs make_models.py for the workloads whose files are missing."""
     meta_path = os.path.join(args.models_dir, "models.json")
     meta = json.load(open(meta_path)) if os.path.exists(meta_path) else {}
-    missing = [n for n in names if n not in ("jet_tagger", "_probe_add")
+    missing = [n for n in names if n not in NOT_MADE
                and (n not in meta or not os.path.exists(model_path(args, n)))]
     if "_probe_add" in names and not os.path.exists(model_path(args, "_probe_add")) and not missing:
         missing = ["ff12_128"]  # make_models.py writes the probe with any workload
@@ -71,12 +75,19 @@ def ensure_models(args, names):
         if r.returncode != 0:
             sys.exit("compare: make_models.py failed")
         meta = json.load(open(meta_path))
+    tests = [n for n in names if n in TEST_MODELS and not os.path.exists(model_path(args, n))]
+    if tests:
+        log(f"compare: making {', '.join(tests)} with bench/test_models.py")
+        env = dict(os.environ, BENCH_MODELS_DIR=args.models_dir)
+        if subprocess.run(["/usr/bin/python3", os.path.join(HERE, "test_models.py")] + tests,
+                          env=env).returncode != 0:
+            sys.exit("compare: test_models.py failed")
     return meta
 
 
 def onnx_facts(path, batch):
     """Weight bytes and dense FLOPs per sample of a model make_models.py did
-    not make (the jet tagger), with its batch dims fixed to 1 for shape
+    not make (the jet tagger, the test models), with its batch dims fixed to 1 for shape
     inference."""
     import onnx
     sys.path.insert(0, HERE)
@@ -117,7 +128,7 @@ def make_inputs(name, specs, batch, in_dir):
     noise otherwise. Fixed seeds."""
     os.makedirs(in_dir, exist_ok=True)
     arrays = None
-    if name not in ("jet_tagger", "_probe_add"):
+    if name not in NOT_MADE:
         sys.path.insert(0, HERE)
         import torch
         import make_models
