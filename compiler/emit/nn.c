@@ -136,6 +136,16 @@ void emit_layernorm(Emit *E)
 			    out_op(E, 2).expr, norm, eps);
 		emitf(E, "\t}\n");
 	}
+	if (node_attr(E->n, "kiln.residual") && E->n->nin > 3 && E->n->in[3] != NONE) {
+		/* passes/addnorm.c: the residual Add, summed row by row in Y */
+		if (want_mean || want_inv)
+			emit_fail(E, "kiln.residual with statistics outputs is not supported");
+		Operand R = in_op(E, 3);
+		require_f32(E, &R);
+		emitf(E, "\tkiln_f32_layernorm_res(X, %s, %s, %s, Y, %" PRId64 ", %" PRId64 ", %s);\n",
+		      R.expr, S.expr, bias, outer, norm, eps);
+		return;
+	}
 	emitf(E, "\tkiln_f32_layernorm(X, %s, %s, Y, %" PRId64 ", %" PRId64 ", %s);\n", S.expr, bias,
 	    outer, norm, eps);
 }

@@ -33,6 +33,7 @@ typedef enum PassId {
 	PASS_FOLD,     /* fold.c: constant subgraphs whose inputs die with them */
 	PASS_ATTENTION, /* attention.c: MatMul, scale, mask, Softmax, MatMul -> one kernel */
 	PASS_FUSE,     /* fuse.c: BatchNorm into Conv/Gemm, MatMul+Add -> Gemm, epilogues */
+	PASS_ADDNORM,  /* addnorm.c: residual Add + LayerNormalization -> one kernel */
 	PASS_EDGECONV, /* edgeconv.c: kNN EdgeConv (Gather, Sub, Concat, 1x1 Convs, mean) -> one node */
 	PASS_DCE,      /* dce.c: nodes and optional outputs nobody reads */
 	PASS_F16,      /* f16.c: --weights-dtype fp16 (once, after the fixed point) */

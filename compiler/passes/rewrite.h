@@ -100,6 +100,7 @@ int pass_einsum(PassCtx *c);
 int pass_fold(PassCtx *c);
 int pass_attention(PassCtx *c);
 int pass_fuse(PassCtx *c);
+int pass_addnorm(PassCtx *c);
 int pass_edgeconv(PassCtx *c);
 int pass_dce(PassCtx *c);
 int pass_f16(PassCtx *c);

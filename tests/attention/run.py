@@ -8,7 +8,8 @@ under every kernel variant the machine has (KILN_ISA=ref, avx2, avx512: a
 variant the CPU lacks runs the best one it has). `kiln compile` then says
 whether the pattern was fused: the generated C calls kiln_f32_attention as
 many times as the case expects (0 for the variants that must fall back to
-MatMul and Softmax), and `kiln info --plan` lists the kernel's scratch.
+MatMul and Softmax), and `kiln info --plan` lists the kernel's scratch; and
+kiln_f32_layernorm_res (passes/addnorm.c) once per post-LN residual Add.
 
 usage: run.py KILN OUTDIR
 """
@@ -118,6 +119,19 @@ class ExposedScores(nn.Module):
         return torch.matmul(p, v), p
 
 
+class PreLn(nn.Module):
+    """The residual sum is read again after the LayerNorm (pre-LN blocks):
+    the Add stays."""
+
+    def __init__(self, d=16):
+        super().__init__()
+        self.lin, self.ln = nn.Linear(d, d), nn.LayerNorm(d)
+
+    def forward(self, x):
+        y = x + self.lin(x)
+        return self.ln(y) + y
+
+
 def causal(s):
     return torch.triu(torch.full((s, s), -1e4), diagonal=1)
 
@@ -126,17 +140,19 @@ def randn(*shape, seed=0):
     return np.random.default_rng(seed).standard_normal(shape, dtype=np.float32)
 
 
-# name, module factory, inputs, dynamic batch?, calls of kiln_f32_attention
+# name, module factory, inputs, calls of kiln_f32_attention and of
+# kiln_f32_layernorm_res (the residual Add fused into the post-LN LayerNorm)
 CASES = [
-    ("mha_mul", lambda: Mha(), {"x": randn(3, 10, 32)}, 1),
-    ("mha_div_causal", lambda: Mha(mask=causal(10), div=True), {"x": randn(2, 10, 32, seed=1)}, 1),
-    ("mha_long_rows", lambda: Mha(d=48, h=2, seq=37, mask=causal(37)), {"x": randn(2, 37, 48, seed=2)}, 1),
+    ("mha_mul", lambda: Mha(), {"x": randn(3, 10, 32)}, 1, 1),
+    ("mha_div_causal", lambda: Mha(mask=causal(10), div=True), {"x": randn(2, 10, 32, seed=1)}, 1, 1),
+    ("mha_long_rows", lambda: Mha(d=48, h=2, seq=37, mask=causal(37)), {"x": randn(2, 37, 48, seed=2)}, 1, 1),
     ("padding_mask", lambda: PaddingMask(),
-     {"x": randn(2, 7, 24, seed=3), "pad": np.where(randn(2, 7, seed=4) > 0.5, -1e4, 0).astype(np.float32)}, 1),
-    ("einsum_keras", lambda: EinsumAttn(), {"x": randn(2, 9, 32, seed=5)}, 1),
-    ("mask_before_scale", lambda: Mha(mask=causal(10), mask_first=True), {"x": randn(2, 10, 32, seed=6)}, 0),
-    ("single_head", lambda: SingleHead(), {"x": randn(2, 5, 16, seed=7)}, 0),
-    ("exposed_scores", lambda: ExposedScores(), {"x": randn(2, 6, 16, seed=8)}, 0),
+     {"x": randn(2, 7, 24, seed=3), "pad": np.where(randn(2, 7, seed=4) > 0.5, -1e4, 0).astype(np.float32)}, 1, 0),
+    ("einsum_keras", lambda: EinsumAttn(), {"x": randn(2, 9, 32, seed=5)}, 1, 0),
+    ("mask_before_scale", lambda: Mha(mask=causal(10), mask_first=True), {"x": randn(2, 10, 32, seed=6)}, 0, 1),
+    ("single_head", lambda: SingleHead(), {"x": randn(2, 5, 16, seed=7)}, 0, 0),
+    ("exposed_scores", lambda: ExposedScores(), {"x": randn(2, 6, 16, seed=8)}, 0, 0),
+    ("pre_ln_residual", lambda: PreLn(), {"x": randn(2, 6, 16, seed=9)}, 0, 0),
 ]
 
 
@@ -152,7 +168,7 @@ def export(module, inputs):
     f = io.BytesIO()
     with torch.no_grad(), warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        torch.onnx.export(module, args, f, input_names=names, output_names=onames, opset_version=14,
+        torch.onnx.export(module, args, f, input_names=names, output_names=onames, opset_version=17,
                           dynamic_axes={n: {0: "N"} for n in names + onames})
     return onnx.load_from_string(f.getvalue()), [o.numpy() for o in outs]
 
@@ -161,7 +177,7 @@ def main():
     kiln, outdir = sys.argv[1], sys.argv[2]
     os.makedirs(outdir, exist_ok=True)
     failures = 0
-    for name, make, inputs, calls in CASES:
+    for name, make, inputs, calls, ln_res in CASES:
         torch.manual_seed(0)
         model, outs = export(make(), inputs)
         d = os.path.join(outdir, name)
@@ -184,10 +200,11 @@ def main():
         out = os.path.join(d, "c")
         r = subprocess.run([kiln, "compile", os.path.join(d, "model.onnx"), "--batch", batch,
                             "--name", "m", "-o", out], capture_output=True, text=True)
-        got = open(os.path.join(out, "m.c")).read().count("kiln_f32_attention(") \
-            if r.returncode == 0 else -1
-        if got != calls:
-            print(f"FAIL {name}: kiln_f32_attention called {got} times, want {calls}\n{r.stderr}")
+        code = open(os.path.join(out, "m.c")).read() if r.returncode == 0 else ""
+        got = (code.count("kiln_f32_attention("), code.count("kiln_f32_layernorm_res("))
+        if r.returncode != 0 or got != (calls, ln_res):
+            print(f"FAIL {name}: kiln_f32_attention and kiln_f32_layernorm_res called {got} times, "
+                  f"want {(calls, ln_res)}\n{r.stderr}")
             failures += 1
             continue
         if calls:
@@ -198,7 +215,8 @@ def main():
                 failures += 1
                 continue
         print(f"PASS {name}: matches PyTorch under {', '.join(ISAS)}; "
-              f"{'fused' if calls else 'not fused (falls back)'}")
+              f"{'fused' if calls else 'not fused (falls back)'}"
+              f"{'; residual Add in the LayerNorm' if ln_res else ''}")
     return 1 if failures else 0
 
 
