@@ -1,7 +1,7 @@
 /*
  * passes/addnorm.c - a residual Add read only by a LayerNormalization
  * becomes the LayerNormalization's kiln-internal fourth input (attribute
- * kiln.residual): kiln_f32_layernorm_res forms each row's sum in the output
+ * kiln.residual): the generated code forms each row's sum in the output
  * row and normalizes it there, so the sum is never stored and read back.
  *
  * Post-LN transformer blocks write LayerNorm(x + f(x)); pre-LN blocks read

@@ -283,12 +283,6 @@ KILN_API void kiln_f32_attention(const kiln_attention_params *p, const float *Q,
  */
 KILN_API void kiln_f32_layernorm(const float *X, const float *scale, const float *bias,
                                  float *Y, int64_t outer, int64_t norm_size, float epsilon);
-/* kiln_f32_layernorm of X + R (R shaped like X): each row's sum is formed in
- * Y's row and normalized there, never stored on its own (a residual Add
- * before a post-LN LayerNorm, passes/addnorm.c). Y may be X or R. */
-KILN_API void kiln_f32_layernorm_res(const float *X, const float *R, const float *scale,
-                                     const float *bias, float *Y, int64_t outer,
-                                     int64_t norm_size, float epsilon);
 
 /*
  * ONNX BatchNormalization in inference mode (training_mode = 0): X and Y are

@@ -28,22 +28,6 @@ KILN_API void kiln_f32_layernorm(const float *X, const float *scale, const float
 		ops->layernorm_row(X + o * norm_size, scale, bias, Y + o * norm_size, norm_size, epsilon);
 }
 
-KILN_API void kiln_f32_layernorm_res(const float *X, const float *R, const float *scale,
-                                     const float *bias, float *Y, int64_t outer,
-                                     int64_t norm_size, float epsilon)
-{
-	if (norm_size <= 0)
-		return;
-	const VmathOps *ops = vmath_ops();
-	for (int64_t o = 0; o < outer; o++) {
-		const float *x = X + o * norm_size, *r = R + o * norm_size;
-		float *y = Y + o * norm_size;
-		for (int64_t i = 0; i < norm_size; i++)
-			y[i] = x[i] + r[i];
-		ops->layernorm_row(y, scale, bias, y, norm_size, epsilon);
-	}
-}
-
 KILN_API void kiln_f32_batchnorm(const float *X, const float *scale, const float *bias,
                                  const float *mean, const float *var, float *Y, int64_t N,
                                  int64_t C, int64_t spatial, float epsilon)
