@@ -274,6 +274,14 @@ void compile_model(Model *m, const CompileOptions *o, CompileResult *res)
 		syms[i] = (ObjSymbol){er.syms[i].name, er.syms[i].bytes, er.syms[i].nbytes, 64, 1,
 		                      er.syms[i].layout != SYM_RAW ? emit_symbol_fill : NULL,
 		                      &er.syms[i]};
+	uint64_t total = 0, most = emit_obj_max_data(o->target);
+	for (int i = 0; i < er.nsyms; i++)
+		total += er.syms[i].nbytes;
+	if (total > most)
+		diag_fail(d, KILN_LIMIT, "%.2f GiB of weights are more than code for %s can address "
+		          "(%.2f GiB at most: its code reaches data within 4 GiB)",
+		          (double)total / (1 << 30), o->target && *o->target ? o->target : "this host",
+		          (double)most / (1 << 30));
 	char err[512];
 	if (emit_weights_object(res->weights_path, o->target, syms, (size_t)er.nsyms, err,
 	                        sizeof err) != 0)
@@ -297,8 +305,9 @@ void compile_model(Model *m, const CompileOptions *o, CompileResult *res)
 	const char *opt = arena_printf(a, "-O%d", o->opt_level);
 	/* Weights in large sections (emit_obj.h): the code reaches them with
 	 * 64-bit addresses. Otherwise an option that changes nothing. */
-	const char *model = emit_obj_large_data(o->target, res->weight_bytes) ? "-mcmodel=medium"
-	                                                                       : "-fPIC";
+	const char *model = emit_obj_code_model(o->target, res->weight_bytes);
+	if (!model)
+		model = "-fPIC";
 	if (o->shared) {
 		res->so_path = arena_printf(a, "%s/%s.so", dir, name);
 		/* verify holds the generated C to its promise: no warnings. */

@@ -28,9 +28,14 @@
  * so the code and small data keep their 32-bit reach of each other however
  * big the weights are; compile.c then builds the generated code with
  * -mcmodel=medium, whose references to data of unknown size (the weights'
- * `extern const unsigned char w[]`) are 64-bit. aarch64 needs neither: its
- * small code model reaches +-4 GiB (ADRP), which bounds a model's weights
- * there.
+ * `extern const unsigned char w[]`) are 64-bit. aarch64 has no large
+ * sections: there every global goes to a writable section named .ldata
+ * (LLVM writes a non-constant global in a named section as PROGBITS "aw").
+ * GNU ld places it, an orphan, after .data and before .bss, where .rodata
+ * would sit between .text and .eh_frame, whose 32-bit PC-relative
+ * references to the code (and in C++ to the personality pointer in .data)
+ * overflow past 2 GiB. The code keeps the small code model, whose ADRP
+ * reaches +-4 GiB, so compile.c refuses more than EMIT_OBJ_AARCH64_MAX_DATA.
  *
  * Symbols over 4 GiB - 1 bytes: the C API takes an `unsigned` length, and LLVM 14's
  * AsmPrinter truncates the size of a constant struct to 32 bits (a packed
@@ -267,9 +272,11 @@ static int check_space(const char *path, uint64_t need, char *err, size_t errsz)
 	return 0;
 }
 
-/* Large data (emit_obj.h): x86-64 ELF and more than the threshold. norm is
- * a normalized triple. */
-static bool large_data(const char *norm, uint64_t total_bytes)
+/* Large data (emit_obj.h): what a target does with weights past the
+ * threshold. norm is a normalized triple. */
+enum large_kind { LARGE_NONE, LARGE_X86_64, LARGE_AARCH64 };
+
+static enum large_kind large_data(const char *norm, uint64_t total_bytes)
 {
 	uint64_t threshold = UINT64_C(1) << 30;
 	const char *env = getenv("KILN_LARGE_DATA_BYTES");
@@ -279,20 +286,40 @@ static bool large_data(const char *norm, uint64_t total_bytes)
 		if (!*end)
 			threshold = v;
 	}
-	return strncmp(norm, "x86_64", 6) == 0 && obj_patch_is_elf_triple(norm) &&
-	       total_bytes > threshold;
+	if (total_bytes <= threshold || !obj_patch_is_elf_triple(norm))
+		return LARGE_NONE;
+	if (strncmp(norm, "x86_64", 6) == 0)
+		return LARGE_X86_64;
+	if (strncmp(norm, "aarch64", 7) == 0 && strncmp(norm, "aarch64_be", 10) != 0)
+		return LARGE_AARCH64;
+	return LARGE_NONE;
 }
 
-bool emit_obj_large_data(const char *triple, uint64_t total_bytes)
+/* norm of triple (NULL or "" = the host), for the queries below. */
+static enum large_kind large_data_for(const char *triple, uint64_t total_bytes, bool *aarch64)
 {
 	char *host = NULL;
 	char *norm = LLVMNormalizeTargetTriple(triple && *triple ? triple
 	                                                         : (host = LLVMGetDefaultTargetTriple()));
-	bool large = large_data(norm, total_bytes);
+	enum large_kind k = large_data(norm, total_bytes);
+	if (aarch64)
+		*aarch64 = strncmp(norm, "aarch64", 7) == 0 && obj_patch_is_elf_triple(norm);
 	LLVMDisposeMessage(norm);
 	if (host)
 		LLVMDisposeMessage(host);
-	return large;
+	return k;
+}
+
+const char *emit_obj_code_model(const char *triple, uint64_t total_bytes)
+{
+	return large_data_for(triple, total_bytes, NULL) == LARGE_X86_64 ? "-mcmodel=medium" : NULL;
+}
+
+uint64_t emit_obj_max_data(const char *triple)
+{
+	bool aarch64;
+	large_data_for(triple, 0, &aarch64);
+	return aarch64 ? EMIT_OBJ_AARCH64_MAX_DATA : UINT64_MAX;
 }
 
 int emit_weights_object(const char *path, const char *triple, const ObjSymbol *syms,
@@ -411,9 +438,14 @@ int emit_weights_object(const char *path, const char *triple, const ObjSymbol *s
 	uint64_t total = 0;
 	for (size_t i = 0; i < nsyms; i++)
 		total += syms[i].nbytes;
-	bool large = patch && large_data(norm, total);
-	for (size_t i = 0; large && i < nsyms; i++)
-		LLVMSetSection(globals[i], ".lrodata");
+	enum large_kind large = patch ? large_data(norm, total) : LARGE_NONE;
+	for (size_t i = 0; large != LARGE_NONE && i < nsyms; i++) {
+		/* aarch64: a writable section, which LLVM puts in its own ".ldata"
+		 * (a named section is never BSS) and linkers after .data. */
+		LLVMSetSection(globals[i], large == LARGE_X86_64 ? ".lrodata" : ".ldata");
+		if (large == LARGE_AARCH64)
+			LLVMSetGlobalConstant(globals[i], 0);
+	}
 	for (size_t i = 0; i < nsyms; i++) {
 		const ObjSymbol *s = &syms[i];
 		static const char zero = 0;
@@ -452,7 +484,7 @@ int emit_weights_object(const char *path, const char *triple, const ObjSymbol *s
 		goto out;
 	}
 	if (patch && (obj_patch_elf(path, syms, nsyms, err, errsz) != 0 ||
-	              (large && obj_patch_mark_large(path, err, errsz) != 0))) {
+	              (large == LARGE_X86_64 && obj_patch_mark_large(path, err, errsz) != 0))) {
 		if (removable)
 			unlink(path);
 		goto out;

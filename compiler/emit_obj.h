@@ -38,14 +38,27 @@ int obj_patch_elf(const char *path, const ObjSymbol *syms, size_t nsyms, char *e
 int emit_weights_object(const char *path, const char *triple, const ObjSymbol *syms,
                         size_t nsyms, char *err, size_t errsz);
 
-/* Large data: on x86-64 ELF targets, when the symbols' bytes pass
- * KILN_LARGE_DATA_BYTES (1 GiB; the environment variable of that name
- * overrides it, for tests), the weights go to .lrodata sections marked
- * SHF_X86_64_LARGE, and the code that refers to them must be compiled with
- * -mcmodel=medium (compile.c asks this function). Without both, a program
- * with over 2 GiB of weights does not link (32-bit relocations overflow).
+/* Large data: when the symbols' bytes pass KILN_LARGE_DATA_BYTES (1 GiB;
+ * the environment variable of that name overrides it, for tests), on ELF
+ * targets:
+ *  - x86-64: the weights go to .lrodata sections marked SHF_X86_64_LARGE,
+ *    which linkers place after .bss, and the code that refers to them must
+ *    be compiled with -mcmodel=medium (emit_obj_code_model says so).
+ *    Without both, over 2 GiB of weights do not link (32-bit relocations
+ *    overflow).
+ *  - aarch64: the weights go to a writable .ldata section, which linkers
+ *    place after .data, so that the 32-bit references of .eh_frame to the
+ *    code and to .data do not span them. The code keeps the small code
+ *    model: ADRP reaches +-4 GiB, which bounds the weights at
+ *    EMIT_OBJ_AARCH64_MAX_DATA (emit_obj_max_data), leaving 256 MiB for the
+ *    rest of the program.
  * triple NULL or "" = the host. */
-bool emit_obj_large_data(const char *triple, uint64_t total_bytes);
+#define EMIT_OBJ_AARCH64_MAX_DATA ((UINT64_C(4) << 30) - (UINT64_C(256) << 20))
+/* The C compiler flag the code referring to the weights needs, or NULL. */
+const char *emit_obj_code_model(const char *triple, uint64_t total_bytes);
+/* The most bytes of weights a program for triple can address (UINT64_MAX:
+ * no limit below the target's pointer size). */
+uint64_t emit_obj_max_data(const char *triple);
 int obj_patch_mark_large(const char *path, char *err, size_t errsz);
 
 #endif

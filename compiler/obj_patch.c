@@ -218,7 +218,7 @@ out:
  * SHF_X86_64_LARGE, which LLVM 14 does not set for an explicit section name.
  * Linkers place large sections after .bss, away from the code and small
  * data, so more than 2 GiB of weights leave the rest of the program within
- * its 32-bit reach (emit_obj_large_data). */
+ * its 32-bit reach (emit_obj_code_model). */
 int obj_patch_mark_large(const char *path, char *err, size_t errsz)
 {
 	enum { SHF_X86_64_LARGE = 0x10000000 };

@@ -11,14 +11,17 @@
 #           npm (ONNX Runtime from the npm registry: scripts/install-ort.sh),
 #           libclang-rt-14-dev (sanitizer and libFuzzer runtimes), cmake,
 #           g++ and make (the integration suite builds the examples against
-#           an installed kiln)
+#           an installed kiln), gcc-aarch64-linux-gnu, libc6-dev-arm64-cross
+#           and qemu-user (the memory suite cross-compiles a model for
+#           aarch64 and runs it under qemu-aarch64)
 set -eu
 
 PKGS="meson ninja-build pkg-config gcc clang
       protobuf-c-compiler libprotobuf-c-dev libonnx-dev llvm-dev
       libonnx-testdata python3-onnx python3-numpy
       python3-torch python3-torchvision python3-xgboost python3-sklearn
-      libclang-rt-14-dev cmake g++ make"
+      libclang-rt-14-dev cmake g++ make
+      gcc-aarch64-linux-gnu libc6-dev-arm64-cross qemu-user"
 
 missing=""
 for p in $PKGS; do

@@ -4,7 +4,8 @@
 #    and libkiln, run it;
 #  - generated C is warning-free under gcc and clang (-Wall -Wextra -Werror);
 #  - output is deterministic: compiling twice gives identical .h, .c and weights object;
-#  - --target aarch64-linux-gnu gives an AArch64 relocatable weights object;
+#  - --target aarch64-linux-gnu gives an AArch64 relocatable weights object,
+#    with the weights in .ldata past KILN_LARGE_DATA_BYTES;
 #  - each weight is stored once: the weights object's symbols hold the model's
 #    unique weight bytes;
 #  - bad flags give one clear line and exit 2.
@@ -56,6 +57,14 @@ done
 	&& ok || bad "compile for aarch64"
 readelf -h "$OUT/arm/mlp_weights.o" | grep -q "Machine:.*AArch64" && ok || bad "aarch64 weights object"
 readelf -h "$OUT/arm/mlp_weights.o" | grep -q "Type:.*REL" && ok || bad "aarch64 object is not relocatable"
+# Past the large-data threshold (forced to 0): one writable .ldata section,
+# nothing in .rodata (tests/memory/large_weights_aarch64.py links and runs it).
+KILN_LARGE_DATA_BYTES=0 "$KILN" compile "$SRC/tests/fixtures/mlp.onnx" --batch 2 \
+	--target aarch64-linux-gnu -o "$OUT/arm-large" >/dev/null && ok || bad "large compile for aarch64"
+readelf -S -W "$OUT/arm-large/mlp_weights.o" | grep -Eq '\.ldata +PROGBITS .* WA ' && ok \
+	|| bad "aarch64 large weights are not in a writable .ldata section"
+readelf -S -W "$OUT/arm-large/mlp_weights.o" | grep -Eq '\.rodata +PROGBITS +[0-9a-f]+ [0-9a-f]+ 0*[1-9a-f]' \
+	&& bad "aarch64 large weights left bytes in .rodata" || ok
 
 # Errors
 expect() {
