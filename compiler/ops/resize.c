@@ -144,7 +144,10 @@ void resize_params(Infer *x, const Shape *in, kiln_resize_params *p)
 			/* The common scale rounds each listed axis half up, as ONNX says. */
 			for (int j = 0; keep && sizes && j < na; j++) {
 				int a = infer_axis(x, axes[j], rank, "axis");
-				fz[a] = (int64_t)floor(common * (double)in->dims[a].size + 0.5);
+				double v = floor(common * (double)in->dims[a].size + 0.5);
+				if (!(v >= 0 && v < 0x1p62))
+					infer_fail(x, KILN_SHAPE_ERROR, "axis %d: size %g is out of range", a, v);
+				fz[a] = (int64_t)v;
 			}
 			if (sizes)
 				sizes = fz, nsizes = rank;
@@ -166,17 +169,17 @@ void resize_params(Infer *x, const Shape *in, kiln_resize_params *p)
 			double extent = p->coord_mode == KILN_RESIZE_TF_CROP_AND_RESIZE
 			                        ? p->roi_end[k] - p->roi_start[k] : 1;
 			p->scale[k] = scales[k];
-			p->out[k] = (int64_t)floor((double)len * extent * scales[k]);
+			/* in float, as ONNX Runtime computes it: 300 x 0.01f is 3 there,
+			 * where the double product 2.99999993 would give 2 */
+			double out = extent == 1 ? (double)floorf((float)len * (float)scales[k])
+			                         : floor((double)len * extent * scales[k]);
+			if (!(out >= 0 && out < 0x1p62))  /* NaN, inf, past int64 */
+				infer_fail(x, KILN_SHAPE_ERROR, "axis %d: a scale of %g gives an output "
+				           "of %g elements", k, scales[k], out);
+			p->out[k] = (int64_t)out;
 		}
 		if (p->out[k] < 0 || p->scale[k] <= 0)
 			infer_fail(x, KILN_SHAPE_ERROR, "axis %d: bad scale or size", k);
-		/* an antialiasing filter spans 2 * support / scale + 1 taps */
-		double support = p->mode == KILN_RESIZE_LINEAR ? 1.0 : 2.0;
-		if (p->antialias && p->scale[k] < 1 &&
-		    2 * support / p->scale[k] + 2 > KILN_RESIZE_MAX_TAPS)
-			infer_fail(x, KILN_UNSUPPORTED, "axis %d: antialiasing a scale of %g needs more than "
-			           "%d taps; scales down to %g are supported", k, p->scale[k],
-			           KILN_RESIZE_MAX_TAPS, 2 * support / (KILN_RESIZE_MAX_TAPS - 2));
 	}
 }
 

@@ -211,7 +211,8 @@ typedef struct kiln_resize_params {
 	double scale[KILN_RESIZE_MAX_RANK];
 	double roi_start[KILN_RESIZE_MAX_RANK], roi_end[KILN_RESIZE_MAX_RANK];
 	int antialias;  /* opset 18, linear and cubic: the filter widens by 1 / scale when
-	                   shrinking, to at most KILN_RESIZE_MAX_TAPS taps per axis */
+	                   shrinking (any scale: past KILN_RESIZE_MAX_TAPS taps per axis
+	                   the weights are computed per tap rather than tabled) */
 } kiln_resize_params;
 
 /* ONNX Resize of a dense row-major float32 tensor (all axes, any rank <= 8). */

@@ -332,10 +332,19 @@ def resize_antialias_linear_3d_asymmetric_18():
                               coordinate_transformation_mode="asymmetric"), opset=18)
 
 
-@error("compile: (Resize, ai.onnx opset 18): axis 3: antialiasing a scale of 0.01 needs more than 64 taps")
-def resize_antialias_tiny_scale_refused():
-    return resize_scales((1, 1, 4, 300), [1, 1, 1, 0.01], dict(mode="cubic", antialias=1),
-                         opset=18)[0]
+@run
+def resize_antialias_tiny_scale_cubic_18():
+    """Shrinking 300 -> 3 (scale 0.01): a cubic filter of 400 taps, wider than
+    the kernel's table (computed per tap)."""
+    return resize_scales((1, 2, 4, 300), [1, 1, 1, 0.01], dict(mode="cubic", antialias=1),
+                         opset=18)
+
+
+@run
+def resize_antialias_tiny_scale_linear_exclude_outside_18():
+    """Shrinking both axes strongly (0.02 and 0.03) with exclude_outside."""
+    return resize_scales((1, 1, 150, 200), [1, 1, 0.02, 0.03],
+                         dict(mode="linear", antialias=1, exclude_outside=1), opset=18)
 
 
 # ---- float8 (opset 19): Cast and CastLike, exact -----------------------------

@@ -15,11 +15,17 @@
 
 enum { MAX_TAPS = KILN_RESIZE_MAX_TAPS };
 
+/* An axis's taps for one output coordinate: n (index, weight) pairs, or,
+ * for an antialiasing filter wider than MAX_TAPS (a strong shrink), the
+ * contiguous input range [lo, lo + n) whose weights tap_at computes. */
 typedef struct Taps {
-	int n;
+	int64_t n;
 	int64_t index[MAX_TAPS];
 	double weight[MAX_TAPS];
 	int outside;       /* tf_crop_and_resize: the coordinate is off the input */
+	int wide;          /* weights computed per tap: lo, x, s, inv_sum */
+	int64_t lo;
+	double x, s, inv_sum;
 } Taps;
 
 static double source_coord(const kiln_resize_params *p, int a, int64_t o)
@@ -69,30 +75,56 @@ static double cubic_at(double d, double A)
 	return 0;
 }
 
+/* The antialiasing filter's weight at input index i, for coordinate x and
+ * shrink s (unnormalized). */
+static double antialias_weight(const kiln_resize_params *p, int64_t i, double x, double s)
+{
+	double d = ((double)i - x) * s;
+	return p->mode == KILN_RESIZE_LINEAR ? fmax(0.0, 1.0 - fabs(d))
+	                                     : cubic_at(d, p->cubic_coeff_a);
+}
+
 /* Antialiasing (Resize-18, linear and cubic): when shrinking by s < 1, the
  * filter is stretched by 1 / s, so every input pixel within support / s of
  * x contributes filter((i - x) * s); the weights are normalized to sum 1.
  * Taps outside the input are clamped to the edge, or with exclude_outside
- * dropped (as ONNX Runtime computes it). */
+ * dropped (as ONNX Runtime computes it). A filter of more than MAX_TAPS
+ * taps (shrinking by more than ~1/31) is kept as its range, its weights
+ * computed where they are used. */
 static void antialias_taps(const kiln_resize_params *p, int a, double x, Taps *t)
 {
 	int64_t in = p->in[a];
 	double s = p->scale[a] < 1 ? p->scale[a] : 1.0;
 	double support = (p->mode == KILN_RESIZE_LINEAR ? 1.0 : 2.0) / s, c = x + 0.5, sum = 0;
 	int64_t lo = (int64_t)floor(c - support + 0.5), hi = (int64_t)floor(c + support + 0.5);
-	t->n = 0;
-	for (int64_t i = lo; i < hi && t->n < MAX_TAPS; i++) {
-		if (p->exclude_outside && (i < 0 || i >= in))
-			continue;
-		double d = ((double)i - x) * s;
-		double w = p->mode == KILN_RESIZE_LINEAR ? fmax(0.0, 1.0 - fabs(d))
-		                                         : cubic_at(d, p->cubic_coeff_a);
-		t->index[t->n] = clamp_index(i, in);
-		t->weight[t->n++] = w;
+	if (p->exclude_outside) {
+		lo = lo < 0 ? 0 : lo;
+		hi = hi > in ? in : hi;
+	}
+	t->n = hi > lo ? hi - lo : 0;
+	t->wide = t->n > MAX_TAPS;
+	for (int64_t i = lo; i < hi; i++) {
+		double w = antialias_weight(p, i, x, s);
+		if (!t->wide) {
+			t->index[i - lo] = clamp_index(i, in);
+			t->weight[i - lo] = w;
+		}
 		sum += w;
 	}
-	for (int k = 0; sum != 0 && k < t->n; k++)
+	t->lo = lo, t->x = x, t->s = s, t->inv_sum = sum != 0 ? 1 / sum : 1;
+	for (int64_t k = 0; !t->wide && sum != 0 && k < t->n; k++)
 		t->weight[k] /= sum;
+}
+
+/* Tap k of axis a: its input index and weight. */
+static int64_t tap_at(const kiln_resize_params *p, int a, const Taps *t, int64_t k, double *w)
+{
+	if (!t->wide) {
+		*w = t->weight[k];
+		return t->index[k];
+	}
+	*w = antialias_weight(p, t->lo + k, t->x, t->s) * t->inv_sum;
+	return clamp_index(t->lo + k, p->in[a]);
 }
 
 static void taps_for(const kiln_resize_params *p, int a, int64_t o, Taps *t)
@@ -100,6 +132,7 @@ static void taps_for(const kiln_resize_params *p, int a, int64_t o, Taps *t)
 	int64_t in = p->in[a];
 	double x = source_coord(p, a, o);
 	t->outside = p->coord_mode == KILN_RESIZE_TF_CROP_AND_RESIZE && (x < 0 || x > (double)(in - 1));
+	t->wide = 0;
 	if (p->antialias && p->mode != KILN_RESIZE_NEAREST) {
 		antialias_taps(p, a, x, t);
 		return;
@@ -171,10 +204,10 @@ KILN_API void kiln_f32_resize(const kiln_resize_params *p, const float *X, float
 				int64_t rest = c, off = 0;
 				double w = 1;
 				for (int a = rank - 1; a >= 0; a--) {
-					int k = (int)(rest % t[a].n);
+					double wa;
+					off += tap_at(p, a, &t[a], rest % t[a].n, &wa) * in_stride[a];
 					rest /= t[a].n;
-					off += t[a].index[k] * in_stride[a];
-					w *= t[a].weight[k];
+					w *= wa;
 				}
 				if (w != 0)
 					acc += w * (double)X[off];
