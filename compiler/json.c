@@ -131,3 +131,27 @@ void json_null(Json *j)
 	before_value(j);
 	fputs("null", j->out);
 }
+
+void json_field_int(Json *j, const char *key, int64_t v)
+{
+	json_key(j, key);
+	json_int(j, v);
+}
+
+void json_field_uint(Json *j, const char *key, uint64_t v)
+{
+	json_key(j, key);
+	json_uint(j, v);
+}
+
+void json_field_string(Json *j, const char *key, const char *s)
+{
+	json_key(j, key);
+	json_string(j, s);
+}
+
+void json_field_bool(Json *j, const char *key, bool v)
+{
+	json_key(j, key);
+	json_bool(j, v);
+}

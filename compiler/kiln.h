@@ -712,6 +712,11 @@ void json_int(Json *j, int64_t v);
 void json_uint(Json *j, uint64_t v);
 void json_bool(Json *j, bool v);
 void json_null(Json *j);
+/* a key and its value in one call */
+void json_field_int(Json *j, const char *key, int64_t v);
+void json_field_uint(Json *j, const char *key, uint64_t v);
+void json_field_string(Json *j, const char *key, const char *s);
+void json_field_bool(Json *j, const char *key, bool v);
 void json_write_escaped(FILE *out, const char *s);
 
 /* ---- report.c: `kiln info` and `kiln check` --------------------------- */

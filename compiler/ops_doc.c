@@ -64,8 +64,9 @@ static const OpDoc docs[] = {
 	                             "statistics in double"},
 	{OP_LRN, F32, NULL},
 	{OP_Resize, F32, "every mode; every coordinate transformation (opset 19's "
-	                 "half_pixel_symmetric too); axes and keep_aspect_ratio_policy; antialias (18); "
-	                 "scales/sizes must be known at compile time"},
+	                 "half_pixel_symmetric too); axes and keep_aspect_ratio_policy; antialias (18, "
+	                 "any shrink); output sizes from scales computed in float as ONNX Runtime does "
+	                 "(300 x 0.01 gives 3); scales/sizes must be known at compile time"},
 	{OP_Split, 0, "split sizes (or opset 18's num_outputs) known at compile time"},
 	{OP_Upsample, F32, "scales must be known at compile time"},
 	{OP_Dropout, 0, "a copy in inference and in training mode with ratio 0 (training_mode and "

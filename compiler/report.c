@@ -131,12 +131,9 @@ static void info_text(Model *m, const Summary *s, const WeightStats *w, FILE *ou
 static void json_value(Json *j, const Value *v)
 {
 	json_begin_object(j);
-	json_key(j, "name");
-	json_string(j, v->name);
-	json_key(j, "type");
-	json_string(j, type_kind_name(v->type));
-	json_key(j, "dtype");
-	json_string(j, dtype_name(v->dtype));
+	json_field_string(j, "name", v->name);
+	json_field_string(j, "type", type_kind_name(v->type));
+	json_field_string(j, "dtype", dtype_name(v->dtype));
 	json_key(j, "shape");
 	if (v->shape.rank < 0) {
 		json_null(j);
@@ -161,24 +158,17 @@ static void info_json(Model *m, const Summary *s, const WeightStats *w, Json *j)
 {
 	Graph *g = m->graph;
 	json_begin_object(j);
-	json_key(j, "kiln_version");
-	json_string(j, KILN_VERSION_STRING);
-	json_key(j, "model");
-	json_string(j, m->path);
-	json_key(j, "ir_version");
-	json_int(j, m->ir_version);
-	json_key(j, "producer");
-	json_string(j, m->producer_name);
-	json_key(j, "producer_version");
-	json_string(j, m->producer_version);
+	json_field_string(j, "kiln_version", KILN_VERSION_STRING);
+	json_field_string(j, "model", m->path);
+	json_field_int(j, "ir_version", m->ir_version);
+	json_field_string(j, "producer", m->producer_name);
+	json_field_string(j, "producer_version", m->producer_version);
 	json_key(j, "opsets");
 	json_begin_array(j);
 	for (int i = 0; i < m->nopsets; i++) {
 		json_begin_object(j);
-		json_key(j, "domain");
-		json_string(j, m->opsets[i].domain[0] ? m->opsets[i].domain : "ai.onnx");
-		json_key(j, "version");
-		json_int(j, m->opsets[i].version);
+		json_field_string(j, "domain", m->opsets[i].domain[0] ? m->opsets[i].domain : "ai.onnx");
+		json_field_int(j, "version", m->opsets[i].version);
 		json_end_object(j);
 	}
 	json_end_array(j);
@@ -193,8 +183,7 @@ static void info_json(Model *m, const Summary *s, const WeightStats *w, Json *j)
 	for (int i = 0; i < g->noutputs; i++)
 		json_value(j, &g->values[g->outputs[i]]);
 	json_end_array(j);
-	json_key(j, "nodes");
-	json_int(j, s->nnodes);
+	json_field_int(j, "nodes", s->nnodes);
 	json_key(j, "ops");
 	json_begin_object(j);
 	for (int i = 0; i < s->nops; i++) {
@@ -211,18 +200,12 @@ static void info_json(Model *m, const Summary *s, const WeightStats *w, Json *j)
 	if (s->has_scan)
 		json_string(j, "Scan");
 	json_end_array(j);
-	json_key(j, "subgraphs");
-	json_int(j, s->nsubgraphs);
-	json_key(j, "initializers");
-	json_int(j, w->ninitializers);
-	json_key(j, "constants");
-	json_int(j, w->nconstants);
-	json_key(j, "external_tensors");
-	json_int(j, w->nexternal);
-	json_key(j, "weight_bytes");
-	json_uint(j, w->weight_bytes);
-	json_key(j, "unique_weight_bytes");
-	json_uint(j, w->unique_bytes);
+	json_field_int(j, "subgraphs", s->nsubgraphs);
+	json_field_int(j, "initializers", w->ninitializers);
+	json_field_int(j, "constants", w->nconstants);
+	json_field_int(j, "external_tensors", w->nexternal);
+	json_field_uint(j, "weight_bytes", w->weight_bytes);
+	json_field_uint(j, "unique_weight_bytes", w->unique_bytes);
 }
 
 /* ---- signatures ------------------------------------------------------- */
@@ -295,10 +278,8 @@ static void signatures_text(Model *m, const Sig *sigs, const Plan *plans, int n,
 static void json_static_value(Json *j, const Value *v, int dtype, const Shape *s)
 {
 	json_begin_object(j);
-	json_key(j, "name");
-	json_string(j, v->name);
-	json_key(j, "dtype");
-	json_string(j, dtype_name(dtype));
+	json_field_string(j, "name", v->name);
+	json_field_string(j, "dtype", dtype_name(dtype));
 	json_key(j, "shape");
 	json_begin_array(j);
 	for (int k = 0; k < s->rank; k++)
@@ -314,15 +295,11 @@ static void signatures_json(Model *m, const Sig *sigs, const Plan *plans, int n,
 	json_begin_array(j);
 	for (int i = 0; i < n; i++) {
 		json_begin_object(j);
-		json_key(j, "batch");
-		json_int(j, sigs[i].batch);
+		json_field_int(j, "batch", sigs[i].batch);
 		if (plans) {
-			json_key(j, "arena_bytes");
-			json_int(j, plans[i].arena_bytes);
-			json_key(j, "lower_bound_bytes");
-			json_int(j, plans[i].lower_bound_bytes);
-			json_key(j, "buffers");
-			json_int(j, plans[i].nbufs);
+			json_field_int(j, "arena_bytes", plans[i].arena_bytes);
+			json_field_int(j, "lower_bound_bytes", plans[i].lower_bound_bytes);
+			json_field_int(j, "buffers", plans[i].nbufs);
 		}
 		for (int pass = 0; pass < 2; pass++) {
 			json_key(j, pass ? "outputs" : "inputs");
@@ -358,14 +335,10 @@ static void stitching_json(const Sig *sigs, int n, const Stitch *st, Json *j)
 {
 	json_key(j, "stitching");
 	json_begin_object(j);
-	json_key(j, "context_bytes");
-	json_uint(j, st->context_bytes);
-	json_key(j, "staging_bytes");
-	json_uint(j, st->staging_bytes);
-	json_key(j, "plan_bound");
-	json_int(j, st->plan_bound);
-	json_key(j, "batch_independent");
-	json_bool(j, st->dep.independent);
+	json_field_uint(j, "context_bytes", st->context_bytes);
+	json_field_uint(j, "staging_bytes", st->staging_bytes);
+	json_field_int(j, "plan_bound", st->plan_bound);
+	json_field_bool(j, "batch_independent", st->dep.independent);
 	json_key(j, "batch_mixing");
 	if (st->dep.independent)
 		json_null(j);
@@ -375,14 +348,10 @@ static void stitching_json(const Sig *sigs, int n, const Stitch *st, Json *j)
 	json_begin_array(j);
 	for (int i = 0; i < n; i++) {
 		json_begin_object(j);
-		json_key(j, "batch");
-		json_int(j, sigs[i].batch);
-		json_key(j, "estimate_ns");
-		json_int(j, (int64_t)(st->cost[i].ns + 0.5));
-		json_key(j, "flops");
-		json_uint(j, st->cost[i].flops);
-		json_key(j, "bytes");
-		json_uint(j, st->cost[i].bytes);
+		json_field_int(j, "batch", sigs[i].batch);
+		json_field_int(j, "estimate_ns", (int64_t)(st->cost[i].ns + 0.5));
+		json_field_uint(j, "flops", st->cost[i].flops);
+		json_field_uint(j, "bytes", st->cost[i].bytes);
 		json_end_object(j);
 	}
 	json_end_array(j);
