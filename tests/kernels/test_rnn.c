@@ -195,7 +195,10 @@ static void run_case(const Case *k, const char *what)
 	float *X = xmalloc((size_t)(T * N * xrow + 1) * sizeof *X);
 	for (int64_t i = 0; i < T * N * xrow; i++)
 		X[i] = (i % xrow) < I ? rng_float(-1.0f, 1.0f) : NAN;
-	float *W = random_floats(GH * I, -0.5f, 0.5f), *R = random_floats(GH * H, -0.5f, 0.5f);
+	/* R's range shrinks as 1 / sqrt(H) past 48 units, so that H R^T stays
+	 * as large as at H = 48 and the dynamics as contractive */
+	float r = H > 48 ? 0.5f * sqrtf(48.0f / (float)H) : 0.5f;
+	float *W = random_floats(GH * I, -0.5f, 0.5f), *R = random_floats(GH * H, -r, r);
 	float *B = k->has_b ? random_floats(2 * GH, -0.5f, 0.5f) : NULL;
 	float *P = k->has_p ? random_floats(3 * H, -0.5f, 0.5f) : NULL;
 	float *h0 = k->has_h0 ? random_floats(N * yrow, -1.0f, 1.0f) : NULL;
@@ -355,6 +358,9 @@ int main(void)
 		/* LSTM gate blocks of 16 + 13 units at batch 1: the last block's 52
 		 * columns are a whole panel and a narrower one */
 		{3, 1, 5, 29},
+		/* whole blocks fused with their product at batch 1 (vmath_lstm_block):
+		 * 2 + 1 units with K odd, and DeepJet's 9 + 6 */
+		{3, 1, 4, 33}, {4, 1, 3, 150},
 	};
 	/* Every activation appears, with its alpha and beta; the ones that can
 	 * grow the state (Relu, Affine, Softplus...) sit where a sigmoid-like

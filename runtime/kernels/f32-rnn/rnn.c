@@ -298,7 +298,9 @@ static int64_t step_time(const kiln_rnn_params *p, int64_t len, int64_t s)
  * one-row product: each block's four gates (two panels of R^T) and then its
  * cell, block after block, so the cell's arithmetic overlaps the stream of
  * R^T from L2 instead of following it (the product reads h_{t-1} from a copy
- * while the cell writes h). More rows: one GEMM, then the cells. */
+ * while the cell writes h); a whole block in one call (vmath's lstm_block:
+ * the gate sums stay in registers), a last narrower one as the product then
+ * the cell. More rows: one GEMM, then the cells. */
 static void lstm_block_step(const kiln_rnn_params *p, const kiln_rnn_io *io, const int32_t *lens,
                             int64_t b0, int64_t nb, int64_t s, GemvFn gemv, Chunk *k)
 {
@@ -316,6 +318,12 @@ static void lstm_block_step(const kiln_rnn_params *p, const kiln_rnn_io *io, con
 		const float *xw = k->xw + t * k->xw_t + r * k->xw_r;
 		for (int64_t u = 0, b = 0; u < H; u += BLOCK_UNITS, b += BLOCK_COLS) {
 			int64_t w = block_units(H, u);
+			if (nb == 1 && gemv && w == BLOCK_UNITS) {
+				k->cell->lstm_block(H, k->tmp, k->r.packed + b * H, xw + b,
+				                    k->P ? k->P + b : NULL, c + u, h + u, p->has_clip, p->clip,
+				                    p->input_forget);
+				continue;
+			}
 			if (nb == 1 && gemv)
 				gemv(4 * w, H, k->tmp, k->r.packed + b * H, NULL, g + b);
 			k->cell->lstm_cell(g + b, xw + b, k->P ? k->P + b : NULL, c + u, h + u, w, w,

@@ -350,15 +350,12 @@ static VMATH_INLINE V lstm_clip(V x, V lo, V hi, int clip)
 	return clip ? vmin(vmax(x, lo), hi) : x;
 }
 
-/* Units j .. j+k-1 (k <= W) of vmath_lstm_cell; the gates n apart. */
-static VMATH_INLINE void lstm_lanes(const float *g, const float *x, const float *P, float *c,
-                                    float *h, int64_t n, int64_t j, int64_t k, V lo, V hi,
-                                    int clip, int input_forget)
+/* Units j .. j+k-1 (k <= W) of an LSTM cell from its gate inputs gi, go,
+ * gf, gz (H R^T + xw); the peepholes P (gates n apart) or NULL. */
+static VMATH_INLINE void lstm_units(V gi, V go, V gf, V gz, const float *P, float *c, float *h,
+                                    int64_t n, int64_t j, int64_t k, V lo, V hi, int clip,
+                                    int input_forget)
 {
-	V gi = vadd(vload_k(g + j, k), vload_k(x + j, k));
-	V go = vadd(vload_k(g + n + j, k), vload_k(x + n + j, k));
-	V gf = vadd(vload_k(g + 2 * n + j, k), vload_k(x + 2 * n + j, k));
-	V gz = vadd(vload_k(g + 3 * n + j, k), vload_k(x + 3 * n + j, k));
 	V c0 = vload_k(c + j, k);
 	if (P) {
 		gi = vfma(vload_k(P + j, k), c0, gi);
@@ -373,6 +370,18 @@ static VMATH_INLINE void lstm_lanes(const float *g, const float *x, const float 
 	V o = sigmoid_of(lstm_clip(go, lo, hi, clip), 1);
 	vstore_k(c + j, c1, k);
 	vstore_k(h + j, vmul(o, tanh_of(lstm_clip(c1, lo, hi, clip), 1)), k);
+}
+
+/* Units j .. j+k-1 (k <= W) of vmath_lstm_cell; the gates n apart. */
+static VMATH_INLINE void lstm_lanes(const float *g, const float *x, const float *P, float *c,
+                                    float *h, int64_t n, int64_t j, int64_t k, V lo, V hi,
+                                    int clip, int input_forget)
+{
+	V gi = vadd(vload_k(g + j, k), vload_k(x + j, k));
+	V go = vadd(vload_k(g + n + j, k), vload_k(x + n + j, k));
+	V gf = vadd(vload_k(g + 2 * n + j, k), vload_k(x + 2 * n + j, k));
+	V gz = vadd(vload_k(g + 3 * n + j, k), vload_k(x + 3 * n + j, k));
+	lstm_units(gi, go, gf, gz, P, c, h, n, j, k, lo, hi, clip, input_forget);
 }
 
 /* Units 0 .. m-1 of one row of an LSTM step with ONNX's default activations
@@ -391,4 +400,70 @@ static void vmath_lstm_cell(const float *g, const float *x, const float *P, floa
 		lstm_lanes(g, x, P, c, h, ld, j, W, lo, hi, has_clip, input_forget);
 	if (j < m)
 		lstm_lanes(g, x, P, c, h, ld, j, m - j, lo, hi, has_clip, input_forget);
+}
+
+/* ---- the fused LSTM step of one gate block ---- */
+
+/* A whole gate block (kernels.h) is 16 units: 64 columns of R^T, the first
+ * 32 (gates i and o) in one b32 panel, the last 32 (f and c) in the next;
+ * BLOCK_V vectors of a row of K span them, and BLOCK_KU rows of K are taken
+ * at a time so that at least eight independent sums are in flight. */
+enum { BLOCK_UNITS = 16, BLOCK_V = 4 * BLOCK_UNITS / W, BLOCK_KU = BLOCK_V >= 8 ? 1 : 8 / BLOCK_V };
+
+/* One batch row's step of the 16 units of a whole gate block, the product
+ * and the cell in one pass, the gate sums never leaving registers (W > 1):
+ * gate q of unit e = sum over k of x[k] R[k][16 q + e] (R the block's two
+ * panels: K rows of 32, then K rows of 32) + xw[16 q + e]; then the cell of
+ * vmath_lstm_cell with P the block's peepholes (16 apart) or NULL. Each sum
+ * runs over its BLOCK_KU chains (row k in chain k mod BLOCK_KU), added in
+ * chain order, then xw: with BLOCK_KU = 2 the same sums as the one-row
+ * product of f32-rnn/avx512.c. h may alias nothing else (x neither). */
+static void vmath_lstm_block(int64_t K, const float *x, const float *R, const float *xw,
+                             const float *P, float *c, float *h, int has_clip, float clip,
+                             int input_forget)
+{
+	enum { PANEL = 32 };
+	const float *R1 = R + K * PANEL;
+	V acc[BLOCK_KU][BLOCK_V];
+#pragma GCC unroll 64
+	for (int u = 0; u < BLOCK_KU; u++)
+#pragma GCC unroll 64
+		for (int v = 0; v < BLOCK_V; v++)
+			acc[u][v] = vset(0.0f);
+	int64_t k = 0;
+	for (; k + BLOCK_KU <= K; k += BLOCK_KU)
+#pragma GCC unroll 64
+		for (int u = 0; u < BLOCK_KU; u++) {
+			V xv = vset(x[k + u]);
+#pragma GCC unroll 64
+			for (int v = 0; v < BLOCK_V; v++) {
+				int col = v * W;
+				const float *r = (col < PANEL ? R : R1) + (k + u) * PANEL + col % PANEL;
+				acc[u][v] = vfma(xv, vload(r), acc[u][v]);
+			}
+		}
+	for (; k < K; k++) {
+		V xv = vset(x[k]);
+#pragma GCC unroll 64
+		for (int v = 0; v < BLOCK_V; v++) {
+			int col = v * W;
+			const float *r = (col < PANEL ? R : R1) + k * PANEL + col % PANEL;
+			acc[0][v] = vfma(xv, vload(r), acc[0][v]);
+		}
+	}
+#pragma GCC unroll 64
+	for (int u = 1; u < BLOCK_KU; u++)
+#pragma GCC unroll 64
+		for (int v = 0; v < BLOCK_V; v++)
+			acc[0][v] = vadd(acc[0][v], acc[u][v]);
+	V hi = vset(clip), lo = vset(-clip);
+	enum { GV = BLOCK_UNITS / W };  /* vectors per gate */
+#pragma GCC unroll 16
+	for (int j = 0; j < GV; j++) {
+		const float *xj = xw + j * W;
+		lstm_units(vadd(acc[0][j], vload(xj)), vadd(acc[0][GV + j], vload(xj + BLOCK_UNITS)),
+		           vadd(acc[0][2 * GV + j], vload(xj + 2 * BLOCK_UNITS)),
+		           vadd(acc[0][3 * GV + j], vload(xj + 3 * BLOCK_UNITS)), P, c, h, BLOCK_UNITS,
+		           j * W, W, lo, hi, has_clip, input_forget);
+	}
 }

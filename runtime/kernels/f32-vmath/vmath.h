@@ -36,6 +36,12 @@ typedef struct VmathOps {
 	 * NULL; c[0..m) updated, h[0..m) written */
 	void (*lstm_cell)(const float *g, const float *x, const float *P, float *c, float *h,
 	                  int64_t m, int64_t ld, int has_clip, float clip, int input_forget);
+	/* one row's step of a whole LSTM gate block (16 units): the gates
+	 * x[0..K) R (the block's two b32 panels of R^T) + xw, then the cell as
+	 * lstm_cell's with ld 16; c[0..16) updated, h[0..16) written */
+	void (*lstm_block)(int64_t K, const float *x, const float *R, const float *xw,
+	                   const float *P, float *c, float *h, int has_clip, float clip,
+	                   int input_forget);
 } VmathOps;
 
 /* The kernels of the variant kiln_isa() names: the one dispatch point. */
