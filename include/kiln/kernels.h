@@ -760,7 +760,8 @@ KILN_API void kiln_f32_gemm_ep(int64_t M, int64_t N, int64_t K, float alpha,
  * columns, each K rows of its width). A is row-major [M, K] with row stride
  * lda; C is [M, N] with row stride ldc. beta == 0 does not read C. Runs the
  * variant kiln_isa_name() reports: register-blocked micro-kernels reading
- * each panel as one stream (M = 1, batch 1, streams it once).
+ * each panel as one stream (M = 1, batch 1, with alpha 1 and beta 0: the
+ * one-row product of eight sums in flight per panel, then the epilogue).
  */
 KILN_API void kiln_f32_gemm_pb(int64_t M, int64_t N, int64_t K, float alpha, const float *A,
                                int64_t lda, const float *Bp, float beta, float *C, int64_t ldc,

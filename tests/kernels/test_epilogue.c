@@ -6,12 +6,14 @@
  *
  * Shapes: M not a multiple of the kernel's 16-row blocks, transposed B (the
  * tied-embedding case), with and without bias, every activation, and a NULL
- * epilogue. Inputs span negative and positive values so both sides of each
+ * epilogue; B not transposed also runs kiln_f32_gemm_pb on B packed b32,
+ * at batch 1 too (the one-row product). Inputs span negative and positive values so both sides of each
  * activation are taken. Tolerance: |err| <= 1e-5 * (sum of |terms| + |bias|),
  * the GEMM test's bound, which the activations (all 1-Lipschitz or scaled by
  * their parameter, here <= 1.06) keep up to that factor.
  */
 #include "kiln/kernels.h"
+#include "runtime/kernels/f32-gemm/pack.h"
 
 #include "harness.h"
 
@@ -39,6 +41,10 @@ static const float params[][2] = {
 	[KILN_ACT_GELU] = {0, 0},
 };
 
+static void check_gemm(int64_t M, int64_t N, int64_t K, int trans_b, int with_bias, int act,
+                       const float *A, const float *B, const float *bias, const float *C,
+                       const char *what);
+
 static void test_gemm(int64_t M, int64_t N, int64_t K, int trans_b, int with_bias, int act)
 {
 	float *A = malloc(sizeof(float) * (size_t)(M * K + 1));
@@ -52,6 +58,22 @@ static void test_gemm(int64_t M, int64_t N, int64_t K, int trans_b, int with_bia
 	/* B is [K, N] row-major, or [N, K] read transposed. */
 	kiln_f32_gemm_ep(M, N, K, 1.0f, A, K, 1, B, trans_b ? 1 : N, trans_b ? K : 1, 0.0f, C, N,
 	                 act || with_bias ? &ep : NULL);
+	check_gemm(M, N, K, trans_b, with_bias, act, A, B, bias, C, "kiln_f32_gemm_ep");
+	if (!trans_b) {  /* and on B packed as the compiler packs a weight */
+		float *Bp = malloc(sizeof(float) * (size_t)(K * N + 1));
+		kiln_pack_b32(B, N, 1, K, N, Bp);
+		kiln_f32_gemm_pb(M, N, K, 1.0f, A, K, Bp, 0.0f, C, N, act || with_bias ? &ep : NULL);
+		check_gemm(M, N, K, trans_b, with_bias, act, A, B, bias, C, "kiln_f32_gemm_pb");
+		free(Bp);
+	}
+	free(A), free(B), free(C), free(bias);
+}
+
+/* C[M, N] of test_gemm against the reference in double. */
+static void check_gemm(int64_t M, int64_t N, int64_t K, int trans_b, int with_bias, int act,
+                       const float *A, const float *B, const float *bias, const float *C,
+                       const char *what)
+{
 	int ok = 1;
 	for (int64_t m = 0; m < M && ok; m++)
 		for (int64_t n = 0; n < N && ok; n++) {
@@ -68,13 +90,12 @@ static void test_gemm(int64_t M, int64_t N, int64_t K, int trans_b, int with_bia
 			double want = act_ref(act, (double)params[act][0], (double)params[act][1], sum);
 			ok = close_enough(C[m * N + n], want, mag + 1e-30, 2e-5);
 			if (!ok)
-				fprintf(stderr, "gemm_ep M=%lld N=%lld K=%lld transB=%d bias=%d act=%d: "
-				        "[%lld,%lld] got %g want %g\n", (long long)M, (long long)N,
+				fprintf(stderr, "%s M=%lld N=%lld K=%lld transB=%d bias=%d act=%d: "
+				        "[%lld,%lld] got %g want %g\n", what, (long long)M, (long long)N,
 				        (long long)K, trans_b, with_bias, act, (long long)m, (long long)n,
 				        (double)C[m * N + n], want);
 		}
-	CHECK(ok, "kiln_f32_gemm_ep");
-	free(A), free(B), free(C), free(bias);
+	CHECK(ok, what);
 }
 
 /* B as float16 bit patterns: the reference widens them exactly too. Sizes
@@ -252,6 +273,9 @@ int main(void)
 		test_gemm(37, 19, 23, 0, 1, act);
 		test_gemm(17, 40, 9, 1, 0, act);
 		test_gemm(33, 5, 64, 1, 1, act);
+		/* batch 1 on packed B: the one-row product, whole and narrow panels */
+		test_gemm(1, 100, 265, 0, 1, act);
+		test_gemm(1, 70, 37, 0, 0, act);
 		test_conv(act, 0, 0);
 		test_conv(act, 1, 0);
 		test_conv(act, 1, 1);

@@ -7,16 +7,36 @@
  * the FMA latency. These variants keep eight independent accumulators per
  * 32-column panel (four rows of K at a time), then add them in a fixed order,
  * so a result depends only on the inputs and the variant. rnn.c calls them
- * when kiln_isa() picks the variant; the ref variant runs the GEMM core.
+ * when kiln_isa() picks the variant, and so does f32-gemm/driver.c for a
+ * one-row product on packed weights (a Gemm or MatMul at batch 1); the ref
+ * variant runs the GEMM core.
  */
 #ifndef KILN_F32_RNN_GEMV_H
 #define KILN_F32_RNN_GEMV_H
 
 #include <stdint.h>
 
+#include "../isa.h"
+
 void kiln_rnn_gemv_avx2(int64_t N, int64_t K, const float *x, const float *Bp, const float *bias,
                         float *y);
 void kiln_rnn_gemv_avx512(int64_t N, int64_t K, const float *x, const float *Bp,
                           const float *bias, float *y);
+
+typedef void (*kiln_rnn_gemv_fn)(int64_t N, int64_t K, const float *x, const float *Bp,
+                                 const float *bias, float *y);
+
+/* The product of the variant kiln_isa() picks, or NULL (ref: the caller
+ * runs the GEMM core's one-row tile). */
+static inline kiln_rnn_gemv_fn kiln_rnn_gemv_of(void)
+{
+	switch (kiln_isa()) {
+#ifdef KILN_HAVE_X86_VARIANTS
+	case KILN_ISA_AVX512: return kiln_rnn_gemv_avx512;
+	case KILN_ISA_AVX2: return kiln_rnn_gemv_avx2;
+#endif
+	default: return NULL;
+	}
+}
 
 #endif

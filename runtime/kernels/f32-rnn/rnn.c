@@ -174,21 +174,7 @@ static GemmBSrc weight_src(const float *packed, const float *onnx, int64_t K, in
 	return (GemmBSrc){.pack = pack_rows, .src = onnx, .rs = 1, .cs = K, .N = N};
 }
 
-typedef void (*GemvFn)(int64_t N, int64_t K, const float *x, const float *Bp, const float *bias,
-                       float *y);
-
-/* gemv.h's product of the variant kiln_isa() picks, or NULL (ref: the GEMM
- * core's one-row tile). */
-static GemvFn gemv_of(void)
-{
-	switch (kiln_isa()) {
-#ifdef KILN_HAVE_X86_VARIANTS
-	case KILN_ISA_AVX512: return kiln_rnn_gemv_avx512;
-	case KILN_ISA_AVX2: return kiln_rnn_gemv_avx2;
-#endif
-	default: return NULL;
-	}
-}
+typedef kiln_rnn_gemv_fn GemvFn;
 
 /* C[M, N] (ldc) = A[M, K] (lda) B (+ bias[N]): the GEMM core, or for one
  * row of a packed B the vector-matrix product of gemv.h. */
@@ -196,7 +182,7 @@ static void gemm(int64_t M, int64_t N, int64_t K, const float *A, int64_t lda, c
                  const float *bias, float *C, int64_t ldc)
 {
 	GemmEpi e = {.alpha = 1.0f, .beta = 0.0f, .col_bias = bias};
-	GemvFn gemv = M == 1 && K > 0 && b->packed ? gemv_of() : NULL;
+	GemvFn gemv = M == 1 && K > 0 && b->packed ? kiln_rnn_gemv_of() : NULL;
 	if (gemv) {  /* batch 1's step */
 		gemv(N, K, A, b->packed, bias, C);
 		return;
@@ -366,7 +352,7 @@ static void run_chunk(const kiln_rnn_params *p, const kiln_rnn_io *io, const int
 		project_inputs(p, io->X, b0, nb, k);
 
 	const float *Rb_h = gru && io->B ? io->B + GH + 2 * H : NULL;
-	GemvFn gemv = p->gate_blocks ? gemv_of() : NULL;
+	GemvFn gemv = p->gate_blocks ? kiln_rnn_gemv_of() : NULL;
 	for (int64_t s = 0; s < max_len; s++) {
 		if (p->gate_blocks) {
 			lstm_block_step(p, io, lens, b0, nb, s, gemv, k);
