@@ -5,10 +5,11 @@ The model of large_weights.py (three Gather tables, 2.06 GiB in a sparse
 external-data file). `kiln compile --target aarch64-linux-gnu` must put the
 weights in a writable .ldata section (which GNU ld places after .data; in
 .rodata, .eh_frame's 32-bit references to the code overflow past 2 GiB).
-The test cross-compiles NAME.c and libkiln with aarch64-linux-gnu-gcc and no
-code-model flag (the small model's ADRP reaches +-4 GiB), links a PIE
-program and runs it under qemu-aarch64: the sampled rows (and zeros
-elsewhere) must come back exactly, as numpy computes them. Then a model of
+The test cross-compiles NAME.c and libkiln with aarch64-linux-gnu-gcc, -fPIC
+and no code-model flag (the small model's ADRP reaches +-4 GiB), links them
+into a shared library as a CMSSW plugin would be, and a PIE program against
+it, and runs that under qemu-aarch64: the sampled rows (and zeros elsewhere)
+must come back exactly, as numpy computes them. Then a model of
 3.93 GiB, past what that code can address (3.75 GiB), must be refused with
 exit 2 and one error line.
 
@@ -33,6 +34,18 @@ CC = "aarch64-linux-gnu-gcc"
 QEMU = "qemu-aarch64"
 SYSROOT = "/usr/aarch64-linux-gnu"
 MiB = 1 << 20
+
+
+PLUGIN_API = """#include <stdint.h>
+int plugin_run(const int64_t *idx, float *y0, float *y1, float *y2);"""
+
+PLUGIN = """#include "large.h"
+__attribute__((visibility("default")))
+int plugin_run(const int64_t *idx, float *y0, float *y1, float *y2)
+{
+	return large_run_b4(NULL, idx, y0, y1, y2);
+}
+"""
 
 
 def run(argv, **kw):
@@ -101,18 +114,28 @@ def main():
         os.mkdir(os.path.join(folder, "rt"))
         lib = build_runtime(src, os.path.join(folder, "rt"))
         idx = [lw.SAMPLED[1], lw.SAMPLED[4], 7, lw.SAMPLED[5]]   # row 7 is a hole: zeros
+        # As in a CMSSW plugin: the model in a shared library exporting one
+        # function of its own; a PIE program linked against it.
         with open(os.path.join(out, "main.c"), "w") as f:
-            f.write(lw.MAIN % dict(dim=lw.DIM, idx=", ".join(map(str, idx))))
+            f.write(lw.MAIN.replace('#include "large.h"', PLUGIN_API).replace(
+                "large_run_b4(NULL, idx,", "plugin_run(idx,")
+                % dict(dim=lw.DIM, idx=", ".join(map(str, idx))))
+        with open(os.path.join(out, "plugin.c"), "w") as f:
+            f.write(PLUGIN)
         inc = ["-I", out, "-I", os.path.join(src, "include")]
         objs = []
-        for c in ("large.c", "main.c"):   # the user's flags: no code-model option
+        for c in ("large.c", "plugin.c"):   # the user's flags: no code-model option
             objs.append(os.path.join(out, c[:-2] + "_c.o"))
-            run([CC, "-std=c11", "-O2", "-Wall", "-Wextra", "-Werror"] + inc +
+            run([CC, "-std=c11", "-O2", "-fPIC", "-Wall", "-Wextra", "-Werror"] + inc +
                 ["-c", os.path.join(out, c), "-o", objs[-1]])
-        exe = os.path.join(out, "large")
-        run([CC] + objs + [os.path.join(out, "large_weights.o"), lib, "-lm", "-o", exe])
+        run([CC, "-shared", "-o", os.path.join(out, "libplugin.so")] + objs +
+            [os.path.join(out, "large_weights.o"), lib, "-lm"])
         os.unlink(os.path.join(out, "large_weights.o"))
-        r = subprocess.run([QEMU, "-L", SYSROOT, exe], capture_output=True)
+        exe = os.path.join(out, "large")
+        run([CC, "-std=c11", "-O2", "-Wall", "-Werror", os.path.join(out, "main.c"), "-L", out,
+             "-lplugin", "-o", exe])
+        r = subprocess.run([QEMU, "-L", SYSROOT, "-E", "LD_LIBRARY_PATH=" + out, exe],
+                           capture_output=True)
         y = np.frombuffer(r.stdout, np.float32)
         if r.returncode or y.size != lw.TABLES * 4 * lw.DIM:
             failed.append("the program failed (exit %d): %s" % (r.returncode, r.stderr[-500:]))
@@ -125,7 +148,7 @@ def main():
                     if not np.array_equal(y[t, k], want):
                         failed.append("table %d row %d is wrong" % (t, row))
         if not failed:
-            print("linked and ran under qemu-aarch64: %d tables, rows checked, weights in .ldata"
+            print("shared library linked and ran under qemu-aarch64: %d tables, rows checked, weights in .ldata"
                   % lw.TABLES)
         shutil.rmtree(out)
 
