@@ -9,9 +9,7 @@
 #    (or, in a sanitizer build, with that build's SANFLAGS).
 set -u
 KILN=$1 SRC=$2 LIBKILN=$3 OUT=$4
-pass=0 fail=0
-ok() { pass=$((pass + 1)); }
-bad() { echo "FAIL: $*"; fail=$((fail + 1)); }
+. "$(dirname "$0")/../tally.sh"
 rm -rf "$OUT" && mkdir -p "$OUT"
 CCBIN=${CC:-cc}
 M=$SRC/tests/batch
@@ -115,5 +113,4 @@ else
 	bad "build test_threads ($TFLAGS)"
 fi
 
-echo "batch: $pass passed, $fail failed"
-[ $fail -eq 0 ]
+tally batch

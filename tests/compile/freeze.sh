@@ -7,9 +7,7 @@
 #  - bad --freeze values give one clear line and exit 2.
 set -u
 KILN=$1 SRC=$2 LIBKILN=$3 OUT=$4
-pass=0 fail=0
-ok() { pass=$((pass + 1)); }
-bad() { echo "FAIL: $*"; fail=$((fail + 1)); }
+. "$(dirname "$0")/../tally.sh"
 rm -rf "$OUT" && mkdir -p "$OUT"
 M=$SRC/tests/fixtures/range_inputs.onnx
 
@@ -42,5 +40,4 @@ check_err "--freeze needs INPUT=V0,V1,..., got 'limit'" compile "$M" --batch 1 -
 check_err "not 'check'" check "$M" --freeze limit=1
 check_err "'99999999999999999999' is not a int64 value" compile "$M" --batch 1 -o "$OUT/x" --freeze limit=99999999999999999999
 
-echo "freeze: $pass passed, $fail failed"
-[ $fail -eq 0 ]
+tally freeze

@@ -11,9 +11,7 @@
 #  - bad flags give one clear line and exit 2.
 set -u
 KILN=$1 SRC=$2 LIBKILN=$3 OUT=$4
-pass=0 fail=0
-ok() { pass=$((pass + 1)); }
-bad() { echo "FAIL: $*"; fail=$((fail + 1)); }
+. "$(dirname "$0")/../tally.sh"
 rm -rf "$OUT" && mkdir -p "$OUT"
 CCBIN=${CC:-cc}
 
@@ -81,5 +79,4 @@ expect "kiln: error: $SRC/tests/fixtures/mlp.onnx: --name \"1abc\" is not a C id
 expect "kiln: error: $SRC/tests/fixtures/unsupported.onnx: node 1 \"lp\" (LpNormalization, ai.onnx opset 14): not supported by kiln yet" \
 	compile "$SRC/tests/fixtures/unsupported.onnx" --batch 1 -o "$OUT/x"
 
-echo "$pass passed, $fail failed"
-[ "$fail" -eq 0 ]
+tally

@@ -7,9 +7,7 @@
 #    -v reports the compile's stages.
 set -u
 KILN=$1 SRC=$2 OUT=$3
-pass=0 fail=0
-ok() { pass=$((pass + 1)); }
-bad() { echo "FAIL: $*"; fail=$((fail + 1)); }
+. "$(dirname "$0")/../tally.sh"
 rm -rf "$OUT" && mkdir -p "$OUT"
 M=$SRC/tests/fixtures/mlp.onnx
 
@@ -104,5 +102,4 @@ done
 "$KILN" compile "$M" --batch 2 -o "$OUT/q" >/dev/null 2>"$OUT/q.err" && [ ! -s "$OUT/q.err" ] &&
 	ok || bad "a short compile printed: $(cat "$OUT/q.err")"
 
-echo "$pass passed, $fail failed"
-[ "$fail" -eq 0 ]
+tally

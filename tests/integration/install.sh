@@ -13,9 +13,7 @@
 # CC and SANFLAGS (a -fsanitize= flag or nothing) as for the other suites.
 set -u
 BUILD=$1 SRC=$2 OUT=$3
-pass=0 fail=0
-ok() { pass=$((pass + 1)); }
-bad() { echo "FAIL: $*"; fail=$((fail + 1)); }
+. "$(dirname "$0")/../tally.sh"
 skip() { echo "SKIP: $*"; }
 rm -rf "$OUT" && mkdir -p "$OUT"
 CCBIN=${CC:-cc}
@@ -33,7 +31,7 @@ major=${version%%.*}
 
 if ! meson install -C "$BUILD" --no-rebuild --destdir "$OUT/root" >"$OUT/install.log" 2>&1; then
 	bad "meson install: $(tail -3 "$OUT/install.log")"
-	echo "$pass passed, $fail failed"
+	tally
 	exit 1
 fi
 # Relocate: nothing may depend on the configured prefix.
@@ -127,5 +125,4 @@ else
 	}
 fi
 
-echo "$pass passed, $fail failed"
-[ "$fail" -eq 0 ]
+tally

@@ -11,9 +11,7 @@
 # CC (default cc) and SANFLAGS (a -fsanitize= flag or nothing) build it all.
 set -u
 KILN=$1 SRC=$2 LIBKILN=$3 OUT=$4
-pass=0 fail=0
-ok() { pass=$((pass + 1)); }
-bad() { echo "FAIL: $*"; fail=$((fail + 1)); }
+. "$(dirname "$0")/../tally.sh"
 rm -rf "$OUT" && mkdir -p "$OUT"
 CCBIN=${CC:-cc}
 HERE=$(dirname "$0")
@@ -69,5 +67,4 @@ for cxx in $cxxs; do
 	done
 done
 
-echo "$pass passed, $fail failed"
-[ "$fail" -eq 0 ]
+tally

@@ -19,10 +19,7 @@ OUT=$2
 CHUNK=$3
 shift 3
 CC_CMD="$*"
-pass=0
-fail=0
-ok() { pass=$((pass + 1)); }
-bad() { echo "FAIL: $*"; fail=$((fail + 1)); }
+. "$(dirname "$0")/../tally.sh"
 
 mkdir -p "$OUT" || exit 2
 rm -f "$OUT"/*.o "$OUT"/check_* "$OUT"/libkilnw.so
@@ -152,5 +149,4 @@ if [ -f "$OUT/host.o" ]; then
 	fi
 fi
 
-echo "$pass passed, $fail failed"
-[ "$fail" -eq 0 ]
+tally
