@@ -7,7 +7,9 @@
  * depthwise and depthwise with a channel multiplier, dilation > 1,
  * asymmetric pads, stride > kernel, a kernel larger than the input, pads
  * larger than the kernel (outputs that see only padding), Conv1D as H = 1,
- * non-square everything, no bias, and random shapes. The output is guarded.
+ * non-square everything, no bias, random shapes, and the packed path's
+ * tiles (wide rows, row tiles of 32 output channels on short rows). The
+ * output is guarded.
  * Tolerance: |err| <= 1e-5 * (sum |x| |w| + |bias|).
  */
 #include "kiln/kernels.h"
@@ -177,6 +179,13 @@ int main(void)
 		{2, 24, 9, 9, 40, 1, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1},   /* packed: wide rows past 48 */
 		{1, 9, 11, 13, 8, 1, 3, 2, 3, 4, 2, 3, 2, 1, 0, 3},   /* packed: all phases mixed */
 		{2, 12, 8, 8, 16, 1, 1, 1, 2, 2, 1, 1, 0, 0, 0, 0},   /* packed: 1x1 stride 2 */
+		{2, 32, 7, 7, 64, 1, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1},   /* packed rows: 7x7, 7 runs */
+		{1, 37, 14, 14, 96, 1, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1}, /* packed rows: 14 wide, odd C */
+		{2, 30, 27, 28, 32, 1, 3, 3, 2, 2, 1, 1, 1, 1, 1, 1}, /* packed rows: stride 2 */
+		{1, 30, 11, 11, 32, 1, 3, 3, 1, 1, 2, 2, 2, 2, 2, 2}, /* packed rows: dilation, 7 + 4 */
+		{1, 64, 13, 12, 32, 1, 2, 3, 3, 2, 1, 2, 1, 0, 2, 3}, /* packed rows: phases mixed */
+		{1, 128, 7, 7, 32, 1, 1, 1, 1, 1, 1, 1, 0, 0, 0, 0},  /* packed rows: 1x1, K = 128 */
+		{1, 300, 7, 7, 32, 1, 1, 1, 1, 1, 1, 1, 0, 0, 0, 0},  /* packed rows: 1x1, K = 300 */
 	};
 	by_hand();
 	for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {

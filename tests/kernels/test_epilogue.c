@@ -266,6 +266,67 @@ static void test_conv_f16_shape(int64_t N, int64_t C, int64_t H, int64_t Wd, int
 	free(X), free(W), free(bias), free(Y), free(R);
 }
 
+/* kiln_f32_conv2d_packed with the residual and the activation on the
+ * shapes that take its other tiles and stores (direct.h): row tiles (32
+ * output channels, runs of 7 pixels of one row: 7x7 and 14x14 maps, a row
+ * of 10 = 7 + 3, stride 2, dilation 2, odd channel counts) and wide tiles
+ * whose rows end inside a vector, against a double reference. */
+static void test_conv_packed_shape(int act, int64_t N, int64_t C, int64_t H, int64_t Wd, int64_t M,
+                                   int64_t k, int64_t stride, int64_t pad, int64_t dil)
+{
+	int64_t OH = (H + 2 * pad - dil * (k - 1) - 1) / stride + 1;
+	int64_t OW = (Wd + 2 * pad - dil * (k - 1) - 1) / stride + 1;
+	kiln_conv2d_params p = {.batch = N, .in_channels = C, .in_h = H, .in_w = Wd,
+	                        .out_channels = M, .group = 1, .kernel_h = k, .kernel_w = k,
+	                        .stride_h = stride, .stride_w = stride, .dilation_h = dil,
+	                        .dilation_w = dil, .pad_top = pad, .pad_left = pad,
+	                        .pad_bottom = pad, .pad_right = pad, .out_h = OH, .out_w = OW};
+	int64_t nw = M * C * k * k, ny = N * M * OH * OW;
+	float *X = malloc(sizeof(float) * (size_t)(N * C * H * Wd));
+	float *W = malloc(sizeof(float) * (size_t)nw), *Wp = malloc(sizeof(float) * (size_t)nw);
+	float *bias = malloc(sizeof(float) * (size_t)M), *Y = malloc(sizeof(float) * (size_t)ny);
+	float *R = malloc(sizeof(float) * (size_t)ny);
+	int64_t nwork = kiln_f32_conv2d_packed_work(&p);
+	float *work = malloc(sizeof(float) * (size_t)(nwork > 0 ? nwork : 1));
+	fill_uniform(X, N * C * H * Wd, -1, 1);
+	fill_uniform(W, nw, -1, 1);
+	fill_uniform(bias, M, -1, 1);
+	fill_uniform(R, ny, -2, 2);
+	for (int64_t i = 0; i < ny; i++)
+		Y[i] = NAN; /* every output must be written */
+	kiln_epilogue ep = {NULL, act, params[act][0], params[act][1], R};
+	kiln_f32_conv2d_pack(&p, W, Wp);
+	kiln_f32_conv2d_packed(&p, X, Wp, bias, Y, &ep, work);
+	int ok = nwork > 0;
+	for (int64_t n = 0; n < N && ok; n++)
+		for (int64_t m = 0; m < M && ok; m++)
+			for (int64_t y = 0; y < OH && ok; y++)
+				for (int64_t x = 0; x < OW && ok; x++) {
+					int64_t at = ((n * M + m) * OH + y) * OW + x;
+					double sum = (double)bias[m] + (double)R[at];
+					double mag = fabs((double)bias[m]) + fabs((double)R[at]);
+					for (int64_t c = 0; c < C; c++)
+						for (int64_t i = 0; i < k; i++)
+							for (int64_t j = 0; j < k; j++) {
+								int64_t yy = y * stride - pad + i * dil;
+								int64_t xx = x * stride - pad + j * dil;
+								if (yy < 0 || yy >= H || xx < 0 || xx >= Wd)
+									continue;
+								double t = (double)X[((n * C + c) * H + yy) * Wd + xx] *
+								           (double)W[((m * C + c) * k + i) * k + j];
+								sum += t;
+								mag += fabs(t);
+							}
+					double want = act_ref(act, (double)params[act][0], (double)params[act][1], sum);
+					ok = close_enough(Y[at], want, mag, 2e-5);
+				}
+	char what[160];
+	snprintf(what, sizeof what, "kiln_f32_conv2d_packed act %d, %lldx%lld map, M %lld, K %lld", act,
+	         (long long)OH, (long long)OW, (long long)M, (long long)(C * k * k));
+	CHECK(ok, what);
+	free(X), free(W), free(Wp), free(bias), free(Y), free(R), free(work);
+}
+
 int main(void)
 {
 	for (int act = KILN_ACT_NONE; act <= KILN_ACT_GELU; act++) {
@@ -285,6 +346,10 @@ int main(void)
 		test_gemm_f16b(17, 37, 70, 1, act);
 		test_gemm_f16b(1, 70, 513, 1, act);  /* batch 1, K blocks, transposed */
 		test_gemm_f16b(26, 33, 300, 0, act);
+		test_conv_packed_shape(act, 2, 40, 7, 7, 64, 3, 1, 1, 1);   /* rows: 7x7 */
+		test_conv_packed_shape(act, 1, 29, 28, 27, 32, 3, 2, 1, 1); /* rows: 14x14, stride 2 */
+		test_conv_packed_shape(act, 1, 31, 12, 14, 96, 3, 1, 2, 2); /* rows: 10 = 7 + 3, dilation */
+		test_conv_packed_shape(act, 2, 9, 11, 20, 24, 3, 1, 1, 1);  /* wide: rows end in a vector */
 	}
 	test_conv_f16_shape(2, 6, 5, 7, 4, 2, 3, 3, 2, 1);   /* groups, stride 2 */
 	test_conv_f16_shape(1, 64, 4, 4, 600, 1, 1, 1, 1, 0); /* 1x1 GEMM, three panels */

@@ -52,53 +52,50 @@ static inline __attribute__((always_inline)) void gather_run(float *o, const flo
  * room past its end, direct.c) and dropped. */
 #include "direct.h"
 
-/* The tile's sums (out) to Y's real pixels, 16 lanes at a time: + bias,
- * + residual, the activation (Relu, LeakyRelu and Clip here, others after). */
-static void conv_store(const ConvTile *t, float out[CONV8_MR][CONV_NP_AVX512])
+/* Row i of the tile's sums (nv vectors) to Y's real pixels: + bias,
+ * + residual, the activation (Relu, LeakyRelu and Clip here, others after);
+ * each vector's real lanes compressed together and stored as one run, the
+ * residual expanded to them. */
+static inline __attribute__((always_inline)) void conv_store_row(const ConvTile *t, int i,
+                                                                 const __m512 *acc, int nv)
 {
-	int lane[CONV_MAX_RUNS], len[CONV_MAX_RUNS];
-	int64_t yoff[CONV_MAX_RUNS];
-	int nruns = conv_runs(t, lane, yoff, len);
 	const kiln_epilogue *ep = t->ep;
 	int act = ep ? ep->act : KILN_ACT_NONE;
 	__m512 lo = _mm512_set1_ps(ep ? ep->alpha : 0.0f), hi = _mm512_set1_ps(ep ? ep->beta : 0.0f);
-	for (int i = 0; i < t->rows; i++) {
-		int64_t m = t->m0 + i;
-		__m512 b = _mm512_set1_ps(t->bias ? t->bias[m] : 0.0f);
-		for (int r = 0; r < nruns; r++) {
-			int64_t at = m * t->ohw + yoff[r];
-			float *y = t->Y + at;
-			for (int u = 0; u < len[r]; u += 16) {
-				__mmask16 k = len[r] - u >= 16 ? (__mmask16)0xffff
-				                                : (__mmask16)((1u << (len[r] - u)) - 1);
-				__m512 v = _mm512_add_ps(_mm512_maskz_loadu_ps(k, &out[i][lane[r] + u]), b);
-				if (t->res)
-					v = _mm512_add_ps(v, _mm512_maskz_loadu_ps(k, t->res + at + u));
-				switch (act) {
-				case KILN_ACT_NONE:
-					break;
-				case KILN_ACT_RELU:
-					/* x > 0 ? x : 0, NaN -> 0 as the scalar code does */
-					v = _mm512_maskz_mov_ps(_mm512_cmp_ps_mask(v, _mm512_setzero_ps(), _CMP_GT_OQ), v);
-					break;
-				case KILN_ACT_LEAKY_RELU:
-					v = _mm512_mask_mul_ps(v, _mm512_cmp_ps_mask(v, _mm512_setzero_ps(), _CMP_LT_OQ),
-					                       v, lo);
-					break;
-				case KILN_ACT_CLIP:
-					v = _mm512_mask_mov_ps(v, _mm512_cmp_ps_mask(v, lo, _CMP_LT_OQ), lo);
-					v = _mm512_mask_mov_ps(v, _mm512_cmp_ps_mask(v, hi, _CMP_GT_OQ), hi);
-					break;
-				default:
-					break;
-				}
-				_mm512_mask_storeu_ps(y + u, k, v);
-			}
-			if (act != KILN_ACT_NONE && act != KILN_ACT_RELU && act != KILN_ACT_LEAKY_RELU &&
-			    act != KILN_ACT_CLIP)
-				kiln_f32_act(y, len[r], ep);
+	int64_t m = t->m0 + i, at = m * t->ohw + t->y0, start = at;
+	__m512 b = _mm512_set1_ps(t->bias ? t->bias[m] : 0.0f);
+	for (int v = 0; v < nv; v++) {
+		__mmask16 real = (__mmask16)(t->real >> (16 * v));
+		int n = __builtin_popcount(real);
+		if (n == 0)
+			continue;
+		__mmask16 run = (__mmask16)((1u << n) - 1);
+		__m512 x = _mm512_add_ps(acc[v], b);
+		if (t->res)
+			x = _mm512_add_ps(x, _mm512_maskz_expand_ps(real, _mm512_maskz_loadu_ps(run, t->res + at)));
+		switch (act) {
+		case KILN_ACT_NONE:
+			break;
+		case KILN_ACT_RELU:
+			/* x > 0 ? x : 0, NaN -> 0 as the scalar code does */
+			x = _mm512_maskz_mov_ps(_mm512_cmp_ps_mask(x, _mm512_setzero_ps(), _CMP_GT_OQ), x);
+			break;
+		case KILN_ACT_LEAKY_RELU:
+			x = _mm512_mask_mul_ps(x, _mm512_cmp_ps_mask(x, _mm512_setzero_ps(), _CMP_LT_OQ), x, lo);
+			break;
+		case KILN_ACT_CLIP:
+			x = _mm512_mask_mov_ps(x, _mm512_cmp_ps_mask(x, lo, _CMP_LT_OQ), lo);
+			x = _mm512_mask_mov_ps(x, _mm512_cmp_ps_mask(x, hi, _CMP_GT_OQ), hi);
+			break;
+		default:
+			break;
 		}
+		_mm512_mask_storeu_ps(t->Y + at, run, _mm512_maskz_compress_ps(real, x));
+		at += n;
 	}
+	if (act != KILN_ACT_NONE && act != KILN_ACT_RELU && act != KILN_ACT_LEAKY_RELU &&
+	    act != KILN_ACT_CLIP)
+		kiln_f32_act(t->Y + start, at - start, ep);
 }
 
 static inline __attribute__((always_inline)) void conv_tile(const ConvTile *t, const int rows,
@@ -110,6 +107,19 @@ static inline __attribute__((always_inline)) void conv_tile(const ConvTile *t, c
 		#pragma GCC unroll 3
 		for (int v = 0; v < nv; v++)
 			acc[i][v] = _mm512_setzero_ps();
+	/* the next tile's outputs (and residual), which are likely in memory:
+	 * fetched while this one sums */
+	int64_t next = t->y0 + __builtin_popcountll(t->real);
+	#pragma GCC unroll 8
+	for (int i = 0; i < rows; i++) {
+		const float *y = t->Y + (t->m0 + i) * t->ohw + next;
+		#pragma GCC unroll 3
+		for (int v = 0; v < nv; v++) {
+			_mm_prefetch((const char *)(y + 16 * v), _MM_HINT_T0);
+			if (t->res)
+				_mm_prefetch((const char *)(t->res + (y - t->Y) + 16 * v), _MM_HINT_T0);
+		}
+	}
 	const float *w = t->w, *xb = t->xb;
 	const int64_t *koff = t->koff;
 	for (int64_t k = 0, K = t->K; k < K; k++, w += rows) {
@@ -126,13 +136,9 @@ static inline __attribute__((always_inline)) void conv_tile(const ConvTile *t, c
 				acc[i][v] = _mm512_fmadd_ps(a, bv[v], acc[i][v]);
 		}
 	}
-	float out[CONV8_MR][CONV_NP_AVX512];
 	#pragma GCC unroll 8
 	for (int i = 0; i < rows; i++)
-		#pragma GCC unroll 3
-		for (int v = 0; v < nv; v++)
-			_mm512_storeu_ps(&out[i][16 * v], acc[i][v]);
-	conv_store(t, out);
+		conv_store_row(t, i, acc[i], nv);
 }
 
 #define CONV_ROWS(r) \
@@ -154,4 +160,77 @@ void kiln_conv_tile_avx512(const ConvTile *t)
 	default:
 		break;
 	}
+}
+
+/* direct.h: 16 floats of the row from 32 of s, two loads and one permute;
+ * the loads masked to s[0 .. 2 n - 2]. */
+void kiln_conv_row2_avx512(float *d, const float *s, int64_t n)
+{
+	const __m512i even = _mm512_setr_epi32(0, 2, 4, 6, 8, 10, 12, 14, 16, 18, 20, 22, 24, 26, 28, 30);
+	for (int64_t u = 0; u < n; u += 16) {
+		int64_t m = 2 * (n - u) - 1;   /* floats of s this block may read */
+		__mmask16 l0 = m >= 16 ? (__mmask16)0xffff : (__mmask16)((1u << m) - 1);
+		__mmask16 l1 = m >= 32 ? (__mmask16)0xffff : m > 16 ? (__mmask16)((1u << (m - 16)) - 1) : 0;
+		__mmask16 st = n - u >= 16 ? (__mmask16)0xffff : (__mmask16)((1u << (n - u)) - 1);
+		__m512 a = _mm512_maskz_loadu_ps(l0, s + 2 * u), b = _mm512_maskz_loadu_ps(l1, s + 2 * u + 16);
+		_mm512_mask_storeu_ps(d + u, st, _mm512_permutex2var_ps(a, even, b));
+	}
+}
+
+/* The row tile (direct.h): 28 zmm accumulators, [pixel][16 channels]; per
+ * column k of W two weight vectors (each two conv8 groups' 8 floats) and 14
+ * broadcasts of the input. The sums go through a small transposing buffer
+ * to Y's rows with the epilogue. */
+void kiln_conv_rowtile_avx512(const ConvRowTile *t)
+{
+	__m512 acc[2 * CONV_RUN][2];
+	#pragma GCC unroll 14
+	for (int p = 0; p < 2 * CONV_RUN; p++)
+		acc[p][0] = acc[p][1] = _mm512_setzero_ps();
+	const int64_t K = t->K;
+	const float *w0 = t->w, *w1 = w0 + 8 * K, *w2 = w1 + 8 * K, *w3 = w2 + 8 * K;
+	const float *b0 = t->xb + t->q[0], *b1 = t->xb + (t->len[1] ? t->q[1] : t->q[0]);
+	const int64_t *koff = t->koff;
+	for (int64_t k = 0; k < K; k++) {
+		__m512 wa = _mm512_insertf32x8(_mm512_castps256_ps512(_mm256_loadu_ps(w0 + 8 * k)),
+		                               _mm256_loadu_ps(w1 + 8 * k), 1);
+		__m512 wb = _mm512_insertf32x8(_mm512_castps256_ps512(_mm256_loadu_ps(w2 + 8 * k)),
+		                               _mm256_loadu_ps(w3 + 8 * k), 1);
+		const float *x0 = b0 + koff[k], *x1 = b1 + koff[k];
+		#pragma GCC unroll 7
+		for (int p = 0; p < CONV_RUN; p++) {
+			__m512 x = _mm512_set1_ps(x0[p]);
+			acc[p][0] = _mm512_fmadd_ps(wa, x, acc[p][0]);
+			acc[p][1] = _mm512_fmadd_ps(wb, x, acc[p][1]);
+		}
+		#pragma GCC unroll 7
+		for (int p = 0; p < CONV_RUN; p++) {
+			__m512 x = _mm512_set1_ps(x1[p]);
+			acc[CONV_RUN + p][0] = _mm512_fmadd_ps(wa, x, acc[CONV_RUN + p][0]);
+			acc[CONV_RUN + p][1] = _mm512_fmadd_ps(wb, x, acc[CONV_RUN + p][1]);
+		}
+	}
+	float out[2 * CONV_RUN][CONV_ROW_M];
+	#pragma GCC unroll 14
+	for (int p = 0; p < 2 * CONV_RUN; p++) {
+		_mm512_storeu_ps(&out[p][0], acc[p][0]);
+		_mm512_storeu_ps(&out[p][16], acc[p][1]);
+	}
+	const kiln_epilogue *ep = t->ep;
+	int act = ep ? ep->act : KILN_ACT_NONE;
+	for (int r = 0; r < 2; r++)
+		for (int c = 0; c < CONV_ROW_M; c++) {
+			int64_t m = t->m0 + c, at = m * t->ohw + t->yoff[r];
+			float b = t->bias ? t->bias[m] : 0.0f, *y = t->Y + at;
+			for (int j = 0; j < t->len[r]; j++) {
+				float v = out[r * CONV_RUN + j][c] + b;
+				if (t->res)
+					v += t->res[at + j];
+				if (act == KILN_ACT_RELU)
+					v = v > 0.0f ? v : 0.0f;
+				y[j] = v;
+			}
+			if (act != KILN_ACT_NONE && act != KILN_ACT_RELU && t->len[r])
+				kiln_f32_act(y, t->len[r], ep);
+		}
 }

@@ -22,7 +22,7 @@
 enum {
 	CONV_MAX_STRIDE = 4,
 	CONV_MAX_TAPS = 1024,
-	CHUNK_BYTES = 4 << 20,
+	CHUNK_BYTES = 1 << 20,
 	A_BLOCK_BYTES = 1 << 20,
 	SLACK = 64,
 };
@@ -94,11 +94,19 @@ void kiln_f32_conv2d_pack(const kiln_conv2d_params *p, const float *W, float *ds
 	}
 }
 
+/* The portable stride-2 row. */
+static void row2_ref(float *d, const float *s, int64_t n)
+{
+	for (int64_t u = 0; u < n; u++)
+		d[u] = s[2 * u];
+}
+
 /* Image x (C planes of H x W) into its phase planes at dst. */
-static void copy_image(const kiln_conv2d_params *p, const Geo *g, const float *x, float *dst)
+static void copy_image(const kiln_conv2d_params *p, const Geo *g, const float *x, float *dst,
+                       conv_row2_fn row2)
 {
 	const int64_t H = p->in_h, W = p->in_w, sH = p->stride_h, sW = p->stride_w;
-	for (int64_t c = 0; c < p->in_channels; c++)
+	for (int64_t c = 0; c < p->in_channels; c++) {
 		for (int64_t py = 0; py < sH; py++)
 			for (int64_t px = 0; px < sW; px++) {
 				if (g->used_y[py] < 0 || g->used_x[px] < 0)
@@ -122,13 +130,71 @@ static void copy_image(const kiln_conv2d_params *p, const Geo *g, const float *x
 					memset(d, 0, (size_t)lo * sizeof *d);
 					if (sW == 1)
 						memcpy(d + lo, s + lo, (size_t)(hi - lo) * sizeof *d);
+					else if (sW == 2)
+						row2(d + lo, s + 2 * lo, hi - lo);
 					else
 						for (int64_t u = lo; u < hi; u++)
 							d[u] = s[u * sW];
 					memset(d + hi, 0, (size_t)(g->Wq - hi) * sizeof *d);
 				}
 			}
+	}
 }
+
+#ifdef KILN_HAVE_X86_VARIANTS
+/* Row tiles where a row of outputs is short (ResNet's 14x14 and 7x7 maps:
+ * 7 of every 9 wide pixels real) and K long enough to pay for their
+ * transposing store. */
+static int use_rows(const kiln_conv2d_params *p, const Geo *g)
+{
+	return p->out_channels % CONV_ROW_M == 0 && g->K >= 256 && p->out_w <= 2 * CONV_RUN;
+}
+
+/* The row tiles' loops: as kiln_f32_conv2d_packed's, with units of 32
+ * output channels and pairs of runs (CONV_RUN pixels of one output row). */
+static void conv_rows(const kiln_conv2d_params *p, const Geo *g, const float *X, const float *Wp,
+                      const float *bias, float *Y, const kiln_epilogue *ep, const int64_t *koff,
+                      float *planes, conv_row2_fn row2)
+{
+	const int64_t K = g->K, M = p->out_channels, OW = p->out_w;
+	const int64_t segs = (OW + CONV_RUN - 1) / CONV_RUN, nruns = p->out_h * segs;
+	const int64_t units = M / CONV_ROW_M;
+	int64_t blk = A_BLOCK_BYTES / (int64_t)sizeof(float) / (CONV_ROW_M * K);
+	if (blk < 1)
+		blk = 1;
+	const int64_t in_image = p->in_channels * p->in_h * p->in_w, out_image = M * p->out_h * OW;
+	for (int64_t n0 = 0; n0 < p->batch; n0 += g->chunk) {
+		int64_t nn = p->batch - n0 < g->chunk ? p->batch - n0 : g->chunk;
+		for (int64_t n = 0; n < nn; n++)
+			copy_image(p, g, X + (n0 + n) * in_image, planes + n * g->image, row2);
+		memset(planes + nn * g->image, 0, (size_t)g->slack * sizeof *planes);
+		for (int64_t u0 = 0; u0 < units; u0 += blk) {
+			int64_t u1 = units - u0 < blk ? units : u0 + blk;
+			for (int64_t n = 0; n < nn; n++) {
+				ConvRowTile t = {.K = K, .koff = koff, .xb = planes + n * g->image,
+				                 .ohw = p->out_h * OW, .Y = Y + (n0 + n) * out_image,
+				                 .res = ep && ep->residual ? ep->residual + (n0 + n) * out_image
+				                                           : NULL,
+				                 .bias = bias, .ep = ep};
+				for (int64_t r = 0; r < nruns; r += 2) {
+					for (int h = 0; h < 2; h++) {
+						int64_t oh = (r + h) / segs, ow = (r + h) % segs * CONV_RUN;
+						int live = r + h < nruns;
+						t.q[h] = live ? oh * g->Wq + ow : 0;
+						t.yoff[h] = live ? oh * OW + ow : 0;
+						t.len[h] = live ? (int)(OW - ow < CONV_RUN ? OW - ow : CONV_RUN) : 0;
+					}
+					for (int64_t u = u0; u < u1; u++) {
+						t.m0 = u * CONV_ROW_M;
+						t.w = Wp + t.m0 * K;
+						kiln_conv_rowtile_avx512(&t);
+					}
+				}
+			}
+		}
+	}
+}
+#endif
 
 void kiln_f32_conv2d_packed(const kiln_conv2d_params *p, const float *X, const float *Wp,
                             const float *bias, float *Y, const kiln_epilogue *ep, float *work)
@@ -137,10 +203,11 @@ void kiln_f32_conv2d_packed(const kiln_conv2d_params *p, const float *X, const f
 	if (p->batch < 1 || !geo(p, &g))
 		return;
 	conv_tile_fn tile = kiln_conv_tile_ref;
+	conv_row2_fn row2 = row2_ref;
 	int np_max = CONV_NP_REF;
 #ifdef KILN_HAVE_X86_VARIANTS
 	if (kiln_isa() == KILN_ISA_AVX512)
-		tile = kiln_conv_tile_avx512, np_max = CONV_NP_AVX512;
+		tile = kiln_conv_tile_avx512, row2 = kiln_conv_row2_avx512, np_max = CONV_NP_AVX512;
 	else if (kiln_isa() == KILN_ISA_AVX2)
 		tile = kiln_conv_tile_avx2, np_max = CONV_NP_AVX2;
 #endif
@@ -167,10 +234,16 @@ void kiln_f32_conv2d_packed(const kiln_conv2d_params *p, const float *X, const f
 	if (step > np_max)
 		step = np_max;
 	const int64_t in_image = C * p->in_h * p->in_w, out_image = M * p->out_h * p->out_w;
+#ifdef KILN_HAVE_X86_VARIANTS
+	if (tile == kiln_conv_tile_avx512 && use_rows(p, &g)) {
+		conv_rows(p, &g, X, Wp, bias, Y, ep, koff, planes, row2);
+		return;
+	}
+#endif
 	for (int64_t n0 = 0; n0 < p->batch; n0 += g.chunk) {
 		int64_t nn = p->batch - n0 < g.chunk ? p->batch - n0 : g.chunk;
 		for (int64_t n = 0; n < nn; n++)
-			copy_image(p, &g, X + (n0 + n) * in_image, planes + n * g.image);
+			copy_image(p, &g, X + (n0 + n) * in_image, planes + n * g.image, row2);
 		memset(planes + nn * g.image, 0, (size_t)g.slack * sizeof *planes);
 		for (int64_t b0 = 0; b0 < ngroups; b0 += blk) {
 			int64_t b1 = ngroups - b0 < blk ? ngroups : b0 + blk;
@@ -179,6 +252,12 @@ void kiln_f32_conv2d_packed(const kiln_conv2d_params *p, const float *X, const f
 				const float *res = ep && ep->residual ? ep->residual + (n0 + n) * out_image : NULL;
 				for (int64_t q0 = 0; q0 < g.nwide; q0 += step) {
 					int np = (int)(g.nwide - q0 < step ? g.nwide - q0 : step);
+					int64_t oh = q0 / g.Wq, ow = q0 % g.Wq;
+					int64_t y0 = oh * p->out_w + (ow < p->out_w ? ow : p->out_w);
+					uint64_t real = 0;
+					for (int j = 0; j < np; j++, ow = ow + 1 == g.Wq ? 0 : ow + 1)
+						if (ow < p->out_w)
+							real |= (uint64_t)1 << j;
 					for (int64_t gi = b0; gi < b1; gi++) {
 						int64_t m0 = gi * CONV8_MR;
 						int rows = (int)(M - m0 < CONV8_MR ? M - m0 : CONV8_MR);
@@ -186,7 +265,8 @@ void kiln_f32_conv2d_packed(const kiln_conv2d_params *p, const float *X, const f
 						              .koff = koff, .xb = planes + n * g.image + q0,
 						              .q0 = q0, .Wq = g.Wq, .OW = p->out_w,
 						              .ohw = p->out_h * p->out_w, .m0 = m0, .Y = y,
-						              .res = res, .bias = bias, .ep = ep};
+						              .res = res, .bias = bias, .ep = ep, .real = real,
+						              .y0 = y0};
 						tile(&t);
 					}
 				}

@@ -46,6 +46,12 @@ typedef struct ConvTile {
 	const float *res;        /* the image's residual, or NULL */
 	const float *bias;       /* [M] or NULL */
 	const kiln_epilogue *ep; /* or NULL */
+	/* The real pixels again, for a variant that compresses its lanes: bit j
+	 * is set when lane j is a real pixel; in order they are the outputs y0,
+	 * y0 + 1, ... of every output plane (the real pixels of consecutive wide
+	 * rows are consecutive in Y). */
+	uint64_t real;
+	int64_t y0;
 } ConvTile;
 
 typedef void (*conv_tile_fn)(const ConvTile *t);
@@ -77,6 +83,33 @@ enum { CONV_NP_REF = 16, CONV_NP_AVX2 = 16, CONV_NP_AVX512 = 48 };
 void kiln_conv_tile_ref(const ConvTile *t);
 void kiln_conv_tile_avx2(const ConvTile *t);
 void kiln_conv_tile_avx512(const ConvTile *t);
+
+/* The row tile, for outputs whose rows are too short for a tile of wide
+ * pixels to be mostly real: 32 output channels m0... (four conv8 groups) by
+ * two runs of up to CONV_RUN real pixels, each inside one output row (wide
+ * pixels q[r]..., outputs yoff[r]... of every output plane), summed over K
+ * in the same order as a ConvTile and stored with the same epilogue, so the
+ * results are the same bits. */
+enum { CONV_RUN = 7, CONV_ROW_M = 32 };
+typedef struct ConvRowTile {
+	int64_t K;
+	const float *w;          /* the first group's packed weights; group j at w + j * 8 * K */
+	const int64_t *koff;     /* [K] */
+	const float *xb;         /* the image's planes */
+	int64_t q[2], yoff[2];
+	int len[2];              /* 1..CONV_RUN; len[1] may be 0 */
+	int64_t m0, ohw;
+	float *Y;
+	const float *res;
+	const float *bias;
+	const kiln_epilogue *ep;
+} ConvRowTile;
+void kiln_conv_rowtile_avx512(const ConvRowTile *t);
+
+/* A stride-2 row of a phase plane: d[u] = s[2 u] for 0 <= u < n (reads no
+ * further than s[2 n - 2]). */
+typedef void (*conv_row2_fn)(float *d, const float *s, int64_t n);
+void kiln_conv_row2_avx512(float *d, const float *s, int64_t n);
 
 #endif
 
