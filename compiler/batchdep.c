@@ -127,7 +127,7 @@ static bool same_contents(BD *b, int id)
 {
 	const Folded *f0 = b->p[0]->folded[id], *f1 = b->p[1]->folded[id];
 	return same_shape(b, id) && f0 && f1 && f0->dtype == f1->dtype && f0->nelem == f1->nelem &&
-	       memcmp(f0->data, f1->data, (size_t)f0->nelem * dtype_size(f0->dtype)) == 0;
+	       memcmp(f0->data, f1->data, dtype_bytes(f0->dtype, f0->nelem)) == 0;
 }
 
 static int64_t prod_before(BD *b, int p, int id, int k)

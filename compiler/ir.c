@@ -26,6 +26,7 @@ static const struct {
 	[DT_BFLOAT16] = {"bfloat16", 2},
 	[DT_FLOAT8E4M3FN] = {"float8e4m3fn", 1}, [DT_FLOAT8E4M3FNUZ] = {"float8e4m3fnuz", 1},
 	[DT_FLOAT8E5M2] = {"float8e5m2", 1},     [DT_FLOAT8E5M2FNUZ] = {"float8e5m2fnuz", 1},
+	[DT_UINT4] = {"uint4", 1},               [DT_INT4] = {"int4", 1},
 };
 
 bool dtype_valid(int dt)
@@ -41,6 +42,15 @@ const char *dtype_name(int dt)
 size_t dtype_size(int dt)
 {
 	return dt >= 0 && dt < DT_COUNT ? dtypes[dt].bytes : 0;
+}
+
+uint64_t dtype_bytes(int dt, int64_t nelem)
+{
+	if (nelem <= 0)
+		return 0;
+	if (DT_IS_4BIT(dt))
+		return ((uint64_t)nelem + 1) / 2;
+	return (uint64_t)nelem * dtype_size(dt);
 }
 
 /* ---- names ------------------------------------------------------------ */

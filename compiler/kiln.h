@@ -79,13 +79,18 @@ enum {
 	DT_UNDEFINED = 0, DT_FLOAT = 1, DT_UINT8, DT_INT8, DT_UINT16, DT_INT16, DT_INT32,
 	DT_INT64, DT_STRING, DT_BOOL, DT_FLOAT16, DT_DOUBLE, DT_UINT32, DT_UINT64,
 	DT_COMPLEX64, DT_COMPLEX128, DT_BFLOAT16, DT_FLOAT8E4M3FN, DT_FLOAT8E4M3FNUZ,
-	DT_FLOAT8E5M2, DT_FLOAT8E5M2FNUZ, DT_COUNT
+	DT_FLOAT8E5M2, DT_FLOAT8E5M2FNUZ, DT_UINT4, DT_INT4, DT_COUNT
 };
 /* The float8 types (opset 19) are one byte each, in kiln_f8_* format order. */
 #define DT_IS_FLOAT8(dt) ((dt) >= DT_FLOAT8E4M3FN && (dt) <= DT_FLOAT8E5M2FNUZ)
+/* int4 and uint4 (opset 21) are packed two to a byte everywhere (weights,
+ * buffers), the first element in the low nibble; a tensor of n takes
+ * (n + 1) / 2 bytes (dtype_bytes). dtype_size says 1 for them. */
+#define DT_IS_4BIT(dt) ((dt) == DT_UINT4 || (dt) == DT_INT4)
 const char *dtype_name(int dt);  /* "float32", "int64", ...; "?" if unknown */
 size_t dtype_size(int dt);       /* bytes per element; 0 for string/undefined */
-bool dtype_valid(int dt);        /* 1..20 */
+uint64_t dtype_bytes(int dt, int64_t nelem);  /* bytes of nelem elements, packing counted */
+bool dtype_valid(int dt);        /* 1..22 */
 
 /* ---- checked int64 arithmetic ------------------------------------------ */
 
@@ -366,6 +371,8 @@ const char *domain_name(int domain_id);  /* "ai.onnx", ... */
 int domain_lookup(const char *domain);   /* DOMAIN_* */
 /* Is the op compiled by kiln? Returns NULL if so, else the reason. */
 const char *op_unsupported_reason(const Graph *g, const Node *n, char *buf, size_t bufsz);
+/* Why an op kiln has no hook for is out of its scope; NULL if it is not. */
+const char *op_out_of_scope(int domain_id, const char *op_type);
 int op_count(void);
 
 /* ---- shape.c: batch signatures and shape inference -------------------- */
@@ -678,6 +685,19 @@ typedef struct QConvGeometry {
 } QConvGeometry;
 /* ConvInteger / QLinearConv geometry (Conv's attributes) for input in, weights w. */
 void qconv_geometry(Infer *x, const Shape *in, const Shape *w, QConvGeometry *g);
+/* QuantizeLinear / DequantizeLinear: x seen as [outer, len, inner] around
+ * `axis`; the scale (and zero point) is one value, one per index of the
+ * axis, or (opset 21's block_size) one per block of `block` indices of the
+ * axis, the last block possibly partial: scale[o, a / block, i]. */
+typedef enum QdqKind { QDQ_TENSOR, QDQ_AXIS, QDQ_BLOCKED } QdqKind;
+typedef struct QdqGeometry {
+	QdqKind kind;
+	int64_t outer, len, inner, block, nblocks;
+	int qtype;          /* the quantized type: Q's output, DQ's input */
+	int ftype;          /* the float type: the scale's (DQ's output) */
+	bool saturate;      /* float8 outputs of QuantizeLinear (opset 19) */
+} QdqGeometry;
+void qdq_geometry(Infer *x, QdqGeometry *g);
 
 /* ---- weights.c: hashing and dedup ------------------------------------- */
 

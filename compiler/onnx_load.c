@@ -325,7 +325,7 @@ static void tensor_from_proto(Loader *L, const Onnx__TensorProto *tp, Tensor *t,
 	Weight *w = &t->w;
 	w->nelem = nelem;
 	size_t esize = dtype_size(t->dtype);
-	uint64_t want = (uint64_t)nelem * esize; /* esize <= 16, nelem < 2^62/16 checked below */
+	uint64_t want = dtype_bytes(t->dtype, nelem); /* esize <= 16, nelem < 2^62/16 checked below */
 	if (esize && (uint64_t)nelem > UINT64_MAX / 16)
 		diag_fail(L->d, KILN_LIMIT, "%s has too many elements", what);
 
@@ -463,6 +463,16 @@ static void tensor_from_proto(Loader *L, const Onnx__TensorProto *tp, Tensor *t,
 	if (have == 0)
 		diag_fail(L->d, KILN_INVALID_MODEL, "%s has no data (neither raw_data nor %s)", what,
 		          field);
+	if (DT_IS_4BIT(t->dtype)) {
+		/* int32_data holds the packed bytes, one per number. */
+		if (have != want)
+			diag_fail(L->d, KILN_INVALID_MODEL,
+			          "%s has %llu values in int32_data but its %lld %s elements pack into %llu "
+			          "bytes", what, (unsigned long long)have, (long long)nelem,
+			          dtype_name(t->dtype), (unsigned long long)want);
+		w->bytes = narrow(L, src, src_esize, (int64_t)want, 1);
+		return;
+	}
 	if (have != (uint64_t)nelem * (uint64_t)per)
 		diag_fail(L->d, KILN_INVALID_MODEL,
 		          "%s has %llu values in %s but its shape holds %lld elements", what,

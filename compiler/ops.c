@@ -135,7 +135,7 @@ static const InferHook infer_hooks[OP_COUNT] = {
 	[OP_Scatter] = ops_shape_infer, /* ScatterElements under its old name */
 	[OP_Shrink] = ops_elementwise_infer,
 	[OP_EyeLike] = ops_shape_infer, [OP_TopK] = ops_shape_infer,
-	[OP_QuantizeLinear] = ops_shape_infer, [OP_DequantizeLinear] = ops_shape_infer,
+	[OP_QuantizeLinear] = ops_quant_infer, [OP_DequantizeLinear] = ops_quant_infer,
 	[OP_InstanceNormalization] = ops_shape_infer, [OP_LRN] = ops_shape_infer,
 	[OP_GlobalMaxPool] = ops_conv_infer,
 	[OP_Resize] = ops_resize_infer, [OP_Upsample] = ops_resize_infer,
@@ -254,44 +254,31 @@ int domain_lookup(const char *domain)
 
 /* Ops that an ahead-of-time compiler of inference graphs does not compile,
  * and why; NULL for the others (which may simply not be done yet). */
-static const char *out_of_scope(const Node *n)
+const char *op_out_of_scope(int domain_id, const char *op_type)
 {
+	static const char *const string_ops[] = {"StringNormalizer", "StringConcat", "StringSplit",
+	                                         "RegexFullMatch"};
 	static const char *const random_ops[] = {"Bernoulli", "Multinomial", "RandomNormal",
 	                                         "RandomNormalLike", "RandomUniform",
 	                                         "RandomUniformLike"};
-	if (n->domain_id == DOMAIN_TRAINING)
+	if (domain_id == DOMAIN_TRAINING)
 		return "a training operator; kiln compiles inference graphs";
 	for (size_t i = 0; i < sizeof random_ops / sizeof random_ops[0]; i++)
-		if (strcmp(n->op_type, random_ops[i]) == 0)
+		if (strcmp(op_type, random_ops[i]) == 0)
 			return "draws random numbers; kiln compiles deterministic inference graphs";
-	if (strncmp(n->op_type, "Sequence", 8) == 0 || strncmp(n->op_type, "Optional", 8) == 0 ||
-	    strcmp(n->op_type, "SplitToSequence") == 0 || strcmp(n->op_type, "ConcatFromSequence") == 0)
+	if (strncmp(op_type, "Sequence", 8) == 0 || strncmp(op_type, "Optional", 8) == 0 ||
+	    strcmp(op_type, "SplitToSequence") == 0 || strcmp(op_type, "ConcatFromSequence") == 0)
 		return "works on sequence or optional values; kiln compiles tensor graphs only";
-	if (n->domain_id == DOMAIN_ML && strcmp(n->op_type, "ZipMap") == 0)
+	if (domain_id == DOMAIN_ML && strcmp(op_type, "ZipMap") == 0)
 		return "makes a sequence of maps, and kiln compiles tensors only: export the "
 		       "classifier without it (skl2onnx: options={'zipmap': False}) and read the "
 		       "probability tensor";
-	if (strcmp(n->op_type, "StringNormalizer") == 0)
-		return "works on strings; kiln compiles numeric tensors only";
-	return NULL;
-}
-
-/* Parts of the opset 18-21 schemas that kiln does not compile yet, where
- * the op is otherwise the same as before; NULL if the node uses none. */
-static const char *later_schema_limit(const Node *n)
-{
-	const Attr *a;
-	switch (n->op) {
-	case OP_QuantizeLinear: case OP_DequantizeLinear:
-		if ((a = node_attr(n, "block_size")) && a->i != 0)
-			return "blocked quantization (block_size, opset 21) is not supported yet";
-		if ((a = node_attr(n, "output_dtype")) && a->i != 0 &&
-		    (n->nin < 3 || n->in[2] == NONE))
-			return "output_dtype (opset 21) without a zero point is not supported yet";
-		break;
-	default:
-		break;
-	}
+	for (size_t i = 0; i < sizeof string_ops / sizeof string_ops[0]; i++)
+		if (strcmp(op_type, string_ops[i]) == 0)
+			return "works on strings; kiln compiles numeric tensors only";
+	if (strcmp(op_type, "ImageDecoder") == 0)
+		return "decodes image files (JPEG, PNG, ...); kiln compiles numeric tensors only: "
+		       "decode the image before the model and feed its pixels";
 	return NULL;
 }
 
@@ -348,13 +335,8 @@ const char *op_unsupported_reason(const Graph *g, const Node *n, char *buf, size
 		snprintf(buf, bufsz, "%s-%d is deprecated", n->op_type, v->since);
 		return buf;
 	}
-	const char *limit = infer_hooks[n->op] ? later_schema_limit(n) : NULL;
-	if (limit) {
-		snprintf(buf, bufsz, "%s", limit);
-		return buf;
-	}
 	if (!infer_hooks[n->op]) {
-		const char *why = out_of_scope(n);
+		const char *why = op_out_of_scope(n->domain_id, n->op_type);
 		snprintf(buf, bufsz, "%s", why ? why : "not supported by kiln yet");
 		return buf;
 	}

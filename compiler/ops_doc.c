@@ -71,7 +71,6 @@ static const OpDoc docs[] = {
 	{OP_Upsample, F32, "scales must be known at compile time"},
 	{OP_Dropout, 0, "a copy in inference and in training mode with ratio 0 (training_mode and "
 	                "ratio must be known at compile time); a ratio above 0 (random) is not supported"},
-	{OP_Reshape, 0, "the shape input must be known at compile time"},
 	{OP_Expand, 0, "the shape input must be known at compile time"},
 	{OP_Tile, 0, "repeats must be known at compile time"},
 	{OP_Range, 0, "start, limit and delta must be known at compile time"},
@@ -131,8 +130,24 @@ static const OpDoc docs[] = {
 	{OP_ScatterElements, 0, "reduction add and mul not on float16/bfloat16 yet"},
 	{OP_ScatterND, 0, "reduction add and mul not on float16/bfloat16 yet"},
 	{OP_Cast, 0, "bfloat16 rounds to nearest even (see tests/conformance/known-differences.txt); "
-	             "the four float8 types (opset 19, saturate) inside the graph, bit-exact"},
-	{OP_CastLike, 0, "the four float8 types (opset 19, saturate) inside the graph, bit-exact"},
+	             "inside the graph also the four float8 types (opset 19, saturate; bit-exact) "
+	             "and int4/uint4 (21; into them as ONNX Runtime: rounded half away from zero, "
+	             "then the low four bits)"},
+	{OP_CastLike, 0, "as Cast: float8 (opset 19) and int4/uint4 (21) inside the graph"},
+	{OP_DequantizeLinear, 0, "also int16, uint16, int4, uint4 (21; packed weights read in "
+	                         "place) and the four float8 types (19; zero point 0); per tensor, "
+	                         "per axis, blocked (block_size, 21; a last partial block); a "
+	                         "float16/bfloat16 scale gives that output type"},
+	{OP_QuantizeLinear, 0, "x float32, float16, bfloat16 or int32; to int8, uint8, int16, uint16, "
+	                       "int4, uint4 (21; rounded half to even, clamped) and float8 (19; "
+	                       "saturate, zero point 0); per tensor, per axis, blocked (block_size, "
+	                       "21); output_dtype (21)"},
+	{OP_Identity, 0, "also float8 and int4/uint4 values (a view of the same bytes)"},
+	{OP_Reshape, 0, "the shape input must be known at compile time; float8 and int4/uint4 "
+	                "values too (a view)"},
+	{OP_Flatten, 0, "also float8 and int4/uint4 values (a view)"},
+	{OP_Squeeze, 0, "also float8 and int4/uint4 values (a view)"},
+	{OP_Unsqueeze, 0, "also float8 and int4/uint4 values (a view)"},
 };
 
 static const OpDoc *doc_of(int op)
@@ -247,7 +262,28 @@ int report_ops(FILE *out, bool markdown)
 		else
 			fprintf(out, "%-28s opsets %-22s %s\n", name, versions, types);
 	}
-	if (!markdown)
+	if (!markdown) {
 		fprintf(out, "%d of %d operators supported\n", nsupported, nknown);
+		return 0;
+	}
+	fprintf(out, "\n## Not compiled\n\n"
+	             "A node of one of these operators is refused with one error line naming the "
+	             "file, the node and its op (`kiln compile` exits 2; `kiln check` lists them "
+	             "all).\n\n| Operator | Opset versions | Why |\n|---|---|---|\n");
+	for (int op = 0; op < op_count(); op++) {
+		if (op_infer_hook(op))
+			continue;
+		const OpInfo *info = op_info(op);
+		char versions[256];
+		versions_text(op, versions, sizeof versions);
+		if (!versions[0])
+			continue;   /* every version deprecated */
+		const char *why = op_out_of_scope(info->domain_id, info->op_type);
+		if (info->domain_id == DOMAIN_ONNX)
+			fprintf(out, "| %s | %s | %s |\n", info->op_type, versions, why ? why : "not implemented yet");
+		else
+			fprintf(out, "| %s.%s | %s | %s |\n", domain_name(info->domain_id), info->op_type,
+			        versions, why ? why : "not implemented yet");
+	}
 	return 0;
 }

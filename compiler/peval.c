@@ -752,7 +752,7 @@ void peval_node(Infer *x)
 	int yid = n->out[0], ydt = s->dtypes[yid];
 	const Shape *ys = &s->shapes[yid];
 	int64_t ny = shape_nelem(ys);
-	if (ny < 0 || !dtype_size(ydt) || ydt == DT_STRING || DT_IS_FLOAT8(ydt) ||
+	if (ny < 0 || !dtype_size(ydt) || ydt == DT_STRING || DT_IS_FLOAT8(ydt) || DT_IS_4BIT(ydt) ||
 	    ny > (is_float(ydt) ? MAX_ELEMS : MAX_INT_ELEMS))
 		return;
 	Arg in[16];
@@ -765,6 +765,7 @@ void peval_node(Infer *x)
 			continue;
 		const Folded *f = infer_folded(x, i);
 		if (!f || f->dtype == DT_STRING || !dtype_size(f->dtype) || DT_IS_FLOAT8(f->dtype) ||
+		    DT_IS_4BIT(f->dtype) ||
 		    f->nelem > MAX_IN_ELEMS ||
 		    f->nelem != shape_nelem(infer_shape(x, i)))
 			return;

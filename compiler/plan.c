@@ -174,7 +174,8 @@ void plan_build(Plan *p, const Sig *s, Arena *a)
 					continue;
 				int r = root_of(p, in);
 				if (root_last[r] == i && same_shape(&s->shapes[in], &s->shapes[out]) &&
-				    dtype_size(s->dtypes[in]) == dtype_size(s->dtypes[out]))
+				    dtype_size(s->dtypes[in]) == dtype_size(s->dtypes[out]) &&
+				    !DT_IS_4BIT(s->dtypes[in]) && !DT_IS_4BIT(s->dtypes[out]))
 					src = in;
 			}
 		}
@@ -191,7 +192,7 @@ void plan_build(Plan *p, const Sig *s, Arena *a)
 		int r = root_of(p, i);
 		if (!needs_arena(s, i) || !needs_arena(s, r))
 			continue;
-		int64_t bytes = align_up(shape_nelem(&s->shapes[i]) * (int64_t)dtype_size(s->dtypes[i]));
+		int64_t bytes = align_up((int64_t)dtype_bytes(s->dtypes[i], shape_nelem(&s->shapes[i])));
 		if (p->buf_of[r] == NONE) {
 			p->bufs = arena_grow(a, p->bufs, p->nbufs, &p->capbufs, sizeof *p->bufs);
 			PlanBuf *b = &p->bufs[p->nbufs];

@@ -103,10 +103,10 @@ static void bind_inputs(Sig *s, const BindOptions *o, Diag *d)
 			          v->type == TK_SEQUENCE ? "sequence" : "non-tensor value");
 		if (!dtype_valid(v->dtype))
 			diag_fail(d, KILN_INVALID_MODEL, "graph input \"%s\" has no element type", v->name);
-		if (DT_IS_FLOAT8(v->dtype))
-			diag_fail(d, KILN_UNSUPPORTED, "graph input \"%s\" is %s; kiln takes float8 values "
-			          "inside the graph only (Cast them from float32 there)", v->name,
-			          dtype_name(v->dtype));
+		if (DT_IS_FLOAT8(v->dtype) || DT_IS_4BIT(v->dtype))
+			diag_fail(d, KILN_UNSUPPORTED, "graph input \"%s\" is %s; kiln takes %s values "
+			          "inside the graph only (Cast or QuantizeLinear them from float32 there)",
+			          v->name, dtype_name(v->dtype), DT_IS_FLOAT8(v->dtype) ? "float8" : "4-bit");
 		Shape sh = v->shape;
 		const ShapeOverride *ov = find_override(o, v->name);
 		int axis = find_batch_dim(o, v->name);
@@ -282,7 +282,8 @@ static const Folded *fold_weight(Infer *x, int id)
 		/* Weights of enclosing graphs are reachable through the link. */
 		return NULL;
 	}
-	if (v->kind != VAL_WEIGHT || v->type != TK_TENSOR || v->dtype == DT_STRING)
+	if (v->kind != VAL_WEIGHT || v->type != TK_TENSOR || v->dtype == DT_STRING ||
+	    DT_IS_4BIT(v->dtype))
 		return NULL;
 	Folded *f = arena_alloc(x->a, sizeof *f);
 	f->dtype = v->dtype;
@@ -490,22 +491,35 @@ void shape_sig_init(Sig *s, Arena *a)
 	}
 }
 
-/* float8 values (opset 19) are compiled through Cast and CastLike (and
- * moved by the ops that only reshape); any other op would compute on their
- * bit patterns, so it is refused. */
-static void float8_guard(const Sig *s, const Node *n, Diag *d)
+/* float8 (opset 19) and int4/uint4 (opset 21) values are compiled through
+ * Cast, CastLike, QuantizeLinear and DequantizeLinear, and moved by the ops
+ * that only reshape (views of the same bytes, packed or not); any other op
+ * would compute on bit patterns or packed nibbles, so it is refused. Inputs
+ * are checked before the op's hook reads any of them, outputs after. */
+static bool narrow_type_op(int op)
 {
-	switch (n->op) {
-	case OP_Cast: case OP_CastLike: case OP_Identity: case OP_Reshape: case OP_Flatten:
-	case OP_Squeeze: case OP_Unsqueeze: case OP_Shape: case OP_Size:
-		return;
+	switch (op) {
+	case OP_Cast: case OP_CastLike: case OP_QuantizeLinear: case OP_DequantizeLinear:
+	case OP_Identity: case OP_Reshape: case OP_Flatten: case OP_Squeeze: case OP_Unsqueeze:
+	case OP_Shape: case OP_Size:
+		return true;
 	}
-	for (int k = 0; k < n->nin + n->nout; k++) {
+	return false;
+}
+
+static void narrow_type_guard(const Sig *s, const Node *n, bool outputs, Diag *d)
+{
+	if (narrow_type_op(n->op))
+		return;
+	int from = outputs ? n->nin : 0, to = outputs ? n->nin + n->nout : n->nin;
+	for (int k = from; k < to; k++) {
 		int id = k < n->nin ? n->in[k] : n->out[k - n->nin];
-		if (id != NONE && DT_IS_FLOAT8(s->dtypes[id]))
-			diag_fail_node(d, s->g, n, KILN_UNSUPPORTED, "%s %s is %s; float8 values are "
-			               "compiled through Cast and CastLike only", k < n->nin ? "input" : "output",
-			               s->g->values[id].name, dtype_name(s->dtypes[id]));
+		int dt = id != NONE ? s->dtypes[id] : DT_UNDEFINED;
+		if (DT_IS_FLOAT8(dt) || DT_IS_4BIT(dt))
+			diag_fail_node(d, s->g, n, KILN_UNSUPPORTED, "%s %s is %s; %s values are compiled "
+			               "through Cast, CastLike, QuantizeLinear and DequantizeLinear only",
+			               k < n->nin ? "input" : "output", s->g->values[id].name,
+			               dtype_name(dt), DT_IS_FLOAT8(dt) ? "float8" : "4-bit");
 	}
 }
 
@@ -527,8 +541,9 @@ void shape_infer_nodes(Sig *s, Diag *d)
 		InferHook hook = op_infer_hook(n->op);
 		if (!hook)
 			diag_fail_node(d, g, n, KILN_UNSUPPORTED, "no shape inference for this op yet");
+		narrow_type_guard(s, n, false, d);
 		hook(&x);
-		float8_guard(s, n, d);
+		narrow_type_guard(s, n, true, d);
 		peval_node(&x);
 		for (int k = 0; k < n->nout; k++)
 			if (n->out[k] != NONE && s->shapes[n->out[k]].rank < 0)
@@ -543,10 +558,11 @@ void shape_infer(Sig *s, const BindOptions *o, Arena *a, Diag *d)
 	bind_inputs(s, o, d);
 	shape_infer_nodes(s, d);
 	for (int i = 0; i < g->noutputs; i++)
-		if (DT_IS_FLOAT8(s->dtypes[g->outputs[i]]))
-			diag_fail(d, KILN_UNSUPPORTED, "graph output \"%s\" is %s; kiln gives float8 values "
-			          "inside the graph only (Cast them to float32 there)",
-			          g->values[g->outputs[i]].name, dtype_name(s->dtypes[g->outputs[i]]));
+		if (DT_IS_FLOAT8(s->dtypes[g->outputs[i]]) || DT_IS_4BIT(s->dtypes[g->outputs[i]]))
+			diag_fail(d, KILN_UNSUPPORTED, "graph output \"%s\" is %s; kiln gives %s values "
+			          "inside the graph only (Cast or DequantizeLinear them to float32 there)",
+			          g->values[g->outputs[i]].name, dtype_name(s->dtypes[g->outputs[i]]),
+			          DT_IS_FLOAT8(s->dtypes[g->outputs[i]]) ? "float8" : "4-bit");
 	for (int i = 0; i < g->noutputs; i++)
 		if (s->shapes[g->outputs[i]].rank < 0)
 			diag_fail(d, KILN_SHAPE_ERROR, "graph output \"%s\" has no static shape",

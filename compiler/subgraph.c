@@ -128,7 +128,7 @@ int64_t subgraph_plan(const Sig *s, int node, Arena *a)
 		const Sig *b = &c->subs[0];
 		int id = b->g->outputs[c->op == OP_Loop ? k + 1 : k];
 		c->state_off[k] = bytes;
-		bytes += align_up(shape_nelem(&b->shapes[id]) * (int64_t)dtype_size(b->dtypes[id]) *
+		bytes += align_up((int64_t)dtype_bytes(b->dtypes[id], shape_nelem(&b->shapes[id])) *
 		                  (c->op == OP_Scan ? c->batch : 1));
 	}
 	c->region_bytes = bytes;

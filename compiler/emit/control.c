@@ -105,7 +105,7 @@ void emit_control_functions(Emit *E, Node *n)
 
 static int64_t bytes_of(const Sig *s, int id)
 {
-	return shape_nelem(&s->shapes[id]) * (int64_t)dtype_size(s->dtypes[id]);
+	return (int64_t)dtype_bytes(s->dtypes[id], shape_nelem(&s->shapes[id]));
 }
 
 /* memcpy(dst + doff, src + soff, bytes); offsets are C expressions in bytes. */

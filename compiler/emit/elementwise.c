@@ -363,6 +363,26 @@ void emit_cast(Emit *E)
 		e = arena_printf(E->a, "(uint8_t)(%s != 0)", src);
 	else
 		e = arena_printf(E->a, "(%s)%s", ctype(y.dtype), src);
-	emit_map(E, &y, &x, 1, e);
+	if (!DT_IS_4BIT(x.dtype) && !DT_IS_4BIT(y.dtype)) {
+		emit_map(E, &y, &x, 1, e);
+		return;
+	}
+	/* int4/uint4 (opset 21): one flat loop in element order over packed
+	 * nibbles; into them as ONNX Runtime casts (kiln/int4.h). */
+	decl(E, "X", &x, false);
+	decl(E, "Y", &y, true);
+	emitf(E, "\tfor (int64_t i = 0; i < %" PRId64 "; i++) {\n", y.nelem);
+	if (DT_IS_4BIT(x.dtype))
+		emitf(E, "\t\tconst int x0 = kiln_%c4_get(X, i);\n", x.dtype == DT_INT4 ? 'i' : 'u');
+	else
+		emitf(E, "\t\tconst %s x0 = X[i];\n", ctype(x.dtype));
+	bool from_float = x.dtype == DT_FLOAT || x.dtype == DT_DOUBLE || x.dtype == DT_FLOAT16 ||
+	                  x.dtype == DT_BFLOAT16 || DT_IS_FLOAT8(x.dtype);
+	if (DT_IS_4BIT(y.dtype))
+		emitf(E, "\t\tkiln_4_put(Y, i, kiln_%sto_4bit(%s%s, %d));\n\t}\n",
+		      from_float ? "" : "int_", from_float ? "(double)" : "(int64_t)", src,
+		      y.dtype == DT_INT4);
+	else
+		emitf(E, "\t\tY[i] = %s;\n\t}\n", e);
 }
 

@@ -15,7 +15,7 @@ void emit_copy(Emit *E)
 	Operand X = in_op(E, 0), Y = out_op(E, 0);
 	decl(E, "X", &X, false);
 	decl(E, "Y", &Y, true);
-	emitf(E, "\tmemcpy(Y, X, %" PRId64 ");\n", Y.nelem * (int64_t)dtype_size(Y.dtype));
+	emitf(E, "\tmemcpy(Y, X, %" PRIu64 ");\n", dtype_bytes(Y.dtype, Y.nelem));
 }
 
 void emit_transpose(Emit *E)

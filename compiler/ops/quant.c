@@ -1,7 +1,9 @@
 /*
  * ops/quant.c - shape inference for the integer and quantized ops:
  * MatMulInteger, QLinearMatMul, ConvInteger, QLinearConv and
- * DynamicQuantizeLinear (ONNX opsets 10 and 11).
+ * DynamicQuantizeLinear (ONNX opsets 10 and 11); QuantizeLinear and
+ * DequantizeLinear (opsets 10-21: per tensor, per axis, blocked; int8 to
+ * int32, int4/uint4 and float8).
  *
  * The matmuls follow numpy.matmul (1-D operands gain a unit dim, batch dims
  * broadcast). A zero point or scale is one value per tensor, one per row of
@@ -244,6 +246,146 @@ static void infer_qconv(Infer *x)
 	infer_set_output(x, 0, out_dt, &y);
 }
 
+/* ---- QuantizeLinear and DequantizeLinear ---- */
+
+static bool is_qdq_type(int dt)
+{
+	switch (dt) {
+	case DT_UINT8: case DT_INT8: case DT_UINT16: case DT_INT16: case DT_INT32:
+	case DT_UINT4: case DT_INT4:
+		return true;
+	}
+	return DT_IS_FLOAT8(dt);
+}
+
+static bool is_scale_type(int dt)
+{
+	return dt == DT_FLOAT || dt == DT_FLOAT16 || dt == DT_BFLOAT16;
+}
+
+static const char *dims_str(Infer *x, const Shape *s)
+{
+	char *t = arena_printf(x->a, "[");
+	for (int k = 0; k < s->rank; k++)
+		t = arena_printf(x->a, "%s%s%lld", t, k ? ", " : "", (long long)s->dims[k].size);
+	return arena_printf(x->a, "%s]", t);
+}
+
+/* A float8 zero point must be a constant +0 (bit pattern 0), as ONNX
+ * Runtime requires; kiln then leaves it out. */
+static void require_float8_zero(Infer *x)
+{
+	if (!infer_has_input(x, 2))
+		return;
+	const Folded *f = infer_folded(x, 2);
+	if (!f)
+		infer_fail(x, KILN_UNSUPPORTED, "the float8 zero point \"%s\" must be a constant 0",
+		           infer_input_name(x, 2));
+	for (int64_t k = 0; k < f->nelem; k++) {
+		uint8_t b = ((const uint8_t *)f->data)[k];
+		if (b != 0)
+			infer_fail(x, KILN_UNSUPPORTED, "the float8 zero point \"%s\" must be 0, element %lld "
+			           "is 0x%02x", infer_input_name(x, 2), (long long)k, b);
+	}
+}
+
+void qdq_geometry(Infer *x, QdqGeometry *g)
+{
+	bool deq = x->n->op == OP_DequantizeLinear;
+	memset(g, 0, sizeof *g);
+	const Shape *xs = infer_shape(x, 0), *ss = infer_shape(x, 1);
+	int r = xs->rank;
+	int xdt = infer_dtype(x, 0), sdt = infer_dtype(x, 1);
+	bool has_zp = infer_has_input(x, 2);
+	/* Types: DQ's x and zero point are the quantized type, its scale the
+	 * float type of y; Q's y is the zero point's type, else output_dtype
+	 * (opset 21), else uint8. */
+	if (!is_scale_type(sdt))
+		infer_fail(x, KILN_INVALID_MODEL, "the scale must be float32, float16 or bfloat16, not %s",
+		           dtype_name(sdt));
+	g->ftype = sdt;
+	if (deq) {
+		g->qtype = xdt;
+	} else {
+		int64_t od = x->n->since >= 21 ? attr_int(x, "output_dtype", 0) : 0;
+		g->qtype = has_zp ? infer_dtype(x, 2) : od ? (int)od : DT_UINT8;
+		if (has_zp && od && od != g->qtype)
+			infer_fail(x, KILN_INVALID_MODEL, "output_dtype %lld does not match the zero point's "
+			           "type %s", (long long)od, dtype_name(g->qtype));
+		if (!dtype_valid(g->qtype))
+			infer_fail(x, KILN_INVALID_MODEL, "output_dtype %lld is not an element type",
+			           (long long)od);
+		if (xdt != DT_FLOAT && xdt != DT_FLOAT16 && xdt != DT_BFLOAT16 && xdt != DT_INT32)
+			infer_fail(x, KILN_INVALID_MODEL, "x must be float32, float16, bfloat16 or int32, "
+			           "not %s", dtype_name(xdt));
+		g->saturate = x->n->since >= 19 && attr_int(x, "saturate", 1) != 0;
+	}
+	if (!is_qdq_type(g->qtype))
+		infer_fail(x, KILN_UNSUPPORTED, "%s %s is not a quantized type (int8, uint8, int16, "
+		           "uint16, int32, int4, uint4 or float8)", deq ? "x of" : "y of",
+		           dtype_name(g->qtype));
+	if (has_zp && infer_dtype(x, 2) != g->qtype)
+		infer_fail(x, KILN_INVALID_MODEL, "the zero point is %s but x is %s",
+		           dtype_name(infer_dtype(x, 2)), dtype_name(g->qtype));
+	if (DT_IS_FLOAT8(g->qtype))
+		require_float8_zero(x);
+	/* Layout of the scale. */
+	int64_t block = x->n->since >= 21 ? attr_int(x, "block_size", 0) : 0;
+	int64_t ns = shape_nelem(ss);
+	g->outer = shape_nelem(xs);
+	g->len = g->inner = g->block = g->nblocks = 1;
+	if (block < 0)
+		infer_fail(x, KILN_INVALID_MODEL, "block_size must be >= 0, got %lld", (long long)block);
+	if (block == 0 && ns == 1) {
+		g->kind = QDQ_TENSOR;
+	} else {
+		int axis = infer_axis(x, attr_int(x, "axis", 1), r, "axis");
+		g->outer = g->inner = 1;
+		for (int k = 0; k < r; k++)
+			if (k < axis)
+				g->outer *= xs->dims[k].size;
+			else if (k > axis)
+				g->inner *= xs->dims[k].size;
+		g->len = xs->dims[axis].size;
+		if (block == 0) {
+			if (ss->rank != 1 || ss->dims[0].size != g->len)
+				infer_fail(x, KILN_SHAPE_ERROR, "the scale %s is neither one value nor one per "
+				           "index of axis %d (%lld) of x %s", dims_str(x, ss), axis,
+				           (long long)g->len, dims_str(x, xs));
+			g->kind = QDQ_AXIS;
+		} else {
+			g->kind = QDQ_BLOCKED;
+			g->block = block;
+			g->nblocks = g->len / block + (g->len % block != 0);
+			bool fits = ss->rank == r;
+			for (int k = 0; fits && k < r; k++)
+				fits = ss->dims[k].size == (k == axis ? g->nblocks : xs->dims[k].size);
+			if (!fits || g->len == 0)
+				infer_fail(x, KILN_SHAPE_ERROR, "the scale %s does not fit x %s blocked along "
+				           "axis %d by block_size %lld (it must be x's shape with %lld there)",
+				           dims_str(x, ss), dims_str(x, xs), axis, (long long)block,
+				           (long long)g->nblocks);
+		}
+	}
+	if (has_zp) {
+		const Shape *zs = infer_shape(x, 2);
+		bool same = zs->rank == ss->rank;
+		for (int k = 0; same && k < zs->rank; k++)
+			same = zs->dims[k].size == ss->dims[k].size;
+		if (!same && !(g->kind == QDQ_TENSOR && shape_nelem(zs) == 1))
+			infer_fail(x, KILN_SHAPE_ERROR, "the zero point %s and the scale %s differ in shape",
+			           dims_str(x, zs), dims_str(x, ss));
+	}
+}
+
+static void infer_qdq(Infer *x)
+{
+	QdqGeometry g;
+	qdq_geometry(x, &g);
+	bool deq = x->n->op == OP_DequantizeLinear;
+	infer_set_output(x, 0, deq ? g.ftype : g.qtype, infer_shape(x, 0));
+}
+
 /* DynamicQuantizeLinear: y uint8 of x's shape, y_scale float32 and
  * y_zero_point uint8 scalars. */
 static void infer_dynamic_quant(Infer *x)
@@ -262,6 +404,7 @@ void ops_quant_infer(Infer *x)
 	switch (x->n->op) {
 	case OP_MatMulInteger: case OP_QLinearMatMul: infer_qmatmul(x); return;
 	case OP_ConvInteger: case OP_QLinearConv: infer_qconv(x); return;
+	case OP_QuantizeLinear: case OP_DequantizeLinear: infer_qdq(x); return;
 	default: infer_dynamic_quant(x); return;
 	}
 }

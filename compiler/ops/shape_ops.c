@@ -857,16 +857,6 @@ static void infer_topk(Infer *x)
 	infer_set_output(x, 1, DT_INT64, &y);
 }
 
-/* QuantizeLinear: to the zero point's type (uint8 without one);
- * DequantizeLinear: to float32. */
-static void infer_quant(Infer *x)
-{
-	int dt = x->n->op == OP_DequantizeLinear ? DT_FLOAT
-	         : infer_has_input(x, 2)          ? infer_dtype(x, 2)
-	                                          : DT_UINT8;
-	infer_set_output(x, 0, dt, infer_shape(x, 0));
-}
-
 /* Einsum: parse the equation into one letter per axis of each operand and
  * of the output. An ellipsis stands for the same leading axes in every
  * operand, named by the internal letters '0'..'7'; without "->" the output
@@ -1019,7 +1009,6 @@ void ops_shape_infer(Infer *x)
 		else
 			infer_topk(x);
 		return;
-	case OP_QuantizeLinear: case OP_DequantizeLinear: infer_quant(x); return;
 	case OP_InstanceNormalization: case OP_LRN: infer_same_shape(x); return;
 	case OP_SpaceToDepth: infer_depth_space(x, false); return;
 	case OP_OneHot: infer_one_hot(x); return;

@@ -195,7 +195,7 @@ static bool try_fold(PassCtx *c, int i)
 	if (!sy || dty == DT_UNDEFINED || shape_nelem(sy) < 0)
 		return false;
 	const Value *x = &g->values[n->in[0]];
-	uint64_t ybytes = (uint64_t)shape_nelem(sy) * dtype_size(dty);
+	uint64_t ybytes = dtype_bytes(dty, shape_nelem(sy));
 	switch (n->op) {
 	case OP_Identity: case OP_Reshape: case OP_Flatten: case OP_Squeeze: case OP_Unsqueeze: {
 		if (dty != x->dtype || ybytes != x->weight->nbytes)
@@ -206,7 +206,8 @@ static bool try_fold(PassCtx *c, int i)
 		return true;
 	}
 	case OP_Transpose: {
-		if (dty != x->dtype || dying_bytes(c, n) < ybytes || dtype_size(dty) == 0)
+		if (dty != x->dtype || dying_bytes(c, n) < ybytes || dtype_size(dty) == 0 ||
+		    DT_IS_4BIT(dty))
 			return false;
 		int64_t perm[KILN_MAX_RANK];
 		const Attr *p = rw_attr(n, "perm");

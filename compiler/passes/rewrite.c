@@ -299,7 +299,7 @@ void rw_make_const(PassCtx *c, int id, int dtype, const Shape *s, const void *by
 	Weight *w = arena_alloc(c->a, sizeof *w);
 	w->nelem = shape_nelem(s);
 	KILN_ASSERT(w->nelem >= 0);
-	w->nbytes = (uint64_t)w->nelem * dtype_size(dtype);
+	w->nbytes = dtype_bytes(dtype, w->nelem);
 	w->bytes = bytes;
 	w->hash = weight_hash(dtype, s, w);
 	v->kind = VAL_WEIGHT;

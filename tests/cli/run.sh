@@ -61,6 +61,15 @@ expect_out if_outer.dump
 expect 0 "" -- info --json external/model.onnx
 expect_out external.json
 
+# ---- int4 weights stay packed (two a byte): w [7,5] 18 B + s [3,5] 60 B + z [3,5] 8 B
+expect 0 "" -- info int4_weights.onnx
+grep -q "^weight bytes: 86$" "$out" && pass=$((pass + 1)) || { echo "FAIL: int4 weight bytes"; fail=$((fail + 1)); }
+int4_dir=$(mktemp -d)
+expect 0 "" -- compile int4_weights.onnx --batch 1 -o "$int4_dir"
+grep -q "int4_weights_weights.o (3 symbols, 86 bytes)$" "$out" && pass=$((pass + 1)) ||
+	{ echo "FAIL: int4 weights object size"; cat "$out"; fail=$((fail + 1)); }
+rm -rf "$int4_dir"
+
 # ---- batch signatures and shape inference
 expect 0 "" -- info --batch 2,7 shape_chain.onnx
 expect_out shape_chain.info

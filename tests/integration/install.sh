@@ -38,7 +38,7 @@ fi
 mv "$OUT/root$PREFIX" "$OUT/kiln" && rm -rf "$OUT/root"
 P=$OUT/kiln
 for f in "$BINDIR/kiln" "$INCDIR/kiln/kiln.h" "$INCDIR/kiln/model.h" "$INCDIR/kiln/run.h" \
-         "$INCDIR/kiln/kernels.h" "$INCDIR/kiln/float8.h" "$INCDIR/kiln/kiln.hpp" "$LIBDIR/libkiln.a" "$LIBDIR/libkiln.so.$major" \
+         "$INCDIR/kiln/kernels.h" "$INCDIR/kiln/float8.h" "$INCDIR/kiln/int4.h" "$INCDIR/kiln/kiln.hpp" "$LIBDIR/libkiln.a" "$LIBDIR/libkiln.so.$major" \
          "$LIBDIR/pkgconfig/kiln.pc" "$LIBDIR/cmake/kiln/kilnConfig.cmake" \
          "$LIBDIR/cmake/kiln/kilnConfigVersion.cmake"; do
 	[ -e "$P/$f" ] && ok || bad "not installed: $f"

@@ -412,7 +412,7 @@ def castlike_float8_initializer_19():
 
 
 @error("compile: (Add, ai.onnx opset 19): input q is float8e4m3fn; float8 values are compiled "
-       "through Cast and CastLike only")
+       "through Cast, CastLike, QuantizeLinear and DequantizeLinear only")
 def add_on_float8_refused():
     nodes = [helper.make_node("Cast", ["x"], ["q"], to=F8["e4m3fn"]),
              helper.make_node("Add", ["q", "q"], ["s"]),

@@ -1,5 +1,6 @@
 """The case lists a cases file fills for run.py, and its decorators:
-    @run                 make() -> (ModelProto, {input: ndarray}), compared with ORT
+    @run                 make() -> (ModelProto, {input: ndarray}[, reference ModelProto]),
+                         compared with ORT (running the reference model if given)
     @error(expected)     make() -> ModelProto; expected: a piece of what `kiln info`
                          prints on stderr ("error: ..." exits 2, anything else, a
                          warning, exits 0), "check: TEXT" (a piece of `kiln check`'s

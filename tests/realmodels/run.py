@@ -42,13 +42,19 @@ def ort_available():
     return r.returncode == 0
 
 
-def write_case(outdir, name, model, inputs):
+def write_case(outdir, name, model, inputs, ref_model=None):
+    """ref_model, if given, is what ORT runs instead of model: the same
+    computation in ops ORT implements (e.g. no 4-bit Reshape)."""
     d = os.path.join(outdir, name)
     shutil.rmtree(d, ignore_errors=True)
     os.makedirs(os.path.join(d, "test_data_set_0"))
     path = os.path.join(d, "model.onnx")
     onnx.save(model, path)
-    spec = {"model": path, "outdir": d, "inputs": []}
+    ref_path = path
+    if ref_model is not None:
+        ref_path = os.path.join(d, "reference.onnx")
+        onnx.save(ref_model, ref_path)
+    spec = {"model": ref_path, "outdir": d, "inputs": []}
     for i, (iname, arr) in enumerate(inputs.items()):
         raw = os.path.join(d, f"input_{i}.bin")
         arr = np.ascontiguousarray(arr)
@@ -96,8 +102,7 @@ def main():
     for name, make in cases.RUN:
         if wanted and name not in wanted:
             continue
-        model, inputs = make()
-        dirs.append(write_case(outdir, name, model, inputs))
+        dirs.append(write_case(outdir, name, *make()))
     if dirs:
         r = subprocess.run([kiln, "verify"] + dirs, capture_output=True, text=True)
         print(r.stdout, end="")

@@ -1,0 +1,308 @@
+"""QuantizeLinear / DequantizeLinear of opsets 19-21 and the 4-bit element
+types (tests/realmodels/run.py --cases tests/opset/quant.py): int4/uint4
+weights (packed two a byte, the first element in the low nibble, odd element
+counts ending in half a byte) as initializers and Constants, blocked
+quantization (block_size along an axis, a last partial block), per-axis and
+per-tensor scales, output_dtype, int16/uint16, float8 Q/DQ with saturate,
+float16 scales, Cast-21 to and from int4, and the reshaping ops on packed
+data. Debian's onnx 1.12 has no INT4 (22) or UINT4 (21): tensors are written
+with raw enum values and raw_data bytes (or int32_data, one packed byte per
+number), and the checker is not run. References: ONNX Runtime 1.30, compared
+by kiln verify (rtol 1e-3, atol 1e-5; integers exactly)."""
+import numpy as np
+from onnx import TensorProto, helper
+
+from registry import Cases, const, opset_model, vi, x_in
+
+_cases = Cases()
+RUN, ERRORS = _cases.RUN, _cases.ERRORS
+run, error = _cases.run, _cases.error
+F = TensorProto.FLOAT
+UINT4, INT4 = 21, 22
+E4M3FN, E5M2 = 17, 19
+
+model = opset_model
+
+
+def pack4(vals):
+    """Packed 4-bit bytes of integer values (two's complement nibbles)."""
+    v = [int(x) & 15 for x in np.asarray(vals).reshape(-1)]
+    if len(v) % 2:
+        v.append(0)
+    return bytes(v[k] | (v[k + 1] << 4) for k in range(0, len(v), 2))
+
+
+def t4(name, vals, signed=True, int32_data=False):
+    """An int4 (or uint4) initializer of vals' shape."""
+    vals = np.asarray(vals)
+    t = TensorProto(name=name, data_type=INT4 if signed else UINT4, dims=list(vals.shape))
+    if int32_data:
+        t.int32_data.extend(pack4(vals))
+    else:
+        t.raw_data = pack4(vals)
+    return t
+
+
+def rand4(shape, signed=True, seed=0):
+    r = np.random.default_rng(seed)
+    return r.integers(-8, 8, shape) if signed else r.integers(0, 16, shape)
+
+
+def scales(shape, seed=1):
+    r = np.random.default_rng(seed)
+    return (r.uniform(0.02, 0.2, shape)).astype(np.float32)
+
+
+# ---- DequantizeLinear-21 on 4-bit weights ---------------------------------
+
+@run
+def dq_int4_weight_blocked_matmul_21():
+    """A 4-bit weight [7, 5] (35 elements: a final half byte), blocked along
+    axis 0 by 3 (blocks 3, 3 and a partial 1), an int4 zero point [3, 5] (odd
+    too), then MatMul: the shape of ONNX Runtime's blocked int4 QDQ models."""
+    w, zp = rand4((7, 5)), rand4((3, 5), seed=2)
+    nodes = [helper.make_node("DequantizeLinear", ["w", "s", "z"], ["wf"], axis=0, block_size=3),
+             helper.make_node("MatMul", ["x", "wf"], ["y"])]
+    m = model(nodes, [vi("x", ["N", 7])], [vi("y", None)],
+              [t4("w", w), const("s", scales((3, 5))), t4("z", zp)], opset=21)
+    return m, {"x": x_in((3, 7))}
+
+
+@run
+def dq_uint4_blocked_last_axis_21():
+    """uint4 weight [2, 3, 11] blocked along the last axis by 4 (4, 4, 3),
+    no zero point; and the same weight from int32_data."""
+    w = rand4((2, 3, 11), signed=False, seed=3)
+    nodes = [helper.make_node("DequantizeLinear", ["w", "s"], ["a"], axis=-1, block_size=4),
+             helper.make_node("DequantizeLinear", ["w32", "s"], ["b"], axis=2, block_size=4),
+             helper.make_node("Add", ["x", "a"], ["y0"]),
+             helper.make_node("Sub", ["y0", "b"], ["y1"]),
+             helper.make_node("Add", ["a", "x"], ["y"])]
+    m = model(nodes, [vi("x", ["N", 3, 11])], [vi("y", None), vi("y1", None)],
+              [t4("w", w, signed=False), t4("w32", w, signed=False, int32_data=True),
+               const("s", scales((2, 3, 3), seed=4))], opset=21)
+    return m, {"x": x_in((2, 3, 11))}
+
+
+@run
+def dq_int4_per_axis_and_per_tensor_21():
+    """int4 [5, 3] per axis 1 with a zero point [3] (1.5 bytes), and per
+    tensor with a scalar zero point: every value -8..7 appears."""
+    w = np.arange(15).reshape(5, 3) - 8
+    nodes = [helper.make_node("DequantizeLinear", ["w", "s", "z"], ["a"], axis=1),
+             helper.make_node("DequantizeLinear", ["w", "s1", "z1"], ["b"]),
+             helper.make_node("Add", ["a", "x"], ["ya"]),
+             helper.make_node("Mul", ["b", "x"], ["yb"])]
+    m = model(nodes, [vi("x", ["N", 5, 3])], [vi("ya", None), vi("yb", None)],
+              [t4("w", w), const("s", scales(3)), t4("z", [-1, 3, 7]),
+               const("s1", np.array(0.25, np.float32)), t4("z1", np.array(-3))], opset=21)
+    return m, {"x": x_in((2, 5, 3))}
+
+
+@run
+def int4_weight_reshaped_and_constant_21():
+    """An int4 weight through Unsqueeze, Squeeze, Reshape, Flatten and Identity before
+    DequantizeLinear (views of the packed bytes), and an int4 Constant node
+    (odd count) dequantized per tensor. ONNX Runtime 1.30 has no 4-bit
+    Reshape: its reference model holds the same bytes as [6, 5]."""
+    w = rand4((3, 10), seed=5)
+    c = t4("cv", [-8, 7, -1, 3, 0])
+    nodes = [helper.make_node("Unsqueeze", ["w", "ax0"], ["w1"]),
+             helper.make_node("Squeeze", ["w1", "ax0"], ["w2"]),
+             helper.make_node("Reshape", ["w2", "shape3"], ["w3"]),
+             helper.make_node("Flatten", ["w3"], ["w4"], axis=2),
+             helper.make_node("Identity", ["w4"], ["w5"]),
+             helper.make_node("Reshape", ["w5", "shape"], ["w6"]),
+             helper.make_node("DequantizeLinear", ["w6", "s"], ["wf"], axis=1),
+             helper.make_node("MatMul", ["x", "wf"], ["y"]),
+             helper.make_node("Constant", [], ["k"], value=c),
+             helper.make_node("DequantizeLinear", ["k", "s1"], ["kf"]),
+             helper.make_node("Add", ["y", "kf"], ["yk"])]
+    inits = [const("s", scales(5)), const("s1", np.array(0.5, np.float32))]
+    m = model(nodes, [vi("x", ["N", 6])], [vi("yk", None)],
+              [t4("w", w), const("ax0", np.array([0], np.int64)),
+               const("shape3", np.array([2, 3, 5], np.int64)),
+               const("shape", np.array([6, 5], np.int64))] + inits, opset=21)
+    ref = model(nodes[6:],
+                [vi("x", ["N", 6])], [vi("yk", None)], [t4("w6", w.reshape(6, 5))] + inits,
+                opset=21)
+    return m, {"x": x_in((4, 6))}, ref
+
+
+# ---- QuantizeLinear-21 to 4 bits, and back --------------------------------
+
+@run
+def q_int4_blocked_roundtrip_21():
+    """x [N, 5, 6] quantized to int4 blocked along axis 1 by 2 (2, 2, 1) with
+    an int4 zero point, values beyond the range clamped; the int4 result
+    dequantized, and cast to int8 (Cast-21) so it is compared exactly."""
+    zp = rand4((2, 3, 6), seed=6)
+    s = scales((2, 3, 6), seed=7)
+    nodes = [helper.make_node("QuantizeLinear", ["x", "s", "z"], ["q"], axis=1, block_size=2),
+             helper.make_node("DequantizeLinear", ["q", "s", "z"], ["y"], axis=1, block_size=2),
+             helper.make_node("Cast", ["q"], ["qi"], to=TensorProto.INT8)]
+    m = model(nodes, [vi("x", [2, 5, 6])], [vi("y", None), vi("qi", None, TensorProto.INT8)],
+              [const("s", s), t4("z", zp)], opset=21)
+    return m, {"x": x_in((2, 5, 6), 8) * 0.6}
+
+
+@run
+def q_uint4_output_dtype_per_axis_21():
+    """output_dtype = UINT4 without a zero point, per axis 0 of [3, 7] (21
+    elements: half a byte left), odd quotients at .5 round to even."""
+    s = np.array([0.5, 0.25, 1.0], np.float32)
+    nodes = [helper.make_node("QuantizeLinear", ["x", "s"], ["q"], axis=0, output_dtype=UINT4),
+             helper.make_node("Cast", ["q"], ["qi"], to=TensorProto.INT32),
+             helper.make_node("DequantizeLinear", ["q", "s"], ["y"], axis=0)]
+    m = model(nodes, [vi("x", [3, 7])], [vi("qi", None, TensorProto.INT32), vi("y", None)],
+              [const("s", s)], opset=21)
+    x = np.array([[0.25, 0.75, 1.25, -0.5, 3.0, 7.74, 100],
+                  [0.125, 0.375, 1.0, 3.875, 3.625, -2, 2.5],
+                  [0.5, 1.5, 2.5, 14.5, 15.5, 16, 7.49]], np.float32)
+    return m, {"x": x}
+
+
+@run
+def cast_int4_both_ways_21():
+    """Cast-21 from float32 and int32 into int4 and uint4 as ONNX Runtime casts
+    (rounded half away from zero, then the low four bits: it wraps), and
+    from both into float32 and int8 (N*7 elements: odd batches
+    end in half a byte)."""
+    nodes = [helper.make_node("Cast", ["x"], ["a"], to=INT4),
+             helper.make_node("Cast", ["a"], ["ya"], to=F),
+             helper.make_node("Cast", ["x"], ["b"], to=UINT4),
+             helper.make_node("Cast", ["b"], ["yb"], to=TensorProto.INT8),
+             helper.make_node("Cast", ["i"], ["c"], to=INT4),
+             helper.make_node("Cast", ["c"], ["yc"], to=TensorProto.INT32)]
+    m = model(nodes, [vi("x", ["N", 7]), vi("i", ["N", 7], TensorProto.INT32)],
+              [vi("ya", None), vi("yb", None, TensorProto.INT8),
+               vi("yc", None, TensorProto.INT32)], opset=21)
+    x = np.array([[-9, -8.5, -7.5, -0.5, 0.5, 1.5, 2.5], [6.5, 7.5, 8, 14.5, 15.5, 16, -0.49],
+                  [3.2, -3.7, 0, 1, 2, 100, -100]], np.float32)
+    i = np.array([[-9, -8, -1, 0, 7, 8, 15], [16, -100, 100, 3, -3, 5, 6],
+                  [1, 2, 3, 4, 5, 6, 7]], np.int32)
+    return m, {"x": x, "i": i}
+
+
+@run
+def dq_int4_weight_casts_and_int16_21():
+    """Cast of an int4 weight to float32 (the weight stays packed), and
+    QuantizeLinear / DequantizeLinear to int16 and uint16 (opset 21)."""
+    w = rand4((3, 5), seed=9)
+    nodes = [helper.make_node("Cast", ["w"], ["wf"], to=F),
+             helper.make_node("Add", ["x", "wf"], ["y"]),
+             helper.make_node("QuantizeLinear", ["x", "s", "z16"], ["q16"]),
+             helper.make_node("DequantizeLinear", ["q16", "s", "z16"], ["y16"]),
+             helper.make_node("QuantizeLinear", ["x", "s"], ["qu"], output_dtype=TensorProto.UINT16),
+             helper.make_node("Cast", ["qu"], ["yu"], to=TensorProto.INT32)]
+    m = model(nodes, [vi("x", ["N", 3, 5])],
+              [vi("y", None), vi("y16", None), vi("yu", None, TensorProto.INT32)],
+              [t4("w", w), const("s", np.array(0.001, np.float32)),
+               const("z16", np.array(-300, np.int16))], opset=21)
+    return m, {"x": x_in((2, 3, 5), 10) * 20}
+
+
+# ---- float8 QuantizeLinear / DequantizeLinear (opset 19) --------------------
+
+@run
+def qdq_float8_saturate_19():
+    """QuantizeLinear to float8 E4M3FN (saturate 1, zero point 0) and E5M2
+    (saturate 0), per tensor and per axis, and DequantizeLinear back; scaled
+    so that one float8 step exceeds the tolerance."""
+    z8 = TensorProto(name="z", data_type=E4M3FN, dims=[], raw_data=bytes([0]))
+    nodes = [helper.make_node("QuantizeLinear", ["x", "s", "z"], ["q"]),
+             helper.make_node("DequantizeLinear", ["q", "s", "z"], ["y"]),
+             helper.make_node("QuantizeLinear", ["x", "sa", "z5"], ["q5"], axis=1, saturate=0),
+             helper.make_node("DequantizeLinear", ["q5", "sa", "z5"], ["y5"], axis=1)]
+    z5 = TensorProto(name="z5", data_type=E5M2, dims=[4], raw_data=bytes(4))
+    m = model(nodes, [vi("x", ["N", 4, 3])], [vi("y", None), vi("y5", None)],
+              [const("s", np.array(0.01, np.float32)), z8, z5,
+               const("sa", np.array([0.01, 0.1, 1, 2], np.float32))], opset=19)
+    x = x_in((3, 4, 3), 11) * np.array([1, 5, 40, 200], np.float32)[None, :, None]
+    return m, {"x": x.astype(np.float32)}
+
+
+@run
+def dq_float16_scale_21():
+    """A float16 scale makes DequantizeLinear's output float16 (cast back in
+    the graph), from an int4 blocked weight; QuantizeLinear of float16 x."""
+    w = rand4((4, 6), seed=12)
+    s16 = scales((4, 2), seed=13).astype(np.float16)
+    nodes = [helper.make_node("DequantizeLinear", ["w", "s"], ["wh"], axis=1, block_size=3),
+             helper.make_node("Cast", ["wh"], ["wf"], to=F),
+             helper.make_node("Add", ["x", "wf"], ["y"]),
+             helper.make_node("Cast", ["x"], ["xh"], to=TensorProto.FLOAT16),
+             helper.make_node("QuantizeLinear", ["xh", "sh"], ["q"],
+                              output_dtype=TensorProto.INT8),
+             helper.make_node("Cast", ["q"], ["yq"], to=TensorProto.INT32)]
+    m = model(nodes, [vi("x", ["N", 4, 6])], [vi("y", None), vi("yq", None, TensorProto.INT32)],
+              [t4("w", w), const("s", s16), const("sh", np.array(0.05, np.float16))], opset=21)
+    return m, {"x": x_in((2, 4, 6), 14)}
+
+
+# ---- errors -------------------------------------------------------------------
+
+@error("compile: initializer \"w\" has 3 bytes of raw_data but its shape and type need 4")
+def int4_raw_data_too_short():
+    """[7] int4 needs 4 bytes."""
+    t = TensorProto(name="w", data_type=INT4, dims=[7], raw_data=bytes(3))
+    nodes = [helper.make_node("DequantizeLinear", ["w", "s"], ["y"])]
+    return model(nodes, [], [vi("y", None)], [t, const("s", np.array(1, np.float32))], opset=21)
+
+
+@error("compile: initializer \"w\" has 5 bytes of raw_data but its shape and type need 4")
+def int4_raw_data_too_long():
+    t = TensorProto(name="w", data_type=UINT4, dims=[2, 4], raw_data=bytes(5))
+    nodes = [helper.make_node("DequantizeLinear", ["w", "s"], ["y"])]
+    return model(nodes, [], [vi("y", None)], [t, const("s", np.array(1, np.float32))], opset=21)
+
+
+@error("compile: initializer \"w\" has 5 values in int32_data but its 5 int4 elements pack into 3 "
+       "bytes")
+def int4_int32_data_unpacked():
+    t = TensorProto(name="w", data_type=INT4, dims=[5], int32_data=[1, 2, 3, 4, 5])
+    nodes = [helper.make_node("DequantizeLinear", ["w", "s"], ["y"])]
+    return model(nodes, [], [vi("y", None)], [t, const("s", np.array(1, np.float32))], opset=21)
+
+
+@error("compile: (DequantizeLinear, ai.onnx opset 21): the scale [2, 5] does not fit x [7, 5] "
+       "blocked along axis 0 by block_size 3 (it must be x's shape with 3 there)")
+def blocked_scale_wrong_shape():
+    nodes = [helper.make_node("DequantizeLinear", ["w", "s"], ["wf"], axis=0, block_size=3),
+             helper.make_node("MatMul", ["x", "wf"], ["y"])]
+    return model(nodes, [vi("x", ["N", 7])], [vi("y", None)],
+                 [t4("w", rand4((7, 5))), const("s", scales((2, 5)))], opset=21)
+
+
+@error("compile: (Transpose, ai.onnx opset 21): input w is int4; 4-bit values are compiled "
+       "through Cast, CastLike, QuantizeLinear and DequantizeLinear only")
+def transpose_int4_refused():
+    nodes = [helper.make_node("Transpose", ["w"], ["wt"]),
+             helper.make_node("DequantizeLinear", ["wt", "s"], ["y"])]
+    return model(nodes, [vi("x", ["N", 1])], [vi("y", None)],
+                 [t4("w", rand4((3, 5))), const("s", np.array(1, np.float32))], opset=21)
+
+
+@error("compile: graph input \"x\" is int4; kiln takes 4-bit values inside the graph only")
+def int4_graph_input_refused():
+    nodes = [helper.make_node("DequantizeLinear", ["x", "s"], ["y"])]
+    return model(nodes, [vi("x", ["N", 4], INT4)], [vi("y", None)],
+                 [const("s", np.array(1, np.float32))], opset=21)
+
+
+@error("compile: (QuantizeLinear, ai.onnx opset 19): the float8 zero point \"z\" must be 0, "
+       "element 0 is 0x38")
+def float8_zero_point_nonzero_refused():
+    z = TensorProto(name="z", data_type=E4M3FN, dims=[], raw_data=bytes([0x38]))
+    nodes = [helper.make_node("QuantizeLinear", ["x", "s", "z"], ["q"]),
+             helper.make_node("Cast", ["q"], ["y"], to=F)]
+    return model(nodes, [vi("x", ["N", 4])], [vi("y", None)],
+                 [const("s", np.array(1, np.float32)), z], opset=19)
+
+
+@error('compile: node 0 "" (ImageDecoder, ai.onnx opset 20): decodes image files (JPEG, PNG, '
+       '...); kiln compiles numeric tensors only')
+def image_decoder_refused():
+    nodes = [helper.make_node("ImageDecoder", ["x"], ["y"])]
+    return model(nodes, [vi("x", ["N"], TensorProto.UINT8)], [vi("y", None, TensorProto.UINT8)],
+                 opset=20)
