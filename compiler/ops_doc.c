@@ -148,6 +148,8 @@ static const OpDoc docs[] = {
 	{OP_Flatten, 0, "also float8 and int4/uint4 values (a view)"},
 	{OP_Squeeze, 0, "also float8 and int4/uint4 values (a view)"},
 	{OP_Unsqueeze, 0, "also float8 and int4/uint4 values (a view)"},
+	{OP_Transpose, 0, "also float8 and int4/uint4 values (4-bit weights transposed at compile "
+	                  "time stay packed)"},
 };
 
 static const OpDoc *doc_of(int op)

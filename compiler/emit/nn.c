@@ -758,14 +758,14 @@ void emit_quant(Emit *E)
 		decl(E, "Z", &Z, false);
 	}
 	const char *q = g.kind == QDQ_TENSOR ? "0"
-	                : g.kind == QDQ_AXIS ? "a"
-	                                     : arena_printf(E->a, "(o * %" PRId64 " + a / %" PRId64
+	                : g.kind == QDQ_AXIS ? "ax"
+	                                     : arena_printf(E->a, "(o * %" PRId64 " + ax / %" PRId64
 	                                                    ") * %" PRId64 " + i",
 	                                                    g.nblocks, g.block, g.inner);
-	emitf(E, "\tfor (int64_t o = 0; o < %" PRId64 "; o++)\n\tfor (int64_t a = 0; a < %" PRId64
-	       "; a++)\n\tfor (int64_t i = 0; i < %" PRId64 "; i++) {\n"
-	       "\t\tconst int64_t at = (o * %" PRId64 " + a) * %" PRId64 " + i;\n"
-	       "\t\tconst int64_t q = %s;\n\t\t(void)q;\n",
+	emitf(E, "\tfor (int64_t o = 0; o < %" PRId64 "; o++)\n\tfor (int64_t ax = 0; ax < %" PRId64
+	       "; ax++)\n\tfor (int64_t i = 0; i < %" PRId64 "; i++) {\n"
+	       "\t\tconst int64_t at = (o * %" PRId64 " + ax) * %" PRId64 " + i;\n"
+	       "\t\tconst int64_t q = %s;\n",
 	    g.outer, g.len, g.inner, g.len, g.inner, q);
 	const char *s = load_elem(E, "S", g.ftype, "q");
 	const char *zp = has_zp ? arena_printf(E->a, "(double)%s", load_elem(E, "Z", qt, "q")) : "0.0";

@@ -35,7 +35,21 @@ void emit_transpose(Emit *E)
 	for (int k = 0; k < rank; k++)
 		emitf(E, "%s%" PRId64, k ? ", " : "", perm[k]);
 	emitf(E, "%s};\n", rank ? "" : "0");
-	emitf(E, "\tkiln_transpose(X, Y, %zu, %d, dims, perm);\n", dtype_size(X.dtype), rank);
+	if (!DT_IS_4BIT(X.dtype)) {
+		emitf(E, "\tkiln_transpose(X, Y, %zu, %d, dims, perm);\n", dtype_size(X.dtype), rank);
+		return;
+	}
+	/* int4/uint4 (opset 21): output elements in order, each read from its
+	 * nibble of the input; st[] the input strides. */
+	emitf(E, "\tint64_t st[%d];\n\tst[%d] = 1;\n", rank ? rank : 1, rank ? rank - 1 : 0);
+	emitf(E, "\tfor (int k = %d; k >= 0; k--)\n\t\tst[k] = st[k + 1] * dims[k + 1];\n",
+	      rank - 2);
+	emitf(E, "\tfor (int64_t o = 0; o < %" PRId64 "; o++) {\n"
+	       "\t\tint64_t r = o, at = 0;\n"
+	       "\t\tfor (int k = %d; k >= 0; k--) {\n"
+	       "\t\t\tat += r %% dims[perm[k]] * st[perm[k]];\n"
+	       "\t\t\tr /= dims[perm[k]];\n\t\t}\n"
+	       "\t\tkiln_4_put(Y, o, kiln_u4_get(X, at));\n\t}\n", Y.nelem, rank - 1);
 }
 
 

@@ -88,6 +88,7 @@ static void *alloc_bytes(PassCtx *c, uint64_t nbytes)
 	return arena_alloc(c->a, nbytes ? nbytes : 1);
 }
 
+/* esz 0: packed 4-bit elements (int4/uint4), written in output order. */
 static void transpose(const unsigned char *x, unsigned char *y, const Shape *in,
                       const int64_t *perm, size_t esz)
 {
@@ -103,7 +104,12 @@ static void transpose(const unsigned char *x, unsigned char *y, const Shape *in,
 		int64_t src = 0;
 		for (int k = 0; k < r; k++)
 			src += idx[k] * st[perm[k]];
-		memcpy(y + (size_t)o * esz, x + (size_t)src * esz, esz);
+		if (esz) {
+			memcpy(y + (size_t)o * esz, x + (size_t)src * esz, esz);
+		} else {
+			unsigned v = (x[src >> 1] >> (4 * (src & 1))) & 15;
+			y[o >> 1] = (unsigned char)(o & 1 ? y[o >> 1] | v << 4 : v);
+		}
 		for (int k = r - 1; k >= 0; k--) {
 			if (++idx[k] < in->dims[perm[k]].size)
 				break;
@@ -206,8 +212,7 @@ static bool try_fold(PassCtx *c, int i)
 		return true;
 	}
 	case OP_Transpose: {
-		if (dty != x->dtype || dying_bytes(c, n) < ybytes || dtype_size(dty) == 0 ||
-		    DT_IS_4BIT(dty))
+		if (dty != x->dtype || dying_bytes(c, n) < ybytes || dtype_size(dty) == 0)
 			return false;
 		int64_t perm[KILN_MAX_RANK];
 		const Attr *p = rw_attr(n, "perm");
@@ -215,7 +220,7 @@ static bool try_fold(PassCtx *c, int i)
 		for (int k = 0; k < r; k++)
 			perm[k] = p ? (k < p->n ? p->ints[k] : k) : r - 1 - k;
 		unsigned char *out = alloc_bytes(c, ybytes);
-		transpose(x->weight->bytes, out, &x->shape, perm, dtype_size(dty));
+		transpose(x->weight->bytes, out, &x->shape, perm, DT_IS_4BIT(dty) ? 0 : dtype_size(dty));
 		rw_kill(c, i);
 		rw_make_const(c, y, dty, sy, out);
 		return true;

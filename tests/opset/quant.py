@@ -129,6 +129,25 @@ def int4_weight_reshaped_and_constant_21():
     return m, {"x": x_in((4, 6))}, ref
 
 
+@run
+def transpose_int4_21():
+    """Transpose of an int4 weight [3, 5, 7] (folded at compile time, nibble
+    by nibble) and of a uint4 value made at run time (odd sizes: 105 and
+    N*3*5 elements)."""
+    nodes = [helper.make_node("Transpose", ["w"], ["wt"], perm=[2, 0, 1]),
+             helper.make_node("DequantizeLinear", ["wt", "s"], ["wf"], axis=0),
+             helper.make_node("QuantizeLinear", ["x", "s1"], ["q"], output_dtype=UINT4),
+             helper.make_node("Transpose", ["q"], ["qt"], perm=[1, 2, 0]),
+             helper.make_node("Cast", ["qt"], ["yq"], to=TensorProto.INT32),
+             helper.make_node("Transpose", ["q"], ["qr"]),
+             helper.make_node("DequantizeLinear", ["qr", "s1"], ["yr"])]
+    m = model(nodes, [vi("x", ["N", 3, 5])],
+              [vi("wf", None), vi("yq", None, TensorProto.INT32), vi("yr", None)],
+              [t4("w", rand4((3, 5, 7), seed=15)), const("s", scales(7, seed=16)),
+               const("s1", np.array(0.2, np.float32))], opset=21)
+    return m, {"x": np.abs(x_in((3, 3, 5), 17))}
+
+
 # ---- QuantizeLinear-21 to 4 bits, and back --------------------------------
 
 @run
@@ -274,13 +293,15 @@ def blocked_scale_wrong_shape():
                  [t4("w", rand4((7, 5))), const("s", scales((2, 5)))], opset=21)
 
 
-@error("compile: (Transpose, ai.onnx opset 21): input w is int4; 4-bit values are compiled "
+@error("compile: (Pad, ai.onnx opset 21): input w is int4; 4-bit values are compiled "
        "through Cast, CastLike, QuantizeLinear and DequantizeLinear only")
-def transpose_int4_refused():
-    nodes = [helper.make_node("Transpose", ["w"], ["wt"]),
-             helper.make_node("DequantizeLinear", ["wt", "s"], ["y"])]
+def pad_int4_refused():
+    """ONNX Runtime 1.30 has no 4-bit Pad either."""
+    nodes = [helper.make_node("Pad", ["w", "p"], ["wp"]),
+             helper.make_node("DequantizeLinear", ["wp", "s"], ["y"])]
     return model(nodes, [vi("x", ["N", 1])], [vi("y", None)],
-                 [t4("w", rand4((3, 5))), const("s", np.array(1, np.float32))], opset=21)
+                 [t4("w", rand4((3, 5))), const("p", np.array([1, 0, 0, 1], np.int64)),
+                  const("s", np.array(1, np.float32))], opset=21)
 
 
 @error("compile: graph input \"x\" is int4; kiln takes 4-bit values inside the graph only")
