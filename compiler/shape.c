@@ -492,9 +492,9 @@ void shape_sig_init(Sig *s, Arena *a)
 }
 
 /* float8 (opset 19) and int4/uint4 (opset 21) values are compiled through
- * Cast, CastLike, QuantizeLinear and DequantizeLinear, and moved by the ops
- * that only reshape (views of the same bytes, packed or not) and Transpose
- * (nibble by nibble for 4-bit values); any other op
+ * Cast, CastLike, QuantizeLinear and DequantizeLinear, held by Constant,
+ * and moved by the ops that only reshape (views of the same bytes, packed
+ * or not) and Transpose (nibble by nibble for 4-bit values); any other op
  * would compute on bit patterns or packed nibbles, so it is refused. Inputs
  * are checked before the op's hook reads any of them, outputs after. */
 static bool narrow_type_op(int op)
@@ -502,7 +502,7 @@ static bool narrow_type_op(int op)
 	switch (op) {
 	case OP_Cast: case OP_CastLike: case OP_QuantizeLinear: case OP_DequantizeLinear:
 	case OP_Identity: case OP_Reshape: case OP_Flatten: case OP_Squeeze: case OP_Unsqueeze:
-	case OP_Transpose: case OP_Shape: case OP_Size:
+	case OP_Transpose: case OP_Shape: case OP_Size: case OP_Constant:
 		return true;
 	}
 	return false;

@@ -360,7 +360,7 @@ void qdq_geometry(Infer *x, QdqGeometry *g)
 			bool fits = ss->rank == r;
 			for (int k = 0; fits && k < r; k++)
 				fits = ss->dims[k].size == (k == axis ? g->nblocks : xs->dims[k].size);
-			if (!fits || g->len == 0)
+			if (!fits)
 				infer_fail(x, KILN_SHAPE_ERROR, "the scale %s does not fit x %s blocked along "
 				           "axis %d by block_size %lld (it must be x's shape with %lld there)",
 				           dims_str(x, ss), dims_str(x, xs), axis, (long long)block,
