@@ -137,8 +137,8 @@ static const OpDoc docs[] = {
 	{OP_DequantizeLinear, 0, "also int16, uint16, int4, uint4 (21; packed weights read in "
 	                         "place) and the four float8 types (19; zero point 0); per tensor, "
 	                         "per axis, blocked (block_size, 21; a last partial block); a "
-	                         "float16/bfloat16 scale gives that output type"},
-	{OP_QuantizeLinear, 0, "x float32, float16, bfloat16 or int32; to int8, uint8, int16, uint16, "
+	                         "float16 scale gives that output type (bfloat16 refused)"},
+	{OP_QuantizeLinear, 0, "x float32, float16 or int32; to int8, uint8, int16, uint16, "
 	                       "int4, uint4 (21; rounded half to even, clamped) and float8 (19; "
 	                       "saturate, zero point 0); per tensor, per axis, blocked (block_size, "
 	                       "21); output_dtype (21)"},

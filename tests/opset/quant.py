@@ -327,3 +327,14 @@ def image_decoder_refused():
     nodes = [helper.make_node("ImageDecoder", ["x"], ["y"])]
     return model(nodes, [vi("x", ["N"], TensorProto.UINT8)], [vi("y", None, TensorProto.UINT8)],
                  opset=20)
+
+
+@error("compile: (DequantizeLinear, ai.onnx opset 21): the scale must be float32 or float16, not "
+       "bfloat16")
+def bfloat16_scale_refused():
+    """ONNX Runtime 1.30 has no bfloat16 DequantizeLinear to compare with."""
+    s = TensorProto(name="s", data_type=TensorProto.BFLOAT16, dims=[], raw_data=bytes([0x80, 0x3e]))
+    nodes = [helper.make_node("DequantizeLinear", ["w", "s"], ["wh"]),
+             helper.make_node("Cast", ["wh"], ["y"], to=F)]
+    return model(nodes, [vi("x", ["N", 1])], [vi("y", None)], [t4("w", rand4((3, 5))), s],
+                 opset=21)
