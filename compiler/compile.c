@@ -268,20 +268,24 @@ void compile_model(Model *m, const CompileOptions *o, CompileResult *res)
 	compile_close(m, scratch, "a temporary file");
 	compile_close(m, c, res->c_path);
 	compile_close(m, h, res->h_path);
+	uint64_t total = 0, most = emit_obj_max_data(o->target);
+	for (int i = 0; i < er.nsyms; i++)
+		total += er.syms[i].nbytes;
+	if (total > most) {
+		/* nothing is left behind for a model that cannot be built */
+		unlink(res->c_path);
+		unlink(res->h_path);
+		diag_fail(d, KILN_LIMIT, "%.2f GiB of weights are more than code for %s can address "
+		          "(%.2f GiB at most: its code reaches data within 4 GiB)",
+		          (double)total / (1 << 30), o->target && *o->target ? o->target : "this host",
+		          (double)most / (1 << 30));
+	}
 
 	ObjSymbol *syms = arena_array(a, (size_t)er.nsyms, sizeof *syms);
 	for (int i = 0; i < er.nsyms; i++)
 		syms[i] = (ObjSymbol){er.syms[i].name, er.syms[i].bytes, er.syms[i].nbytes, 64, 1,
 		                      er.syms[i].layout != SYM_RAW ? emit_symbol_fill : NULL,
 		                      &er.syms[i]};
-	uint64_t total = 0, most = emit_obj_max_data(o->target);
-	for (int i = 0; i < er.nsyms; i++)
-		total += er.syms[i].nbytes;
-	if (total > most)
-		diag_fail(d, KILN_LIMIT, "%.2f GiB of weights are more than code for %s can address "
-		          "(%.2f GiB at most: its code reaches data within 4 GiB)",
-		          (double)total / (1 << 30), o->target && *o->target ? o->target : "this host",
-		          (double)most / (1 << 30));
 	char err[512];
 	if (emit_weights_object(res->weights_path, o->target, syms, (size_t)er.nsyms, err,
 	                        sizeof err) != 0)

@@ -158,8 +158,11 @@ def main():
         code, err, _ = compile_model(kiln, folder, out)
         lines = [ln for ln in err.splitlines() if not ln.startswith("kiln: ") or "error" in ln]
         want = "GiB of weights are more than code for aarch64-linux-gnu can address"
+        left = [f for f in os.listdir(out) if f.endswith((".c", ".h"))] if os.path.isdir(out) else []
         if code != 2 or len(lines) != 1 or want not in lines[0]:
             failed.append("%.2f GiB of weights: exit %d, %r" % (w / (1 << 30), code, err))
+        elif left:
+            failed.append("the refused compile left %s behind" % ", ".join(sorted(left)))
         else:
             print("%.2f GiB refused: %s" % (w / (1 << 30), lines[0]))
     finally:
