@@ -302,7 +302,11 @@ static void lstm_block_step(const kiln_rnn_params *p, const kiln_rnn_io *io, con
 		int64_t t = step_time(p, len, s);
 		float *g = k->gates + r * GW, *h = k->h + r * H, *c = k->c + r * H;
 		const float *xw = k->xw + t * k->xw_t + r * k->xw_r;
-		for (int64_t u = 0, b = 0; u < H; u += BLOCK_UNITS, b += BLOCK_COLS) {
+		/* the last block first: a narrower one's cell then overlaps the
+		 * whole blocks' stream of R^T instead of ending the step */
+		int64_t nblk = (H + BLOCK_UNITS - 1) / BLOCK_UNITS;
+		for (int64_t i = 0; i < nblk; i++) {
+			int64_t u = (i == 0 ? nblk - 1 : i - 1) * BLOCK_UNITS, b = 4 * u;
 			int64_t w = block_units(H, u);
 			if (nb == 1 && gemv && w == BLOCK_UNITS) {
 				k->cell->lstm_block(H, k->tmp, k->r.packed + b * H, xw + b,
