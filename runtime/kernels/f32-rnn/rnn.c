@@ -280,21 +280,45 @@ static int64_t step_time(const kiln_rnn_params *p, int64_t len, int64_t s)
 	return p->reverse ? len - 1 - s : s;
 }
 
-/* Step s of an LSTM in gate blocks for rows b0 .. b0+nb-1. One row with a
- * one-row product: each block's four gates (two panels of R^T) and then its
- * cell, block after block, so the cell's arithmetic overlaps the stream of
- * R^T from L2 instead of following it (the product reads h_{t-1} from a copy
- * while the cell writes h); a whole block in one call (vmath's lstm_block:
- * the gate sums stay in registers), a last narrower one as the product then
- * the cell. More rows: one GEMM, then the cells. */
+/* One row's step of an LSTM in gate blocks with the one-row product: each
+ * block's four gates (two panels of R^T) and then its cell, block after
+ * block, so the cell's arithmetic overlaps the stream of R^T from L2 instead
+ * of following it (the product reads h_{t-1} from x, a copy, while the cell
+ * writes h); a whole block in one call (vmath's lstm_block: the gate sums
+ * stay in registers), a narrower last one as the product then the cell, and
+ * first, so that its cell too overlaps the stream rather than ending the
+ * step. */
+static void lstm_row_gemv(const kiln_rnn_params *p, const float *x, const float *xw, float *g,
+                          float *h, float *c, GemvFn gemv, const Chunk *k)
+{
+	int64_t H = p->hidden_size, nblk = (H + BLOCK_UNITS - 1) / BLOCK_UNITS;
+	for (int64_t i = 0; i < nblk; i++) {
+		int64_t u = (i == 0 ? nblk - 1 : i - 1) * BLOCK_UNITS, b = 4 * u;
+		int64_t w = block_units(H, u);
+		const float *P = k->P ? k->P + b : NULL;
+		if (w == BLOCK_UNITS) {
+			k->cell->lstm_block(H, x, k->r.packed + b * H, xw + b, P, c + u, h + u,
+			                    p->has_clip, p->clip, p->input_forget);
+		} else {
+			gemv(4 * w, H, x, k->r.packed + b * H, NULL, g + b);
+			k->cell->lstm_cell(g + b, xw + b, P, c + u, h + u, w, w, p->has_clip, p->clip,
+			                   p->input_forget);
+		}
+	}
+}
+
+/* Step s of an LSTM in gate blocks for rows b0 .. b0+nb-1: one row with a
+ * one-row product, lstm_row_gemv; else one GEMM, then each row's cells in
+ * one call (vmath's lstm_cells, so that the blocks' cells overlap). */
 static void lstm_block_step(const kiln_rnn_params *p, const kiln_rnn_io *io, const int32_t *lens,
                             int64_t b0, int64_t nb, int64_t s, GemvFn gemv, Chunk *k)
 {
 	int64_t H = p->hidden_size, GW = 4 * H;
-	if (nb > 1 || !gemv)
-		gemm(nb, GW, H, k->h, H, &k->r, NULL, k->gates, GW);
-	else
+	int one_row = nb == 1 && gemv;
+	if (one_row)
 		memcpy(k->tmp, k->h, (size_t)H * sizeof *k->tmp);
+	else
+		gemm(nb, GW, H, k->h, H, &k->r, NULL, k->gates, GW);
 	for (int64_t r = 0; r < nb; r++) {
 		int64_t len = row_length(p, lens, b0 + r);
 		if (s >= len)
@@ -302,23 +326,10 @@ static void lstm_block_step(const kiln_rnn_params *p, const kiln_rnn_io *io, con
 		int64_t t = step_time(p, len, s);
 		float *g = k->gates + r * GW, *h = k->h + r * H, *c = k->c + r * H;
 		const float *xw = k->xw + t * k->xw_t + r * k->xw_r;
-		/* the last block first: a narrower one's cell then overlaps the
-		 * whole blocks' stream of R^T instead of ending the step */
-		int64_t nblk = (H + BLOCK_UNITS - 1) / BLOCK_UNITS;
-		for (int64_t i = 0; i < nblk; i++) {
-			int64_t u = (i == 0 ? nblk - 1 : i - 1) * BLOCK_UNITS, b = 4 * u;
-			int64_t w = block_units(H, u);
-			if (nb == 1 && gemv && w == BLOCK_UNITS) {
-				k->cell->lstm_block(H, k->tmp, k->r.packed + b * H, xw + b,
-				                    k->P ? k->P + b : NULL, c + u, h + u, p->has_clip, p->clip,
-				                    p->input_forget);
-				continue;
-			}
-			if (nb == 1 && gemv)
-				gemv(4 * w, H, k->tmp, k->r.packed + b * H, NULL, g + b);
-			k->cell->lstm_cell(g + b, xw + b, k->P ? k->P + b : NULL, c + u, h + u, w, w,
-			                   p->has_clip, p->clip, p->input_forget);
-		}
+		if (one_row)
+			lstm_row_gemv(p, k->tmp, xw, g, h, c, gemv, k);
+		else
+			k->cell->lstm_cells(g, xw, k->P, c, h, H, p->has_clip, p->clip, p->input_forget);
 		if (io->Y)
 			memcpy(io->Y + t * p->y_step_stride + (b0 + r) * p->y_row_stride, h,
 			       (size_t)H * sizeof *io->Y);

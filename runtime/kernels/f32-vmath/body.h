@@ -467,3 +467,30 @@ static void vmath_lstm_block(int64_t K, const float *x, const float *R, const fl
 		           j * W, W, lo, hi, has_clip, input_forget);
 	}
 }
+
+/* One row's cells of an LSTM step in gate blocks (kernels.h): units
+ * 0 .. H-1, block by block (the last one w = H - 16 b units wide), each
+ * as vmath_lstm_cell of its block (g, x and P at 64 b, ld w). One call per
+ * row, so the blocks' chains of dependent operations overlap. */
+static void vmath_lstm_cells(const float *g, const float *x, const float *P, float *c, float *h,
+                             int64_t H, int has_clip, float clip, int input_forget)
+{
+	V hi = vset(clip), lo = vset(-clip);
+	for (int64_t u = 0; u < H; u += BLOCK_UNITS) {
+		int64_t w = H - u < BLOCK_UNITS ? H - u : BLOCK_UNITS, b = 4 * u;
+		const float *Pb = P ? P + b : NULL;
+		if (w == BLOCK_UNITS) {
+#pragma GCC unroll 16
+			for (int64_t j = 0; j < BLOCK_UNITS; j += W)
+				lstm_lanes(g + b, x + b, Pb, c + u, h + u, BLOCK_UNITS, j, W, lo, hi, has_clip,
+				           input_forget);
+			continue;
+		}
+		int64_t j = 0;
+		for (; j + W <= w; j += W)
+			lstm_lanes(g + b, x + b, Pb, c + u, h + u, w, j, W, lo, hi, has_clip, input_forget);
+		if (j < w)
+			lstm_lanes(g + b, x + b, Pb, c + u, h + u, w, j, w - j, lo, hi, has_clip,
+			           input_forget);
+	}
+}

@@ -42,6 +42,10 @@ typedef struct VmathOps {
 	void (*lstm_block)(int64_t K, const float *x, const float *R, const float *xw,
 	                   const float *P, float *c, float *h, int has_clip, float clip,
 	                   int input_forget);
+	/* one row's cells of an LSTM step in gate blocks: units 0 .. H-1, each
+	 * block as lstm_cell of its block (g, x, P at 64 b, ld its width) */
+	void (*lstm_cells)(const float *g, const float *x, const float *P, float *c, float *h,
+	                   int64_t H, int has_clip, float clip, int input_forget);
 } VmathOps;
 
 /* The kernels of the variant kiln_isa() names: the one dispatch point. */
