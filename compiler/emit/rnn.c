@@ -37,9 +37,15 @@ static const char *optional_in(Emit *E, int i, const char *var)
 	return var;
 }
 
+/* An optional output as a pointer variable, or NULL: also when nothing
+ * reads it (not a graph output, no use), so the kernel does not write it
+ * (Y at every step, when only Y_h is used). */
 static const char *optional_out(Emit *E, int i, const char *var)
 {
 	if (i >= E->n->nout || E->n->out[i] == NONE)
+		return "NULL";
+	const Value *v = &E->g->values[E->n->out[i]];
+	if (v->nuse == 0 && !v->is_output)
 		return "NULL";
 	Operand op = out_op(E, i);
 	decl(E, var, &op, true);
