@@ -179,13 +179,13 @@ void kiln_conv_row2_avx512(float *d, const float *s, int64_t n)
 
 /* The row tile (direct.h): 28 zmm accumulators, [pixel][16 channels]; per
  * column k of W two weight vectors (each two conv8 groups' 8 floats) and 14
- * broadcasts of the input. The sums go through a small transposing buffer
+ * broadcasts of the input (7 for a lone run). The sums go through a small transposing buffer
  * to Y's rows with the epilogue. */
-void kiln_conv_rowtile_avx512(const ConvRowTile *t)
+static inline __attribute__((always_inline)) void conv_rowtile(const ConvRowTile *t, const int nrun)
 {
 	__m512 acc[2 * CONV_RUN][2];
 	#pragma GCC unroll 14
-	for (int p = 0; p < 2 * CONV_RUN; p++)
+	for (int p = 0; p < nrun * CONV_RUN; p++)
 		acc[p][0] = acc[p][1] = _mm512_setzero_ps();
 	const int64_t K = t->K;
 	const float *w0 = t->w, *w1 = w0 + 8 * K, *w2 = w1 + 8 * K, *w3 = w2 + 8 * K;
@@ -204,7 +204,7 @@ void kiln_conv_rowtile_avx512(const ConvRowTile *t)
 			acc[p][1] = _mm512_fmadd_ps(wb, x, acc[p][1]);
 		}
 		#pragma GCC unroll 7
-		for (int p = 0; p < CONV_RUN; p++) {
+		for (int p = 0; p < (nrun - 1) * CONV_RUN; p++) {
 			__m512 x = _mm512_set1_ps(x1[p]);
 			acc[CONV_RUN + p][0] = _mm512_fmadd_ps(wa, x, acc[CONV_RUN + p][0]);
 			acc[CONV_RUN + p][1] = _mm512_fmadd_ps(wb, x, acc[CONV_RUN + p][1]);
@@ -212,13 +212,13 @@ void kiln_conv_rowtile_avx512(const ConvRowTile *t)
 	}
 	float out[2 * CONV_RUN][CONV_ROW_M];
 	#pragma GCC unroll 14
-	for (int p = 0; p < 2 * CONV_RUN; p++) {
+	for (int p = 0; p < nrun * CONV_RUN; p++) {
 		_mm512_storeu_ps(&out[p][0], acc[p][0]);
 		_mm512_storeu_ps(&out[p][16], acc[p][1]);
 	}
 	const kiln_epilogue *ep = t->ep;
 	int act = ep ? ep->act : KILN_ACT_NONE;
-	for (int r = 0; r < 2; r++)
+	for (int r = 0; r < nrun; r++)
 		for (int c = 0; c < CONV_ROW_M; c++) {
 			int64_t m = t->m0 + c, at = m * t->ohw + t->yoff[r];
 			float b = t->bias ? t->bias[m] : 0.0f, *y = t->Y + at;
@@ -233,4 +233,13 @@ void kiln_conv_rowtile_avx512(const ConvRowTile *t)
 			if (act != KILN_ACT_NONE && act != KILN_ACT_RELU && t->len[r])
 				kiln_f32_act(y, t->len[r], ep);
 		}
+}
+
+void kiln_conv_rowtile_avx512(const ConvRowTile *t)
+{
+	/* a lone run (an odd count of them) sums only its own pixels */
+	if (t->len[1])
+		conv_rowtile(t, 2);
+	else
+		conv_rowtile(t, 1);
 }
