@@ -110,6 +110,7 @@ expect 2 "$E bad_dtype.onnx: initializer \"W1\" has unknown element type 99" -- 
 expect 2 "$E bad_dup_output.onnx: node 1 \"second\" (Sigmoid, ai.onnx opset 13): output \"h\" is already produced by node 0 \"first\"" -- info bad_dup_output.onnx
 expect 2 "$E bad_undefined_input.onnx: node 0 \"use\" (Add, ai.onnx opset 13): input 1 \"ghost\" is not defined by any earlier node, graph input or initializer" -- check bad_undefined_input.onnx
 expect 2 "$E bad_raw_size.onnx: initializer \"w\" has 12 bytes of raw_data but its shape and type need 16" -- info bad_raw_size.onnx
+expect 2 "$E bad_int4_raw.onnx: initializer \"w\" has 3 bytes of raw_data but its shape and type need 4" -- compile bad_int4_raw.onnx --batch 1 -o /nonexistent/never
 expect 2 "$E bad_negative_dim.onnx: initializer \"w\" has negative dimension -2 at axis 0" -- info bad_negative_dim.onnx
 expect 2 "$E ext_absolute.onnx: initializer \"w\": external data location \"/etc/hostname\" is an absolute path; it must be relative to the model's folder" -- info ext_absolute.onnx
 expect 2 "$E ext_dotdot.onnx: initializer \"w\": external data location \"../weights.bin\" contains \"..\"; it must stay inside the model's folder" -- info ext_dotdot.onnx
