@@ -337,6 +337,8 @@ int main(void)
 		/* batch 1 on packed B: the one-row product, whole and narrow panels */
 		test_gemm(1, 100, 265, 0, 1, act);
 		test_gemm(1, 70, 37, 0, 0, act);
+		test_gemm(16, 700, 96, 1, 1, act);  /* few rows, long transposed B: C^T */
+		test_gemm(5, 300, 33, 1, 0, act);
 		test_conv(act, 0, 0);
 		test_conv(act, 1, 0);
 		test_conv(act, 1, 1);

@@ -9,7 +9,9 @@
  * that must stay untouched, and with beta == 0 it starts as NaN, which the
  * kernel must not read. Shapes cover 1, 0 (K == 0 leaves beta * C), sizes
  * that are not multiples of 4 or of the kernel's blocks (128 for K, 256 for
- * N, 64 columns on the dot-product path), and random shapes.
+ * N, 64 columns on the dot-product path), 5 to 32 rows against a long
+ * transposed B (computed as C^T, 16 rows of it at a time transposed into C),
+ * and random shapes.
  * Where A's rows are contiguous, the same case also runs kiln_f32_gemm_pb on B
  * packed by pack.h from its layout (the compiler's packer), from the same C.
  * The binary runs under each KILN_ISA (tests/kernels/meson.build), so every
@@ -201,6 +203,7 @@ int main(void)
 		{13, 17, 9}, {3, 65, 5}, {6, 63, 67}, {33, 65, 129}, {7, 257, 130}, {5, 258, 3},
 		{64, 64, 64}, {67, 300, 260}, {25, 33, 600}, {1, 70, 513}, {12, 32, 31},
 		{24, 64, 16}, {2, 48, 9}, {5, 1024, 20}, {50, 32, 513}, {13, 48, 256},
+		{16, 1000, 256}, {32, 300, 256}, {20, 513, 100}, {7, 64, 1000},
 	};
 	int shape_index = 0;
 	by_hand();

@@ -121,6 +121,19 @@ INLINE void tile_rows(const GemmTile *t, const int mr, const int two)
 	__mmask16 m1 = w >= 32 ? (__mmask16)0xffff : w > 16 ? (__mmask16)((1u << (w - 16)) - 1) : 0;
 	const float *a = t->A, *b = t->B;
 	int64_t lda = t->lda, ldb = t->ldb, K = t->K, k = 0;
+	if (t->pf) {
+		/* the next tile's A, spread over this one's k steps */
+		const char *pf = (const char *)t->pf, *pf_end = (const char *)(t->pf + t->pf_n);
+		int64_t per = (t->pf_n * 4 / 64 + K / 4) / (K / 4 > 0 ? K / 4 : 1) + 1;
+		for (; k + 4 <= K; k += 4, b += 4 * ldb) {
+			for (int64_t q = 0; q < per && pf < pf_end; q++, pf += 64)
+				_mm_prefetch(pf, _MM_HINT_T0);
+			tile_step(a + k, lda, b, mr, two, m0, m1, acc0, acc1);
+			tile_step(a + k + 1, lda, b + ldb, mr, two, m0, m1, acc0, acc1);
+			tile_step(a + k + 2, lda, b + 2 * ldb, mr, two, m0, m1, acc0, acc1);
+			tile_step(a + k + 3, lda, b + 3 * ldb, mr, two, m0, m1, acc0, acc1);
+		}
+	}
 	for (; k + 4 <= K; k += 4, b += 4 * ldb) {
 		tile_step(a + k, lda, b, mr, two, m0, m1, acc0, acc1);
 		tile_step(a + k + 1, lda, b + ldb, mr, two, m0, m1, acc0, acc1);
@@ -309,4 +322,32 @@ void kiln_pack_b32_t_avx512(const float *src, int64_t cs, int64_t N, int64_t n0,
 	for (; k < kc; k++)
 		for (int64_t j = 0; j < w; j++)
 			dst[k * w + j] = src[(n0 + j) * cs + k0 + k];
+}
+
+/* gemm.h: 16 rows of Ct (cols of them at most 16 wide) at a time, transposed
+ * in registers, then written as 16-float runs of C's rows. */
+void kiln_gemm_ct_avx512(const float *Ct, int64_t rows, int64_t cols, float beta, float *C,
+                         int64_t ldc)
+{
+	__m512 vb = _mm512_set1_ps(beta);
+	for (int64_t j0 = 0; j0 < cols; j0 += 16) {
+		int64_t cw = cols - j0 < 16 ? cols - j0 : 16;
+		__mmask16 mc = (__mmask16)((1u << cw) - 1);
+		for (int64_t i0 = 0; i0 < rows; i0 += 16) {
+			int64_t rh = rows - i0 < 16 ? rows - i0 : 16;
+			__mmask16 mr = (__mmask16)((1u << rh) - 1);
+			__m512 r[16];
+			for (int i = 0; i < 16; i++)
+				r[i] = i < rh ? _mm512_maskz_loadu_ps(mc, Ct + (i0 + i) * cols + j0)
+				              : _mm512_setzero_ps();
+			transpose16(r);
+			for (int j = 0; j < cw; j++) {
+				float *c = C + (j0 + j) * ldc + i0;
+				__m512 v = r[j];
+				if (beta != 0.0f)
+					v = _mm512_fmadd_ps(_mm512_maskz_loadu_ps(mr, c), vb, v);
+				_mm512_mask_storeu_ps(c, mr, v);
+			}
+		}
+	}
 }

@@ -53,6 +53,16 @@ static void run_tiles(gemm_tile_fn tile, GemmTile *t, const GemmEpi *e, int late
 		t->col_bias = e->col_bias ? e->col_bias + n0 : NULL;
 		t->row_bias = e->row_bias ? e->row_bias + m : NULL;
 		t->res = e->res ? e->res + m * e->ldres + n0 : NULL;
+		t->pf = NULL;
+		if (e->a_end) {
+			/* A's rows contiguous and streaming: as many rows as this tile's
+			 * right after them (across calls: the next block of rows too) */
+			int64_t n = t->mr * lda, left = e->a_end - t->A - n;
+			if (left > 0) {
+				t->pf = t->A + n;
+				t->pf_n = left < n ? left : n;
+			}
+		}
 		tile(t);
 		/* the exp-based activations: on the last panel, over the tile's rows
 		 * whole (one call per row, not per panel) */
@@ -177,6 +187,49 @@ static void pack_f16(const GemmBSrc *s, int64_t n0, int64_t k0, int64_t kc, floa
 		kiln_f16_widen(src + (k0 + k) * s->rs + n0 * s->cs, s->cs, dst + k * w, w);
 }
 
+/* A few rows of A (5 to 32) against a long B stored transposed (rows of Bt
+ * contiguous: a tied embedding's output projection at batch 16): C^T = Bt A^T,
+ * with Bt as the streamed operand, read in place in its natural layout, and
+ * A^T (K x M) packed once on the stack as the one panel. Each block of C^T's
+ * rows is computed on the stack (in L1) and transposed into C there, so only
+ * the M x K floats of A and the M x N results are moved, instead of a 16 x 16
+ * register transpose per 256 floats of B when B's panels are packed on the
+ * fly. Bias and activation apply to C^T's rows (per row of Bt) in the tile;
+ * with beta != 0 and an epilogue (beta C must come before the activation)
+ * the usual path runs. AVX-512 only (the variant it was measured on). */
+enum { SWAP_AT = 8192, SWAP_CT = 4096, SWAP_MIN_N = 64 };
+
+static int gemm_swapped(int64_t M, int64_t N, int64_t K, float alpha, const float *A,
+                        int64_t lda, const float *Bt, int64_t b_row_stride, int64_t ldbt,
+                        float beta, float *C, int64_t ldc, const kiln_epilogue *ep)
+{
+#ifdef KILN_HAVE_X86_VARIANTS
+	if (kiln_isa() != KILN_ISA_AVX512 || b_row_stride != 1 || ldbt < K || M <= 4 ||
+	    M > KILN_PACK_NR || K <= 0 || M * K > SWAP_AT || N < SWAP_MIN_N ||
+	    (beta != 0.0f && ep))
+		return 0;
+	float at[SWAP_AT], ct[SWAP_CT];
+	for (int64_t m = 0; m < M; m++)
+		for (int64_t k = 0; k < K; k++)
+			at[k * M + m] = A[m * lda + k];
+	GemmBSrc src = {.direct = at, .ld = M, .N = M};
+	int64_t R = SWAP_CT / M;
+	for (int64_t n0 = 0; n0 < N; n0 += R) {
+		int64_t nr = N - n0 < R ? N - n0 : R;
+		GemmEpi e = {.alpha = alpha, .beta = 0.0f,
+		             .row_bias = ep && ep->bias ? ep->bias + n0 : NULL, .ep = ep,
+		             .a_end = ldbt == K ? Bt + N * ldbt : NULL};
+		kiln_gemm_run(nr, M, K, Bt + n0 * ldbt, ldbt, &src, ct, M, &e);
+		kiln_gemm_ct_avx512(ct, nr, M, beta, C + n0, ldc);
+	}
+	return 1;
+#else
+	(void)M, (void)N, (void)K, (void)alpha, (void)A, (void)lda, (void)Bt, (void)b_row_stride;
+	(void)ldbt, (void)beta, (void)C, (void)ldc, (void)ep;
+	return 0;
+#endif
+}
+
 /* Worth the packed path: A's rows contiguous (transA = 0). Everything else
  * (and the ref variant) runs the reference code of ref.c. */
 void kiln_f32_gemm(int64_t M, int64_t N, int64_t K, float alpha, const float *A,
@@ -216,6 +269,9 @@ void kiln_f32_gemm_ep(int64_t M, int64_t N, int64_t K, float alpha, const float 
 		}
 		return;
 	}
+	if (gemm_swapped(M, N, K, alpha, A, a_row_stride, B, b_row_stride, b_col_stride, beta, C,
+	                 c_row_stride, ep))
+		return;
 	GemmBSrc src = {.pack = pack_strided, .src = B, .rs = b_row_stride, .cs = b_col_stride,
 	                .N = N};
 	if (b_col_stride == 1 && gemm_b_direct(b_row_stride))

@@ -40,6 +40,8 @@ typedef struct GemmTile {
 	int64_t ldres;
 	int act;                   /* KILN_ACT_NONE, _RELU, _LEAKY_RELU or _CLIP (in registers) */
 	float act_alpha, act_beta;
+	const float *pf;           /* the next tile's A, pf_n floats from pf, to prefetch while */
+	int64_t pf_n;              /* this tile runs (A streamed from memory), or NULL */
 } GemmTile;
 
 /* The driver's K blocks over B in place: at most GEMM_KBLOCK rows, so a
@@ -77,6 +79,12 @@ void kiln_pack_b32_t_avx512(const float *src, int64_t cs, int64_t N, int64_t n0,
                             int64_t kc, float *dst);
 void kiln_gemm_dot_avx512(const GemmDot *d);
 
+/* C[j * ldc + i] = Ct[i * cols + j] + beta * C[j * ldc + i] (beta 0: C not
+ * read) for i < rows, j < cols <= 32: a block of C^T, rows x cols, transposed
+ * into C (driver.c's few rows against a transposed B). */
+void kiln_gemm_ct_avx512(const float *Ct, int64_t rows, int64_t cols, float beta, float *C,
+                         int64_t ldc);
+
 /* The driver's epilogue description (the tile's, before splitting). */
 typedef struct GemmEpi {
 	float alpha, beta;         /* C = alpha A B + beta C */
@@ -85,6 +93,8 @@ typedef struct GemmEpi {
 	const float *res;          /* [M, ldres] or NULL */
 	int64_t ldres;
 	const kiln_epilogue *ep;   /* the activation (and its parameters), or NULL */
+	const float *a_end;        /* A's rows are contiguous (lda == K) and stream from memory
+	                            * up to here: each tile prefetches rows ahead (avx512) */
 } GemmEpi;
 
 /* A source of B panels: either packed already (b32 over K x N), or rows
