@@ -30,7 +30,7 @@ static double ref_fn(int op, double x)
 	case KILN_UNARY_ERF: return erf(x);
 	case KILN_UNARY_SIGMOID: return 1 / (1 + exp(-x));
 	case KILN_UNARY_GELU: return 0.5 * x * erfc(-x / sqrt(2.0));
-	default: return NAN;
+	default: return (double)NAN;
 	}
 }
 
@@ -48,7 +48,7 @@ static double ulp_error(float got, double want)
 		/* want just above FLT_MAX: FLT_MAX is within an ulp of it too */
 		if (fabs(want) >= (double)FLT_MAX && fabsf(got) == FLT_MAX && (got > 0) == (want > 0))
 			return fabs(want) / (double)FLT_MAX - 1 < 0x1p-23 ? 1.0 : (double)INFINITY;
-		return INFINITY;
+		return (double)INFINITY;
 	}
 	int e;
 	frexp(want, &e);
