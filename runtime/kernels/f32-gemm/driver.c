@@ -17,7 +17,7 @@
 
 #include "../isa.h"
 #include "../f32-epilogue/epilogue.h"
-#include "../f32-rnn/gemv.h"
+#include "../f32-gemv/gemv.h"
 #include "gemm.h"
 
 enum {
@@ -283,10 +283,10 @@ void kiln_f32_gemm_ep(int64_t M, int64_t N, int64_t K, float alpha, const float 
 void kiln_f32_gemm_pb(int64_t M, int64_t N, int64_t K, float alpha, const float *A, int64_t lda,
                       const float *Bp, float beta, float *C, int64_t ldc, const kiln_epilogue *ep)
 {
-	kiln_rnn_gemv_fn gemv = M == 1 && K > 0 && alpha == 1.0f && beta == 0.0f
-	                        ? kiln_rnn_gemv_of() : NULL;
+	kiln_gemv_fn gemv = M == 1 && K > 0 && alpha == 1.0f && beta == 0.0f
+	                        ? kiln_gemv_of() : NULL;
 	if (gemv) {
-		/* one row (batch 1): the vector-matrix product of f32-rnn/gemv.h,
+		/* one row (batch 1): the vector-matrix product of f32-gemv/gemv.h,
 		 * eight sums in flight where the one-row tile has two */
 		gemv(N, K, A, Bp, ep ? ep->bias : NULL, C);
 		if (ep && ep->act != KILN_ACT_NONE)

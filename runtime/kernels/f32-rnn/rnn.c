@@ -29,9 +29,9 @@
 #include <string.h>
 
 #include "../f32-gemm/gemm.h"
+#include "../f32-gemv/gemv.h"
 #include "../f32-vmath/vmath.h"
 #include "../isa.h"
-#include "gemv.h"
 #include "kiln/kernels.h"
 
 static int64_t gate_count(int cell)
@@ -174,15 +174,15 @@ static GemmBSrc weight_src(const float *packed, const float *onnx, int64_t K, in
 	return (GemmBSrc){.pack = pack_rows, .src = onnx, .rs = 1, .cs = K, .N = N};
 }
 
-typedef kiln_rnn_gemv_fn GemvFn;
+typedef kiln_gemv_fn GemvFn;
 
 /* C[M, N] (ldc) = A[M, K] (lda) B (+ bias[N]): the GEMM core, or for one
- * row of a packed B the vector-matrix product of gemv.h. */
+ * row of a packed B the vector-matrix product of f32-gemv. */
 static void gemm(int64_t M, int64_t N, int64_t K, const float *A, int64_t lda, const GemmBSrc *b,
                  const float *bias, float *C, int64_t ldc)
 {
 	GemmEpi e = {.alpha = 1.0f, .beta = 0.0f, .col_bias = bias};
-	GemvFn gemv = M == 1 && K > 0 && b->packed ? kiln_rnn_gemv_of() : NULL;
+	GemvFn gemv = M == 1 && K > 0 && b->packed ? kiln_gemv_of() : NULL;
 	if (gemv) {  /* batch 1's step */
 		gemv(N, K, A, b->packed, bias, C);
 		return;
@@ -367,7 +367,7 @@ static void run_chunk(const kiln_rnn_params *p, const kiln_rnn_io *io, const int
 		project_inputs(p, io->X, b0, nb, k);
 
 	const float *Rb_h = gru && io->B ? io->B + GH + 2 * H : NULL;
-	GemvFn gemv = p->gate_blocks ? kiln_rnn_gemv_of() : NULL;
+	GemvFn gemv = p->gate_blocks ? kiln_gemv_of() : NULL;
 	for (int64_t s = 0; s < max_len; s++) {
 		if (p->gate_blocks) {
 			lstm_block_step(p, io, lens, b0, nb, s, gemv, k);

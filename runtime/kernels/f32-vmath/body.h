@@ -417,7 +417,7 @@ enum { BLOCK_UNITS = 16, BLOCK_V = 4 * BLOCK_UNITS / W, BLOCK_KU = BLOCK_V >= 8 
  * vmath_lstm_cell with P the block's peepholes (16 apart) or NULL. Each sum
  * runs over its BLOCK_KU chains (row k in chain k mod BLOCK_KU), added in
  * chain order, then xw: with BLOCK_KU = 2 the same sums as the one-row
- * product of f32-rnn/avx512.c. h may alias nothing else (x neither). */
+ * product of f32-gemv/avx512.c. h may alias nothing else (x neither). */
 static void vmath_lstm_block(int64_t K, const float *x, const float *R, const float *xw,
                              const float *P, float *c, float *h, int has_clip, float clip,
                              int input_forget)

@@ -1,5 +1,5 @@
 /*
- * f32-rnn/avx512.c - gemv.h's product with AVX-512. Full 32-column panels go
+ * f32-gemv/avx512.c - gemv.h's product with AVX-512. Full 32-column panels go
  * two at a time (two streams of B, which the L2 serves faster than one: at
  * batch 1 the step is bound by reading B from L2), two rows of K at a time
  * into eight accumulators; a lone full panel four rows at a time. A narrower
@@ -92,7 +92,7 @@ static void one_panel(int64_t K, int64_t w, const float *x, const float *b, cons
 	      _mm512_add_ps(_mm512_add_ps(a1, a3), _mm512_add_ps(a5, a7)));
 }
 
-void kiln_rnn_gemv_avx512(int64_t N, int64_t K, const float *x, const float *Bp,
+void kiln_gemv_avx512(int64_t N, int64_t K, const float *x, const float *Bp,
                           const float *bias, float *y)
 {
 	int64_t n0 = 0;

@@ -1,5 +1,5 @@
 /*
- * f32-rnn/avx2.c - gemv.h's product with AVX2 + FMA: a 32-column panel is
+ * f32-gemv/avx2.c - gemv.h's product with AVX2 + FMA: a 32-column panel is
  * four ymm per row of K; two rows at a time into eight accumulators. A
  * narrower last panel goes through masked loads, one row at a time.
  */
@@ -14,7 +14,7 @@ static __m256i lanes(int64_t n)
 	return _mm256_cmpgt_epi32(_mm256_set1_epi32((int)n), _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7));
 }
 
-void kiln_rnn_gemv_avx2(int64_t N, int64_t K, const float *x, const float *Bp, const float *bias,
+void kiln_gemv_avx2(int64_t N, int64_t K, const float *x, const float *Bp, const float *bias,
                         float *y)
 {
 	for (int64_t n0 = 0; n0 < N; n0 += KILN_PACK_NR) {

@@ -1,0 +1,43 @@
+/*
+ * f32-gemv/gemv.h - the product of one row with packed weights (not
+ * libkiln's API): y[0..N) = x[0..K) B (+ bias), B packed b32
+ * (f32-gemm/pack.h).
+ *
+ * A Gemm or MatMul at batch 1, and every time step of a recurrent layer at
+ * batch 1, is this vector-matrix product, and the GEMM core's tile of one
+ * row keeps only two accumulator chains, so it waits on the FMA latency.
+ * These variants keep eight independent accumulators per 32-column panel
+ * (four rows of K at a time), then add them in a fixed order, so a result
+ * depends only on the inputs and the variant. f32-gemm/driver.c and
+ * f32-rnn/rnn.c call them when kiln_isa() picks the variant; the ref variant
+ * runs the GEMM core.
+ */
+#ifndef KILN_F32_GEMV_H
+#define KILN_F32_GEMV_H
+
+#include <stdint.h>
+
+#include "../isa.h"
+
+void kiln_gemv_avx2(int64_t N, int64_t K, const float *x, const float *Bp, const float *bias,
+                        float *y);
+void kiln_gemv_avx512(int64_t N, int64_t K, const float *x, const float *Bp,
+                          const float *bias, float *y);
+
+typedef void (*kiln_gemv_fn)(int64_t N, int64_t K, const float *x, const float *Bp,
+                                 const float *bias, float *y);
+
+/* The product of the variant kiln_isa() picks, or NULL (ref: the caller
+ * runs the GEMM core's one-row tile). */
+static inline kiln_gemv_fn kiln_gemv_of(void)
+{
+	switch (kiln_isa()) {
+#ifdef KILN_HAVE_X86_VARIANTS
+	case KILN_ISA_AVX512: return kiln_gemv_avx512;
+	case KILN_ISA_AVX2: return kiln_gemv_avx2;
+#endif
+	default: return NULL;
+	}
+}
+
+#endif
