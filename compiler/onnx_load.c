@@ -415,8 +415,8 @@ static void tensor_from_proto(Loader *L, const Onnx__TensorProto *tp, Tensor *t,
 			          tp->n_string_data, (long long)nelem);
 		WeightString *ws = arena_array(L->a, tp->n_string_data, sizeof *ws);
 		for (size_t i = 0; i < tp->n_string_data; i++) {
-			ws[i].data = (const char *)tp->string_data[i].data;
-			ws[i].len = tp->string_data[i].len;
+			ws[i].data = tp->string_data[i].data ? (const char *)tp->string_data[i].data : "";
+			ws[i].len = tp->string_data[i].data ? tp->string_data[i].len : 0;
 			w->nbytes += ws[i].len;
 		}
 		w->bytes = ws;
@@ -530,8 +530,10 @@ static void load_attr(Loader *L, Graph *g, Node *n, const Onnx__AttributeProto *
 	case AT_FLOAT: at->f = ap->f; break;
 	case AT_INT: at->i = ap->i; break;
 	case AT_STRING:
-		at->s.data = (const char *)ap->s.data;
-		at->s.len = ap->s.len;
+		/* an absent or empty string may come with no data: never NULL here
+		 * (memcpy and "%.*s" of NULL are undefined even for length 0) */
+		at->s.data = ap->s.data ? (const char *)ap->s.data : "";
+		at->s.len = ap->s.data ? ap->s.len : 0;
 		break;
 	case AT_FLOATS:
 		at->n = (int)ap->n_floats;
@@ -545,8 +547,8 @@ static void load_attr(Loader *L, Graph *g, Node *n, const Onnx__AttributeProto *
 		at->n = (int)ap->n_strings;
 		at->strings = arena_array(L->a, ap->n_strings, sizeof *at->strings);
 		for (size_t i = 0; i < ap->n_strings; i++) {
-			at->strings[i].data = (const char *)ap->strings[i].data;
-			at->strings[i].len = ap->strings[i].len;
+			at->strings[i].data = ap->strings[i].data ? (const char *)ap->strings[i].data : "";
+			at->strings[i].len = ap->strings[i].data ? ap->strings[i].len : 0;
 		}
 		break;
 	case AT_TENSOR:

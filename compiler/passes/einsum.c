@@ -49,7 +49,8 @@ static bool parse(const Attr *at, Eq *e)
 	if (!at || at->type != AT_STRING || at->s.len > 64)
 		return false;
 	char buf[80];
-	memcpy(buf, at->s.data, at->s.len);
+	if (at->s.len)
+		memcpy(buf, at->s.data, at->s.len);
 	buf[at->s.len] = 0;
 	const char *p = buf;
 	memset(e, 0, sizeof *e);

@@ -376,6 +376,16 @@ def _():
     return model([n], [vi("X", [3])], [vi("Y", None)], opset=13)
 
 
+@case("einsum_string_without_data", "error", '"n0" (Einsum')
+def _():
+    """An equation attribute typed STRING with no s field (protobuf-c leaves
+    its data NULL; found by the 2-hour emit fuzz run)."""
+    n = helper.make_node("Einsum", ["X", "X"], ["Y"], name="n0")
+    a = n.attribute.add()
+    a.name, a.type = "equation", 3  # AttributeProto.STRING
+    return model([n], [vi("X", [2, 2])], [vi("Y", None)], opset=12)
+
+
 STAGE_LINE = re.compile(r"^kiln: [^:]+: [0-9]+\.[0-9]+ s( \([0-9]+\.[0-9]+ s so far\))?$")
 
 
