@@ -248,10 +248,11 @@ KILN_API void kiln_f32_softmax(const float *X, float *Y, int64_t outer, int64_t 
  * *_stride = {batch, heads, row, element}; Y's element stride is 1. mask is
  * NULL or read at b*m[0] + h*m[1] + i*m[2] + j*m[3] (0 for a broadcast axis).
  * The scores of at most KILN_ATTENTION_ROWS query rows of one head exist at a
- * time, in `work` (kiln_attention_work_floats floats, planned arena scratch),
- * next to that head's K transposed and V packed: [batch, heads, q_len,
- * kv_len] never exists. A row of only -INFINITY scores gives NaN, as Softmax
- * does. Y must not overlap Q, K, V or mask.
+ * time, transposed, in `work` (kiln_attention_work_floats floats, planned
+ * arena scratch), next to those rows' queries transposed and, when K's or
+ * V's rows are not contiguous, that head's K and V packed: [batch, heads,
+ * q_len, kv_len] never exists. A row of only -INFINITY scores gives NaN, as
+ * Softmax does. Y must not overlap Q, K, V or mask.
  */
 typedef struct kiln_attention_params {
 	int64_t batch, heads, q_len, kv_len, head_dim, v_dim;
@@ -259,12 +260,12 @@ typedef struct kiln_attention_params {
 	int64_t q_stride[4], k_stride[4], v_stride[4], y_stride[3], mask_stride[4];
 } kiln_attention_params;
 
-enum { KILN_ATTENTION_ROWS = 16 };
+enum { KILN_ATTENTION_ROWS = 32 };
 
 static inline int64_t kiln_attention_work_floats(int64_t head_dim, int64_t kv_len, int64_t v_dim)
 {
-	int64_t kp = (kv_len + 31) / 32 * 32, vp = (v_dim + 15) / 16 * 16;
-	return head_dim * kp + kp * vp + (int64_t)KILN_ATTENTION_ROWS * kp;
+	int64_t vp = (v_dim + 15) / 16 * 16, R = KILN_ATTENTION_ROWS;
+	return kv_len * head_dim + kv_len * vp + R * (head_dim + kv_len + 1);
 }
 
 KILN_API void kiln_f32_attention(const kiln_attention_params *p, const float *Q, const float *K,

@@ -2,18 +2,18 @@
  * f32-attention/attention.c - kiln_f32_attention (kernels.h): the head walk
  * and the one dispatch point of the variants (attention.h).
  *
- * Per batch and head: K is packed transposed and V packed row-major into the
- * caller's work memory (zero padded to the variants' widths), then each
- * block of KILN_ATTENTION_ROWS query rows gets its scores (scaled, plus the
- * mask), a Softmax per row in place (f32-vmath: the maximum subtracted
- * first, the sum in double) and its product with V, written straight into
- * Y's strided rows. Only one block's scores exist at a time.
+ * Per batch and head: K and V are read where they are when their rows are
+ * contiguous (and V's a whole number of 16 floats wide, what the variants'
+ * tiles read); otherwise they are packed into the work memory first. Then
+ * each block of KILN_ATTENTION_ROWS query rows goes to the variant's
+ * `block`, which writes its rows of Y. A mask that varies along the query
+ * rows is copied transposed into the block's scores first; one that is the
+ * same for every row (a padding mask) is read by the variant as it is.
  */
 #include <stdbool.h>
 #include <string.h>
 
 #include "../isa.h"
-#include "../f32-vmath/vmath.h"
 #include "attention.h"
 
 static const AttnOps *attn_ops(void)
@@ -31,17 +31,17 @@ static const AttnOps *attn_ops(void)
 KILN_API void kiln_f32_attention(const kiln_attention_params *p, const float *Q, const float *K,
                                  const float *V, const float *mask, float *Y, float *work)
 {
+	enum { R = KILN_ATTENTION_ROWS };
 	const int64_t Sq = p->q_len, Sk = p->kv_len, dh = p->head_dim, dv = p->v_dim;
 	if (p->batch <= 0 || p->heads <= 0 || Sq <= 0 || dv <= 0)
 		return;
 	const AttnOps *ops = attn_ops();
-	const VmathOps *vm = vmath_ops();
-	const int64_t kp = (Sk + 31) / 32 * 32, vp = (dv + 15) / 16 * 16;
-	float *Kt = work, *Vp = work + dh * kp, *S = Vp + kp * vp;
+	const int64_t vp = (dv + 15) / 16 * 16;
+	float *Kp = work, *Vp = Kp + Sk * dh, *Qt = Vp + Sk * vp, *P = Qt + R * dh,
+	      *linv = P + R * Sk;
 	const int64_t *qs = p->q_stride, *ks = p->k_stride, *vs = p->v_stride, *ys = p->y_stride,
 	              *ms = p->mask_stride;
-	/* the mask goes through the variant when its rows are contiguous */
-	const bool mask_rows = mask && ms[3] == 1;
+	const bool pack_k = ks[3] != 1, pack_v = vs[3] != 1 || dv % 16 != 0;
 	for (int64_t b = 0; b < p->batch; b++)
 		for (int64_t h = 0; h < p->heads; h++) {
 			float *yh = Y + b * ys[0] + h * ys[1];
@@ -51,31 +51,45 @@ KILN_API void kiln_f32_attention(const kiln_attention_params *p, const float *Q,
 				continue;
 			}
 			const float *kh = K + b * ks[0] + h * ks[1], *vh = V + b * vs[0] + h * vs[1];
-			memset(Kt, 0, (size_t)(dh * kp) * sizeof *Kt);
-			for (int64_t j = 0; j < Sk; j++)
-				for (int64_t d = 0; d < dh; d++)
-					Kt[d * kp + j] = kh[j * ks[2] + d * ks[3]];
-			for (int64_t j = 0; j < Sk; j++) {
-				float *row = Vp + j * vp;
-				for (int64_t c = 0; c < dv; c++)
-					row[c] = vh[j * vs[2] + c * vs[3]];
-				for (int64_t c = dv; c < vp; c++)
-					row[c] = 0.0f;
+			AttnBlock a = {.kv_len = Sk, .head_dim = dh, .v_dim = dv, .qrs = qs[2],
+			               .qds = qs[3], .scale = p->scale, .K = kh, .kld = ks[2], .V = vh,
+			               .vld = vs[2], .Qt = Qt, .P = P, .linv = linv, .yrs = ys[2]};
+			if (pack_k) {
+				for (int64_t j = 0; j < Sk; j++)
+					for (int64_t d = 0; d < dh; d++)
+						Kp[j * dh + d] = kh[j * ks[2] + d * ks[3]];
+				a.K = Kp, a.kld = dh;
 			}
-			const float *qh = Q + b * qs[0] + h * qs[1];
+			if (pack_v) {
+				for (int64_t j = 0; j < Sk; j++)
+					for (int64_t c = 0; c < vp; c++)
+						Vp[j * vp + c] = c < dv ? vh[j * vs[2] + c * vs[3]] : 0.0f;
+				a.V = Vp, a.vld = vp;
+			}
 			const float *mh = mask ? mask + b * ms[0] + h * ms[1] : NULL;
-			for (int64_t i0 = 0; i0 < Sq; i0 += KILN_ATTENTION_ROWS) {
-				int rows = (int)(Sq - i0 < KILN_ATTENTION_ROWS ? Sq - i0 : KILN_ATTENTION_ROWS);
-				ops->scores(qh + i0 * qs[2], qs[2], qs[3], rows, Kt, kp, dh, p->scale,
-				            mask_rows ? mh + i0 * ms[2] : NULL, ms[2], Sk, S, kp);
-				for (int r = 0; r < rows; r++) {
-					float *s = S + r * kp;
-					if (mask && !mask_rows)
-						for (int64_t j = 0; j < Sk; j++)
-							s[j] += mh[(i0 + r) * ms[2] + j * ms[3]];
-					vm->softmax_line(s, s, Sk, 0);
+			if (mask && ms[2] == 0)
+				a.mask_row = mh, a.mask_js = ms[3];
+			const float *qh = Q + b * qs[0] + h * qs[1];
+			for (int64_t i0 = 0; i0 < Sq; i0 += R) {
+				a.rows = (int)(Sq - i0 < R ? Sq - i0 : R);
+				a.q = qh + i0 * qs[2];
+				a.y = yh + i0 * ys[2];
+				if (mask && ms[2] != 0) {
+					a.mask_t = 1;
+					for (int64_t j = 0; j < Sk; j++)
+						for (int r = 0; r < R; r++)
+							P[j * R + r] = r < a.rows ? mh[(i0 + r) * ms[2] + j * ms[3]] : 0.0f;
 				}
-				ops->pv(S, kp, rows, Vp, vp, Sk, dv, yh + i0 * ys[2], ys[2]);
+				if (i0 + R >= Sq && (h + 1 < p->heads || b + 1 < p->batch)) {
+					/* the head's last block: the next head's rows (the next
+					 * 64 bytes of these rows, or the next batch's first head)
+					 * are fetched while it computes */
+					int64_t nb = h + 1 < p->heads ? b : b + 1, nh = h + 1 < p->heads ? h + 1 : 0;
+					a.pf[0] = Q + nb * qs[0] + nh * qs[1], a.pf_ld[0] = qs[2], a.pf_n[0] = Sq;
+					a.pf[1] = K + nb * ks[0] + nh * ks[1], a.pf_ld[1] = ks[2], a.pf_n[1] = Sk;
+					a.pf[2] = V + nb * vs[0] + nh * vs[1], a.pf_ld[2] = vs[2], a.pf_n[2] = Sk;
+				}
+				ops->block(&a);
 			}
 		}
 }

@@ -3,13 +3,24 @@
  * (not libkiln's API: the entry point is kiln_f32_attention in kernels.h,
  * dispatched once per call in attention.c).
  *
- * attention.c walks the heads: it packs one head's K transposed ([head_dim,
- * kp], kp = kv_len rounded up to 32, zero padded) and V ([kv_len, vp], vp =
- * v_dim rounded up to 16, zero padded) into the work memory, then for each
- * block of at most KILN_ATTENTION_ROWS query rows calls the variant's
- * `scores`, Softmax on each row (f32-vmath's softmax_line) and the variant's
- * `pv`. ref.c is plain loops; avx2.c and avx512.c include body.h over their
- * vector type (register tiles of query rows by packed columns).
+ * attention.c walks the heads, and each head's query rows in blocks of
+ * R = KILN_ATTENTION_ROWS; a variant's `block` does one block whole:
+ *   1. Q^T: the block's query rows times the scale, transposed into
+ *      Qt[d * R + r] (lanes r >= rows zero), so that one vector holds one
+ *      element of W query rows;
+ *   2. the scores transposed, P[j * R + r] = Qt[., r] . K[j, .] (+ the mask),
+ *      in tiles of keys by vectors of query rows, and their maximum over j
+ *      per lane: Softmax runs down the columns of P, lane-wise, with no
+ *      horizontal reduction;
+ *   3. P = exp(P - max) (f32-vmath/exp.h's approximation, <= 1 ulp), the
+ *      sums per lane in float in the order of j, linv = 1 / sum;
+ *   4. Y[r, c] = linv[r] * sum_j P[j * R + r] V[j, c] in tiles of query rows
+ *      by vectors of V's row, stored straight into Y's strided rows.
+ * Only one block's scores exist at a time ([kv_len, R] floats). K and V are
+ * read in place when their rows are contiguous (V's also a whole number of
+ * 16 floats wide); attention.c packs them into the work memory otherwise.
+ * ref.c is plain loops (the same steps, one query row at a time); avx2.c and
+ * avx512.c include body.h over their vector type.
  */
 #ifndef KILN_F32_ATTENTION_H
 #define KILN_F32_ATTENTION_H
@@ -18,15 +29,30 @@
 
 #include "kiln/kernels.h"
 
+typedef struct AttnBlock {
+	int rows;                       /* query rows in the block, 1 .. R */
+	int64_t kv_len, head_dim, v_dim;
+	const float *q;                 /* q[r * qrs + d * qds] */
+	int64_t qrs, qds;
+	float scale;
+	const float *K;                 /* K[j * kld + d] */
+	int64_t kld;
+	const float *V;                 /* V[j * vld + c], readable up to c < v_dim rounded up to 16 */
+	int64_t vld;
+	const float *mask_row;          /* NULL, or mask_row[j * mask_js] added to every row's score j */
+	int64_t mask_js;
+	int mask_t;                     /* P holds the block's mask transposed on entry: added */
+	float *Qt;                      /* [head_dim, R] work */
+	float *P;                       /* [kv_len, R] work */
+	float *linv;                    /* [R] work */
+	float *y;                       /* y[r * yrs + c], r < rows, c < v_dim */
+	int64_t yrs;
+	const float *pf[3];             /* NULL, or rows to prefetch (the next head's Q, K, V): */
+	int64_t pf_ld[3], pf_n[3];      /* the first cache line of pf[t] + i pf_ld[t], i < pf_n[t] */
+} AttnBlock;
+
 typedef struct AttnOps {
-	/* S[r*lds + j] = scale * sum_d q[r*qrs + d*qds] * Kt[d*kp + j] (+ mask[r*mrs + j]
-	 * if mask is not NULL, j < kv_len) for r < rows, j < kp */
-	void (*scores)(const float *q, int64_t qrs, int64_t qds, int rows, const float *Kt,
-	               int64_t kp, int64_t head_dim, float scale, const float *mask, int64_t mrs,
-	               int64_t kv_len, float *S, int64_t lds);
-	/* y[r*yrs + c] = sum_{j < kv_len} P[r*ldp + j] * Vp[j*vp + c] for r < rows, c < v_dim */
-	void (*pv)(const float *P, int64_t ldp, int rows, const float *Vp, int64_t vp,
-	           int64_t kv_len, int64_t v_dim, float *y, int64_t yrs);
+	void (*block)(const AttnBlock *a);
 } AttnOps;
 
 extern const AttnOps kiln_attn_ref, kiln_attn_avx2, kiln_attn_avx512;

@@ -1,90 +1,165 @@
 /*
- * f32-attention/body.h - the vector variants' two products, over the type V
- * of W float lanes that the including file defines (with vzero, vset,
- * vload, vstore, vadd, vmul, vfma) and the register tile of its ISA:
- * SC_ROWS query rows by two vectors of scores, PV_ROWS rows by PV_VECS
- * vectors of output. Rows past `rows` repeat the last row and are not
- * stored, so every tile is computed whole. kp is a multiple of 2 W and vp of
- * PV_VECS W (attention.c pads the packed K and V with zeros).
+ * f32-attention/body.h - a vector variant's `block` (attention.h), over the
+ * type V of W float lanes that the including file defines (with vzero, vset,
+ * vload, vstore, vadd, vsub, vmul, vdiv, vfma, vmin, vmax, what
+ * f32-vmath/exp.h needs, and transpose_w: a W x W block transposed in
+ * registers) and the register tiles of its ISA:
+ *   scores  SC_KEYS keys by NB vectors of query rows (one group of NB W
+ *           lanes; the block's R rows are R / (NB W) groups);
+ *   P V     PV_ROWS query rows by PV_VECS vectors of V's row (PV_VECS W = 16).
+ * Lanes past `rows` compute on zero queries and are never stored.
  */
+#include "../f32-vmath/exp.h"
 
-static void SUFFIX(scores)(const float *q, int64_t qrs, int64_t qds, int rows, const float *Kt,
-                           int64_t kp, int64_t head_dim, float scale, const float *mask,
-                           int64_t mrs, int64_t kv_len, float *S, int64_t lds)
+#define INLINE static inline __attribute__((always_inline))
+
+enum { R = KILN_ATTENTION_ROWS, GW = NB * W };
+
+/* Qt[d * R + r] = scale * q[r, d]: whole W x W blocks transposed in
+ * registers when the rows are contiguous, the rest one by one; lanes from
+ * rows to the end of the last group zero. */
+INLINE void pack_q(const AttnBlock *a, int lanes)
 {
-	const V sc = vset(scale);
-	for (int r0 = 0; r0 < rows; r0 += SC_ROWS) {
-		const float *qr[SC_ROWS];
-		for (int r = 0; r < SC_ROWS; r++)
-			qr[r] = q + (int64_t)(r0 + r < rows ? r0 + r : rows - 1) * qrs;
-		for (int64_t j = 0; j < kp; j += 2 * W) {
-			V a[SC_ROWS][2];
-			for (int r = 0; r < SC_ROWS; r++)
-				a[r][0] = a[r][1] = vzero();
-			for (int64_t d = 0; d < head_dim; d++) {
-				V k0 = vload(Kt + d * kp + j), k1 = vload(Kt + d * kp + j + W);
-				for (int r = 0; r < SC_ROWS; r++) {
-					V qv = vset(qr[r][d * qds]);
-					a[r][0] = vfma(qv, k0, a[r][0]);
-					a[r][1] = vfma(qv, k1, a[r][1]);
-				}
-			}
-			for (int r = 0; r < SC_ROWS && r0 + r < rows; r++) {
-				vstore(S + (r0 + r) * lds + j, vmul(a[r][0], sc));
-				vstore(S + (r0 + r) * lds + j + W, vmul(a[r][1], sc));
-			}
+	const V sc = vset(a->scale);
+	const int full = a->qds == 1 ? a->rows / W * W : 0;
+	const int64_t dh = a->head_dim, dfull = dh / W * W;
+	for (int r0 = 0; r0 < full; r0 += W)
+		for (int64_t d0 = 0; d0 < dfull; d0 += W) {
+			V t[W];
+			#pragma GCC unroll 16
+			for (int i = 0; i < W; i++)
+				t[i] = vload(a->q + (r0 + i) * a->qrs + d0);
+			transpose_w(t);
+			#pragma GCC unroll 16
+			for (int i = 0; i < W; i++)
+				vstore(a->Qt + (d0 + i) * R + r0, vmul(t[i], sc));
 		}
-	}
-	if (!mask)
-		return;
-	for (int r = 0; r < rows; r++) {
-		float *s = S + r * lds;
-		const float *m = mask + r * mrs;
-		int64_t j = 0;
-		for (; j + W <= kv_len; j += W)
-			vstore(s + j, vadd(vload(s + j), vload(m + j)));
-		for (; j < kv_len; j++)
-			s[j] += m[j];
-	}
+	for (int r = 0; r < lanes; r++)
+		for (int64_t d = r < full ? dfull : 0; d < dh; d++)
+			a->Qt[d * R + r] = r < a->rows ? a->q[r * a->qrs + d * a->qds] * a->scale : 0.0f;
 }
 
-static void SUFFIX(pv)(const float *P, int64_t ldp, int rows, const float *Vp, int64_t vp,
-                       int64_t kv_len, int64_t v_dim, float *y, int64_t yrs)
+/* P[j, lanes g..] for keys j0 .. j0 + nj - 1 (nj <= SC_KEYS), the mask
+ * added; m = the running maximum */
+INLINE void score_tile(const AttnBlock *a, int64_t j0, int nj, int64_t g, V m[NB])
 {
-	for (int r0 = 0; r0 < rows; r0 += PV_ROWS) {
-		const float *pr[PV_ROWS];
-		for (int r = 0; r < PV_ROWS; r++)
-			pr[r] = P + (int64_t)(r0 + r < rows ? r0 + r : rows - 1) * ldp;
-		for (int64_t c = 0; c < vp; c += PV_VECS * W) {
-			V a[PV_ROWS][PV_VECS];
-			for (int r = 0; r < PV_ROWS; r++)
-				for (int b = 0; b < PV_VECS; b++)
-					a[r][b] = vzero();
-			for (int64_t j = 0; j < kv_len; j++) {
-				V v[PV_VECS];
-				for (int b = 0; b < PV_VECS; b++)
-					v[b] = vload(Vp + j * vp + c + b * W);
-				for (int r = 0; r < PV_ROWS; r++) {
-					V pj = vset(pr[r][j]);
-					for (int b = 0; b < PV_VECS; b++)
-						a[r][b] = vfma(pj, v[b], a[r][b]);
-				}
-			}
-			for (int r = 0; r < PV_ROWS && r0 + r < rows; r++)
-				for (int b = 0; b < PV_VECS; b++) {
-					int64_t col = c + b * W;
-					float *dst = y + (r0 + r) * yrs + col;
-					if (col + W <= v_dim) {
-						vstore(dst, a[r][b]);
-					} else if (col < v_dim) {
-						float tmp[W];
-						vstore(tmp, a[r][b]);
-						for (int64_t e = 0; e < v_dim - col; e++)
-							dst[e] = tmp[e];
-					}
-				}
+	V acc[SC_KEYS][NB];
+	#pragma GCC unroll 16
+	for (int jj = 0; jj < nj; jj++)
+		#pragma GCC unroll 16
+		for (int b = 0; b < NB; b++)
+			acc[jj][b] = vzero();
+	const float *k = a->K + j0 * a->kld, *qt = a->Qt + g;
+	for (int64_t d = 0; d < a->head_dim; d++) {
+		V q[NB];
+		#pragma GCC unroll 16
+		for (int b = 0; b < NB; b++)
+			q[b] = vload(qt + d * R + b * W);
+		#pragma GCC unroll 16
+		for (int jj = 0; jj < nj; jj++) {
+			V kv = vset(k[jj * a->kld + d]);
+			#pragma GCC unroll 16
+			for (int b = 0; b < NB; b++)
+				acc[jj][b] = vfma(kv, q[b], acc[jj][b]);
+		}
+	}
+	#pragma GCC unroll 16
+	for (int jj = 0; jj < nj; jj++) {
+		float *p = a->P + (j0 + jj) * R + g;
+		V mk = a->mask_row ? vset(a->mask_row[(j0 + jj) * a->mask_js]) : vzero();
+		#pragma GCC unroll 16
+		for (int b = 0; b < NB; b++) {
+			V s = acc[jj][b];
+			if (a->mask_t)
+				s = vadd(s, vload(p + b * W));
+			else if (a->mask_row)
+				s = vadd(s, mk);
+			vstore(p + b * W, s);
+			m[b] = vmax(m[b], s);
 		}
 	}
 }
 
-const AttnOps ATTN_OPS = {SUFFIX(scores), SUFFIX(pv)};
+/* the scores of lanes g .. g + GW - 1, their exponentials and 1 / sum */
+static void softmax_group(const AttnBlock *a, int64_t g)
+{
+	V m[NB], l[NB];
+	#pragma GCC unroll 16
+	for (int b = 0; b < NB; b++)
+		m[b] = vset(-INFINITY), l[b] = vzero();
+	int64_t j = 0;
+	for (; j + SC_KEYS <= a->kv_len; j += SC_KEYS)
+		score_tile(a, j, SC_KEYS, g, m);
+	for (; j < a->kv_len; j++)
+		score_tile(a, j, 1, g, m);
+	for (j = 0; j < a->kv_len; j++) {
+		for (int t = 0; t < 3; t++)
+			if (a->pf[t] && j < a->pf_n[t])
+				_mm_prefetch((const char *)(a->pf[t] + j * a->pf_ld[t]), _MM_HINT_T0);
+		#pragma GCC unroll 16
+		for (int b = 0; b < NB; b++) {
+			float *p = a->P + j * R + g + b * W;
+			V e = v_exp(vsub(vload(p), m[b]));
+			vstore(p, e);
+			l[b] = vadd(l[b], e);
+		}
+	}
+	#pragma GCC unroll 16
+	for (int b = 0; b < NB; b++)
+		vstore(a->linv + g + b * W, vdiv(vset(1.0f), l[b]));
+}
+
+/* y rows r0 .. r0 + PV_ROWS - 1 (those < rows), columns c .. c + 16 */
+INLINE void pv_tile(const AttnBlock *a, int r0, int64_t c)
+{
+	V acc[PV_ROWS][PV_VECS];
+	#pragma GCC unroll 16
+	for (int r = 0; r < PV_ROWS; r++)
+		#pragma GCC unroll 16
+		for (int b = 0; b < PV_VECS; b++)
+			acc[r][b] = vzero();
+	const float *p = a->P + r0, *v = a->V + c;
+	for (int64_t j = 0; j < a->kv_len; j++) {
+		V vv[PV_VECS];
+		#pragma GCC unroll 16
+		for (int b = 0; b < PV_VECS; b++)
+			vv[b] = vload(v + j * a->vld + b * W);
+		#pragma GCC unroll 16
+		for (int r = 0; r < PV_ROWS; r++) {
+			V pj = vset(p[j * R + r]);
+			#pragma GCC unroll 16
+			for (int b = 0; b < PV_VECS; b++)
+				acc[r][b] = vfma(pj, vv[b], acc[r][b]);
+		}
+	}
+	for (int r = 0; r < PV_ROWS && r0 + r < a->rows; r++) {
+		V inv = vset(a->linv[r0 + r]);
+		float *y = a->y + (r0 + r) * a->yrs;
+		#pragma GCC unroll 16
+		for (int b = 0; b < PV_VECS; b++) {
+			int64_t col = c + b * W;
+			V out = vmul(acc[r][b], inv);
+			if (col + W <= a->v_dim) {
+				vstore(y + col, out);
+			} else if (col < a->v_dim) {
+				float tmp[W];
+				vstore(tmp, out);
+				for (int64_t e = 0; e < a->v_dim - col; e++)
+					y[col + e] = tmp[e];
+			}
+		}
+	}
+}
+
+static void SUFFIX(block)(const AttnBlock *a)
+{
+	const int lanes = (a->rows + GW - 1) / GW * GW;
+	pack_q(a, lanes);
+	for (int g = 0; g < lanes; g += GW)
+		softmax_group(a, g);
+	for (int r0 = 0; r0 < a->rows; r0 += PV_ROWS)
+		for (int64_t c = 0; c < a->v_dim; c += PV_VECS * W)
+			pv_tile(a, r0, c);
+}
+
+const AttnOps ATTN_OPS = {SUFFIX(block)};

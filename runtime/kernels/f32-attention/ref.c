@@ -1,32 +1,54 @@
 /*
- * f32-attention/ref.c - the reference variant of the fused attention
- * kernel's two products: plain loops, sums in float in index order.
+ * f32-attention/ref.c - the reference variant of the attention block: one
+ * query row at a time in plain loops, the same steps as body.h (the query
+ * scaled first, the mask added, exp by f32-vmath's reference variant, the
+ * sum in float in the order of j), sums of products in float in index order.
  */
+#include <math.h>
+
+#include "../f32-vmath/vmath.h"
 #include "attention.h"
 
-static void scores_ref(const float *q, int64_t qrs, int64_t qds, int rows, const float *Kt,
-                       int64_t kp, int64_t head_dim, float scale, const float *mask, int64_t mrs,
-                       int64_t kv_len, float *S, int64_t lds)
+enum { R = KILN_ATTENTION_ROWS };
+
+static void block_ref(const AttnBlock *a)
 {
-	for (int r = 0; r < rows; r++)
-		for (int64_t j = 0; j < kp; j++) {
+	const int64_t dh = a->head_dim, n = a->kv_len;
+	float *qs = a->Qt;  /* the row's scaled query */
+	for (int r = 0; r < a->rows; r++) {
+		float *s = a->P + r;  /* its scores: column r of P, where its mask is */
+		for (int64_t d = 0; d < dh; d++)
+			qs[d] = a->q[r * a->qrs + d * a->qds] * a->scale;
+		float m = -INFINITY;
+		for (int64_t j = 0; j < n; j++) {
 			float acc = 0.0f;
-			for (int64_t d = 0; d < head_dim; d++)
-				acc += q[r * qrs + d * qds] * Kt[d * kp + j];
-			S[r * lds + j] = acc * scale + (mask && j < kv_len ? mask[r * mrs + j] : 0.0f);
+			for (int64_t d = 0; d < dh; d++)
+				acc += qs[d] * a->K[j * a->kld + d];
+			if (a->mask_t)
+				acc += s[j * R];
+			else if (a->mask_row)
+				acc += a->mask_row[j * a->mask_js];
+			s[j * R] = acc;
+			m = acc > m || acc != acc ? acc : m;
 		}
+		float l = 0.0f;
+		for (int64_t j0 = 0; j0 < n; j0 += 64) {
+			float e[64];
+			int64_t len = n - j0 < 64 ? n - j0 : 64;
+			for (int64_t t = 0; t < len; t++)
+				e[t] = s[(j0 + t) * R] - m;
+			kiln_vmath_ref.unary(KILN_UNARY_EXP, e, e, len);
+			for (int64_t t = 0; t < len; t++)
+				l += e[t], s[(j0 + t) * R] = e[t];
+		}
+		const float inv = 1.0f / l;
+		for (int64_t c = 0; c < a->v_dim; c++) {
+			float acc = 0.0f;
+			for (int64_t j = 0; j < n; j++)
+				acc += s[j * R] * a->V[j * a->vld + c];
+			a->y[r * a->yrs + c] = acc * inv;
+		}
+	}
 }
 
-static void pv_ref(const float *P, int64_t ldp, int rows, const float *Vp, int64_t vp,
-                   int64_t kv_len, int64_t v_dim, float *y, int64_t yrs)
-{
-	for (int r = 0; r < rows; r++)
-		for (int64_t c = 0; c < v_dim; c++) {
-			float acc = 0.0f;
-			for (int64_t j = 0; j < kv_len; j++)
-				acc += P[r * ldp + j] * Vp[j * vp + c];
-			y[r * yrs + c] = acc;
-		}
-}
-
-const AttnOps kiln_attn_ref = {scores_ref, pv_ref};
+const AttnOps kiln_attn_ref = {block_ref};

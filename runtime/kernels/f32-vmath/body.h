@@ -43,29 +43,7 @@
 
 /* ---- the elementary functions ---- */
 
-static inline V v_exp(V x)
-{
-	const V magic = vset(0x1.8p23f);  /* x + magic - magic rounds x to an integer */
-	x = vmax(vset(-104.0f), vmin(vset(89.0f), x));
-	V n = vsub(vadd(vmul(x, vset(1.44269504088896341f)), magic), magic);
-	V r = vfma(n, vset(-0.693359375f), x);  /* exact: ln2_hi has 9 bits, |n| <= 150 */
-	r = vfma(n, vset(2.12194440e-4f), r);   /* - n * ln2_lo */
-	V p = vset(1.9875691500e-4f);
-	p = vfma(p, r, vset(1.3981999507e-3f));
-	p = vfma(p, r, vset(8.3334519073e-3f));
-	p = vfma(p, r, vset(4.1665795894e-2f));
-	p = vfma(p, r, vset(1.6666665459e-1f));
-	p = vfma(p, r, vset(5.0000001201e-1f));
-	p = vadd(vfma(p, vmul(r, r), r), vset(1.0f));
-#ifdef VMATH_SCALEF
-	return VMATH_SCALEF(p, n);  /* p * 2^n in one instruction, rounded once */
-#else
-	/* 2^n = 2^n1 * 2^n2 with both factors normal (n in [-150, 128]): p * 2^n1
-	 * is exact, so the product is rounded once, subnormal or not. */
-	V n1 = vsub(vadd(vmul(n, vset(0.5f)), magic), magic);
-	return vmul(vmul(p, vexp2i(n1)), vexp2i(vsub(n, n1)));
-#endif
-}
+#include "exp.h"
 
 /* tanh; fast (the LSTM cell): 2 / (e + 1) through vrecip, e of |x| clamped
  * to 10 (tanh is 1 in float there) so that e + 1 stays finite */
