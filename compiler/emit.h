@@ -26,7 +26,7 @@ typedef enum SymLayout {
 	SYM_PACK_B32,            /* a float32 GEMM B operand in the b32 layout
 	                            (runtime/kernels/f32-gemm/pack.h): pack[] = K, N and
 	                            the strides of element (k, n) in bytes[] */
-	SYM_PACK_CONV8,          /* a float32 Conv weight in the conv8 layout
+	SYM_PACK_CONV32,         /* a float32 Conv weight in the conv32 layout
 	                            (runtime/kernels/f32-conv/direct.h): pack[] = C, M,
 	                            kH, kW */
 } SymLayout;

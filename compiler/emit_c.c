@@ -226,7 +226,7 @@ void emit_symbol_fill(const void *arg, void *dst)
 		 * packed where it is, without a copy. */
 		kiln_pack_b32(s->bytes, s->pack[2], s->pack[3], s->pack[0], s->pack[1], dst);
 		break;
-	case SYM_PACK_CONV8: {
+	case SYM_PACK_CONV32: {
 		kiln_conv2d_params p = {.in_channels = s->pack[0], .out_channels = s->pack[1],
 		                        .group = 1, .kernel_h = s->pack[2], .kernel_w = s->pack[3]};
 		kiln_f32_conv2d_pack(&p, s->bytes, dst);
@@ -1507,8 +1507,8 @@ void emit_c(Model *m, const Sig *sigs, const Plan *plans, int nsigs, const EmitO
 		if (E->syms[i].layout == SYM_PACK_B32)
 			fprintf(c, "GEMM B packed b32 (K %" PRId64 ", N %" PRId64 "), ", E->syms[i].pack[0],
 			        E->syms[i].pack[1]);
-		if (E->syms[i].layout == SYM_PACK_CONV8)
-			fprintf(c, "Conv W packed conv8 (M %" PRId64 ", C %" PRId64 ", %" PRId64 "x%" PRId64
+		if (E->syms[i].layout == SYM_PACK_CONV32)
+			fprintf(c, "Conv W packed conv32 (M %" PRId64 ", C %" PRId64 ", %" PRId64 "x%" PRId64
 			        "), ", E->syms[i].pack[1], E->syms[i].pack[0], E->syms[i].pack[2],
 			        E->syms[i].pack[3]);
 		fprintf(c, "from \"");

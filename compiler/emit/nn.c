@@ -303,7 +303,7 @@ static const char *packed_conv_weight(Emit *E, const kiln_conv2d_params *p)
 		return NULL;  /* also read by a subgraph */
 	int64_t pack[4] = {p->in_channels, p->out_channels, p->kernel_h, p->kernel_w};
 	int s = symbol_in_layout(E, DT_FLOAT, v->weight->bytes, v->weight->nbytes, v->name,
-	                         SYM_PACK_CONV8, pack);
+	                         SYM_PACK_CONV32, pack);
 	return symbol_expr(E, s, "float");
 }
 

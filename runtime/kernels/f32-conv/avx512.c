@@ -48,9 +48,11 @@ static inline __attribute__((always_inline)) void gather_run(float *o, const flo
 /* The packed convolution's tile (direct.h): up to 8 output channels by 48
  * wide pixels in 24 zmm accumulators; per column k of W, three loads of the
  * input at xb + koff[k] and eight broadcasts of the weights, which stream in
- * the order they are stored. Lanes past np are read (the work memory has
- * room past its end, direct.c) and dropped. */
+ * the order they are stored (bw floats apart). Lanes past np are read (the
+ * work memory has room past its end, direct.c) and dropped. */
 #include "direct.h"
+
+
 
 /* Row i of the tile's sums (nv vectors) to Y's real pixels: + bias,
  * + residual, the activation (Relu, LeakyRelu and Clip here, others after);
@@ -101,7 +103,7 @@ static inline __attribute__((always_inline)) void conv_store_row(const ConvTile 
 static inline __attribute__((always_inline)) void conv_tile(const ConvTile *t, const int rows,
                                                             const int nv)
 {
-	__m512 acc[CONV8_MR][3];
+	__m512 acc[CONV_MR][3];
 	#pragma GCC unroll 8
 	for (int i = 0; i < rows; i++)
 		#pragma GCC unroll 3
@@ -122,7 +124,7 @@ static inline __attribute__((always_inline)) void conv_tile(const ConvTile *t, c
 	}
 	const float *w = t->w, *xb = t->xb;
 	const int64_t *koff = t->koff;
-	for (int64_t k = 0, K = t->K; k < K; k++, w += rows) {
+	for (int64_t k = 0, K = t->K, ws = t->ws; k < K; k++, w += ws) {
 		const float *b = xb + koff[k];
 		__m512 bv[3];
 		#pragma GCC unroll 3
@@ -177,8 +179,14 @@ void kiln_conv_row2_avx512(float *d, const float *s, int64_t n)
 	}
 }
 
+/* How far ahead (floats, 16 columns) the row tile fetches its weight
+ * stream: one stream of 128 bytes a column, which the hardware prefetcher
+ * alone follows too late when it comes from memory (ResNet's 512-channel
+ * layers: 9 MiB of weights). */
+enum { CONV_WPF = 16 * CONV_ROW_M };
+
 /* The row tile (direct.h): 28 zmm accumulators, [pixel][16 channels]; per
- * column k of W two weight vectors (each two conv8 groups' 8 floats) and 14
+ * column k of W two weight vectors (the block's column of 32) and 14
  * broadcasts of the input (7 for a lone run). The sums go through a small transposing buffer
  * to Y's rows with the epilogue. */
 static inline __attribute__((always_inline)) void conv_rowtile(const ConvRowTile *t, const int nrun)
@@ -188,14 +196,13 @@ static inline __attribute__((always_inline)) void conv_rowtile(const ConvRowTile
 	for (int p = 0; p < nrun * CONV_RUN; p++)
 		acc[p][0] = acc[p][1] = _mm512_setzero_ps();
 	const int64_t K = t->K;
-	const float *w0 = t->w, *w1 = w0 + 8 * K, *w2 = w1 + 8 * K, *w3 = w2 + 8 * K;
+	const float *w = t->w;
 	const float *b0 = t->xb + t->q[0], *b1 = t->xb + (t->len[1] ? t->q[1] : t->q[0]);
 	const int64_t *koff = t->koff;
-	for (int64_t k = 0; k < K; k++) {
-		__m512 wa = _mm512_insertf32x8(_mm512_castps256_ps512(_mm256_loadu_ps(w0 + 8 * k)),
-		                               _mm256_loadu_ps(w1 + 8 * k), 1);
-		__m512 wb = _mm512_insertf32x8(_mm512_castps256_ps512(_mm256_loadu_ps(w2 + 8 * k)),
-		                               _mm256_loadu_ps(w3 + 8 * k), 1);
+	for (int64_t k = 0; k < K; k++, w += CONV_ROW_M) {
+		__m512 wa = _mm512_loadu_ps(w), wb = _mm512_loadu_ps(w + 16);
+		_mm_prefetch((const char *)(w + CONV_WPF), _MM_HINT_T0);
+		_mm_prefetch((const char *)(w + CONV_WPF + 16), _MM_HINT_T0);
 		const float *x0 = b0 + koff[k], *x1 = b1 + koff[k];
 		#pragma GCC unroll 7
 		for (int p = 0; p < CONV_RUN; p++) {

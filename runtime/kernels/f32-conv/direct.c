@@ -1,6 +1,6 @@
 /*
  * f32-conv/direct.c - the packed convolution (kiln_f32_conv2d_packed): the
- * weights packed at compile time in the conv8 layout of direct.h, the input
+ * weights packed at compile time in the conv32 layout of direct.h, the input
  * copied once per image into its padded phase planes in planned work memory,
  * and tiles of 8 output channels by a run of wide pixels summed over all of K
  * in registers, with the bias, residual and activation applied as each tile
@@ -84,13 +84,13 @@ int64_t kiln_f32_conv2d_packed_work(const kiln_conv2d_params *p)
 void kiln_f32_conv2d_pack(const kiln_conv2d_params *p, const float *W, float *dst)
 {
 	int64_t M = p->out_channels, K = p->in_channels / p->group * p->kernel_h * p->kernel_w;
-	for (int64_t m0 = 0; m0 < M; m0 += CONV8_MR) {
-		int64_t gw = M - m0 < CONV8_MR ? M - m0 : CONV8_MR;
+	for (int64_t m0 = 0; m0 < M; m0 += CONV_BLOCK) {
+		int64_t bw = M - m0 < CONV_BLOCK ? M - m0 : CONV_BLOCK;
 		float *d = dst + m0 * K;
 		/* memcpy: at compile time W is where the model file has it, maybe misaligned */
 		for (int64_t k = 0; k < K; k++)
-			for (int64_t i = 0; i < gw; i++)
-				memcpy(&d[k * gw + i], &W[(m0 + i) * K + k], sizeof *d);
+			for (int64_t i = 0; i < bw; i++)
+				memcpy(&d[k * bw + i], &W[(m0 + i) * K + k], sizeof *d);
 	}
 }
 
@@ -223,8 +223,8 @@ void kiln_f32_conv2d_packed(const kiln_conv2d_params *p, const float *X, const f
 				          (g.used_y[dy % sH] * g.nph_x + g.used_x[dx % sW]) * g.plane +
 				          dy / sH * g.Wq + dx / sW;
 			}
-	int64_t ngroups = (M + CONV8_MR - 1) / CONV8_MR;
-	int64_t blk = A_BLOCK_BYTES / (int64_t)sizeof(float) / (CONV8_MR * K);
+	int64_t ngroups = (M + CONV_MR - 1) / CONV_MR;
+	int64_t blk = A_BLOCK_BYTES / (int64_t)sizeof(float) / (CONV_MR * K);
 	if (blk < 1)
 		blk = 1;
 	/* pixels per tile: the row of wide pixels in even tiles (63 = 32 + 31,
@@ -259,9 +259,11 @@ void kiln_f32_conv2d_packed(const kiln_conv2d_params *p, const float *X, const f
 						if (ow < p->out_w)
 							real |= (uint64_t)1 << j;
 					for (int64_t gi = b0; gi < b1; gi++) {
-						int64_t m0 = gi * CONV8_MR;
-						int rows = (int)(M - m0 < CONV8_MR ? M - m0 : CONV8_MR);
-						ConvTile t = {.K = K, .w = Wp + m0 * K, .rows = rows, .np = np,
+						int64_t m0 = gi * CONV_MR, mb = m0 / CONV_BLOCK * CONV_BLOCK;
+						int rows = (int)(M - m0 < CONV_MR ? M - m0 : CONV_MR);
+						int64_t bw = M - mb < CONV_BLOCK ? M - mb : CONV_BLOCK;
+						ConvTile t = {.K = K, .w = Wp + mb * K + (m0 - mb), .ws = bw,
+						              .rows = rows, .np = np,
 						              .koff = koff, .xb = planes + n * g.image + q0,
 						              .q0 = q0, .Wq = g.Wq, .OW = p->out_w,
 						              .ohw = p->out_h * p->out_w, .m0 = m0, .Y = y,

@@ -3,15 +3,17 @@
  * the weight layout the compiler writes, and the tile each ISA variant
  * provides (direct.c is the driver and the one dispatch point).
  *
- * Weights ("conv8"): W [M, K] (K = C * kH * kW, row-major as ONNX stores it)
- * in groups of CONV8_MR = 8 output channels (the last one narrower: gw =
- * M - m0 rows). Group g starts at element m0 * K and holds its K columns one
- * after the other, each gw floats:
+ * Weights ("conv32"): W [M, K] (K = C * kH * kW, row-major as ONNX stores it)
+ * in blocks of CONV_BLOCK = 32 output channels (the last one narrower: bw =
+ * M - m0 rows). Block b starts at element m0 * K and holds its K columns one
+ * after the other, each bw floats:
  *
- *     packed[m0 * K + k * gw + i] = W[m0 + i, k]      (0 <= i < gw)
+ *     packed[m0 * K + k * bw + i] = W[m0 + i, k]      (0 <= i < bw)
  *
- * so a tile reads its weights as one stream (8 broadcasts per k) and the
- * layout holds exactly M * K floats (the weights object does not grow).
+ * so the AVX-512 row tile reads a column as two zmm loads of one stream, a
+ * tile of 8 channels reads 8 floats of each column (8 broadcasts per k, a
+ * stream with stride bw), and the layout holds exactly M * K floats (the
+ * weights object does not grow).
  *
  * The input: each image is copied once into work memory as its padded
  * "phase planes": for strides sH x sW, plane (c, py, px) holds the padded
@@ -29,15 +31,16 @@
 
 #include "kiln/kernels.h"
 
-enum { CONV8_MR = 8 };
+enum { CONV_MR = 8, CONV_BLOCK = 32 };
 
-/* One tile: rows (<= 8) output channels m0... of one group by np (<= the
+/* One tile: rows (<= 8) output channels m0... of one block by np (<= the
  * variant's width) wide pixels q0... from xb, summed over K, then stored to
  * the pixels of Y that are real (ow < OW) with the epilogue: + bias[m],
  * + res (shaped like Y), the activation. */
 typedef struct ConvTile {
 	int64_t K;
-	const float *w;          /* the group's packed weights: K columns of rows floats */
+	const float *w;          /* weight (m0, column 0) in the packed block */
+	int64_t ws;              /* floats from one column of the block to the next (bw) */
 	int rows, np;
 	const int64_t *koff;     /* [K]: column k reads xb[koff[k] + j] */
 	const float *xb;         /* the image's planes + the tile's first wide pixel */
@@ -85,7 +88,7 @@ void kiln_conv_tile_avx2(const ConvTile *t);
 void kiln_conv_tile_avx512(const ConvTile *t);
 
 /* The row tile, for outputs whose rows are too short for a tile of wide
- * pixels to be mostly real: 32 output channels m0... (four conv8 groups) by
+ * pixels to be mostly real: 32 output channels m0... (one whole block) by
  * two runs of up to CONV_RUN real pixels, each inside one output row (wide
  * pixels q[r]..., outputs yoff[r]... of every output plane), summed over K
  * in the same order as a ConvTile and stored with the same epilogue, so the
@@ -93,7 +96,7 @@ void kiln_conv_tile_avx512(const ConvTile *t);
 enum { CONV_RUN = 7, CONV_ROW_M = 32 };
 typedef struct ConvRowTile {
 	int64_t K;
-	const float *w;          /* the first group's packed weights; group j at w + j * 8 * K */
+	const float *w;          /* the block's packed weights: K columns of 32 floats */
 	const int64_t *koff;     /* [K] */
 	const float *xb;         /* the image's planes */
 	int64_t q[2], yoff[2];
@@ -119,13 +122,13 @@ void kiln_conv_row2_avx512(float *d, const float *s, int64_t n);
  * compiler vectorizes). Sums in the order k = 0, 1, ... */
 void CONV_TILE_NAME(const ConvTile *t)
 {
-	float acc[CONV8_MR][CONV_TILE_NP];
+	float acc[CONV_MR][CONV_TILE_NP];
 	int rows = t->rows, np = t->np;
-	for (int i = 0; i < CONV8_MR; i++)
+	for (int i = 0; i < CONV_MR; i++)
 		for (int j = 0; j < CONV_TILE_NP; j++)
 			acc[i][j] = 0.0f;
 	const float *w = t->w;
-	for (int64_t k = 0; k < t->K; k++, w += rows) {
+	for (int64_t k = 0; k < t->K; k++, w += t->ws) {
 		const float *b = t->xb + t->koff[k];
 		float bv[CONV_TILE_NP];
 		for (int j = 0; j < CONV_TILE_NP; j++)
