@@ -186,6 +186,7 @@ int main(void)
 		{1, 64, 13, 12, 32, 1, 2, 3, 3, 2, 1, 2, 1, 0, 2, 3}, /* packed rows: phases mixed */
 		{1, 128, 7, 7, 32, 1, 1, 1, 1, 1, 1, 1, 0, 0, 0, 0},  /* packed rows: 1x1, K = 128 */
 		{1, 300, 7, 7, 32, 1, 1, 1, 1, 1, 1, 1, 0, 0, 0, 0},  /* packed rows: 1x1, K = 300 */
+		{2, 32, 9, 30, 64, 1, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1},  /* packed rows: 30 wide */
 	};
 	by_hand();
 	for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {

@@ -185,16 +185,95 @@ void kiln_conv_row2_avx512(float *d, const float *s, int64_t n)
  * layers: 9 MiB of weights). */
 enum { CONV_WPF = 16 * CONV_ROW_M };
 
+/* A 16 x 16 transpose in registers: v[i] lane j <- v[j] lane i. */
+static inline __attribute__((always_inline)) void transpose16(__m512 v[16])
+{
+	__m512 t[16];
+	#pragma GCC unroll 8
+	for (int i = 0; i < 16; i += 2) {
+		t[i] = _mm512_unpacklo_ps(v[i], v[i + 1]);
+		t[i + 1] = _mm512_unpackhi_ps(v[i], v[i + 1]);
+	}
+	/* per 128-bit block b, v[4 g + j] = rows 4 g .. 4 g + 3 of column 4 b + j */
+	#pragma GCC unroll 4
+	for (int g = 0; g < 16; g += 4) {
+		__m512d a = _mm512_castps_pd(t[g]), b = _mm512_castps_pd(t[g + 1]);
+		__m512d c = _mm512_castps_pd(t[g + 2]), d = _mm512_castps_pd(t[g + 3]);
+		v[g] = _mm512_castpd_ps(_mm512_unpacklo_pd(a, c));
+		v[g + 1] = _mm512_castpd_ps(_mm512_unpackhi_pd(a, c));
+		v[g + 2] = _mm512_castpd_ps(_mm512_unpacklo_pd(b, d));
+		v[g + 3] = _mm512_castpd_ps(_mm512_unpackhi_pd(b, d));
+	}
+	/* then blocks (0, 2) and (1, 3) of row groups g and g + 4, twice */
+	#pragma GCC unroll 4
+	for (int j = 0; j < 4; j++) {
+		t[j] = _mm512_shuffle_f32x4(v[j], v[4 + j], 0x88);
+		t[4 + j] = _mm512_shuffle_f32x4(v[j], v[4 + j], 0xdd);
+		t[8 + j] = _mm512_shuffle_f32x4(v[8 + j], v[12 + j], 0x88);
+		t[12 + j] = _mm512_shuffle_f32x4(v[8 + j], v[12 + j], 0xdd);
+	}
+	#pragma GCC unroll 8
+	for (int j = 0; j < 8; j++) {
+		v[j] = _mm512_shuffle_f32x4(t[j], t[8 + j], 0x88);
+		v[8 + j] = _mm512_shuffle_f32x4(t[j], t[8 + j], 0xdd);
+	}
+}
+
+/* Output channel m0 + c of a row tile: x holds its sums of run 0 in lanes
+ * 0..6 and of run 1 in lanes 7..13; + bias, + residual, the activation (as
+ * the wide tile does it, in the same order), stored as the two runs. */
+static inline __attribute__((always_inline)) void rowtile_store(const ConvRowTile *t, int c,
+                                                                __m512 x)
+{
+	const kiln_epilogue *ep = t->ep;
+	int act = ep ? ep->act : KILN_ACT_NONE;
+	int64_t m = t->m0 + c, at0 = m * t->ohw + t->yoff[0], at1 = m * t->ohw + t->yoff[1];
+	__mmask16 k0 = (__mmask16)((1u << t->len[0]) - 1), k1 = (__mmask16)((1u << t->len[1]) - 1);
+	x = _mm512_add_ps(x, _mm512_set1_ps(t->bias ? t->bias[m] : 0.0f));
+	if (t->res) {
+		__m512 r0 = _mm512_maskz_loadu_ps(k0, t->res + at0);
+		__m512i r1 = _mm512_castps_si512(_mm512_maskz_loadu_ps(k1, t->res + at1));
+		/* run 1's residual to lanes 7.. */
+		__m512 r = _mm512_mask_mov_ps(r0, (__mmask16)(k1 << CONV_RUN),
+		                              _mm512_castsi512_ps(_mm512_alignr_epi32(r1, r1, 16 - CONV_RUN)));
+		x = _mm512_add_ps(x, r);
+	}
+	if (act == KILN_ACT_RELU)
+		x = _mm512_maskz_mov_ps(_mm512_cmp_ps_mask(x, _mm512_setzero_ps(), _CMP_GT_OQ), x);
+	__m512i xi = _mm512_castps_si512(x);
+	_mm512_mask_storeu_ps(t->Y + at0, k0, x);
+	_mm512_mask_storeu_ps(t->Y + at1, k1, _mm512_castsi512_ps(_mm512_alignr_epi32(xi, xi, CONV_RUN)));
+	if (act != KILN_ACT_NONE && act != KILN_ACT_RELU) {
+		kiln_f32_act(t->Y + at0, t->len[0], ep);
+		if (t->len[1])
+			kiln_f32_act(t->Y + at1, t->len[1], ep);
+	}
+}
+
 /* The row tile (direct.h): 28 zmm accumulators, [pixel][16 channels]; per
  * column k of W two weight vectors (the block's column of 32) and 14
- * broadcasts of the input (7 for a lone run). The sums go through a small transposing buffer
- * to Y's rows with the epilogue. */
+ * broadcasts of the input (7 for a lone run). The sums are transposed in
+ * registers, 16 channels at a time, and stored to Y's rows with the epilogue,
+ * a vector per channel. */
 static inline __attribute__((always_inline)) void conv_rowtile(const ConvRowTile *t, const int nrun)
 {
 	__m512 acc[2 * CONV_RUN][2];
 	#pragma GCC unroll 14
 	for (int p = 0; p < nrun * CONV_RUN; p++)
 		acc[p][0] = acc[p][1] = _mm512_setzero_ps();
+	/* the next pair's outputs (and residual), which are likely in memory:
+	 * fetched while this one sums */
+	int64_t next = t->yoff[nrun - 1] + t->len[nrun - 1];
+	#pragma GCC unroll 4
+	for (int c = 0; c < CONV_ROW_M; c++) {
+		int64_t at = (t->m0 + c) * t->ohw + next;
+		_mm_prefetch((const char *)(t->Y + at), _MM_HINT_T0);
+		_mm_prefetch((const char *)(t->Y + at + 2 * CONV_RUN - 1), _MM_HINT_T0);
+		if (t->res) {
+			_mm_prefetch((const char *)(t->res + at), _MM_HINT_T0);
+			_mm_prefetch((const char *)(t->res + at + 2 * CONV_RUN - 1), _MM_HINT_T0);
+		}
+	}
 	const int64_t K = t->K;
 	const float *w = t->w;
 	const float *b0 = t->xb + t->q[0], *b1 = t->xb + (t->len[1] ? t->q[1] : t->q[0]);
@@ -217,29 +296,17 @@ static inline __attribute__((always_inline)) void conv_rowtile(const ConvRowTile
 			acc[CONV_RUN + p][1] = _mm512_fmadd_ps(wb, x, acc[CONV_RUN + p][1]);
 		}
 	}
-	float out[2 * CONV_RUN][CONV_ROW_M];
-	#pragma GCC unroll 14
-	for (int p = 0; p < nrun * CONV_RUN; p++) {
-		_mm512_storeu_ps(&out[p][0], acc[p][0]);
-		_mm512_storeu_ps(&out[p][16], acc[p][1]);
+	#pragma GCC unroll 2
+	for (int h = 0; h < 2; h++) {
+		__m512 v[16];
+		#pragma GCC unroll 16
+		for (int p = 0; p < 16; p++)
+			v[p] = p < nrun * CONV_RUN ? acc[p][h] : _mm512_setzero_ps();
+		transpose16(v);
+		#pragma GCC unroll 16
+		for (int c = 0; c < 16; c++)
+			rowtile_store(t, 16 * h + c, v[c]);
 	}
-	const kiln_epilogue *ep = t->ep;
-	int act = ep ? ep->act : KILN_ACT_NONE;
-	for (int r = 0; r < nrun; r++)
-		for (int c = 0; c < CONV_ROW_M; c++) {
-			int64_t m = t->m0 + c, at = m * t->ohw + t->yoff[r];
-			float b = t->bias ? t->bias[m] : 0.0f, *y = t->Y + at;
-			for (int j = 0; j < t->len[r]; j++) {
-				float v = out[r * CONV_RUN + j][c] + b;
-				if (t->res)
-					v += t->res[at + j];
-				if (act == KILN_ACT_RELU)
-					v = v > 0.0f ? v : 0.0f;
-				y[j] = v;
-			}
-			if (act != KILN_ACT_NONE && act != KILN_ACT_RELU && t->len[r])
-				kiln_f32_act(y, t->len[r], ep);
-		}
 }
 
 void kiln_conv_rowtile_avx512(const ConvRowTile *t)
