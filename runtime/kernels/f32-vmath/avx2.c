@@ -40,6 +40,7 @@ static inline V vmax(V a, V b) { return _mm256_max_ps(a, b); }
 static inline VM vlt(V a, V b) { return _mm256_cmp_ps(a, b, _CMP_LT_OQ); }
 static inline VM vgt(V a, V b) { return _mm256_cmp_ps(a, b, _CMP_GT_OQ); }
 static inline VM vge(V a, V b) { return _mm256_cmp_ps(a, b, _CMP_GE_OQ); }
+static inline int vall(VM m) { return _mm256_movemask_ps(m) == 0xff; }
 static inline V vsel(VM m, V a, V b) { return _mm256_blendv_ps(b, a, m); }
 static inline V vabs(V a) { return _mm256_andnot_ps(_mm256_set1_ps(-0.0f), a); }
 static inline V vcopysign(V m, V s)

@@ -37,6 +37,7 @@ static inline V vmax(V a, V b) { return _mm512_max_ps(a, b); }
 static inline VM vlt(V a, V b) { return _mm512_cmp_ps_mask(a, b, _CMP_LT_OQ); }
 static inline VM vgt(V a, V b) { return _mm512_cmp_ps_mask(a, b, _CMP_GT_OQ); }
 static inline VM vge(V a, V b) { return _mm512_cmp_ps_mask(a, b, _CMP_GE_OQ); }
+static inline int vall(VM m) { return m == 0xffff; }
 static inline V vsel(VM m, V a, V b) { return _mm512_mask_blend_ps(m, b, a); }
 static inline V vabs(V a) { return _mm512_abs_ps(a); }
 static inline V vcopysign(V m, V s)

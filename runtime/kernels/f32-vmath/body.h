@@ -7,7 +7,8 @@
  *   vrecip(a) = 1 / a (ref: the division; SIMD: the estimate and one Newton step)
  *   vmin(a, b) = a < b ? a : b,  vmax(a, b) = a > b ? a : b   (a NaN gives b)
  *   vabs vcopysign(m, s) (m >= 0 gets the sign of s)  vlt vgt vge -> VM
- *   vsel(m, a, b) = m ? a : b,  vexp2i(n) = 2^n for integral n in [-126, 127],
+ *   vsel(m, a, b) = m ? a : b,  vall(m) = every lane of m set,
+ *   vexp2i(n) = 2^n for integral n in [-126, 127],
  *   or instead VMATH_SCALEF(p, n) = p * 2^n rounded once (AVX-512's vscalefps),
  *   which exp then takes for its two vexp2i factors (the same result)
  *   vkeep_n(a, n): lanes >= n set to 0
@@ -110,13 +111,18 @@ static VMATH_INLINE V sigmoid_of(V x, int fast)
 
 static inline V v_sigmoid(V x) { return sigmoid_of(x, 0); }
 
+/* a vector whose lanes are all on the polynomial side skips erfc's exp (the
+ * same result: the other side's lanes would be discarded) */
 static inline V v_gelu(V x)
 {
 	V u = vmul(x, vset(0.70710678118654752f)), a = vabs(u);
 	V small = vfma(u, v_erf_small(vmul(u, u)), vset(1.0f));
+	VM is_small = vlt(a, vset(0.921875f));
+	if (vall(is_small))
+		return vmul(vmul(x, vset(0.5f)), small);
 	V c = vsel(vge(a, vset(3.925f)), vset(0.0f), v_erfc_tail(a));
 	V big = vsel(vlt(x, vset(0.0f)), c, vsub(vset(2.0f), c));
-	return vmul(vmul(x, vset(0.5f)), vsel(vlt(a, vset(0.921875f)), small, big));
+	return vmul(vmul(x, vset(0.5f)), vsel(is_small, small, big));
 }
 
 /* ---- loops: one per function, the function chosen once per call ---- */

@@ -35,6 +35,7 @@ static inline V vmax(V a, V b) { return a > b ? a : b; }
 static inline VM vlt(V a, V b) { return a < b; }
 static inline VM vgt(V a, V b) { return a > b; }
 static inline VM vge(V a, V b) { return a >= b; }
+static inline int vall(VM m) { return m != 0; }
 static inline V vsel(VM m, V a, V b) { return m ? a : b; }
 static inline uint32_t bits(V a) { uint32_t u; memcpy(&u, &a, sizeof u); return u; }
 static inline V from_bits(uint32_t u) { V a; memcpy(&a, &u, sizeof a); return a; }
