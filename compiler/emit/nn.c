@@ -137,19 +137,14 @@ void emit_layernorm(Emit *E)
 		emitf(E, "\t}\n");
 	}
 	if (node_attr(E->n, "kiln.residual") && E->n->nin > 3 && E->n->in[3] != NONE) {
-		/* passes/addnorm.c: the residual Add, one row at a time in Y's row
-		 * (still in L1 when it is normalized in place) */
+		/* passes/addnorm.c: the residual Add in the kernel, row by row (the
+		 * sum stored in Y's row, still in L1 when it is normalized) */
 		if (want_mean || want_inv)
 			emit_fail(E, "kiln.residual with statistics outputs is not supported");
 		Operand R = in_op(E, 3);
 		require_f32(E, &R);
-		emitf(E, "\tconst float *R = %s;\n", R.expr);
-		emitf(E, "\tfor (int64_t r = 0; r < %" PRId64 "; r++) {\n"
-		      "\t\tfloat *y = Y + r * %" PRId64 ";\n"
-		      "\t\tfor (int64_t i = 0; i < %" PRId64 "; i++)\n"
-		      "\t\t\ty[i] = X[r * %" PRId64 " + i] + R[r * %" PRId64 " + i];\n"
-		      "\t\tkiln_f32_layernorm(y, %s, %s, y, 1, %" PRId64 ", %s);\n\t}\n",
-		      outer, norm, norm, norm, norm, S.expr, bias, norm, eps);
+		emitf(E, "\tkiln_f32_add_layernorm(X, %s, %s, %s, Y, %" PRId64 ", %" PRId64 ", %s);\n",
+		      R.expr, S.expr, bias, outer, norm, eps);
 		return;
 	}
 	emitf(E, "\tkiln_f32_layernorm(X, %s, %s, Y, %" PRId64 ", %" PRId64 ", %s);\n", S.expr, bias,

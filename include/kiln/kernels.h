@@ -286,6 +286,13 @@ KILN_API void kiln_f32_attention(const kiln_attention_params *p, const float *Q,
 KILN_API void kiln_f32_layernorm(const float *X, const float *scale, const float *bias,
                                  float *Y, int64_t outer, int64_t norm_size, float epsilon);
 
+/* LayerNorm of X + R (a residual sum, rounded to float, as a separate Add
+ * would give), as kiln_f32_layernorm; the sum of a row is stored in Y's row
+ * first. Y may be X or R. */
+KILN_API void kiln_f32_add_layernorm(const float *X, const float *R, const float *scale,
+                                     const float *bias, float *Y, int64_t outer,
+                                     int64_t norm_size, float epsilon);
+
 /*
  * ONNX BatchNormalization in inference mode (training_mode = 0): X and Y are
  * [N, C, spatial] (spatial = product of the dims after C, 1 for 2-D input);

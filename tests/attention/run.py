@@ -201,7 +201,7 @@ def main():
         r = subprocess.run([kiln, "compile", os.path.join(d, "model.onnx"), "--batch", batch,
                             "--name", "m", "-o", out], capture_output=True, text=True)
         code = open(os.path.join(out, "m.c")).read() if r.returncode == 0 else ""
-        got = (code.count("kiln_f32_attention("), code.count("kiln_f32_layernorm(y, "))
+        got = (code.count("kiln_f32_attention("), code.count("kiln_f32_add_layernorm("))
         if r.returncode != 0 or got != (calls, ln_res):
             print(f"FAIL {name}: kiln_f32_attention and the fused residual LayerNorm appear {got} times, "
                   f"want {(calls, ln_res)}\n{r.stderr}")

@@ -6,7 +6,9 @@
  * to its spread (values 1000 +- 0.01), where float arithmetic of x - mean
  * would lose most digits; the kernels compute in double and must keep them.
  * LayerNorm runs with and without bias, with norm_size 1 (output = bias), and
- * with rows of equal values (variance 0, so epsilon alone sets the scale).
+ * with rows of equal values (variance 0, so epsilon alone sets the scale);
+ * kiln_f32_add_layernorm (a residual R added first) against the reference of
+ * the float sum X + R, out of place, in X and in R.
  * Tolerance: |err| <= 1e-6 * (|(x - mean) * inv_std * scale| + |bias|), the
  * size of the two terms (tighter than the float kernels' 1e-5, since these
  * compute in double).
@@ -31,14 +33,21 @@ static void fill(float *x, int64_t n, int kind)
 			x[i] = 2.5f;
 }
 
+/* residual: 0 none; 1 R added, out of place; 2 in X's memory; 3 in R's */
 static void layernorm_case(int64_t outer, int64_t size, int kind, int with_bias, float eps,
-                           int in_place)
+                           int in_place, int residual)
 {
 	int64_t n = outer * size;
 	float *X = xmalloc((size_t)n * sizeof *X), *scale = xmalloc((size_t)size * sizeof *scale);
 	float *bias = with_bias ? xmalloc((size_t)size * sizeof *bias) : NULL;
 	double *want = xmalloc((size_t)n * sizeof *want), *bound = xmalloc((size_t)n * sizeof *bound);
+	float *R = xmalloc((size_t)(n + 1) * sizeof *R), *X0 = xmalloc((size_t)(n + 1) * sizeof *X0);
 	fill(X, n, kind);
+	fill_uniform(R, n, -0.5f, 0.5f);
+	memcpy(X0, X, (size_t)n * sizeof *X);
+	if (residual)  /* the reference normalizes the float sum */
+		for (int64_t i = 0; i < n; i++)
+			X[i] = X0[i] + R[i];
 	fill_uniform(scale, size, -2.0f, 2.0f);
 	if (bias)
 		fill_uniform(bias, size, -1.0f, 1.0f);
@@ -60,7 +69,14 @@ static void layernorm_case(int64_t outer, int64_t size, int kind, int with_bias,
 	}
 	Guarded gy;
 	float *Y = guarded_alloc(&gy, (size_t)n * sizeof *Y, 0);
-	if (in_place) {
+	if (residual) {
+		float *x = X0, *r = R;
+		if (residual == 2)
+			memcpy(Y, X0, (size_t)n * sizeof *Y), x = Y;
+		else if (residual == 3)
+			memcpy(Y, R, (size_t)n * sizeof *Y), r = Y;
+		kiln_f32_add_layernorm(x, r, scale, bias, Y, outer, size, eps);
+	} else if (in_place) {
 		memcpy(Y, X, (size_t)n * sizeof *Y);
 		kiln_f32_layernorm(Y, scale, bias, Y, outer, size, eps);
 	} else {
@@ -69,13 +85,15 @@ static void layernorm_case(int64_t outer, int64_t size, int kind, int with_bias,
 		kiln_f32_layernorm(X, scale, bias, Y, outer, size, eps);
 	}
 	char what[256];
-	snprintf(what, sizeof what, "layernorm outer=%lld size=%lld data %s bias=%d eps=%g%s",
-	         (long long)outer, (long long)size, data_names[kind], with_bias, (double)eps,
-	         in_place ? " in place" : "");
+	static const char *const res_names[] = {"", " + residual", " + residual in X",
+	                                        " + residual in R"};
+	snprintf(what, sizeof what, "layernorm outer=%lld size=%lld data %s%s bias=%d eps=%g%s",
+	         (long long)outer, (long long)size, data_names[kind], res_names[residual], with_bias,
+	         (double)eps, in_place ? " in place" : "");
 	CHECK_CLOSE(what, Y, want, bound, n, NORM_TOL);
 	CHECK(guarded_intact(&gy), what);
 	guarded_free(&gy);
-	free(X), free(scale), free(bias), free(want), free(bound);
+	free(X), free(scale), free(bias), free(want), free(bound), free(R), free(X0);
 }
 
 static void batchnorm_case(int64_t N, int64_t C, int64_t spatial, int kind, float eps, int in_place)
@@ -151,7 +169,9 @@ int main(void)
 				for (int in_place = 0; in_place < 2; in_place++) {
 					float eps = (with_bias + in_place) % 2 ? 1e-5f : 1e-2f;
 					layernorm_case(ln_shapes[s][0], ln_shapes[s][1], kind, with_bias, eps,
-					               in_place);
+					               in_place, 0);
+					layernorm_case(ln_shapes[s][0], ln_shapes[s][1], kind, with_bias, eps, 0,
+					               in_place ? 2 + with_bias : 1);
 				}
 	for (size_t s = 0; s < sizeof bn_shapes / sizeof bn_shapes[0]; s++)
 		for (int kind = 0; kind < DATA_KINDS; kind++)

@@ -274,12 +274,20 @@ static void vmath_map_sub2(const float *x, float *y, int64_t n, V a, V b)
  * the mean is large next to the spread (x - hi is exact near the mean); the
  * variance is the double sum of d^2 (two passes, never E[x^2] - E[x]^2);
  * y = d * (inv_std * scale) + bias in float. */
-static void vmath_layernorm_row(const float *x, const float *scale, const float *bias, float *y,
-                                int64_t n, float epsilon)
+static void vmath_layernorm_row(const float *x, const float *res, const float *scale,
+                                const float *bias, float *y, int64_t n, float epsilon)
 {
+	int64_t i = 0;
+	if (res) {  /* the residual sum first, stored in y a vector at a time */
+		for (; i + W <= n; i += W)
+			vstore(y + i, vadd(vload(x + i), vload(res + i)));
+		if (i < n)
+			vstore_n(y + i, vadd(vload_n(x + i, n - i), vload_n(res + i, n - i)), n - i);
+		x = y;
+		i = 0;
+	}
 	Dacc acc;
 	dacc_zero(&acc);
-	int64_t i = 0;
 	for (; i + W <= n; i += W)
 		dacc_add(&acc, vload(x + i));
 	if (i < n)
