@@ -358,9 +358,10 @@ int main(void)
 		/* LSTM gate blocks of 16 + 13 units at batch 1: the last block's 52
 		 * columns are a whole panel and a narrower one */
 		{3, 1, 5, 29},
-		/* whole blocks fused with their product at batch 1 (vmath_lstm_block):
-		 * 2 + 1 units with K odd, and DeepJet's 9 + 6 */
-		{3, 1, 4, 33}, {4, 1, 3, 150},
+		/* batch 1 with 33 and 50 units (2 + 1, 3 + 2 blocks): one product over
+		 * every block, then the cells; with 150 (DeepJet's 9 + 6) whole blocks
+		 * fused with their product (vmath_lstm_block) */
+		{3, 1, 4, 33}, {4, 1, 3, 50}, {4, 1, 3, 150},
 	};
 	/* Every activation appears, with its alpha and beta; the ones that can
 	 * grow the state (Relu, Affine, Softplus...) sit where a sigmoid-like

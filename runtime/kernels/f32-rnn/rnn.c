@@ -307,14 +307,29 @@ static void lstm_row_gemv(const kiln_rnn_params *p, const float *x, const float 
 	}
 }
 
+/* Whether one row's step goes block by block (lstm_row_gemv): where R^T
+ * streams from L2 each step, the cells then overlap the stream. With 32 to
+ * 52 units (R^T 16 to 43 KiB, read from L1) the step is bound by the chain
+ * of dependent operations instead, and one product over all 4H columns, then
+ * the cells in one call, whose chains overlap, was measured faster at T = 25:
+ * AVX-512 4 to 16 % for H = 32 to 52 (H = 16 to 24 and 56 up: slower or the
+ * same); AVX2 16 and 5 % for H = 32 and 40, the same at 48, 3 to 6 % slower
+ * at 50 and 52. */
+static int row_by_blocks(int64_t H)
+{
+	int64_t most = kiln_isa() == KILN_ISA_AVX512 ? 52 : 40;
+	return H < 32 || H > most;
+}
+
 /* Step s of an LSTM in gate blocks for rows b0 .. b0+nb-1: one row with a
- * one-row product, lstm_row_gemv; else one GEMM, then each row's cells in
- * one call (vmath's lstm_cells, so that the blocks' cells overlap). */
+ * one-row product, lstm_row_gemv (row_by_blocks); else one GEMM (one row:
+ * f32-gemv's product), then each row's cells in one call (vmath's
+ * lstm_cells, so that the blocks' cells overlap). */
 static void lstm_block_step(const kiln_rnn_params *p, const kiln_rnn_io *io, const int32_t *lens,
                             int64_t b0, int64_t nb, int64_t s, GemvFn gemv, Chunk *k)
 {
 	int64_t H = p->hidden_size, GW = 4 * H;
-	int one_row = nb == 1 && gemv;
+	int one_row = nb == 1 && gemv && row_by_blocks(H);
 	if (one_row)
 		memcpy(k->tmp, k->h, (size_t)H * sizeof *k->tmp);
 	else
