@@ -269,8 +269,8 @@ static void test_conv_f16_shape(int64_t N, int64_t C, int64_t H, int64_t Wd, int
 /* kiln_f32_conv2d_packed with the residual and the activation on the
  * shapes that take its other tiles and stores (direct.h): row tiles (32
  * output channels, runs of 7 pixels of one row: 7x7 and 14x14 maps, a row
- * of 10 = 7 + 3, rows of 30 whose pairs of runs straddle two rows, stride 2,
- * dilation 2, odd channel counts) and wide tiles
+ * of 10 = 7 + 3, rows of 30 whose pairs of runs straddle two rows, a 7x7
+ * stride-2 stem, stride 2, dilation 2, odd channel counts) and wide tiles
  * whose rows end inside a vector, against a double reference. */
 static void test_conv_packed_shape(int act, int64_t N, int64_t C, int64_t H, int64_t Wd, int64_t M,
                                    int64_t k, int64_t stride, int64_t pad, int64_t dil)
@@ -354,6 +354,7 @@ int main(void)
 		test_conv_packed_shape(act, 1, 31, 12, 14, 96, 3, 1, 2, 2); /* rows: 10 = 7 + 3, dilation */
 		test_conv_packed_shape(act, 2, 9, 11, 20, 24, 3, 1, 1, 1);  /* wide: rows end in a vector */
 		test_conv_packed_shape(act, 1, 30, 6, 30, 64, 3, 1, 1, 1);  /* rows: 30 = 4 x 7 + 2 */
+		test_conv_packed_shape(act, 1, 3, 29, 30, 64, 7, 2, 3, 1);  /* rows: a 7x7 stem, K 147 */
 	}
 	test_conv_f16_shape(2, 6, 5, 7, 4, 2, 3, 3, 2, 1);   /* groups, stride 2 */
 	test_conv_f16_shape(1, 64, 4, 4, 600, 1, 1, 1, 1, 0); /* 1x1 GEMM, three panels */

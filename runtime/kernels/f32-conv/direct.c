@@ -143,12 +143,13 @@ static void copy_image(const kiln_conv2d_params *p, const Geo *g, const float *x
 
 #ifdef KILN_HAVE_X86_VARIANTS
 /* Row tiles wherever the output channels come in blocks of 32 and K is
- * long enough to pay for their transposing store: no lane is wasted on the
- * Wq - OW columns past a row (ResNet's 14x14 and 7x7 maps: 2 of every 9 wide
- * pixels), and 28 accumulators to the wide tile's 24. */
+ * long enough to pay for their transposing store (ResNet-18: every layer
+ * but the 1x1 of K 64): no lane is wasted on the Wq - OW columns past a row
+ * (the 14x14 and 7x7 maps: 2 of every 9 wide pixels), and 28 accumulators to
+ * the wide tile's 24. */
 static int use_rows(const kiln_conv2d_params *p, const Geo *g)
 {
-	return p->out_channels % CONV_ROW_M == 0 && g->K >= 256;
+	return p->out_channels % CONV_ROW_M == 0 && g->K >= 128;
 }
 
 /* The row tiles' loops: as kiln_f32_conv2d_packed's, with units of 32
