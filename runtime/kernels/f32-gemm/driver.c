@@ -8,10 +8,12 @@
  * copy at run time), or its rows are read in place, or it is packed on the
  * fly, a panel and at most KC rows at a time, into a 32 KiB buffer on the
  * stack (any strides: Gemm transB, the convolution's implicit im2col). K is
- * cut into blocks (of at most 256 rows, so a panel's block stays in L1 while
- * the tiles pass over it); the first one applies beta and the last one the
- * epilogue. Rows spread evenly over the tiles. Nothing is allocated; the result
- * depends only on the inputs and the variant (a fixed summation order).
+ * cut into blocks of at most 256 rows; the first one applies beta and the
+ * last one the epilogue. B in place: a tile's rows of A (one K block) stay in
+ * L1 while B's panels (a block of B that fits L2) stream past them; B packed
+ * on the fly: each panel's K block stays in L1 while the tiles pass over it.
+ * Rows spread evenly over the tiles. Nothing is allocated; the result depends
+ * only on the inputs and the variant (a fixed summation order).
  */
 #include <stddef.h>
 
@@ -22,7 +24,7 @@
 
 enum {
 	KC = 256,               /* rows of a panel packed on the fly: 32 KiB */
-	A_BLOCK_BYTES = 256 << 10,
+	B_BLOCK_BYTES = 512 << 10,  /* B's block that stays in L2 (2 MiB) */
 };
 
 static int inline_act(int act)
@@ -38,38 +40,47 @@ static int64_t tile_row(int64_t ti, int64_t nt, int64_t M)
 	return ti * M / nt;
 }
 
-/* Tiles [t0, t1) of nt over M rows, in C's columns [n0, n0 + t->w): A's
- * rows at a (lda apart, the K block's first column). */
-static void run_tiles(gemm_tile_fn tile, GemmTile *t, const GemmEpi *e, int late_act,
-                      int64_t t0, int64_t t1, int64_t nt, int64_t M, const float *a,
-                      int64_t lda, float *C, int64_t ldc, int64_t n0, int64_t N)
+/* Tile ti of nt over M rows, in C's columns [n0, n0 + t->w), K block at
+ * column k0 of A (lda apart). pf: prefetch the next tile's A (rows
+ * contiguous and streaming from memory) while this one runs. */
+static void run_tile(gemm_tile_fn tile, GemmTile *t, const GemmEpi *e, int late_act,
+                     int64_t ti, int64_t nt, int64_t M, const float *A, int64_t lda, int64_t k0,
+                     float *C, int64_t ldc, int64_t n0, int64_t N, int pf)
 {
+	int64_t m = tile_row(ti, nt, M);
 	t->lda = lda;
-	for (int64_t ti = t0; ti < t1; ti++) {
-		int64_t m = tile_row(ti, nt, M);
-		t->mr = (int)(tile_row(ti + 1, nt, M) - m);
-		t->A = a + m * lda;
-		t->C = C + m * ldc + n0;
-		t->col_bias = e->col_bias ? e->col_bias + n0 : NULL;
-		t->row_bias = e->row_bias ? e->row_bias + m : NULL;
-		t->res = e->res ? e->res + m * e->ldres + n0 : NULL;
-		t->pf = NULL;
-		if (e->a_end) {
-			/* A's rows contiguous and streaming: as many rows as this tile's
-			 * right after them (across calls: the next block of rows too) */
-			int64_t n = t->mr * lda, left = e->a_end - t->A - n;
-			if (left > 0) {
-				t->pf = t->A + n;
-				t->pf_n = left < n ? left : n;
-			}
+	t->mr = (int)(tile_row(ti + 1, nt, M) - m);
+	t->A = A + m * lda + k0;
+	t->C = C + m * ldc + n0;
+	t->col_bias = e->col_bias ? e->col_bias + n0 : NULL;
+	t->row_bias = e->row_bias ? e->row_bias + m : NULL;
+	t->res = e->res ? e->res + m * e->ldres + n0 : NULL;
+	t->pf = NULL;
+	if (pf && e->a_end) {
+		/* as many rows as this tile's right after them (across calls: the
+		 * next block of rows too) */
+		const float *next = A + (m + t->mr) * lda;
+		int64_t n = t->mr * lda, left = e->a_end - next;
+		if (left > 0) {
+			t->pf = next;
+			t->pf_n = left < n ? left : n;
 		}
-		tile(t);
-		/* the exp-based activations: on the last panel, over the tile's rows
-		 * whole (one call per row, not per panel) */
-		if (t->final && late_act && n0 + t->w >= N)
-			for (int i = 0; i < t->mr; i++)
-				kiln_f32_act(C + (m + i) * ldc, N, e->ep);
 	}
+	tile(t);
+	/* the exp-based activations: on the last panel, over the tile's rows
+	 * whole (one call per row, not per panel) */
+	if (t->final && late_act && n0 + t->w >= N)
+		for (int i = 0; i < t->mr; i++)
+			kiln_f32_act(C + (m + i) * ldc, N, e->ep);
+}
+
+/* Tiles [t0, t1) of nt over M rows against one panel. */
+static void run_tiles(gemm_tile_fn tile, GemmTile *t, const GemmEpi *e, int late_act,
+                      int64_t t0, int64_t t1, int64_t nt, int64_t M, const float *A,
+                      int64_t lda, int64_t k0, float *C, int64_t ldc, int64_t n0, int64_t N)
+{
+	for (int64_t ti = t0; ti < t1; ti++)
+		run_tile(tile, t, e, late_act, ti, nt, M, A, lda, k0, C, ldc, n0, N, 1);
 }
 
 void kiln_gemm_run(int64_t M, int64_t N, int64_t K, const float *A, int64_t lda,
@@ -110,39 +121,54 @@ void kiln_gemm_run(int64_t M, int64_t N, int64_t K, const float *A, int64_t lda,
 				t.w = (int)kiln_pack_b32_width(N, n0);
 				b->pack(b, n0, k0, kb, panel);
 				t.B = panel, t.ldb = t.w;
-				run_tiles(tile, &t, e, late_act, 0, nt, nt, M, A + k0, lda, C, ldc, n0, N);
+				run_tiles(tile, &t, e, late_act, 0, nt, nt, M, A, lda, k0, C, ldc, n0, N);
 			}
 			k0 += kb;
 		} while (k0 < K);
 		return;
 	}
-	/* B in place (packed weights, or rows read where they are): per K block
-	 * (a panel's block, 32 KiB, stays in L1 while every tile passes over it),
-	 * blocks of A's rows (in L2) see every panel. */
-	int64_t mb = A_BLOCK_BYTES / 4 / (kc > 0 ? kc : 1) / MR;
-	int64_t tpb = mb > 0 ? mb : 1;
-	int64_t k0 = 0;
+	/* B in place (packed weights, or rows read where they are): the
+	 * broadcast operand, a tile's rows of A (at most 12 KiB per K block), stays
+	 * in L1 while B's panels stream past it from L2, one contiguous stream
+	 * each. B is cut into blocks that fit L2 (B_BLOCK_BYTES): groups of K
+	 * blocks (all of K unless it is very long) by NC columns. Within a block,
+	 * each tile runs over all its K blocks and panels, so its C rows (at
+	 * most 12 x NC floats) stay in L1 or L2 between K blocks. */
+	int64_t kc1 = kc > 0 ? kc : 1;
+	int64_t kg = B_BLOCK_BYTES / 4 / (KILN_PACK_NR * kc1) * kc1;
+	if (kg < kc1)
+		kg = kc1;
+	int64_t nc = B_BLOCK_BYTES / 4 / (kg < K ? kg : kc1) / KILN_PACK_NR * KILN_PACK_NR;
+	if (nc < KILN_PACK_NR)
+		nc = KILN_PACK_NR;
+	int64_t g0 = 0;
 	do {
-		int64_t kb = K - k0 < kc ? K - k0 : kc;
-		t.K = kb, t.alpha = e->alpha, t.cbeta = k0 == 0 ? e->beta : 1.0f;
-		t.final = k0 + kb >= K;
-		for (int64_t t0 = 0; t0 < nt; t0 += tpb) {
-			int64_t t1 = t0 + tpb < nt ? t0 + tpb : nt;
-			for (int64_t n0 = 0; n0 < N; n0 += KILN_PACK_NR) {
-				int64_t w = kiln_pack_b32_width(N, n0);
-				t.w = (int)w;
-				if (b->packed) {
-					t.B = b->packed + n0 * K + k0 * w;
-					t.ldb = w;
-				} else {
-					t.B = b->direct + k0 * b->ld + n0;
-					t.ldb = b->ld;
+		int64_t g1 = g0 + kg < K ? g0 + kg : K;
+		for (int64_t nb = 0; nb < N; nb += nc) {
+			int64_t ne = nb + nc < N ? nb + nc : N;
+			for (int64_t ti = 0; ti < nt; ti++)
+				for (int64_t k0 = g0; k0 < g1 || k0 == 0; k0 += kc1) {
+					int64_t kb = g1 - k0 < kc ? g1 - k0 : kc;
+					t.K = kb, t.alpha = e->alpha, t.cbeta = k0 == 0 ? e->beta : 1.0f;
+					t.final = k0 + kb >= K;
+					for (int64_t n0 = nb; n0 < ne; n0 += KILN_PACK_NR) {
+						int64_t w = kiln_pack_b32_width(N, n0);
+						t.w = (int)w;
+						if (b->packed) {
+							t.B = b->packed + n0 * K + k0 * w;
+							t.ldb = w;
+						} else {
+							t.B = b->direct + k0 * b->ld + n0;
+							t.ldb = b->ld;
+						}
+						/* the next tile's A: while the last panel runs */
+						run_tile(tile, &t, e, late_act, ti, nt, M, A, lda, k0, C, ldc, n0, N,
+						         k0 + kb >= g1 && n0 + KILN_PACK_NR >= ne);
+					}
 				}
-				run_tiles(tile, &t, e, late_act, t0, t1, nt, M, A + k0, lda, C, ldc, n0, N);
-			}
 		}
-		k0 += kb;
-	} while (k0 < K);
+		g0 = g1;
+	} while (g0 < K);
 }
 
 /* The panel at column n0, rows [k0, k0 + kc), of a B whose columns are
@@ -230,6 +256,22 @@ static int gemm_swapped(int64_t M, int64_t N, int64_t K, float alpha, const floa
 #endif
 }
 
+/* The epilogue ep (or NULL) over M finished rows of C of N floats, ldc
+ * apart, for the paths whose kernels leave it out: ep's bias first unless
+ * the kernel added it (with_bias 0), then the activation. */
+static void rows_epilogue(int64_t M, int64_t N, float *C, int64_t ldc, const kiln_epilogue *ep,
+                          int with_bias)
+{
+	for (int64_t m = 0; ep && m < M; m++) {
+		float *row = C + m * ldc;
+		if (with_bias && ep->bias)
+			for (int64_t n = 0; n < N; n++)
+				row[n] += ep->bias[n];
+		if (ep->act != KILN_ACT_NONE)
+			kiln_f32_act(row, N, ep);
+	}
+}
+
 /* Worth the packed path: A's rows contiguous (transA = 0). Everything else
  * (and the ref variant) runs the reference code of ref.c. */
 void kiln_f32_gemm(int64_t M, int64_t N, int64_t K, float alpha, const float *A,
@@ -260,13 +302,7 @@ void kiln_f32_gemm_ep(int64_t M, int64_t N, int64_t K, float alpha, const float 
 		else
 			kiln_gemm_dot_avx2(&d);
 #endif
-		for (int64_t m = 0; ep && m < M; m++) {
-			float *row = C + m * c_row_stride;
-			if (ep->bias)
-				for (int64_t n = 0; n < N; n++)
-					row[n] += ep->bias[n];
-			kiln_f32_act(row, N, ep);
-		}
+		rows_epilogue(M, N, C, c_row_stride, ep, 1);
 		return;
 	}
 	if (gemm_swapped(M, N, K, alpha, A, a_row_stride, B, b_row_stride, b_col_stride, beta, C,
@@ -289,8 +325,7 @@ void kiln_f32_gemm_pb(int64_t M, int64_t N, int64_t K, float alpha, const float 
 		/* one row (batch 1): the vector-matrix product of f32-gemv/gemv.h,
 		 * eight sums in flight where the one-row tile has two */
 		gemv(N, K, A, Bp, ep ? ep->bias : NULL, C);
-		if (ep && ep->act != KILN_ACT_NONE)
-			kiln_f32_act(C, N, ep);
+		rows_epilogue(1, N, C, ldc, ep, 0);
 		return;
 	}
 	GemmBSrc src = {.packed = Bp, .N = N};

@@ -45,7 +45,7 @@ typedef struct GemmTile {
 } GemmTile;
 
 /* The driver's K blocks over B in place: at most GEMM_KBLOCK rows, so a
- * panel's block (32 KiB) stays in L1 while the tiles pass over it. */
+ * tile's rows of A (12 KiB) stay in L1 while B's panels stream past. */
 enum { GEMM_KBLOCK = 256 };
 
 typedef void (*gemm_tile_fn)(const GemmTile *t);
