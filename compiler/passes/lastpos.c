@@ -455,7 +455,7 @@ static bool root_pick(Move *m, const Node *n, int *axis)
 		if (a == NONE || !const_one(c, n->in[1], &v, NULL))
 			return false;
 		m->len = dim_all(c, y, a);
-		if (v < -m->len || v >= m->len)
+		if (m->len <= 1 || v < -m->len || v >= m->len)
 			return false;
 		m->start = v;
 		m->end = v == -1 ? INT64_MAX : v + 1;
@@ -470,6 +470,8 @@ static bool root_pick(Move *m, const Node *n, int *axis)
 		if (a == NONE)
 			return false;
 		m->len = dim_all(c, y, a);
+		if (m->len <= 1)
+			return false;
 		int64_t L = m->len, s0 = s < 0 ? s + L : s, e0 = e < 0 ? e + L : e;
 		s0 = s0 < 0 ? 0 : s0 > L ? L : s0;
 		e0 = e0 < 0 ? 0 : e0 > L ? L : e0;
@@ -579,73 +581,95 @@ static bool worth_a_walk(PassCtx *c, int y)
 	       op == OP_Transpose || op == OP_Reshape;
 }
 
-static bool move_one(PassCtx *c, int root, int *scratch)
+/* The walk from one root. m->ax, m->picks and m->slot come in reset and
+ * are reset again on the way out (only what the walk touched), so that a
+ * graph with many Gathers costs one pass over each one's region. */
+static bool move_one(Move *m, int root, int *scratch)
 {
+	PassCtx *c = m->c;
 	Graph *g = c->g;
 	const Node *rn = &g->nodes[root];
-	Move m = {.c = c, .root = root};
 	int axis;
-	if (rn->opset < 13 || !worth_a_walk(c, rn->in[0]) || !root_pick(&m, rn, &axis))
+	m->root = root;
+	if (rn->opset < 13 || !worth_a_walk(c, rn->in[0]) || !root_pick(m, rn, &axis))
 		return false;
 	int y = rn->in[0];
-	size_t nv = (size_t)g->nvalues;
-	m.ax = calloc(nv, sizeof *m.ax);
-	m.picks = calloc(nv, sizeof *m.picks);
-	m.slot = calloc((size_t)g->nnodes, sizeof *m.slot);
-	KILN_ASSERT(m.ax && m.picks && m.slot);
-	for (size_t v = 0; v < nv; v++)
-		m.ax[v] = AX_UNSET;
-	want(&m, y, axis);
-	int nreg = 0;
-	for (int i = root - 1; i >= 0; i--) {
+	want(m, y, axis);
+	int lowest = g->values[y].producer, nreg = 0;
+	for (int i = root - 1; i >= 0 && i >= lowest; i--) {
 		const Node *n = &g->nodes[i];
-		if (c->dead[i] || n->nout < 1 || n->out[0] == NONE || m.ax[n->out[0]] < 0 ||
-		    !joins(&m, i, scratch))
+		if (c->dead[i] || n->nout < 1 || n->out[0] == NONE || m->ax[n->out[0]] < 0 ||
+		    !joins(m, i, scratch))
 			continue;
-		m.slot[i] = arena_array(c->a, (size_t)(n->nin ? n->nin : 1), sizeof *m.slot[i]);
-		memcpy(m.slot[i], scratch, (size_t)n->nin * sizeof *scratch);
+		m->slot[i] = arena_array(c->a, (size_t)(n->nin ? n->nin : 1), sizeof *m->slot[i]);
+		memcpy(m->slot[i], scratch, (size_t)n->nin * sizeof *scratch);
 		nreg++;
-		for (int k = 0; k < n->nin; k++)
-			if (scratch[k] != AX_WHOLE)
-				want(&m, n->in[k], scratch[k]);
+		for (int k = 0; k < n->nin; k++) {
+			int v = n->in[k], p = v == NONE ? NONE : g->values[v].producer;
+			if (scratch[k] == AX_WHOLE)
+				continue;
+			want(m, v, scratch[k]);
+			if (p != NONE && p < lowest)
+				lowest = p;
+		}
 	}
-	const Value *yv = &g->values[y];
-	bool moved = nreg > 0 && yv->producer != NONE && m.slot[yv->producer];
+	/* Only the root's input is wanted at first: nothing joins without its producer. */
+	bool moved = nreg > 0;
 	if (moved) {
-		m.newv = malloc(nv * sizeof *m.newv);
-		m.cut = malloc(nv * KILN_MAX_RANK * sizeof *m.cut);
-		KILN_ASSERT(m.newv && m.cut);
+		size_t nv = (size_t)g->nvalues;
+		m->newv = malloc(nv * sizeof *m->newv);
+		m->cut = malloc(nv * KILN_MAX_RANK * sizeof *m->cut);
+		KILN_ASSERT(m->newv && m->cut);
 		for (size_t v = 0; v < nv; v++)
-			m.newv[v] = NONE;
+			m->newv[v] = NONE;
 		for (size_t v = 0; v < nv * KILN_MAX_RANK; v++)
-			m.cut[v] = NONE;
-		rewrite(&m, axis);
+			m->cut[v] = NONE;
+		rewrite(m, axis);
+		free(m->newv);
+		free(m->cut);
 	}
-	free(m.ax);
-	free(m.picks);
-	free(m.slot);
-	free(m.newv);
-	free(m.cut);
+	for (int i = root - 1; i >= 0 && i >= lowest; i--) {
+		const Node *n = &g->nodes[i];
+		m->slot[i] = NULL;
+		for (int k = 0; k < n->nout; k++)
+			if (n->out[k] != NONE)
+				m->ax[n->out[k]] = AX_UNSET, m->picks[n->out[k]] = 0;
+		for (int k = 0; k < n->nin; k++)
+			if (n->in[k] != NONE)
+				m->ax[n->in[k]] = AX_UNSET, m->picks[n->in[k]] = 0;
+	}
+	m->ax[y] = AX_UNSET;
+	m->picks[y] = 0;
 	return moved;
 }
 
 int pass_lastpos(PassCtx *c)
 {
+	Graph *g = c->g;
 	if (c->nsigs == 0)
 		return 0;
 	int most = 1;
-	for (int i = 0; i < c->g->nnodes; i++)
-		most = c->g->nodes[i].nin > most ? c->g->nodes[i].nin : most;
+	for (int i = 0; i < g->nnodes; i++)
+		most = g->nodes[i].nin > most ? g->nodes[i].nin : most;
+	Move m = {.c = c};
 	int *scratch = malloc((size_t)most * sizeof *scratch);
-	KILN_ASSERT(scratch);
+	m.ax = malloc((size_t)g->nvalues * sizeof *m.ax);
+	m.picks = calloc((size_t)g->nvalues, sizeof *m.picks);
+	m.slot = calloc((size_t)g->nnodes, sizeof *m.slot);
+	KILN_ASSERT(scratch && m.ax && m.picks && m.slot);
+	for (int v = 0; v < g->nvalues; v++)
+		m.ax[v] = AX_UNSET;
 	/* One region per call: a second root's walk would see this one's
 	 * pending nodes. The pipeline's next iteration takes the next root. */
 	int moved = 0;
-	for (int i = 0; i < c->g->nnodes && !moved; i++) {
-		const Node *n = &c->g->nodes[i];
-		if (!c->dead[i] && (n->op == OP_Gather || n->op == OP_Slice) && move_one(c, i, scratch))
+	for (int i = 0; i < g->nnodes && !moved; i++) {
+		const Node *n = &g->nodes[i];
+		if (!c->dead[i] && (n->op == OP_Gather || n->op == OP_Slice) && move_one(&m, i, scratch))
 			moved = 1;
 	}
 	free(scratch);
+	free(m.ax);
+	free(m.picks);
+	free(m.slot);
 	return moved;
 }
