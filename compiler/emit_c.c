@@ -1200,7 +1200,11 @@ static void emit_io_constants(Emit *E, FILE *h, const char *guard, const Sig *si
 				elems *= sample_dim(E, s0, id, d);
 			fprintf(h, "/* %s %d \"", pass ? "output" : "input", j - 1);
 			comment_text(E, g->values[id].name);
-			fprintf(h, "\": %s */\n", dtype_name(s0->dtypes[id]));
+			int dt = s0->dtypes[id];
+			fprintf(h, "\": %s%s */\n", dtype_name(dt),
+			        DT_IS_4BIT(dt) ? ", packed two a byte, the first in the low\n * nibble: "
+			                         "n * ELEMS elements take (n * ELEMS + 1) / 2 bytes (kiln/int4.h)"
+			        : DT_IS_FLOAT8(dt) ? ", one uint8_t bit pattern each (kiln/float8.h)" : "");
 			fprintf(h, "#define %s_ELEMS %" PRId64 "\n#define %s_RANK %d\n#define %s_BATCH_AXIS %d\n",
 			        io, elems, io, sh->rank, io, E->o->stitch->axis[id]);
 			fprintf(h, "#define %s_SHAPE {", io);
@@ -1395,9 +1399,13 @@ static void emit_descriptor(Emit *E, const Sig *sigs, const Plan *plans, int nsi
 			int64_t per = 1;
 			for (int d = 0; d < sh->rank; d++)
 				per *= d == st->axis[id] ? sh->dims[d].size / s0->batch : sh->dims[d].size;
-			emitf(E, "\t\t{%s, %d, (uint64_t)%" PRId64 " * sizeof(%s)%s},\n",
-			    E->iface[id], s0->dtypes[id], per, ctype(s0->dtypes[id]),
-			    st->axis[id] >= 0 ? " * (uint64_t)n" : "");
+			if (DT_IS_4BIT(s0->dtypes[id]))   /* packed: (elements + 1) / 2 bytes */
+				emitf(E, "\t\t{%s, %d, ((uint64_t)%" PRId64 "%s + 1) / 2},\n", E->iface[id],
+				    s0->dtypes[id], per, st->axis[id] >= 0 ? " * (uint64_t)n" : "");
+			else
+				emitf(E, "\t\t{%s, %d, (uint64_t)%" PRId64 " * sizeof(%s)%s},\n",
+				    E->iface[id], s0->dtypes[id], per, ctype(s0->dtypes[id]),
+				    st->axis[id] >= 0 ? " * (uint64_t)n" : "");
 			j++;
 		}
 		if (!j)

@@ -92,7 +92,7 @@ static bool store(int dtype, const char *s, const char *end, void *p)
 const Tensor *freeze_values(const char *name, int dt, const char *text, Arena *a, Diag *d)
 {
 	if (!dtype_valid(dt) || dt == DT_STRING || dt == DT_FLOAT16 || dt == DT_BFLOAT16 ||
-	    dtype_size(dt) == 0)
+	    DT_IS_FLOAT8(dt) || DT_IS_4BIT(dt) || dtype_size(dt) == 0)
 		diag_fail(d, KILN_USAGE, "--freeze %s: inputs of type %s cannot be frozen", name,
 		          dtype_name(dt));
 	int64_t count = *text ? 1 : 0;   /* "X=": an empty tensor */

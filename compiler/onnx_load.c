@@ -524,7 +524,8 @@ static void load_attr(Loader *L, Graph *g, Node *n, const Onnx__AttributeProto *
 	}
 	at->type = type;
 	char what[400];
-	snprintf(what, sizeof what, "attribute \"%.200s\" of node \"%.150s\"", at->name, n->name);
+	snprintf(what, sizeof what, "attribute \"%.160s\" of node \"%.150s\" (%.60s)", at->name,
+	         n->name, n->op_type ? n->op_type : "?");
 	switch (type) {
 	case AT_UNDEFINED: break;
 	case AT_FLOAT: at->f = ap->f; break;

@@ -130,10 +130,10 @@ static const OpDoc docs[] = {
 	{OP_ScatterElements, 0, "reduction add and mul not on float16/bfloat16 yet"},
 	{OP_ScatterND, 0, "reduction add and mul not on float16/bfloat16 yet"},
 	{OP_Cast, 0, "bfloat16 rounds to nearest even (see tests/conformance/known-differences.txt); "
-	             "inside the graph also the four float8 types (opset 19, saturate; bit-exact) "
+	             "also the four float8 types (opset 19, saturate; bit-exact) "
 	             "and int4/uint4 (21; into them as ONNX Runtime: rounded half away from zero, "
 	             "then the low four bits)"},
-	{OP_CastLike, 0, "as Cast: float8 (opset 19) and int4/uint4 (21) inside the graph"},
+	{OP_CastLike, 0, "as Cast: float8 (opset 19) and int4/uint4 (21)"},
 	{OP_DequantizeLinear, 0, "also int16, uint16, int4, uint4 (21; packed weights read in "
 	                         "place) and the four float8 types (19; zero point 0); per tensor, "
 	                         "per axis, blocked (block_size, 21; a last partial block); a "
@@ -240,7 +240,11 @@ int report_ops(FILE *out, bool markdown)
 		             "type parameter, less what kiln's code generator does not take.\n"
 		             "- Inputs said to be *known at compile time* decide output shapes: they "
 		             "must be constants or computed from constants (see "
-		             "[compile.md](compile.md)).\n\n"
+		             "[compile.md](compile.md)).\n"
+		             "- float8 and int4/uint4 values, where an op takes them, may also be "
+		             "graph inputs and outputs: float8 as `uint8_t` bit patterns, 4-bit "
+		             "packed two a byte, low nibble first (see "
+		             "[integration.md](integration.md#element-types-without-a-c-type)).\n\n"
 		             "| Operator | Opset versions | Element types | Notes |\n"
 		             "|---|---|---|---|\n",
 		        nsupported, nknown, op_max_opset(DOMAIN_ONNX));

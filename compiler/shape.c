@@ -103,10 +103,6 @@ static void bind_inputs(Sig *s, const BindOptions *o, Diag *d)
 			          v->type == TK_SEQUENCE ? "sequence" : "non-tensor value");
 		if (!dtype_valid(v->dtype))
 			diag_fail(d, KILN_INVALID_MODEL, "graph input \"%s\" has no element type", v->name);
-		if (DT_IS_FLOAT8(v->dtype) || DT_IS_4BIT(v->dtype))
-			diag_fail(d, KILN_UNSUPPORTED, "graph input \"%s\" is %s; kiln takes %s values "
-			          "inside the graph only (Cast or QuantizeLinear them from float32 there)",
-			          v->name, dtype_name(v->dtype), DT_IS_FLOAT8(v->dtype) ? "float8" : "4-bit");
 		Shape sh = v->shape;
 		const ShapeOverride *ov = find_override(o, v->name);
 		int axis = find_batch_dim(o, v->name);
@@ -558,12 +554,6 @@ void shape_infer(Sig *s, const BindOptions *o, Arena *a, Diag *d)
 	shape_sig_init(s, a);
 	bind_inputs(s, o, d);
 	shape_infer_nodes(s, d);
-	for (int i = 0; i < g->noutputs; i++)
-		if (DT_IS_FLOAT8(s->dtypes[g->outputs[i]]) || DT_IS_4BIT(s->dtypes[g->outputs[i]]))
-			diag_fail(d, KILN_UNSUPPORTED, "graph output \"%s\" is %s; kiln gives %s values "
-			          "inside the graph only (Cast or DequantizeLinear them to float32 there)",
-			          g->values[g->outputs[i]].name, dtype_name(s->dtypes[g->outputs[i]]),
-			          DT_IS_FLOAT8(s->dtypes[g->outputs[i]]) ? "float8" : "4-bit");
 	for (int i = 0; i < g->noutputs; i++)
 		if (s->shapes[g->outputs[i]].rank < 0)
 			diag_fail(d, KILN_SHAPE_ERROR, "graph output \"%s\" has no static shape",

@@ -122,16 +122,15 @@ static int guess_batch_axis(const Sig *sigs, int nsigs, int id)
 }
 
 /* Bytes of an interface tensor at batch b, as libkiln computes them from
- * the descriptor (per-sample dims times b on the batch axis). */
+ * the descriptor (per-sample dims times b on the batch axis; 4-bit packed). */
 static uint64_t tensor_bytes_at(const Sig *s0, int id, int axis, int64_t b)
 {
 	const Shape *sh = &s0->shapes[id];
-	uint64_t n = dtype_size(s0->dtypes[id]);
-	if (!n)
-		n = 1;
+	uint64_t n = 1;
 	for (int k = 0; k < sh->rank; k++)
 		n *= (uint64_t)(k == axis ? sh->dims[k].size / s0->batch * b : sh->dims[k].size);
-	return n;
+	int dt = s0->dtypes[id];
+	return DT_IS_4BIT(dt) ? dtype_bytes(dt, (int64_t)n) : n * (dtype_size(dt) ? dtype_size(dt) : 1);
 }
 
 void stitch_build(Model *m, const Sig *sigs, const Plan *plans, int nsigs, const BindOptions *o,

@@ -22,6 +22,8 @@
 
 #include "compile.h"
 #include "kiln.h"
+#include "kiln/float8.h"
+#include "kiln/int4.h"
 #include "kiln/model.h"
 
 enum { MAX_IO = 64, MAX_SETS = 64 };
@@ -68,6 +70,8 @@ static double load_num(const void *p, int dt, int64_t i)
 	switch (dt) {
 	case DT_FLOAT: { float v; memcpy(&v, b + 4 * i, 4); return (double)v; }
 	case DT_DOUBLE: { double v; memcpy(&v, b + 8 * i, 8); return v; }
+	case DT_FLOAT8E4M3FN: case DT_FLOAT8E4M3FNUZ: case DT_FLOAT8E5M2: case DT_FLOAT8E5M2FNUZ:
+		return (double)kiln_f8_to_f32(b[i], dt - DT_FLOAT8E4M3FN);
 	default: return 0;
 	}
 }
@@ -77,7 +81,7 @@ static bool compare(const Tensor *want, const void *got, const char *name, int i
 {
 	int dt = want->dtype;
 	int64_t n = want->w.nelem;
-	if (dt == DT_FLOAT || dt == DT_DOUBLE) {
+	if (dt == DT_FLOAT || dt == DT_DOUBLE || DT_IS_FLOAT8(dt)) {
 		for (int64_t i = 0; i < n; i++) {
 			double w = load_num(want->w.bytes, dt, i), g = load_num(got, dt, i);
 			if (isnan(w) && isnan(g))
@@ -98,8 +102,23 @@ static bool compare(const Tensor *want, const void *got, const char *name, int i
 		}
 		return true;
 	}
+	/* Packed 4-bit values: element by element (nibble i of byte i / 2). */
+	for (int64_t i = 0; DT_IS_4BIT(dt) && i < n; i++)
+		if (kiln_u4_get(got, i) != kiln_u4_get(want->w.bytes, i)) {
+			snprintf(o->detail, sizeof o->detail, "output %d \"%s\" element %lld: got %d, "
+			         "expected %d (%s)", index, name, (long long)i,
+			         dt == DT_INT4 ? kiln_i4_get(got, i) : kiln_u4_get(got, i),
+			         dt == DT_INT4 ? kiln_i4_get(want->w.bytes, i) : kiln_u4_get(want->w.bytes, i),
+			         dtype_name(dt));
+			return false;
+		}
+	if (DT_IS_4BIT(dt) && (n & 1) && kiln_u4_get(got, n) != 0) {
+		snprintf(o->detail, sizeof o->detail, "output %d \"%s\": the nibble after its last "
+		         "element is %d, not 0", index, name, kiln_u4_get(got, n));
+		return false;
+	}
 	size_t es = dtype_size(dt);
-	for (int64_t i = 0; i < n; i++)
+	for (int64_t i = 0; !DT_IS_4BIT(dt) && i < n; i++)
 		if (memcmp((const char *)got + (size_t)i * es, (const char *)want->w.bytes + (size_t)i * es,
 		           es) != 0) {
 			snprintf(o->detail, sizeof o->detail, "output %d \"%s\" element %lld differs (%s)",
@@ -113,7 +132,8 @@ static bool compare(const Tensor *want, const void *got, const char *name, int i
 /* Only small numeric inputs are frozen: shapes, bounds, axes, scales. */
 static bool freezable(const Tensor *t)
 {
-	return t->dtype != DT_STRING && t->w.nelem <= 64;
+	return t->dtype != DT_STRING && !DT_IS_FLOAT8(t->dtype) && !DT_IS_4BIT(t->dtype) &&
+	       t->w.nelem <= 64;
 }
 
 static void remove_tree(const char *dir)

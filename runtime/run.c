@@ -55,27 +55,31 @@ _Static_assert(sizeof(struct kiln_context) <= KILN_CONTEXT_HEADER_BYTES,
 
 /* ---- tensor geometry --------------------------------------------------- */
 
+/* Bytes per element; 0 for the packed 4-bit types (two elements a byte). */
 static uint64_t elem_bytes(int dtype)
 {
 	switch (dtype) {
 	case KILN_FLOAT64: case KILN_INT64: case KILN_UINT64: return 8;
 	case KILN_FLOAT32: case KILN_INT32: case KILN_UINT32: return 4;
 	case KILN_FLOAT16: case KILN_BFLOAT16: case KILN_INT16: case KILN_UINT16: return 2;
+	case KILN_INT4: case KILN_UINT4: return 0;
 	default: return 1;
 	}
 }
 
 /* A tensor at batch n is [outer][n][row]: outer counts the elements before
- * the batch axis, row the bytes of one sample after it (its per-sample
- * extent on the axis included). A tensor without a batch axis is one row. */
+ * the batch axis, row the elements of one sample after it (its per-sample
+ * extent on the axis included). A tensor without a batch axis is one row.
+ * Offsets below count elements; esize turns them into bytes (0: packed
+ * nibbles, element i in byte i / 2). */
 typedef struct Geom {
-	uint64_t outer, row;
+	uint64_t outer, row, esize;
 	int batched;
 } Geom;
 
 static Geom geom(const kiln_tensor_desc *t)
 {
-	Geom g = {1, elem_bytes(t->dtype), t->batch_axis >= 0};
+	Geom g = {1, 1, elem_bytes(t->dtype), t->batch_axis >= 0};
 	for (int k = 0; k < t->rank; k++) {
 		if (g.batched && k < t->batch_axis)
 			g.outer *= (uint64_t)t->dims[k];
@@ -85,15 +89,65 @@ static Geom geom(const kiln_tensor_desc *t)
 	return g;
 }
 
+static uint64_t bytes_of(const Geom *g, uint64_t elems)
+{
+	return g->esize ? elems * g->esize : elems / 2 + (elems & 1);
+}
+
+static int nibble(const unsigned char *p, uint64_t i)
+{
+	return (p[i >> 1] >> (4 * (i & 1))) & 15;
+}
+
+static void set_nibble(unsigned char *p, uint64_t i, int v)
+{
+	unsigned sh = 4 * (unsigned)(i & 1);
+	p[i >> 1] = (unsigned char)((p[i >> 1] & ~(15u << sh)) | ((unsigned)v << sh));
+}
+
+/* Copy count elements from src[si..] to dst[di..]; a packed 4-bit tensor
+ * keeps the other nibble of a shared byte at either end. */
+static void copy_elems(const Geom *g, unsigned char *dst, uint64_t di, const unsigned char *src,
+                       uint64_t si, uint64_t count)
+{
+	if (g->esize) {
+		memcpy(dst + di * g->esize, src + si * g->esize, count * g->esize);
+		return;
+	}
+	if (!((di | si) & 1)) {
+		memcpy(dst + di / 2, src + si / 2, count / 2);
+		if (count & 1)
+			set_nibble(dst, di + count - 1, nibble(src, si + count - 1));
+		return;
+	}
+	for (uint64_t k = 0; k < count; k++)
+		set_nibble(dst, di + k, nibble(src, si + k));
+}
+
+/* Zero count elements from dst[di..]. */
+static void zero_elems(const Geom *g, unsigned char *dst, uint64_t di, uint64_t count)
+{
+	if (g->esize) {
+		memset(dst + di * g->esize, 0, count * g->esize);
+		return;
+	}
+	for (; count && (di & 1); di++, count--)
+		set_nibble(dst, di, 0);
+	memset(dst + di / 2, 0, count / 2);
+	if (count & 1)
+		set_nibble(dst, di + count - 1, 0);
+}
+
 KILN_API uint64_t kiln_tensor_bytes(const kiln_tensor_desc *t, int64_t n)
 {
 	Geom g = geom(t);
-	if (!g.batched)
-		return g.outer * g.row;
 	uint64_t per = g.outer * g.row;
-	if (per && (uint64_t)n > UINT64_MAX / per)
+	if (!g.batched)
+		return bytes_of(&g, per);
+	uint64_t most = g.esize ? UINT64_MAX / g.esize : UINT64_MAX;
+	if (per && (uint64_t)n > most / per)
 		return UINT64_MAX;
-	return per * (uint64_t)n;
+	return bytes_of(&g, per * (uint64_t)n);
 }
 
 static int64_t max_batch(const kiln_model *m)
@@ -205,7 +259,9 @@ KILN_API int kiln_context_init(kiln_context **ctx, const kiln_model *m, void *me
 	for (int i = 0; i < m->ninputs + m->noutputs; i++) {
 		const kiln_tensor_desc *t = i < m->ninputs ? &m->inputs[i] : &m->outputs[i - m->ninputs];
 		Geom g = geom(t);
-		if (g.batched && g.outer != 1)
+		/* In place, chunk k starts at element k * s * row: a whole byte
+		 * of a 4-bit tensor only if row is even. */
+		if (g.batched && (g.outer != 1 || (!g.esize && (g.row & 1))))
 			c->inplace = 0;
 		if (g.batched && i < m->ninputs)
 			c->batched = 1;
@@ -465,9 +521,10 @@ static int staged_chunk(kiln_context *c, int i, int64_t n, int64_t r, int64_t ro
 		unsigned char *dst = c->staging + staging_offset(m, t);
 		const unsigned char *src = in[t].data;
 		for (uint64_t o = 0; o < g.outer; o++) {
-			unsigned char *d = dst + o * s * g.row;
-			memcpy(d, src + (o * (uint64_t)n + (uint64_t)r) * g.row, (uint64_t)rows * g.row);
-			memset(d + (uint64_t)rows * g.row, 0, (s - (uint64_t)rows) * g.row);
+			uint64_t d = o * s * g.row;
+			copy_elems(&g, dst, d, src, (o * (uint64_t)n + (uint64_t)r) * g.row,
+			           (uint64_t)rows * g.row);
+			zero_elems(&g, dst, d + (uint64_t)rows * g.row, (s - (uint64_t)rows) * g.row);
 		}
 		c->in_ptr[t] = dst;
 	}
@@ -485,8 +542,12 @@ static int staged_chunk(kiln_context *c, int i, int64_t n, int64_t r, int64_t ro
 		const unsigned char *src = c->out_ptr[t];
 		unsigned char *dst = out[t].data;
 		for (uint64_t o = 0; o < g.outer; o++)
-			memcpy(dst + (o * (uint64_t)n + (uint64_t)r) * g.row, src + o * s * g.row,
-			       (uint64_t)rows * g.row);
+			copy_elems(&g, dst, (o * (uint64_t)n + (uint64_t)r) * g.row, src, o * s * g.row,
+			           (uint64_t)rows * g.row);
+		/* An odd 4-bit tensor ends in a zero nibble, as a direct call leaves it. */
+		uint64_t total = g.outer * (uint64_t)n * g.row;
+		if (!g.esize && (total & 1) && r + rows == n)
+			set_nibble(dst, total, 0);
 	}
 	return KILN_OK;
 }
@@ -498,11 +559,13 @@ static int inplace_chunk(kiln_context *c, int i, int64_t r, const kiln_input *in
 	const kiln_model *m = c->m;
 	for (int t = 0; t < m->ninputs; t++) {
 		Geom g = geom(&m->inputs[t]);
-		c->in_ptr[t] = (const unsigned char *)in[t].data + (g.batched ? (uint64_t)r * g.row : 0);
+		c->in_ptr[t] = (const unsigned char *)in[t].data +
+		               (g.batched ? bytes_of(&g, (uint64_t)r * g.row) : 0);
 	}
 	for (int t = 0; t < m->noutputs; t++) {
 		Geom g = geom(&m->outputs[t]);
-		c->out_ptr[t] = (unsigned char *)out[t].data + (g.batched ? (uint64_t)r * g.row : 0);
+		c->out_ptr[t] = (unsigned char *)out[t].data +
+		                (g.batched ? bytes_of(&g, (uint64_t)r * g.row) : 0);
 	}
 	return call(c, i);
 }

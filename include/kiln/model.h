@@ -21,11 +21,18 @@
 extern "C" {
 #endif
 
-/* Element types, numbered as ONNX's TensorProto.DataType. */
+/* Element types, numbered as ONNX's TensorProto.DataType. Buffers hold
+ * float16 and bfloat16 as uint16_t bit patterns; the four float8 types as
+ * uint8_t bit patterns (kiln/float8.h converts); int4 and uint4 packed two
+ * a byte, element 2k in the low nibble of byte k and 2k+1 in the high one,
+ * so n elements take (n + 1) / 2 bytes and an odd n ends in a zero nibble
+ * (as ONNX's raw_data; kiln/int4.h reads and writes them). */
 enum kiln_dtype {
 	KILN_FLOAT32 = 1, KILN_UINT8 = 2, KILN_INT8 = 3, KILN_UINT16 = 4, KILN_INT16 = 5,
 	KILN_INT32 = 6, KILN_INT64 = 7, KILN_BOOL = 9, KILN_FLOAT16 = 10, KILN_FLOAT64 = 11,
-	KILN_UINT32 = 12, KILN_UINT64 = 13, KILN_BFLOAT16 = 16
+	KILN_UINT32 = 12, KILN_UINT64 = 13, KILN_BFLOAT16 = 16,
+	KILN_FLOAT8E4M3FN = 17, KILN_FLOAT8E4M3FNUZ = 18, KILN_FLOAT8E5M2 = 19,
+	KILN_FLOAT8E5M2FNUZ = 20, KILN_UINT4 = 21, KILN_INT4 = 22
 };
 
 /* One graph input or output. dims is the per-sample shape: the batch axis

@@ -82,7 +82,8 @@ typedef struct kiln_output {
 typedef struct kiln_context kiln_context;
 
 /* The bytes of one dense tensor of the model at batch n (its per-sample
- * dims, the batch axis scaled by n); UINT64_MAX if that overflows. */
+ * dims, the batch axis scaled by n; int4/uint4 packed, (elements + 1) / 2);
+ * UINT64_MAX if that overflows. */
 KILN_API uint64_t kiln_tensor_bytes(const kiln_tensor_desc *t, int64_t n);
 
 /* The bytes a context for m needs (any alignment is fine). */

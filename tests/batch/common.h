@@ -26,10 +26,16 @@ static inline uint64_t dtype_bytes(int dtype)
 	}
 }
 
-/* Bytes of tensor t at batch n; outer/row as libkiln stages them. */
+static inline int is_4bit(int dtype)
+{
+	return dtype == KILN_INT4 || dtype == KILN_UINT4;
+}
+
+/* Bytes of tensor t at batch n; outer/row as libkiln stages them (row in
+ * bytes, in elements for the packed 4-bit types: (elements + 1) / 2 bytes). */
 static inline uint64_t tbytes(const kiln_tensor_desc *t, int64_t n, uint64_t *outer, uint64_t *row)
 {
-	uint64_t o = 1, r = dtype_bytes(t->dtype);
+	uint64_t o = 1, r = is_4bit(t->dtype) ? 1 : dtype_bytes(t->dtype);
 	for (int k = 0; k < t->rank; k++) {
 		if (t->batch_axis >= 0 && k < t->batch_axis)
 			o *= (uint64_t)t->dims[k];
@@ -40,7 +46,8 @@ static inline uint64_t tbytes(const kiln_tensor_desc *t, int64_t n, uint64_t *ou
 		*outer = o;
 	if (row)
 		*row = r;
-	return t->batch_axis >= 0 ? o * r * (uint64_t)n : o * r;
+	uint64_t units = t->batch_axis >= 0 ? o * r * (uint64_t)n : o * r;
+	return is_4bit(t->dtype) ? (units + 1) / 2 : units;
 }
 
 typedef struct Bufs {
@@ -65,7 +72,7 @@ static inline void bufs_make(Bufs *b, const kiln_model *m, int64_t n, uint64_t s
 	for (int t = 0; t < m->ninputs; t++) {
 		uint64_t bytes = tbytes(&m->inputs[t], n, NULL, NULL);
 		unsigned char *p = malloc(bytes + 1);
-		uint64_t e = dtype_bytes(m->inputs[t].dtype);
+		uint64_t e = is_4bit(m->inputs[t].dtype) ? 1 : dtype_bytes(m->inputs[t].dtype);
 		for (uint64_t i = 0; i < bytes / e; i++) {
 			uint64_t r = rng_next(&seed);
 			if (m->inputs[t].dtype == KILN_FLOAT32) {
@@ -74,6 +81,8 @@ static inline void bufs_make(Bufs *b, const kiln_model *m, int64_t n, uint64_t s
 			} else if (m->inputs[t].dtype == KILN_INT64) {
 				int64_t v = (int64_t)(r % 10);
 				memcpy(p + i * 8, &v, 8);
+			} else if (is_4bit(m->inputs[t].dtype)) {
+				p[i] = (unsigned char)r;   /* two nibbles, any values */
 			} else {
 				memset(p + i * e, (int)(r % 10), e);
 			}

@@ -170,3 +170,48 @@ verdict("ok_per_sample", [
 verdict("mix_mvn", [
     helper.make_node("MeanVarianceNormalization", ["x"], ["y"], name="mvn"),
 ], [helper.make_tensor_value_info("x", F, ["N", 2, 3, 3])], [out("y", ["N", 2, 3, 3])])
+
+
+# nibbles.onnx (opset 21): 4-bit and float8 graph inputs and outputs, 3
+# elements per sample, so n rows of int4 end mid-byte for odd n and chunks
+# start mid-byte: q int4 [N,3] and x float [N,3] in; y = DQ(q) + x float,
+# yq = Q(y) uint4 [N,3], y8 = Cast(x) float8e4m3fn [N,3] out.
+# nibbles_seq.onnx: the batch on axis 1 (--batch-dim q=1): q int4 [3,N] in,
+# its Transpose qt int4 [N,3] and DQ(q) float [3,N] out.
+# onnx 1.12 has no INT4/UINT4 (22, 21): raw enum values, no checker.
+INT4, UINT4, E4M3FN = 22, 21, 17
+
+
+def save21(graph, name):
+    m = helper.make_model(graph, producer_name="kiln-batch-tests",
+                          opset_imports=[helper.make_opsetid("", 21)])
+    m.ir_version = 10
+    onnx.save(m, os.path.join(OUT, name))
+
+
+def scalar(name, v):
+    return numpy_helper.from_array(np.array(v, np.float32), name)
+
+
+g = helper.make_graph([
+    helper.make_node("DequantizeLinear", ["q", "s"], ["qf"], name="dq"),
+    helper.make_node("Add", ["qf", "x"], ["y"], name="add"),
+    helper.make_node("QuantizeLinear", ["y", "s2"], ["yq"], name="q", output_dtype=UINT4),
+    helper.make_node("Cast", ["x"], ["y8"], name="to_f8", to=E4M3FN),
+], "nibbles",
+    [helper.make_tensor_value_info("q", INT4, ["N", 3]),
+     helper.make_tensor_value_info("x", F, ["N", 3])],
+    [helper.make_tensor_value_info("y", F, ["N", 3]),
+     helper.make_tensor_value_info("yq", UINT4, ["N", 3]),
+     helper.make_tensor_value_info("y8", E4M3FN, ["N", 3])],
+    [scalar("s", 0.5), scalar("s2", 0.75)])
+save21(g, "nibbles.onnx")
+g = helper.make_graph([
+    helper.make_node("Transpose", ["q"], ["qt"], name="rows", perm=[1, 0]),
+    helper.make_node("DequantizeLinear", ["q", "s"], ["y"], name="dq"),
+], "nibbles_seq",
+    [helper.make_tensor_value_info("q", INT4, [3, "N"])],
+    [helper.make_tensor_value_info("qt", INT4, ["N", 3]),
+     helper.make_tensor_value_info("y", F, [3, "N"])],
+    [scalar("s", 0.5)])
+save21(g, "nibbles_seq.onnx")

@@ -27,6 +27,10 @@ compile rows_baked "$M/rows.onnx" --batch 1,4,16 --batch-rule 7:1,1,1,4
 compile seq "$M/seq.onnx" --batch 1,4,16 --batch-dim x=1
 compile seq_ref "$M/seq.onnx" --batch "$ALL" --batch-dim x=1
 compile mixes "$M/mixes.onnx" --batch 1,4
+compile nibbles "$M/nibbles.onnx" --batch 1,4,16
+compile nibbles_ref "$M/nibbles.onnx" --batch "$ALL"
+compile nibbles_seq "$M/nibbles_seq.onnx" --batch 1,4,16 --batch-dim q=1
+compile nibbles_seq_ref "$M/nibbles_seq.onnx" --batch "$ALL" --batch-dim q=1
 
 # The compiler's verdicts.
 grep -q 'context: [0-9]* bytes per thread for kiln_run (any batch size)' "$OUT/rows.log" \
@@ -85,6 +89,10 @@ verdict mix_mvn "$N node 0 \"mvn\" (MeanVarianceNormalization, ai.onnx opset 13)
 
 INC="-I$SRC/include -I$OUT/rows -I$OUT/rows_ref -I$OUT/rows_baked -I$OUT/seq -I$OUT/seq_ref -I$OUT/mixes"
 OBJS="$OUT/rows/rows.o $OUT/rows_ref/rows_ref.o $OUT/rows_baked/rows_baked.o $OUT/seq/seq.o $OUT/seq_ref/seq_ref.o $OUT/mixes/mixes.o"
+for n in nibbles nibbles_ref nibbles_seq nibbles_seq_ref; do
+	INC="$INC -I$OUT/$n"
+	OBJS="$OBJS $OUT/$n/$n.o"
+done
 # shellcheck disable=SC2086  # INC, OBJS and SANFLAGS are word lists
 if $CCBIN -std=c11 -O1 -g -Wall -Wextra -Werror ${SANFLAGS:-} $INC "$M/test_batch.c" $OBJS "$LIBKILN" \
 	-lm -o "$OUT/test_batch"; then

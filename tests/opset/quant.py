@@ -9,10 +9,12 @@ data. Debian's onnx 1.12 has no INT4 (22) or UINT4 (21): tensors are written
 with raw enum values and raw_data bytes (or int32_data, one packed byte per
 number), and the checker is not run. References: ONNX Runtime 1.30, compared
 by kiln verify (rtol 1e-3, atol 1e-5; integers exactly)."""
+import copy
+
 import numpy as np
 from onnx import TensorProto, helper
 
-from registry import Cases, const, opset_model, vi, x_in
+from registry import Cases, const, f8_value, opset_model, vi, x_in
 
 _cases = Cases()
 RUN, ERRORS = _cases.RUN, _cases.ERRORS
@@ -259,6 +261,110 @@ def dq_float16_scale_21():
     return m, {"x": x_in((2, 4, 6), 14)}
 
 
+# ---- float8 and 4-bit graph inputs and outputs -------------------------------
+# kiln takes and gives them as ONNX stores them (float8 bit patterns, 4-bit
+# packed two a byte, low nibble first). ONNX Runtime's node binding has no
+# float8 or 4-bit tensors, so its reference model takes and returns a wide
+# type (float32; int8/uint8 for 4-bit) and Casts at the edges (exact), and
+# run.py encodes the data as the model under test declares it.
+
+WIDE = {17: F, 18: F, 19: F, 20: F, UINT4: TensorProto.UINT8, INT4: TensorProto.INT8}
+
+
+def widened(m):
+    """m with each float8 / 4-bit graph input and output in its wide type,
+    Cast to and from the narrow one inside the graph."""
+    ref = copy.deepcopy(m)
+    g = ref.graph
+    pre, post = [], []
+    for v in g.input:
+        code = v.type.tensor_type.elem_type
+        if code in WIDE:
+            for n in g.node:
+                n.input[:] = [x + "__n" if x == v.name else x for x in n.input]
+            # saturate 0: an infinity stays one (every value is exact)
+            sat = {"saturate": 0} if code < 21 else {}
+            pre.append(helper.make_node("Cast", [v.name], [v.name + "__n"], to=code, **sat))
+            v.type.tensor_type.elem_type = WIDE[code]
+    for v in g.output:
+        code = v.type.tensor_type.elem_type
+        if code in WIDE:
+            for n in g.node:
+                n.output[:] = [x + "__n" if x == v.name else x for x in n.output]
+            post.append(helper.make_node("Cast", [v.name + "__n"], [v.name], to=WIDE[code]))
+            v.type.tensor_type.elem_type = WIDE[code]
+    nodes = pre + list(g.node) + post
+    del g.node[:]
+    g.node.extend(nodes)
+    return ref
+
+
+def f8_values(code, n, seed):
+    """n float8 values of format code: random bit patterns (NaN, -0,
+    subnormals and the largest included) decoded."""
+    r = np.random.default_rng(seed)
+    bits = np.concatenate([[0x00, 0x80, 0x01, 0x7f, 0xff, 0x7e, 0x7c], r.integers(0, 256, n)])
+    return np.array([f8_value(int(b), code) for b in bits[:n]], np.float32)
+
+
+@run
+def io_int4_uint4_21():
+    """int4 q and uint4 u [N, 7] in (N*7 elements: odd batches end in half a
+    byte): q dequantized with an int4 zero point and added to x, requantized
+    to a uint4 output with a uint4 zero point; q Cast to int32, u to float32;
+    a uint4 output straight from Cast."""
+    nodes = [helper.make_node("DequantizeLinear", ["q", "s", "zq"], ["qf"]),
+             helper.make_node("Add", ["qf", "x"], ["y"]),
+             helper.make_node("QuantizeLinear", ["y", "s2", "zu"], ["yq"]),
+             helper.make_node("Cast", ["q"], ["qi"], to=TensorProto.INT32),
+             helper.make_node("Cast", ["u"], ["uf"], to=F),
+             helper.make_node("Cast", ["qi"], ["uq"], to=UINT4)]
+    m = model(nodes, [vi("q", ["N", 7], INT4), vi("x", ["N", 7]), vi("u", ["N", 7], UINT4)],
+              [vi("y", None), vi("yq", ["N", 7], UINT4), vi("qi", None, TensorProto.INT32),
+               vi("uf", None), vi("uq", ["N", 7], UINT4)],
+              [const("s", np.array(0.5, np.float32)), t4("zq", np.array(-2)),
+               const("s2", np.array(0.75, np.float32)), t4("zu", np.array(3), signed=False)],
+              opset=21)
+    q = rand4((3, 7), seed=30).astype(np.int8)
+    u = rand4((3, 7), signed=False, seed=31).astype(np.uint8)
+    return m, {"q": q, "x": x_in((3, 7), 32) * 3, "u": u}, widened(m)
+
+
+@run
+def io_float8_19():
+    """Each float8 format as a graph input [N, 5] (NaN, -0, subnormals, the
+    largest value), Cast to float32; and x Cast to each format as a graph
+    output, saturating and (E5M2) not."""
+    nodes, ins, outs, data = [], [vi("x", ["N", 5])], [], {}
+    x = np.array([[0.1, -3.3, 500, -1e5, 2e-3], [448, 464, -57344, 6e4, 1e-7],
+                  [float("nan"), -0.0, 0.0, 17.5, -240.2]], np.float32)
+    data["x"] = x
+    for code, tag in [(17, "e4m3fn"), (18, "e4m3fnuz"), (19, "e5m2"), (20, "e5m2fnuz")]:
+        ins.append(vi("f" + tag, ["N", 5], code))
+        data["f" + tag] = f8_values(code, 15, code).reshape(3, 5)
+        nodes.append(helper.make_node("Cast", ["f" + tag], ["y" + tag], to=F))
+        nodes.append(helper.make_node("Cast", ["x"], ["c" + tag], to=code))
+        outs += [vi("y" + tag, None), vi("c" + tag, ["N", 5], code)]
+    nodes.append(helper.make_node("Cast", ["x"], ["c5nosat"], to=19, saturate=0))
+    outs.append(vi("c5nosat", ["N", 5], 19))
+    m = model(nodes, ins, outs, opset=19)
+    return m, data, widened(m)
+
+
+@run
+def io_float8_qdq_19():
+    """QuantizeLinear to a float8 E4M3FN graph output, and DequantizeLinear of
+    an E5M2 graph input per axis."""
+    nodes = [helper.make_node("QuantizeLinear", ["x", "s", "z"], ["q"]),
+             helper.make_node("DequantizeLinear", ["f", "sa"], ["y"], axis=1)]
+    z8 = TensorProto(name="z", data_type=E4M3FN, dims=[], raw_data=bytes([0]))
+    m = model(nodes, [vi("x", ["N", 4]), vi("f", ["N", 4], E5M2)],
+              [vi("q", ["N", 4], E4M3FN), vi("y", None)],
+              [const("s", np.array(0.05, np.float32)), z8,
+               const("sa", np.array([0.5, 2, 0.01, 1], np.float32))], opset=19)
+    return m, {"x": x_in((3, 4), 33) * 10, "f": f8_values(19, 12, 34).reshape(3, 4)}, widened(m)
+
+
 # ---- errors -------------------------------------------------------------------
 
 @error("compile: initializer \"w\" has 3 bytes of raw_data but its shape and type need 4")
@@ -304,11 +410,22 @@ def pad_int4_refused():
                   const("s", np.array(1, np.float32))], opset=21)
 
 
-@error("compile: graph input \"x\" is int4; kiln takes 4-bit values inside the graph only")
-def int4_graph_input_refused():
-    nodes = [helper.make_node("DequantizeLinear", ["x", "s"], ["y"])]
-    return model(nodes, [vi("x", ["N", 4], INT4)], [vi("y", None)],
-                 [const("s", np.array(1, np.float32))], opset=21)
+@error("compile: attribute \"value\" of node \"kc\" (Constant) has 2 bytes of raw_data but its "
+       "shape and type need 3")
+def int4_constant_truncated():
+    """5 int4 elements need 3 bytes (an odd count: the last byte half used)."""
+    c = TensorProto(name="cv", data_type=INT4, dims=[5], raw_data=bytes(2))
+    nodes = [helper.make_node("Constant", [], ["k"], name="kc", value=c),
+             helper.make_node("DequantizeLinear", ["k", "s"], ["y"])]
+    return model(nodes, [], [vi("y", None)], [const("s", np.array(1, np.float32))], opset=21)
+
+
+@error("compile: node 0 \"r\" (Relu, ai.onnx opset 21): input q is int4; 4-bit values are "
+       "compiled through Cast, CastLike, QuantizeLinear and DequantizeLinear only")
+def int4_graph_input_to_relu_refused():
+    """A 4-bit graph input is taken, but no arithmetic on packed nibbles."""
+    nodes = [helper.make_node("Relu", ["q"], ["y"], name="r")]
+    return model(nodes, [vi("q", ["N", 3], INT4)], [vi("y", None, INT4)], opset=21)
 
 
 @error("compile: (QuantizeLinear, ai.onnx opset 19): the float8 zero point \"z\" must be 0, "

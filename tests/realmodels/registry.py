@@ -57,3 +57,21 @@ def const(name, arr):
 def x_in(shape, seed=0):
     import numpy as np
     return np.random.default_rng(seed).standard_normal(shape, dtype=np.float32)
+
+
+def f8_value(b, code):
+    """The value of float8 bit pattern b in format code (17-20), as ONNX defines it."""
+    sign = -1.0 if b & 0x80 else 1.0
+    if code in (17, 18):
+        e, m, mbits, bias = (b >> 3) & 15, b & 7, 3, 7 if code == 17 else 8
+    else:
+        e, m, mbits, bias = (b >> 2) & 31, b & 3, 2, 15 if code == 19 else 16
+    if code in (18, 20) and b == 0x80:
+        return float("nan")
+    if code == 17 and (b & 0x7f) == 0x7f:
+        return float("nan")
+    if code == 19 and e == 31:
+        return sign * float("inf") if m == 0 else float("nan")
+    if e == 0:
+        return sign * m / (1 << mbits) * 2.0 ** (1 - bias)
+    return sign * (1 + m / (1 << mbits)) * 2.0 ** (e - bias)

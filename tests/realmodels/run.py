@@ -28,13 +28,60 @@ import numpy as np
 import onnx
 from onnx import TensorProto, helper, numpy_helper
 
+from registry import f8_value
+
 HERE = os.path.dirname(os.path.abspath(__file__))
-sys.path.insert(0, HERE)  # registry.py, for the cases files
+sys.path.insert(0, HERE)  # registry.py, for this file and the cases files
 
 ORT_TYPES = {np.float32: "float32", np.float64: "float64", np.int8: "int8", np.uint8: "uint8",
              np.int16: "int16", np.uint16: "uint16", np.int32: "int32", np.uint32: "uint32",
              np.int64: "int64", np.uint64: "uint64", np.bool_: "bool"}
 NP_TYPES = {v: k for k, v in ORT_TYPES.items()}
+
+
+# The element types kiln takes as graph inputs and outputs that ONNX Runtime's
+# node binding cannot feed or return (float8 17-20, uint4 21, int4 22). A
+# case's inputs give their values in a wide type (float32, or int8/uint8 for
+# 4-bit): kiln's test data holds them encoded as the model declares (float8
+# bit patterns; 4-bit packed two a byte, the first in the low nibble), and ORT
+# runs the case's reference model, which takes and returns the wide type.
+NARROW = (17, 18, 19, 20, 21, 22)
+
+
+def encode_narrow(arr, code):
+    """Bytes of arr as element type code: float8 patterns (every value must be
+    exactly representable) or packed nibbles."""
+    flat = np.asarray(arr).reshape(-1)
+    if code in (21, 22):
+        v = [int(x) & 15 for x in flat]
+        if len(v) % 2:
+            v.append(0)
+        return bytes(v[k] | (v[k + 1] << 4) for k in range(0, len(v), 2))
+    nan = 0x80 if code in (18, 20) else 0x7f
+    table = {}
+    for b in range(256):
+        v = f8_value(b, code)
+        if v == v:
+            table[(v, bool(np.signbit(v)))] = b
+    out = bytearray()
+    for x in flat.astype(np.float64):
+        if x != x:
+            out.append(nan)
+            continue
+        key = (float(x), bool(np.signbit(x)) and not (x == 0 and code in (18, 20)))
+        if key not in table:
+            raise ValueError(f"{x} is not a value of float8 type {code}")
+        out.append(table[key])
+    return bytes(out)
+
+
+def elem_types(value_infos):
+    return {v.name: v.type.tensor_type.elem_type for v in value_infos}
+
+
+def narrow_tensor(name, arr, code):
+    return TensorProto(name=name, data_type=code, dims=list(np.shape(arr)),
+                       raw_data=encode_narrow(arr, code))
 
 
 def ort_available():
@@ -61,7 +108,9 @@ def write_case(outdir, name, model, inputs, ref_model=None):
         arr.astype(np.uint8 if arr.dtype == np.bool_ else arr.dtype).tofile(raw)
         spec["inputs"].append({"name": iname, "type": ORT_TYPES[arr.dtype.type],
                                "dims": list(arr.shape), "file": raw})
-        t = numpy_helper.from_array(arr, iname)
+        code = elem_types(model.graph.input).get(iname)
+        t = narrow_tensor(iname, arr, code) if code in NARROW else \
+            numpy_helper.from_array(arr, iname)
         with open(os.path.join(d, "test_data_set_0", f"input_{i}.pb"), "wb") as f:
             f.write(t.SerializeToString())
     with open(os.path.join(d, "spec.json"), "w") as f:
@@ -77,7 +126,9 @@ def write_case(outdir, name, model, inputs, ref_model=None):
         arr = raw.reshape(o["dims"])
         if o["type"] == "bool":
             arr = arr.astype(np.bool_)
-        t = numpy_helper.from_array(arr, o["name"])
+        code = elem_types(model.graph.output).get(o["name"])
+        t = narrow_tensor(o["name"], arr, code) if code in NARROW else \
+            numpy_helper.from_array(arr, o["name"])
         with open(os.path.join(d, "test_data_set_0", f"output_{i}.pb"), "wb") as f:
             f.write(t.SerializeToString())
     return d
