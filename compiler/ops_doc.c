@@ -150,6 +150,13 @@ static const OpDoc docs[] = {
 	{OP_Unsqueeze, 0, "also float8 and int4/uint4 values (a view)"},
 	{OP_Transpose, 0, "also float8 and int4/uint4 values (4-bit weights transposed at compile "
 	                  "time stay packed)"},
+	{OP_If, 0, "also float8 values (opset 19; not 4-bit: ONNX Runtime 1.30 neither)"},
+	{OP_Loop, 0, "also float8 values carried and stacked (opset 19; not 4-bit: ONNX Runtime 1.30 "
+	             "neither)"},
+	{OP_Scan, 0, "also float8 values carried and scanned (opset 19; not 4-bit: ONNX Runtime "
+	             "1.30 neither)"},
+	{OP_QLinearMatMul, 0, "int8 and uint8 (float8, opset 21, refused: ONNX Runtime 1.30 has no "
+	                      "kernel for it)"},
 };
 
 static const OpDoc *doc_of(int op)

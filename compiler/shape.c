@@ -508,11 +508,15 @@ static void narrow_type_guard(const Sig *s, const Node *n, bool outputs, Diag *d
 {
 	if (narrow_type_op(n->op))
 		return;
+	/* If, Loop and Scan carry float8 values whole or sliced by whole bytes
+	 * (their bodies are guarded node by node); 4-bit ones would be sliced
+	 * mid-byte, and ONNX Runtime 1.30 carries none through control flow. */
+	bool carries_f8 = n->op == OP_If || n->op == OP_Loop || n->op == OP_Scan;
 	int from = outputs ? n->nin : 0, to = outputs ? n->nin + n->nout : n->nin;
 	for (int k = from; k < to; k++) {
 		int id = k < n->nin ? n->in[k] : n->out[k - n->nin];
 		int dt = id != NONE ? s->dtypes[id] : DT_UNDEFINED;
-		if (DT_IS_FLOAT8(dt) || DT_IS_4BIT(dt))
+		if ((DT_IS_FLOAT8(dt) && !carries_f8) || DT_IS_4BIT(dt))
 			diag_fail_node(d, s->g, n, KILN_UNSUPPORTED, "%s %s is %s; %s values are compiled "
 			               "through Cast, CastLike, QuantizeLinear and DequantizeLinear only",
 			               k < n->nin ? "input" : "output", s->g->values[id].name,

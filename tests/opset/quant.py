@@ -271,6 +271,15 @@ def dq_float16_scale_21():
 WIDE = {17: F, 18: F, 19: F, 20: F, UINT4: TensorProto.UINT8, INT4: TensorProto.INT8}
 
 
+def all_nodes(g):
+    """The nodes of g and of every subgraph in it."""
+    for n in g.node:
+        yield n
+        for at in n.attribute:
+            for sub in ([at.g] if at.HasField("g") else []) + list(at.graphs):
+                yield from all_nodes(sub)
+
+
 def widened(m):
     """m with each float8 / 4-bit graph input and output in its wide type,
     Cast to and from the narrow one inside the graph."""
@@ -280,7 +289,7 @@ def widened(m):
     for v in g.input:
         code = v.type.tensor_type.elem_type
         if code in WIDE:
-            for n in g.node:
+            for n in all_nodes(g):   # subgraphs name outer values too
                 n.input[:] = [x + "__n" if x == v.name else x for x in n.input]
             # saturate 0: an infinity stays one (every value is exact)
             sat = {"saturate": 0} if code < 21 else {}
@@ -365,6 +374,54 @@ def io_float8_qdq_19():
     return m, {"x": x_in((3, 4), 33) * 10, "f": f8_values(19, 12, 34).reshape(3, 4)}, widened(m)
 
 
+def f8_body(name, nodes, ins, outs):
+    return helper.make_graph(nodes, name, ins, outs)
+
+
+@run
+def control_flow_float8_21():
+    """If, Loop and Scan carrying float8 values (ONNX Runtime 1.30 has them
+    for float8, not for 4-bit): an If on a run-time condition choosing x
+    (E4M3FN, a graph input) or its double; a Loop of 3 steps adding 1.5 to
+    an E5M2 state, its per-step values stacked; a Scan summing the rows of an
+    E4M3FNUZ input into a state and passing each row on. Outputs float8."""
+    dbl = [helper.make_node("Cast", ["x"], ["xf"], to=F),
+           helper.make_node("Add", ["xf", "xf"], ["x2"]),
+           helper.make_node("Cast", ["x2"], ["o"], to=E4M3FN)]
+    then_ = f8_body("then", [helper.make_node("Identity", ["x"], ["o"])], [],
+                    [vi("o", None, E4M3FN)])
+    else_ = f8_body("else", dbl, [], [vi("o", None, E4M3FN)])
+    step = f8_body("step", [helper.make_node("Identity", ["cond"], ["co"]),
+                            helper.make_node("Cast", ["v"], ["vf"], to=F),
+                            helper.make_node("Add", ["vf", "h"], ["vs"]),
+                            helper.make_node("Cast", ["vs"], ["vo"], to=E5M2),
+                            helper.make_node("Identity", ["vo"], ["each"])],
+                   [vi("i", [], TensorProto.INT64), vi("cond", [], TensorProto.BOOL),
+                    vi("v", None, E5M2)],
+                   [vi("co", [], TensorProto.BOOL), vi("vo", None, E5M2),
+                    vi("each", None, E5M2)])
+    row = f8_body("row", [helper.make_node("Cast", ["st"], ["sf"], to=F),
+                          helper.make_node("Cast", ["e"], ["ef"], to=F),
+                          helper.make_node("Add", ["sf", "ef"], ["ss"]),
+                          helper.make_node("Cast", ["ss"], ["so"], to=18),
+                          helper.make_node("Identity", ["e"], ["eo"])],
+                  [vi("st", None, 18), vi("e", None, 18)],
+                  [vi("so", None, 18), vi("eo", None, 18)])
+    nodes = [helper.make_node("If", ["c"], ["yi"], then_branch=then_, else_branch=else_),
+             helper.make_node("Loop", ["m", "", "v0"], ["yl", "yls"], body=step),
+             helper.make_node("Scan", ["s0", "r"], ["ys", "ysr"], body=row, num_scan_inputs=1)]
+    m = model(nodes, [vi("x", ["N", 5], E4M3FN), vi("c", [], TensorProto.BOOL),
+                      vi("v0", [4], E5M2), vi("s0", [3], 18), vi("r", [4, 3], 18)],
+              [vi("yi", ["N", 5], E4M3FN), vi("yl", [4], E5M2), vi("yls", [3, 4], E5M2),
+               vi("ys", [3], 18), vi("ysr", [4, 3], 18)],
+              [const("h", np.array(1.5, np.float32)), const("m", np.array(3, np.int64))],
+              opset=21)
+    return m, {"x": f8_values(17, 10, 40).reshape(2, 5), "c": np.array(False),
+               "v0": np.array([-2, 0.25, 6, 57344], np.float32),
+               "s0": np.array([0.5, -1, 3], np.float32),
+               "r": f8_values(18, 12, 41).reshape(4, 3)}, widened(m)
+
+
 # ---- errors -------------------------------------------------------------------
 
 @error("compile: initializer \"w\" has 3 bytes of raw_data but its shape and type need 4")
@@ -426,6 +483,19 @@ def int4_graph_input_to_relu_refused():
     """A 4-bit graph input is taken, but no arithmetic on packed nibbles."""
     nodes = [helper.make_node("Relu", ["q"], ["y"], name="r")]
     return model(nodes, [vi("q", ["N", 3], INT4)], [vi("y", None, INT4)], opset=21)
+
+
+@error("compile: node 0 \"choose\" (If, ai.onnx opset 21): output q is int4; 4-bit values are "
+       "compiled through Cast, CastLike, QuantizeLinear and DequantizeLinear only")
+def if_int4_refused():
+    """ONNX Runtime 1.30 carries no 4-bit value through If, Loop or Scan."""
+    br = [helper.make_graph([helper.make_node("Identity", ["w"], ["o"])], b, [],
+                            [vi("o", None, INT4)]) for b in ("then", "else")]
+    nodes = [helper.make_node("If", ["c"], ["q"], name="choose", then_branch=br[0],
+                              else_branch=br[1]),
+             helper.make_node("DequantizeLinear", ["q", "s"], ["y"])]
+    return model(nodes, [vi("c", [], TensorProto.BOOL)], [vi("y", None)],
+                 [t4("w", rand4((3, 5))), const("s", np.array(1, np.float32))], opset=21)
 
 
 @error("compile: (QuantizeLinear, ai.onnx opset 19): the float8 zero point \"z\" must be 0, "
