@@ -384,6 +384,11 @@ static void check_nibbles_typed(void)
 	CHECK(run_direct(&nibbles_ref_model, &got, &want) == KILN_OK, "nibbles: direct run");
 	char why[256] = "";
 	CHECK(outputs_match(&nibbles_model, &got, &want, why, sizeof why), "nibbles_run: %s", why);
+	got.vin[0].bytes = 7;   /* a byte short of 15 int4 elements */
+	CHECK(kiln_run(ctx, 5, got.vin, got.vout) == KILN_USAGE, "nibbles: a short int4 buffer");
+	got.vin[0].bytes = 8;
+	got.vin[0].dtype = KILN_UINT4;
+	CHECK(kiln_run(ctx, 5, got.vin, got.vout) == KILN_USAGE, "nibbles: uint4 for int4");
 	bufs_free(&got);
 	bufs_free(&want);
 	kiln_context_destroy(ctx);
