@@ -517,10 +517,12 @@ static void narrow_type_guard(const Sig *s, const Node *n, bool outputs, Diag *d
 		int id = k < n->nin ? n->in[k] : n->out[k - n->nin];
 		int dt = id != NONE ? s->dtypes[id] : DT_UNDEFINED;
 		if ((DT_IS_FLOAT8(dt) && !carries_f8) || DT_IS_4BIT(dt))
-			diag_fail_node(d, s->g, n, KILN_UNSUPPORTED, "%s %s is %s; %s values are compiled "
-			               "through Cast, CastLike, QuantizeLinear and DequantizeLinear only",
+			diag_fail_node(d, s->g, n, KILN_UNSUPPORTED, "%s %s is %s; %s values are only "
+			               "converted (Cast, CastLike, QuantizeLinear, DequantizeLinear) or moved "
+			               "(Identity, Reshape, Flatten, Squeeze, Unsqueeze, Transpose%s)",
 			               k < n->nin ? "input" : "output", s->g->values[id].name,
-			               dtype_name(dt), DT_IS_FLOAT8(dt) ? "float8" : "4-bit");
+			               dtype_name(dt), DT_IS_FLOAT8(dt) ? "float8" : "4-bit",
+			               DT_IS_FLOAT8(dt) ? ", If, Loop, Scan" : "");
 	}
 }
 

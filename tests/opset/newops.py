@@ -411,8 +411,8 @@ def castlike_float8_initializer_19():
     return m, {"x": (x_in((3, 16), 7) * 100).astype(np.float32)}
 
 
-@error("compile: (Add, ai.onnx opset 19): input q is float8e4m3fn; float8 values are compiled "
-       "through Cast, CastLike, QuantizeLinear and DequantizeLinear only")
+@error("compile: (Add, ai.onnx opset 19): input q is float8e4m3fn; float8 values are only "
+       "converted (Cast, CastLike, QuantizeLinear, DequantizeLinear) or moved")
 def add_on_float8_refused():
     nodes = [helper.make_node("Cast", ["x"], ["q"], to=F8["e4m3fn"]),
              helper.make_node("Add", ["q", "q"], ["s"]),

@@ -456,8 +456,8 @@ def blocked_scale_wrong_shape():
                  [t4("w", rand4((7, 5))), const("s", scales((2, 5)))], opset=21)
 
 
-@error("compile: (Pad, ai.onnx opset 21): input w is int4; 4-bit values are compiled "
-       "through Cast, CastLike, QuantizeLinear and DequantizeLinear only")
+@error("compile: (Pad, ai.onnx opset 21): input w is int4; 4-bit values are only "
+       "converted (Cast, CastLike, QuantizeLinear, DequantizeLinear) or moved")
 def pad_int4_refused():
     """ONNX Runtime 1.30 has no 4-bit Pad either."""
     nodes = [helper.make_node("Pad", ["w", "p"], ["wp"]),
@@ -478,7 +478,7 @@ def int4_constant_truncated():
 
 
 @error("compile: node 0 \"r\" (Relu, ai.onnx opset 21): input q is int4; 4-bit values are "
-       "compiled through Cast, CastLike, QuantizeLinear and DequantizeLinear only")
+       "only converted (Cast, CastLike, QuantizeLinear, DequantizeLinear) or moved")
 def int4_graph_input_to_relu_refused():
     """A 4-bit graph input is taken, but no arithmetic on packed nibbles."""
     nodes = [helper.make_node("Relu", ["q"], ["y"], name="r")]
@@ -486,7 +486,7 @@ def int4_graph_input_to_relu_refused():
 
 
 @error("compile: node 0 \"choose\" (If, ai.onnx opset 21): output q is int4; 4-bit values are "
-       "compiled through Cast, CastLike, QuantizeLinear and DequantizeLinear only")
+       "only converted (Cast, CastLike, QuantizeLinear, DequantizeLinear) or moved")
 def if_int4_refused():
     """ONNX Runtime 1.30 carries no 4-bit value through If, Loop or Scan."""
     br = [helper.make_graph([helper.make_node("Identity", ["w"], ["o"])], b, [],
