@@ -196,6 +196,65 @@ void compile_close(Model *m, FILE *f, const char *path)
 		diag_fail(m->diag, KILN_IO, "writing %s: %s", path, strerror(errno));
 }
 
+/* A graph output that is a graph input or a weight (an initializer, a
+ * Constant's value) is handed back as it is by ONNX Runtime. The generated
+ * code computes every output into the caller's buffer, so such an output
+ * gets a value of its own, under the same name, from an Identity node at the
+ * end of the graph: the optimizer keeps an Identity from a value that is not
+ * a temporary to a graph output, and folding leaves graph outputs computed.
+ * `kiln info` still shows the graph as written (this runs on compiling). */
+static void copy_passthrough_outputs(Model *m)
+{
+	Graph *g = m->graph;
+	int ncopy = 0;
+	for (int i = 0; i < g->noutputs; i++)
+		ncopy += g->values[g->outputs[i]].kind != VAL_TEMP;
+	if (!ncopy)
+		return;
+	Node *nodes = arena_array(m->arena, (size_t)g->nnodes + (size_t)ncopy, sizeof *nodes);
+	memcpy(nodes, g->nodes, (size_t)g->nnodes * sizeof *nodes);
+	g->nodes = nodes;
+	int64_t opset = 0;
+	for (int i = 0; i < m->nopsets; i++)
+		if (m->opsets[i].domain_id == DOMAIN_ONNX)
+			opset = m->opsets[i].version;
+	for (int i = 0; i < g->noutputs; i++) {
+		int src = g->outputs[i];
+		if (g->values[src].kind == VAL_TEMP)
+			continue;
+		int id = graph_add_value(g, g->values[src].name);
+		Value *v = &g->values[id], *sv = &g->values[src];
+		v->type = sv->type;
+		v->dtype = sv->dtype;
+		v->shape = sv->shape;
+		v->kind = VAL_TEMP;
+		Node *n = &g->nodes[g->nnodes];
+		memset(n, 0, sizeof *n);
+		n->id = g->nnodes++;
+		n->name = arena_printf(m->arena, "output %s", sv->name);
+		n->op_type = "Identity";
+		n->domain = "";
+		n->domain_id = DOMAIN_ONNX;
+		n->op = op_lookup("Identity", DOMAIN_ONNX);
+		n->opset = opset < 1 || opset > op_max_opset(DOMAIN_ONNX) ? op_max_opset(DOMAIN_ONNX)
+		                                                           : (int)opset;
+		n->since = op_resolve(n->op, n->opset);
+		n->synthetic = true;
+		n->nin = n->nout = 1;
+		n->in = arena_array(m->arena, 1, sizeof *n->in);
+		n->out = arena_array(m->arena, 1, sizeof *n->out);
+		n->in[0] = src;
+		n->out[0] = id;
+		sv->nuse++;
+		v->producer = n->id;
+		g->outputs[i] = id;
+	}
+	for (int i = 0; i < g->nvalues; i++)
+		g->values[i].is_output = false;
+	for (int i = 0; i < g->noutputs; i++)
+		g->values[g->outputs[i]].is_output = true;
+}
+
 void compile_model(Model *m, const CompileOptions *o, CompileResult *res)
 {
 	Arena *a = m->arena;
@@ -211,6 +270,7 @@ void compile_model(Model *m, const CompileOptions *o, CompileResult *res)
 	int64_t *batches = arena_array(a, (size_t)o->nbatches, sizeof *batches);
 	memcpy(batches, o->batches, (size_t)o->nbatches * sizeof *batches);
 	qsort(batches, (size_t)o->nbatches, sizeof *batches, cmp_i64);
+	copy_passthrough_outputs(m);
 	/* The optimizer rewrites the graph once, for exactly these signatures. */
 	passes_run(m, o->passes, batches, o->nbatches, o->bind, o->pass_report);
 	stage(o, "graph optimizer");

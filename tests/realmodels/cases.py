@@ -103,6 +103,20 @@ def duplicate_constants():
     return dup_const_model(), {"x": rng().standard_normal((3, 4), dtype=np.float32)}
 
 
+@run
+def outputs_passed_through():
+    """Graph outputs that are a graph input, an initializer and a Constant's
+    value (ONNX Runtime hands them back as they are), beside a computed one."""
+    x = vinfo("x", TensorProto.FLOAT, ["N", 4])
+    outs = [vinfo("y", TensorProto.FLOAT, ["N", 4]), vinfo("x", TensorProto.FLOAT, ["N", 4]),
+            vinfo("w", TensorProto.FLOAT, [4]), vinfo("k", TensorProto.INT64, [3])]
+    nodes = [helper.make_node("Mul", ["x", "w"], ["y"], name="mul"),
+             helper.make_node("Constant", [], ["k"], name="kc",
+                              value=numpy_helper.from_array(np.array([3, -1, 7], np.int64)))]
+    w = numpy_helper.from_array(np.array([0.5, -2, 3, 1.25], np.float32), "w")
+    return model(nodes, [x], outs, [w]), {"x": rng().standard_normal((3, 4), dtype=np.float32)}
+
+
 @error("warning: ")
 def duplicate_constants_warns():
     return dup_const_model()
