@@ -8,7 +8,9 @@
  * bottom/right padding. Cases: plain, padded, asymmetric pads, dilation,
  * stride > kernel, windows wholly in padding (max gives -inf; average gives 0
  * when padding counts, NaN when it does not), windows reaching beyond the
- * padding (those taps are never counted), and random shapes.
+ * padding (those taps are never counted), ResNet's 3x3/2 stem, rows wider than
+ * kiln_f32_maxpool2d's row buffer, windows of more than 8 rows, NaN taps (never
+ * win), and random shapes.
  * Tolerances: max pooling is exact; window averages |err| <= 1e-5 * sum|x| /
  * count; global averages (accumulated in double) |err| <= 1e-6 * sum|x| / n.
  */
@@ -144,6 +146,30 @@ static void by_hand(void)
 	      "avgpool ceil mode counts no tap beyond the padding");
 	kiln_f32_maxpool2d(&p, X5, Y);
 	CHECK(Y[2] == 6, "maxpool ceil mode window beyond the input");
+
+	/* A NaN tap never wins; a window of NaNs gives -inf. 3x3 windows, stride
+	 * 2, pads 1: 20 outputs a row, so the vector loops see the NaNs too. */
+	enum { NW = 40 };
+	float Xn[2 * NW], Yn[20];
+	for (int i = 0; i < 2 * NW; i++)
+		Xn[i] = (float)(i % 7) - 3.0f;
+	Xn[0] = Xn[1] = Xn[NW] = Xn[NW + 1] = NAN; /* output 0's window */
+	Xn[10] = NAN;
+	p = (kiln_pool2d_params){
+		.batch = 1, .channels = 1, .in_h = 2, .in_w = NW, .kernel_h = 3, .kernel_w = 3,
+		.stride_h = 2, .stride_w = 2, .dilation_h = 1, .dilation_w = 1, .pad_top = 1,
+		.pad_left = 1, .pad_bottom = 1, .pad_right = 1, .out_h = 1, .out_w = 20,
+	};
+	kiln_f32_maxpool2d(&p, Xn, Yn);
+	int nan_ok = Yn[0] == -INFINITY;
+	for (int k = 1; k < 20; k++) {
+		float best = -INFINITY;
+		for (int j = 2 * k - 1; j <= 2 * k + 1 && j < NW; j++)
+			for (int r = 0; r < 2; r++)
+				best = Xn[r * NW + j] > best ? Xn[r * NW + j] : best;
+		nan_ok &= Yn[k] == best;
+	}
+	CHECK(nan_ok, "maxpool ignores NaN taps");
 }
 
 static void global_pools(void)
@@ -210,6 +236,13 @@ int main(void)
 		{2, 3, 1, 17, 1, 4, 1, 3, 1, 1, 0, 1, 0, 2, 1},   /* 1-D */
 		{1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 0, 0, 0, 0, 0},    /* all ones */
 		{0, 2, 4, 4, 2, 2, 2, 2, 1, 1, 0, 0, 0, 0, 0},    /* empty batch */
+		{2, 3, 112, 112, 3, 3, 2, 2, 1, 1, 1, 1, 1, 1, 0}, /* ResNet's stem */
+		{1, 2, 9, 75, 3, 3, 2, 2, 1, 1, 1, 1, 1, 1, 1},   /* 3x3/2, a ragged row */
+		{1, 1, 5, 2500, 3, 3, 2, 2, 1, 1, 1, 1, 1, 1, 0}, /* rows in several chunks */
+		{1, 1, 4, 2100, 2, 5, 1, 3, 1, 2, 0, 3, 0, 1, 1}, /* the same, any window */
+		{1, 2, 23, 21, 11, 3, 1, 2, 2, 1, 5, 1, 5, 1, 0}, /* 11 rows a window */
+		{1, 1, 3, 1300, 2, 2, 1, 1, 1, 1100, 0, 0, 0, 0, 0}, /* window wider than a chunk */
+		{1, 1, 3, 5, 2, 2, 1, 1, 1, 1, 0, 2500, 0, 2500, 0}, /* chunks wholly in padding */
 	};
 	by_hand();
 	global_pools();

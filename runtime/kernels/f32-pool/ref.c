@@ -11,11 +11,15 @@
  * function, applied to the padded extent, gives AveragePool's divisor when
  * count_include_pad is set. Window sums accumulate in float (a window holds
  * few taps); the global average, over a whole plane, accumulates in double.
+ * kiln_f32_maxpool2d runs separably instead (down the columns, then across),
+ * its row loops in pool.h's variants.
  */
 #include <math.h>
 #include <string.h>
 
+#include "../isa.h"
 #include "kiln/kernels.h"
+#include "pool.h"
 
 /* The taps t in [0, k) with 0 <= start + t * dilation < len form one range:
  * return it as [*lo, *hi), empty if *hi <= *lo. dilation >= 1. */
@@ -50,7 +54,8 @@ static Window window_at(const kiln_pool2d_params *p, int64_t oh, int64_t ow)
 	return win;
 }
 
-KILN_API void kiln_f32_maxpool2d(const kiln_pool2d_params *p, const float *X, float *Y)
+/* MaxPool one window at a time (windows wider than a row buffer). */
+static void maxpool2d_windows(const kiln_pool2d_params *p, const float *X, float *Y)
 {
 	const int64_t W = p->in_w, dh = p->dilation_h, dw = p->dilation_w;
 	for (int64_t plane = 0; plane < p->batch * p->channels; plane++) {
@@ -69,6 +74,118 @@ KILN_API void kiln_f32_maxpool2d(const kiln_pool2d_params *p, const float *X, fl
 				}
 				y[oh * p->out_w + ow] = best;
 			}
+	}
+}
+
+static void vmax_ref(const float *const *rows, int64_t n, float *dst, int64_t len)
+{
+	for (int64_t c = 0; c < len; c++) {
+		float best = -INFINITY;
+		for (int64_t r = 0; r < n; r++)
+			best = rows[r][c] > best ? rows[r][c] : best;
+		dst[c] = best;
+	}
+}
+
+void kiln_pool_hmax3s2_ref(const float *t, float *y, int64_t n)
+{
+	for (int64_t k = 0; k < n; k++) {
+		float best = t[2 * k];
+		best = t[2 * k + 1] > best ? t[2 * k + 1] : best;
+		best = t[2 * k + 2] > best ? t[2 * k + 2] : best;
+		y[k] = best;
+	}
+}
+
+const PoolRowOps kiln_pool_ref = {vmax_ref, kiln_pool_hmax3s2_ref};
+
+static const PoolRowOps *pool_row_ops(void)
+{
+	switch (kiln_isa()) {
+#ifdef KILN_HAVE_X86_VARIANTS
+	case KILN_ISA_AVX512: return &kiln_pool_avx512;
+	case KILN_ISA_AVX2: return &kiln_pool_avx2;
+#endif
+	default: return &kiln_pool_ref;
+	}
+}
+
+/* The row buffer of kiln_f32_maxpool2d: padded columns of one chunk of
+ * outputs, and the slack hmax3s2 may read. */
+enum { POOL_ROW = 1024, POOL_SLACK = 64 };
+
+/* The outputs [ow0, ow0 + n) of one output row: t, POOL_ROW + POOL_SLACK
+ * floats, receives the vertical maxima of the padded columns they cover,
+ * -INFINITY in the padding; then each output folds its taps of t. */
+static void maxpool_row_chunk(const kiln_pool2d_params *p, const PoolRowOps *ops,
+                              const float *const *rows, int64_t nrows, int64_t ow0, int64_t n,
+                              float *t, float *y)
+{
+	const int64_t sw = p->stride_w, dw = p->dilation_w;
+	const int64_t c0 = ow0 * sw - p->pad_left; /* input column of t[0] */
+	const int64_t span = (n - 1) * sw + (p->kernel_w - 1) * dw + 1;
+	/* t[lo, hi): the columns inside the input; lo <= hi <= span */
+	int64_t lo = c0 < 0 ? -c0 : 0, hi = p->in_w - c0;
+	lo = lo < span ? lo : span;
+	hi = hi < span ? hi : span;
+	if (hi < lo)
+		hi = lo;
+	for (int64_t i = 0; i < lo; i++)
+		t[i] = -INFINITY;
+	/* rows in groups of 8: the first group sets t[lo, hi), later ones fold into it */
+	for (int64_t r = 0; hi > lo && (r < nrows || r == 0); r += 8) {
+		const float *at[9];
+		int64_t m = nrows - r < 8 ? nrows - r : 8;
+		for (int64_t k = 0; k < m; k++)
+			at[k] = rows[r + k] + c0 + lo;
+		if (r > 0)
+			at[m++] = t + lo;
+		ops->vmax(at, m, t + lo, hi - lo);
+	}
+	for (int64_t i = hi; i < span + POOL_SLACK / 2; i++)
+		t[i] = -INFINITY;
+	if (p->kernel_w == 3 && sw == 2 && dw == 1) {
+		ops->hmax3s2(t, y, n);
+		return;
+	}
+	for (int64_t k = 0; k < n; k++) {
+		const float *w = t + k * sw;
+		float best = w[0];
+		for (int64_t j = 1; j < p->kernel_w; j++)
+			best = w[j * dw] > best ? w[j * dw] : best;
+		y[k] = best;
+	}
+}
+
+/* Separable: per output row, the maxima down each column of its window rows,
+ * then across each window of those (the same maximum; of equal taps, +0 and
+ * -0, a different one may win). Outputs are done in chunks whose padded
+ * columns fit POOL_ROW floats. */
+KILN_API void kiln_f32_maxpool2d(const kiln_pool2d_params *p, const float *X, float *Y)
+{
+	const int64_t sw = p->stride_w, reach = (p->kernel_w - 1) * p->dilation_w + 1;
+	if (reach > POOL_ROW || p->kernel_h > 64) {
+		maxpool2d_windows(p, X, Y);
+		return;
+	}
+	const int64_t chunk = (POOL_ROW - reach) / sw + 1;
+	const PoolRowOps *ops = pool_row_ops();
+	float t[POOL_ROW + POOL_SLACK];
+	const float *rows[64];
+	for (int64_t plane = 0; plane < p->batch * p->channels; plane++) {
+		const float *x = X + plane * p->in_h * p->in_w;
+		float *y = Y + plane * p->out_h * p->out_w;
+		for (int64_t oh = 0; oh < p->out_h; oh++, y += p->out_w) {
+			int64_t h0 = oh * p->stride_h - p->pad_top, i_lo, i_hi;
+			window_taps(h0, p->dilation_h, p->kernel_h, p->in_h, &i_lo, &i_hi);
+			int64_t nrows = 0;
+			for (int64_t i = i_lo; i < i_hi; i++)
+				rows[nrows++] = x + (h0 + i * p->dilation_h) * p->in_w;
+			for (int64_t ow0 = 0; ow0 < p->out_w; ow0 += chunk) {
+				int64_t n = p->out_w - ow0 < chunk ? p->out_w - ow0 : chunk;
+				maxpool_row_chunk(p, ops, rows, nrows, ow0, n, t, y + ow0);
+			}
+		}
 	}
 }
 
