@@ -54,4 +54,10 @@ static void hmax3s2(const float *t, float *y, int64_t n)
 	kiln_pool_hmax3s2_ref(t + 2 * k, y + k, n - k);
 }
 
-const PoolRowOps kiln_pool_avx2 = {vmax, hmax3s2};
+static void prefetch(const float *row, int64_t len)
+{
+	for (int64_t c = 0; c < len; c += 16)
+		_mm_prefetch((const char *)(row + c), _MM_HINT_T0);
+}
+
+const PoolRowOps kiln_pool_avx2 = {vmax, hmax3s2, prefetch};

@@ -1,7 +1,7 @@
 /*
  * f32-pool/avx512.c - MaxPool's row loops (pool.h) over 16 float lanes:
- * vmax's last len % 16 through masked loads and stores, hmax3s2's last n % 16
- * outputs in ref.c's.
+ * the last len % 16 columns (n % 16 outputs) through masked stores (and
+ * vmax's masked loads; hmax3s2 reads into the slack of t).
  */
 #include <immintrin.h>
 #include <math.h>
@@ -43,17 +43,21 @@ static void hmax3s2(const float *t, float *y, int64_t n)
 	                                       28, 30);
 	const __m512i odd = _mm512_setr_epi32(1, 3, 5, 7, 9, 11, 13, 15, 17, 19, 21, 23, 25, 27,
 	                                      29, 31);
-	int64_t k = 0;
-	for (; k + 16 <= n; k += 16) {
+	for (int64_t k = 0; k < n; k += 16) {
 		const float *w = t + 2 * k;
 		__m512 a = _mm512_loadu_ps(w), b = _mm512_loadu_ps(w + 16);
 		__m512 c = _mm512_loadu_ps(w + 2), d = _mm512_loadu_ps(w + 18);
 		__m512 best = _mm512_permutex2var_ps(a, even, b);
 		best = _mm512_max_ps(_mm512_permutex2var_ps(a, odd, b), best);
 		best = _mm512_max_ps(_mm512_permutex2var_ps(c, even, d), best);
-		_mm512_storeu_ps(y + k, best);
+		_mm512_mask_storeu_ps(y + k, lanes(n - k), best);
 	}
-	kiln_pool_hmax3s2_ref(t + 2 * k, y + k, n - k);
 }
 
-const PoolRowOps kiln_pool_avx512 = {vmax, hmax3s2};
+static void prefetch(const float *row, int64_t len)
+{
+	for (int64_t c = 0; c < len; c += 16)
+		_mm_prefetch((const char *)(row + c), _MM_HINT_T0);
+}
+
+const PoolRowOps kiln_pool_avx512 = {vmax, hmax3s2, prefetch};

@@ -18,6 +18,8 @@ typedef struct PoolRowOps {
 	 * ResNet's stem), folded as above from t[2k]; t holds no NaN. t may be read up
 	 * to t[2n + 32]. */
 	void (*hmax3s2)(const float *t, float *y, int64_t n);
+	/* a hint: row[0, len) is read soon (ref: nothing) */
+	void (*prefetch)(const float *row, int64_t len);
 } PoolRowOps;
 
 /* ref.c's hmax3s2: the variants' last outputs */
