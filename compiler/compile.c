@@ -317,10 +317,22 @@ void compile_model(Model *m, const CompileOptions *o, CompileResult *res)
 	}
 	if (o->nrules > KILN_MAX_RULES)
 		diag_fail(d, KILN_USAGE, "--batch-rule: at most %d rules", KILN_MAX_RULES);
+	/* Batch sizes that run as tiles of fewer samples (batchtile.c): the
+	 * tile's signature (an internal one unless it is compiled anyway), and
+	 * the tile's arena is the size's. */
+	const Sig **tile = arena_array(a, (size_t)o->nbatches, sizeof *tile);
+	const Plan **tile_plan = arena_array(a, (size_t)o->nbatches, sizeof *tile_plan);
+	bool tiled = batch_tiles(m, sigs, plans, o->nbatches, stitch, o->bind, tile, tile_plan);
+	for (int i = 0; i < o->nbatches; i++)
+		if (tile[i])
+			plans[i].arena_bytes = tile_plan[i]->arena_bytes;
+	if (tiled)
+		stitch_arenas(m, plans, o->nbatches, stitch);
 	res->context_bytes = stitch->context_bytes;
 	res->batch_independent = stitch->dep.independent;
 	res->batch_mixing = stitch->dep.why;
-	EmitOptions eo = {.name = name, .stitch = stitch, .rules = o->rules, .nrules = o->nrules,
+	EmitOptions eo = {.name = name, .stitch = stitch, .tile = tile, .tile_plan = tile_plan,
+	                  .rules = o->rules, .nrules = o->nrules,
 	                  .export_api = o->export_api || o->shared, .trees = o->trees};
 	EmitResult er;
 	stage(o, "shapes and buffer plans");

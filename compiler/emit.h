@@ -10,6 +10,9 @@
 typedef struct EmitOptions {
 	const char *name;        /* C prefix of every generated symbol */
 	const Stitch *stitch;    /* batch axes, costs, context bytes (stitch.c) */
+	const Sig *const *tile;  /* per signature: the signature of the tiles it runs as
+	                            (batchtile.c), or NULL; NULL for none at all */
+	const Plan *const *tile_plan;
 	const char *const *rules;   /* baked batch rules, checked by the caller */
 	int nrules;
 	bool export_api;         /* default visibility for NAME_model and NAME_run*; else hidden */

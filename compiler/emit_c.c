@@ -1019,6 +1019,71 @@ static void emit_shared_signature(Emit *E)
 	emitf(E, "\treturn 0;\n}\n\n");
 }
 
+/* E->sig's node functions and its run function. */
+static void emit_signature(Emit *E)
+{
+	Graph *g = E->g;
+	if (share_signature(E)) {
+		emit_shared_signature(E);
+		return;
+	}
+	for (int k = 0; k < g->nnodes; k++)
+		if (node_has_code(E, &g->nodes[k]))
+			emit_node(E, &g->nodes[k]);
+	emitf(E, "static int %s_run_generic_b%" PRId64 "(void *arena, const void *const *in, "
+	      "void *const *out)\n{\n\tunsigned char *a = arena;\n\tint st;\n", E->o->name,
+	      E->sig->batch);
+	emit_frozen_guards(E);
+	for (int k = 0; k < g->nnodes; k++) {
+		Node *n = &g->nodes[k];
+		if (!node_has_code(E, n))
+			continue;
+		emitf(E, "\tif ((st = %s(a, in, out)) != 0) /* %s */\n\t\treturn st;\n",
+		      fn_name(E, n), c_comment_escape(E->a, n->op_type));
+	}
+	emitf(E, "\treturn 0;\n}\n\n");
+}
+
+/* E->sig's run function as tiles of t's samples (batchtile.c): every batched
+ * input and output has its batch on axis 0, so a tile is a block of rows at
+ * its offset in the caller's buffers; the others are passed whole. */
+static void emit_tiled_run(Emit *E, const Sig *t)
+{
+	Graph *g = E->g;
+	const Stitch *st = E->o->stitch;
+	int64_t B = E->sig->batch;
+	emitf(E, "/* Batch %" PRId64 " as %" PRId64 " tiles of %" PRId64 " samples, one after the "
+	      "other through\n * every node, so that a tile's activations stay in cache. */\n",
+	      B, B / t->batch, t->batch);
+	emitf(E, "static int %s_run_generic_b%" PRId64 "(void *arena, const void *const *in, "
+	      "void *const *out)\n{\n", E->o->name, B);
+	int nin = 0, nout = g->noutputs;
+	for (int k = 0; k < g->ninputs; k++)
+		nin += g->values[g->inputs[k]].kind == VAL_INPUT;
+	emitf(E, "\tfor (int64_t i = 0; i < %" PRId64 "; i++) {\n", B / t->batch);
+	emitf(E, "\t\tconst void *tin[%d] = {", nin ? nin : 1);
+	for (int k = 0, j = 0; k < g->ninputs; k++) {
+		int id = g->inputs[k];
+		if (g->values[id].kind != VAL_INPUT)
+			continue;
+		uint64_t tb = (uint64_t)shape_nelem(&t->shapes[id]) * dtype_size(t->dtypes[id]);
+		if (st->axis[id] == 0)
+			emitf(E, "%s(const unsigned char *)in[%d] + i * %" PRIu64, j ? ", " : "", j, tb);
+		else
+			emitf(E, "%sin[%d]", j ? ", " : "", j);
+		j++;
+	}
+	emitf(E, "%s};\n\t\tvoid *tout[%d] = {", nin ? "" : "0", nout ? nout : 1);
+	for (int k = 0; k < nout; k++) {
+		int id = g->outputs[k];
+		uint64_t tb = (uint64_t)shape_nelem(&t->shapes[id]) * dtype_size(t->dtypes[id]);
+		emitf(E, "%s(unsigned char *)out[%d] + i * %" PRIu64, k ? ", " : "", k, tb);
+	}
+	emitf(E, "%s};\n\t\tint st = %s_run_generic_b%" PRId64 "(arena, tin, tout);\n"
+	      "\t\tif (st != 0)\n\t\t\treturn st;\n\t}\n\treturn 0;\n}\n\n",
+	      nout ? "" : "0", E->o->name, t->batch);
+}
+
 /* The node functions of a subgraph (emit/control.c sets up E). */
 void emit_graph_functions(Emit *E)
 {
@@ -1429,39 +1494,40 @@ void emit_c(Model *m, const Sig *sigs, const Plan *plans, int nsigs, const EmitO
 		E->sym_of_weight[i] = NONE;
 
 	/* Large graphs share node functions (see "shared node functions"). */
-	bool *shared = arena_array(E->a, (size_t)(nsigs ? nsigs : 1), sizeof *shared);
 	bool any_shared = false;
 	for (int i = 0; i < nsigs; i++) {
 		E->sig = &sigs[i];
 		E->plan = &plans[i];
-		any_shared |= shared[i] = share_signature(E);
+		any_shared |= share_signature(E);
+		if (o->tile && o->tile[i]) {
+			E->sig = o->tile[i];
+			E->plan = o->tile_plan[i];
+			any_shared |= share_signature(E);
+		}
 	}
 	if (any_shared)
 		emit_step_runner(E);
 	for (int i = 0; i < nsigs; i++) {
+		const Sig *t = o->tile ? o->tile[i] : NULL;
+		bool internal = t && !(t >= sigs && t < sigs + nsigs);
+		bool done = false;   /* an internal tile's code, emitted for a smaller size */
+		for (int j = 0; j < i && internal; j++)
+			done |= o->tile[j] == t;
+		if (internal && !done) {
+			E->sig = t;
+			E->plan = o->tile_plan[i];
+			emitf(E, "/* ==== batch %" PRId64 " (tiles of batch %" PRId64 " only): arena %" PRId64
+			      " bytes ==== */\n\n", t->batch, sigs[i].batch, E->plan->arena_bytes);
+			emit_signature(E);
+		}
 		E->sig = &sigs[i];
 		E->plan = &plans[i];
 		emitf(E, "/* ==== batch %" PRId64 ": arena %" PRId64 " bytes ==== */\n\n", sigs[i].batch,
 		    plans[i].arena_bytes);
-		if (shared[i]) {
-			emit_shared_signature(E);
-		} else {
-			for (int k = 0; k < g->nnodes; k++)
-				if (node_has_code(E, &g->nodes[k]))
-					emit_node(E, &g->nodes[k]);
-			emitf(E, "static int %s_run_generic_b%" PRId64 "(void *arena, const void *const *in, "
-			       "void *const *out)\n{\n\tunsigned char *a = arena;\n\tint st;\n",
-			    o->name, sigs[i].batch);
-			emit_frozen_guards(E);
-			for (int k = 0; k < g->nnodes; k++) {
-				Node *n = &g->nodes[k];
-				if (!node_has_code(E, n))
-					continue;
-				emitf(E, "\tif ((st = %s(a, in, out)) != 0) /* %s */\n\t\treturn st;\n",
-				    fn_name(E, n), c_comment_escape(E->a, n->op_type));
-			}
-			emitf(E, "\treturn 0;\n}\n\n");
-		}
+		if (t)
+			emit_tiled_run(E, t);
+		else
+			emit_signature(E);
 		emitf(E, "%s_MODEL_API int %s_run_b%" PRId64 "(void *arena", upper(E, o->name), o->name,
 		    sigs[i].batch);
 		int nin = 0, nout = 0;

@@ -785,6 +785,8 @@ typedef struct SigCost {
 	double ns;               /* the estimate: call overhead + flops + bytes, in ns */
 } SigCost;
 void sig_cost(const Sig *s, SigCost *out);
+/* Whether node n computes anything at s (not every output folded). */
+bool sig_computes(const Sig *s, const Node *n);
 
 typedef struct Stitch {
 	BatchDep dep;
@@ -793,10 +795,26 @@ typedef struct Stitch {
 	int64_t plan_bound;
 	uint64_t staging_bytes, context_bytes;
 	int64_t max_arena_bytes;
+	int64_t maxb;            /* the largest compiled batch size */
 } Stitch;
 /* Everything the descriptor and NAME_CONTEXT_BYTES need, for signatures in
  * ascending batch order and their plans. */
 void stitch_build(Model *m, const Sig *sigs, const Plan *plans, int nsigs, const BindOptions *o,
                   Stitch *out);
+/* The arena and context bytes again, after plans' arena_bytes changed. */
+void stitch_arenas(Model *m, const Plan *plans, int nsigs, Stitch *out);
+
+/* ---- batchtile.c: a batch size run as tiles of fewer samples ------------ */
+
+/* The samples of one tile when batch s->batch runs best as tiles of them
+ * (a divisor of it, whose activations stay in cache), 0 to run it whole. */
+int64_t batch_tile(const Sig *s, const Plan *p, const Stitch *st);
+/* batch_tile for each of n signatures (ascending) and their plans: tile[i]
+ * is the signature of signature i's tiles (one of sigs when that size is
+ * compiled, else a new one, shape-inferred and planned, shared between the
+ * sizes that tile by it) and tile_plan[i] its plan, or both NULL. Whether
+ * any size runs as tiles. */
+bool batch_tiles(Model *m, const Sig *sigs, const Plan *plans, int n, const Stitch *st,
+                 const BindOptions *o, const Sig **tile, const Plan **tile_plan);
 
 #endif

@@ -251,6 +251,19 @@ static void scratch_text(const Graph *g, const Plan *p, FILE *out)
 	}
 }
 
+/* The sizes whose compiled code runs as tiles (batchtile.c), and the arena
+ * that makes theirs: `kiln compile` plans them so. */
+static void tiles_text(const Sig *sigs, int n, const Sig **tile, const Plan **tile_plan,
+                       FILE *out)
+{
+	for (int i = 0; i < n; i++)
+		if (tile[i])
+			fprintf(out, "batch %lld runs as %lld tiles of %lld samples (activations in cache): "
+			        "arena %lld bytes, a tile's\n", (long long)sigs[i].batch,
+			        (long long)(sigs[i].batch / tile[i]->batch), (long long)tile[i]->batch,
+			        (long long)tile_plan[i]->arena_bytes);
+}
+
 static void signatures_text(Model *m, const Sig *sigs, const Plan *plans, int n, FILE *out)
 {
 	Graph *g = m->graph;
@@ -379,9 +392,23 @@ void report_info(Model *m, FILE *out, const InfoOptions *o)
 	/* With a plan: what one kiln_run context costs, and whether any batch
 	 * size can be stitched (stitch.c, batchdep.c). */
 	Stitch *st = NULL;
+	const Sig **tile = NULL;
+	const Plan **tile_plan = NULL;
 	if (plans) {
 		st = arena_alloc(m->arena, sizeof *st);
 		stitch_build(m, sigs, plans, o->nbatches, o->bind, st);
+		/* sizes run as tiles take a tile's arena, as kiln compile plans them */
+		tile = arena_array(m->arena, (size_t)o->nbatches, sizeof *tile);
+		tile_plan = arena_array(m->arena, (size_t)o->nbatches, sizeof *tile_plan);
+		if (batch_tiles(m, sigs, plans, o->nbatches, st, o->bind, tile, tile_plan)) {
+			Plan *tiled = arena_array(m->arena, (size_t)o->nbatches, sizeof *tiled);
+			for (int i = 0; i < o->nbatches; i++) {
+				tiled[i] = plans[i];
+				if (tile[i])
+					tiled[i].arena_bytes = tile_plan[i]->arena_bytes;
+			}
+			stitch_arenas(m, tiled, o->nbatches, st);
+		}
 	}
 	if (o->json) {
 		Json j = {.out = out};
@@ -394,6 +421,8 @@ void report_info(Model *m, FILE *out, const InfoOptions *o)
 	} else {
 		info_text(m, &s, &w, out);
 		signatures_text(m, sigs, plans, o->nbatches, out);
+		if (st)
+			tiles_text(sigs, o->nbatches, tile, tile_plan, out);
 		if (st)
 			stitching_text(sigs, o->nbatches, st, out);
 	}

@@ -70,6 +70,14 @@ static double node_flops(const Sig *s, const Node *n)
 	return in > out ? in : out;
 }
 
+bool sig_computes(const Sig *s, const Node *n)
+{
+	for (int k = 0; k < n->nout; k++)
+		if (n->out[k] != NONE && !s->folded[n->out[k]])
+			return true;
+	return false;
+}
+
 void sig_cost(const Sig *s, SigCost *out)
 {
 	memset(out, 0, sizeof *out);
@@ -78,10 +86,7 @@ void sig_cost(const Sig *s, SigCost *out)
 	double flops = 0;
 	for (int i = 0; i < g->nnodes; i++) {
 		const Node *n = &g->nodes[i];
-		bool computed = false;
-		for (int k = 0; k < n->nout; k++)
-			computed |= n->out[k] != NONE && !s->folded[n->out[k]];
-		if (!computed)
+		if (!sig_computes(s, n))
 			continue;
 		nodes++;
 		flops += node_flops(s, n);
@@ -157,14 +162,12 @@ void stitch_build(Model *m, const Sig *sigs, const Plan *plans, int nsigs, const
 		}
 	}
 	out->cost = arena_array(m->arena, (size_t)nsigs, sizeof *out->cost);
-	for (int i = 0; i < nsigs; i++) {
+	for (int i = 0; i < nsigs; i++)
 		sig_cost(&sigs[i], &out->cost[i]);
-		if (plans[i].arena_bytes > out->max_arena_bytes)
-			out->max_arena_bytes = plans[i].arena_bytes;
-	}
 	int64_t maxb = 0;
 	for (int i = 0; i < nsigs; i++)
 		maxb = sigs[i].batch > maxb ? sigs[i].batch : maxb;
+	out->maxb = maxb;
 	out->plan_bound = KILN_PLAN_BOUND(maxb);
 	for (int pass = 0; pass < 2; pass++) {
 		int count = pass ? g->noutputs : g->ninputs;
@@ -175,6 +178,15 @@ void stitch_build(Model *m, const Sig *sigs, const Plan *plans, int nsigs, const
 			out->staging_bytes += KILN_ALIGN64(tensor_bytes_at(&sigs[0], id, out->axis[id], maxb));
 		}
 	}
+	stitch_arenas(m, plans, nsigs, out);
+}
+
+void stitch_arenas(Model *m, const Plan *plans, int nsigs, Stitch *out)
+{
+	out->max_arena_bytes = 0;
+	for (int i = 0; i < nsigs; i++)
+		if (plans[i].arena_bytes > out->max_arena_bytes)
+			out->max_arena_bytes = plans[i].arena_bytes;
 	out->context_bytes = KILN_CONTEXT_BYTES(nsigs, out->plan_bound, out->staging_bytes,
 	                                        out->max_arena_bytes);
 	/* Every term is bounded (shape.c, plan.c): the sum cannot wrap. */
@@ -182,6 +194,6 @@ void stitch_build(Model *m, const Sig *sigs, const Plan *plans, int nsigs, const
 		diag_fail(m->diag, KILN_LIMIT, "one kiln_run context needs %llu bytes (arena %lld, staging "
 		          "%llu for batch %lld), more than the limit of %lld MiB (raise it with --max-arena)",
 		          (unsigned long long)out->context_bytes, (long long)out->max_arena_bytes,
-		          (unsigned long long)out->staging_bytes, (long long)maxb,
+		          (unsigned long long)out->staging_bytes, (long long)out->maxb,
 		          (long long)(m->limits.max_arena_bytes >> 20));
 }

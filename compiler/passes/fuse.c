@@ -137,6 +137,13 @@ static bool matmul_to_gemm(PassCtx *c, int i, int b, bool trans_b, int cv, int y
 		out_dims[rank - 1] = N;
 		if (varying > 1)
 			return false;
+		/* One signature: the first axis is written -1 (what an exporter
+		 * writes), so the graph still follows the batch size and the
+		 * independence proof (batchdep.c, at probe sizes of its own) holds. */
+		if (c->nsigs == 1 && !varying) {
+			out_dims[0] = -1;
+			varying = 1;
+		}
 		/* A batch axis after a leading axis longer than 1 (seq-first
 		 * [seq, batch, features]) would be flattened with it, and batch
 		 * independence could no longer be proven: MatMul stays. */

@@ -153,7 +153,12 @@ CASES = [
     ("single_head", lambda: SingleHead(), {"x": randn(2, 5, 16, seed=7)}, 0, 0),
     ("exposed_scores", lambda: ExposedScores(), {"x": randn(2, 6, 16, seed=8)}, 0, 0),
     ("pre_ln_residual", lambda: PreLn(), {"x": randn(2, 6, 16, seed=9)}, 0, 0),
+    # 16 MiB of arena at batch 256: runs as 64 tiles of 4 samples (compiler/batchtile.c),
+    # so kiln_f32_attention is called in the tile's code only
+    ("tiled_batch", lambda: Mha(d=64, h=4, seq=64), {"x": randn(256, 64, 64, seed=10)}, 1, 1),
 ]
+# cases whose compiled batch runs as tiles: the comment emit_c.c writes
+TILED = {"tiled_batch": "Batch 256 as 64 tiles of 4 samples"}
 
 
 def export(module, inputs):
@@ -207,6 +212,10 @@ def main():
                   f"want {(calls, ln_res)}\n{r.stderr}")
             failures += 1
             continue
+        if (name in TILED) != ("tiles of" in code) or (name in TILED and TILED[name] not in code):
+            print(f"FAIL {name}: the batch {'does not run' if name in TILED else 'runs'} as tiles")
+            failures += 1
+            continue
         if calls:
             r = subprocess.run([kiln, "info", os.path.join(d, "model.onnx"), "--batch", batch,
                                 "--plan"], capture_output=True, text=True)
@@ -216,7 +225,8 @@ def main():
                 continue
         print(f"PASS {name}: matches PyTorch under {', '.join(ISAS)}; "
               f"{'fused' if calls else 'not fused (falls back)'}"
-              f"{'; residual Add in the LayerNorm' if ln_res else ''}")
+              f"{'; residual Add in the LayerNorm' if ln_res else ''}"
+              f"{'; batch ' + batch + ' in tiles' if name in TILED else ''}")
     return 1 if failures else 0
 
 

@@ -1,0 +1,142 @@
+/*
+ * batchtile.c - whether a compiled batch size runs as tiles of fewer samples.
+ *
+ * A batch-independent model whose activations are large per sample (a
+ * transformer's [S, D] rows and the per-layer intermediates) moves its whole
+ * batch through memory between nodes: at batch 256 the transformer encoder of
+ * bench/ writes and reads 48 MiB of activations per node, far beyond L2, while
+ * each node's weights would fit there. Run as tiles of a few samples, one tile
+ * passes through every node while its activations stay in L2 (and the arena
+ * shrinks to one tile's). The cost is each weight read once per tile instead
+ * of once per call: so a tile keeps at least TILE_ROWS rows in every GEMM
+ * against a weight, which keeps the weight's reuse (a panel read from L2 or
+ * L3 feeds that many rows), and graphs with other weight-bound ops
+ * (convolutions, recurrences) are not tiled.
+ *
+ * The tile t divides B, so every tile is the same compiled signature (an
+ * internal one when t is not a compiled size): B runs as B / t calls of t's
+ * run function on the caller's rows at their offset. Conditions: the model is
+ * proven batch independent, every batched input and output has its batch on
+ * axis 0 (a tile is then a contiguous block of rows), none is 4-bit (rows
+ * may start mid-byte) or frozen, and B's arena is more than TILE_ARENA_MIN
+ * bytes (smaller ones stay in cache as they are: measured, a transformer
+ * layer at batch 16, 3 MiB of arena, gains nothing from tiles).
+ */
+#include <string.h>
+
+#include "kiln.h"
+
+enum {
+	TILE_ROWS = 256,                   /* rows each GEMM against a weight keeps */
+	TILE_ARENA_MIN = 8 << 20,          /* bytes of arena worth tiling */
+	TILE_WEIGHT_BYTES = 16 << 10,      /* weights smaller than this do not count */
+};
+
+static int64_t nelem(const Sig *s, int id)
+{
+	int64_t n = shape_nelem(&s->shapes[id]);
+	return n < 0 ? 0 : n;
+}
+
+static bool is_weight(const Sig *s, int id)
+{
+	return id != NONE && s->g->values[id].kind == VAL_WEIGHT;
+}
+
+/* Rows per sample of the GEMM that node n runs against a weight, 0 if it
+ * has no big weight input, -1 if it reads one in a way tiles would not keep
+ * (a weight on the left, a convolution, a recurrence, an op not listed). */
+static double weight_rows(const Sig *s, const Node *n)
+{
+	bool big = false;
+	for (int k = 0; k < n->nin; k++)
+		if (is_weight(s, n->in[k]) &&
+		    nelem(s, n->in[k]) * (int64_t)dtype_size(s->dtypes[n->in[k]]) >= TILE_WEIGHT_BYTES)
+			big = true;
+	if (!big)
+		return 0;
+	int a = n->nin > 0 ? n->in[0] : NONE;
+	switch (n->op) {
+	case OP_Gather:
+		return 0;   /* rows of a table: no reuse to keep */
+	case OP_MatMul: case OP_Gemm: {
+		if (a == NONE || is_weight(s, a) || s->shapes[a].rank < 2)
+			return -1;
+		const Attr *ta = n->op == OP_Gemm ? node_attr(n, "transA") : NULL;
+		if (ta && ta->i)
+			return -1;
+		const Shape *sh = &s->shapes[a];
+		int64_t k = sh->dims[sh->rank - 1].size;
+		return k > 0 ? (double)(nelem(s, a) / k) / (double)s->batch : -1;
+	}
+	default:
+		return -1;
+	}
+}
+
+int64_t batch_tile(const Sig *s, const Plan *p, const Stitch *st)
+{
+	const Graph *g = s->g;
+	int64_t B = s->batch;
+	if (!st->dep.independent || B < 2 || p->arena_bytes <= TILE_ARENA_MIN)
+		return 0;
+	for (int pass = 0; pass < 2; pass++) {
+		int count = pass ? g->noutputs : g->ninputs;
+		for (int k = 0; k < count; k++) {
+			int id = pass ? g->outputs[k] : g->inputs[k];
+			if (!pass && g->values[id].kind != VAL_INPUT)
+				continue;
+			if (DT_IS_4BIT(s->dtypes[id]) || (!pass && s->folded[id]))
+				return 0;
+			if (st->axis[id] > 0 || (pass && st->axis[id] < 0))
+				return 0;
+		}
+	}
+	double rows = -1;   /* the fewest rows per sample of a GEMM against a weight */
+	for (int i = 0; i < g->nnodes; i++) {
+		const Node *n = &g->nodes[i];
+		if (!sig_computes(s, n))
+			continue;
+		double r = weight_rows(s, n);
+		if (r < 0)
+			return 0;
+		if (r > 0 && (rows < 0 || r < rows))
+			rows = r;
+	}
+	if (rows <= 0)
+		return 0;
+	for (int64_t t = 1; t < B; t++)
+		if (B % t == 0 && (double)t * rows >= TILE_ROWS)
+			return t;
+	return 0;
+}
+
+bool batch_tiles(Model *m, const Sig *sigs, const Plan *plans, int n, const Stitch *st,
+                 const BindOptions *o, const Sig **tile, const Plan **tile_plan)
+{
+	bool any = false;
+	for (int i = 0; i < n; i++) {
+		tile[i] = NULL, tile_plan[i] = NULL;
+		int64_t t = batch_tile(&sigs[i], &plans[i], st);
+		if (!t)
+			continue;
+		for (int j = 0; j < n && !tile[i]; j++)
+			if (sigs[j].batch == t)
+				tile[i] = &sigs[j], tile_plan[i] = &plans[j];
+		for (int j = 0; j < i && !tile[i]; j++)
+			if (tile[j] && tile[j]->batch == t)
+				tile[i] = tile[j], tile_plan[i] = tile_plan[j];
+		if (!tile[i]) {
+			Sig *ts = arena_alloc(m->arena, sizeof *ts);
+			Plan *tp = arena_alloc(m->arena, sizeof *tp);
+			memset(ts, 0, sizeof *ts);
+			ts->batch = t;
+			ts->g = m->graph;
+			shape_infer(ts, o, m->arena, m->diag);
+			plan_build(tp, ts, m->arena);
+			tile[i] = ts, tile_plan[i] = tp;
+		}
+		any = true;
+	}
+	return any;
+}
