@@ -156,7 +156,7 @@ def make_inputs(name, specs, batch, in_dir, noise=False):
         f = os.path.join(in_dir, safe_name(iname) + ".bin")
         a.tofile(f)
         files.append(dict(name=iname, dtype="float32" if dtype == np.float32 else "int64",
-                          shape=shape, file=f))
+                          shape=shape, dims=dims, file=f))
     return files
 
 
@@ -165,8 +165,9 @@ def build_kiln(args, name, path, batch, inputs, cell_dir):
     kdir = os.path.join(cell_dir, "kiln")
     os.makedirs(kdir, exist_ok=True)
     cmd = [args.kiln, "compile", path, "--batch", str(batch), "--name", "bench", "-o", kdir]
-    for i in inputs:  # fix non-batch symbolic dims (the LM's sequence length)
-        cmd += ["--shape", f"{i['name']}=" + ",".join(str(d) for d in i["shape"])]
+    for i in inputs:  # fix non-batch symbolic dims (the LM's sequence length); the batch
+        # stays N, as a user compiles it (a literal batch would leave no batch axis)
+        cmd += ["--shape", f"{i['name']}=" + ",".join(str(d) for d in i["dims"])]
     t0 = time.time()
     r = run(cmd)
     if r.returncode != 0:

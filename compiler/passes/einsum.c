@@ -97,6 +97,14 @@ static bool target(PassCtx *c, Sizes *sz, const char *const *groups, int ngroups
 		dims[gi] = differs ? -1 : first;
 		varying += differs;
 	}
+	/* One signature: the first group that holds whole batches is written -1
+	 * (right at this size in any case), so that the graph can follow the
+	 * batch size and the independence proof (batchdep.c) can hold. */
+	for (int gi = 0; gi < ngroups && c->nsigs == 1 && !varying; gi++)
+		if (dims[gi] > 0 && dims[gi] % c->sigs[0].batch == 0) {
+			dims[gi] = -1;
+			varying = 1;
+		}
 	return varying <= 1;
 }
 
