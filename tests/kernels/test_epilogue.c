@@ -348,6 +348,9 @@ int main(void)
 		test_gemm_f16b(3, 300, 130, 0, act);
 		test_gemm_f16b(17, 37, 70, 1, act);
 		test_gemm_f16b(1, 70, 513, 1, act);  /* batch 1, K blocks, transposed */
+		test_gemm_f16b(1, 10, 64, 1, act);   /* batch 1: f32-gemv's float16 rows, */
+		test_gemm_f16b(1, 5, 13, 1, act);    /* K short of one vector, */
+		test_gemm_f16b(1, 9, 48, 1, act);    /* K = 32 + 16 */
 		test_gemm_f16b(26, 33, 300, 0, act);
 		test_conv_packed_shape(act, 2, 40, 7, 7, 64, 3, 1, 1, 1);   /* rows: 7x7 */
 		test_conv_packed_shape(act, 1, 29, 28, 27, 32, 3, 2, 1, 1); /* rows: 14x14, stride 2 */

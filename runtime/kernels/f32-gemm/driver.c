@@ -343,6 +343,15 @@ void kiln_f32_gemm_f16b(int64_t M, int64_t N, int64_t K, float alpha, const floa
 		                       b_col_stride, beta, C, c_row_stride, ep);
 		return;
 	}
+	kiln_gemv_f16t_fn gemv = M == 1 && K > 0 && b_row_stride == 1 && alpha == 1.0f &&
+	                                 beta == 0.0f ? kiln_gemv_f16t_of() : NULL;
+	if (gemv) {
+		/* one row against B stored transposed (batch 1): dot products that
+		 * widen each row of Bt as they read it (f32-gemv/gemv.h) */
+		gemv(N, K, A, B, b_col_stride, ep ? ep->bias : NULL, C);
+		rows_epilogue(1, N, C, c_row_stride, ep, 0);
+		return;
+	}
 	/* B widened panel by panel into the stack panel the kernels read, as a
 	 * strided float B is packed (K blocks outermost, each widened once) */
 	GemmBSrc src = {.pack = pack_f16, .ctx = B, .rs = b_row_stride, .cs = b_col_stride, .N = N};

@@ -103,3 +103,84 @@ void kiln_gemv_avx512(int64_t N, int64_t K, const float *x, const float *Bp,
 		one_panel(K, kiln_pack_b32_width(N, n0), x, Bp + n0 * K, bias ? bias + n0 : NULL,
 		          y + n0);
 }
+
+/* Float16 weights stored transposed (gemv.h): four rows of Bt at a time, two
+ * 16-float partial sums per row (32 columns of K a step), so eight chains;
+ * a last 16 columns into the first sum and a last < 16 through masked loads
+ * into the second. Each row's sums are added, then reduced across lanes. */
+static __m512 widen16(const uint16_t *p, __mmask16 m)
+{
+	return _mm512_cvtph_ps(_mm256_maskz_loadu_epi16(m, p));
+}
+
+static void f16t_rows4(int64_t K, const float *x, const uint16_t *b0, int64_t ldb,
+                       const float *bias, float *y)
+{
+	const uint16_t *b1 = b0 + ldb, *b2 = b1 + ldb, *b3 = b2 + ldb;
+	__m512 a0 = _mm512_setzero_ps(), a1 = a0, a2 = a0, a3 = a0, a4 = a0, a5 = a0, a6 = a0,
+	       a7 = a0;
+	const __mmask16 all = 0xFFFF;
+	int64_t k = 0;
+	for (; k + 32 <= K; k += 32) {
+		__m512 x0 = _mm512_loadu_ps(x + k), x1 = _mm512_loadu_ps(x + k + 16);
+		a0 = _mm512_fmadd_ps(x0, widen16(b0 + k, all), a0);
+		a1 = _mm512_fmadd_ps(x1, widen16(b0 + k + 16, all), a1);
+		a2 = _mm512_fmadd_ps(x0, widen16(b1 + k, all), a2);
+		a3 = _mm512_fmadd_ps(x1, widen16(b1 + k + 16, all), a3);
+		a4 = _mm512_fmadd_ps(x0, widen16(b2 + k, all), a4);
+		a5 = _mm512_fmadd_ps(x1, widen16(b2 + k + 16, all), a5);
+		a6 = _mm512_fmadd_ps(x0, widen16(b3 + k, all), a6);
+		a7 = _mm512_fmadd_ps(x1, widen16(b3 + k + 16, all), a7);
+	}
+	if (k + 16 <= K) {
+		__m512 x0 = _mm512_loadu_ps(x + k);
+		a0 = _mm512_fmadd_ps(x0, widen16(b0 + k, all), a0);
+		a2 = _mm512_fmadd_ps(x0, widen16(b1 + k, all), a2);
+		a4 = _mm512_fmadd_ps(x0, widen16(b2 + k, all), a4);
+		a6 = _mm512_fmadd_ps(x0, widen16(b3 + k, all), a6);
+		k += 16;
+	}
+	if (k < K) {
+		__mmask16 m = lanes(K - k);
+		__m512 x1 = _mm512_maskz_loadu_ps(m, x + k);
+		a1 = _mm512_fmadd_ps(x1, widen16(b0 + k, m), a1);
+		a3 = _mm512_fmadd_ps(x1, widen16(b1 + k, m), a3);
+		a5 = _mm512_fmadd_ps(x1, widen16(b2 + k, m), a5);
+		a7 = _mm512_fmadd_ps(x1, widen16(b3 + k, m), a7);
+	}
+	y[0] = _mm512_reduce_add_ps(_mm512_add_ps(a0, a1)) + (bias ? bias[0] : 0.0f);
+	y[1] = _mm512_reduce_add_ps(_mm512_add_ps(a2, a3)) + (bias ? bias[1] : 0.0f);
+	y[2] = _mm512_reduce_add_ps(_mm512_add_ps(a4, a5)) + (bias ? bias[2] : 0.0f);
+	y[3] = _mm512_reduce_add_ps(_mm512_add_ps(a6, a7)) + (bias ? bias[3] : 0.0f);
+}
+
+static void f16t_row(int64_t K, const float *x, const uint16_t *b, const float *bias, float *y)
+{
+	__m512 a0 = _mm512_setzero_ps(), a1 = a0, a2 = a0, a3 = a0;
+	const __mmask16 all = 0xFFFF;
+	int64_t k = 0;
+	for (; k + 32 <= K; k += 32) {
+		a0 = _mm512_fmadd_ps(_mm512_loadu_ps(x + k), widen16(b + k, all), a0);
+		a1 = _mm512_fmadd_ps(_mm512_loadu_ps(x + k + 16), widen16(b + k + 16, all), a1);
+	}
+	if (k + 16 <= K) {
+		a2 = _mm512_fmadd_ps(_mm512_loadu_ps(x + k), widen16(b + k, all), a2);
+		k += 16;
+	}
+	if (k < K) {
+		__mmask16 m = lanes(K - k);
+		a3 = _mm512_fmadd_ps(_mm512_maskz_loadu_ps(m, x + k), widen16(b + k, m), a3);
+	}
+	*y = _mm512_reduce_add_ps(_mm512_add_ps(_mm512_add_ps(a0, a2), _mm512_add_ps(a1, a3))) +
+	     (bias ? *bias : 0.0f);
+}
+
+void kiln_gemv_f16t_avx512(int64_t N, int64_t K, const float *x, const uint16_t *Bt,
+                           int64_t ldb, const float *bias, float *y)
+{
+	int64_t n = 0;
+	for (; n + 4 <= N; n += 4)
+		f16t_rows4(K, x, Bt + n * ldb, ldb, bias ? bias + n : NULL, y + n);
+	for (; n < N; n++)
+		f16t_row(K, x, Bt + n * ldb, bias ? bias + n : NULL, y + n);
+}

@@ -10,7 +10,8 @@
  * (four rows of K at a time), then add them in a fixed order, so a result
  * depends only on the inputs and the variant. f32-gemm/driver.c and
  * f32-rnn/rnn.c call them when kiln_isa() picks the variant; the ref variant
- * runs the GEMM core.
+ * runs the GEMM core. kiln_gemv_f16t_* is the product on float16 weights
+ * stored transposed (kiln_f32_gemm_f16b at batch 1).
  */
 #ifndef KILN_F32_GEMV_H
 #define KILN_F32_GEMV_H
@@ -23,6 +24,26 @@ void kiln_gemv_avx2(int64_t N, int64_t K, const float *x, const float *Bp, const
                         float *y);
 void kiln_gemv_avx512(int64_t N, int64_t K, const float *x, const float *Bp,
                           const float *bias, float *y);
+
+/* y[n] = sum_k x[k] Bt[n ldb + k] (+ bias[n]), n < N: the same product on
+ * float16 weights stored transposed (a Gemm's transB = 1 weight kept as
+ * float16, --weights-dtype=fp16), each row of Bt widened exactly as it is
+ * read, four rows at a time, each row's two partial sums added in a fixed
+ * order. AVX-512 only (the ref and AVX2 variants run the GEMM core). */
+void kiln_gemv_f16t_avx512(int64_t N, int64_t K, const float *x, const uint16_t *Bt,
+                           int64_t ldb, const float *bias, float *y);
+
+typedef void (*kiln_gemv_f16t_fn)(int64_t N, int64_t K, const float *x, const uint16_t *Bt,
+                                  int64_t ldb, const float *bias, float *y);
+
+static inline kiln_gemv_f16t_fn kiln_gemv_f16t_of(void)
+{
+#ifdef KILN_HAVE_X86_VARIANTS
+	if (kiln_isa() == KILN_ISA_AVX512)
+		return kiln_gemv_f16t_avx512;
+#endif
+	return NULL;
+}
 
 typedef void (*kiln_gemv_fn)(int64_t N, int64_t K, const float *x, const float *Bp,
                                  const float *bias, float *y);
