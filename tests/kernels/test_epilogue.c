@@ -350,7 +350,10 @@ int main(void)
 		test_gemm_f16b(1, 70, 513, 1, act);  /* batch 1, K blocks, transposed */
 		test_gemm_f16b(1, 10, 64, 1, act);   /* batch 1: f32-gemv's float16 rows, */
 		test_gemm_f16b(1, 5, 13, 1, act);    /* K short of one vector, */
-		test_gemm_f16b(1, 9, 48, 1, act);    /* K = 32 + 16 */
+		test_gemm_f16b(1, 9, 48, 1, act);    /* K = 32 + 16, */
+		test_gemm_f16b(1, 150, 37, 0, act);  /* natural layout: 64-column blocks, */
+		test_gemm_f16b(1, 104, 64, 0, act);  /* a last one of 40, */
+		test_gemm_f16b(1, 20, 1, 0, act);    /* one row of K */
 		test_gemm_f16b(26, 33, 300, 0, act);
 		test_conv_packed_shape(act, 2, 40, 7, 7, 64, 3, 1, 1, 1);   /* rows: 7x7 */
 		test_conv_packed_shape(act, 1, 29, 28, 27, 32, 3, 2, 1, 1); /* rows: 14x14, stride 2 */

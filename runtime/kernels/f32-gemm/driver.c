@@ -343,12 +343,13 @@ void kiln_f32_gemm_f16b(int64_t M, int64_t N, int64_t K, float alpha, const floa
 		                       b_col_stride, beta, C, c_row_stride, ep);
 		return;
 	}
-	kiln_gemv_f16t_fn gemv = M == 1 && K > 0 && b_row_stride == 1 && alpha == 1.0f &&
-	                                 beta == 0.0f ? kiln_gemv_f16t_of() : NULL;
+	int trans = b_row_stride == 1 && b_col_stride != 1;
+	kiln_gemv_f16_fn gemv = M == 1 && K > 0 && (trans || b_col_stride == 1) && alpha == 1.0f &&
+	                                beta == 0.0f ? kiln_gemv_f16_of(trans) : NULL;
 	if (gemv) {
-		/* one row against B stored transposed (batch 1): dot products that
-		 * widen each row of Bt as they read it (f32-gemv/gemv.h) */
-		gemv(N, K, A, B, b_col_stride, ep ? ep->bias : NULL, C);
+		/* one row (batch 1): f32-gemv/gemv.h's products, which widen B's
+		 * rows as they read them */
+		gemv(N, K, A, B, trans ? b_col_stride : b_row_stride, ep ? ep->bias : NULL, C);
 		rows_epilogue(1, N, C, c_row_stride, ep, 0);
 		return;
 	}

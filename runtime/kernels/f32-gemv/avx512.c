@@ -184,3 +184,47 @@ void kiln_gemv_f16t_avx512(int64_t N, int64_t K, const float *x, const uint16_t 
 	for (; n < N; n++)
 		f16t_row(K, x, Bt + n * ldb, bias ? bias + n : NULL, y + n);
 }
+
+/* Float16 weights in their natural layout (gemv.h): 64 columns at a time,
+ * each row of B widened as it is read; even rows of K into four sums, odd
+ * rows into four others (eight chains), the two added at the end. */
+static void f16n_block(int64_t K, int64_t w, const float *x, const uint16_t *b, int64_t ldb,
+                       const float *bias, float *y)
+{
+	__mmask16 m0 = lanes(w), m1 = lanes(w - 16), m2 = lanes(w - 32), m3 = lanes(w - 48);
+	__m512 a0 = _mm512_setzero_ps(), a1 = a0, a2 = a0, a3 = a0, a4 = a0, a5 = a0, a6 = a0,
+	       a7 = a0;
+	int64_t k = 0;
+	for (; k + 2 <= K; k += 2) {
+		const uint16_t *r = b + k * ldb, *s = r + ldb;
+		__m512 x0 = _mm512_set1_ps(x[k]), x1 = _mm512_set1_ps(x[k + 1]);
+		a0 = _mm512_fmadd_ps(x0, widen16(r, m0), a0);
+		a1 = _mm512_fmadd_ps(x0, widen16(r + 16, m1), a1);
+		a2 = _mm512_fmadd_ps(x0, widen16(r + 32, m2), a2);
+		a3 = _mm512_fmadd_ps(x0, widen16(r + 48, m3), a3);
+		a4 = _mm512_fmadd_ps(x1, widen16(s, m0), a4);
+		a5 = _mm512_fmadd_ps(x1, widen16(s + 16, m1), a5);
+		a6 = _mm512_fmadd_ps(x1, widen16(s + 32, m2), a6);
+		a7 = _mm512_fmadd_ps(x1, widen16(s + 48, m3), a7);
+	}
+	if (k < K) {
+		const uint16_t *r = b + k * ldb;
+		__m512 x0 = _mm512_set1_ps(x[k]);
+		a0 = _mm512_fmadd_ps(x0, widen16(r, m0), a0);
+		a1 = _mm512_fmadd_ps(x0, widen16(r + 16, m1), a1);
+		a2 = _mm512_fmadd_ps(x0, widen16(r + 32, m2), a2);
+		a3 = _mm512_fmadd_ps(x0, widen16(r + 48, m3), a3);
+	}
+	store(y, bias, w, _mm512_add_ps(a0, a4), _mm512_add_ps(a1, a5));
+	if (w > 32)
+		store(y + 32, bias ? bias + 32 : NULL, w - 32, _mm512_add_ps(a2, a6),
+		      _mm512_add_ps(a3, a7));
+}
+
+void kiln_gemv_f16_avx512(int64_t N, int64_t K, const float *x, const uint16_t *B, int64_t ldb,
+                          const float *bias, float *y)
+{
+	for (int64_t n0 = 0; n0 < N; n0 += 64)
+		f16n_block(K, N - n0 < 64 ? N - n0 : 64, x, B + n0, ldb, bias ? bias + n0 : NULL,
+		           y + n0);
+}

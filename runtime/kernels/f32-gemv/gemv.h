@@ -10,8 +10,9 @@
  * (four rows of K at a time), then add them in a fixed order, so a result
  * depends only on the inputs and the variant. f32-gemm/driver.c and
  * f32-rnn/rnn.c call them when kiln_isa() picks the variant; the ref variant
- * runs the GEMM core. kiln_gemv_f16t_* is the product on float16 weights
- * stored transposed (kiln_f32_gemm_f16b at batch 1).
+ * runs the GEMM core. kiln_gemv_f16t_* and kiln_gemv_f16_* are the product
+ * on float16 weights, stored transposed or not (kiln_f32_gemm_f16b at batch
+ * 1).
  */
 #ifndef KILN_F32_GEMV_H
 #define KILN_F32_GEMV_H
@@ -33,14 +34,25 @@ void kiln_gemv_avx512(int64_t N, int64_t K, const float *x, const float *Bp,
 void kiln_gemv_f16t_avx512(int64_t N, int64_t K, const float *x, const uint16_t *Bt,
                            int64_t ldb, const float *bias, float *y);
 
-typedef void (*kiln_gemv_f16t_fn)(int64_t N, int64_t K, const float *x, const uint16_t *Bt,
-                                  int64_t ldb, const float *bias, float *y);
+/* y[n] = sum_k x[k] B[k ldb + n] (+ bias[n]): float16 weights in their
+ * natural layout (a MatMul's weight), 64 columns at a time, even and odd
+ * rows of K into separate sums added at the end. AVX-512 only too. */
+void kiln_gemv_f16_avx512(int64_t N, int64_t K, const float *x, const uint16_t *B, int64_t ldb,
+                          const float *bias, float *y);
 
-static inline kiln_gemv_f16t_fn kiln_gemv_f16t_of(void)
+/* Both take (N, K, x, B, ldb, bias, y). */
+typedef void (*kiln_gemv_f16_fn)(int64_t N, int64_t K, const float *x, const uint16_t *B,
+                                 int64_t ldb, const float *bias, float *y);
+
+/* The float16 product for B's layout (transposed: rows of Bt contiguous),
+ * or NULL (the caller runs the GEMM core). */
+static inline kiln_gemv_f16_fn kiln_gemv_f16_of(int transposed)
 {
 #ifdef KILN_HAVE_X86_VARIANTS
 	if (kiln_isa() == KILN_ISA_AVX512)
-		return kiln_gemv_f16t_avx512;
+		return transposed ? kiln_gemv_f16t_avx512 : kiln_gemv_f16_avx512;
+#else
+	(void)transposed;
 #endif
 	return NULL;
 }
