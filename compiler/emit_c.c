@@ -547,6 +547,11 @@ const char *mathfn(Emit *E, const char *name, int dt)
 
 /* ---- linear algebra --------------------------------------------------- */
 
+Infer emit_infer(Emit *E)
+{
+	return (Infer){.sig = (Sig *)E->sig, .g = E->g, .n = E->n, .d = E->d, .a = E->a};
+}
+
 void require_f32(Emit *E, const Operand *x)
 {
 	if (x->dtype != DT_FLOAT)
@@ -693,6 +698,7 @@ static void emit_body(Emit *E)
 	case OP_If: case OP_Loop: case OP_Scan: emit_control(E); break;
 	case OP_Det: emit_det(E); break;
 	case OP_MeanVarianceNormalization: emit_mvn(E); break;
+	case OP_LpNormalization: emit_lpnorm(E); break;
 	case OP_ReverseSequence: emit_reverse_sequence(E); break;
 	case OP_MatMulInteger: case OP_QLinearMatMul: emit_qmatmul(E); break;
 	case OP_ConvInteger: case OP_QLinearConv: emit_qconv(E); break;

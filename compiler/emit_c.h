@@ -91,6 +91,9 @@ double node_attr_float(const Node *n, const char *name, float dflt);
 int64_t node_attr_int(const Node *n, const char *name, int64_t dflt);
 bool folded_scalar(Emit *E, int i, double *v);  /* a folded scalar input, widened */
 void require_f32(Emit *E, const Operand *x);
+/* The node as a shape hook sees it, for the ops/ *.c functions that read a
+ * node's parameters for both inference and emission. */
+Infer emit_infer(Emit *E);
 void require_not_half(Emit *E, const Operand *x);   /* "float16 not supported by OP yet" */
 
 /* ---- loops (emit_c.c) ---- */
@@ -164,6 +167,7 @@ void emit_maxunpool(Emit *E);
 /* emit/misc.c */
 void emit_det(Emit *E);
 void emit_mvn(Emit *E);
+void emit_lpnorm(Emit *E);
 void emit_reverse_sequence(Emit *E);
 /* emit/signal.c */
 void emit_dft(Emit *E);

@@ -568,7 +568,14 @@ void attention_infer(Infer *x);
 int64_t attention_scratch_bytes(const Sig *s, int node);
 void ops_resize_infer(Infer *x);        /* Resize, Upsample */
 void ops_signal_infer(Infer *x);        /* DFT, STFT, Hann/Hamming/BlackmanWindow, MelWeightMatrix */
-void ops_misc_infer(Infer *x);          /* Det, MeanVarianceNormalization, ReverseSequence */
+void ops_misc_infer(Infer *x);          /* Det, MeanVarianceNormalization, ReverseSequence,
+                                           LpNormalization */
+/* LpNormalization's input as [outer, len, inner] around its axis, and p (1 or 2). */
+typedef struct LpNorm {
+	int64_t outer, len, inner;
+	int p;
+} LpNorm;
+void misc_lpnorm_params(Infer *x, LpNorm *p);
 void ops_sampling_infer(Infer *x);      /* GridSample, RoiAlign, MaxUnpool */
 void sampling_gridsample_params(Infer *x, kiln_gridsample_params *p);
 void sampling_roialign_params(Infer *x, kiln_roialign_params *p);

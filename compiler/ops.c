@@ -148,7 +148,7 @@ static const InferHook infer_hooks[OP_COUNT] = {
 	[OP_BlackmanWindow] = ops_signal_infer, [OP_MelWeightMatrix] = ops_signal_infer,
 	[OP_If] = ops_control_infer, [OP_Loop] = ops_control_infer, [OP_Scan] = ops_control_infer,
 	[OP_Det] = ops_misc_infer, [OP_MeanVarianceNormalization] = ops_misc_infer,
-	[OP_ReverseSequence] = ops_misc_infer,
+	[OP_ReverseSequence] = ops_misc_infer, [OP_LpNormalization] = ops_misc_infer,
 	[OP_MatMulInteger] = ops_quant_infer, [OP_QLinearMatMul] = ops_quant_infer,
 	[OP_ConvInteger] = ops_quant_infer, [OP_QLinearConv] = ops_quant_infer,
 	[OP_DynamicQuantizeLinear] = ops_quant_infer,

@@ -63,6 +63,8 @@ static const OpDoc docs[] = {
 	{OP_GroupNormalization, F32, "scale and bias per group (opset 18) or per channel (21); "
 	                             "statistics in double"},
 	{OP_LRN, F32, NULL},
+	{OP_LpNormalization, F32, "p 1 or 2; norms summed in double (a zero norm gives zeros, as ONNX "
+	                          "Runtime)"},
 	{OP_Resize, F32, "every mode; every coordinate transformation (opset 19's "
 	                 "half_pixel_symmetric too); axes and keep_aspect_ratio_policy; antialias (18, "
 	                 "any shrink); output sizes from scales computed in float as ONNX Runtime does "

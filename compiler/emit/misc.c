@@ -1,6 +1,7 @@
 /*
- * emit/misc.c - op emitters for Det, MeanVarianceNormalization and
- * ReverseSequence (inference in ops/misc.c).
+ * emit/misc.c - op emitters for Det, MeanVarianceNormalization, LpNormalization
+ * and ReverseSequence (inference in ops/misc.c). LpNormalization is one call
+ * of its float32 kernel.
  *
  * Det and MeanVarianceNormalization compute in double whatever the element
  * type: elements are widened on load and rounded once on store, so float16
@@ -129,6 +130,18 @@ void emit_mvn(Emit *E)
 	in = open_axes(E, s, red, 'r', body);
 	emitf(E, "%sY[%s] = %s;\n", in, at, store_double(E, Y.dtype, arena_printf(E->a, "(%s - mean) / den", x)));
 	emitf(E, "%s}\n", ind);
+}
+
+/* LpNormalization: one call of the float32 kernel (f32-lpnorm/ref.c). */
+void emit_lpnorm(Emit *E)
+{
+	Operand X = in_op(E, 0), Y = out_op(E, 0);
+	require_f32(E, &X);
+	Infer inf = emit_infer(E);
+	LpNorm p;
+	misc_lpnorm_params(&inf, &p);
+	emitf(E, "\tkiln_f32_lpnorm(%s, %s, %" PRId64 ", %" PRId64 ", %" PRId64 ", %d);\n", X.expr,
+	    Y.expr, p.outer, p.len, p.inner, p.p);
 }
 
 /* Row (b, t) of ReverseSequence's [B, T, inner] or [T, B, inner] view. */

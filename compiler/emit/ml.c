@@ -22,11 +22,6 @@
 /* Scores per row live on the stack of the node function. */
 enum { ML_MAX_TARGETS = 4096 };
 
-static Infer ml_infer(Emit *E)
-{
-	return (Infer){.sig = (Sig *)E->sig, .g = E->g, .n = E->n, .d = E->d, .a = E->a};
-}
-
 /* A weights-object symbol holding n elements of dt, as `(const T *)sym`. */
 static const char *ml_sym(Emit *E, int dt, const void *data, int64_t n, const char *what)
 {
@@ -165,7 +160,7 @@ static void tree_code(Emit *E, const TreeEnsemble *t, int xdt, int64_t tree, int
 
 void emit_tree_ensemble(Emit *E)
 {
-	Infer x = ml_infer(E);
+	Infer x = emit_infer(E);
 	TreeEnsemble t;
 	tree_ensemble_params(&x, &t);
 	if (t.ntargets > ML_MAX_TARGETS)
@@ -250,7 +245,7 @@ static const char *as_double(Emit *E, const char *elem)
 
 void emit_ml_linear(Emit *E)
 {
-	Infer x = ml_infer(E);
+	Infer x = emit_infer(E);
 	MlLinear l;
 	ml_linear_params(&x, &l);
 	bool classifier = E->n->op == OP_ML_LinearClassifier;
@@ -307,7 +302,7 @@ void emit_ml_linear(Emit *E)
 
 void emit_ml_vector(Emit *E)
 {
-	Infer x = ml_infer(E);
+	Infer x = emit_infer(E);
 	MlVector v;
 	ml_vector_params(&x, &v);
 	Operand X = in_op(E, 0), Y = out_op(E, 0);

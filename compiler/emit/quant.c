@@ -13,11 +13,6 @@
 
 #include "emit_c.h"
 
-static Infer infer_of(Emit *E)
-{
-	return (Infer){.sig = (Sig *)E->sig, .g = E->g, .n = E->n, .d = E->d, .a = E->a};
-}
-
 static bool has_input(Emit *E, int i)
 {
 	return i >= 0 && i < E->n->nin && E->n->in[i] != NONE;
@@ -40,7 +35,7 @@ static void param(Emit *E, int i, const Shape *operand, bool per_row, const char
 {
 	if (!has_input(E, i))
 		return;
-	Infer inf = infer_of(E);
+	Infer inf = emit_infer(E);
 	QParamKind kind = quant_param_kind(&inf, i, operand, per_row);
 	Operand p = in_op(E, i);
 	emitf(E, "\t%s = %d;\n", stride_field, kind != QP_TENSOR);
@@ -148,7 +143,7 @@ void emit_qconv(Emit *E)
 	bool ql = E->n->op == OP_QLinearConv;
 	int iw = ql ? 3 : 1, izw = ql ? 5 : 3;
 	Operand X = in_op(E, 0), W = in_op(E, iw), Y = out_op(E, 0);
-	Infer inf = infer_of(E);
+	Infer inf = emit_infer(E);
 	QConvGeometry g;
 	qconv_geometry(&inf, X.shape, W.shape, &g);
 	/* 1-D and 2-D use the last of three axes, size 1 elsewhere. */

@@ -11,11 +11,6 @@
 
 #include "emit_c.h"
 
-static Infer infer_of(Emit *E)
-{
-	return (Infer){.sig = (Sig *)E->sig, .g = E->g, .n = E->n, .d = E->d, .a = E->a};
-}
-
 /* Designated initializers `.name = {v0, v1, ...},` of n int64 arrays of len values. */
 static void int_fields(Emit *E, const char *const *names, const int64_t *const *vals, int n,
                        int len)
@@ -33,7 +28,7 @@ void emit_gridsample(Emit *E)
 	Operand X = in_op(E, 0), G = in_op(E, 1), Y = out_op(E, 0);
 	require_f32(E, &X);
 	require_f32(E, &G);
-	Infer inf = infer_of(E);
+	Infer inf = emit_infer(E);
 	kiln_gridsample_params p;
 	sampling_gridsample_params(&inf, &p);
 	static const char *const modes[] = {"KILN_GRIDSAMPLE_BILINEAR", "KILN_GRIDSAMPLE_NEAREST",
@@ -54,7 +49,7 @@ void emit_roialign(Emit *E)
 	Operand X = in_op(E, 0), R = in_op(E, 1), B = in_op(E, 2), Y = out_op(E, 0);
 	require_f32(E, &X);
 	require_f32(E, &R);
-	Infer inf = infer_of(E);
+	Infer inf = emit_infer(E);
 	kiln_roialign_params p;
 	sampling_roialign_params(&inf, &p);
 	emitf(E, "\tstatic const kiln_roialign_params p = {\n"
@@ -74,7 +69,7 @@ void emit_col2im(Emit *E)
 {
 	Operand X = in_op(E, 0), Y = out_op(E, 0);
 	require_f32(E, &X);
-	Infer inf = infer_of(E);
+	Infer inf = emit_infer(E);
 	kiln_col2im_params p;
 	sampling_col2im_params(&inf, &p);
 	emitf(E, "\tstatic const kiln_col2im_params p = {\n"
@@ -90,7 +85,7 @@ void emit_affinegrid(Emit *E)
 {
 	Operand T = in_op(E, 0), Y = out_op(E, 0);
 	require_f32(E, &T);
-	Infer inf = infer_of(E);
+	Infer inf = emit_infer(E);
 	kiln_affinegrid_params p;
 	sampling_affinegrid_params(&inf, &p);
 	emitf(E, "\tstatic const kiln_affinegrid_params p = {\n"
@@ -104,7 +99,7 @@ void emit_affinegrid(Emit *E)
 void emit_maxunpool(Emit *E)
 {
 	Operand X = in_op(E, 0), I = in_op(E, 1), Y = out_op(E, 0);
-	Infer inf = infer_of(E);
+	Infer inf = emit_infer(E);
 	kiln_maxunpool_params p;
 	sampling_maxunpool_params(&inf, &p);
 	emitf(E, "\tstatic const kiln_maxunpool_params p = {\n"

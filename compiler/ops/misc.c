@@ -1,11 +1,11 @@
 /*
  * ops/misc.c - shape inference for small ops that fit no other family: Det,
- * MeanVarianceNormalization and ReverseSequence.
+ * MeanVarianceNormalization, LpNormalization and ReverseSequence.
  *
- * All three keep their sizes static: Det drops the two matrix dims,
- * MeanVarianceNormalization keeps the input's shape, and ReverseSequence
- * keeps it too (its sequence_lens are read at run time, since they only
- * decide which elements move, never a shape).
+ * All four keep their sizes static: Det drops the two matrix dims,
+ * MeanVarianceNormalization and LpNormalization keep the input's shape, and
+ * ReverseSequence keeps it too (its sequence_lens are read at run time, since
+ * they only decide which elements move, never a shape).
  */
 #include "kiln.h"
 
@@ -65,6 +65,39 @@ static void infer_mvn(Infer *x)
 	infer_set_output(x, 0, infer_dtype(x, 0), in);
 }
 
+/* LpNormalization (opset 1): x / ||x||_p along axis (default -1), p 1 or 2
+ * (default 2), both as ONNX Runtime takes them. Read here for inference and
+ * again by the emitter, so the two cannot disagree. */
+void misc_lpnorm_params(Infer *x, LpNorm *p)
+{
+	const Shape *in = infer_shape(x, 0);
+	if (in->rank < 1)
+		infer_fail(x, KILN_SHAPE_ERROR, "input must have rank 1 or more, got a scalar");
+	int64_t pv = attr_int(x, "p", 2);
+	if (pv != 1 && pv != 2)
+		infer_fail(x, KILN_INVALID_MODEL, "p must be 1 or 2, got %lld", (long long)pv);
+	int axis = infer_axis(x, attr_int(x, "axis", -1), in->rank, "axis");
+	p->p = (int)pv;
+	p->len = in->dims[axis].size;
+	p->outer = p->inner = 1;
+	for (int k = 0; k < in->rank; k++) {
+		if (k < axis)
+			p->outer *= in->dims[k].size;
+		else if (k > axis)
+			p->inner *= in->dims[k].size;
+	}
+}
+
+static void infer_lpnorm(Infer *x)
+{
+	if (!is_float_type(infer_dtype(x, 0)))
+		infer_fail(x, KILN_INVALID_MODEL, "input must be a float type, not %s",
+		           dtype_name(infer_dtype(x, 0)));
+	LpNorm p;
+	misc_lpnorm_params(x, &p);
+	infer_set_output(x, 0, infer_dtype(x, 0), infer_shape(x, 0));
+}
+
 /* ReverseSequence: x is [batch, time, ...] or [time, batch, ...] as the
  * axes say; sequence_lens is [batch] of int64. */
 static void infer_reverse_sequence(Infer *x)
@@ -93,6 +126,7 @@ void ops_misc_infer(Infer *x)
 	case OP_Det: infer_det(x); return;
 	case OP_MeanVarianceNormalization: infer_mvn(x); return;
 	case OP_ReverseSequence: infer_reverse_sequence(x); return;
+	case OP_LpNormalization: infer_lpnorm(x); return;
 	default:
 		infer_fail(x, KILN_INTERNAL, "ops_misc_infer called for %s", x->n->op_type);
 	}

@@ -304,6 +304,15 @@ KILN_API void kiln_f32_batchnorm(const float *X, const float *scale, const float
                                  const float *mean, const float *var, float *Y, int64_t N,
                                  int64_t C, int64_t spatial, float epsilon);
 
+/*
+ * ONNX LpNormalization (p = 1 or 2): X and Y are [outer, len, inner], each
+ * (outer, inner) line of len elements divided by its Lp norm, summed in
+ * double. A zero norm gives zeros (as ONNX Runtime); infinities and NaN
+ * follow IEEE division. In place (f32-lpnorm/ref.c).
+ */
+KILN_API void kiln_f32_lpnorm(const float *X, float *Y, int64_t outer, int64_t len,
+                              int64_t inner, int p);
+
 /* ---- reduction -------------------------------------------------------- */
 
 /*

@@ -170,6 +170,12 @@ verdict("ok_per_sample", [
 verdict("mix_mvn", [
     helper.make_node("MeanVarianceNormalization", ["x"], ["y"], name="mvn"),
 ], [helper.make_tensor_value_info("x", F, ["N", 2, 3, 3])], [out("y", ["N", 2, 3, 3])])
+verdict("ok_lpnorm", [
+    helper.make_node("LpNormalization", ["x"], ["y"], name="lp", axis=1, p=1),
+], [x3], [out("y", ["N", 2, 3])])
+verdict("mix_lpnorm", [
+    helper.make_node("LpNormalization", ["x"], ["y"], name="lp_over_jets", axis=0),
+], [x2], [out("y", ["N", 4])])
 
 
 # nibbles.onnx (opset 21): 4-bit and float8 graph inputs and outputs, 3

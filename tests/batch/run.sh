@@ -86,6 +86,8 @@ verdict mix_shape_out "$N node 1 \"shape\" (Shape, ai.onnx opset 13): graph outp
 verdict mix_unknown "$N node 0 \"pick\" (Compress, ai.onnx opset 13): kiln's batch analysis does not know Compress, so it may mix rows"
 verdict ok_per_sample "$Y"
 verdict mix_mvn "$N node 0 \"mvn\" (MeanVarianceNormalization, ai.onnx opset 13): normalizes over the batch axis 0"
+verdict ok_lpnorm "$Y"
+verdict mix_lpnorm "$N node 0 \"lp_over_jets\" (LpNormalization, ai.onnx opset 13): normalizes over the batch axis 0"
 
 INC="-I$SRC/include -I$OUT/rows -I$OUT/rows_ref -I$OUT/rows_baked -I$OUT/seq -I$OUT/seq_ref -I$OUT/mixes"
 OBJS="$OUT/rows/rows.o $OUT/rows_ref/rows_ref.o $OUT/rows_baked/rows_baked.o $OUT/seq/seq.o $OUT/seq_ref/seq_ref.o $OUT/mixes/mixes.o"

@@ -84,7 +84,7 @@ expect_out jet_tagger_plan.json
 expect 2 "$E mlp.onnx: --shape names \"nope\", which is not a graph input" -- info --shape=nope=1,2 mlp.onnx
 expect 2 "$E mlp.onnx: node 0 \"fc1\" (Gemm, ai.onnx opset 13): inner dims differ: A gives K = 5, B gives 4 (batch 1)" -- info --shape=x=2,5 mlp.onnx
 expect 2 "$E mlp.onnx: --batch-dim x=5: the input has rank 2" -- info --batch-dim=x=5 mlp.onnx
-expect 2 "$E unsupported.onnx: node 1 \"lp\" (LpNormalization, ai.onnx opset 14): not supported by kiln yet" -- info --batch 2 unsupported.onnx
+expect 2 "$E unsupported.onnx: node 1 \"svm\" (SVMRegressor, ai.onnx.ml opset 3): not supported by kiln yet" -- info --batch 2 unsupported.onnx
 expect 2 "$E --batch needs sizes like 1,8,64, got '0'
 Try 'kiln --help'." -- info --batch=0 mlp.onnx
 expect 2 "$E --batch lists a size twice: '1,1'

@@ -76,7 +76,7 @@ expect "kiln: error: compile needs --batch, e.g. --batch=1,8
 Try 'kiln --help'." compile "$SRC/tests/fixtures/mlp.onnx"
 expect "kiln: error: $SRC/tests/fixtures/mlp.onnx: --name \"1abc\" is not a C identifier" \
 	compile "$SRC/tests/fixtures/mlp.onnx" --batch 1 --name 1abc -o "$OUT/x"
-expect "kiln: error: $SRC/tests/fixtures/unsupported.onnx: node 1 \"lp\" (LpNormalization, ai.onnx opset 14): not supported by kiln yet" \
+expect "kiln: error: $SRC/tests/fixtures/unsupported.onnx: node 1 \"svm\" (SVMRegressor, ai.onnx.ml opset 3): not supported by kiln yet" \
 	compile "$SRC/tests/fixtures/unsupported.onnx" --batch 1 -o "$OUT/x"
 
 tally

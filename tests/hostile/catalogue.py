@@ -386,6 +386,38 @@ def _():
     return model([n], [vi("X", [2, 2])], [vi("Y", None)], opset=12)
 
 
+# ---- LpNormalization and MaxRoiPool: attributes and ranks ----------------
+@case("lpnorm_p_zero", "error", '"n0" (LpNormalization', "p must be 1 or 2, got 0")
+def _():
+    return unary("LpNormalization", ["N", 4], p=0)
+
+
+@case("lpnorm_p_huge", "error", '"n0" (LpNormalization', "p must be 1 or 2, got 9223372036854775807")
+def _():
+    return unary("LpNormalization", ["N", 4], p=INT64_MAX)
+
+
+@case("lpnorm_p_float", "error", '"n0" (LpNormalization', '"p"')
+def _():
+    return unary("LpNormalization", ["N", 4], p=2.0)
+
+
+@case("lpnorm_axis_range", "error", '"n0" (LpNormalization', "axis -3 is out of range for rank 2")
+def _():
+    return unary("LpNormalization", ["N", 4], axis=-3)
+
+
+@case("lpnorm_scalar", "error", '"n0" (LpNormalization', "rank 1 or more")
+def _():
+    return unary("LpNormalization", [])
+
+
+@case("lpnorm_int", "error", '"n0" (LpNormalization', "float type")
+def _():
+    node = helper.make_node("LpNormalization", ["X"], ["Y"], name="n0")
+    return model([node], [vi("X", ["N", 4], I64)], [vi("Y", None, I64)])
+
+
 STAGE_LINE = re.compile(r"^kiln: [^:]+: [0-9]+\.[0-9]+ s( \([0-9]+\.[0-9]+ s so far\))?$")
 
 

@@ -481,3 +481,60 @@ def particlenet_edgeconv_batches():
     """Fused, the neighbour indices stay within each sample: batch-independent."""
     import edgeconv_model
     return edgeconv_model.export()[0]
+
+
+# ---- LpNormalization (ops/misc.c, runtime/kernels/f32-lpnorm) ------------
+
+
+def lpnorm_model(shape, **attrs):
+    x = vinfo("x", TensorProto.FLOAT, shape)
+    y = vinfo("y", TensorProto.FLOAT, shape)
+    return model([helper.make_node("LpNormalization", ["x"], ["y"], name="lp", **attrs)], [x], [y])
+
+
+@run
+def lpnorm_default_zero_rows():
+    """Defaults (axis -1, p 2) on [N, 7], batch 5; rows 1 and 3 are zero (ONNX
+    Runtime gives zeros there) and row 4 is all negative."""
+    x = rng().standard_normal((5, 7), dtype=np.float32)
+    x[1] = 0
+    x[3] = 0
+    x[4] = -np.abs(x[4])
+    return lpnorm_model(["N", 7]), {"x": x}
+
+
+@run
+def lpnorm_l1_channels():
+    """p 1 over axis 1 of an image batch [N, 6, 4, 5] (strided lines), batch 3,
+    with one zero line."""
+    x = rng(5).standard_normal((3, 6, 4, 5), dtype=np.float32)
+    x[1, :, 2, 3] = 0
+    return lpnorm_model(["N", 6, 4, 5], axis=1, p=1), {"x": x}
+
+
+@run
+def lpnorm_l2_negative_axis_wide():
+    """p 2 over axis -2 of [N, 9, 130]: 130 lines per sample, more than the
+    kernel's chunk of 64, batch 2."""
+    x = rng(7).standard_normal((2, 9, 130), dtype=np.float32) * 50
+    return lpnorm_model(["N", 9, 130], axis=-2, p=2), {"x": x}
+
+
+@run
+def lpnorm_over_batch_axis():
+    """axis 0: each column is normalized over the batch (compiles for the
+    compiled sizes only; kiln verify compiles the data's batch, 4)."""
+    x = rng(9).standard_normal((4, 3), dtype=np.float32)
+    x[:, 1] = 0
+    return lpnorm_model(["N", 3], axis=0, p=1), {"x": x}
+
+
+@compiles("--batch", "1,4")
+def lpnorm_batches():
+    """Normalizing within each sample (axis -1) keeps the model batch-independent."""
+    return lpnorm_model(["N", 3, 8], axis=-1)
+
+
+@error('compile: node 0 "lp" (LpNormalization, ai.onnx opset 13): p must be 1 or 2, got 3')
+def lpnorm_p3():
+    return lpnorm_model(["N", 4], p=3)
