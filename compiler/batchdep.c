@@ -736,6 +736,9 @@ static void rows_rule(BD *b, int k)
 			set_outputs(b, k);
 		return;
 	}
+	case OP_MaxRoiPool:
+		mix(b, "each ROI reads the image its batch index (column 0 of rois) names");
+		return;
 	case OP_LpNormalization:
 		if (norm(attr_or(n, "axis", -1), rank_of(b, n->in[0])) == k)
 			mix(b, "normalizes over the batch axis %d", k);

@@ -707,6 +707,7 @@ static void emit_body(Emit *E)
 	case OP_Resize: case OP_Upsample: emit_resize(E); break;
 	case OP_GridSample: emit_gridsample(E); break;
 	case OP_RoiAlign: emit_roialign(E); break;
+	case OP_MaxRoiPool: emit_maxroipool(E); break;
 	case OP_MaxUnpool: emit_maxunpool(E); break;
 	case OP_QuantizeLinear: case OP_DequantizeLinear: emit_quant(E); break;
 	case OP_ReduceMean: case OP_ReduceSum: case OP_ReduceMax: case OP_ReduceMin:

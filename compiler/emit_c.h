@@ -163,6 +163,7 @@ void emit_affinegrid(Emit *E);
 /* emit/sampling.c */
 void emit_gridsample(Emit *E);
 void emit_roialign(Emit *E);
+void emit_maxroipool(Emit *E);
 void emit_maxunpool(Emit *E);
 /* emit/misc.c */
 void emit_det(Emit *E);

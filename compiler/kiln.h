@@ -576,9 +576,10 @@ typedef struct LpNorm {
 	int p;
 } LpNorm;
 void misc_lpnorm_params(Infer *x, LpNorm *p);
-void ops_sampling_infer(Infer *x);      /* GridSample, RoiAlign, MaxUnpool */
+void ops_sampling_infer(Infer *x);      /* GridSample, RoiAlign, MaxRoiPool, MaxUnpool */
 void sampling_gridsample_params(Infer *x, kiln_gridsample_params *p);
 void sampling_roialign_params(Infer *x, kiln_roialign_params *p);
+void sampling_maxroipool_params(Infer *x, kiln_roipool_params *p);
 void sampling_maxunpool_params(Infer *x, kiln_maxunpool_params *p);
 void sampling_col2im_params(Infer *x, kiln_col2im_params *p);
 void sampling_affinegrid_params(Infer *x, kiln_affinegrid_params *p);

@@ -140,6 +140,7 @@ static const InferHook infer_hooks[OP_COUNT] = {
 	[OP_GlobalMaxPool] = ops_conv_infer,
 	[OP_Resize] = ops_resize_infer, [OP_Upsample] = ops_resize_infer,
 	[OP_GridSample] = ops_sampling_infer, [OP_RoiAlign] = ops_sampling_infer,
+	[OP_MaxRoiPool] = ops_sampling_infer,
 	[OP_MaxUnpool] = ops_sampling_infer, [OP_Col2Im] = ops_sampling_infer,
 	[OP_AffineGrid] = ops_sampling_infer,
 	[OP_Einsum] = ops_shape_infer,

@@ -48,6 +48,8 @@ static const OpDoc docs[] = {
 	{OP_MaxUnpool, 0, "output_shape must be known at compile time"},
 	{OP_GridSample, F32, "bilinear, nearest, bicubic; zeros, border, reflection; align_corners"},
 	{OP_RoiAlign, F32, "avg and max (as ONNX Runtime), both coordinate modes, adaptive sampling"},
+	{OP_MaxRoiPool, F32, "bins as ONNX Runtime cuts them; a bin outside the image gives 0; batch "
+	                     "indices checked at run time"},
 	{OP_AveragePool, F32, "1-D to 3-D; count_include_pad, ceil_mode, dilations (opset 19)"},
 	{OP_LpPool, F32, "1-D to 3-D; any whole p >= 1; dilations and ceil_mode (opset 18)"},
 	{OP_GlobalLpPool, F32, "any whole p >= 1"},

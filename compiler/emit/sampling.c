@@ -1,11 +1,11 @@
 /*
- * emit/sampling.c - op emitters for GridSample, RoiAlign and MaxUnpool: one
- * kernel call each, with a params struct of literal sizes read from the node
- * by the same functions shape inference used (ops/sampling.c).
+ * emit/sampling.c - op emitters for GridSample, RoiAlign, MaxRoiPool and
+ * MaxUnpool: one kernel call each, with a params struct of literal sizes read
+ * from the node by the same functions shape inference used (ops/sampling.c).
  *
- * RoiAlign and MaxUnpool read indices that arrive at run time; their kernels
- * check them, and the node function passes a bad index on to the caller as
- * KILN_SHAPE_ERROR.
+ * RoiAlign, MaxRoiPool and MaxUnpool read indices that arrive at run time;
+ * their kernels check them, and the node function passes a bad index on to
+ * the caller as KILN_SHAPE_ERROR.
  */
 #include <inttypes.h>
 
@@ -62,6 +62,25 @@ void emit_roialign(Emit *E)
 	emitf(E, "\tint status = kiln_f32_roialign(&p, %s, %s, %s, %s);\n"
 	       "\tif (status != KILN_OK)\n\t\treturn status; /* a batch index out of range */\n",
 	    X.expr, R.expr, B.expr, Y.expr);
+}
+
+void emit_maxroipool(Emit *E)
+{
+	Operand X = in_op(E, 0), R = in_op(E, 1), Y = out_op(E, 0);
+	require_f32(E, &X);
+	require_f32(E, &R);
+	Infer inf = emit_infer(E);
+	kiln_roipool_params p;
+	sampling_maxroipool_params(&inf, &p);
+	emitf(E, "\tstatic const kiln_roipool_params p = {\n"
+	       "\t\t.batch = %" PRId64 ", .channels = %" PRId64 ", .in_h = %" PRId64 ", .in_w = %" PRId64
+	       ",\n\t\t.num_rois = %" PRId64 ", .pooled_h = %" PRId64 ", .pooled_w = %" PRId64
+	       ", .spatial_scale = %s,\n\t};\n",
+	    p.batch, p.channels, p.in_h, p.in_w, p.num_rois, p.pooled_h, p.pooled_w,
+	    flit(E, (double)p.spatial_scale, DT_FLOAT));
+	emitf(E, "\tint status = kiln_f32_maxroipool(&p, %s, %s, %s);\n"
+	       "\tif (status != KILN_OK)\n\t\treturn status; /* a batch index out of range */\n",
+	    X.expr, R.expr, Y.expr);
 }
 
 /* Col2Im: the block columns summed back into the image. */

@@ -1,7 +1,7 @@
 /*
  * ops/sampling.c - shape inference for the ops that read or write an input at
- * computed positions: GridSample (opset 16), RoiAlign (opsets 10 and 16) and
- * MaxUnpool (opsets 9 and 11).
+ * computed positions: GridSample (opset 16), RoiAlign (opsets 10 and 16),
+ * MaxRoiPool (opset 1) and MaxUnpool (opsets 9 and 11).
  *
  * Every attribute value ONNX does not define is an error naming the node.
  *
@@ -11,6 +11,7 @@
  * the node into their kernel's params struct (sampling_*_params), which the
  * emitter reads again, so inference and code generation cannot disagree.
  */
+#include <math.h>
 #include <string.h>
 
 #include "kiln.h"
@@ -138,6 +139,57 @@ static void infer_roialign(Infer *x)
 	y.dims[0] = infer_shape(x, 1)->dims[0];
 	y.dims[2] = (Dim){.size = p.out_h};
 	y.dims[3] = (Dim){.size = p.out_w};
+	infer_set_output(x, 0, dt, &y);
+}
+
+/* ---- MaxRoiPool ------------------------------------------------------- */
+
+void sampling_maxroipool_params(Infer *x, kiln_roipool_params *p)
+{
+	const Shape *in = infer_shape(x, 0), *rois = infer_shape(x, 1);
+	require_rank(x, 0, in, 4, "4-D (N, C, H, W)");
+	require_rank(x, 1, rois, 2, "[num_rois, 5]");
+	if (rois->dims[1].size != 5)
+		infer_fail(x, KILN_SHAPE_ERROR, "rois must be [num_rois, 5] (batch index, x1, y1, x2, "
+		           "y2), got [%lld, %lld]", (long long)rois->dims[0].size,
+		           (long long)rois->dims[1].size);
+	int64_t pooled[KILN_MAX_RANK];
+	int n = attr_ints(x, "pooled_shape", pooled, KILN_MAX_RANK);
+	if (n < 0)
+		infer_fail(x, KILN_INVALID_MODEL, "the attribute pooled_shape is required");
+	if (n != 2)
+		infer_fail(x, KILN_INVALID_MODEL, "pooled_shape must be (height, width), got %d values",
+		           n);
+	if (pooled[0] < 1 || pooled[1] < 1)
+		infer_fail(x, KILN_INVALID_MODEL, "pooled_shape must be >= 1, got (%lld, %lld)",
+		           (long long)pooled[0], (long long)pooled[1]);
+	float scale = attr_float(x, "spatial_scale", 1.0f);
+	if (!(scale > 0) || isinf(scale))
+		infer_fail(x, KILN_INVALID_MODEL, "spatial_scale must be a finite number > 0, got %g",
+		           (double)scale);
+	memset(p, 0, sizeof *p);
+	p->batch = in->dims[0].size;
+	p->channels = in->dims[1].size;
+	p->in_h = in->dims[2].size;
+	p->in_w = in->dims[3].size;
+	p->num_rois = rois->dims[0].size;
+	p->pooled_h = pooled[0];
+	p->pooled_w = pooled[1];
+	p->spatial_scale = scale;
+}
+
+static void infer_maxroipool(Infer *x)
+{
+	kiln_roipool_params p;
+	sampling_maxroipool_params(x, &p);
+	int dt = infer_dtype(x, 0);
+	if (!is_float_dtype(dt) || infer_dtype(x, 1) != dt)
+		infer_fail(x, KILN_INVALID_MODEL, "X and rois must be the same float type, got %s and %s",
+		           dtype_name(dt), dtype_name(infer_dtype(x, 1)));
+	Shape y = *infer_shape(x, 0);
+	y.dims[0] = infer_shape(x, 1)->dims[0];
+	y.dims[2] = (Dim){.size = p.pooled_h};
+	y.dims[3] = (Dim){.size = p.pooled_w};
 	infer_set_output(x, 0, dt, &y);
 }
 
@@ -336,6 +388,7 @@ void ops_sampling_infer(Infer *x)
 	case OP_AffineGrid: infer_affinegrid(x); return;
 	case OP_GridSample: infer_gridsample(x); return;
 	case OP_RoiAlign: infer_roialign(x); return;
+	case OP_MaxRoiPool: infer_maxroipool(x); return;
 	default: infer_maxunpool(x); return;
 	}
 }

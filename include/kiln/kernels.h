@@ -536,7 +536,7 @@ KILN_API int64_t kiln_f32_rnn_work_floats(const kiln_rnn_params *p);
 KILN_API enum kiln_status kiln_f32_rnn(const kiln_rnn_params *p, const kiln_rnn_io *io,
                                        float *work);
 
-/* ---- sampling: MaxPool with indices, GridSample, RoiAlign, MaxUnpool --- */
+/* ---- sampling: MaxPool with indices, GridSample, RoiAlign, MaxRoiPool, MaxUnpool */
 
 /*
  * ONNX MaxPool over 1 to 3 spatial axes for float32, float64, float16 (as
@@ -665,6 +665,25 @@ typedef struct kiln_roialign_params {
 KILN_API enum kiln_status kiln_f32_roialign(const kiln_roialign_params *p, const float *X,
                                             const float *rois, const int64_t *batch_indices,
                                             float *Y);
+
+/* One ONNX MaxRoiPool (opset 1): X [batch, channels, in_h, in_w], rois
+ * [num_rois, 5] as (batch_index, x1, y1, x2, y2), Y [num_rois, channels,
+ * pooled_h, pooled_w]. */
+typedef struct kiln_roipool_params {
+	int64_t batch, channels, in_h, in_w;
+	int64_t num_rois, pooled_h, pooled_w;
+	float spatial_scale;     /* > 0 */
+} kiln_roipool_params;
+
+/*
+ * ONNX MaxRoiPool, as ONNX Runtime computes it (f32-roipool/ref.c): each ROI,
+ * scaled and rounded to whole pixels, is cut into pooled_h x pooled_w bins,
+ * each the largest pixel it covers, or 0 where the ROI lies outside the
+ * image. Returns KILN_SHAPE_ERROR, before writing anything, if a batch
+ * index (truncated toward zero) lies outside [0, batch); else KILN_OK.
+ */
+KILN_API enum kiln_status kiln_f32_maxroipool(const kiln_roipool_params *p, const float *X,
+                                              const float *rois, float *Y);
 
 #define KILN_MAXUNPOOL_MAX_RANK 8
 

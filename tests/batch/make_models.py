@@ -176,6 +176,10 @@ verdict("ok_lpnorm", [
 verdict("mix_lpnorm", [
     helper.make_node("LpNormalization", ["x"], ["y"], name="lp_over_jets", axis=0),
 ], [x2], [out("y", ["N", 4])])
+verdict("mix_roipool", [
+    helper.make_node("MaxRoiPool", ["x", "rois"], ["y"], name="roi_pool", pooled_shape=[2, 2]),
+], [helper.make_tensor_value_info("x", F, ["N", 2, 6, 6]),
+    helper.make_tensor_value_info("rois", F, [3, 5])], [out("y", [3, 2, 2, 2])])
 
 
 # nibbles.onnx (opset 21): 4-bit and float8 graph inputs and outputs, 3

@@ -88,6 +88,7 @@ verdict ok_per_sample "$Y"
 verdict mix_mvn "$N node 0 \"mvn\" (MeanVarianceNormalization, ai.onnx opset 13): normalizes over the batch axis 0"
 verdict ok_lpnorm "$Y"
 verdict mix_lpnorm "$N node 0 \"lp_over_jets\" (LpNormalization, ai.onnx opset 13): normalizes over the batch axis 0"
+verdict mix_roipool "$N node 0 \"roi_pool\" (MaxRoiPool, ai.onnx opset 13): each ROI reads the image its batch index (column 0 of rois) names"
 
 INC="-I$SRC/include -I$OUT/rows -I$OUT/rows_ref -I$OUT/rows_baked -I$OUT/seq -I$OUT/seq_ref -I$OUT/mixes"
 OBJS="$OUT/rows/rows.o $OUT/rows_ref/rows_ref.o $OUT/rows_baked/rows_baked.o $OUT/seq/seq.o $OUT/seq_ref/seq_ref.o $OUT/mixes/mixes.o"

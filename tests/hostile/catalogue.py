@@ -418,6 +418,77 @@ def _():
     return model([node], [vi("X", ["N", 4], I64)], [vi("Y", None, I64)])
 
 
+def roipool(x_shape=("N", 3, 8, 8), rois_shape=(2, 5), rois_dt=F, **attrs):
+    node = helper.make_node("MaxRoiPool", ["X", "R"], ["Y"], name="n0", **attrs)
+    return model([node], [vi("X", list(x_shape)), vi("R", list(rois_shape), rois_dt)],
+                 [vi("Y", None)])
+
+
+@case("roipool_no_pooled_shape", "error", '"n0" (MaxRoiPool', "pooled_shape is required")
+def _():
+    return roipool()
+
+
+@case("roipool_pooled_one_value", "error", '"n0" (MaxRoiPool', "pooled_shape must be (height, width), got 1 values")
+def _():
+    return roipool(pooled_shape=[7])
+
+
+@case("roipool_pooled_zero", "error", '"n0" (MaxRoiPool', "pooled_shape must be >= 1, got (0, 2)")
+def _():
+    return roipool(pooled_shape=[0, 2])
+
+
+@case("roipool_pooled_negative", "error", '"n0" (MaxRoiPool', "pooled_shape must be >= 1")
+def _():
+    return roipool(pooled_shape=[2, INT64_MIN])
+
+
+@case("roipool_pooled_huge", "error", '"n0" (MaxRoiPool', 'output 0 "Y"')
+def _():
+    return roipool(pooled_shape=[BIG, BIG])
+
+
+@case("roipool_pooled_float", "error", '"n0" (MaxRoiPool', '"pooled_shape"')
+def _():
+    return roipool(pooled_shape=[2.0, 2.0])
+
+
+@case("roipool_scale_zero", "error", '"n0" (MaxRoiPool', "spatial_scale must be a finite number > 0, got 0")
+def _():
+    return roipool(pooled_shape=[2, 2], spatial_scale=0.0)
+
+
+@case("roipool_scale_nan", "error", '"n0" (MaxRoiPool', "spatial_scale must be a finite number > 0, got nan")
+def _():
+    return roipool(pooled_shape=[2, 2], spatial_scale=float("nan"))
+
+
+@case("roipool_scale_inf", "error", '"n0" (MaxRoiPool', "spatial_scale must be a finite number > 0, got inf")
+def _():
+    return roipool(pooled_shape=[2, 2], spatial_scale=float("inf"))
+
+
+@case("roipool_x_rank3", "error", '"n0" (MaxRoiPool', 'input 0 "X" must be 4-D (N, C, H, W), got rank 3')
+def _():
+    return roipool(x_shape=("N", 3, 8), pooled_shape=[2, 2])
+
+
+@case("roipool_rois_4_columns", "error", '"n0" (MaxRoiPool', "rois must be [num_rois, 5]")
+def _():
+    return roipool(rois_shape=(2, 4), pooled_shape=[2, 2])
+
+
+@case("roipool_rois_rank1", "error", '"n0" (MaxRoiPool', 'input 1 "R" must be [num_rois, 5], got rank 1')
+def _():
+    return roipool(rois_shape=(5,), pooled_shape=[2, 2])
+
+
+@case("roipool_rois_int", "error", '"n0" (MaxRoiPool', "X and rois must be the same float type")
+def _():
+    return roipool(rois_dt=I64, pooled_shape=[2, 2])
+
+
 STAGE_LINE = re.compile(r"^kiln: [^:]+: [0-9]+\.[0-9]+ s( \([0-9]+\.[0-9]+ s so far\))?$")
 
 

@@ -538,3 +538,80 @@ def lpnorm_batches():
 @error('compile: node 0 "lp" (LpNormalization, ai.onnx opset 13): p must be 1 or 2, got 3')
 def lpnorm_p3():
     return lpnorm_model(["N", 4], p=3)
+
+
+# ---- MaxRoiPool (ops/sampling.c, runtime/kernels/f32-roipool) --------------
+
+# (batch index, x1, y1, x2, y2) in input pixels: inside, halves (rounded away
+# from zero), partly outside at either corner, wholly outside (zeros),
+# reversed corners (1x1), a fractional batch index (truncated).
+ROIS = np.array([[0, 0, 0, 15, 11], [1, 3, 2.5, 9, 7], [0.7, -6, -4, 5, 3],
+                 [1, 10, 6, 30, 21], [0, 40, 40, 50, 50], [1, 7, 7, 2, 3],
+                 [1.9, 4, 4, 5, 5]], np.float32)
+
+
+def roipool_model(x_shape, nrois, rois_init=None, **attrs):
+    x = vinfo("x", TensorProto.FLOAT, x_shape)
+    ins = [x] if rois_init is not None else [x, vinfo("rois", TensorProto.FLOAT, [nrois, 5])]
+    y = vinfo("y", TensorProto.FLOAT, None)
+    inits = [numpy_helper.from_array(rois_init, "rois")] if rois_init is not None else []
+    node = helper.make_node("MaxRoiPool", ["x", "rois"], ["y"], name="roipool", **attrs)
+    return model([node], ins, [y], inits)
+
+
+@run
+def maxroipool_edges():
+    """pooled 3x4 at spatial_scale 1 over a batch of 2 images [2, 3, 12, 16]
+    (values of both signs): ROIs inside, partly and wholly outside, reversed,
+    with fractional batch indices."""
+    x = rng(21).standard_normal((2, 3, 12, 16), dtype=np.float32)
+    return roipool_model(["N", 3, 12, 16], len(ROIS), pooled_shape=[3, 4]), \
+        {"x": x, "rois": ROIS}
+
+
+@run
+def maxroipool_scaled_fine_bins():
+    """spatial_scale 0.5 (coordinates in a twice larger image) and pooled 5x7:
+    more bins than some ROIs have pixels; the ROIs a weight."""
+    x = rng(22).standard_normal((2, 4, 12, 16), dtype=np.float32)
+    rois = ROIS * np.array([1, 2, 2, 2, 2], np.float32)
+    return roipool_model(["N", 4, 12, 16], len(ROIS), rois_init=rois, pooled_shape=[5, 7],
+                         spatial_scale=0.5), {"x": x}
+
+
+@run
+def maxroipool_default_scale_one_bin():
+    """spatial_scale omitted (1), pooled 1x1: each ROI's maximum, batch 1."""
+    x = rng(23).standard_normal((1, 2, 12, 16), dtype=np.float32)
+    rois = ROIS.copy()
+    rois[:, 0] = 0
+    return roipool_model([1, 2, 12, 16], len(rois), pooled_shape=[1, 1]), \
+        {"x": x, "rois": rois}
+
+
+@run
+def maxroipool_fast_rcnn_head():
+    """A Fast R-CNN-style head: Conv + Relu feature map at stride 2, MaxRoiPool
+    with spatial_scale 1/2 on image-pixel ROIs, Flatten, Gemm; batch 2."""
+    r = rng(24)
+    w = numpy_helper.from_array(r.standard_normal((8, 3, 3, 3), dtype=np.float32) * 0.3, "w")
+    wd = numpy_helper.from_array(r.standard_normal((5, 8 * 2 * 2), dtype=np.float32) * 0.2, "wd")
+    nodes = [helper.make_node("Conv", ["img", "w"], ["c"], name="conv", pads=[1, 1, 1, 1],
+                              strides=[2, 2]),
+             helper.make_node("Relu", ["c"], ["f"], name="relu"),
+             helper.make_node("MaxRoiPool", ["f", "rois"], ["p"], name="roipool",
+                              pooled_shape=[2, 2], spatial_scale=0.5),
+             helper.make_node("Flatten", ["p"], ["fl"], name="flat"),
+             helper.make_node("Gemm", ["fl", "wd"], ["y"], name="cls", transB=1)]
+    rois = np.array([[0, 2, 2, 20, 14], [1, 0, 0, 31, 23], [1, 10, 4, 17, 9],
+                     [0, 24, 16, 40, 30]], np.float32)
+    m = model(nodes, [vinfo("img", TensorProto.FLOAT, ["N", 3, 24, 32]),
+                      vinfo("rois", TensorProto.FLOAT, [4, 5])],
+              [vinfo("y", TensorProto.FLOAT, [4, 5])], [w, wd])
+    return m, {"img": r.standard_normal((2, 3, 24, 32), dtype=np.float32), "rois": rois}
+
+
+@error('compile: node 0 "roipool" (MaxRoiPool, ai.onnx opset 13): pooled_shape must be (height, '
+       'width), got 3 values')
+def maxroipool_pooled_3d():
+    return roipool_model(["N", 3, 12, 16], 2, pooled_shape=[2, 2, 2])
