@@ -282,18 +282,20 @@ static int64_t step_time(const kiln_rnn_params *p, int64_t len, int64_t s)
 
 /* One row's step of an LSTM in gate blocks with the one-row product: each
  * block's four gates (two panels of R^T) and then its cell, block after
- * block, so the cell's arithmetic overlaps the stream of R^T from L2 instead
- * of following it (the product reads h_{t-1} from x, a copy, while the cell
- * writes h); a whole block in one call (vmath's lstm_block: the gate sums
- * stay in registers), a narrower last one as the product then the cell, and
- * first, so that its cell too overlaps the stream rather than ending the
- * step. */
+ * block, so that the cell's arithmetic overlaps the stream of R^T from L2
+ * instead of following it (the product reads h_{t-1} from x, a copy, while
+ * the cell writes h); a whole block in one call (vmath's lstm_block: the
+ * gate sums stay in registers), a narrower last one as the product then the
+ * cell. The blocks go in turn forward (the narrow one first) and backward
+ * (it last): the block a step reads last is still in L1 when the next step
+ * reads it first, so each step streams one block less of R^T from L2. */
 static void lstm_row_gemv(const kiln_rnn_params *p, const float *x, const float *xw, float *g,
-                          float *h, float *c, GemvFn gemv, const Chunk *k)
+                          float *h, float *c, GemvFn gemv, const Chunk *k, int64_t s)
 {
 	int64_t H = p->hidden_size, nblk = (H + BLOCK_UNITS - 1) / BLOCK_UNITS;
 	for (int64_t i = 0; i < nblk; i++) {
-		int64_t u = (i == 0 ? nblk - 1 : i - 1) * BLOCK_UNITS, b = 4 * u;
+		int64_t n = s % 2 ? nblk - 1 - i : i;  /* the n-th of: narrow (or last), 0, 1, ... */
+		int64_t u = (n == 0 ? nblk - 1 : n - 1) * BLOCK_UNITS, b = 4 * u;
 		int64_t w = block_units(H, u);
 		const float *P = k->P ? k->P + b : NULL;
 		if (w == BLOCK_UNITS) {
@@ -342,7 +344,7 @@ static void lstm_block_step(const kiln_rnn_params *p, const kiln_rnn_io *io, con
 		float *g = k->gates + r * GW, *h = k->h + r * H, *c = k->c + r * H;
 		const float *xw = k->xw + t * k->xw_t + r * k->xw_r;
 		if (one_row)
-			lstm_row_gemv(p, k->tmp, xw, g, h, c, gemv, k);
+			lstm_row_gemv(p, k->tmp, xw, g, h, c, gemv, k, s);
 		else
 			k->cell->lstm_cells(g, xw, k->P, c, h, H, p->has_clip, p->clip, p->input_forget);
 		if (io->Y)
