@@ -302,6 +302,24 @@ static const char *packed_conv_weight(Emit *E, const kiln_conv2d_params *p)
 	return symbol_expr(E, s, "float");
 }
 
+/* A 1x1, stride-1, unpadded, ungrouped Conv of at most 32 output pixels,
+ * with ReLU or no activation and no residual: DeepJet's 1x1 Conv1d stacks,
+ * whose planes are too small for the GEMM core's panels
+ * (kiln_f32_conv2d_small, runtime/kernels/f32-pointwise). */
+static bool small_pointwise(Emit *E, const Geo *g, const char *residual)
+{
+	const Attr *act = node_attr(E->n, "kiln.act");
+	if (residual || node_attr_int(E->n, "group", 1) != 1 || g->outsz[1] * g->outsz[2] > 32)
+		return false;
+	if (act && !(act->type == AT_STRING && act->s.len == 4 && memcmp(act->s.data, "Relu", 4) == 0))
+		return false;
+	for (int j = 1; j < 3; j++)
+		if (g->k[j] != 1 || g->s[j] != 1 || g->d[j] != 1 || g->pb[j] != 0 || g->pe[j] != 0 ||
+		    g->outsz[j] != g->in[j])
+			return false;
+	return true;
+}
+
 void emit_conv(Emit *E)
 {
 	if (edgeconv_node(E->n)) {
@@ -366,6 +384,9 @@ void emit_conv(Emit *E)
 	} else if (W.dtype == DT_FLOAT16) /* weights stored as float16 (passes/f16.c, fuse.c) */
 		emitf(E, "\tkiln_f32_conv2d_f16w(&p, %s, %s, %s, %s, %s);\n", X.expr, W.expr, bias, Y.expr,
 		    ep ? ep : "NULL");
+	else if (W.dtype == DT_FLOAT && small_pointwise(E, &g, residual))
+		emitf(E, "\tkiln_f32_conv2d_small(&p, %s, %s, %s, %s, %s);\n", X.expr, W.expr, bias,
+		      Y.expr, ep ? ep : "NULL");
 	else if (ep)
 		emitf(E, "\tkiln_f32_conv2d_ep(&p, %s, %s, %s, %s, %s);\n", X.expr, W.expr, bias, Y.expr, ep);
 	else

@@ -807,6 +807,13 @@ KILN_API void kiln_f32_gemm_pb(int64_t M, int64_t N, int64_t K, float alpha, con
  * (ep->bias is not used: Conv has its own; ep may be NULL). */
 KILN_API void kiln_f32_conv2d_ep(const kiln_conv2d_params *p, const float *X, const float *W,
                                  const float *bias, float *Y, const kiln_epilogue *ep);
+/* kiln_f32_conv2d_ep for a 1x1 convolution of small planes, as the compiler
+ * emits it for a 1x1, stride-1, unpadded, ungrouped Conv of at most 32
+ * output pixels (DeepJet's 1x1 Conv1d stacks): its own register-blocked
+ * kernel where the variant has one (AVX-512, ReLU or no activation, no
+ * residual), else kiln_f32_conv2d_ep itself. */
+KILN_API void kiln_f32_conv2d_small(const kiln_conv2d_params *p, const float *X, const float *W,
+                                    const float *bias, float *Y, const kiln_epilogue *ep);
 /* The convolution on weights packed at compile time (group 1 only): W
  * [M, C, kH, kW] rearranged by kiln_f32_conv2d_pack into groups of 8 output
  * channels (runtime/kernels/f32-conv/direct.h), and work memory of
