@@ -34,10 +34,13 @@ ROOT = os.path.dirname(HERE)
 # the trivial x + 1 model that measures each engine's per-call floor.
 WORKLOADS = ["ff12_128", "ff25_256", "deepjet_like", "particlenet_like", "deepjet_test",
              "particlenet_test", "transformer_enc", "transformer_enc_einsum", "resnet18",
-             "tied_embed_lm", "jet_tagger", "_probe_add"]
+             "tied_embed_lm", "jet_tagger", "ff25_256+fp16w", "_probe_add"]
+# A workload NAME+VARIANT is NAME's model compiled with these extra kiln flags
+# (opt-in modes, reported as rows of their own; ORT runs the same float32 model).
+VARIANTS = {"fp16w": ["--weights-dtype", "fp16"]}
 TEST_MODELS = ("deepjet_test", "particlenet_test")  # made by bench/test_models.py
 NOT_MADE = ("jet_tagger", "_probe_add") + TEST_MODELS  # not made by make_models.py
-MAX_BATCH = {"resnet18": 16, "_probe_add": 1}
+MAX_BATCH = {"resnet18": 16, "_probe_add": 1, "ff25_256+fp16w": 1}
 # A cell fails the output check when max |kiln - ORT| > ATOL + RTOL * max |ORT|.
 ATOL, RTOL = 1e-4, 1e-3
 
@@ -54,7 +57,17 @@ def safe_name(name):
     return "".join(c if c.isalnum() or c == "_" else "_" for c in name)
 
 
+def base_name(name):
+    """The model a workload runs: NAME of NAME+VARIANT."""
+    return name.split("+")[0]
+
+
+def variant_flags(name):
+    return VARIANTS[name.split("+")[1]] if "+" in name else []
+
+
 def model_path(args, name):
+    name = base_name(name)
     if name == "jet_tagger":
         return os.path.join(ROOT, "examples", "jet_tagger", "model.onnx")
     return os.path.join(args.models_dir, name + ".onnx")
@@ -64,6 +77,7 @@ def ensure_models(args, names):
     """Runs make_models.py for the workloads whose files are missing."""
     meta_path = os.path.join(args.models_dir, "models.json")
     meta = json.load(open(meta_path)) if os.path.exists(meta_path) else {}
+    names = sorted({base_name(n) for n in names})
     missing = [n for n in names if n not in NOT_MADE
                and (n not in meta or not os.path.exists(model_path(args, n)))]
     if "_probe_add" in names and not os.path.exists(model_path(args, "_probe_add")) and not missing:
@@ -165,6 +179,7 @@ def build_kiln(args, name, path, batch, inputs, cell_dir):
     kdir = os.path.join(cell_dir, "kiln")
     os.makedirs(kdir, exist_ok=True)
     cmd = [args.kiln, "compile", path, "--batch", str(batch), "--name", "bench", "-o", kdir]
+    cmd += variant_flags(name)
     for i in inputs:  # fix non-batch symbolic dims (the LM's sequence length); the batch
         # stays N, as a user compiles it (a literal batch would leave no batch axis)
         cmd += ["--shape", f"{i['name']}=" + ",".join(str(d) for d in i["dims"])]
@@ -386,7 +401,7 @@ def main():
                                                      os.path.join(ROOT, "build", "bench", "models")))
     names = [n for n in args.models.split(",") if n]
     for n in names:
-        if n not in WORKLOADS:
+        if n not in WORKLOADS and not (base_name(n) in WORKLOADS and n.split("+")[1] in VARIANTS):
             sys.exit(f"compare: unknown workload {n} (known: {', '.join(WORKLOADS)})")
     batches = [int(b) for b in args.batches.split(",") if b]
     if args.passes < 1 or args.min_calls < 1 or not batches:
@@ -406,17 +421,17 @@ def main():
     # while timing.
     cells = []
     for name in names:
-        path = model_path(args, name)
-        if name in meta:
-            w, flops = meta[name]["weight_bytes"], meta[name]["flops_dense_per_sample"]
+        path, mname = model_path(args, name), base_name(name)
+        if mname in meta:
+            w, flops = meta[mname]["weight_bytes"], meta[mname]["flops_dense_per_sample"]
         else:
             w, flops = onnx_facts(path, 1)
-        specs, outputs = input_specs(name, meta, path)
+        specs, outputs = input_specs(mname, meta, path)
         for b in batches:
             if b > MAX_BATCH.get(name, 1 << 30):
                 continue
             cdir = os.path.join(args.out, "cells", f"{name}_b{b}")
-            inputs = make_inputs(name, specs, b, os.path.join(cdir, "in"))
+            inputs = make_inputs(mname, specs, b, os.path.join(cdir, "in"))
             spec_file = os.path.join(cdir, "ort_spec.json")
             os.makedirs(os.path.join(cdir, "ort_out"), exist_ok=True)
             json.dump(dict(batch=b, inputs=inputs, outputs=[

@@ -139,7 +139,8 @@ def passes_table(results):
 
 
 def summary_lines(results):
-    cells = [c for c in results["cells"] if c["summary"].get("ratio_cpu") is not None and c["model"] != "_probe_add"]
+    cells = [c for c in results["cells"] if c["summary"].get("ratio_cpu") is not None and c["model"] != "_probe_add"
+             and "+" not in c["model"]]   # opt-in variants (NAME+fp16w) are rows of their own, not counted
     if not cells:
         return "No cell has both engines' times."
     lines = []
@@ -209,7 +210,9 @@ def page(results, svg_name, before=None, source="build/bench/results.json", note
         "per sample from models.json over CPU time; `% peak` is against the single-core FMA peak measured "
         f"the same way ({pk['gflops']:.1f} GFLOP/s). RSS growth is resident memory after the timed calls "
         "minus before the model was loaded or the session created, with `(x w)` its ratio to the weight "
-        "bytes.",
+        "bytes. A row `NAME+fp16w` is NAME compiled with the opt-in `--weights-dtype fp16` (weights stored "
+        "as float16 and widened as they are read; ORT runs the float32 model): its `max abs diff` is the "
+        "float16 rounding, and the summary above leaves such rows out.",
         "",
         table(results, before),
         "",
