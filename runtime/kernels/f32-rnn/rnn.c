@@ -280,35 +280,6 @@ static int64_t step_time(const kiln_rnn_params *p, int64_t len, int64_t s)
 	return p->reverse ? len - 1 - s : s;
 }
 
-/* One row's step of an LSTM in gate blocks with the one-row product: each
- * block's four gates (two panels of R^T) and then its cell, block after
- * block, so that the cell's arithmetic overlaps the stream of R^T from L2
- * instead of following it (the product reads h_{t-1} from x, a copy, while
- * the cell writes h); a whole block in one call (vmath's lstm_block: the
- * gate sums stay in registers), a narrower last one as the product then the
- * cell. The blocks go in turn forward (the narrow one first) and backward
- * (it last): the block a step reads last is still in L1 when the next step
- * reads it first, so each step streams one block less of R^T from L2. */
-static void lstm_row_gemv(const kiln_rnn_params *p, const float *x, const float *xw, float *g,
-                          float *h, float *c, GemvFn gemv, const Chunk *k, int64_t s)
-{
-	int64_t H = p->hidden_size, nblk = (H + BLOCK_UNITS - 1) / BLOCK_UNITS;
-	for (int64_t i = 0; i < nblk; i++) {
-		int64_t n = s % 2 ? nblk - 1 - i : i;  /* the n-th of: narrow (or last), 0, 1, ... */
-		int64_t u = (n == 0 ? nblk - 1 : n - 1) * BLOCK_UNITS, b = 4 * u;
-		int64_t w = block_units(H, u);
-		const float *P = k->P ? k->P + b : NULL;
-		if (w == BLOCK_UNITS) {
-			k->cell->lstm_block(H, x, k->r.packed + b * H, xw + b, P, c + u, h + u,
-			                    p->has_clip, p->clip, p->input_forget);
-		} else {
-			gemv(4 * w, H, x, k->r.packed + b * H, NULL, g + b);
-			k->cell->lstm_cell(g + b, xw + b, P, c + u, h + u, w, w, p->has_clip, p->clip,
-			                   p->input_forget);
-		}
-	}
-}
-
 /* Whether one row's step goes block by block (lstm_row_gemv): where R^T
  * streams from L2 each step, the cells then overlap the stream. With 32 to
  * 52 units (R^T 16 to 43 KiB, read from L1) the step is bound by the chain
@@ -323,34 +294,50 @@ static int row_by_blocks(int64_t H)
 	return H < 32 || H > most;
 }
 
-/* Step s of an LSTM in gate blocks for rows b0 .. b0+nb-1: one row with a
- * one-row product, lstm_row_gemv (row_by_blocks); else one GEMM (one row:
- * f32-gemv's product), then each row's cells in one call (vmath's
- * lstm_cells, so that the blocks' cells overlap). */
+/* Step s of an LSTM in gate blocks for rows b0 .. b0+nb-1: one GEMM, then
+ * each row's cells in one call (vmath's lstm_cells, so that the blocks'
+ * cells overlap). */
 static void lstm_block_step(const kiln_rnn_params *p, const kiln_rnn_io *io, const int32_t *lens,
-                            int64_t b0, int64_t nb, int64_t s, GemvFn gemv, Chunk *k)
+                            int64_t b0, int64_t nb, int64_t s, Chunk *k)
 {
 	int64_t H = p->hidden_size, GW = 4 * H;
-	int one_row = nb == 1 && gemv && row_by_blocks(H);
-	if (one_row)
-		memcpy(k->tmp, k->h, (size_t)H * sizeof *k->tmp);
-	else
-		gemm(nb, GW, H, k->h, H, &k->r, NULL, k->gates, GW);
+	gemm(nb, GW, H, k->h, H, &k->r, NULL, k->gates, GW);
 	for (int64_t r = 0; r < nb; r++) {
 		int64_t len = row_length(p, lens, b0 + r);
 		if (s >= len)
 			continue;  /* finished: the state stays as it was */
 		int64_t t = step_time(p, len, s);
 		float *g = k->gates + r * GW, *h = k->h + r * H, *c = k->c + r * H;
-		const float *xw = k->xw + t * k->xw_t + r * k->xw_r;
-		if (one_row)
-			lstm_row_gemv(p, k->tmp, xw, g, h, c, gemv, k, s);
-		else
-			k->cell->lstm_cells(g, xw, k->P, c, h, H, p->has_clip, p->clip, p->input_forget);
+		k->cell->lstm_cells(g, k->xw + t * k->xw_t + r * k->xw_r, k->P, c, h, H, p->has_clip,
+		                    p->clip, p->input_forget);
 		if (io->Y)
 			memcpy(io->Y + t * p->y_step_stride + (b0 + r) * p->y_row_stride, h,
 			       (size_t)H * sizeof *io->Y);
 	}
+}
+
+/* One row (batch 1, or a chunk of one) of an LSTM in gate blocks with the
+ * one-row product: its whole recurrence in one call of the variant's
+ * lstm_row (f32-vmath/body.h), which calls the cells directly (no table
+ * per block and step) and inlines the whole blocks' product and cell into
+ * its time loop. Block after block (row_by_blocks), each block's four gates
+ * (two panels of R^T) and then its cell, so that the cell's arithmetic
+ * overlaps the stream of R^T from L2 instead of following it, the blocks in
+ * turn forward and backward (the block a step reads last is still in L1
+ * when the next step reads it first); else one product over all 4H
+ * columns, then the cells in one call. */
+static void lstm_one_row(const kiln_rnn_params *p, const kiln_rnn_io *io, int64_t b, int64_t len,
+                         GemvFn gemv, Chunk *k)
+{
+	VmathLstmRow a = {
+		.H = p->hidden_size, .len = len, .reverse = p->reverse,
+		.by_blocks = row_by_blocks(p->hidden_size), .xw = k->xw, .xw_t = k->xw_t,
+		.R = k->r.packed, .P = k->P, .c = k->c, .h = k->h, .x = k->tmp, .g = k->gates,
+		.Y = io->Y ? io->Y + b * p->y_row_stride : NULL, .y_t = p->y_step_stride,
+		.has_clip = p->has_clip, .input_forget = p->input_forget, .clip = p->clip,
+		.gemv = gemv,
+	};
+	k->cell->lstm_row(&a);
 }
 
 /* Rows b0 .. b0+nb-1 of one direction. */
@@ -384,10 +371,14 @@ static void run_chunk(const kiln_rnn_params *p, const kiln_rnn_io *io, const int
 		project_inputs(p, io->X, b0, nb, k);
 
 	const float *Rb_h = gru && io->B ? io->B + GH + 2 * H : NULL;
-	GemvFn gemv = p->gate_blocks ? kiln_gemv_of() : NULL;
+	GemvFn gemv = p->gate_blocks && nb == 1 && k->r.packed ? kiln_gemv_of() : NULL;
+	if (gemv && k->cell) {  /* max_len: the row's length */
+		lstm_one_row(p, io, b0, max_len, gemv, k);
+		max_len = 0;
+	}
 	for (int64_t s = 0; s < max_len; s++) {
 		if (p->gate_blocks) {
-			lstm_block_step(p, io, lens, b0, nb, s, gemv, k);
+			lstm_block_step(p, io, lens, b0, nb, s, k);
 			continue;
 		}
 		gemm(nb, gru ? 2 * H : GH, H, h, H, &k->r, NULL, gates, GH);

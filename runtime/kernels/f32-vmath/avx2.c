@@ -6,6 +6,7 @@
 #include <immintrin.h>
 #include <math.h>
 #include <stdint.h>
+#include <string.h>
 
 #include "vmath.h"
 
@@ -80,5 +81,5 @@ static inline double dacc_total(const Dacc *acc)
 
 const VmathOps kiln_vmath_avx2 = {
 	vmath_unary, vmath_act, vmath_softmax_line, vmath_layernorm_row, vmath_batchnorm_plane,
-	vmath_lstm_cell, vmath_lstm_block, vmath_lstm_cells,
+	vmath_lstm_cell, vmath_lstm_block, vmath_lstm_cells, vmath_lstm_row,
 };

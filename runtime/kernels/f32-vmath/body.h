@@ -410,9 +410,9 @@ enum { BLOCK_UNITS = 16, BLOCK_V = 4 * BLOCK_UNITS / W, BLOCK_KU = BLOCK_V >= 8 
  * runs over its BLOCK_KU chains (row k in chain k mod BLOCK_KU), added in
  * chain order, then xw: with BLOCK_KU = 2 the same sums as the one-row
  * product of f32-gemv/avx512.c. h may alias nothing else (x neither). */
-static void vmath_lstm_block(int64_t K, const float *x, const float *R, const float *xw,
-                             const float *P, float *c, float *h, int has_clip, float clip,
-                             int input_forget)
+static VMATH_INLINE void lstm_block_of(int64_t K, const float *x, const float *R,
+                                       const float *xw, const float *P, float *c, float *h,
+                                       int has_clip, float clip, int input_forget)
 {
 	enum { PANEL = 32 };
 	const float *R1 = R + K * PANEL;
@@ -460,6 +460,13 @@ static void vmath_lstm_block(int64_t K, const float *x, const float *R, const fl
 	}
 }
 
+static void vmath_lstm_block(int64_t K, const float *x, const float *R, const float *xw,
+                             const float *P, float *c, float *h, int has_clip, float clip,
+                             int input_forget)
+{
+	lstm_block_of(K, x, R, xw, P, c, h, has_clip, clip, input_forget);
+}
+
 /* One row's cells of an LSTM step in gate blocks (kernels.h): units
  * 0 .. H-1, block by block (the last one w = H - 16 b units wide), each
  * as vmath_lstm_cell of its block (g, x and P at 64 b, ld w). One call per
@@ -484,5 +491,61 @@ static void vmath_lstm_cells(const float *g, const float *x, const float *P, flo
 		if (j < w)
 			lstm_lanes(g + b, x + b, Pb, c + u, h + u, w, j, w - j, lo, hi, has_clip,
 			           input_forget);
+	}
+}
+
+/* ---- the whole recurrence of one batch row ---- */
+
+/* One step of rnn.c's lstm_row_gemv, block after block: each whole block's
+ * product and cell in one pass (lstm_block_of, inlined here), the narrow
+ * last block's product through a->gemv, then its cell; forward (the narrow
+ * block first) on even steps, backward on odd ones, so the block a step
+ * reads last is the one the next step reads first. */
+static VMATH_INLINE void lstm_row_blocks(const VmathLstmRow *a, const float *xw, int64_t s)
+{
+	int64_t H = a->H, nblk = (H + BLOCK_UNITS - 1) / BLOCK_UNITS;
+	V hi = vset(a->clip), lo = vset(-a->clip);
+	for (int64_t i = 0; i < nblk; i++) {
+		int64_t n = s % 2 ? nblk - 1 - i : i;  /* the n-th of: narrow (or last), 0, 1, ... */
+		int64_t u = (n == 0 ? nblk - 1 : n - 1) * BLOCK_UNITS, b = 4 * u;
+		int64_t w = H - u < BLOCK_UNITS ? H - u : BLOCK_UNITS;
+		const float *P = a->P ? a->P + b : NULL;
+		if (w == BLOCK_UNITS) {
+			lstm_block_of(H, a->x, a->R + b * H, xw + b, P, a->c + u, a->h + u, a->has_clip,
+			              a->clip, a->input_forget);
+			continue;
+		}
+		float *g = a->g + b;
+		a->gemv(4 * w, H, a->x, a->R + b * H, NULL, g);
+		int64_t j = 0;
+		for (; j + W <= w; j += W)
+			lstm_lanes(g, xw + b, P, a->c + u, a->h + u, w, j, W, lo, hi, a->has_clip,
+			           a->input_forget);
+		if (j < w)
+			lstm_lanes(g, xw + b, P, a->c + u, a->h + u, w, j, w - j, lo, hi, a->has_clip,
+			           a->input_forget);
+	}
+}
+
+/* Every step of one batch row of an LSTM in gate blocks (VmathLstmRow): the
+ * same arithmetic as rnn.c's step at batch 1 (lstm_row_gemv, or one product
+ * over all 4H columns and then vmath_lstm_cells), with the cells called
+ * directly instead of through the variant table once per block and step. */
+static void vmath_lstm_row(const VmathLstmRow *a)
+{
+	int64_t H = a->H;
+	for (int64_t s = 0; s < a->len; s++) {
+		int64_t t = a->reverse ? a->len - 1 - s : s;
+		const float *xw = a->xw + t * a->xw_t;
+		if (a->by_blocks) {
+			memcpy(a->x, a->h, (size_t)H * sizeof *a->x);  /* h_{t-1}: the cells write h */
+			lstm_row_blocks(a, xw, s);
+		} else {
+			a->gemv(4 * H, H, a->h, a->R, NULL, a->g);
+			vmath_lstm_cells(a->g, xw, a->P, a->c, a->h, H, a->has_clip, a->clip,
+			                 a->input_forget);
+		}
+		if (a->Y)
+			memcpy(a->Y + t * a->y_t, a->h, (size_t)H * sizeof *a->Y);
 	}
 }

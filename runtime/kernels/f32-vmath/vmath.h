@@ -17,6 +17,26 @@
 
 #include "kiln/kernels.h"
 
+/* The whole recurrence of one batch row of an LSTM in gate blocks
+ * (kernels.h) with the default activations, for vmath's lstm_row: steps
+ * s = 0 .. len-1 at time t = s (reverse: len-1-s). */
+typedef struct VmathLstmRow {
+	int64_t H, len;
+	int reverse, by_blocks;     /* by_blocks: block after block (rnn.c's row_by_blocks) */
+	const float *xw;            /* time t's input gates at xw + t * xw_t (gate blocks) */
+	int64_t xw_t;
+	const float *R, *P;         /* R^T in gate blocks, packed b32; the peepholes or NULL */
+	float *c, *h;               /* the state, updated in place */
+	float *x, *g;               /* scratch: h_{t-1} [H], the gates [4H] */
+	float *Y;                   /* NULL, or h of time t to Y + t * y_t */
+	int64_t y_t;
+	int has_clip, input_forget;
+	float clip;
+	/* f32-gemv's one-row product of the same variant (gemv.h) */
+	void (*gemv)(int64_t N, int64_t K, const float *x, const float *Bp, const float *bias,
+	             float *y);
+} VmathLstmRow;
+
 /* A variant's kernels (body.h), picked once per call by vmath_ops(). */
 typedef struct VmathOps {
 	/* y[i] = f(x[i]) for the kiln_unary op */
@@ -47,6 +67,9 @@ typedef struct VmathOps {
 	 * block as lstm_cell of its block (g, x, P at 64 b, ld its width) */
 	void (*lstm_cells)(const float *g, const float *x, const float *P, float *c, float *h,
 	                   int64_t H, int has_clip, float clip, int input_forget);
+	/* every step of one batch row (VmathLstmRow): the cells called directly,
+	 * the whole blocks' inlined into the time loop */
+	void (*lstm_row)(const VmathLstmRow *a);
 } VmathOps;
 
 /* The kernels of the variant kiln_isa() names: the one dispatch point. */
