@@ -360,7 +360,8 @@ int main(void)
 		{3, 1, 5, 29},
 		/* batch 1 with 33 and 50 units (2 + 1, 3 + 2 blocks): one product over
 		 * every block, then the cells; with 150 (DeepJet's 9 + 6) whole blocks
-		 * fused with their product (vmath_lstm_block) */
+		 * fused with their product; each the whole recurrence in one call of
+		 * vmath's lstm_row (SIMD variants; so are the chunks of one row) */
 		{3, 1, 4, 33}, {4, 1, 3, 50}, {4, 1, 3, 150},
 	};
 	/* Every activation appears, with its alpha and beta; the ones that can
