@@ -31,9 +31,11 @@
  *          <= 3 ulp.
  *   sigmoid  e = exp(-|x|), (x < 0 ? e : 1) / (1 + e): no cancellation on
  *          either side.  <= 2 ulp.
- *   gelu   0.5 x (1 + erf(x / sqrt 2)) with 1 + erf(u) taken as erfc(|u|)
- *          = exp(Q - u^2) for u <= -0.921875 (no cancellation), 0 below
- *          u = -3.925 (|gelu| < 1e-7 there, where 1 + erff(u) is 0 too).
+ *   gelu   x Phi(x), Phi = erfc(a) / 2 (x < 0) or 1 - erfc(a) / 2, a =
+ *          |x| / sqrt 2, erfc(a) = exp(Q(a - 1) - a^2) with Q of degree 11
+ *          fitted to log(erfc a) + a^2 on [0, 3.925] (every lane the same
+ *          formula, no cancellation); 0 below x = -3.925 sqrt 2 (|gelu| <
+ *          1e-7 there, where 1 + erff(u) is 0 too). <= 3 ulp for x >= -1.3.
  * The LSTM cell (vmath_lstm_cell) takes the same sigmoid and tanh with the
  * division as vrecip (the fast forms: sigmoid_of, tanh_of), a few ulp more;
  * tests/kernels/test_rnn.c checks it under every variant.
@@ -111,18 +113,52 @@ static VMATH_INLINE V sigmoid_of(V x, int fast)
 
 static inline V v_sigmoid(V x) { return sigmoid_of(x, 0); }
 
-/* a vector whose lanes are all on the polynomial side skips erfc's exp (the
- * same result: the other side's lanes would be discarded) */
+/* exp(g) for g in [-17.5, 0] (gelu's erfc): exp's algorithm without its
+ * clamps, 2^n (n in [-26, 0]) a single normal factor */
+static inline V exp_neg(V g)
+{
+	const V magic = vset(0x1.8p23f);
+	V n = vsub(vadd(vmul(g, vset(1.44269504088896341f)), magic), magic);
+	V r = vfma(n, vset(-0.693359375f), g);
+	r = vfma(n, vset(2.12194440e-4f), r);
+	V p = vset(1.9875691500e-4f);
+	p = vfma(p, r, vset(1.3981999507e-3f));
+	p = vfma(p, r, vset(8.3334519073e-3f));
+	p = vfma(p, r, vset(4.1665795894e-2f));
+	p = vfma(p, r, vset(1.6666665459e-1f));
+	p = vfma(p, r, vset(5.0000001201e-1f));
+	p = vadd(vfma(p, vmul(r, r), r), vset(1.0f));
+#ifdef VMATH_SCALEF
+	return VMATH_SCALEF(p, n);
+#else
+	return vmul(p, vexp2i(n));
+#endif
+}
+
+/* gelu = x Phi(x), Phi(x) = erfc(a) / 2 for x < 0 and 1 - erfc(a) / 2 for
+ * x >= 0, a = |x| / sqrt 2: one formula for every lane (no cancellation on
+ * either side), erfc(a) = exp(Q(a - 1) - a^2) with Q of degree 11 fitted
+ * to log(erfc a) + a^2 on [0, 3.925] (a clamped to 3.925; below
+ * x = -3.925 sqrt 2 the result is 0, as 0.5 x (1 + erff(u)) is in float) */
 static inline V v_gelu(V x)
 {
-	V u = vmul(x, vset(0.70710678118654752f)), a = vabs(u);
-	V small = vfma(u, v_erf_small(vmul(u, u)), vset(1.0f));
-	VM is_small = vlt(a, vset(0.921875f));
-	if (vall(is_small))
-		return vmul(vmul(x, vset(0.5f)), small);
-	V c = vsel(vge(a, vset(3.925f)), vset(0.0f), v_erfc_tail(a));
-	V big = vsel(vlt(x, vset(0.0f)), c, vsub(vset(2.0f), c));
-	return vmul(vmul(x, vset(0.5f)), vsel(is_small, small, big));
+	V a = vmin(vset(3.925f), vmul(vabs(x), vset(0.70710678118654752f)));
+	V t = vsub(a, vset(1.0f));
+	V q = vset(8.384848371e-08f);
+	q = vfma(q, t, vset(-1.255493657e-06f));
+	q = vfma(q, t, vset(8.019677807e-06f));
+	q = vfma(q, t, vset(-2.689465509e-05f));
+	q = vfma(q, t, vset(2.905317342e-05f));
+	q = vfma(q, t, vset(2.349601418e-04f));
+	q = vfma(q, t, vset(-1.979414606e-03f));
+	q = vfma(q, t, vset(1.003582682e-02f));
+	q = vfma(q, t, vset(-4.156085104e-02f));
+	q = vfma(q, t, vset(1.568922400e-01f));
+	q = vfma(q, t, vset(-6.389675140e-01f));
+	q = vfma(q, t, vset(-8.496055007e-01f));
+	V e = exp_neg(vfma(vsub(vset(0.0f), a), a, q));  /* erfc(a) */
+	V phi = vsel(vlt(x, vset(0.0f)), vmul(e, vset(0.5f)), vfma(e, vset(-0.5f), vset(1.0f)));
+	return vsel(vlt(x, vset(-5.5508f)), vset(0.0f), vmul(x, phi));
 }
 
 /* ---- loops: one per function, the function chosen once per call ---- */
@@ -134,6 +170,11 @@ static VMATH_INLINE void vmath_map(const float *x, float *y, int64_t n, VmathFn 
                                    V beta)
 {
 	int64_t i = 0;
+	for (; i + 2 * W <= n; i += 2 * W) {  /* two independent chains in flight */
+		V a = f(vload(x + i), alpha, beta), b = f(vload(x + i + W), alpha, beta);
+		vstore(y + i, a);
+		vstore(y + i + W, b);
+	}
 	for (; i + W <= n; i += W)
 		vstore(y + i, f(vload(x + i), alpha, beta));
 	if (i < n)  /* the same lanes computed the same way: results do not depend on n */
