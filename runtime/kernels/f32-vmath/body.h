@@ -310,38 +310,70 @@ static void vmath_map_sub2(const float *x, float *y, int64_t n, V a, V b)
 		vstore_n(y + i, vsub(vsub(vload_n(x + i, n - i), a), b), n - i);
 }
 
+static VMATH_INLINE V vload_k(const float *p, int64_t k) { return k == W ? vload(p) : vload_n(p, k); }
+static VMATH_INLINE void vstore_k(float *p, V a, int64_t k)
+{
+	if (k == W)
+		vstore(p, a);
+	else
+		vstore_n(p, a, k);
+}
+
+/* x (+ res, stored in y when res is not NULL) of the vector at i, r lanes */
+static VMATH_INLINE V ln_in(const float *x, const float *res, float *y, int64_t i, int64_t r)
+{
+	V v = r == W ? vload(x + i) : vload_n(x + i, r);
+	if (!res)
+		return v;
+	v = vadd(v, r == W ? vload(res + i) : vload_n(res + i, r));
+	vstore_k(y + i, v, r);
+	return v;
+}
+
 /* One LayerNorm row. The mean is summed in double lanes and split into two
  * floats hi + lo, so d = (x - hi) - lo keeps the digits float would lose when
  * the mean is large next to the spread (x - hi is exact near the mean); the
  * variance is the double sum of d^2 (two passes, never E[x^2] - E[x]^2);
- * y = d * (inv_std * scale) + bias in float. */
+ * y = d * (inv_std * scale) + bias in float. Both sums run in two chains
+ * (even and odd vectors; the last partial vector in the odd one), added at
+ * the end, so that the row's latency is about half a chain's. With res, the
+ * float sum x + res is stored in y by the first pass and read from there. */
 static void vmath_layernorm_row(const float *x, const float *res, const float *scale,
                                 const float *bias, float *y, int64_t n, float epsilon)
 {
+	Dacc acc0, acc1;
+	dacc_zero(&acc0);
+	dacc_zero(&acc1);
 	int64_t i = 0;
-	if (res) {  /* the residual sum first, stored in y a vector at a time */
-		for (; i + W <= n; i += W)
-			vstore(y + i, vadd(vload(x + i), vload(res + i)));
-		if (i < n)
-			vstore_n(y + i, vadd(vload_n(x + i, n - i), vload_n(res + i, n - i)), n - i);
-		x = y;
-		i = 0;
+	for (; i + 2 * W <= n; i += 2 * W) {
+		dacc_add(&acc0, ln_in(x, res, y, i, W));
+		dacc_add(&acc1, ln_in(x, res, y, i + W, W));
 	}
-	Dacc acc;
-	dacc_zero(&acc);
-	for (; i + W <= n; i += W)
-		dacc_add(&acc, vload(x + i));
-	if (i < n)
-		dacc_add(&acc, vload_n(x + i, n - i));  /* the missing lanes load as 0 */
-	double mean = dacc_total(&acc) / (double)n;
+	if (i + W <= n) {
+		dacc_add(&acc0, ln_in(x, res, y, i, W));
+		i += W;
+	}
+	if (i < n)  /* the missing lanes load as 0 */
+		dacc_add(&acc1, ln_in(x, res, y, i, n - i));
+	if (res)
+		x = y;
+	double mean = (dacc_total(&acc0) + dacc_total(&acc1)) / (double)n;
 	float mean_hi = (float)mean;
 	V hi = vset(mean_hi), lo = vset((float)(mean - (double)mean_hi));
-	dacc_zero(&acc);
-	for (i = 0; i + W <= n; i += W)
-		dacc_sq(&acc, vsub(vsub(vload(x + i), hi), lo));
+	dacc_zero(&acc0);
+	dacc_zero(&acc1);
+	for (i = 0; i + 2 * W <= n; i += 2 * W) {
+		dacc_sq(&acc0, vsub(vsub(vload(x + i), hi), lo));
+		dacc_sq(&acc1, vsub(vsub(vload(x + i + W), hi), lo));
+	}
+	if (i + W <= n) {
+		dacc_sq(&acc0, vsub(vsub(vload(x + i), hi), lo));
+		i += W;
+	}
 	if (i < n)
-		dacc_sq(&acc, vkeep_n(vsub(vsub(vload_n(x + i, n - i), hi), lo), n - i));
-	V inv_std = vset((float)(1.0 / sqrt(dacc_total(&acc) / (double)n + (double)epsilon)));
+		dacc_sq(&acc1, vkeep_n(vsub(vsub(vload_n(x + i, n - i), hi), lo), n - i));
+	double var = (dacc_total(&acc0) + dacc_total(&acc1)) / (double)n;
+	V inv_std = vset((float)(1.0 / sqrt(var + (double)epsilon)));
 	for (i = 0; i + W <= n; i += W) {
 		V d = vsub(vsub(vload(x + i), hi), lo), g = vmul(inv_std, vload(scale + i));
 		vstore(y + i, bias ? vfma(d, g, vload(bias + i)) : vmul(d, g));
@@ -367,15 +399,6 @@ static void vmath_batchnorm_plane(const float *x, float *y, int64_t n, float mea
 }
 
 /* ---- the LSTM cell ---- */
-
-static VMATH_INLINE V vload_k(const float *p, int64_t k) { return k == W ? vload(p) : vload_n(p, k); }
-static VMATH_INLINE void vstore_k(float *p, V a, int64_t k)
-{
-	if (k == W)
-		vstore(p, a);
-	else
-		vstore_n(p, a, k);
-}
 
 /* x bounded to [lo, hi] when clipping: fminf(hi, fmaxf(lo, x)), so NaN gives lo */
 static VMATH_INLINE V lstm_clip(V x, V lo, V hi, int clip)
