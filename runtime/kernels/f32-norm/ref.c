@@ -23,10 +23,7 @@ KILN_API void kiln_f32_layernorm(const float *X, const float *scale, const float
 {
 	if (norm_size <= 0)
 		return;
-	const VmathOps *ops = vmath_ops();
-	for (int64_t o = 0; o < outer; o++)
-		ops->layernorm_row(X + o * norm_size, NULL, scale, bias, Y + o * norm_size, norm_size,
-		                   epsilon);
+	vmath_ops()->layernorm_rows(X, NULL, scale, bias, Y, outer, norm_size, epsilon);
 }
 
 KILN_API void kiln_f32_add_layernorm(const float *X, const float *R, const float *scale,
@@ -35,10 +32,7 @@ KILN_API void kiln_f32_add_layernorm(const float *X, const float *R, const float
 {
 	if (norm_size <= 0)
 		return;
-	const VmathOps *ops = vmath_ops();
-	for (int64_t o = 0; o < outer; o++)
-		ops->layernorm_row(X + o * norm_size, R + o * norm_size, scale, bias, Y + o * norm_size,
-		                   norm_size, epsilon);
+	vmath_ops()->layernorm_rows(X, R, scale, bias, Y, outer, norm_size, epsilon);
 }
 
 KILN_API void kiln_f32_batchnorm(const float *X, const float *scale, const float *bias,

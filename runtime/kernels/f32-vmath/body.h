@@ -31,11 +31,13 @@
  *          <= 3 ulp.
  *   sigmoid  e = exp(-|x|), (x < 0 ? e : 1) / (1 + e): no cancellation on
  *          either side.  <= 2 ulp.
- *   gelu   x Phi(x), Phi = erfc(a) / 2 (x < 0) or 1 - erfc(a) / 2, a =
- *          |x| / sqrt 2, erfc(a) = exp(Q(a - 1) - a^2) with Q of degree 11
- *          fitted to log(erfc a) + a^2 on [0, 3.925] (every lane the same
- *          formula, no cancellation); 0 below x = -3.925 sqrt 2 (|gelu| <
- *          1e-7 there, where 1 + erff(u) is 0 too). <= 3 ulp for x >= -1.3.
+ *   gelu   x Phi(x), u = x / sqrt 2, a = |u|: for -1.2 < u < 1.5,
+ *          Phi = (1 + u P(u^2)) / 2, P of degree 8 (a vector whose lanes are
+ *          all there computes only that); else Phi = erfc(a) / 2 (x < 0) or
+ *          1 - erfc(a) / 2, erfc(a) = exp(Q(a - 1) - a^2) with Q of degree 11
+ *          fitted to log(erfc a) + a^2 on [0, 3.925] (no cancellation); 0
+ *          below x = -3.925 sqrt 2 (|gelu| < 1e-7 there, where 1 + erff(u)
+ *          is 0 too). <= 7 ulp for x >= -1.3.
  * The LSTM cell (vmath_lstm_cell) takes the same sigmoid and tanh with the
  * division as vrecip (the fast forms: sigmoid_of, tanh_of), a few ulp more;
  * tests/kernels/test_rnn.c checks it under every variant.
@@ -135,14 +137,37 @@ static inline V exp_neg(V g)
 #endif
 }
 
-/* gelu = x Phi(x), Phi(x) = erfc(a) / 2 for x < 0 and 1 - erfc(a) / 2 for
- * x >= 0, a = |x| / sqrt 2: one formula for every lane (no cancellation on
- * either side), erfc(a) = exp(Q(a - 1) - a^2) with Q of degree 11 fitted
- * to log(erfc a) + a^2 on [0, 3.925] (a clamped to 3.925; below
- * x = -3.925 sqrt 2 the result is 0, as 0.5 x (1 + erff(u)) is in float) */
+/* erf(u) / u on |u| < 1.5, as a polynomial in z = u^2 (gelu's common case) */
+static inline V v_erf_wide(V z)
+{
+	V p = vset(6.144966278e-07f);
+	p = vfma(p, z, vset(-1.127321411e-05f));
+	p = vfma(p, z, vset(1.128896183e-04f));
+	p = vfma(p, z, vset(-8.450600435e-04f));
+	p = vfma(p, z, vset(5.216483958e-03f));
+	p = vfma(p, z, vset(-2.686289139e-02f));
+	p = vfma(p, z, vset(1.128371879e-01f));
+	p = vfma(p, z, vset(-3.761263192e-01f));
+	return vfma(p, z, vset(1.128379226e+00f));
+}
+
+/* gelu = x Phi(x), u = x / sqrt 2, a = |u|. For -1.2 < u < 1.5: Phi = (1 +
+ * u P(u^2)) / 2, P the polynomial of v_erf_wide (below -1.2, 1 + erf would
+ * cancel too much); a vector whose lanes all are there takes only that (the same result: the other formula's lanes would be
+ * discarded). Else Phi = erfc(a) / 2 (x < 0) or 1 - erfc(a) / 2 (no
+ * cancellation on either side), erfc(a) = exp(Q(a - 1) - a^2) with Q of
+ * degree 11 fitted to log(erfc a) + a^2 on [0, 3.925] (a clamped to 3.925;
+ * below x = -3.925 sqrt 2 the result is 0, as 0.5 x (1 + erff(u)) is in
+ * float). */
 static inline V v_gelu(V x)
 {
-	V a = vmin(vset(3.925f), vmul(vabs(x), vset(0.70710678118654752f)));
+	V u = vmul(x, vset(0.70710678118654752f)), a = vabs(u);
+	V hx = vmul(x, vset(0.5f));
+	V small = vmul(hx, vfma(u, v_erf_wide(vmul(u, u)), vset(1.0f)));
+	VM is_small = vlt(vabs(vsub(u, vset(0.15f))), vset(1.35f));  /* -1.2 < u < 1.5 */
+	if (vall(is_small))
+		return small;
+	a = vmin(vset(3.925f), a);
 	V t = vsub(a, vset(1.0f));
 	V q = vset(8.384848371e-08f);
 	q = vfma(q, t, vset(-1.255493657e-06f));
@@ -158,7 +183,8 @@ static inline V v_gelu(V x)
 	q = vfma(q, t, vset(-8.496055007e-01f));
 	V e = exp_neg(vfma(vsub(vset(0.0f), a), a, q));  /* erfc(a) */
 	V phi = vsel(vlt(x, vset(0.0f)), vmul(e, vset(0.5f)), vfma(e, vset(-0.5f), vset(1.0f)));
-	return vsel(vlt(x, vset(-5.5508f)), vset(0.0f), vmul(x, phi));
+	V big = vsel(vlt(x, vset(-5.5508f)), vset(0.0f), vmul(x, phi));
+	return vsel(is_small, small, big);
 }
 
 /* ---- loops: one per function, the function chosen once per call ---- */
@@ -330,59 +356,93 @@ static VMATH_INLINE V ln_in(const float *x, const float *res, float *y, int64_t 
 	return v;
 }
 
-/* One LayerNorm row. The mean is summed in double lanes and split into two
- * floats hi + lo, so d = (x - hi) - lo keeps the digits float would lose when
- * the mean is large next to the spread (x - hi is exact near the mean); the
- * variance is the double sum of d^2 (two passes, never E[x^2] - E[x]^2);
- * y = d * (inv_std * scale) + bias in float. Both sums run in two chains
- * (even and odd vectors; the last partial vector in the odd one), added at
- * the end, so that the row's latency is about half a chain's. With res, the
- * float sum x + res is stored in y by the first pass and read from there. */
-static void vmath_layernorm_row(const float *x, const float *res, const float *scale,
-                                const float *bias, float *y, int64_t n, float epsilon)
+/* K (1 or 2) LayerNorm rows, n apart. The mean is summed in double lanes
+ * and split into two floats hi + lo, so d = (x - hi) - lo keeps the digits
+ * float would lose when the mean is large next to the spread (x - hi is exact
+ * near the mean); the variance is the double sum of d^2 (two passes, never
+ * E[x^2] - E[x]^2); y = d * (inv_std * scale) + bias in float. Both sums run
+ * in two chains (even and odd vectors; the last partial vector in the odd
+ * one), added at the end. With res, the float sum x + res is stored in y by
+ * the first pass and read from there. A row's arithmetic is the same whether
+ * it is taken alone or with another (K only interleaves their independent
+ * chains: the sums', the square root's and the division's latencies overlap). */
+static VMATH_INLINE void ln_rows(int K, const float *x, const float *res, const float *scale,
+                                 const float *bias, float *y, int64_t n, float epsilon)
 {
-	Dacc acc0, acc1;
-	dacc_zero(&acc0);
-	dacc_zero(&acc1);
+	Dacc acc0[2], acc1[2];
+	V hi[2], lo[2], inv_std[2];
+	const float *xr[2];
+#pragma GCC unroll 2
+	for (int k = 0; k < K; k++) {
+		dacc_zero(&acc0[k]);
+		dacc_zero(&acc1[k]);
+	}
 	int64_t i = 0;
-	for (; i + 2 * W <= n; i += 2 * W) {
-		dacc_add(&acc0, ln_in(x, res, y, i, W));
-		dacc_add(&acc1, ln_in(x, res, y, i + W, W));
+	for (; i + 2 * W <= n; i += 2 * W)
+#pragma GCC unroll 2
+		for (int k = 0; k < K; k++) {
+			const float *rk = res ? res + k * n : NULL;
+			dacc_add(&acc0[k], ln_in(x + k * n, rk, y + k * n, i, W));
+			dacc_add(&acc1[k], ln_in(x + k * n, rk, y + k * n, i + W, W));
+		}
+	int64_t full = i + W <= n ? i + W : i;
+#pragma GCC unroll 2
+	for (int k = 0; k < K; k++) {
+		const float *rk = res ? res + k * n : NULL;
+		if (full > i)
+			dacc_add(&acc0[k], ln_in(x + k * n, rk, y + k * n, i, W));
+		if (full < n)  /* the missing lanes load as 0 */
+			dacc_add(&acc1[k], ln_in(x + k * n, rk, y + k * n, full, n - full));
+		xr[k] = res ? y + k * n : x + k * n;
+		double mean = (dacc_total(&acc0[k]) + dacc_total(&acc1[k])) / (double)n;
+		float mean_hi = (float)mean;
+		hi[k] = vset(mean_hi), lo[k] = vset((float)(mean - (double)mean_hi));
+		dacc_zero(&acc0[k]);
+		dacc_zero(&acc1[k]);
 	}
-	if (i + W <= n) {
-		dacc_add(&acc0, ln_in(x, res, y, i, W));
-		i += W;
+	for (i = 0; i + 2 * W <= n; i += 2 * W)
+#pragma GCC unroll 2
+		for (int k = 0; k < K; k++) {
+			dacc_sq(&acc0[k], vsub(vsub(vload(xr[k] + i), hi[k]), lo[k]));
+			dacc_sq(&acc1[k], vsub(vsub(vload(xr[k] + i + W), hi[k]), lo[k]));
+		}
+#pragma GCC unroll 2
+	for (int k = 0; k < K; k++) {
+		if (full > i)
+			dacc_sq(&acc0[k], vsub(vsub(vload(xr[k] + i), hi[k]), lo[k]));
+		if (full < n)
+			dacc_sq(&acc1[k], vkeep_n(vsub(vsub(vload_n(xr[k] + full, n - full), hi[k]), lo[k]),
+			                          n - full));
+		double var = (dacc_total(&acc0[k]) + dacc_total(&acc1[k])) / (double)n;
+		inv_std[k] = vset((float)(1.0 / sqrt(var + (double)epsilon)));
 	}
-	if (i < n)  /* the missing lanes load as 0 */
-		dacc_add(&acc1, ln_in(x, res, y, i, n - i));
-	if (res)
-		x = y;
-	double mean = (dacc_total(&acc0) + dacc_total(&acc1)) / (double)n;
-	float mean_hi = (float)mean;
-	V hi = vset(mean_hi), lo = vset((float)(mean - (double)mean_hi));
-	dacc_zero(&acc0);
-	dacc_zero(&acc1);
-	for (i = 0; i + 2 * W <= n; i += 2 * W) {
-		dacc_sq(&acc0, vsub(vsub(vload(x + i), hi), lo));
-		dacc_sq(&acc1, vsub(vsub(vload(x + i + W), hi), lo));
+#pragma GCC unroll 2
+	for (int k = 0; k < K; k++) {
+		float *yk = y + k * n;
+		for (i = 0; i + W <= n; i += W) {
+			V d = vsub(vsub(vload(xr[k] + i), hi[k]), lo[k]);
+			V g = vmul(inv_std[k], vload(scale + i));
+			vstore(yk + i, bias ? vfma(d, g, vload(bias + i)) : vmul(d, g));
+		}
+		if (i < n) {
+			int64_t r = n - i;
+			V d = vsub(vsub(vload_n(xr[k] + i, r), hi[k]), lo[k]);
+			V g = vmul(inv_std[k], vload_n(scale + i, r));
+			vstore_n(yk + i, bias ? vfma(d, g, vload_n(bias + i, r)) : vmul(d, g), r);
+		}
 	}
-	if (i + W <= n) {
-		dacc_sq(&acc0, vsub(vsub(vload(x + i), hi), lo));
-		i += W;
-	}
-	if (i < n)
-		dacc_sq(&acc1, vkeep_n(vsub(vsub(vload_n(x + i, n - i), hi), lo), n - i));
-	double var = (dacc_total(&acc0) + dacc_total(&acc1)) / (double)n;
-	V inv_std = vset((float)(1.0 / sqrt(var + (double)epsilon)));
-	for (i = 0; i + W <= n; i += W) {
-		V d = vsub(vsub(vload(x + i), hi), lo), g = vmul(inv_std, vload(scale + i));
-		vstore(y + i, bias ? vfma(d, g, vload(bias + i)) : vmul(d, g));
-	}
-	if (i < n) {
-		int64_t r = n - i;
-		V d = vsub(vsub(vload_n(x + i, r), hi), lo), g = vmul(inv_std, vload_n(scale + i, r));
-		vstore_n(y + i, bias ? vfma(d, g, vload_n(bias + i, r)) : vmul(d, g), r);
-	}
+}
+
+/* rows LayerNorm rows of n, n apart (kiln_f32_layernorm's layout), in pairs */
+static void vmath_layernorm_rows(const float *x, const float *res, const float *scale,
+                                 const float *bias, float *y, int64_t rows, int64_t n,
+                                 float epsilon)
+{
+	int64_t o = 0;
+	for (; o + 2 <= rows; o += 2)
+		ln_rows(2, x + o * n, res ? res + o * n : NULL, scale, bias, y + o * n, n, epsilon);
+	if (o < rows)
+		ln_rows(1, x + o * n, res ? res + o * n : NULL, scale, bias, y + o * n, n, epsilon);
 }
 
 /* y = (x - mean) * gain + bias over one BatchNorm plane: x - mean is exact

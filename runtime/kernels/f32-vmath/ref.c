@@ -57,6 +57,6 @@ static inline double dacc_total(const Dacc *acc) { return *acc; }
 #include "body.h"
 
 const VmathOps kiln_vmath_ref = {
-	vmath_unary, vmath_act, vmath_softmax_line, vmath_layernorm_row, vmath_batchnorm_plane,
+	vmath_unary, vmath_act, vmath_softmax_line, vmath_layernorm_rows, vmath_batchnorm_plane,
 	vmath_lstm_cell, vmath_lstm_block, vmath_lstm_cells, vmath_lstm_row,
 };

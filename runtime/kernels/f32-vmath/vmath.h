@@ -45,10 +45,11 @@ typedef struct VmathOps {
 	void (*act)(float *y, int64_t n, const kiln_epilogue *ep);
 	/* one contiguous Softmax (is_log 0) or LogSoftmax line, len >= 1; y may be x */
 	void (*softmax_line)(const float *x, float *y, int64_t len, int is_log);
-	/* one LayerNorm row of n >= 1 of x, or of x + res (res not NULL: the
-	 * float sum, stored in y first); bias may be NULL; y may be x or res */
-	void (*layernorm_row)(const float *x, const float *res, const float *scale,
-	                      const float *bias, float *y, int64_t n, float epsilon);
+	/* rows LayerNorm rows of n >= 1 (n apart) of x, or of x + res (res not
+	 * NULL: the float sum, stored in y first); bias may be NULL; y may be x
+	 * or res */
+	void (*layernorm_rows)(const float *x, const float *res, const float *scale,
+	                       const float *bias, float *y, int64_t rows, int64_t n, float epsilon);
 	/* y = (x - mean) * gain + bias over n elements; y may be x */
 	void (*batchnorm_plane)(const float *x, float *y, int64_t n, float mean, float gain,
 	                        float bias);
