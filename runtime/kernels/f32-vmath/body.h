@@ -50,6 +50,16 @@
 
 #include "exp.h"
 
+/* c[0] z^(n-1) + ... + c[n-1] by Horner's rule with FMA */
+static VMATH_INLINE V vpoly(V z, const float *c, int n)
+{
+	V p = vset(c[0]);
+#pragma GCC unroll 16
+	for (int i = 1; i < n; i++)
+		p = vfma(p, z, vset(c[i]));
+	return p;
+}
+
 /* tanh; fast (the LSTM cell): 2 / (e + 1) through vrecip, e of |x| clamped
  * to 10 (tanh is 1 in float there) so that e + 1 stays finite */
 static VMATH_INLINE V tanh_of(V x, int fast)
@@ -72,12 +82,9 @@ static inline V v_tanh(V x) { return tanh_of(x, 0); }
 /* erf(x) / x on |x| < 0.921875, as a polynomial in z = x^2 */
 static inline V v_erf_small(V z)
 {
-	V p = vset(-5.991138169e-04f);
-	p = vfma(p, z, vset(4.993247334e-03f));
-	p = vfma(p, z, vset(-2.676667459e-02f));
-	p = vfma(p, z, vset(1.128181815e-01f));
-	p = vfma(p, z, vset(-3.761249483e-01f));
-	return vfma(p, z, vset(1.128379107e+00f));
+	static const float c[] = {-5.991138169e-04f, 4.993247334e-03f, -2.676667459e-02f,
+	                          1.128181815e-01f, -3.761249483e-01f, 1.128379107e+00f};
+	return vpoly(z, c, 6);
 }
 
 /* erfc(a) for a in [0.921875, 3.925] (a larger argument is clamped to 3.925) */
@@ -85,15 +92,10 @@ static inline V v_erfc_tail(V a)
 {
 	a = vmin(vset(3.925f), a);
 	V t = vsub(a, vset(2.0f));
-	V q = vset(1.630663405e-06f);
-	q = vfma(q, t, vset(-1.980322668e-05f));
-	q = vfma(q, t, vset(1.352340914e-04f));
-	q = vfma(q, t, vset(-7.333899266e-04f));
-	q = vfma(q, t, vset(3.571070964e-03f));
-	q = vfma(q, t, vset(-1.646471582e-02f));
-	q = vfma(q, t, vset(7.624904811e-02f));
-	q = vfma(q, t, vset(-4.181608558e-01f));
-	q = vfma(q, t, vset(-1.364941239e+00f));
+	static const float c[] = {1.630663405e-06f, -1.980322668e-05f, 1.352340914e-04f,
+	                          -7.333899266e-04f, 3.571070964e-03f, -1.646471582e-02f,
+	                          7.624904811e-02f, -4.181608558e-01f, -1.364941239e+00f};
+	V q = vpoly(t, c, 9);
 	return v_exp(vfma(vsub(vset(0.0f), a), a, q));
 }
 
@@ -119,17 +121,7 @@ static inline V v_sigmoid(V x) { return sigmoid_of(x, 0); }
  * clamps, 2^n (n in [-26, 0]) a single normal factor */
 static inline V exp_neg(V g)
 {
-	const V magic = vset(0x1.8p23f);
-	V n = vsub(vadd(vmul(g, vset(1.44269504088896341f)), magic), magic);
-	V r = vfma(n, vset(-0.693359375f), g);
-	r = vfma(n, vset(2.12194440e-4f), r);
-	V p = vset(1.9875691500e-4f);
-	p = vfma(p, r, vset(1.3981999507e-3f));
-	p = vfma(p, r, vset(8.3334519073e-3f));
-	p = vfma(p, r, vset(4.1665795894e-2f));
-	p = vfma(p, r, vset(1.6666665459e-1f));
-	p = vfma(p, r, vset(5.0000001201e-1f));
-	p = vadd(vfma(p, vmul(r, r), r), vset(1.0f));
+	V n, p = v_exp_parts(g, &n);
 #ifdef VMATH_SCALEF
 	return VMATH_SCALEF(p, n);
 #else
@@ -140,15 +132,10 @@ static inline V exp_neg(V g)
 /* erf(u) / u on |u| < 1.5, as a polynomial in z = u^2 (gelu's common case) */
 static inline V v_erf_wide(V z)
 {
-	V p = vset(6.144966278e-07f);
-	p = vfma(p, z, vset(-1.127321411e-05f));
-	p = vfma(p, z, vset(1.128896183e-04f));
-	p = vfma(p, z, vset(-8.450600435e-04f));
-	p = vfma(p, z, vset(5.216483958e-03f));
-	p = vfma(p, z, vset(-2.686289139e-02f));
-	p = vfma(p, z, vset(1.128371879e-01f));
-	p = vfma(p, z, vset(-3.761263192e-01f));
-	return vfma(p, z, vset(1.128379226e+00f));
+	static const float c[] = {6.144966278e-07f, -1.127321411e-05f, 1.128896183e-04f,
+	                          -8.450600435e-04f, 5.216483958e-03f, -2.686289139e-02f,
+	                          1.128371879e-01f, -3.761263192e-01f, 1.128379226e+00f};
+	return vpoly(z, c, 9);
 }
 
 /* gelu = x Phi(x), u = x / sqrt 2, a = |u|. For -1.2 < u < 1.5: Phi = (1 +
@@ -168,19 +155,11 @@ static inline V v_gelu(V x)
 	if (vall(is_small))
 		return small;
 	a = vmin(vset(3.925f), a);
-	V t = vsub(a, vset(1.0f));
-	V q = vset(8.384848371e-08f);
-	q = vfma(q, t, vset(-1.255493657e-06f));
-	q = vfma(q, t, vset(8.019677807e-06f));
-	q = vfma(q, t, vset(-2.689465509e-05f));
-	q = vfma(q, t, vset(2.905317342e-05f));
-	q = vfma(q, t, vset(2.349601418e-04f));
-	q = vfma(q, t, vset(-1.979414606e-03f));
-	q = vfma(q, t, vset(1.003582682e-02f));
-	q = vfma(q, t, vset(-4.156085104e-02f));
-	q = vfma(q, t, vset(1.568922400e-01f));
-	q = vfma(q, t, vset(-6.389675140e-01f));
-	q = vfma(q, t, vset(-8.496055007e-01f));
+	static const float c[] = {8.384848371e-08f, -1.255493657e-06f, 8.019677807e-06f,
+	                          -2.689465509e-05f, 2.905317342e-05f, 2.349601418e-04f,
+	                          -1.979414606e-03f, 1.003582682e-02f, -4.156085104e-02f,
+	                          1.568922400e-01f, -6.389675140e-01f, -8.496055007e-01f};
+	V q = vpoly(vsub(a, vset(1.0f)), c, 12);
 	V e = exp_neg(vfma(vsub(vset(0.0f), a), a, q));  /* erfc(a) */
 	V phi = vsel(vlt(x, vset(0.0f)), vmul(e, vset(0.5f)), vfma(e, vset(-0.5f), vset(1.0f)));
 	V big = vsel(vlt(x, vset(-5.5508f)), vset(0.0f), vmul(x, phi));

@@ -8,10 +8,10 @@
 #ifndef KILN_F32_VMATH_EXP_H
 #define KILN_F32_VMATH_EXP_H
 
-static inline V v_exp(V x)
+/* exp(x) = p 2^n: returns p, n (round(x / ln 2)) in *n */
+static inline V v_exp_parts(V x, V *n_out)
 {
 	const V magic = vset(0x1.8p23f);  /* x + magic - magic rounds x to an integer */
-	x = vmax(vset(-104.0f), vmin(vset(89.0f), x));
 	V n = vsub(vadd(vmul(x, vset(1.44269504088896341f)), magic), magic);
 	V r = vfma(n, vset(-0.693359375f), x);  /* exact: ln2_hi has 9 bits, |n| <= 150 */
 	r = vfma(n, vset(2.12194440e-4f), r);   /* - n * ln2_lo */
@@ -21,12 +21,20 @@ static inline V v_exp(V x)
 	p = vfma(p, r, vset(4.1665795894e-2f));
 	p = vfma(p, r, vset(1.6666665459e-1f));
 	p = vfma(p, r, vset(5.0000001201e-1f));
-	p = vadd(vfma(p, vmul(r, r), r), vset(1.0f));
+	*n_out = n;
+	return vadd(vfma(p, vmul(r, r), r), vset(1.0f));
+}
+
+static inline V v_exp(V x)
+{
+	x = vmax(vset(-104.0f), vmin(vset(89.0f), x));
+	V n, p = v_exp_parts(x, &n);
 #ifdef VMATH_SCALEF
 	return VMATH_SCALEF(p, n);  /* p * 2^n in one instruction, rounded once */
 #else
 	/* 2^n = 2^n1 * 2^n2 with both factors normal (n in [-150, 128]): p * 2^n1
 	 * is exact, so the product is rounded once, subnormal or not. */
+	const V magic = vset(0x1.8p23f);
 	V n1 = vsub(vadd(vmul(n, vset(0.5f)), magic), magic);
 	return vmul(vmul(p, vexp2i(n1)), vexp2i(vsub(n, n1)));
 #endif
