@@ -268,7 +268,10 @@ int64_t conv_scratch_bytes(const Sig *s, int node, Arena *a)
 	kiln_conv2d_params p;
 	if (!conv2d_params(&inf, &s->shapes[xi], &s->shapes[yi], &s->shapes[wi], &p))
 		return 0;
-	int64_t floats = kiln_f32_conv2d_packed_work(&p);
+	/* the Winograd path's work also holds the packed path's (its AVX2 form) */
+	int64_t floats = kiln_f32_conv2d_winograd_work(&p);
+	if (floats <= 0)
+		floats = kiln_f32_conv2d_packed_work(&p);
 	return floats > 0 ? floats * (int64_t)sizeof(float) : 0;
 }
 
@@ -374,7 +377,15 @@ void emit_conv(Emit *E)
 		residual = R.expr;
 	}
 	const char *ep = emit_has_act(E->n) || residual ? emit_epilogue(E, NULL, residual) : NULL;
-	if (packed) {
+	int64_t wino = packed ? kiln_f32_conv2d_winograd_work(&pp) : 0;
+	if (wino > 0 && wino * (int64_t)sizeof(float) <= E->plan->bufs[buf].bytes) {
+		const PlanBuf *sb = &E->plan->bufs[buf];
+		emitf(E, "\t/* W packed at compile time; Winograd F(2x2, 3x3), arena scratch @%" PRId64
+		      "+%" PRId64 ": a block of transformed filters, of input tiles and their products */\n",
+		      sb->off, sb->bytes);
+		emitf(E, "\tkiln_f32_conv2d_winograd(&p, %s, %s, %s, %s, %s, (float *)(a + %" PRId64 "));\n",
+		      X.expr, W.expr, bias, Y.expr, ep ? ep : "NULL", sb->off);
+	} else if (packed) {
 		const PlanBuf *sb = &E->plan->bufs[buf];
 		emitf(E, "\t/* W packed at compile time (8 output channels a group); arena scratch @%"
 		      PRId64 "+%" PRId64 ": the offsets and each image's padded planes */\n", sb->off,

@@ -828,6 +828,18 @@ KILN_API void kiln_f32_conv2d_pack(const kiln_conv2d_params *p, const float *W, 
 KILN_API void kiln_f32_conv2d_packed(const kiln_conv2d_params *p, const float *X,
                                      const float *Wp, const float *bias, float *Y,
                                      const kiln_epilogue *ep, float *work);
+/* The packed convolution (same packed W, same arguments) of a 3x3,
+ * stride-1, undilated, ungrouped Conv of at least 16 input and 16 output
+ * channels by Winograd's F(2x2, 3x3) (runtime/kernels/f32-winograd): the
+ * filters transformed at run time into the work memory, a block of output
+ * channels at a time, so W is still stored once. Work memory of
+ * kiln_f32_conv2d_winograd_work(p) floats (8-byte aligned; planned arena
+ * scratch), 0 when this path does not take p. Under the AVX2 variant this is
+ * kiln_f32_conv2d_packed. */
+KILN_API int64_t kiln_f32_conv2d_winograd_work(const kiln_conv2d_params *p);
+KILN_API void kiln_f32_conv2d_winograd(const kiln_conv2d_params *p, const float *X,
+                                       const float *Wp, const float *bias, float *Y,
+                                       const kiln_epilogue *ep, float *work);
 /* kiln_f32_gemm_ep with B stored as float16 (bit patterns), widened while
  * it is loaded (F16C on x86 when the CPU has it): weights stored at half the
  * bytes, no float32 copy anywhere. Strides are in elements. */
