@@ -48,3 +48,196 @@ void kiln_wino_gemm_avx512(const float *U, const float *V, float *M, int64_t C, 
 	else if (nv - v == 1)
 		tile(U, V + 16 * v, M + 16 * v, C, ts, 1);
 }
+
+/* G f G^T for eight output channels at once (one ymm a filter tap). */
+void kiln_wino_filters_avx512(const WGeo *g, const float *Wp, int64_t o0, float *U)
+{
+	const int64_t C = g->C, K = 9 * C, cb = g->cb, es = cb * C;
+	const __m256 half = _mm256_set1_ps(0.5f);
+	for (int64_t q = 0; q < cb / WINO_MR; q++) {
+		int64_t o = o0 + q * WINO_MR;
+		float *u = U + q * WINO_MR * C;
+		if (o >= g->M) {
+			for (int e = 0; e < 16; e++)
+				for (int64_t c = 0; c < C; c++)
+					_mm256_storeu_ps(u + e * es + c * WINO_MR, _mm256_setzero_ps());
+			continue;
+		}
+		int64_t mb = o / WINO_CONV_BLOCK * WINO_CONV_BLOCK;
+		int64_t bw = g->M - mb < WINO_CONV_BLOCK ? g->M - mb : WINO_CONV_BLOCK;
+		int64_t nl = g->M - o < WINO_MR ? g->M - o : WINO_MR;
+		__mmask8 lanes = (__mmask8)((1u << nl) - 1);
+		const float *w = Wp + mb * K + (o - mb);
+		for (int64_t c = 0; c < C; c++, u += WINO_MR) {
+			__m256 f[9], t[4][3];
+			#pragma GCC unroll 9
+			for (int k = 0; k < 9; k++)
+				f[k] = _mm256_maskz_loadu_ps(lanes, w + (c * 9 + k) * bw);
+			#pragma GCC unroll 3
+			for (int j = 0; j < 3; j++) {
+				__m256 s = _mm256_add_ps(f[j], f[6 + j]);
+				t[0][j] = f[j];
+				t[1][j] = _mm256_mul_ps(half, _mm256_add_ps(s, f[3 + j]));
+				t[2][j] = _mm256_mul_ps(half, _mm256_sub_ps(s, f[3 + j]));
+				t[3][j] = f[6 + j];
+			}
+			#pragma GCC unroll 4
+			for (int r = 0; r < 4; r++) {
+				__m256 s = _mm256_add_ps(t[r][0], t[r][2]);
+				float *d = u + 4 * r * es;
+				_mm256_storeu_ps(d, t[r][0]);
+				_mm256_storeu_ps(d + es, _mm256_mul_ps(half, _mm256_add_ps(s, t[r][1])));
+				_mm256_storeu_ps(d + 2 * es, _mm256_mul_ps(half, _mm256_sub_ps(s, t[r][1])));
+				_mm256_storeu_ps(d + 3 * es, t[r][2]);
+			}
+		}
+	}
+}
+
+static inline __mmask16 first(int64_t n)
+{
+	return n >= 16 ? (__mmask16)0xffff : n <= 0 ? 0 : (__mmask16)((1u << n) - 1);
+}
+
+/* B^T d B of a run of tiles: each of the four input rows of a channel split
+ * into its even and odd columns (masked loads: zeros outside the row), the
+ * rows combined, then the columns, 16 tiles a vector. */
+void kiln_wino_inputs_avx512(const kiln_conv2d_params *p, const WGeo *g, const float *X,
+                             const WRun *r, float *V, float *row)
+{
+	const __m512i even = _mm512_setr_epi32(0, 2, 4, 6, 8, 10, 12, 14, 16, 18, 20, 22, 24, 26, 28, 30);
+	const __m512i odd = _mm512_setr_epi32(1, 3, 5, 7, 9, 11, 13, 15, 17, 19, 21, 23, 25, 27, 29, 31);
+	const int64_t C = g->C, H = p->in_h, W = p->in_w, ts = g->ts, n = r->n, ne = n + 1;
+	const int64_t S = (ne + 15) / 16 * 16 + 16, x0 = 2 * r->tx0 - p->pad_left;
+	float *E[4], *O[4];
+	for (int k = 0; k < 4; k++)
+		E[k] = row + 2 * k * S, O[k] = row + (2 * k + 1) * S;
+	for (int64_t c = 0; c < C; c++) {
+		const float *x = X + (r->b * C + c) * H * W;
+		for (int k = 0; k < 4; k++) {
+			int64_t iy = 2 * r->ty - p->pad_top + k;
+			const float *s = x + iy * W;
+			for (int64_t j0 = 0; j0 < ne; j0 += 16) {
+				int64_t base = x0 + 2 * j0;
+				int64_t lo = -base > 0 ? -base : 0, hi = W - base;
+				if (hi > 2 * (ne - j0))
+					hi = 2 * (ne - j0);
+				if (hi > 32)
+					hi = 32;
+				uint32_t m = 0;
+				if (iy >= 0 && iy < H && lo < hi)
+					m = (uint32_t)(((uint64_t)1 << hi) - 1) & ~(uint32_t)(((uint64_t)1 << lo) - 1);
+				__m512 a = _mm512_maskz_loadu_ps((__mmask16)m, s + base);
+				__m512 b = _mm512_maskz_loadu_ps((__mmask16)(m >> 16), s + base + 16);
+				_mm512_storeu_ps(E[k] + j0, _mm512_permutex2var_ps(a, even, b));
+				_mm512_storeu_ps(O[k] + j0, _mm512_permutex2var_ps(a, odd, b));
+			}
+		}
+		for (int64_t j0 = 0; j0 < ne; j0 += 16)
+			for (int h = 0; h < 2; h++) {
+				float **R = h ? O : E;
+				__m512 a = _mm512_loadu_ps(R[0] + j0), b = _mm512_loadu_ps(R[1] + j0);
+				__m512 cc = _mm512_loadu_ps(R[2] + j0), d = _mm512_loadu_ps(R[3] + j0);
+				_mm512_storeu_ps(R[0] + j0, _mm512_sub_ps(a, cc));
+				_mm512_storeu_ps(R[1] + j0, _mm512_add_ps(b, cc));
+				_mm512_storeu_ps(R[2] + j0, _mm512_sub_ps(cc, b));
+				_mm512_storeu_ps(R[3] + j0, _mm512_sub_ps(b, d));
+			}
+		for (int64_t u0 = 0; u0 < n; u0 += 16) {
+			__mmask16 st = first(n - u0);
+			for (int k = 0; k < 4; k++) {
+				__m512 e0 = _mm512_loadu_ps(E[k] + u0), e1 = _mm512_loadu_ps(E[k] + u0 + 1);
+				__m512 o0 = _mm512_loadu_ps(O[k] + u0), o1 = _mm512_loadu_ps(O[k] + u0 + 1);
+				float *v = V + (4 * k * C + c) * ts + r->pos + u0;
+				_mm512_mask_storeu_ps(v, st, _mm512_sub_ps(e0, e1));
+				_mm512_mask_storeu_ps(v + C * ts, st, _mm512_add_ps(o0, e1));
+				_mm512_mask_storeu_ps(v + 2 * C * ts, st, _mm512_sub_ps(e1, o0));
+				_mm512_mask_storeu_ps(v + 3 * C * ts, st, _mm512_sub_ps(o0, o1));
+			}
+		}
+	}
+}
+
+/* Up to 16 outputs from v at y: + bias, + residual, the activation (Relu,
+ * LeakyRelu and Clip here, the others by the caller afterwards). */
+static inline __attribute__((always_inline)) void store16(float *y, const float *res, __m512 v,
+                                                          __m512 b, __mmask16 m, int act,
+                                                          __m512 lo, __m512 hi)
+{
+	__m512 x = _mm512_add_ps(v, b);
+	if (res)
+		x = _mm512_add_ps(x, _mm512_maskz_loadu_ps(m, res));
+	switch (act) {
+	case KILN_ACT_RELU:
+		x = _mm512_maskz_mov_ps(_mm512_cmp_ps_mask(x, _mm512_setzero_ps(), _CMP_GT_OQ), x);
+		break;
+	case KILN_ACT_LEAKY_RELU:
+		x = _mm512_mask_mul_ps(x, _mm512_cmp_ps_mask(x, _mm512_setzero_ps(), _CMP_LT_OQ), x, lo);
+		break;
+	case KILN_ACT_CLIP:
+		x = _mm512_mask_mov_ps(x, _mm512_cmp_ps_mask(x, lo, _CMP_LT_OQ), lo);
+		x = _mm512_mask_mov_ps(x, _mm512_cmp_ps_mask(x, hi, _CMP_GT_OQ), hi);
+		break;
+	default:
+		break;
+	}
+	_mm512_mask_storeu_ps(y, m, x);
+}
+
+/* A^T m A of a run of tiles, 16 tiles a vector: the two output rows' even
+ * and odd columns interleaved into runs of 32 outputs, stored with the
+ * epilogue. */
+void kiln_wino_outputs_avx512(const kiln_conv2d_params *p, const WGeo *g, const float *Mb,
+                              int64_t o0, int64_t on, const WRun *r, const float *bias, float *Y,
+                              const kiln_epilogue *ep, float *row)
+{
+	(void)row;
+	const __m512i ilo = _mm512_setr_epi32(0, 16, 1, 17, 2, 18, 3, 19, 4, 20, 5, 21, 6, 22, 7, 23);
+	const __m512i ihi = _mm512_setr_epi32(8, 24, 9, 25, 10, 26, 11, 27, 12, 28, 13, 29, 14, 30, 15, 31);
+	const int64_t OH = p->out_h, OW = p->out_w, ts = g->ts, es = g->cb * ts, n = r->n;
+	const int64_t ox = 2 * r->tx0, w = OW - ox < 2 * n ? OW - ox : 2 * n;
+	const int act = ep ? ep->act : KILN_ACT_NONE;
+	const __m512 lo = _mm512_set1_ps(ep ? ep->alpha : 0.0f), hi = _mm512_set1_ps(ep ? ep->beta : 0.0f);
+	const int rows = 2 * r->ty + 1 < OH ? 2 : 1;
+	const int later = act != KILN_ACT_NONE && act != KILN_ACT_RELU &&
+	                  act != KILN_ACT_LEAKY_RELU && act != KILN_ACT_CLIP;
+	for (int64_t i = 0; i < on; i++) {
+		int64_t o = o0 + i;
+		const float *m = Mb + i * ts + r->pos;
+		__m512 b = _mm512_set1_ps(bias ? bias[o] : 0.0f);
+		int64_t at = ((r->b * g->M + o) * OH + 2 * r->ty) * OW + ox;
+		const float *res = ep && ep->residual ? ep->residual + at : NULL;
+		for (int64_t u0 = 0; u0 < n; u0 += 16) {
+			__mmask16 lm = first(n - u0);
+			__m512 s[4], d[4];
+			#pragma GCC unroll 4
+			for (int j = 0; j < 4; j++) {
+				__m512 a = _mm512_maskz_loadu_ps(lm, m + j * es + u0);
+				__m512 bb = _mm512_maskz_loadu_ps(lm, m + (4 + j) * es + u0);
+				__m512 cc = _mm512_maskz_loadu_ps(lm, m + (8 + j) * es + u0);
+				__m512 dd = _mm512_maskz_loadu_ps(lm, m + (12 + j) * es + u0);
+				s[j] = _mm512_add_ps(_mm512_add_ps(a, bb), cc);
+				d[j] = _mm512_sub_ps(_mm512_sub_ps(bb, cc), dd);
+			}
+			__m512 y[2][2];
+			y[0][0] = _mm512_add_ps(_mm512_add_ps(s[0], s[1]), s[2]);
+			y[0][1] = _mm512_sub_ps(_mm512_sub_ps(s[1], s[2]), s[3]);
+			y[1][0] = _mm512_add_ps(_mm512_add_ps(d[0], d[1]), d[2]);
+			y[1][1] = _mm512_sub_ps(_mm512_sub_ps(d[1], d[2]), d[3]);
+			int64_t c0 = 2 * u0;
+			__mmask16 m0 = first(w - c0), m1 = first(w - c0 - 16);
+			for (int k = 0; k < rows; k++) {
+				float *yk = Y + at + k * OW + c0;
+				const float *rk = res ? res + k * OW + c0 : NULL;
+				__m512 l = _mm512_permutex2var_ps(y[k][0], ilo, y[k][1]);
+				__m512 h = _mm512_permutex2var_ps(y[k][0], ihi, y[k][1]);
+				store16(yk, rk, l, b, m0, act, lo, hi);
+				if (m1)
+					store16(yk + 16, rk ? rk + 16 : NULL, h, b, m1, act, lo, hi);
+			}
+		}
+		if (later)
+			for (int k = 0; k < rows; k++)
+				kiln_f32_act(Y + at + k * OW, w, ep);
+	}
+}

@@ -32,16 +32,11 @@
 #include "winograd.h"
 
 enum {
-	CONV_BLOCK = 32,          /* the packed weight's blocks (f32-conv/direct.h) */
+	CONV_BLOCK = WINO_CONV_BLOCK,
 	CB_MAX = 64,              /* output channels per filter block */
 	V_FLOATS = 256 * 1024,    /* the tile block's V: 1 MiB */
 	MIN_CHANNELS = 16,
 };
-
-typedef struct WGeo {
-	int64_t TH, TW, tiles, cb, ts, C, M;
-	int64_t u, v, m, row, floats;   /* offsets (floats) and the total */
-} WGeo;
 
 static int64_t up(int64_t x, int64_t m)
 {
@@ -68,8 +63,9 @@ static int wgeo(const kiln_conv2d_params *p, WGeo *g)
 	g->v = g->u + 16 * g->cb * g->C;
 	g->m = g->v + 16 * g->C * g->ts;
 	g->row = g->m + 16 * g->cb * g->ts;
-	/* eight rows of the widest tile run: four input rows, four output */
-	g->floats = g->row + 8 * (2 * g->TW + 16);
+	/* eight rows of the widest tile run (input rows, their even and odd
+	 * columns, output rows) */
+	g->floats = g->row + 8 * (2 * g->TW + 48);
 	return 1;
 }
 
@@ -100,14 +96,13 @@ void kiln_wino_gemm_ref(const float *U, const float *V, float *M, int64_t C, int
 }
 
 /* The filters of output channels [o0, o0 + cb) (zeros past M) into U. */
-static void filters(const kiln_conv2d_params *p, const WGeo *g, const float *Wp, int64_t o0,
-                    float *U)
+static void filters(const WGeo *g, const float *Wp, int64_t o0, float *U)
 {
 	const int64_t C = g->C, K = 9 * C, cb = g->cb;
 	for (int64_t i = 0; i < cb; i++) {
 		int64_t o = o0 + i;
 		float *u0 = U + i / WINO_MR * WINO_MR * C + i % WINO_MR;
-		if (o >= p->out_channels) {
+		if (o >= g->M) {
 			for (int64_t c = 0; c < C; c++)
 				for (int e = 0; e < 16; e++)
 					u0[e * cb * C + c * WINO_MR] = 0.0f;
@@ -140,9 +135,10 @@ static void filters(const kiln_conv2d_params *p, const WGeo *g, const float *Wp,
 /* A run of n tiles (image b, tile row ty, tile columns tx0 ..) into V's
  * tile positions pos ..: per channel four padded input rows, their
  * B^T combinations down the columns, then along the rows. */
-static void inputs(const kiln_conv2d_params *p, const WGeo *g, const float *X, int64_t b,
-                   int64_t ty, int64_t tx0, int64_t n, float *V, int64_t pos, float *row)
+static void inputs(const kiln_conv2d_params *p, const WGeo *g, const float *X, const WRun *rn,
+                   float *V, float *row)
 {
+	const int64_t b = rn->b, ty = rn->ty, tx0 = rn->tx0, n = rn->n, pos = rn->pos;
 	const int64_t C = g->C, H = p->in_h, W = p->in_w, L = 2 * n + 2, ts = g->ts;
 	const int64_t x0 = 2 * tx0 - p->pad_left;
 	float *r[4] = {row, row + L, row + 2 * L, row + 3 * L};
@@ -178,9 +174,10 @@ static void inputs(const kiln_conv2d_params *p, const WGeo *g, const float *X, i
 /* The run's outputs of channels [o0, o0 + on) from M: A^T m A, + bias,
  * + residual, the activation, to Y. */
 static void outputs(const kiln_conv2d_params *p, const WGeo *g, const float *Mb, int64_t o0,
-                    int64_t on, int64_t b, int64_t ty, int64_t tx0, int64_t n, int64_t pos,
-                    const float *bias, float *Y, const kiln_epilogue *ep, float *row)
+                    int64_t on, const WRun *rn, const float *bias, float *Y,
+                    const kiln_epilogue *ep, float *row)
 {
+	const int64_t b = rn->b, ty = rn->ty, tx0 = rn->tx0, n = rn->n, pos = rn->pos;
 	const int64_t OH = p->out_h, OW = p->out_w, ts = g->ts, es = g->cb * ts;
 	const int64_t ox = 2 * tx0, w = OW - ox < 2 * n ? OW - ox : 2 * n;
 	const int act = ep ? ep->act : KILN_ACT_NONE;
@@ -241,9 +238,13 @@ void kiln_f32_conv2d_winograd(const kiln_conv2d_params *p, const float *X, const
 	if (!wgeo(p, &g))
 		return;
 	wino_gemm_fn gemm = kiln_wino_gemm_ref;
+	wino_filters_fn filt = filters;
+	wino_inputs_fn in = inputs;
+	wino_outputs_fn out = outputs;
 #ifdef KILN_HAVE_X86_VARIANTS
 	if (kiln_isa() == KILN_ISA_AVX512)
-		gemm = kiln_wino_gemm_avx512;
+		gemm = kiln_wino_gemm_avx512, filt = kiln_wino_filters_avx512,
+		in = kiln_wino_inputs_avx512, out = kiln_wino_outputs_avx512;
 	else if (kiln_isa() == KILN_ISA_AVX2) {
 		kiln_f32_conv2d_packed(p, X, Wp, bias, Y, ep, work);
 		return;
@@ -256,7 +257,8 @@ void kiln_f32_conv2d_winograd(const kiln_conv2d_params *p, const float *X, const
 		/* V: the block's tiles, run by run (a run: one tile row of one image) */
 		for (int64_t t = t0; t < t0 + nt;) {
 			int64_t tx = t % g.TW, n = g.TW - tx < t0 + nt - t ? g.TW - tx : t0 + nt - t;
-			inputs(p, &g, X, t / per, t % per / g.TW, tx, n, V, t - t0, row);
+			WRun r = {t / per, t % per / g.TW, tx, n, t - t0};
+			in(p, &g, X, &r, V, row);
 			t += n;
 		}
 		if (nt < 16 * nv)   /* the last vector's lanes past the tiles: zeros */
@@ -264,15 +266,15 @@ void kiln_f32_conv2d_winograd(const kiln_conv2d_params *p, const float *X, const
 				memset(V + e * ts + nt, 0, (size_t)(16 * nv - nt) * sizeof(float));
 		for (int64_t o0 = 0; o0 < g.M; o0 += g.cb) {
 			int64_t on = g.M - o0 < g.cb ? g.M - o0 : g.cb, groups = (on + WINO_MR - 1) / WINO_MR;
-			filters(p, &g, Wp, o0, U);
+			filt(&g, Wp, o0, U);
 			for (int e = 0; e < 16; e++)
 				for (int64_t q = 0; q < groups; q++)
 					gemm(U + (e * g.cb + q * WINO_MR) * C, V + e * C * ts,
 					     Mb + (e * g.cb + q * WINO_MR) * ts, C, ts, nv);
 			for (int64_t t = t0; t < t0 + nt;) {
 				int64_t tx = t % g.TW, n = g.TW - tx < t0 + nt - t ? g.TW - tx : t0 + nt - t;
-				outputs(p, &g, Mb, o0, on, t / per, t % per / g.TW, tx, n, t - t0, bias, Y, ep,
-				        row);
+				WRun r = {t / per, t % per / g.TW, tx, n, t - t0};
+				out(p, &g, Mb, o0, on, &r, bias, Y, ep, row);
 				t += n;
 			}
 		}

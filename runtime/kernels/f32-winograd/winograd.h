@@ -17,7 +17,40 @@
 
 #include "kiln/kernels.h"
 
-enum { WINO_MR = 8, WINO_NV = 16 };
+enum { WINO_MR = 8, WINO_CONV_BLOCK = 32 /* the packed weight's (f32-conv/direct.h) */ };
+
+/* The call's geometry: tiles of TH x TW per image, blocks of cb output
+ * channels and ts tiles, the work memory's parts (offsets in floats). */
+typedef struct WGeo {
+	int64_t TH, TW, tiles, cb, ts, C, M;
+	int64_t u, v, m, row, floats;
+} WGeo;
+
+/* A run of n tiles: image b, tile row ty, tile columns tx0 .., at tile
+ * position pos of the block. */
+typedef struct WRun {
+	int64_t b, ty, tx0, n, pos;
+} WRun;
+
+/* The filters of output channels [o0, o0 + cb) (zeros past M) into U. */
+typedef void (*wino_filters_fn)(const WGeo *g, const float *Wp, int64_t o0, float *U);
+/* The run's input tiles into V (row: scratch of 8 (2 TW + 16) floats). */
+typedef void (*wino_inputs_fn)(const kiln_conv2d_params *p, const WGeo *g, const float *X,
+                               const WRun *r, float *V, float *row);
+/* The run's outputs of channels [o0, o0 + on) from M: + bias, + residual,
+ * the activation, to Y. */
+typedef void (*wino_outputs_fn)(const kiln_conv2d_params *p, const WGeo *g, const float *Mb,
+                                int64_t o0, int64_t on, const WRun *r, const float *bias,
+                                float *Y, const kiln_epilogue *ep, float *row);
+
+#ifdef KILN_HAVE_X86_VARIANTS
+void kiln_wino_filters_avx512(const WGeo *g, const float *Wp, int64_t o0, float *U);
+void kiln_wino_inputs_avx512(const kiln_conv2d_params *p, const WGeo *g, const float *X,
+                             const WRun *r, float *V, float *row);
+void kiln_wino_outputs_avx512(const kiln_conv2d_params *p, const WGeo *g, const float *Mb,
+                              int64_t o0, int64_t on, const WRun *r, const float *bias, float *Y,
+                              const kiln_epilogue *ep, float *row);
+#endif
 
 /* M[i][t] = sum_c U[c][i] V[c][t] for i < 8, t < 16 nv (V and M rows ts
  * floats apart, nv a multiple of ... any count of 16-float vectors). */
