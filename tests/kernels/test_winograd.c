@@ -111,13 +111,18 @@ int main(void)
 			          .bias = v % 2, .act = acts[v % 5], .residual = v % 4 < 2};
 			run(&k);
 		}
-	/* uneven pads; a block of tiles ending inside a tile row; a wide channel count */
+	/* uneven pads; blocks of tiles ending inside a tile row; both loop orders */
 	static const Case more[] = {
 		{.n = 2, .c = 24, .m = 16, .h = 9, .w = 11, .pt = 0, .pl = 2, .pb = 1, .pr = 0, .bias = 1,
 		 .act = KILN_ACT_RELU, .residual = 1},
 		{.n = 3, .c = 512, .m = 40, .h = 9, .w = 9, .pt = 1, .pl = 1, .pb = 1, .pr = 1, .bias = 1,
 		 .act = KILN_ACT_RELU, .residual = 1},
 		{.n = 5, .c = 16, .m = 136, .h = 28, .w = 28, .pt = 1, .pl = 1, .pb = 1, .pr = 1, .bias = 1},
+		/* two blocks of tiles: output-channel blocks outside, then tile blocks */
+		{.n = 2, .c = 512, .m = 24, .h = 12, .w = 12, .pt = 1, .pl = 1, .pb = 1, .pr = 1, .bias = 1,
+		 .act = KILN_ACT_RELU, .residual = 1},
+		{.n = 2, .c = 512, .m = 136, .h = 12, .w = 11, .pt = 1, .pl = 1, .pb = 1, .pr = 1,
+		 .residual = 1},
 	};
 	for (size_t i = 0; i < sizeof more / sizeof more[0]; i++)
 		run(&more[i]);

@@ -194,7 +194,7 @@ void kiln_wino_outputs_avx512(const kiln_conv2d_params *p, const WGeo *g, const 
 	(void)row;
 	const __m512i ilo = _mm512_setr_epi32(0, 16, 1, 17, 2, 18, 3, 19, 4, 20, 5, 21, 6, 22, 7, 23);
 	const __m512i ihi = _mm512_setr_epi32(8, 24, 9, 25, 10, 26, 11, 27, 12, 28, 13, 29, 14, 30, 15, 31);
-	const int64_t OH = p->out_h, OW = p->out_w, ts = g->ts, es = g->cb * ts, n = r->n;
+	const int64_t OH = p->out_h, OW = p->out_w, ts = g->ts, es = g->ms * ts, n = r->n;
 	const int64_t ox = 2 * r->tx0, w = OW - ox < 2 * n ? OW - ox : 2 * n;
 	const int act = ep ? ep->act : KILN_ACT_NONE;
 	const __m512 lo = _mm512_set1_ps(ep ? ep->alpha : 0.0f), hi = _mm512_set1_ps(ep ? ep->beta : 0.0f);

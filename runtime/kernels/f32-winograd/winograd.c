@@ -33,8 +33,9 @@
 
 enum {
 	CONV_BLOCK = WINO_CONV_BLOCK,
-	CB_MAX = 64,              /* output channels per filter block */
-	V_FLOATS = 256 * 1024,    /* the tile block's V: 1 MiB */
+	U_FLOATS = 512 * 1024,    /* a block of filters: 2 MiB */
+	V_FLOATS = 512 * 1024,    /* a block of input tiles: 2 MiB */
+	MS_MAX = 64,              /* output channels per block of products */
 	MIN_CHANNELS = 16,
 };
 
@@ -53,16 +54,28 @@ static int wgeo(const kiln_conv2d_params *p, WGeo *g)
 	g->C = p->in_channels, g->M = p->out_channels;
 	g->TH = (p->out_h + 1) / 2, g->TW = (p->out_w + 1) / 2;
 	g->tiles = p->batch * g->TH * g->TW;
-	g->cb = up(g->M, WINO_MR) < CB_MAX ? up(g->M, WINO_MR) : CB_MAX;
+	/* blocks of at most 2 MiB of filters (cb output channels) and of input
+	 * tiles (ts); the products ms output channels at a time */
+	g->cb = U_FLOATS / (16 * g->C) / WINO_MR * WINO_MR;
+	if (g->cb < WINO_MR)
+		g->cb = WINO_MR;
+	if (g->cb > up(g->M, WINO_MR))
+		g->cb = up(g->M, WINO_MR);
+	g->ms = g->cb < MS_MAX ? g->cb : MS_MAX;
 	g->ts = V_FLOATS / (16 * g->C) / 16 * 16;
 	if (g->ts < 16)
 		g->ts = 16;
 	if (g->ts > up(g->tiles, 16))
 		g->ts = up(g->tiles, 16);
+	/* the loop order transforming fewer filters and tiles (in channel
+	 * units): blocks of tiles outside (each block transforms every filter)
+	 * or blocks of output channels outside (each transforms every tile) */
+	int64_t tb = (g->tiles + g->ts - 1) / g->ts, ob = (g->M + g->cb - 1) / g->cb;
+	g->co_outer = g->M + g->tiles * ob < g->M * tb + g->tiles;
 	g->u = 0;
 	g->v = g->u + 16 * g->cb * g->C;
 	g->m = g->v + 16 * g->C * g->ts;
-	g->row = g->m + 16 * g->cb * g->ts;
+	g->row = g->m + 16 * g->ms * g->ts;
 	/* eight rows of the widest tile run (input rows, their even and odd
 	 * columns, output rows) */
 	g->floats = g->row + 8 * (2 * g->TW + 48);
@@ -178,7 +191,7 @@ static void outputs(const kiln_conv2d_params *p, const WGeo *g, const float *Mb,
                     const kiln_epilogue *ep, float *row)
 {
 	const int64_t b = rn->b, ty = rn->ty, tx0 = rn->tx0, n = rn->n, pos = rn->pos;
-	const int64_t OH = p->out_h, OW = p->out_w, ts = g->ts, es = g->cb * ts;
+	const int64_t OH = p->out_h, OW = p->out_w, ts = g->ts, es = g->ms * ts;
 	const int64_t ox = 2 * tx0, w = OW - ox < 2 * n ? OW - ox : 2 * n;
 	const int act = ep ? ep->act : KILN_ACT_NONE;
 	const float lo = ep ? ep->alpha : 0.0f, hi = ep ? ep->beta : 0.0f;
@@ -231,6 +244,47 @@ static void outputs(const kiln_conv2d_params *p, const WGeo *g, const float *Mb,
 	}
 }
 
+/* The tiles [t0, t0 + nt) into V, run by run (a run: one tile row of one
+ * image); the last vector's lanes past the tiles zeros. */
+static void block_inputs(const kiln_conv2d_params *p, const WGeo *g, const float *X, int64_t t0,
+                         int64_t nt, wino_inputs_fn in, float *V, float *row)
+{
+	const int64_t per = g->TH * g->TW, nv = (nt + 15) / 16;
+	for (int64_t t = t0; t < t0 + nt;) {
+		int64_t tx = t % g->TW, n = g->TW - tx < t0 + nt - t ? g->TW - tx : t0 + nt - t;
+		WRun r = {t / per, t % per / g->TW, tx, n, t - t0};
+		in(p, g, X, &r, V, row);
+		t += n;
+	}
+	if (nt < 16 * nv)
+		for (int64_t e = 0; e < 16 * g->C; e++)
+			memset(V + e * g->ts + nt, 0, (size_t)(16 * nv - nt) * sizeof(float));
+}
+
+/* Output channels [o0, o0 + on) (their filters in U) of the tiles
+ * [t0, t0 + nt) (in V): ms channels at a time, the 16 products into M, then
+ * the output transform. */
+static void block_products(const kiln_conv2d_params *p, const WGeo *g, int64_t o0, int64_t on,
+                           int64_t t0, int64_t nt, const float *U, const float *V, float *Mb,
+                           wino_gemm_fn gemm, wino_outputs_fn out, const float *bias, float *Y,
+                           const kiln_epilogue *ep, float *row)
+{
+	const int64_t C = g->C, ts = g->ts, per = g->TH * g->TW, nv = (nt + 15) / 16;
+	for (int64_t s0 = 0; s0 < on; s0 += g->ms) {
+		int64_t sn = on - s0 < g->ms ? on - s0 : g->ms, groups = (sn + WINO_MR - 1) / WINO_MR;
+		for (int e = 0; e < 16; e++)
+			for (int64_t q = 0; q < groups; q++)
+				gemm(U + (e * g->cb + s0 + q * WINO_MR) * C, V + e * C * ts,
+				     Mb + (e * g->ms + q * WINO_MR) * ts, C, ts, nv);
+		for (int64_t t = t0; t < t0 + nt;) {
+			int64_t tx = t % g->TW, n = g->TW - tx < t0 + nt - t ? g->TW - tx : t0 + nt - t;
+			WRun r = {t / per, t % per / g->TW, tx, n, t - t0};
+			out(p, g, Mb, o0 + s0, sn, &r, bias, Y, ep, row);
+			t += n;
+		}
+	}
+}
+
 void kiln_f32_conv2d_winograd(const kiln_conv2d_params *p, const float *X, const float *Wp,
                               const float *bias, float *Y, const kiln_epilogue *ep, float *work)
 {
@@ -251,32 +305,24 @@ void kiln_f32_conv2d_winograd(const kiln_conv2d_params *p, const float *X, const
 	}
 #endif
 	float *U = work + g.u, *V = work + g.v, *Mb = work + g.m, *row = work + g.row;
-	const int64_t C = g.C, ts = g.ts, per = g.TH * g.TW;
-	for (int64_t t0 = 0; t0 < g.tiles; t0 += ts) {
-		int64_t nt = g.tiles - t0 < ts ? g.tiles - t0 : ts, nv = (nt + 15) / 16;
-		/* V: the block's tiles, run by run (a run: one tile row of one image) */
-		for (int64_t t = t0; t < t0 + nt;) {
-			int64_t tx = t % g.TW, n = g.TW - tx < t0 + nt - t ? g.TW - tx : t0 + nt - t;
-			WRun r = {t / per, t % per / g.TW, tx, n, t - t0};
-			in(p, &g, X, &r, V, row);
-			t += n;
-		}
-		if (nt < 16 * nv)   /* the last vector's lanes past the tiles: zeros */
-			for (int64_t e = 0; e < 16 * C; e++)
-				memset(V + e * ts + nt, 0, (size_t)(16 * nv - nt) * sizeof(float));
+	if (g.co_outer)
 		for (int64_t o0 = 0; o0 < g.M; o0 += g.cb) {
-			int64_t on = g.M - o0 < g.cb ? g.M - o0 : g.cb, groups = (on + WINO_MR - 1) / WINO_MR;
+			int64_t on = g.M - o0 < g.cb ? g.M - o0 : g.cb;
 			filt(&g, Wp, o0, U);
-			for (int e = 0; e < 16; e++)
-				for (int64_t q = 0; q < groups; q++)
-					gemm(U + (e * g.cb + q * WINO_MR) * C, V + e * C * ts,
-					     Mb + (e * g.cb + q * WINO_MR) * ts, C, ts, nv);
-			for (int64_t t = t0; t < t0 + nt;) {
-				int64_t tx = t % g.TW, n = g.TW - tx < t0 + nt - t ? g.TW - tx : t0 + nt - t;
-				WRun r = {t / per, t % per / g.TW, tx, n, t - t0};
-				out(p, &g, Mb, o0, on, &r, bias, Y, ep, row);
-				t += n;
+			for (int64_t t0 = 0; t0 < g.tiles; t0 += g.ts) {
+				int64_t nt = g.tiles - t0 < g.ts ? g.tiles - t0 : g.ts;
+				block_inputs(p, &g, X, t0, nt, in, V, row);
+				block_products(p, &g, o0, on, t0, nt, U, V, Mb, gemm, out, bias, Y, ep, row);
 			}
 		}
-	}
+	else
+		for (int64_t t0 = 0; t0 < g.tiles; t0 += g.ts) {
+			int64_t nt = g.tiles - t0 < g.ts ? g.tiles - t0 : g.ts;
+			block_inputs(p, &g, X, t0, nt, in, V, row);
+			for (int64_t o0 = 0; o0 < g.M; o0 += g.cb) {
+				int64_t on = g.M - o0 < g.cb ? g.M - o0 : g.cb;
+				filt(&g, Wp, o0, U);
+				block_products(p, &g, o0, on, t0, nt, U, V, Mb, gemm, out, bias, Y, ep, row);
+			}
+		}
 }

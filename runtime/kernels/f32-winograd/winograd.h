@@ -8,7 +8,7 @@
  * transformed 4x4 tile:
  *   U[e][g][c][8]   the transformed filters, groups g of 8 output channels
  *   V[e][c][ts]     the transformed input tiles
- *   M[e][o][ts]     their products, o < cb
+ *   M[e][o][ts]     their products, ms output channels at a time (o < ms)
  */
 #ifndef KILN_F32_WINOGRAD_H
 #define KILN_F32_WINOGRAD_H
@@ -22,7 +22,8 @@ enum { WINO_MR = 8, WINO_CONV_BLOCK = 32 /* the packed weight's (f32-conv/direct
 /* The call's geometry: tiles of TH x TW per image, blocks of cb output
  * channels and ts tiles, the work memory's parts (offsets in floats). */
 typedef struct WGeo {
-	int64_t TH, TW, tiles, cb, ts, C, M;
+	int64_t TH, TW, tiles, cb, ms, ts, C, M;
+	int co_outer;                  /* the loop order (winograd.c) */
 	int64_t u, v, m, row, floats;
 } WGeo;
 
