@@ -38,15 +38,19 @@ static inline __attribute__((always_inline)) void tile(const float *U, const flo
 }
 
 void kiln_wino_gemm_avx512(const float *U, const float *V, float *M, int64_t C, int64_t ts,
-                           int64_t nv)
+                           int64_t nv, int64_t groups)
 {
+	/* a chunk of V's columns stays in L1 while every group passes */
 	int64_t v = 0;
 	for (; v + 3 <= nv; v += 3)
-		tile(U, V + 16 * v, M + 16 * v, C, ts, 3);
-	if (nv - v == 2)
-		tile(U, V + 16 * v, M + 16 * v, C, ts, 2);
-	else if (nv - v == 1)
-		tile(U, V + 16 * v, M + 16 * v, C, ts, 1);
+		for (int64_t q = 0; q < groups; q++)
+			tile(U + q * WINO_MR * C, V + 16 * v, M + q * WINO_MR * ts + 16 * v, C, ts, 3);
+	for (int64_t q = 0; q < groups; q++) {
+		if (nv - v == 2)
+			tile(U + q * WINO_MR * C, V + 16 * v, M + q * WINO_MR * ts + 16 * v, C, ts, 2);
+		else if (nv - v == 1)
+			tile(U + q * WINO_MR * C, V + 16 * v, M + q * WINO_MR * ts + 16 * v, C, ts, 1);
+	}
 }
 
 /* G f G^T for eight output channels at once (one ymm a filter tap). */
@@ -99,60 +103,83 @@ static inline __mmask16 first(int64_t n)
 	return n >= 16 ? (__mmask16)0xffff : n <= 0 ? 0 : (__mmask16)((1u << n) - 1);
 }
 
-/* B^T d B of a run of tiles: each of the four input rows of a channel split
- * into its even and odd columns (masked loads: zeros outside the row), the
- * rows combined, then the columns, 16 tiles a vector. */
-void kiln_wino_inputs_avx512(const kiln_conv2d_params *p, const WGeo *g, const float *X,
-                             const WRun *r, float *V, float *row)
+/* Columns x0 + 2 j0 .. + 31 of the four input rows s[k] (zeros outside
+ * [0, W), past column x0 + 2 ne - 1 and in rows outside the image) split
+ * into even (e) and odd (o) columns and combined down the columns (B^T). */
+static inline __attribute__((always_inline)) void chunk(const float *const s[4], const int ok[4],
+                                                        int64_t x0, int64_t W, int64_t ne,
+                                                        int64_t j0, __m512 e[4], __m512 o[4])
 {
 	const __m512i even = _mm512_setr_epi32(0, 2, 4, 6, 8, 10, 12, 14, 16, 18, 20, 22, 24, 26, 28, 30);
 	const __m512i odd = _mm512_setr_epi32(1, 3, 5, 7, 9, 11, 13, 15, 17, 19, 21, 23, 25, 27, 29, 31);
+	int64_t base = x0 + 2 * j0, lo = -base > 0 ? -base : 0, hi = W - base;
+	if (hi > 2 * (ne - j0))
+		hi = 2 * (ne - j0);
+	if (hi > 32)
+		hi = 32;
+	uint32_t m = 0;
+	if (lo < hi)
+		m = (uint32_t)(((uint64_t)1 << hi) - 1) & ~(uint32_t)(((uint64_t)1 << lo) - 1);
+	__m512 re[4], ro[4];
+	#pragma GCC unroll 4
+	for (int k = 0; k < 4; k++) {
+		uint32_t mk = ok[k] ? m : 0;
+		__m512 a = _mm512_maskz_loadu_ps((__mmask16)mk, s[k] + base);
+		__m512 b = _mm512_maskz_loadu_ps((__mmask16)(mk >> 16), s[k] + base + 16);
+		re[k] = _mm512_permutex2var_ps(a, even, b);
+		ro[k] = _mm512_permutex2var_ps(a, odd, b);
+	}
+	e[0] = _mm512_sub_ps(re[0], re[2]), o[0] = _mm512_sub_ps(ro[0], ro[2]);
+	e[1] = _mm512_add_ps(re[1], re[2]), o[1] = _mm512_add_ps(ro[1], ro[2]);
+	e[2] = _mm512_sub_ps(re[2], re[1]), o[2] = _mm512_sub_ps(ro[2], ro[1]);
+	e[3] = _mm512_sub_ps(re[1], re[3]), o[3] = _mm512_sub_ps(ro[1], ro[3]);
+}
+
+static inline __m512 next1(__m512 next, __m512 cur)
+{
+	return _mm512_castsi512_ps(
+	    _mm512_alignr_epi32(_mm512_castps_si512(next), _mm512_castps_si512(cur), 1));
+}
+
+/* B^T d B of a run of tiles, 16 tiles a vector, in registers: each of the
+ * four input rows of a channel split into its even and odd columns (masked
+ * loads and permutes), the rows combined, then the columns (the next
+ * chunk's first column shifted in). */
+void kiln_wino_inputs_avx512(const kiln_conv2d_params *p, const WGeo *g, const float *X,
+                             const WRun *r, float *V, float *row)
+{
+	(void)row;
 	const int64_t C = g->C, H = p->in_h, W = p->in_w, ts = g->ts, n = r->n, ne = n + 1;
-	const int64_t S = (ne + 15) / 16 * 16 + 16, x0 = 2 * r->tx0 - p->pad_left;
-	float *E[4], *O[4];
-	for (int k = 0; k < 4; k++)
-		E[k] = row + 2 * k * S, O[k] = row + (2 * k + 1) * S;
+	const int64_t x0 = 2 * r->tx0 - p->pad_left;
+	int ok[4];
+	int64_t iy[4];
+	for (int k = 0; k < 4; k++) {
+		iy[k] = 2 * r->ty - p->pad_top + k;
+		ok[k] = iy[k] >= 0 && iy[k] < H;
+	}
 	for (int64_t c = 0; c < C; c++) {
 		const float *x = X + (r->b * C + c) * H * W;
-		for (int k = 0; k < 4; k++) {
-			int64_t iy = 2 * r->ty - p->pad_top + k;
-			const float *s = x + iy * W;
-			for (int64_t j0 = 0; j0 < ne; j0 += 16) {
-				int64_t base = x0 + 2 * j0;
-				int64_t lo = -base > 0 ? -base : 0, hi = W - base;
-				if (hi > 2 * (ne - j0))
-					hi = 2 * (ne - j0);
-				if (hi > 32)
-					hi = 32;
-				uint32_t m = 0;
-				if (iy >= 0 && iy < H && lo < hi)
-					m = (uint32_t)(((uint64_t)1 << hi) - 1) & ~(uint32_t)(((uint64_t)1 << lo) - 1);
-				__m512 a = _mm512_maskz_loadu_ps((__mmask16)m, s + base);
-				__m512 b = _mm512_maskz_loadu_ps((__mmask16)(m >> 16), s + base + 16);
-				_mm512_storeu_ps(E[k] + j0, _mm512_permutex2var_ps(a, even, b));
-				_mm512_storeu_ps(O[k] + j0, _mm512_permutex2var_ps(a, odd, b));
-			}
-		}
-		for (int64_t j0 = 0; j0 < ne; j0 += 16)
-			for (int h = 0; h < 2; h++) {
-				float **R = h ? O : E;
-				__m512 a = _mm512_loadu_ps(R[0] + j0), b = _mm512_loadu_ps(R[1] + j0);
-				__m512 cc = _mm512_loadu_ps(R[2] + j0), d = _mm512_loadu_ps(R[3] + j0);
-				_mm512_storeu_ps(R[0] + j0, _mm512_sub_ps(a, cc));
-				_mm512_storeu_ps(R[1] + j0, _mm512_add_ps(b, cc));
-				_mm512_storeu_ps(R[2] + j0, _mm512_sub_ps(cc, b));
-				_mm512_storeu_ps(R[3] + j0, _mm512_sub_ps(b, d));
-			}
+		const float *const s[4] = {ok[0] ? x + iy[0] * W : x, ok[1] ? x + iy[1] * W : x,
+		                           ok[2] ? x + iy[2] * W : x, ok[3] ? x + iy[3] * W : x};
+		/* the next run's two new rows, which are likely in memory */
+		for (int64_t k = iy[3] + 1; k <= iy[3] + 2 && k < H && r->tx0 == 0; k++)
+			for (int64_t l = 0; l < W; l += 16)
+				_mm_prefetch((const char *)(x + k * W + l), _MM_HINT_T0);
+		__m512 ce[4], co[4], nx[4], no[4];
+		chunk(s, ok, x0, W, ne, 0, ce, co);
 		for (int64_t u0 = 0; u0 < n; u0 += 16) {
 			__mmask16 st = first(n - u0);
+			chunk(s, ok, x0, W, ne, u0 + 16, nx, no);
+			float *v = V + c * ts + r->pos + u0;
+			#pragma GCC unroll 4
 			for (int k = 0; k < 4; k++) {
-				__m512 e0 = _mm512_loadu_ps(E[k] + u0), e1 = _mm512_loadu_ps(E[k] + u0 + 1);
-				__m512 o0 = _mm512_loadu_ps(O[k] + u0), o1 = _mm512_loadu_ps(O[k] + u0 + 1);
-				float *v = V + (4 * k * C + c) * ts + r->pos + u0;
-				_mm512_mask_storeu_ps(v, st, _mm512_sub_ps(e0, e1));
-				_mm512_mask_storeu_ps(v + C * ts, st, _mm512_add_ps(o0, e1));
-				_mm512_mask_storeu_ps(v + 2 * C * ts, st, _mm512_sub_ps(e1, o0));
-				_mm512_mask_storeu_ps(v + 3 * C * ts, st, _mm512_sub_ps(o0, o1));
+				__m512 e1 = next1(nx[k], ce[k]), o1 = next1(no[k], co[k]);
+				float *vk = v + 4 * k * C * ts;
+				_mm512_mask_storeu_ps(vk, st, _mm512_sub_ps(ce[k], e1));
+				_mm512_mask_storeu_ps(vk + C * ts, st, _mm512_add_ps(co[k], e1));
+				_mm512_mask_storeu_ps(vk + 2 * C * ts, st, _mm512_sub_ps(e1, co[k]));
+				_mm512_mask_storeu_ps(vk + 3 * C * ts, st, _mm512_sub_ps(co[k], o1));
+				ce[k] = nx[k], co[k] = no[k];
 			}
 		}
 	}

@@ -92,18 +92,19 @@ int64_t kiln_f32_conv2d_winograd_work(const kiln_conv2d_params *p)
 }
 
 void kiln_wino_gemm_ref(const float *U, const float *V, float *M, int64_t C, int64_t ts,
-                        int64_t nv)
+                        int64_t nv, int64_t groups)
 {
 	int64_t n = 16 * nv;
-	for (int i = 0; i < WINO_MR; i++) {
+	for (int64_t i = 0; i < groups * WINO_MR; i++) {
+		const float *u = U + i / WINO_MR * WINO_MR * C + i % WINO_MR;
 		float *m = M + i * ts;
 		for (int64_t t = 0; t < n; t++)
 			m[t] = 0.0f;
 		for (int64_t c = 0; c < C; c++) {
-			float u = U[c * WINO_MR + i];
+			float w = u[c * WINO_MR];
 			const float *v = V + c * ts;
 			for (int64_t t = 0; t < n; t++)
-				m[t] += u * v[t];
+				m[t] += w * v[t];
 		}
 	}
 }
@@ -273,9 +274,7 @@ static void block_products(const kiln_conv2d_params *p, const WGeo *g, int64_t o
 	for (int64_t s0 = 0; s0 < on; s0 += g->ms) {
 		int64_t sn = on - s0 < g->ms ? on - s0 : g->ms, groups = (sn + WINO_MR - 1) / WINO_MR;
 		for (int e = 0; e < 16; e++)
-			for (int64_t q = 0; q < groups; q++)
-				gemm(U + (e * g->cb + s0 + q * WINO_MR) * C, V + e * C * ts,
-				     Mb + (e * g->ms + q * WINO_MR) * ts, C, ts, nv);
+			gemm(U + (e * g->cb + s0) * C, V + e * C * ts, Mb + e * g->ms * ts, C, ts, nv, groups);
 		for (int64_t t = t0; t < t0 + nt;) {
 			int64_t tx = t % g->TW, n = g->TW - tx < t0 + nt - t ? g->TW - tx : t0 + nt - t;
 			WRun r = {t / per, t % per / g->TW, tx, n, t - t0};

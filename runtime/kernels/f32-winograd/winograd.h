@@ -53,16 +53,16 @@ void kiln_wino_outputs_avx512(const kiln_conv2d_params *p, const WGeo *g, const 
                               const kiln_epilogue *ep, float *row);
 #endif
 
-/* M[i][t] = sum_c U[c][i] V[c][t] for i < 8, t < 16 nv (V and M rows ts
- * floats apart, nv a multiple of ... any count of 16-float vectors). */
+/* For each group q of 8 output channels (U + 8 C q), i < 8, t < 16 nv:
+ * M[8 q + i][t] = sum_c U[q][c][i] V[c][t] (V and M rows ts floats apart). */
 typedef void (*wino_gemm_fn)(const float *U, const float *V, float *M, int64_t C, int64_t ts,
-                             int64_t nv);
+                             int64_t nv, int64_t groups);
 
 void kiln_wino_gemm_ref(const float *U, const float *V, float *M, int64_t C, int64_t ts,
-                        int64_t nv);
+                        int64_t nv, int64_t groups);
 #ifdef KILN_HAVE_X86_VARIANTS
 void kiln_wino_gemm_avx512(const float *U, const float *V, float *M, int64_t C, int64_t ts,
-                           int64_t nv);
+                           int64_t nv, int64_t groups);
 #endif
 
 #endif
