@@ -154,6 +154,8 @@ void emit_layernorm(Emit *E)
 
 /* ---- convolution and pooling ------------------------------------------ */
 
+enum { WINOGRAD_MIN_TILES = 64, WINOGRAD_MIN_WIDTH = 1 };
+
 /* Window geometry in three slots (D, H, W); an op with fewer spatial axes
  * uses the last ones (1-D is W, 2-D is H and W) and size 1 elsewhere. */
 typedef struct Geo {
@@ -250,6 +252,16 @@ static bool conv2d_params(Infer *inf, const Shape *x, const Shape *y, const Shap
 	return true;
 }
 
+/* A Conv the Winograd path takes and wins (measured on ResNet-18 against
+ * the packed direct path, docs/kernels.md): enough 2x2 tiles per call that
+ * the filters' transform, once per call, pays. */
+static bool winograd_wins(const kiln_conv2d_params *p)
+{
+	int64_t tiles = p->batch * ((p->out_h + 1) / 2) * ((p->out_w + 1) / 2);
+	return kiln_f32_conv2d_winograd_work(p) > 0 && tiles >= WINOGRAD_MIN_TILES &&
+	       p->out_w >= WINOGRAD_MIN_WIDTH;
+}
+
 /* A 2-D float Conv on a float weight takes the packed path
  * (kiln_f32_conv2d_packed) when the kernel does: its work memory is the
  * node's planned arena scratch (plan.c). */
@@ -269,9 +281,8 @@ int64_t conv_scratch_bytes(const Sig *s, int node, Arena *a)
 	if (!conv2d_params(&inf, &s->shapes[xi], &s->shapes[yi], &s->shapes[wi], &p))
 		return 0;
 	/* the Winograd path's work also holds the packed path's (its AVX2 form) */
-	int64_t floats = kiln_f32_conv2d_winograd_work(&p);
-	if (floats <= 0)
-		floats = kiln_f32_conv2d_packed_work(&p);
+	int64_t floats = winograd_wins(&p) ? kiln_f32_conv2d_winograd_work(&p)
+	                                   : kiln_f32_conv2d_packed_work(&p);
 	return floats > 0 ? floats * (int64_t)sizeof(float) : 0;
 }
 
@@ -377,7 +388,7 @@ void emit_conv(Emit *E)
 		residual = R.expr;
 	}
 	const char *ep = emit_has_act(E->n) || residual ? emit_epilogue(E, NULL, residual) : NULL;
-	int64_t wino = packed ? kiln_f32_conv2d_winograd_work(&pp) : 0;
+	int64_t wino = packed && winograd_wins(&pp) ? kiln_f32_conv2d_winograd_work(&pp) : 0;
 	if (wino > 0 && wino * (int64_t)sizeof(float) <= E->plan->bufs[buf].bytes) {
 		const PlanBuf *sb = &E->plan->bufs[buf];
 		emitf(E, "\t/* W packed at compile time; Winograd F(2x2, 3x3), arena scratch @%" PRId64

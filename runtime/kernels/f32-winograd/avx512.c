@@ -53,46 +53,54 @@ void kiln_wino_gemm_avx512(const float *U, const float *V, float *M, int64_t C, 
 	}
 }
 
-/* G f G^T for eight output channels at once (one ymm a filter tap). */
+/* G f G^T for eight output channels at once (one ymm a filter tap): per
+ * packed block of 32 output channels, input channel by input channel, so
+ * the weights stream once in the order they are stored (fetched ahead). */
 void kiln_wino_filters_avx512(const WGeo *g, const float *Wp, int64_t o0, float *U)
 {
 	const int64_t C = g->C, K = 9 * C, cb = g->cb, es = cb * C;
 	const __m256 half = _mm256_set1_ps(0.5f);
-	for (int64_t q = 0; q < cb / WINO_MR; q++) {
-		int64_t o = o0 + q * WINO_MR;
-		float *u = U + q * WINO_MR * C;
-		if (o >= g->M) {
+	for (int64_t q = 0; q < cb / WINO_MR; q++)   /* the groups past M: zeros */
+		if (o0 + q * WINO_MR >= g->M)
 			for (int e = 0; e < 16; e++)
 				for (int64_t c = 0; c < C; c++)
-					_mm256_storeu_ps(u + e * es + c * WINO_MR, _mm256_setzero_ps());
-			continue;
-		}
-		int64_t mb = o / WINO_CONV_BLOCK * WINO_CONV_BLOCK;
+					_mm256_storeu_ps(U + e * es + (q * C + c) * WINO_MR, _mm256_setzero_ps());
+	for (int64_t mb = o0; mb < o0 + cb && mb < g->M; mb += WINO_CONV_BLOCK) {
 		int64_t bw = g->M - mb < WINO_CONV_BLOCK ? g->M - mb : WINO_CONV_BLOCK;
-		int64_t nl = g->M - o < WINO_MR ? g->M - o : WINO_MR;
-		__mmask8 lanes = (__mmask8)((1u << nl) - 1);
-		const float *w = Wp + mb * K + (o - mb);
-		for (int64_t c = 0; c < C; c++, u += WINO_MR) {
-			__m256 f[9], t[4][3];
-			#pragma GCC unroll 9
-			for (int k = 0; k < 9; k++)
-				f[k] = _mm256_maskz_loadu_ps(lanes, w + (c * 9 + k) * bw);
-			#pragma GCC unroll 3
-			for (int j = 0; j < 3; j++) {
-				__m256 s = _mm256_add_ps(f[j], f[6 + j]);
-				t[0][j] = f[j];
-				t[1][j] = _mm256_mul_ps(half, _mm256_add_ps(s, f[3 + j]));
-				t[2][j] = _mm256_mul_ps(half, _mm256_sub_ps(s, f[3 + j]));
-				t[3][j] = f[6 + j];
-			}
-			#pragma GCC unroll 4
-			for (int r = 0; r < 4; r++) {
-				__m256 s = _mm256_add_ps(t[r][0], t[r][2]);
-				float *d = u + 4 * r * es;
-				_mm256_storeu_ps(d, t[r][0]);
-				_mm256_storeu_ps(d + es, _mm256_mul_ps(half, _mm256_add_ps(s, t[r][1])));
-				_mm256_storeu_ps(d + 2 * es, _mm256_mul_ps(half, _mm256_sub_ps(s, t[r][1])));
-				_mm256_storeu_ps(d + 3 * es, t[r][2]);
+		int64_t nq = (bw + WINO_MR - 1) / WINO_MR;
+		if (nq > (o0 + cb - mb) / WINO_MR)
+			nq = (o0 + cb - mb) / WINO_MR;
+		const float *w = Wp + mb * K;
+		for (int64_t c = 0; c < C; c++) {
+			const float *wc = w + c * 9 * bw;
+			if (c + 8 < C)
+				for (int64_t l = 0; l < 9 * bw; l += 16)
+					_mm_prefetch((const char *)(wc + 8 * 9 * bw + l), _MM_HINT_T0);
+			for (int64_t q = 0; q < nq; q++) {
+				int64_t i = q * WINO_MR, nl = bw - i < WINO_MR ? bw - i : WINO_MR;
+				__mmask8 lanes = (__mmask8)((1u << nl) - 1);
+				float *u = U + ((mb - o0) / WINO_MR + q) * WINO_MR * C + c * WINO_MR;
+				__m256 f[9], t[4][3];
+				#pragma GCC unroll 9
+				for (int k = 0; k < 9; k++)
+					f[k] = _mm256_maskz_loadu_ps(lanes, wc + k * bw + i);
+				#pragma GCC unroll 3
+				for (int j = 0; j < 3; j++) {
+					__m256 s = _mm256_add_ps(f[j], f[6 + j]);
+					t[0][j] = f[j];
+					t[1][j] = _mm256_mul_ps(half, _mm256_add_ps(s, f[3 + j]));
+					t[2][j] = _mm256_mul_ps(half, _mm256_sub_ps(s, f[3 + j]));
+					t[3][j] = f[6 + j];
+				}
+				#pragma GCC unroll 4
+				for (int r = 0; r < 4; r++) {
+					__m256 s = _mm256_add_ps(t[r][0], t[r][2]);
+					float *d = u + 4 * r * es;
+					_mm256_storeu_ps(d, t[r][0]);
+					_mm256_storeu_ps(d + es, _mm256_mul_ps(half, _mm256_add_ps(s, t[r][1])));
+					_mm256_storeu_ps(d + 2 * es, _mm256_mul_ps(half, _mm256_sub_ps(s, t[r][1])));
+					_mm256_storeu_ps(d + 3 * es, t[r][2]);
+				}
 			}
 		}
 	}

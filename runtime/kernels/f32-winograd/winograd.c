@@ -56,9 +56,10 @@ static int wgeo(const kiln_conv2d_params *p, WGeo *g)
 	g->tiles = p->batch * g->TH * g->TW;
 	/* blocks of at most 2 MiB of filters (cb output channels) and of input
 	 * tiles (ts); the products ms output channels at a time */
-	g->cb = U_FLOATS / (16 * g->C) / WINO_MR * WINO_MR;
-	if (g->cb < WINO_MR)
-		g->cb = WINO_MR;
+	/* (whole packed blocks of 32, so a filter block starts at one) */
+	g->cb = U_FLOATS / (16 * g->C) / WINO_CONV_BLOCK * WINO_CONV_BLOCK;
+	if (g->cb < WINO_CONV_BLOCK)
+		g->cb = WINO_CONV_BLOCK;
 	if (g->cb > up(g->M, WINO_MR))
 		g->cb = up(g->M, WINO_MR);
 	g->ms = g->cb < MS_MAX ? g->cb : MS_MAX;
