@@ -154,7 +154,7 @@ void emit_layernorm(Emit *E)
 
 /* ---- convolution and pooling ------------------------------------------ */
 
-enum { WINOGRAD_MIN_TILES = 64, WINOGRAD_MIN_WIDTH = 1 };
+enum { WINOGRAD_MIN_TILES = 64, WINOGRAD_MIN_WIDTH = 13 };
 
 /* Window geometry in three slots (D, H, W); an op with fewer spatial axes
  * uses the last ones (1-D is W, 2-D is H and W) and size 1 elsewhere. */

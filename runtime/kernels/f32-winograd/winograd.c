@@ -36,6 +36,7 @@ enum {
 	U_FLOATS = 512 * 1024,    /* a block of filters: 2 MiB */
 	V_FLOATS = 512 * 1024,    /* a block of input tiles: 2 MiB */
 	MS_MAX = 64,              /* output channels per block of products */
+	TS_INNER = 96,            /* tiles per block, blocks of tiles inside */
 	MIN_CHANNELS = 16,
 };
 
@@ -73,6 +74,10 @@ static int wgeo(const kiln_conv2d_params *p, WGeo *g)
 	 * or blocks of output channels outside (each transforms every tile) */
 	int64_t tb = (g->tiles + g->ts - 1) / g->ts, ob = (g->M + g->cb - 1) / g->cb;
 	g->co_outer = g->M + g->tiles * ob < g->M * tb + g->tiles;
+	/* with output channels outside, smaller blocks of tiles transform no
+	 * more, and keep V and M in L2 */
+	if (g->co_outer && g->ts > TS_INNER)
+		g->ts = TS_INNER;
 	g->u = 0;
 	g->v = g->u + 16 * g->cb * g->C;
 	g->m = g->v + 16 * g->C * g->ts;
