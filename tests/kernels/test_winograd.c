@@ -123,6 +123,8 @@ int main(void)
 		 .act = KILN_ACT_RELU, .residual = 1},
 		{.n = 2, .c = 512, .m = 136, .h = 12, .w = 11, .pt = 1, .pl = 1, .pb = 1, .pr = 1,
 		 .residual = 1},
+		{.n = 3, .c = 64, .m = 64, .h = 28, .w = 28, .pt = 1, .pl = 1, .pb = 1, .pr = 1, .bias = 1,
+		 .act = KILN_ACT_RELU, .residual = 1},
 	};
 	for (size_t i = 0; i < sizeof more / sizeof more[0]; i++)
 		run(&more[i]);

@@ -73,7 +73,7 @@ static int wgeo(const kiln_conv2d_params *p, WGeo *g)
 	 * units): blocks of tiles outside (each block transforms every filter)
 	 * or blocks of output channels outside (each transforms every tile) */
 	int64_t tb = (g->tiles + g->ts - 1) / g->ts, ob = (g->M + g->cb - 1) / g->cb;
-	g->co_outer = g->M + g->tiles * ob < g->M * tb + g->tiles;
+	g->co_outer = g->M + g->tiles * ob <= g->M * tb + g->tiles;
 	/* with output channels outside, smaller blocks of tiles transform no
 	 * more, and keep V and M in L2 */
 	if (g->co_outer && g->ts > TS_INNER)
