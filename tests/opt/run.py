@@ -18,7 +18,8 @@ script makes with python3-onnx, with numpy references:
      reference within float16 tolerance.
   5. conv_bn_relu and mlp_bn_selu: one fused kernel call per layer;
      resnet: two ResNet basic blocks, one fused call per Conv (the residual
-     Add and Relu in the second Conv's epilogue); conv_fp16: Conv weights
+     Add and Relu in the second Conv's epilogue); resnet_winograd: the same
+     with 16 channels on 16x16 maps, every Conv a Winograd call; conv_fp16: Conv weights
      stored as float16 (a float32 CNN with --weights-dtype fp16 at half the
      bytes against float16-rounded weights, a float16 CNN with keep).
   6. rss: peak RSS of `kiln compile` <= 1.5 x W + 64 MiB.
@@ -409,26 +410,27 @@ def fused(kiln, root):
 
 # ---- 5b. residual blocks and float16 convolution weights ---------------------
 
-def resnet(kiln, root):
+def resnet(kiln, root, name="resnet", c=8, hw=10, call="kiln_f32_conv2d_packed"):
     """Two ResNet basic blocks (Conv+BN+Relu, Conv+BN, Add with the block
     input, Relu): one fused kernel call per Conv, the residual and the Relu
-    in the second Conv's epilogue."""
+    in the second Conv's epilogue. c channels on hw x hw maps; call: the
+    kernel every Conv must be."""
     rng = np.random.default_rng(6)
-    x = rng.standard_normal((2, 8, 10, 10)).astype(np.float32)
+    x = rng.standard_normal((2, c, hw, hw)).astype(np.float32)
     inits, nodes, h, hn = [], [], x.astype(np.float64), "x"
     for blk in range(2):
         inp, hin = hn, h
         for i in range(2):
             tag = "b%dc%d" % (blk, i)
-            w = (rng.standard_normal((8, 8, 3, 3)) * 0.2).astype(np.float32)
-            b = (rng.standard_normal(8) * 0.1).astype(np.float32)
-            bn = bn_params(rng, 8, tag + "bn")
+            w = (rng.standard_normal((c, c, 3, 3)) * (0.2 * (8 / c) ** 0.5)).astype(np.float32)
+            b = (rng.standard_normal(c) * 0.1).astype(np.float32)
+            bn = bn_params(rng, c, tag + "bn")
             inits += [t(tag + "w", w), t(tag + "b", b)] + bn
             nodes += [helper.make_node("Conv", [hn, tag + "w", tag + "b"], [tag + "c"],
                                        pads=[1, 1, 1, 1], name=tag),
                       helper.make_node("BatchNormalization", [tag + "c"] + [p.name for p in bn],
                                        [tag + "n"], name=tag + "bn")]
-            h = bn_ref(conv2d(h, w, b), bn, (1, 8, 1, 1))
+            h = bn_ref(conv2d(h, w, b), bn, (1, c, 1, 1))
             hn = tag + "n"
             if i == 0:
                 nodes.append(helper.make_node("Relu", [hn], [tag + "r"], name=tag + "relu"))
@@ -436,26 +438,32 @@ def resnet(kiln, root):
         nodes += [helper.make_node("Add", [hn, inp], ["b%dsum" % blk], name="b%dadd" % blk),
                   helper.make_node("Relu", ["b%dsum" % blk], ["b%dout" % blk], name="b%drelu" % blk)]
         h, hn = np.maximum(h + hin, 0), "b%dout" % blk
-    graph = helper.make_graph(nodes, "resnet", [
-        helper.make_tensor_value_info("x", TensorProto.FLOAT, [2, 8, 10, 10])],
-        [helper.make_tensor_value_info(hn, TensorProto.FLOAT, [2, 8, 10, 10])], inits)
-    folder = os.path.join(root, "resnet")
+    graph = helper.make_graph(nodes, name, [
+        helper.make_tensor_value_info("x", TensorProto.FLOAT, [2, c, hw, hw])],
+        [helper.make_tensor_value_info(hn, TensorProto.FLOAT, [2, c, hw, hw])], inits)
+    folder = os.path.join(root, name)
     write_case(folder, graph, [x], [h.astype(np.float32)])
-    both_builds(kiln, "resnet", folder)
-    res, _ = compile_model(kiln, folder, os.path.join(root, "resnet_out"))
+    both_builds(kiln, name, folder)
+    res, _ = compile_model(kiln, folder, os.path.join(root, name + "_out"))
     if res:
         code = res["code"]
-        fused_calls = len(re.findall(r"kiln_f32_conv2d_packed\([^;]*&ep[^;]*\);", code))
+        fused_calls = len(re.findall(call + r"\([^;]*&ep[^;]*\);", code))
         check(fused_calls == 4 and code.count("kiln_f32_conv2d_ep(") == 0 and
               code.count("kiln_f32_conv2d(") == 0 and
               "(Relu)" not in code and "(Add)" not in code and
               "(BatchNormalization)" not in code and code.count("KILN_ACT_RELU") == 4,
-              "resnet: one fused kernel call per Conv in the generated C")
+              "%s: one fused %s call per Conv in the generated C" % (name, call))
         check(len(re.findall(r"kiln_epilogue ep = \{NULL, KILN_ACT_RELU, [^,]+, [^,]+, [^N]",
                              code)) == 2,
-              "resnet: the second Conv of each block adds the residual in its epilogue")
+              "%s: the second Conv of each block adds the residual in its epilogue" % name)
     rc, out = run(kiln, "info", os.path.join(folder, "model.onnx"), "--passes")
-    check("nodes 14 -> 4" in out, "resnet: --passes reports 14 nodes -> 4")
+    check("nodes 14 -> 4" in out, "%s: --passes reports 14 nodes -> 4" % name)
+
+
+def resnet_winograd(kiln, root):
+    """The same blocks with 16 channels on 16x16 maps (128 2x2 tiles a call):
+    every Conv is a Winograd call (docs/kernels.md)."""
+    resnet(kiln, root, "resnet_winograd", 16, 16, "kiln_f32_conv2d_winograd")
 
 
 def conv_fp16(kiln, root):
@@ -560,7 +568,8 @@ def main():
     only = os.environ.get("KILN_OPT_ONLY")
     skip = (os.environ.get("KILN_OPT_SKIP") or "").split(",")
     try:
-        for fn in (openvino, tied, if_shared, fp16, fused, resnet, conv_fp16, rss):
+        for fn in (openvino, tied, if_shared, fp16, fused, resnet, resnet_winograd, conv_fp16,
+                   rss):
             if fn.__name__ in skip:
                 print("== %s: skipped (KILN_OPT_SKIP)" % fn.__name__)
             elif not only or fn.__name__ in only.split(","):
