@@ -16,7 +16,8 @@
  * are the outputs; a second call must give the same bits.
  * Tolerance: |err| <= 3e-5 * bound, bound = sum_j p_j |v_jc| (1 + s), where
  * s = max_j (|scale| sum_d |q_d k_jd| + |mask_j|) (a score's rounding error
- * moves p_j by that much relatively); exp is f32-vmath's (<= 1 ulp).
+ * moves p_j by that much relatively); exp is f32-vmath/exp.h's v_exp_nonpos
+ * (2.26 ulp) in the SIMD variants.
  */
 #include "kiln/kernels.h"
 

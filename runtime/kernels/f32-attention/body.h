@@ -99,7 +99,7 @@ static void softmax_group(const AttnBlock *a, int64_t g)
 		#pragma GCC unroll 16
 		for (int b = 0; b < NB; b++) {
 			float *p = a->P + j * R + g + b * W;
-			V e = v_exp(vsub(vload(p), m[b]));
+			V e = v_exp_nonpos(vsub(vload(p), m[b]));
 			vstore(p, e);
 			l[b] = vadd(l[b], e);
 		}
