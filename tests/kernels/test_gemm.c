@@ -204,6 +204,10 @@ int main(void)
 		{64, 64, 64}, {67, 300, 260}, {25, 33, 600}, {1, 70, 513}, {12, 32, 31},
 		{24, 64, 16}, {2, 48, 9}, {5, 1024, 20}, {50, 32, 513}, {13, 48, 256},
 		{16, 1000, 256}, {32, 300, 256}, {20, 513, 100}, {7, 64, 1000},
+		/* narrow last panels under many tiles (a bug of an earlier packed-A
+		 * kernel); full 12-row tiles with k left over after the steps of
+		 * four (caught a tail bug of a kernel that was not landed) */
+		{67, 600, 300}, {28, 520, 200}, {36, 96, 131}, {24, 40, 7},
 		/* B in place in more than one L2 block: two groups of K blocks,
 		 * each panel a block of its own */
 		{13, 70, 4500},
