@@ -265,7 +265,7 @@ enum { KILN_ATTENTION_ROWS = 32 };
 static inline int64_t kiln_attention_work_floats(int64_t head_dim, int64_t kv_len, int64_t v_dim)
 {
 	int64_t vp = (v_dim + 15) / 16 * 16, R = KILN_ATTENTION_ROWS;
-	return kv_len * head_dim + kv_len * vp + R * (head_dim + kv_len + 1);
+	return kv_len * head_dim + kv_len * vp + R * (head_dim + kv_len);
 }
 
 KILN_API void kiln_f32_attention(const kiln_attention_params *p, const float *Q, const float *K,

@@ -37,8 +37,7 @@ KILN_API void kiln_f32_attention(const kiln_attention_params *p, const float *Q,
 		return;
 	const AttnOps *ops = attn_ops();
 	const int64_t vp = (dv + 15) / 16 * 16;
-	float *Kp = work, *Vp = Kp + Sk * dh, *Qt = Vp + Sk * vp, *P = Qt + R * dh,
-	      *linv = P + R * Sk;
+	float *Kp = work, *Vp = Kp + Sk * dh, *Qt = Vp + Sk * vp, *P = Qt + R * dh;
 	const int64_t *qs = p->q_stride, *ks = p->k_stride, *vs = p->v_stride, *ys = p->y_stride,
 	              *ms = p->mask_stride;
 	const bool pack_k = ks[3] != 1, pack_v = vs[3] != 1 || dv % 16 != 0;
@@ -53,7 +52,7 @@ KILN_API void kiln_f32_attention(const kiln_attention_params *p, const float *Q,
 			const float *kh = K + b * ks[0] + h * ks[1], *vh = V + b * vs[0] + h * vs[1];
 			AttnBlock a = {.kv_len = Sk, .head_dim = dh, .v_dim = dv, .qrs = qs[2],
 			               .qds = qs[3], .scale = p->scale, .K = kh, .kld = ks[2], .V = vh,
-			               .vld = vs[2], .Qt = Qt, .P = P, .linv = linv, .yrs = ys[2]};
+			               .vld = vs[2], .Qt = Qt, .P = P, .yrs = ys[2]};
 			if (pack_k) {
 				for (int64_t j = 0; j < Sk; j++)
 					for (int64_t d = 0; d < dh; d++)

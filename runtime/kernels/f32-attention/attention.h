@@ -5,15 +5,18 @@
  *
  * attention.c walks the heads, and each head's query rows in blocks of
  * R = KILN_ATTENTION_ROWS; a variant's `block` does one block whole:
- *   1. Q^T: the block's query rows times the scale, transposed into
+ *   1. Q^T: the block's query rows times the scale and log2 e (the scores
+ *      are kept in units of log2 e, the mask too, so that exp is 2^x),
+ *      transposed into
  *      Qt[d * R + r] (lanes r >= rows zero), so that one vector holds one
  *      element of W query rows;
  *   2. the scores transposed, P[j * R + r] = Qt[., r] . K[j, .] (+ the mask),
  *      in tiles of keys by vectors of query rows, and their maximum over j
  *      per lane: Softmax runs down the columns of P, lane-wise, with no
  *      horizontal reduction;
- *   3. P = exp(P - max) (f32-vmath/exp.h's approximation, <= 1 ulp), the
- *      sums per lane in float in the order of j, linv = 1 / sum;
+ *   3. P = 2^(P - max) (f32-vmath/exp.h's v_exp2_nonpos, 0.95 ulp), the
+ *      sums per lane in float in the order of j, linv = 1 / sum (on the
+ *      stack);
  *   4. Y[r, c] = linv[r] * sum_j P[j * R + r] V[j, c] in tiles of query rows
  *      by vectors of V's row, stored straight into Y's strided rows.
  * Only one block's scores exist at a time ([kv_len, R] floats). K and V are
@@ -44,7 +47,6 @@ typedef struct AttnBlock {
 	int mask_t;                     /* P holds the block's mask transposed on entry: added */
 	float *Qt;                      /* [head_dim, R] work */
 	float *P;                       /* [kv_len, R] work */
-	float *linv;                    /* [R] work */
 	float *y;                       /* y[r * yrs + c], r < rows, c < v_dim */
 	int64_t yrs;
 	const float *pf[3];             /* NULL, or rows to prefetch (the next head's Q, K, V): */

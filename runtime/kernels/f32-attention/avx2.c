@@ -22,6 +22,7 @@ static inline V vdiv(V a, V b) { return _mm256_div_ps(a, b); }
 static inline V vfma(V a, V b, V c) { return _mm256_fmadd_ps(a, b, c); }
 static inline V vmin(V a, V b) { return _mm256_min_ps(a, b); }
 static inline V vmax(V a, V b) { return _mm256_max_ps(a, b); }
+#define VMATH_ROUND(x) _mm256_round_ps(x, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC)
 /* 2^n for integral n in [-126, 127] (exp.h) */
 static inline V vexp2i(V n)
 {

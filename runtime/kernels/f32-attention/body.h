@@ -3,7 +3,8 @@
  * type V of W float lanes that the including file defines (with vzero, vset,
  * vload, vstore, vadd, vsub, vmul, vdiv, vfma, vmin, vmax, what
  * f32-vmath/exp.h needs, and transpose_w: a W x W block transposed in
- * registers) and the register tiles of its ISA:
+ * registers; VMATH_ROUND may be defined, see exp.h) and the register tiles
+ * of its ISA:
  *   scores  SC_KEYS keys by NB vectors of query rows (one group of NB W
  *           lanes; the block's R rows are R / (NB W) groups);
  *   P V     PV_ROWS query rows by PV_VECS vectors of V's row (PV_VECS W = 16).
@@ -14,13 +15,15 @@
 #define INLINE static inline __attribute__((always_inline))
 
 enum { R = KILN_ATTENTION_ROWS, GW = NB * W };
+#define LOG2E 1.4426950408889634  /* the scores are kept in units of log2 e: exp(s) = 2^(s log2 e) */
 
 /* Qt[d * R + r] = scale * q[r, d]: whole W x W blocks transposed in
  * registers when the rows are contiguous, the rest one by one; lanes from
  * rows to the end of the last group zero. */
 INLINE void pack_q(const AttnBlock *a, int lanes)
 {
-	const V sc = vset(a->scale);
+	const V sc = vset((float)((double)a->scale * LOG2E));
+	const float sc1 = (float)((double)a->scale * LOG2E);
 	const int full = a->qds == 1 ? a->rows / W * W : 0;
 	const int64_t dh = a->head_dim, dfull = dh / W * W;
 	for (int r0 = 0; r0 < full; r0 += W)
@@ -36,7 +39,7 @@ INLINE void pack_q(const AttnBlock *a, int lanes)
 		}
 	for (int r = 0; r < lanes; r++)
 		for (int64_t d = r < full ? dfull : 0; d < dh; d++)
-			a->Qt[d * R + r] = r < a->rows ? a->q[r * a->qrs + d * a->qds] * a->scale : 0.0f;
+			a->Qt[d * R + r] = r < a->rows ? a->q[r * a->qrs + d * a->qds] * sc1 : 0.0f;
 }
 
 /* P[j, lanes g..] for keys j0 .. j0 + nj - 1 (nj <= SC_KEYS), the mask
@@ -66,12 +69,12 @@ INLINE void score_tile(const AttnBlock *a, int64_t j0, int nj, int64_t g, V m[NB
 	#pragma GCC unroll 16
 	for (int jj = 0; jj < nj; jj++) {
 		float *p = a->P + (j0 + jj) * R + g;
-		V mk = a->mask_row ? vset(a->mask_row[(j0 + jj) * a->mask_js]) : vzero();
+		V mk = a->mask_row ? vset(a->mask_row[(j0 + jj) * a->mask_js] * (float)LOG2E) : vzero();
 		#pragma GCC unroll 16
 		for (int b = 0; b < NB; b++) {
 			V s = acc[jj][b];
 			if (a->mask_t)
-				s = vadd(s, vload(p + b * W));
+				s = vfma(vload(p + b * W), vset((float)LOG2E), s);
 			else if (a->mask_row)
 				s = vadd(s, mk);
 			vstore(p + b * W, s);
@@ -81,7 +84,7 @@ INLINE void score_tile(const AttnBlock *a, int64_t j0, int nj, int64_t g, V m[NB
 }
 
 /* the scores of lanes g .. g + GW - 1, their exponentials and 1 / sum */
-static void softmax_group(const AttnBlock *a, int64_t g)
+static void softmax_group(const AttnBlock *a, int64_t g, float *linv)
 {
 	V m[NB], l[NB];
 	#pragma GCC unroll 16
@@ -99,18 +102,18 @@ static void softmax_group(const AttnBlock *a, int64_t g)
 		#pragma GCC unroll 16
 		for (int b = 0; b < NB; b++) {
 			float *p = a->P + j * R + g + b * W;
-			V e = v_exp_nonpos(vsub(vload(p), m[b]));
+			V e = v_exp2_nonpos(vsub(vload(p), m[b]));
 			vstore(p, e);
 			l[b] = vadd(l[b], e);
 		}
 	}
 	#pragma GCC unroll 16
 	for (int b = 0; b < NB; b++)
-		vstore(a->linv + g + b * W, vdiv(vset(1.0f), l[b]));
+		vstore(linv + g + b * W, vdiv(vset(1.0f), l[b]));
 }
 
 /* y rows r0 .. r0 + PV_ROWS - 1 (those < rows), columns c .. c + 16 */
-INLINE void pv_tile(const AttnBlock *a, int r0, int64_t c)
+INLINE void pv_tile(const AttnBlock *a, int r0, int64_t c, const float *linv)
 {
 	V acc[PV_ROWS][PV_VECS];
 	#pragma GCC unroll 16
@@ -133,7 +136,7 @@ INLINE void pv_tile(const AttnBlock *a, int r0, int64_t c)
 		}
 	}
 	for (int r = 0; r < PV_ROWS && r0 + r < a->rows; r++) {
-		V inv = vset(a->linv[r0 + r]);
+		V inv = vset(linv[r0 + r]);
 		float *y = a->y + (r0 + r) * a->yrs;
 		#pragma GCC unroll 16
 		for (int b = 0; b < PV_VECS; b++) {
@@ -154,12 +157,13 @@ INLINE void pv_tile(const AttnBlock *a, int r0, int64_t c)
 static void SUFFIX(block)(const AttnBlock *a)
 {
 	const int lanes = (a->rows + GW - 1) / GW * GW;
+	float linv[R];
 	pack_q(a, lanes);
 	for (int g = 0; g < lanes; g += GW)
-		softmax_group(a, g);
+		softmax_group(a, g, linv);
 	for (int r0 = 0; r0 < a->rows; r0 += PV_ROWS)
 		for (int64_t c = 0; c < a->v_dim; c += PV_VECS * W)
-			pv_tile(a, r0, c);
+			pv_tile(a, r0, c, linv);
 }
 
 const AttnOps ATTN_OPS = {SUFFIX(block)};
