@@ -47,6 +47,8 @@ static inline V vcopysign(V m, V s)
 }
 /* exp's p * 2^n (body.h): vscalefps, so no vexp2i here */
 #define VMATH_SCALEF(p, n) _mm512_scalef_ps(p, n)
+/* LayerNorm rows 8 at a time (body.h: ln_rows) */
+#define LN_ROWS 8
 
 static inline V vkeep_n(V a, int64_t n) { return _mm512_maskz_mov_ps(lanes_below(n), a); }
 /* double lanes: the low and high eight floats widened */

@@ -335,7 +335,7 @@ static VMATH_INLINE V ln_in(const float *x, const float *res, float *y, int64_t 
 	return v;
 }
 
-/* K (1 or 2) LayerNorm rows, n apart. The mean is summed in double lanes
+/* K (1 .. LN_ROWS) LayerNorm rows, n apart. The mean is summed in double lanes
  * and split into two floats hi + lo, so d = (x - hi) - lo keeps the digits
  * float would lose when the mean is large next to the spread (x - hi is exact
  * near the mean); the variance is the double sum of d^2 (two passes, never
@@ -344,28 +344,32 @@ static VMATH_INLINE V ln_in(const float *x, const float *res, float *y, int64_t 
  * one), added at the end. With res, the float sum x + res is stored in y by
  * the first pass and read from there. A row's arithmetic is the same whether
  * it is taken alone or with another (K only interleaves their independent
- * chains: the sums', the square root's and the division's latencies overlap). */
+ * chains: the sums', the square root's and the division's latencies overlap;
+ * LN_ROWS is 8 where the ISA has the registers for it, AVX-512, else 2). */
+#ifndef LN_ROWS
+#define LN_ROWS 2
+#endif
 static VMATH_INLINE void ln_rows(int K, const float *x, const float *res, const float *scale,
                                  const float *bias, float *y, int64_t n, float epsilon)
 {
-	Dacc acc0[2], acc1[2];
-	V hi[2], lo[2], inv_std[2];
-	const float *xr[2];
-#pragma GCC unroll 2
+	Dacc acc0[LN_ROWS], acc1[LN_ROWS];
+	V hi[LN_ROWS], lo[LN_ROWS], inv_std[LN_ROWS];
+	const float *xr[LN_ROWS];
+#pragma GCC unroll 8
 	for (int k = 0; k < K; k++) {
 		dacc_zero(&acc0[k]);
 		dacc_zero(&acc1[k]);
 	}
 	int64_t i = 0;
 	for (; i + 2 * W <= n; i += 2 * W)
-#pragma GCC unroll 2
+#pragma GCC unroll 8
 		for (int k = 0; k < K; k++) {
 			const float *rk = res ? res + k * n : NULL;
 			dacc_add(&acc0[k], ln_in(x + k * n, rk, y + k * n, i, W));
 			dacc_add(&acc1[k], ln_in(x + k * n, rk, y + k * n, i + W, W));
 		}
 	int64_t full = i + W <= n ? i + W : i;
-#pragma GCC unroll 2
+#pragma GCC unroll 8
 	for (int k = 0; k < K; k++) {
 		const float *rk = res ? res + k * n : NULL;
 		if (full > i)
@@ -380,12 +384,12 @@ static VMATH_INLINE void ln_rows(int K, const float *x, const float *res, const 
 		dacc_zero(&acc1[k]);
 	}
 	for (i = 0; i + 2 * W <= n; i += 2 * W)
-#pragma GCC unroll 2
+#pragma GCC unroll 8
 		for (int k = 0; k < K; k++) {
 			dacc_sq(&acc0[k], vsub(vsub(vload(xr[k] + i), hi[k]), lo[k]));
 			dacc_sq(&acc1[k], vsub(vsub(vload(xr[k] + i + W), hi[k]), lo[k]));
 		}
-#pragma GCC unroll 2
+#pragma GCC unroll 8
 	for (int k = 0; k < K; k++) {
 		if (full > i)
 			dacc_sq(&acc0[k], vsub(vsub(vload(xr[k] + i), hi[k]), lo[k]));
@@ -395,7 +399,7 @@ static VMATH_INLINE void ln_rows(int K, const float *x, const float *res, const 
 		double var = (dacc_total(&acc0[k]) + dacc_total(&acc1[k])) / (double)n;
 		inv_std[k] = vset((float)(1.0 / sqrt(var + (double)epsilon)));
 	}
-#pragma GCC unroll 2
+#pragma GCC unroll 8
 	for (int k = 0; k < K; k++) {
 		float *yk = y + k * n;
 		for (i = 0; i + W <= n; i += W) {
@@ -412,15 +416,15 @@ static VMATH_INLINE void ln_rows(int K, const float *x, const float *res, const 
 	}
 }
 
-/* rows LayerNorm rows of n, n apart (kiln_f32_layernorm's layout), in pairs */
+/* rows LayerNorm rows of n, n apart (kiln_f32_layernorm's layout), LN_ROWS at a time */
 static void vmath_layernorm_rows(const float *x, const float *res, const float *scale,
                                  const float *bias, float *y, int64_t rows, int64_t n,
                                  float epsilon)
 {
 	int64_t o = 0;
-	for (; o + 2 <= rows; o += 2)
-		ln_rows(2, x + o * n, res ? res + o * n : NULL, scale, bias, y + o * n, n, epsilon);
-	if (o < rows)
+	for (; o + LN_ROWS <= rows; o += LN_ROWS)
+		ln_rows(LN_ROWS, x + o * n, res ? res + o * n : NULL, scale, bias, y + o * n, n, epsilon);
+	for (; o < rows; o++)
 		ln_rows(1, x + o * n, res ? res + o * n : NULL, scale, bias, y + o * n, n, epsilon);
 }
 
