@@ -32,7 +32,7 @@
  *   sigmoid  e = exp(-|x|), (x < 0 ? e : 1) / (1 + e): no cancellation on
  *          either side.  <= 2 ulp.
  *   gelu   x Phi(x), u = x / sqrt 2, a = |u|: for -1.2 < u < 1.5,
- *          Phi = (1 + u P(u^2)) / 2, P of degree 8 (a vector whose lanes are
+ *          Phi = 1/2 + x P(x^2), P of degree 8 (a vector whose lanes are
  *          all there computes only that); else Phi = erfc(a) / 2 (x < 0) or
  *          1 - erfc(a) / 2, erfc(a) = exp(Q(a - 1) - a^2) with Q of degree 11
  *          fitted to log(erfc a) + a^2 on [0, 3.925] (no cancellation); 0
@@ -129,32 +129,34 @@ static inline V exp_neg(V g)
 #endif
 }
 
-/* erf(u) / u on |u| < 1.5, as a polynomial in z = u^2 (gelu's common case) */
-static inline V v_erf_wide(V z)
+/* (Phi(x) - 1/2) / x on -1.7 < x < 2.13, as a polynomial in w = x^2
+ * (gelu's common case): erf(u) / u (u = x / sqrt 2) as a polynomial in u^2
+ * of degree 8, its coefficients c_k (of u^2k) written as c_k / 2^k / (2
+ * sqrt 2) */
+static inline V v_phi_wide(V w)
 {
-	static const float c[] = {6.144966278e-07f, -1.127321411e-05f, 1.128896183e-04f,
-	                          -8.450600435e-04f, 5.216483958e-03f, -2.686289139e-02f,
-	                          1.128371879e-01f, -3.761263192e-01f, 1.128379226e+00f};
-	return vpoly(z, c, 9);
+	static const float c[] = {8.486615855e-10f, -3.113814984e-08f, 6.236329000e-07f,
+	                          -9.336682524e-06f, 1.152690966e-04f, -1.187183312e-03f,
+	                          9.973492473e-03f, -6.649036705e-02f, 3.989422917e-01f};
+	return vpoly(w, c, 9);
 }
 
-/* gelu = x Phi(x), u = x / sqrt 2, a = |u|. For -1.2 < u < 1.5: Phi = (1 +
- * u P(u^2)) / 2, P the polynomial of v_erf_wide (below -1.2, 1 + erf would
- * cancel too much); a vector whose lanes all are there takes only that (the same result: the other formula's lanes would be
- * discarded). Else Phi = erfc(a) / 2 (x < 0) or 1 - erfc(a) / 2 (no
+/* gelu = x Phi(x), u = x / sqrt 2, a = |u|. For -1.2 < u < 1.5: Phi = 1/2 +
+ * x P(x^2), P the polynomial of v_phi_wide (below -1.2, the sum would
+ * cancel too much); a vector whose lanes all are there takes only that (the
+ * same result: the other formula's lanes would be discarded). Else Phi = erfc(a) / 2 (x < 0) or 1 - erfc(a) / 2 (no
  * cancellation on either side), erfc(a) = exp(Q(a - 1) - a^2) with Q of
  * degree 11 fitted to log(erfc a) + a^2 on [0, 3.925] (a clamped to 3.925;
  * below x = -3.925 sqrt 2 the result is 0, as 0.5 x (1 + erff(u)) is in
  * float). */
 static inline V v_gelu(V x)
 {
-	V u = vmul(x, vset(0.70710678118654752f)), a = vabs(u);
-	V hx = vmul(x, vset(0.5f));
-	V small = vmul(hx, vfma(u, v_erf_wide(vmul(u, u)), vset(1.0f)));
-	VM is_small = vlt(vabs(vsub(u, vset(0.15f))), vset(1.35f));  /* -1.2 < u < 1.5 */
+	V small = vmul(x, vfma(x, v_phi_wide(vmul(x, x)), vset(0.5f)));
+	/* -1.2 < u < 1.5: |x - 0.15 sqrt 2| < 1.35 sqrt 2 */
+	VM is_small = vlt(vabs(vsub(x, vset(0.21213203f))), vset(1.9091883f));
 	if (vall(is_small))
 		return small;
-	a = vmin(vset(3.925f), a);
+	V a = vmin(vset(3.925f), vabs(vmul(x, vset(0.70710678118654752f))));
 	static const float c[] = {8.384848371e-08f, -1.255493657e-06f, 8.019677807e-06f,
 	                          -2.689465509e-05f, 2.905317342e-05f, 2.349601418e-04f,
 	                          -1.979414606e-03f, 1.003582682e-02f, -4.156085104e-02f,
