@@ -28,7 +28,9 @@ static inline V vfma(V a, V b, V c) { return fmaf(a, b, c); }
 static inline V vmin(V a, V b) { return a < b ? a : b; }
 /* maxps: the second operand when either is NaN */
 static inline V vmax(V a, V b) { return a > b ? a : b; }
-#define VMATH_SCALEF(p, n) ldexpf(p, (int)(n))
+/* vscalefps: NaN for a NaN n (converting NaN to int is undefined) */
+static inline V scalef(V p, V n) { return isnan(n) ? n : ldexpf(p, (int)n); }
+#define VMATH_SCALEF(p, n) scalef(p, n)
 #define VMATH_ROUND(x) rintf(x)
 #include "../../runtime/kernels/f32-vmath/exp.h"
 
