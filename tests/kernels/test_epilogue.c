@@ -335,6 +335,10 @@ int main(void)
 		test_gemm(37, 19, 23, 0, 1, act);
 		test_gemm(17, 40, 9, 1, 0, act);
 		test_gemm(33, 5, 64, 1, 1, act);
+		/* full 12 x 32 tiles: bias and ReLU in the AVX-512 kernel's own
+		 * stores, after two K blocks; A's rows 4 KiB apart (copied) */
+		test_gemm(26, 70, 300, 0, 1, act);
+		test_gemm(24, 64, 1024, 0, 0, act);
 		/* batch 1 on packed B: the one-row product, whole and narrow panels */
 		test_gemm(1, 100, 265, 0, 1, act);
 		test_gemm(1, 70, 37, 0, 0, act);

@@ -211,6 +211,11 @@ int main(void)
 		/* B in place in more than one L2 block: two groups of K blocks,
 		 * each panel a block of its own */
 		{13, 70, 4500},
+		/* full 12 x 32 tiles (AVX-512: the assembly k loop and its stores)
+		 * over two K blocks with k left over in each (the second block
+		 * adds to C), with every (alpha, beta); and A's rows 4 KiB apart
+		 * (K = 1024: copied a tile at a time) */
+		{12, 64, 259}, {24, 70, 1024},
 	};
 	int shape_index = 0;
 	by_hand();

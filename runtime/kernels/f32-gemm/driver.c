@@ -16,6 +16,7 @@
  * only on the inputs and the variant (a fixed summation order).
  */
 #include <stddef.h>
+#include <string.h>
 
 #include "../isa.h"
 #include "../f32-epilogue/epilogue.h"
@@ -40,9 +41,38 @@ static int64_t tile_row(int64_t ti, int64_t nt, int64_t M)
 	return ti * M / nt;
 }
 
+/* The tile whose A (t->A, t->lda: in place or a copy) starts at row m of
+ * A (lda apart): C, the epilogue's operands, and the prefetch of A's
+ * floats [pf, pf_end) (offsets from A; none past e->a_end, none at all
+ * without it). */
+static void run_tile_a(gemm_tile_fn tile, GemmTile *t, const GemmEpi *e, int late_act, int64_t m,
+                       const float *A, float *C, int64_t ldc, int64_t n0, int64_t N,
+                       int64_t pf, int64_t pf_end)
+{
+	t->C = C + m * ldc + n0;
+	t->col_bias = e->col_bias ? e->col_bias + n0 : NULL;
+	t->row_bias = e->row_bias ? e->row_bias + m : NULL;
+	t->res = e->res ? e->res + m * e->ldres + n0 : NULL;
+	t->pf = NULL;
+	int64_t a_n = e->a_end ? e->a_end - A : 0;
+	if (pf_end > a_n)
+		pf_end = a_n;
+	if (pf < pf_end) {
+		t->pf = A + pf;
+		t->pf_n = pf_end - pf;
+	}
+	tile(t);
+	/* the exp-based activations: on the last panel, over the tile's rows
+	 * whole (one call per row, not per panel) */
+	if (t->final && late_act && n0 + t->w >= N)
+		for (int i = 0; i < t->mr; i++)
+			kiln_f32_act(C + (m + i) * ldc, N, e->ep);
+}
+
 /* Tile ti of nt over M rows, in C's columns [n0, n0 + t->w), K block at
- * column k0 of A (lda apart). pf: prefetch the next tile's A (rows
- * contiguous and streaming from memory) while this one runs. */
+ * column k0 of A (lda apart). pf: prefetch the next tile's A (as many rows
+ * as this one's right after them; across calls: the next block of rows
+ * too) while this one runs. */
 static void run_tile(gemm_tile_fn tile, GemmTile *t, const GemmEpi *e, int late_act,
                      int64_t ti, int64_t nt, int64_t M, const float *A, int64_t lda, int64_t k0,
                      float *C, int64_t ldc, int64_t n0, int64_t N, int pf)
@@ -51,27 +81,9 @@ static void run_tile(gemm_tile_fn tile, GemmTile *t, const GemmEpi *e, int late_
 	t->lda = lda;
 	t->mr = (int)(tile_row(ti + 1, nt, M) - m);
 	t->A = A + m * lda + k0;
-	t->C = C + m * ldc + n0;
-	t->col_bias = e->col_bias ? e->col_bias + n0 : NULL;
-	t->row_bias = e->row_bias ? e->row_bias + m : NULL;
-	t->res = e->res ? e->res + m * e->ldres + n0 : NULL;
-	t->pf = NULL;
-	if (pf && e->a_end) {
-		/* as many rows as this tile's right after them (across calls: the
-		 * next block of rows too) */
-		const float *next = A + (m + t->mr) * lda;
-		int64_t n = t->mr * lda, left = e->a_end - next;
-		if (left > 0) {
-			t->pf = next;
-			t->pf_n = left < n ? left : n;
-		}
-	}
-	tile(t);
-	/* the exp-based activations: on the last panel, over the tile's rows
-	 * whole (one call per row, not per panel) */
-	if (t->final && late_act && n0 + t->w >= N)
-		for (int i = 0; i < t->mr; i++)
-			kiln_f32_act(C + (m + i) * ldc, N, e->ep);
+	int64_t next = (m + t->mr) * lda;
+	run_tile_a(tile, t, e, late_act, m, A, C, ldc, n0, N, pf ? next : 0,
+	           pf ? next + t->mr * lda : 0);
 }
 
 /* Tiles [t0, t1) of nt over M rows against one panel. */
@@ -141,16 +153,33 @@ void kiln_gemm_run(int64_t M, int64_t N, int64_t K, const float *A, int64_t lda,
 	int64_t nc = B_BLOCK_BYTES / 4 / (kg < K ? kg : kc1) / KILN_PACK_NR * KILN_PACK_NR;
 	if (nc < KILN_PACK_NR)
 		nc = KILN_PACK_NR;
+	/* AVX-512 (copy_a): the next tile's A prefetched a line per four k of
+	 * every panel; and where A's rows are a multiple of 4 KiB apart (K =
+	 * 1024: they would all fall into the same few L1 sets), each tile's K
+	 * block of A is copied once (it serves every panel) into rows
+	 * GEMM_KBLOCK floats apart (copy_a 2) */
+	_Alignas(64) float abuf[12 * GEMM_KBLOCK];
+	int copy_a = MR == 12 && K > 0 ? (gemm_b_direct(lda) ? 1 : 2) : 0;
 	int64_t g0 = 0;
 	do {
 		int64_t g1 = g0 + kg < K ? g0 + kg : K;
 		for (int64_t nb = 0; nb < N; nb += nc) {
 			int64_t ne = nb + nc < N ? nb + nc : N;
-			for (int64_t ti = 0; ti < nt; ti++)
+			for (int64_t ti = 0; ti < nt; ti++) {
+				int64_t m = tile_row(ti, nt, M), mr = tile_row(ti + 1, nt, M) - m;
+				/* the next tile's A, a line per four k of every panel
+				 * (tile_12x32_asm) */
+				int64_t pf = (m + mr) * lda, pf_end = (m + 2 * mr) * lda;
 				for (int64_t k0 = g0; k0 < g1 || k0 == 0; k0 += kc1) {
 					int64_t kb = g1 - k0 < kc ? g1 - k0 : kc;
 					t.K = kb, t.alpha = e->alpha, t.cbeta = k0 == 0 ? e->beta : 1.0f;
 					t.final = k0 + kb >= K;
+					if (copy_a == 2) {
+						/* the tile's block of A, rows GEMM_KBLOCK apart */
+						for (int64_t i = 0; i < mr; i++)
+							memcpy(abuf + i * GEMM_KBLOCK, A + (m + i) * lda + k0,
+							       (size_t)kb * sizeof *abuf);
+					}
 					for (int64_t n0 = nb; n0 < ne; n0 += KILN_PACK_NR) {
 						int64_t w = kiln_pack_b32_width(N, n0);
 						t.w = (int)w;
@@ -161,11 +190,20 @@ void kiln_gemm_run(int64_t M, int64_t N, int64_t K, const float *A, int64_t lda,
 							t.B = b->direct + k0 * b->ld + n0;
 							t.ldb = b->ld;
 						}
+						if (copy_a) {
+							t.mr = (int)mr;
+							t.A = copy_a == 2 ? abuf : A + m * lda + k0;
+							t.lda = copy_a == 2 ? GEMM_KBLOCK : lda;
+							run_tile_a(tile, &t, e, late_act, m, A, C, ldc, n0, N, pf, pf_end);
+							pf += kb / 4 * (64 / sizeof *A);
+							continue;
+						}
 						/* the next tile's A: while the last panel runs */
 						run_tile(tile, &t, e, late_act, ti, nt, M, A, lda, k0, C, ldc, n0, N,
 						         k0 + kb >= g1 && n0 + KILN_PACK_NR >= ne);
 					}
 				}
+			}
 		}
 		g0 = g1;
 	} while (g0 < K);
