@@ -177,14 +177,17 @@ INLINE void tile_row1(const GemmTile *t, const int two)
 }
 
 #if defined(__GNUC__) && defined(__x86_64__)
-/* The full tile (12 rows, a whole panel of 32) with A in the driver's copy
- * (rows GEMM_KBLOCK floats apart, gemm.h), B's rows 32 floats back to back:
- * the k loop in assembly, so that the 24 accumulators stay in zmm0-23 and
- * the loop advances two pointers per four k whatever code surrounds it (gcc
- * moved accumulators or spilled them once that code changed). Each four k
- * also prefetch one line of the next tile's A (t->pf; A's copy itself when
- * there is none). The sums go out through acc (64-byte aligned) to the
- * epilogue in C: the same FMAs in the same order as tile_rows. */
+/* The full tile (12 rows of A, lda apart, by a whole panel of 32: B's rows
+ * 32 floats back to back) in GNU C assembly, so that the 24 accumulators
+ * stay in zmm0-23 and the k loop advances five pointers per four k whatever
+ * code surrounds it (gcc moved accumulators between registers or spilled
+ * them once that code changed). A's rows are read from four bases (rows i,
+ * i + 4 and i + 8 from base i, lda scaled by 4 and 8). Each four k also
+ * prefetch one line of the next tile's A (t->pf; this tile's A when there is
+ * none). The tile's end is in the same block where it can be (flags,
+ * tile_asm_flags): + C (cbeta 1), + the column bias and ReLU on the final K
+ * block, then the stores; the same FMAs in the same order as tile_rows and
+ * the same epilogue as epi(), so every row gets the same bits either way. */
 #define KA_ROW(i, lo, hi, tmp, s) \
 	"vbroadcastss " #s "*4" KA_A_##i ", %%zmm" #tmp "\n\t" \
 	"vfmadd231ps %%zmm24, %%zmm" #tmp ", %%zmm" #lo "\n\t" \
@@ -202,13 +205,14 @@ INLINE void tile_row1(const GemmTile *t, const int two)
 #define KA_A_9 "(%[a1],%[l],8)"
 #define KA_A_10 "(%[a2],%[l],8)"
 #define KA_A_11 "(%[a3],%[l],8)"
-#define KA_STEP(s) \
+#define KA_STEP11(s) \
 	"vmovups (" #s "*128)(%[b]), %%zmm24\n\t" \
 	"vmovups (" #s "*128+64)(%[b]), %%zmm25\n\t" \
 	KA_ROW(0, 0, 12, 26, s) KA_ROW(1, 1, 13, 27, s) KA_ROW(2, 2, 14, 28, s) \
 	KA_ROW(3, 3, 15, 29, s) KA_ROW(4, 4, 16, 30, s) KA_ROW(5, 5, 17, 31, s) \
 	KA_ROW(6, 6, 18, 26, s) KA_ROW(7, 7, 19, 27, s) KA_ROW(8, 8, 20, 28, s) \
-	KA_ROW(9, 9, 21, 29, s) KA_ROW(10, 10, 22, 30, s) KA_ROW(11, 11, 23, 31, s)
+	KA_ROW(9, 9, 21, 29, s) KA_ROW(10, 10, 22, 30, s)
+#define KA_STEP12(s) KA_STEP11(s) KA_ROW(11, 11, 23, 31, s)
 /* zmm24 (the bias's low half) for accumulators 0-11, zmm25 for 12-23 */
 #define KA_HALF(r) KA_HALF_##r
 #define KA_HALF_0 "24"
@@ -249,9 +253,10 @@ INLINE void tile_row1(const GemmTile *t, const int two)
 	"vmovups %%zmm" #i ", (%[t])\n\t" \
 	"vmovups %%zmm" #hi ", 64(%[t])\n\t" \
 	"add %[ldc], %[t]\n\t"
-#define KA_ROWS(f) \
+#define KA_ROWS11(f) \
 	f(0, 12) f(1, 13) f(2, 14) f(3, 15) f(4, 16) f(5, 17) \
-	f(6, 18) f(7, 19) f(8, 20) f(9, 21) f(10, 22) f(11, 23)
+	f(6, 18) f(7, 19) f(8, 20) f(9, 21) f(10, 22)
+#define KA_ROWS12(f) KA_ROWS11(f) f(11, 23)
 #define KA_BIAS(r) "vaddps %%zmm" KA_HALF(r) ", %%zmm" #r ", %%zmm" #r "\n\t"
 #define KA_RELU(r) "vmaxps %%zmm26, %%zmm" #r ", %%zmm" #r "\n\t"
 
@@ -271,76 +276,80 @@ static int tile_asm_flags(const GemmTile *t)
 
 static const float zero_bias[KILN_PACK_NR];
 
-static void tile_12x32_asm(const GemmTile *t, int flags)
-{
-	int64_t l = t->lda * (int64_t)sizeof(float);
-	const char *a0 = (const char *)t->A, *a1 = a0 + l, *a2 = a1 + l, *a3 = a2 + l;
-	const float *b = t->B;
-	const float *bias = t->final && t->col_bias ? t->col_bias : zero_bias;
-	const char *pf = t->pf ? (const char *)t->pf : a0;
-	int64_t n4 = t->K / 4, ldc = t->ldc * (int64_t)sizeof(float);
-	float *c = t->C;
-	intptr_t tmp;
-	/* C's lines this tile writes, owned before its stores (C is often a
-	 * fresh block of a large arena, not in any cache) */
-	for (int i = 0; i < 12; i++) {
-		const char *pc = (const char *)(c + i * t->ldc);
-		__asm__ volatile("prefetchw (%0)\n\tprefetchw 64(%0)" : : "r"(pc));
-	}
-	flags |= (int)(t->K % 4) << 8;
-	__asm__ volatile(KA_24(KA_ZERO)
-	        "test %[n4], %[n4]\n\t"
-	        "jz 2f\n"
-	        "1:\n\t"
-	        KA_STEP(0) KA_STEP(1) KA_STEP(2) KA_STEP(3)
-	        "prefetcht0 (%[pf])\n\t"
-	        "add $64, %[pf]\n\t"
-	        "add $16, %[a0]\n\t"
-	        "add $16, %[a1]\n\t"
-	        "add $16, %[a2]\n\t"
-	        "add $16, %[a3]\n\t"
-	        "add $512, %[b]\n\t"
-	        "dec %[n4]\n\t"
-	        "jnz 1b\n"
-	        "2:\n\t"
-	        "mov %[fl], %k[t]\n\t"
-	        "shr $8, %k[t]\n\t"
-	        "jz 4f\n"
-	        "3:\n\t"
-	        KA_STEP(0)
-	        "add $4, %[a0]\n\t"
-	        "add $4, %[a1]\n\t"
-	        "add $4, %[a2]\n\t"
-	        "add $4, %[a3]\n\t"
-	        "add $128, %[b]\n\t"
-	        "dec %k[t]\n\t"
-	        "jnz 3b\n"
-	        "4:\n\t"
-	        "test $1, %[fl]\n\t"
-	        "jz 5f\n\t"
-	        "mov %[c], %[t]\n\t"
-	        KA_ROWS(KA_ADD)
-	        "5:\n\t"
-	        "test $2, %[fl]\n\t"
-	        "jz 6f\n\t"
-	        "vmovups (%[bias]), %%zmm24\n\t"
-	        "vmovups 64(%[bias]), %%zmm25\n\t"
-	        KA_24(KA_BIAS)
-	        "test $4, %[fl]\n\t"
-	        "jz 6f\n\t"
-	        "vpxord %%zmm26, %%zmm26, %%zmm26\n\t"
-	        KA_24(KA_RELU)
-	        "6:\n\t"
-	        "mov %[c], %[t]\n\t"
-	        KA_ROWS(KA_STORE)
-	        : [a0] "+r"(a0), [a1] "+r"(a1), [a2] "+r"(a2), [a3] "+r"(a3), [b] "+r"(b),
-	          [pf] "+r"(pf), [n4] "+r"(n4), [t] "=&r"(tmp)
-	        : [l] "r"(l), [c] "r"(c), [ldc] "r"(ldc), [bias] "r"(bias), [fl] "r"(flags)
-	        : "zmm0", "zmm1", "zmm2", "zmm3", "zmm4", "zmm5", "zmm6", "zmm7", "zmm8", "zmm9",
-	          "zmm10", "zmm11", "zmm12", "zmm13", "zmm14", "zmm15", "zmm16", "zmm17", "zmm18",
-	          "zmm19", "zmm20", "zmm21", "zmm22", "zmm23", "zmm24", "zmm25", "zmm26", "zmm27",
-	          "zmm28", "zmm29", "zmm30", "zmm31", "cc", "memory");
+/* tile_asm(t, flags, n): the tile of n = 11 or 12 rows */
+#define KA_TILE(n) \
+static void tile_asm##n(const GemmTile *t, int flags) \
+{ \
+	int64_t l = t->lda * (int64_t)sizeof(float); \
+	const char *a0 = (const char *)t->A, *a1 = a0 + l, *a2 = a1 + l, *a3 = a2 + l; \
+	const float *b = t->B; \
+	const float *bias = t->final && t->col_bias ? t->col_bias : zero_bias; \
+	const char *pf = t->pf ? (const char *)t->pf : a0; \
+	int64_t n4 = t->K / 4, ldc = t->ldc * (int64_t)sizeof(float); \
+	float *c = t->C; \
+	intptr_t tmp; \
+	/* C's lines this tile writes, owned before its stores (C is often a \
+	 * fresh block of a large arena, not in any cache) */ \
+	for (int i = 0; i < n; i++) { \
+		const char *pc = (const char *)(c + i * t->ldc); \
+		__asm__ volatile("prefetchw (%0)\n\tprefetchw 64(%0)" : : "r"(pc)); \
+	} \
+	flags |= (int)(t->K % 4) << 8; \
+	__asm__ volatile(KA_24(KA_ZERO) \
+	        "test %[n4], %[n4]\n\t" \
+	        "jz 2f\n" \
+	        "1:\n\t" \
+	        KA_STEP##n(0) KA_STEP##n(1) KA_STEP##n(2) KA_STEP##n(3) \
+	        "prefetcht0 (%[pf])\n\t" \
+	        "add $64, %[pf]\n\t" \
+	        "add $16, %[a0]\n\t" \
+	        "add $16, %[a1]\n\t" \
+	        "add $16, %[a2]\n\t" \
+	        "add $16, %[a3]\n\t" \
+	        "add $512, %[b]\n\t" \
+	        "dec %[n4]\n\t" \
+	        "jnz 1b\n" \
+	        "2:\n\t" \
+	        "mov %[fl], %k[t]\n\t" \
+	        "shr $8, %k[t]\n\t" \
+	        "jz 4f\n" \
+	        "3:\n\t" \
+	        KA_STEP##n(0) \
+	        "add $4, %[a0]\n\t" \
+	        "add $4, %[a1]\n\t" \
+	        "add $4, %[a2]\n\t" \
+	        "add $4, %[a3]\n\t" \
+	        "add $128, %[b]\n\t" \
+	        "dec %k[t]\n\t" \
+	        "jnz 3b\n" \
+	        "4:\n\t" \
+	        "test $1, %[fl]\n\t" \
+	        "jz 5f\n\t" \
+	        "mov %[c], %[t]\n\t" \
+	        KA_ROWS##n(KA_ADD) \
+	        "5:\n\t" \
+	        "test $2, %[fl]\n\t" \
+	        "jz 6f\n\t" \
+	        "vmovups (%[bias]), %%zmm24\n\t" \
+	        "vmovups 64(%[bias]), %%zmm25\n\t" \
+	        KA_24(KA_BIAS) \
+	        "test $4, %[fl]\n\t" \
+	        "jz 6f\n\t" \
+	        "vpxord %%zmm26, %%zmm26, %%zmm26\n\t" \
+	        KA_24(KA_RELU) \
+	        "6:\n\t" \
+	        "mov %[c], %[t]\n\t" \
+	        KA_ROWS##n(KA_STORE) \
+	        : [a0] "+r"(a0), [a1] "+r"(a1), [a2] "+r"(a2), [a3] "+r"(a3), [b] "+r"(b), \
+	          [pf] "+r"(pf), [n4] "+r"(n4), [t] "=&r"(tmp) \
+	        : [l] "r"(l), [c] "r"(c), [ldc] "r"(ldc), [bias] "r"(bias), [fl] "r"(flags) \
+	        : "zmm0", "zmm1", "zmm2", "zmm3", "zmm4", "zmm5", "zmm6", "zmm7", "zmm8", "zmm9", \
+	          "zmm10", "zmm11", "zmm12", "zmm13", "zmm14", "zmm15", "zmm16", "zmm17", "zmm18", \
+	          "zmm19", "zmm20", "zmm21", "zmm22", "zmm23", "zmm24", "zmm25", "zmm26", "zmm27", \
+	          "zmm28", "zmm29", "zmm30", "zmm31", "cc", "memory"); \
 }
+KA_TILE(11)
+KA_TILE(12)
 #define HAVE_TILE_ASM 1
 #endif
 
@@ -354,9 +363,12 @@ void kiln_gemm_tile_avx512(const GemmTile *t)
 	int two = t->w == 32 ? 2 : t->w > 16;
 #ifdef HAVE_TILE_ASM
 	int flags;
-	if (t->mr == 12 && two == 2 && t->ldb == KILN_PACK_NR &&
+	if (t->mr >= 11 && two == 2 && t->ldb == KILN_PACK_NR &&
 	    (flags = tile_asm_flags(t)) >= 0) {
-		tile_12x32_asm(t, flags);
+		if (t->mr == 12)
+			tile_asm12(t, flags);
+		else
+			tile_asm11(t, flags);
 		return;
 	}
 #endif
