@@ -16,8 +16,14 @@ static __mmask16 lanes(int64_t n)
 	return n >= 16 ? (__mmask16)0xFFFF : n <= 0 ? 0 : (__mmask16)((1u << n) - 1);
 }
 
-/* y[0..w) = (lo, hi) (+ bias), the first w lanes */
-static void store(float *y, const float *bias, int64_t w, __m512 lo, __m512 hi)
+/* y[0..w) = (lo, hi) (+ bias), the first w lanes. Always inlined: called
+ * as a function taking __m512 by value, it returns with the upper halves of
+ * the vector registers dirty, GCC takes the call to leave them clean and so
+ * puts no vzeroupper before kiln_gemv_avx512 returns, and the caller's SSE
+ * code after it paid for the dirty state (one_panel's calls cost ~150 ns
+ * each: 194 ns for 32 columns and K = 50 against 62 ns for 64 columns
+ * through two_panels, whose store was inlined). */
+static inline __attribute__((always_inline)) void store(float *y, const float *bias, int64_t w, __m512 lo, __m512 hi)
 {
 	__mmask16 m0 = lanes(w), m1 = lanes(w - 16);
 	if (bias) {
@@ -108,7 +114,7 @@ void kiln_gemv_avx512(int64_t N, int64_t K, const float *x, const float *Bp,
  * 16-float partial sums per row (32 columns of K a step), so eight chains;
  * a last 16 columns into the first sum and a last < 16 through masked loads
  * into the second. Each row's sums are added, then reduced across lanes. */
-static __m512 widen16(const uint16_t *p, __mmask16 m)
+static inline __attribute__((always_inline)) __m512 widen16(const uint16_t *p, __mmask16 m)
 {
 	return _mm512_cvtph_ps(_mm256_maskz_loadu_epi16(m, p));
 }
