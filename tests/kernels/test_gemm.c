@@ -216,6 +216,11 @@ int main(void)
 		 * adds to C), with every (alpha, beta); and A's rows 4 KiB apart
 		 * (K = 1024: copied a tile at a time) */
 		{12, 64, 259}, {24, 70, 1024},
+		/* one row (f32-gemv) with a narrow last panel read flat: widths 1 to
+		 * 24 whose rows repeat every 1 to 4 vectors, K not a multiple of the
+		 * rows of one repeat, and widths that are not (9, 20) */
+		{1, 24, 150}, {1, 88, 17}, {1, 8, 50}, {1, 100, 101}, {1, 16, 5}, {1, 2, 33},
+		{1, 6, 2}, {1, 12, 7}, {1, 28, 9}, {1, 20, 40}, {1, 41, 3},
 	};
 	int shape_index = 0;
 	by_hand();

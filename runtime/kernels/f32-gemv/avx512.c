@@ -98,6 +98,95 @@ static void one_panel(int64_t K, int64_t w, const float *x, const float *b, cons
 	      _mm512_add_ps(_mm512_add_ps(a1, a3), _mm512_add_ps(a5, a7)));
 }
 
+/* A narrow panel read flat: its K rows of w < 32 columns are K w floats
+ * one after the other, read as whole vectors of 16 (aligned where the panel
+ * is, none split across cache lines, no lanes masked off but at the end).
+ * Lane l of the vector at float 16 v holds column (16 v + l) mod w, which
+ * repeats every L = w / gcd(16, w) vectors (one "cycle": Q = 16 L / w rows),
+ * so L accumulators, one per phase p, each keep a fixed column in every lane;
+ * each is multiplied by x of its lanes' rows, x[k0 .. k0+Q) spread by a
+ * permutation (lane l of phase p: row (16 p + l) / w of the cycle). Two sets
+ * of accumulators take alternate cycles (with L = 1, four), so the chains
+ * do not wait on the FMA latency. At the end the sets are added, the L
+ * vectors stored as the Q rows of one cycle, and the Q rows added.
+ * NL: L (1 to 4), NS: sets. */
+static inline __attribute__((always_inline)) void flat_panel_of(int64_t K, int64_t w,
+                                                               const float *x, const float *b,
+                                                               const float *bias, float *y,
+                                                               const int NL, const int NS)
+{
+	const int64_t Q = 16 * NL / w;
+	/* (16 p + l) / w, as floor((16 p + l + 1/2) / w): exact in float for
+	 * these small integers, and no integer division */
+	__m512i idx[4];
+	const __m512 lane = _mm512_set_ps(15.5f, 14.5f, 13.5f, 12.5f, 11.5f, 10.5f, 9.5f, 8.5f, 7.5f,
+	                                  6.5f, 5.5f, 4.5f, 3.5f, 2.5f, 1.5f, 0.5f);
+	const __m512 inv_w = _mm512_set1_ps(1.0f / (float)w);
+#pragma GCC unroll 4
+	for (int p = 0; p < NL; p++)
+		idx[p] = _mm512_cvttps_epi32(
+			_mm512_mul_ps(_mm512_add_ps(lane, _mm512_set1_ps(16.0f * (float)p)), inv_w));
+	__m512 acc[4][4];
+#pragma GCC unroll 4
+	for (int s = 0; s < NS; s++)
+#pragma GCC unroll 4
+		for (int p = 0; p < NL; p++)
+			acc[s][p] = _mm512_setzero_ps();
+	__mmask16 mq = lanes(Q);
+	int64_t k = 0;
+	for (; k + NS * Q <= K; k += NS * Q)
+#pragma GCC unroll 4
+		for (int s = 0; s < NS; s++) {
+			__m512 xs = _mm512_maskz_loadu_ps(mq, x + k + s * Q);
+			const float *r = b + (k + s * Q) * w;
+#pragma GCC unroll 4
+			for (int p = 0; p < NL; p++)
+				acc[s][p] = _mm512_fmadd_ps(_mm512_permutexvar_ps(idx[p], xs),
+				                            _mm512_loadu_ps(r + 16 * p), acc[s][p]);
+		}
+	for (; k < K; k += Q) {  /* the cycles left, the last perhaps partial */
+		int64_t left = (K - k) * w;
+		__m512 xs = _mm512_maskz_loadu_ps(lanes(K - k), x + k);
+		const float *r = b + k * w;
+#pragma GCC unroll 4
+		for (int p = 0; p < NL; p++)
+			acc[0][p] = _mm512_fmadd_ps(_mm512_permutexvar_ps(idx[p], xs),
+			                            _mm512_maskz_loadu_ps(lanes(left - 16 * p), r + 16 * p),
+			                            acc[0][p]);
+	}
+	float cyc[64];
+#pragma GCC unroll 4
+	for (int p = 0; p < NL; p++) {
+		__m512 a = acc[0][p];
+#pragma GCC unroll 4
+		for (int s = 1; s < NS; s++)
+			a = _mm512_add_ps(a, acc[s][p]);
+		_mm512_storeu_ps(cyc + 16 * p, a);
+	}
+	__mmask16 m0 = lanes(w), m1 = lanes(w - 16);
+	__m512 lo = _mm512_maskz_loadu_ps(m0, cyc), hi = _mm512_maskz_loadu_ps(m1, cyc + 16);
+	for (int64_t q = 1; q < Q; q++) {
+		lo = _mm512_add_ps(lo, _mm512_maskz_loadu_ps(m0, cyc + q * w));
+		hi = _mm512_add_ps(hi, _mm512_maskz_loadu_ps(m1, cyc + q * w + 16));
+	}
+	store(y, bias, w, lo, hi);
+}
+
+/* One panel of w <= 32 columns: flat (flat_panel_of) where a cycle is at
+ * most four vectors, else rows through masked loads (one_panel). */
+static void narrow_panel(int64_t K, int64_t w, const float *x, const float *b,
+                         const float *bias, float *y)
+{
+	int64_t g = w % 16 == 0 ? 16 : w % 8 == 0 ? 8 : w % 4 == 0 ? 4 : w % 2 == 0 ? 2 : 1;
+	switch (w < KILN_PACK_NR ? w / g : 0) {
+	case 1: flat_panel_of(K, w, x, b, bias, y, 1, 4); return;
+	case 2: flat_panel_of(K, w, x, b, bias, y, 2, 2); return;
+	case 3: flat_panel_of(K, w, x, b, bias, y, 3, 2); return;
+	case 4: flat_panel_of(K, w, x, b, bias, y, 4, 2); return;
+	default: one_panel(K, w, x, b, bias, y); return;
+	}
+}
+
 void kiln_gemv_avx512(int64_t N, int64_t K, const float *x, const float *Bp,
                           const float *bias, float *y)
 {
@@ -106,8 +195,8 @@ void kiln_gemv_avx512(int64_t N, int64_t K, const float *x, const float *Bp,
 		two_panels(K, x, Bp + n0 * K, Bp + (n0 + KILN_PACK_NR) * K, bias ? bias + n0 : NULL,
 		           y + n0);
 	for (; n0 < N; n0 += KILN_PACK_NR)
-		one_panel(K, kiln_pack_b32_width(N, n0), x, Bp + n0 * K, bias ? bias + n0 : NULL,
-		          y + n0);
+		narrow_panel(K, kiln_pack_b32_width(N, n0), x, Bp + n0 * K, bias ? bias + n0 : NULL,
+		             y + n0);
 }
 
 /* Float16 weights stored transposed (gemv.h): four rows of Bt at a time, two
