@@ -30,6 +30,11 @@ static inline __attribute__((always_inline)) void store(float *y, const float *b
 		lo = _mm512_add_ps(lo, _mm512_maskz_loadu_ps(m0, bias));
 		hi = _mm512_add_ps(hi, _mm512_maskz_loadu_ps(m1, bias + 16));
 	}
+	if (w >= 32) {  /* plain stores: a later load of them can be forwarded */
+		_mm512_storeu_ps(y, lo);
+		_mm512_storeu_ps(y + 16, hi);
+		return;
+	}
 	_mm512_mask_storeu_ps(y, m0, lo);
 	_mm512_mask_storeu_ps(y + 16, m1, hi);
 }

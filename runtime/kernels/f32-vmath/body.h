@@ -576,10 +576,48 @@ static void vmath_lstm_block(int64_t K, const float *x, const float *R, const fl
 	lstm_block_of(K, x, R, xw, P, c, h, has_clip, clip, input_forget);
 }
 
+/* The first half of lstm_lanes for units j .. j+k-1 (k <= W) of a block
+ * (gates n apart): c = the new state, and the output gate o stored in h
+ * (h = o tanh(c) is lstm_cells_h's, after every block's first half). */
+static VMATH_INLINE void lstm_lanes_c(const float *g, const float *x, const float *P, float *c,
+                                      float *h, int64_t n, int64_t j, int64_t k, V lo, V hi,
+                                      int clip, int input_forget)
+{
+	V gi = vadd(vload_k(g + j, k), vload_k(x + j, k));
+	V go = vadd(vload_k(g + n + j, k), vload_k(x + n + j, k));
+	V gf = vadd(vload_k(g + 2 * n + j, k), vload_k(x + 2 * n + j, k));
+	V gz = vadd(vload_k(g + 3 * n + j, k), vload_k(x + 3 * n + j, k));
+	V c0 = vload_k(c + j, k);
+	if (P) {
+		gi = vfma(vload_k(P + j, k), c0, gi);
+		gf = vfma(vload_k(P + 2 * n + j, k), c0, gf);
+	}
+	V i = sigmoid_of(lstm_clip(gi, lo, hi, clip), 1);
+	V z = tanh_of(lstm_clip(gz, lo, hi, clip), 1);
+	V c1 = input_forget ? vfma(i, z, vmul(vsub(vset(1.0f), i), c0))
+	                    : vfma(i, z, vmul(sigmoid_of(lstm_clip(gf, lo, hi, clip), 1), c0));
+	if (P)
+		go = vfma(vload_k(P + n + j, k), c1, go);
+	vstore_k(c + j, c1, k);
+	vstore_k(h + j, sigmoid_of(lstm_clip(go, lo, hi, clip), 1), k);
+}
+
+/* The second half: h = o tanh(c) for units j .. j+k-1, o in h. */
+static VMATH_INLINE void lstm_cells_h(const float *c, float *h, int64_t j, int64_t k, V lo, V hi,
+                                      int clip)
+{
+	vstore_k(h + j, vmul(vload_k(h + j, k), tanh_of(lstm_clip(vload_k(c + j, k), lo, hi, clip), 1)),
+	         k);
+}
+
 /* One row's cells of an LSTM step in gate blocks (kernels.h): units
  * 0 .. H-1, block by block (the last one w = H - 16 b units wide), each
- * as vmath_lstm_cell of its block (g, x and P at 64 b, ld w). One call per
- * row, so the blocks' chains of dependent operations overlap. */
+ * as vmath_lstm_cell of its block (g, x and P at 64 b, ld w), in two
+ * passes: every block's new c (and o, kept in h), then every h = o tanh(c).
+ * The same operations on every element as lstm_lanes; split so that no
+ * block's chain c -> tanh(c) -> h waits behind the next block's gates: with
+ * one pass the end of each block's chain was exposed (H = 50, T = 25,
+ * AVX-512, kernel alone: 10.47 -> 10.22 us). One call per row. */
 static void vmath_lstm_cells(const float *g, const float *x, const float *P, float *c, float *h,
                              int64_t H, int has_clip, float clip, int input_forget)
 {
@@ -590,17 +628,22 @@ static void vmath_lstm_cells(const float *g, const float *x, const float *P, flo
 		if (w == BLOCK_UNITS) {
 #pragma GCC unroll 16
 			for (int64_t j = 0; j < BLOCK_UNITS; j += W)
-				lstm_lanes(g + b, x + b, Pb, c + u, h + u, BLOCK_UNITS, j, W, lo, hi, has_clip,
-				           input_forget);
+				lstm_lanes_c(g + b, x + b, Pb, c + u, h + u, BLOCK_UNITS, j, W, lo, hi, has_clip,
+				             input_forget);
 			continue;
 		}
 		int64_t j = 0;
 		for (; j + W <= w; j += W)
-			lstm_lanes(g + b, x + b, Pb, c + u, h + u, w, j, W, lo, hi, has_clip, input_forget);
+			lstm_lanes_c(g + b, x + b, Pb, c + u, h + u, w, j, W, lo, hi, has_clip, input_forget);
 		if (j < w)
-			lstm_lanes(g + b, x + b, Pb, c + u, h + u, w, j, w - j, lo, hi, has_clip,
-			           input_forget);
+			lstm_lanes_c(g + b, x + b, Pb, c + u, h + u, w, j, w - j, lo, hi, has_clip,
+			             input_forget);
 	}
+	int64_t j = 0;
+	for (; j + W <= H; j += W)
+		lstm_cells_h(c, h, j, W, lo, hi, has_clip);
+	if (j < H)
+		lstm_cells_h(c, h, j, H - j, lo, hi, has_clip);
 }
 
 /* ---- the whole recurrence of one batch row ---- */
