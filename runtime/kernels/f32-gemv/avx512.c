@@ -3,8 +3,10 @@
  * two at a time (two streams of B, which the L2 serves faster than one: at
  * batch 1 the step is bound by reading B from L2), two rows of K at a time
  * into eight accumulators; a lone full panel four rows at a time. A narrower
- * last panel (w columns, rows w apart) goes through masked loads, also four
- * rows at a time, so its chains do not wait on the FMA latency either.
+ * last panel (w columns, rows w apart) is read flat as whole vectors when
+ * its rows repeat every 1 to 4 vectors (flat_panel_of), else through masked
+ * loads, also four rows at a time, so its chains do not wait on the FMA
+ * latency either.
  */
 #include <immintrin.h>
 
