@@ -610,16 +610,25 @@ static VMATH_INLINE void lstm_cells_h(const float *c, float *h, int64_t j, int64
 	         k);
 }
 
+/* Units j .. j+k-1 of a block: lstm_lanes, or with two_pass its first half
+ * (lstm_lanes_c). */
+static VMATH_INLINE void lstm_lanes_or_c(const float *g, const float *x, const float *P, float *c,
+                                         float *h, int64_t n, int64_t j, int64_t k, V lo, V hi,
+                                         int clip, int input_forget, int two_pass)
+{
+	if (two_pass)
+		lstm_lanes_c(g, x, P, c, h, n, j, k, lo, hi, clip, input_forget);
+	else
+		lstm_lanes(g, x, P, c, h, n, j, k, lo, hi, clip, input_forget);
+}
+
 /* One row's cells of an LSTM step in gate blocks (kernels.h): units
  * 0 .. H-1, block by block (the last one w = H - 16 b units wide), each
- * as vmath_lstm_cell of its block (g, x and P at 64 b, ld w), in two
- * passes: every block's new c (and o, kept in h), then every h = o tanh(c).
- * The same operations on every element as lstm_lanes; split so that no
- * block's chain c -> tanh(c) -> h waits behind the next block's gates: with
- * one pass the end of each block's chain was exposed (H = 50, T = 25,
- * AVX-512, kernel alone: 10.47 -> 10.22 us). One call per row. */
-static void vmath_lstm_cells(const float *g, const float *x, const float *P, float *c, float *h,
-                             int64_t H, int has_clip, float clip, int input_forget)
+ * as vmath_lstm_cell of its block (g, x and P at 64 b, ld w); with two_pass
+ * every block's new c (and o, kept in h) first, then every h = o tanh(c). */
+static VMATH_INLINE void lstm_cells_of(const float *g, const float *x, const float *P, float *c,
+                                       float *h, int64_t H, int has_clip, float clip,
+                                       int input_forget, int two_pass)
 {
 	V hi = vset(clip), lo = vset(-clip);
 	for (int64_t u = 0; u < H; u += BLOCK_UNITS) {
@@ -628,22 +637,45 @@ static void vmath_lstm_cells(const float *g, const float *x, const float *P, flo
 		if (w == BLOCK_UNITS) {
 #pragma GCC unroll 16
 			for (int64_t j = 0; j < BLOCK_UNITS; j += W)
-				lstm_lanes_c(g + b, x + b, Pb, c + u, h + u, BLOCK_UNITS, j, W, lo, hi, has_clip,
-				             input_forget);
+				lstm_lanes_or_c(g + b, x + b, Pb, c + u, h + u, BLOCK_UNITS, j, W, lo, hi,
+				                has_clip, input_forget, two_pass);
 			continue;
 		}
 		int64_t j = 0;
 		for (; j + W <= w; j += W)
-			lstm_lanes_c(g + b, x + b, Pb, c + u, h + u, w, j, W, lo, hi, has_clip, input_forget);
+			lstm_lanes_or_c(g + b, x + b, Pb, c + u, h + u, w, j, W, lo, hi, has_clip,
+			                input_forget, two_pass);
 		if (j < w)
-			lstm_lanes_c(g + b, x + b, Pb, c + u, h + u, w, j, w - j, lo, hi, has_clip,
-			             input_forget);
+			lstm_lanes_or_c(g + b, x + b, Pb, c + u, h + u, w, j, w - j, lo, hi, has_clip,
+			                input_forget, two_pass);
 	}
+	if (!two_pass)
+		return;
 	int64_t j = 0;
 	for (; j + W <= H; j += W)
 		lstm_cells_h(c, h, j, W, lo, hi, has_clip);
 	if (j < H)
 		lstm_cells_h(c, h, j, H - j, lo, hi, has_clip);
+}
+
+/* vmath_lstm_cells: one pass per row, so the blocks' chains of dependent
+ * operations overlap. */
+static void vmath_lstm_cells(const float *g, const float *x, const float *P, float *c, float *h,
+                             int64_t H, int has_clip, float clip, int input_forget)
+{
+	lstm_cells_of(g, x, P, c, h, H, has_clip, clip, input_forget, 0);
+}
+
+/* The same cells in two passes, batch 1's (vmath_lstm_row): split so that
+ * no block's chain c -> tanh(c) -> h waits behind the next block's gates
+ * (the same operations on every element as lstm_lanes): with one pass the
+ * end of each block's chain was exposed (H = 50, T = 25, AVX-512, kernel
+ * alone: 10.47 -> 10.22 us). Not for more rows: deepjet_test (LSTMs of 48,
+ * 20 and 16 units) at b256 took 6.04 / 5.91 ms with it against 5.63 ms. */
+static void lstm_cells_2pass(const float *g, const float *x, const float *P, float *c, float *h,
+                             int64_t H, int has_clip, float clip, int input_forget)
+{
+	lstm_cells_of(g, x, P, c, h, H, has_clip, clip, input_forget, 1);
 }
 
 /* ---- the whole recurrence of one batch row ---- */
@@ -681,8 +713,9 @@ static VMATH_INLINE void lstm_row_blocks(const VmathLstmRow *a, const float *xw,
 
 /* Every step of one batch row of an LSTM in gate blocks (VmathLstmRow): the
  * same arithmetic as rnn.c's step at batch 1 (lstm_row_gemv, or one product
- * over all 4H columns and then vmath_lstm_cells), with the cells called
- * directly instead of through the variant table once per block and step. */
+ * over all 4H columns and then the cells, here in two passes), with the
+ * cells called directly instead of through the variant table once per block
+ * and step. */
 static void vmath_lstm_row(const VmathLstmRow *a)
 {
 	int64_t H = a->H;
@@ -694,7 +727,7 @@ static void vmath_lstm_row(const VmathLstmRow *a)
 			lstm_row_blocks(a, xw, s);
 		} else {
 			a->gemv(4 * H, H, a->h, a->R, NULL, a->g);
-			vmath_lstm_cells(a->g, xw, a->P, a->c, a->h, H, a->has_clip, a->clip,
+			lstm_cells_2pass(a->g, xw, a->P, a->c, a->h, H, a->has_clip, a->clip,
 			                 a->input_forget);
 		}
 		if (a->Y)
