@@ -451,11 +451,11 @@ static VMATH_INLINE V lstm_clip(V x, V lo, V hi, int clip)
 	return clip ? vmin(vmax(x, lo), hi) : x;
 }
 
-/* Units j .. j+k-1 (k <= W) of an LSTM cell from its gate inputs gi, go,
- * gf, gz (H R^T + xw); the peepholes P (gates n apart) or NULL. */
-static VMATH_INLINE void lstm_units(V gi, V go, V gf, V gz, const float *P, float *c, float *h,
-                                    int64_t n, int64_t j, int64_t k, V lo, V hi, int clip,
-                                    int input_forget)
+/* The new cell state of units j .. j+k-1, stored in c and *cn, and the
+ * output gate o (returned): what every form of the LSTM cell shares. */
+static VMATH_INLINE V lstm_state(V gi, V go, V gf, V gz, const float *P, float *c, int64_t n,
+                                 int64_t j, int64_t k, V lo, V hi, int clip, int input_forget,
+                                 V *cn)
 {
 	V c0 = vload_k(c + j, k);
 	if (P) {
@@ -468,8 +468,18 @@ static VMATH_INLINE void lstm_units(V gi, V go, V gf, V gz, const float *P, floa
 	                    : vfma(i, z, vmul(sigmoid_of(lstm_clip(gf, lo, hi, clip), 1), c0));
 	if (P)
 		go = vfma(vload_k(P + n + j, k), c1, go);
-	V o = sigmoid_of(lstm_clip(go, lo, hi, clip), 1);
 	vstore_k(c + j, c1, k);
+	*cn = c1;
+	return sigmoid_of(lstm_clip(go, lo, hi, clip), 1);
+}
+
+/* Units j .. j+k-1 (k <= W) of an LSTM cell from its gate inputs gi, go,
+ * gf, gz (H R^T + xw); the peepholes P (gates n apart) or NULL. */
+static VMATH_INLINE void lstm_units(V gi, V go, V gf, V gz, const float *P, float *c, float *h,
+                                    int64_t n, int64_t j, int64_t k, V lo, V hi, int clip,
+                                    int input_forget)
+{
+	V c1, o = lstm_state(gi, go, gf, gz, P, c, n, j, k, lo, hi, clip, input_forget, &c1);
 	vstore_k(h + j, vmul(o, tanh_of(lstm_clip(c1, lo, hi, clip), 1)), k);
 }
 
@@ -587,19 +597,8 @@ static VMATH_INLINE void lstm_lanes_c(const float *g, const float *x, const floa
 	V go = vadd(vload_k(g + n + j, k), vload_k(x + n + j, k));
 	V gf = vadd(vload_k(g + 2 * n + j, k), vload_k(x + 2 * n + j, k));
 	V gz = vadd(vload_k(g + 3 * n + j, k), vload_k(x + 3 * n + j, k));
-	V c0 = vload_k(c + j, k);
-	if (P) {
-		gi = vfma(vload_k(P + j, k), c0, gi);
-		gf = vfma(vload_k(P + 2 * n + j, k), c0, gf);
-	}
-	V i = sigmoid_of(lstm_clip(gi, lo, hi, clip), 1);
-	V z = tanh_of(lstm_clip(gz, lo, hi, clip), 1);
-	V c1 = input_forget ? vfma(i, z, vmul(vsub(vset(1.0f), i), c0))
-	                    : vfma(i, z, vmul(sigmoid_of(lstm_clip(gf, lo, hi, clip), 1), c0));
-	if (P)
-		go = vfma(vload_k(P + n + j, k), c1, go);
-	vstore_k(c + j, c1, k);
-	vstore_k(h + j, sigmoid_of(lstm_clip(go, lo, hi, clip), 1), k);
+	V c1;
+	vstore_k(h + j, lstm_state(gi, go, gf, gz, P, c, n, j, k, lo, hi, clip, input_forget, &c1), k);
 }
 
 /* The second half: h = o tanh(c) for units j .. j+k-1, o in h. */
