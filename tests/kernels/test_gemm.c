@@ -61,6 +61,14 @@ static float *make_operand(Layout l, int64_t rows, int64_t cols, double *logical
 	return buf;
 }
 
+/* Whether kiln_f32_gemm (B in layout lb) and kiln_f32_gemm_pb give the same
+ * bits: the same tiles of the GEMM core over the same one K block (not the
+ * ref variant's own loops, batch 1's product, or transposed B's paths). */
+static int same_bits_expected(int64_t M, int64_t K, Layout lb)
+{
+	return strcmp(kiln_isa_name(), "ref") != 0 && M > 1 && K <= 256 && lb.col == 1;
+}
+
 static void run_case(int64_t M, int64_t N, int64_t K, float alpha, float beta, int a_kind,
                      int b_kind, int64_t c_pad)
 {
@@ -107,6 +115,10 @@ static void run_case(int64_t M, int64_t N, int64_t K, float alpha, float beta, i
 	if (c_size > 0)
 		memcpy(c_start, C, (size_t)c_size * sizeof *C);
 	kiln_f32_gemm(M, N, K, alpha, A, la.row, la.col, B, lb.row, lb.col, beta, C, c_rs);
+	float *c_kiln = xmalloc((size_t)(M * N > 0 ? M * N : 1) * sizeof *c_kiln);
+	for (int64_t m = 0; m < M; m++)
+		for (int64_t n = 0; n < N; n++)
+			c_kiln[m * N + n] = C[m * c_rs + n];
 
 	char what[300];
 	snprintf(what, sizeof what,
@@ -138,12 +150,23 @@ static void run_case(int64_t M, int64_t N, int64_t K, float alpha, float beta, i
 		snprintf(what + len, sizeof what - len, " (packed B, %s)", kiln_isa_name());
 		CHECK_CLOSE(what, got, want, bound, M * N, GEMM_TOL);
 		CHECK(guarded_intact(&gc), what);
+		if (same_bits_expected(M, K, lb)) {
+			/* the same tiles' sums in the same order as B read in place (or
+			 * packed on the fly, one K block): the same bits, whichever tile
+			 * width the packed path takes */
+			int same = 1;
+			for (int64_t m = 0; m < M; m++)
+				for (int64_t n = 0; n < N; n++)
+					same &= memcmp(&got[m * N + n], &c_kiln[m * N + n], sizeof(float)) == 0;
+			CHECK(same, what);
+		}
 		free(Bp);
 	}
 
 	guarded_free(&gc);
 	free(c_start);
 	free(A), free(B), free(a), free(b), free(c0), free(want), free(bound), free(got);
+	free(c_kiln);
 }
 
 /* (alpha, beta) pairs; beta == 0 also starts C as NaN */
@@ -216,6 +239,10 @@ int main(void)
 		 * adds to C), with every (alpha, beta); and A's rows 4 KiB apart
 		 * (K = 1024: copied a tile at a time) */
 		{12, 64, 259}, {24, 70, 1024},
+		/* AVX-512's 6 x 64 tiles on packed B (two panels side by side):
+		 * tiles of 6, 5, 4 and fewer rows, a pair and an odd last panel
+		 * (full or narrow), k left over, two K blocks */
+		{6, 128, 9}, {23, 64, 7}, {3, 192, 33}, {17, 96, 258}, {29, 84, 5}, {46, 128, 130},
 		/* one row (f32-gemv) with a narrow last panel read flat: widths 1 to
 		 * 24 whose rows repeat every 1 to 4 vectors, K not a multiple of the
 		 * rows of one repeat, and widths that are not (9, 20) */

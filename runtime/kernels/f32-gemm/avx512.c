@@ -350,6 +350,137 @@ static void tile_asm##n(const GemmTile *t, int flags) \
 }
 KA_TILE(11)
 KA_TILE(12)
+
+/* The wide tile: up to 6 rows by two whole panels side by side (64
+ * columns: the panel at B and the next one, t->ldp floats further), so
+ * that per k six broadcasts of A (not twelve) feed 24 FMAs. Accumulator
+ * of row i, quarter q: zmm(6 q + i); B's row in zmm24-27; A's broadcasts
+ * in zmm28-31. A's rows from two bases (rows 0-2 from a0, 3-5 from a3:
+ * base, + lda, + 2 lda). The same loop, prefetches and epilogue as
+ * KA_TILE, so every element gets the same bits as on the 32-wide tiles. */
+#define KW_ROW(i, r0, r1, r2, r3, tmp, s) \
+	"vbroadcastss " #s "*4" KW_A_##i ", %%zmm" #tmp "\n\t" \
+	"vfmadd231ps %%zmm24, %%zmm" #tmp ", %%zmm" #r0 "\n\t" \
+	"vfmadd231ps %%zmm25, %%zmm" #tmp ", %%zmm" #r1 "\n\t" \
+	"vfmadd231ps %%zmm26, %%zmm" #tmp ", %%zmm" #r2 "\n\t" \
+	"vfmadd231ps %%zmm27, %%zmm" #tmp ", %%zmm" #r3 "\n\t"
+#define KW_A_0 "(%[a0])"
+#define KW_A_1 "(%[a0],%[l],1)"
+#define KW_A_2 "(%[a0],%[l],2)"
+#define KW_A_3 "(%[a3])"
+#define KW_A_4 "(%[a3],%[l],1)"
+#define KW_A_5 "(%[a3],%[l],2)"
+#define KW_STEP4(s) \
+	"vmovups (" #s "*128)(%[b]), %%zmm24\n\t" \
+	"vmovups (" #s "*128+64)(%[b]), %%zmm25\n\t" \
+	"vmovups (" #s "*128)(%[b],%[ps]), %%zmm26\n\t" \
+	"vmovups (" #s "*128+64)(%[b],%[ps]), %%zmm27\n\t" \
+	KW_ROW(0, 0, 6, 12, 18, 28, s) KW_ROW(1, 1, 7, 13, 19, 29, s) \
+	KW_ROW(2, 2, 8, 14, 20, 30, s) KW_ROW(3, 3, 9, 15, 21, 31, s)
+#define KW_STEP5(s) KW_STEP4(s) KW_ROW(4, 4, 10, 16, 22, 28, s)
+#define KW_STEP6(s) KW_STEP5(s) KW_ROW(5, 5, 11, 17, 23, 29, s)
+#define KW_ADD(i, r1, r2, r3) \
+	"vaddps (%[t]), %%zmm" #i ", %%zmm" #i "\n\t" \
+	"vaddps 64(%[t]), %%zmm" #r1 ", %%zmm" #r1 "\n\t" \
+	"vaddps 128(%[t]), %%zmm" #r2 ", %%zmm" #r2 "\n\t" \
+	"vaddps 192(%[t]), %%zmm" #r3 ", %%zmm" #r3 "\n\t" \
+	"add %[ldc], %[t]\n\t"
+#define KW_STORE(i, r1, r2, r3) \
+	"vmovups %%zmm" #i ", (%[t])\n\t" \
+	"vmovups %%zmm" #r1 ", 64(%[t])\n\t" \
+	"vmovups %%zmm" #r2 ", 128(%[t])\n\t" \
+	"vmovups %%zmm" #r3 ", 192(%[t])\n\t" \
+	"add %[ldc], %[t]\n\t"
+#define KW_BIAS(i, r1, r2, r3) \
+	"vaddps %%zmm24, %%zmm" #i ", %%zmm" #i "\n\t" \
+	"vaddps %%zmm25, %%zmm" #r1 ", %%zmm" #r1 "\n\t" \
+	"vaddps %%zmm26, %%zmm" #r2 ", %%zmm" #r2 "\n\t" \
+	"vaddps %%zmm27, %%zmm" #r3 ", %%zmm" #r3 "\n\t"
+#define KW_RELU(i, r1, r2, r3) \
+	"vmaxps %%zmm28, %%zmm" #i ", %%zmm" #i "\n\t" \
+	"vmaxps %%zmm28, %%zmm" #r1 ", %%zmm" #r1 "\n\t" \
+	"vmaxps %%zmm28, %%zmm" #r2 ", %%zmm" #r2 "\n\t" \
+	"vmaxps %%zmm28, %%zmm" #r3 ", %%zmm" #r3 "\n\t"
+#define KW_ROWS4(f) f(0, 6, 12, 18) f(1, 7, 13, 19) f(2, 8, 14, 20) f(3, 9, 15, 21)
+#define KW_ROWS5(f) KW_ROWS4(f) f(4, 10, 16, 22)
+#define KW_ROWS6(f) KW_ROWS5(f) f(5, 11, 17, 23)
+
+static const float zero_bias64[2 * KILN_PACK_NR];
+
+/* tile_wide(t, flags, n): the tile of n = 4, 5 or 6 rows by 64 columns */
+#define KW_TILE(n) \
+static void tile_wide##n(const GemmTile *t, int flags) \
+{ \
+	int64_t l = t->lda * (int64_t)sizeof(float); \
+	const char *a0 = (const char *)t->A, *a3 = a0 + 3 * l; \
+	const float *b = t->B; \
+	int64_t ps = t->ldp * (int64_t)sizeof(float); \
+	const float *bias = t->final && t->col_bias ? t->col_bias : zero_bias64; \
+	const char *pf = t->pf ? (const char *)t->pf : a0; \
+	int64_t n4 = t->K / 4, ldc = t->ldc * (int64_t)sizeof(float); \
+	float *c = t->C; \
+	intptr_t tmp; \
+	for (int i = 0; i < n; i++) { \
+		const char *pc = (const char *)(c + i * t->ldc); \
+		__asm__ volatile("prefetchw (%0)\n\tprefetchw 64(%0)\n\t" \
+		                 "prefetchw 128(%0)\n\tprefetchw 192(%0)" : : "r"(pc)); \
+	} \
+	flags |= (int)(t->K % 4) << 8; \
+	__asm__ volatile(KA_24(KA_ZERO) \
+	        "test %[n4], %[n4]\n\t" \
+	        "jz 2f\n" \
+	        "1:\n\t" \
+	        KW_STEP##n(0) KW_STEP##n(1) KW_STEP##n(2) KW_STEP##n(3) \
+	        "prefetcht0 (%[pf])\n\t" \
+	        "add $64, %[pf]\n\t" \
+	        "add $16, %[a0]\n\t" \
+	        "add $16, %[a3]\n\t" \
+	        "add $512, %[b]\n\t" \
+	        "dec %[n4]\n\t" \
+	        "jnz 1b\n" \
+	        "2:\n\t" \
+	        "mov %[fl], %k[t]\n\t" \
+	        "shr $8, %k[t]\n\t" \
+	        "jz 4f\n" \
+	        "3:\n\t" \
+	        KW_STEP##n(0) \
+	        "add $4, %[a0]\n\t" \
+	        "add $4, %[a3]\n\t" \
+	        "add $128, %[b]\n\t" \
+	        "dec %k[t]\n\t" \
+	        "jnz 3b\n" \
+	        "4:\n\t" \
+	        "test $1, %[fl]\n\t" \
+	        "jz 5f\n\t" \
+	        "mov %[c], %[t]\n\t" \
+	        KW_ROWS##n(KW_ADD) \
+	        "5:\n\t" \
+	        "test $2, %[fl]\n\t" \
+	        "jz 6f\n\t" \
+	        "vmovups (%[bias]), %%zmm24\n\t" \
+	        "vmovups 64(%[bias]), %%zmm25\n\t" \
+	        "vmovups 128(%[bias]), %%zmm26\n\t" \
+	        "vmovups 192(%[bias]), %%zmm27\n\t" \
+	        KW_ROWS##n(KW_BIAS) \
+	        "test $4, %[fl]\n\t" \
+	        "jz 6f\n\t" \
+	        "vpxord %%zmm28, %%zmm28, %%zmm28\n\t" \
+	        KW_ROWS##n(KW_RELU) \
+	        "6:\n\t" \
+	        "mov %[c], %[t]\n\t" \
+	        KW_ROWS##n(KW_STORE) \
+	        : [a0] "+r"(a0), [a3] "+r"(a3), [b] "+r"(b), [pf] "+r"(pf), [n4] "+r"(n4), \
+	          [t] "=&r"(tmp) \
+	        : [l] "r"(l), [ps] "r"(ps), [c] "r"(c), [ldc] "r"(ldc), [bias] "r"(bias), \
+	          [fl] "r"(flags) \
+	        : "zmm0", "zmm1", "zmm2", "zmm3", "zmm4", "zmm5", "zmm6", "zmm7", "zmm8", "zmm9", \
+	          "zmm10", "zmm11", "zmm12", "zmm13", "zmm14", "zmm15", "zmm16", "zmm17", "zmm18", \
+	          "zmm19", "zmm20", "zmm21", "zmm22", "zmm23", "zmm24", "zmm25", "zmm26", "zmm27", \
+	          "zmm28", "zmm29", "zmm30", "zmm31", "cc", "memory"); \
+}
+KW_TILE(4)
+KW_TILE(5)
+KW_TILE(6)
 #define HAVE_TILE_ASM 1
 #endif
 
@@ -383,6 +514,32 @@ void kiln_gemm_tile_avx512(const GemmTile *t)
 	default:
 		break;
 	}
+}
+
+/* gemm.h: the two panels at t->B and t->B + t->ldp as one tile of 64
+ * columns; where the wide tile cannot finish the epilogue, each panel as its
+ * own tile (the same bits per element). */
+void kiln_gemm_tile64_avx512(const GemmTile *t)
+{
+#ifdef HAVE_TILE_ASM
+	int flags;
+	if (t->mr >= 4 && t->mr <= 6 && t->ldb == KILN_PACK_NR && (flags = tile_asm_flags(t)) >= 0) {
+		if (t->mr == 6)
+			tile_wide6(t, flags);
+		else if (t->mr == 5)
+			tile_wide5(t, flags);
+		else
+			tile_wide4(t, flags);
+		return;
+	}
+#endif
+	GemmTile h = *t;
+	h.w = KILN_PACK_NR;
+	kiln_gemm_tile_avx512(&h);
+	h.B += t->ldp, h.C += KILN_PACK_NR;
+	h.col_bias = t->col_bias ? t->col_bias + KILN_PACK_NR : NULL;
+	h.res = t->res ? t->res + KILN_PACK_NR : NULL;
+	kiln_gemm_tile_avx512(&h);
 }
 
 /* GemmDot: M (<= 4) rows of A against 4 rows of Bt at a time, 16 k per step:

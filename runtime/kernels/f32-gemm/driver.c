@@ -26,6 +26,8 @@
 enum {
 	KC = 256,               /* rows of a panel packed on the fly: 32 KiB */
 	B_BLOCK_BYTES = 512 << 10,  /* B's block that stays in L2 (2 MiB) */
+	WIDE_MR = 6,            /* rows of kiln_gemm_tile64_avx512 */
+	WIDE_A_BYTES = 512 << 10,  /* run_wide's block of A's rows that stays in L2 */
 };
 
 static int inline_act(int act)
@@ -41,6 +43,9 @@ static int64_t tile_row(int64_t ti, int64_t nt, int64_t M)
 	return ti * M / nt;
 }
 
+static void tile_a(gemm_tile_fn tile, GemmTile *t, const GemmEpi *e, int late_act, int64_t m,
+                   float *C, int64_t ldc, int64_t n0, int64_t N);
+
 /* The tile whose A (t->A, t->lda: in place or a copy) starts at row m of
  * A (lda apart): C, the epilogue's operands, and the prefetch of A's
  * floats [pf, pf_end) (offsets from A; none past e->a_end, none at all
@@ -49,10 +54,6 @@ static void run_tile_a(gemm_tile_fn tile, GemmTile *t, const GemmEpi *e, int lat
                        const float *A, float *C, int64_t ldc, int64_t n0, int64_t N,
                        int64_t pf, int64_t pf_end)
 {
-	t->C = C + m * ldc + n0;
-	t->col_bias = e->col_bias ? e->col_bias + n0 : NULL;
-	t->row_bias = e->row_bias ? e->row_bias + m : NULL;
-	t->res = e->res ? e->res + m * e->ldres + n0 : NULL;
 	t->pf = NULL;
 	int64_t a_n = e->a_end ? e->a_end - A : 0;
 	if (pf_end > a_n)
@@ -61,6 +62,17 @@ static void run_tile_a(gemm_tile_fn tile, GemmTile *t, const GemmEpi *e, int lat
 		t->pf = A + pf;
 		t->pf_n = pf_end - pf;
 	}
+	tile_a(tile, t, e, late_act, m, C, ldc, n0, N);
+}
+
+/* run_tile_a with t->pf set */
+static void tile_a(gemm_tile_fn tile, GemmTile *t, const GemmEpi *e, int late_act, int64_t m,
+                   float *C, int64_t ldc, int64_t n0, int64_t N)
+{
+	t->C = C + m * ldc + n0;
+	t->col_bias = e->col_bias ? e->col_bias + n0 : NULL;
+	t->row_bias = e->row_bias ? e->row_bias + m : NULL;
+	t->res = e->res ? e->res + m * e->ldres + n0 : NULL;
 	tile(t);
 	/* the exp-based activations: on the last panel, over the tile's rows
 	 * whole (one call per row, not per panel) */
@@ -94,6 +106,63 @@ static void run_tiles(gemm_tile_fn tile, GemmTile *t, const GemmEpi *e, int late
 	for (int64_t ti = t0; ti < t1; ti++)
 		run_tile(tile, t, e, late_act, ti, nt, M, A, lda, k0, C, ldc, n0, N, 1);
 }
+
+#ifdef KILN_HAVE_X86_VARIANTS
+/* AVX-512, B packed: tiles of up to 6 rows by two panels side by side
+ * (kiln_gemm_tile64_avx512: per k half the broadcasts of A of the 12 x 32
+ * tile for the same 24 FMAs), an odd last panel in 32-wide tiles of the
+ * same rows. The order differs from kiln_gemm_run's: each K block of a pair
+ * of panels (kc x 64 floats, at most 64 KiB) stays in L1 or L2 while every
+ * tile of a block of rows (their A at most WIDE_A_BYTES, in L2) passes over
+ * it; B in blocks of K groups (kg) by nc columns as there. The same sums in
+ * the same order per element as the 12 x 32 tiles, so the same bits. */
+static void run_wide(GemmTile *t, const GemmEpi *e, int late_act, int64_t M, int64_t N,
+                     int64_t K, const float *A, int64_t lda, const float *Bp, float *C,
+                     int64_t ldc, int64_t kc, int64_t kg, int64_t nc)
+{
+	int64_t mb = WIDE_A_BYTES / 4 / kc / WIDE_MR * WIDE_MR;
+	if (mb < WIDE_MR)
+		mb = WIDE_MR;
+	for (int64_t g0 = 0; g0 < K; g0 += kg) {
+		int64_t g1 = g0 + kg < K ? g0 + kg : K;
+		for (int64_t nb = 0; nb < N; nb += nc) {
+			int64_t ne = nb + nc < N ? nb + nc : N;
+			for (int64_t m0 = 0; m0 < M; m0 += mb) {
+				int64_t rows = M - m0 < mb ? M - m0 : mb;
+				int64_t nt = (rows + WIDE_MR - 1) / WIDE_MR;
+				for (int64_t k0 = g0; k0 < g1; k0 += kc) {
+					int64_t kb = g1 - k0 < kc ? g1 - k0 : kc;
+					t->K = kb, t->alpha = e->alpha, t->cbeta = k0 == 0 ? e->beta : 1.0f;
+					t->final = k0 + kb >= K;
+					for (int64_t n0 = nb; n0 < ne; n0 += t->w) {
+						int64_t w = kiln_pack_b32_width(N, n0);
+						gemm_tile_fn f = kiln_gemm_tile_avx512;
+						t->B = Bp + n0 * K + k0 * w;
+						t->ldb = w;
+						t->w = (int)w;
+						if (n0 + 2 * KILN_PACK_NR <= ne) {
+							/* this panel and the next, KILN_PACK_NR K floats on */
+							f = kiln_gemm_tile64_avx512;
+							t->ldp = KILN_PACK_NR * K;
+							t->w = 2 * KILN_PACK_NR;
+						}
+						for (int64_t ti = 0; ti < nt; ti++) {
+							int64_t m = m0 + tile_row(ti, nt, rows);
+							t->mr = (int)(m0 + tile_row(ti + 1, nt, rows) - m);
+							t->A = A + m * lda + k0;
+							t->lda = lda;
+							/* the next tile's rows of A */
+							t->pf = ti + 1 < nt ? t->A + t->mr * lda : NULL;
+							t->pf_n = t->mr * lda;
+							tile_a(f, t, e, late_act, m, C, ldc, n0, N);
+						}
+					}
+				}
+			}
+		}
+	}
+}
+#endif
 
 void kiln_gemm_run(int64_t M, int64_t N, int64_t K, const float *A, int64_t lda,
                   const GemmBSrc *b, float *C, int64_t ldc, const GemmEpi *e)
@@ -150,9 +219,20 @@ void kiln_gemm_run(int64_t M, int64_t N, int64_t K, const float *A, int64_t lda,
 	int64_t kg = B_BLOCK_BYTES / 4 / (KILN_PACK_NR * kc1) * kc1;
 	if (kg < kc1)
 		kg = kc1;
-	int64_t nc = B_BLOCK_BYTES / 4 / (kg < K ? kg : kc1) / KILN_PACK_NR * KILN_PACK_NR;
-	if (nc < KILN_PACK_NR)
-		nc = KILN_PACK_NR;
+	/* AVX-512 on packed B of two panels or more, A's rows not 4 KiB apart:
+	 * the 6 x 64 tiles (run_wide) */
+	int wide = 0;
+#ifdef KILN_HAVE_X86_VARIANTS
+	wide = MR == 12 && b->packed && N >= 2 * KILN_PACK_NR && K > 0 && gemm_b_direct(lda);
+#endif
+	int64_t pstep = wide ? 2 * KILN_PACK_NR : KILN_PACK_NR;
+	int64_t nc = B_BLOCK_BYTES / 4 / (kg < K ? kg : kc1) / pstep * pstep;
+	if (nc < pstep)
+		nc = pstep;
+	if (wide) {
+		run_wide(&t, e, late_act, M, N, K, A, lda, b->packed, C, ldc, kc1, kg, nc);
+		return;
+	}
 	/* AVX-512 (copy_a): the next tile's A prefetched a line per four k of
 	 * every panel; and where A's rows are a multiple of 4 KiB apart (K =
 	 * 1024: they would all fall into the same few L1 sets), each tile's K

@@ -29,9 +29,10 @@ typedef struct GemmTile {
 	int64_t lda;
 	const float *B;
 	int64_t ldb;
+	int64_t ldp;               /* kiln_gemm_tile64_avx512: the second panel at B + ldp */
 	float *C;
 	int64_t ldc;
-	int mr, w;                 /* rows (<= the variant's MR) and columns (<= 32) */
+	int mr, w;                 /* rows (<= the variant's MR) and columns (<= 32; tile64: 64) */
 	float alpha, cbeta;
 	int final;                 /* apply the epilogue below */
 	const float *col_bias;     /* [w], or NULL */
@@ -55,6 +56,9 @@ typedef void (*gemm_tile_fn)(const GemmTile *t);
 void kiln_gemm_tile_ref(const GemmTile *t);
 void kiln_gemm_tile_avx2(const GemmTile *t);
 void kiln_gemm_tile_avx512(const GemmTile *t);
+/* AVX-512, up to 6 rows by 64 columns: two whole packed panels side by side,
+ * the second at t->B + t->ldp (w is 64) */
+void kiln_gemm_tile64_avx512(const GemmTile *t);
 
 /* C[m, n] = alpha * dot(row m of A, row n of Bt) + beta * C[m, n] (beta 0:
  * C not read) for m < M <= 4, where Bt is B transposed and stored with rows
