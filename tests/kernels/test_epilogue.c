@@ -341,9 +341,11 @@ int main(void)
 		test_gemm(24, 64, 1024, 0, 0, act);
 		/* AVX-512's 6 x 64 tiles (two panels side by side) with their own
 		 * bias and ReLU: rows 6, 5 and 4 a tile, K blocks with k left over,
-		 * and an odd last panel */
+		 * an odd last panel, and B cut into blocks of columns (the
+		 * exp-based activations only once each row is whole) */
 		test_gemm(23, 128, 262, 0, 1, act);
 		test_gemm(16, 96, 9, 0, 1, act);
+		test_gemm(13, 600, 256, 0, 1, act);  /* two blocks of B's columns */
 		/* batch 1 on packed B: the one-row product, whole and narrow panels */
 		test_gemm(1, 100, 265, 0, 1, act);
 		test_gemm(1, 70, 37, 0, 0, act);

@@ -277,6 +277,78 @@ static int tile_asm_flags(const GemmTile *t)
 static const float zero_bias[KILN_PACK_NR];
 
 /* tile_asm(t, flags, n): the tile of n = 11 or 12 rows */
+/* The k loop (STEP(s): k + s of four; ADV(da, db): the pointers of A and B
+ * on by da and db bytes): accumulators zeroed, steps of four k with a
+ * prefetch of t->pf, then the k left over (flags >> 8) one at a time. */
+#define KA_LOOP(STEP, ADV) \
+	KA_24(KA_ZERO) \
+	"test %[n4], %[n4]\n\t" \
+	"jz 2f\n" \
+	"1:\n\t" \
+	STEP(0) STEP(1) STEP(2) STEP(3) \
+	"prefetcht0 (%[pf])\n\t" \
+	"add $64, %[pf]\n\t" \
+	ADV(16, 512) \
+	"dec %[n4]\n\t" \
+	"jnz 1b\n" \
+	"2:\n\t" \
+	"mov %[fl], %k[t]\n\t" \
+	"shr $8, %k[t]\n\t" \
+	"jz 4f\n" \
+	"3:\n\t" \
+	STEP(0) \
+	ADV(4, 128) \
+	"dec %k[t]\n\t" \
+	"jnz 3b\n" \
+	"4:\n\t"
+/* The tile's end (ROWS(f): f for each row's accumulators; BIAS_LOAD: the
+ * column bias into the registers KA_BIAS-like f add): + C (flags & 1), then
+ * + the bias (flags & 2) and ReLU against a zeroed ZERO (flags & 4), the
+ * stores. */
+#define KA_END(ROWS, ADD, BIAS_LOAD, BIAS, ZERO, RELU, STORE) \
+	"test $1, %[fl]\n\t" \
+	"jz 5f\n\t" \
+	"mov %[c], %[t]\n\t" \
+	ROWS(ADD) \
+	"5:\n\t" \
+	"test $2, %[fl]\n\t" \
+	"jz 6f\n\t" \
+	BIAS_LOAD \
+	ROWS(BIAS) \
+	"test $4, %[fl]\n\t" \
+	"jz 6f\n\t" \
+	"vpxord %%zmm" ZERO ", %%zmm" ZERO ", %%zmm" ZERO "\n\t" \
+	ROWS(RELU) \
+	"6:\n\t" \
+	"mov %[c], %[t]\n\t" \
+	ROWS(STORE)
+#define KA_CLOBBERS \
+	"zmm0", "zmm1", "zmm2", "zmm3", "zmm4", "zmm5", "zmm6", "zmm7", "zmm8", "zmm9", "zmm10", \
+	"zmm11", "zmm12", "zmm13", "zmm14", "zmm15", "zmm16", "zmm17", "zmm18", "zmm19", "zmm20", \
+	"zmm21", "zmm22", "zmm23", "zmm24", "zmm25", "zmm26", "zmm27", "zmm28", "zmm29", "zmm30", \
+	"zmm31", "cc", "memory"
+#define KA_ADV(da, db) \
+	"add $" #da ", %[a0]\n\t" \
+	"add $" #da ", %[a1]\n\t" \
+	"add $" #da ", %[a2]\n\t" \
+	"add $" #da ", %[a3]\n\t" \
+	"add $" #db ", %[b]\n\t"
+#define KA_BIAS2(i, hi) KA_BIAS(i) KA_BIAS(hi)
+#define KA_RELU2(i, hi) KA_RELU(i) KA_RELU(hi)
+#define KA_BIAS_LOAD \
+	"vmovups (%[bias]), %%zmm24\n\t" \
+	"vmovups 64(%[bias]), %%zmm25\n\t"
+
+/* C's lines a tile writes (rows of `lines` cache lines), owned before its
+ * stores (C is often a fresh block of a large arena, not in any cache) */
+static inline void prefetch_c(const float *c, int64_t ldc, int rows, int lines)
+{
+	for (int i = 0; i < rows; i++)
+		for (int j = 0; j < lines; j++)
+			__asm__ volatile("prefetchw (%0)" : : "r"((const char *)(c + i * ldc) + 64 * j));
+}
+
+/* tile_asm(t, flags, n): the tile of n = 11 or 12 rows */
 #define KA_TILE(n) \
 static void tile_asm##n(const GemmTile *t, int flags) \
 { \
@@ -288,65 +360,14 @@ static void tile_asm##n(const GemmTile *t, int flags) \
 	int64_t n4 = t->K / 4, ldc = t->ldc * (int64_t)sizeof(float); \
 	float *c = t->C; \
 	intptr_t tmp; \
-	/* C's lines this tile writes, owned before its stores (C is often a \
-	 * fresh block of a large arena, not in any cache) */ \
-	for (int i = 0; i < n; i++) { \
-		const char *pc = (const char *)(c + i * t->ldc); \
-		__asm__ volatile("prefetchw (%0)\n\tprefetchw 64(%0)" : : "r"(pc)); \
-	} \
+	prefetch_c(c, t->ldc, n, 2); \
 	flags |= (int)(t->K % 4) << 8; \
-	__asm__ volatile(KA_24(KA_ZERO) \
-	        "test %[n4], %[n4]\n\t" \
-	        "jz 2f\n" \
-	        "1:\n\t" \
-	        KA_STEP##n(0) KA_STEP##n(1) KA_STEP##n(2) KA_STEP##n(3) \
-	        "prefetcht0 (%[pf])\n\t" \
-	        "add $64, %[pf]\n\t" \
-	        "add $16, %[a0]\n\t" \
-	        "add $16, %[a1]\n\t" \
-	        "add $16, %[a2]\n\t" \
-	        "add $16, %[a3]\n\t" \
-	        "add $512, %[b]\n\t" \
-	        "dec %[n4]\n\t" \
-	        "jnz 1b\n" \
-	        "2:\n\t" \
-	        "mov %[fl], %k[t]\n\t" \
-	        "shr $8, %k[t]\n\t" \
-	        "jz 4f\n" \
-	        "3:\n\t" \
-	        KA_STEP##n(0) \
-	        "add $4, %[a0]\n\t" \
-	        "add $4, %[a1]\n\t" \
-	        "add $4, %[a2]\n\t" \
-	        "add $4, %[a3]\n\t" \
-	        "add $128, %[b]\n\t" \
-	        "dec %k[t]\n\t" \
-	        "jnz 3b\n" \
-	        "4:\n\t" \
-	        "test $1, %[fl]\n\t" \
-	        "jz 5f\n\t" \
-	        "mov %[c], %[t]\n\t" \
-	        KA_ROWS##n(KA_ADD) \
-	        "5:\n\t" \
-	        "test $2, %[fl]\n\t" \
-	        "jz 6f\n\t" \
-	        "vmovups (%[bias]), %%zmm24\n\t" \
-	        "vmovups 64(%[bias]), %%zmm25\n\t" \
-	        KA_24(KA_BIAS) \
-	        "test $4, %[fl]\n\t" \
-	        "jz 6f\n\t" \
-	        "vpxord %%zmm26, %%zmm26, %%zmm26\n\t" \
-	        KA_24(KA_RELU) \
-	        "6:\n\t" \
-	        "mov %[c], %[t]\n\t" \
-	        KA_ROWS##n(KA_STORE) \
+	__asm__ volatile(KA_LOOP(KA_STEP##n, KA_ADV) \
+	        KA_END(KA_ROWS##n, KA_ADD, KA_BIAS_LOAD, KA_BIAS2, "26", KA_RELU2, KA_STORE) \
 	        : [a0] "+r"(a0), [a1] "+r"(a1), [a2] "+r"(a2), [a3] "+r"(a3), [b] "+r"(b), \
 	          [pf] "+r"(pf), [n4] "+r"(n4), [t] "=&r"(tmp) \
 	        : [l] "r"(l), [c] "r"(c), [ldc] "r"(ldc), [bias] "r"(bias), [fl] "r"(flags) \
-	        : "zmm0", "zmm1", "zmm2", "zmm3", "zmm4", "zmm5", "zmm6", "zmm7", "zmm8", "zmm9", \
-	          "zmm10", "zmm11", "zmm12", "zmm13", "zmm14", "zmm15", "zmm16", "zmm17", "zmm18", \
-	          "zmm19", "zmm20", "zmm21", "zmm22", "zmm23", "zmm24", "zmm25", "zmm26", "zmm27", \
-	          "zmm28", "zmm29", "zmm30", "zmm31", "cc", "memory"); \
+	        : KA_CLOBBERS); \
 }
 KA_TILE(11)
 KA_TILE(12)
@@ -407,6 +428,16 @@ KA_TILE(12)
 
 static const float zero_bias64[2 * KILN_PACK_NR];
 
+#define KW_ADV(da, db) \
+	"add $" #da ", %[a0]\n\t" \
+	"add $" #da ", %[a3]\n\t" \
+	"add $" #db ", %[b]\n\t"
+#define KW_BIAS_LOAD \
+	"vmovups (%[bias]), %%zmm24\n\t" \
+	"vmovups 64(%[bias]), %%zmm25\n\t" \
+	"vmovups 128(%[bias]), %%zmm26\n\t" \
+	"vmovups 192(%[bias]), %%zmm27\n\t"
+
 /* tile_wide(t, flags, n): the tile of n = 4, 5 or 6 rows by 64 columns */
 #define KW_TILE(n) \
 static void tile_wide##n(const GemmTile *t, int flags) \
@@ -420,63 +451,15 @@ static void tile_wide##n(const GemmTile *t, int flags) \
 	int64_t n4 = t->K / 4, ldc = t->ldc * (int64_t)sizeof(float); \
 	float *c = t->C; \
 	intptr_t tmp; \
-	for (int i = 0; i < n; i++) { \
-		const char *pc = (const char *)(c + i * t->ldc); \
-		__asm__ volatile("prefetchw (%0)\n\tprefetchw 64(%0)\n\t" \
-		                 "prefetchw 128(%0)\n\tprefetchw 192(%0)" : : "r"(pc)); \
-	} \
+	prefetch_c(c, t->ldc, n, 4); \
 	flags |= (int)(t->K % 4) << 8; \
-	__asm__ volatile(KA_24(KA_ZERO) \
-	        "test %[n4], %[n4]\n\t" \
-	        "jz 2f\n" \
-	        "1:\n\t" \
-	        KW_STEP##n(0) KW_STEP##n(1) KW_STEP##n(2) KW_STEP##n(3) \
-	        "prefetcht0 (%[pf])\n\t" \
-	        "add $64, %[pf]\n\t" \
-	        "add $16, %[a0]\n\t" \
-	        "add $16, %[a3]\n\t" \
-	        "add $512, %[b]\n\t" \
-	        "dec %[n4]\n\t" \
-	        "jnz 1b\n" \
-	        "2:\n\t" \
-	        "mov %[fl], %k[t]\n\t" \
-	        "shr $8, %k[t]\n\t" \
-	        "jz 4f\n" \
-	        "3:\n\t" \
-	        KW_STEP##n(0) \
-	        "add $4, %[a0]\n\t" \
-	        "add $4, %[a3]\n\t" \
-	        "add $128, %[b]\n\t" \
-	        "dec %k[t]\n\t" \
-	        "jnz 3b\n" \
-	        "4:\n\t" \
-	        "test $1, %[fl]\n\t" \
-	        "jz 5f\n\t" \
-	        "mov %[c], %[t]\n\t" \
-	        KW_ROWS##n(KW_ADD) \
-	        "5:\n\t" \
-	        "test $2, %[fl]\n\t" \
-	        "jz 6f\n\t" \
-	        "vmovups (%[bias]), %%zmm24\n\t" \
-	        "vmovups 64(%[bias]), %%zmm25\n\t" \
-	        "vmovups 128(%[bias]), %%zmm26\n\t" \
-	        "vmovups 192(%[bias]), %%zmm27\n\t" \
-	        KW_ROWS##n(KW_BIAS) \
-	        "test $4, %[fl]\n\t" \
-	        "jz 6f\n\t" \
-	        "vpxord %%zmm28, %%zmm28, %%zmm28\n\t" \
-	        KW_ROWS##n(KW_RELU) \
-	        "6:\n\t" \
-	        "mov %[c], %[t]\n\t" \
-	        KW_ROWS##n(KW_STORE) \
+	__asm__ volatile(KA_LOOP(KW_STEP##n, KW_ADV) \
+	        KA_END(KW_ROWS##n, KW_ADD, KW_BIAS_LOAD, KW_BIAS, "28", KW_RELU, KW_STORE) \
 	        : [a0] "+r"(a0), [a3] "+r"(a3), [b] "+r"(b), [pf] "+r"(pf), [n4] "+r"(n4), \
 	          [t] "=&r"(tmp) \
 	        : [l] "r"(l), [ps] "r"(ps), [c] "r"(c), [ldc] "r"(ldc), [bias] "r"(bias), \
 	          [fl] "r"(flags) \
-	        : "zmm0", "zmm1", "zmm2", "zmm3", "zmm4", "zmm5", "zmm6", "zmm7", "zmm8", "zmm9", \
-	          "zmm10", "zmm11", "zmm12", "zmm13", "zmm14", "zmm15", "zmm16", "zmm17", "zmm18", \
-	          "zmm19", "zmm20", "zmm21", "zmm22", "zmm23", "zmm24", "zmm25", "zmm26", "zmm27", \
-	          "zmm28", "zmm29", "zmm30", "zmm31", "cc", "memory"); \
+	        : KA_CLOBBERS); \
 }
 KW_TILE(4)
 KW_TILE(5)

@@ -108,14 +108,61 @@ static void run_tiles(gemm_tile_fn tile, GemmTile *t, const GemmEpi *e, int late
 }
 
 #ifdef KILN_HAVE_X86_VARIANTS
+/* Where run_wide's tiles over one block of B read (its K rows [k0, k0 + kb)
+ * of the panel at n0, or of the pair from n0) and what they compute. */
+typedef struct WideBlock {
+	const float *A;
+	int64_t lda, m0, rows;     /* the block of A's rows */
+	const float *Bp;
+	int64_t K, N, k0, kb, n0, ne;  /* ne: the end of B's block of columns */
+	float *C;
+	int64_t ldc;
+	const char *next;          /* the next block of B to prefetch: nx_n bytes from next */
+	int64_t next_n, next_ld;   /* (and as many next_ld further when a pair), or NULL */
+} WideBlock;
+
+/* Every tile of the block's rows against its block of B, each tile
+ * prefetching the next tile's A and a share of the next block of B. */
+static void wide_tiles(GemmTile *t, const GemmEpi *e, int late_act, const WideBlock *w)
+{
+	int64_t nt = (w->rows + WIDE_MR - 1) / WIDE_MR, pw = kiln_pack_b32_width(w->N, w->n0);
+	gemm_tile_fn f = kiln_gemm_tile_avx512;
+	t->B = w->Bp + w->n0 * w->K + w->k0 * pw;
+	t->ldb = pw;
+	t->w = (int)pw;
+	if (w->n0 + 2 * KILN_PACK_NR <= w->ne) {
+		/* this panel and the next, KILN_PACK_NR K floats on */
+		f = kiln_gemm_tile64_avx512;
+		t->ldp = KILN_PACK_NR * w->K;
+		t->w = 2 * KILN_PACK_NR;
+	}
+	int64_t share = (w->next_n / 64 + nt - 1) / nt * 64, at = 0;
+	for (int64_t ti = 0; ti < nt; ti++) {
+		for (int64_t q = 0; w->next && q < share && at < w->next_n; q += 64, at += 64) {
+			__builtin_prefetch(w->next + at, 0, 3);
+			if (w->next_ld)
+				__builtin_prefetch(w->next + w->next_ld + at, 0, 3);
+		}
+		int64_t m = w->m0 + tile_row(ti, nt, w->rows);
+		t->mr = (int)(w->m0 + tile_row(ti + 1, nt, w->rows) - m);
+		t->A = w->A + m * w->lda + w->k0;
+		t->lda = w->lda;
+		t->pf = ti + 1 < nt ? t->A + t->mr * w->lda : NULL;
+		t->pf_n = t->mr * w->lda;
+		tile_a(f, t, e, late_act, m, w->C, w->ldc, w->n0, w->N);
+	}
+}
+
 /* AVX-512, B packed: tiles of up to 6 rows by two panels side by side
  * (kiln_gemm_tile64_avx512: per k half the broadcasts of A of the 12 x 32
  * tile for the same 24 FMAs), an odd last panel in 32-wide tiles of the
  * same rows. The order differs from kiln_gemm_run's: each K block of a pair
  * of panels (kc x 64 floats, at most 64 KiB) stays in L1 or L2 while every
  * tile of a block of rows (their A at most WIDE_A_BYTES, in L2) passes over
- * it; B in blocks of K groups (kg) by nc columns as there. The same sums in
- * the same order per element as the 12 x 32 tiles, so the same bits. */
+ * it, and the tiles fetch the next such block of B meanwhile (a weight is
+ * usually read from beyond L2); B in blocks of K groups (kg) by nc columns
+ * as there. The same sums in the same order per element as the 12 x 32
+ * tiles, so the same bits. */
 static void run_wide(GemmTile *t, const GemmEpi *e, int late_act, int64_t M, int64_t N,
                      int64_t K, const float *A, int64_t lda, const float *Bp, float *C,
                      int64_t ldc, int64_t kc, int64_t kg, int64_t nc)
@@ -123,39 +170,28 @@ static void run_wide(GemmTile *t, const GemmEpi *e, int late_act, int64_t M, int
 	int64_t mb = WIDE_A_BYTES / 4 / kc / WIDE_MR * WIDE_MR;
 	if (mb < WIDE_MR)
 		mb = WIDE_MR;
+	WideBlock w = {.A = A, .lda = lda, .Bp = Bp, .K = K, .N = N, .C = C, .ldc = ldc};
 	for (int64_t g0 = 0; g0 < K; g0 += kg) {
 		int64_t g1 = g0 + kg < K ? g0 + kg : K;
 		for (int64_t nb = 0; nb < N; nb += nc) {
-			int64_t ne = nb + nc < N ? nb + nc : N;
-			for (int64_t m0 = 0; m0 < M; m0 += mb) {
-				int64_t rows = M - m0 < mb ? M - m0 : mb;
-				int64_t nt = (rows + WIDE_MR - 1) / WIDE_MR;
-				for (int64_t k0 = g0; k0 < g1; k0 += kc) {
-					int64_t kb = g1 - k0 < kc ? g1 - k0 : kc;
-					t->K = kb, t->alpha = e->alpha, t->cbeta = k0 == 0 ? e->beta : 1.0f;
-					t->final = k0 + kb >= K;
-					for (int64_t n0 = nb; n0 < ne; n0 += t->w) {
-						int64_t w = kiln_pack_b32_width(N, n0);
-						gemm_tile_fn f = kiln_gemm_tile_avx512;
-						t->B = Bp + n0 * K + k0 * w;
-						t->ldb = w;
-						t->w = (int)w;
-						if (n0 + 2 * KILN_PACK_NR <= ne) {
-							/* this panel and the next, KILN_PACK_NR K floats on */
-							f = kiln_gemm_tile64_avx512;
-							t->ldp = KILN_PACK_NR * K;
-							t->w = 2 * KILN_PACK_NR;
-						}
-						for (int64_t ti = 0; ti < nt; ti++) {
-							int64_t m = m0 + tile_row(ti, nt, rows);
-							t->mr = (int)(m0 + tile_row(ti + 1, nt, rows) - m);
-							t->A = A + m * lda + k0;
-							t->lda = lda;
-							/* the next tile's rows of A */
-							t->pf = ti + 1 < nt ? t->A + t->mr * lda : NULL;
-							t->pf_n = t->mr * lda;
-							tile_a(f, t, e, late_act, m, C, ldc, n0, N);
-						}
+			w.ne = nb + nc < N ? nb + nc : N;
+			for (w.m0 = 0; w.m0 < M; w.m0 += mb) {
+				w.rows = M - w.m0 < mb ? M - w.m0 : mb;
+				for (w.k0 = g0; w.k0 < g1; w.k0 += kc) {
+					w.kb = g1 - w.k0 < kc ? g1 - w.k0 : kc;
+					t->K = w.kb, t->alpha = e->alpha, t->cbeta = w.k0 == 0 ? e->beta : 1.0f;
+					t->final = w.k0 + w.kb >= K;
+					for (w.n0 = nb; w.n0 < w.ne; w.n0 += t->w) {
+						/* the next block: the next pair's, or the first
+						 * pair's of the next K block */
+						int64_t n1 = w.n0 + 2 * KILN_PACK_NR, k1 = w.k0, kb1 = w.kb;
+						if (n1 >= w.ne)
+							n1 = nb, k1 = w.k0 + w.kb, kb1 = g1 - k1 < kc ? g1 - k1 : kc;
+						int64_t w1 = kiln_pack_b32_width(N, n1);
+						w.next = k1 < g1 ? (const char *)(Bp + n1 * K + k1 * w1) : NULL;
+						w.next_n = kb1 * w1 * 4;
+						w.next_ld = n1 + 2 * KILN_PACK_NR <= w.ne ? 4 * KILN_PACK_NR * K : 0;
+						wide_tiles(t, e, late_act, &w);
 					}
 				}
 			}
