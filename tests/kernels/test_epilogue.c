@@ -339,13 +339,15 @@ int main(void)
 		 * stores, after two K blocks; A's rows 4 KiB apart (copied) */
 		test_gemm(26, 70, 300, 0, 1, act);
 		test_gemm(24, 64, 1024, 0, 0, act);
-		/* AVX-512's 6 x 64 tiles (two panels side by side) with their own
-		 * bias and ReLU: rows 6, 5 and 4 a tile, K blocks with k left over,
-		 * an odd last panel, and B cut into blocks of columns (the
-		 * exp-based activations only once each row is whole) */
-		test_gemm(23, 128, 262, 0, 1, act);
-		test_gemm(16, 96, 9, 0, 1, act);
-		test_gemm(13, 600, 256, 0, 1, act);  /* two blocks of B's columns */
+		/* AVX-512's 6 x 64 tiles (two panels side by side, 64 rows or
+		 * more) with their own bias and ReLU: rows 6 and 5 a tile, K blocks
+		 * with k left over, an odd last panel, B cut into blocks of columns
+		 * (the exp-based activations only once each row is whole), and A
+		 * into blocks of rows (the last one 8 rows: two tiles of 4) */
+		test_gemm(71, 128, 262, 0, 1, act);
+		test_gemm(64, 96, 9, 0, 1, act);
+		test_gemm(65, 600, 256, 0, 1, act);
+		test_gemm(520, 64, 256, 0, 1, act);
 		/* batch 1 on packed B: the one-row product, whole and narrow panels */
 		test_gemm(1, 100, 265, 0, 1, act);
 		test_gemm(1, 70, 37, 0, 0, act);

@@ -239,10 +239,10 @@ int main(void)
 		 * adds to C), with every (alpha, beta); and A's rows 4 KiB apart
 		 * (K = 1024: copied a tile at a time) */
 		{12, 64, 259}, {24, 70, 1024},
-		/* AVX-512's 6 x 64 tiles on packed B (two panels side by side):
-		 * tiles of 6, 5, 4 and fewer rows, a pair and an odd last panel
-		 * (full or narrow), k left over, two K blocks */
-		{6, 128, 9}, {23, 64, 7}, {3, 192, 33}, {17, 96, 258}, {29, 84, 5}, {46, 128, 130},
+		/* AVX-512's 6 x 64 tiles on packed B (two panels side by side, 64
+		 * rows or more): tiles of 6 and 5 rows, a pair and an odd last
+		 * panel (full or narrow), k left over, two K blocks */
+		{64, 128, 9}, {67, 64, 7}, {70, 192, 33}, {65, 96, 258}, {71, 84, 5}, {100, 128, 130},
 		/* one row (f32-gemv) with a narrow last panel read flat: widths 1 to
 		 * 24 whose rows repeat every 1 to 4 vectors, K not a multiple of the
 		 * rows of one repeat, and widths that are not (9, 20) */

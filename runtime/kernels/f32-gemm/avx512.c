@@ -438,7 +438,7 @@ static const float zero_bias64[2 * KILN_PACK_NR];
 	"vmovups 128(%[bias]), %%zmm26\n\t" \
 	"vmovups 192(%[bias]), %%zmm27\n\t"
 
-/* tile_wide(t, flags, n): the tile of n = 4, 5 or 6 rows by 64 columns */
+/* tile_wide(t, flags, n): the tile of n = 5 or 6 rows by 64 columns */
 #define KW_TILE(n) \
 static void tile_wide##n(const GemmTile *t, int flags) \
 { \
@@ -461,7 +461,6 @@ static void tile_wide##n(const GemmTile *t, int flags) \
 	          [fl] "r"(flags) \
 	        : KA_CLOBBERS); \
 }
-KW_TILE(4)
 KW_TILE(5)
 KW_TILE(6)
 #define HAVE_TILE_ASM 1
@@ -506,13 +505,11 @@ void kiln_gemm_tile64_avx512(const GemmTile *t)
 {
 #ifdef HAVE_TILE_ASM
 	int flags;
-	if (t->mr >= 4 && t->mr <= 6 && t->ldb == KILN_PACK_NR && (flags = tile_asm_flags(t)) >= 0) {
+	if (t->mr >= 5 && t->ldb == KILN_PACK_NR && (flags = tile_asm_flags(t)) >= 0) {
 		if (t->mr == 6)
 			tile_wide6(t, flags);
-		else if (t->mr == 5)
-			tile_wide5(t, flags);
 		else
-			tile_wide4(t, flags);
+			tile_wide5(t, flags);
 		return;
 	}
 #endif

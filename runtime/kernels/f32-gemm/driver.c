@@ -28,6 +28,8 @@ enum {
 	B_BLOCK_BYTES = 512 << 10,  /* B's block that stays in L2 (2 MiB) */
 	WIDE_MR = 6,            /* rows of kiln_gemm_tile64_avx512 */
 	WIDE_A_BYTES = 512 << 10,  /* run_wide's block of A's rows that stays in L2 */
+	WIDE_MIN_M = 64,        /* fewer rows: kiln_gemm_run's 12 x 32 order (see run_wide) */
+	WIDE_PF_LINES = 8,      /* lines of each panel of the next block of B a tile prefetches */
 };
 
 static int inline_act(int act)
@@ -136,7 +138,10 @@ static void wide_tiles(GemmTile *t, const GemmEpi *e, int late_act, const WideBl
 		t->ldp = KILN_PACK_NR * w->K;
 		t->w = 2 * KILN_PACK_NR;
 	}
-	int64_t share = (w->next_n / 64 + nt - 1) / nt * 64, at = 0;
+	/* at most WIDE_PF_LINES a panel per tile: more at once (few tiles)
+	 * stalled the tile behind them */
+	int64_t share = (w->next_n / 64 + nt - 1) / nt, at = 0;
+	share = (share < WIDE_PF_LINES ? share : WIDE_PF_LINES) * 64;
 	for (int64_t ti = 0; ti < nt; ti++) {
 		for (int64_t q = 0; w->next && q < share && at < w->next_n; q += 64, at += 64) {
 			__builtin_prefetch(w->next + at, 0, 3);
@@ -259,7 +264,8 @@ void kiln_gemm_run(int64_t M, int64_t N, int64_t K, const float *A, int64_t lda,
 	 * the 6 x 64 tiles (run_wide) */
 	int wide = 0;
 #ifdef KILN_HAVE_X86_VARIANTS
-	wide = MR == 12 && b->packed && N >= 2 * KILN_PACK_NR && K > 0 && gemm_b_direct(lda);
+	wide = MR == 12 && b->packed && N >= 2 * KILN_PACK_NR && M >= WIDE_MIN_M && K > 0 &&
+	       gemm_b_direct(lda);
 #endif
 	int64_t pstep = wide ? 2 * KILN_PACK_NR : KILN_PACK_NR;
 	int64_t nc = B_BLOCK_BYTES / 4 / (kg < K ? kg : kc1) / pstep * pstep;
