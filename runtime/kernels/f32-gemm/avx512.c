@@ -8,6 +8,8 @@
  * tile into registers (stores to C could alias them otherwise). One
  * row alone (batch 1) keeps four partial sums per half and unrolls k by four,
  * so the FMA latency is hidden while the panel streams at memory speed.
+ * kiln_gemm_tile64_avx512: up to 6 rows by two packed panels side by side
+ * (64 columns, the same 24 accumulators, half the broadcasts of A per FMA).
  * Compiled with -mavx512f -mavx512vl -mavx512bw -mavx512dq (meson.build).
  */
 #include <immintrin.h>

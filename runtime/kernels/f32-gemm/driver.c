@@ -12,7 +12,9 @@
  * last one the epilogue. B in place: a tile's rows of A (one K block) stay in
  * L1 while B's panels (a block of B that fits L2) stream past them; B packed
  * on the fly: each panel's K block stays in L1 while the tiles pass over it.
- * Rows spread evenly over the tiles. Nothing is allocated; the result depends
+ * Rows spread evenly over the tiles. AVX-512 on packed B of 64 rows or more
+ * runs tiles of 6 rows by two panels in another order (run_wide), with the
+ * same bits. Nothing is allocated; the result depends
  * only on the inputs and the variant (a fixed summation order).
  */
 #include <stddef.h>
@@ -67,7 +69,8 @@ static void run_tile_a(gemm_tile_fn tile, GemmTile *t, const GemmEpi *e, int lat
 	tile_a(tile, t, e, late_act, m, C, ldc, n0, N);
 }
 
-/* run_tile_a with t->pf set */
+/* run_tile_a once t->pf is set: C and the epilogue's operands of the tile
+ * at row m, column n0, the tile, and the late activation */
 static void tile_a(gemm_tile_fn tile, GemmTile *t, const GemmEpi *e, int late_act, int64_t m,
                    float *C, int64_t ldc, int64_t n0, int64_t N)
 {
@@ -119,8 +122,8 @@ typedef struct WideBlock {
 	int64_t K, N, k0, kb, n0, ne;  /* ne: the end of B's block of columns */
 	float *C;
 	int64_t ldc;
-	const char *next;          /* the next block of B to prefetch: nx_n bytes from next */
-	int64_t next_n, next_ld;   /* (and as many next_ld further when a pair), or NULL */
+	const char *next;          /* the next block of B to prefetch (or NULL): next_n bytes, */
+	int64_t next_n, next_ld;   /* and as many next_ld bytes further when it is a pair */
 } WideBlock;
 
 /* Every tile of the block's rows against its block of B, each tile
