@@ -363,6 +363,10 @@ int main(void)
 		 * fused with their product; each the whole recurrence in one call of
 		 * vmath's lstm_row (SIMD variants; so are the chunks of one row) */
 		{3, 1, 4, 33}, {4, 1, 3, 50}, {4, 1, 3, 150},
+		/* batch 1, whole blocks and a last one of 2, 4, 6 or 8 units, which
+		 * AVX-512 reads inside a whole block's loop (18, 20, 22, 24: one whole
+		 * block; 72: the third of four) */
+		{3, 1, 3, 18}, {3, 1, 2, 20}, {2, 1, 3, 22}, {3, 1, 3, 24}, {2, 1, 3, 72},
 	};
 	/* Every activation appears, with its alpha and beta; the ones that can
 	 * grow the state (Relu, Affine, Softplus...) sit where a sigmoid-like

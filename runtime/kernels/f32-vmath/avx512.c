@@ -47,6 +47,16 @@ static inline V vcopysign(V m, V s)
 }
 /* exp's p * 2^n (body.h): vscalefps, so no vexp2i here */
 #define VMATH_SCALEF(p, n) _mm512_scalef_ps(p, n)
+/* lanes e of vcols: columns first + e of the 32 in a then b (0 <= first < 16;
+ * body.h's fused narrow LSTM block) */
+#define VMATH_COLS(a, b, first)                                                                \
+	_mm512_permutex2var_ps((a),                                                               \
+	                       _mm512_add_epi32(_mm512_set_epi32(15, 14, 13, 12, 11, 10, 9, 8, 7, 6, \
+	                                                         5, 4, 3, 2, 1, 0),                 \
+	                                        _mm512_set1_epi32((int)(first))),                   \
+	                       (b))
+/* the lanes from n on (all when n <= 0, none when n >= 16) */
+#define VMATH_LANES_FROM(n) ((__mmask16)((n) >= 16 ? 0 : (n) <= 0 ? 0xFFFFu : 0xFFFFu << (n)))
 /* LayerNorm rows 8 at a time (body.h: ln_rows) */
 #define LN_ROWS 8
 

@@ -38,9 +38,11 @@
  *          fitted to log(erfc a) + a^2 on [0, 3.925] (no cancellation); 0
  *          below x = -3.925 sqrt 2 (|gelu| < 1e-7 there, where 1 + erff(u)
  *          is 0 too). <= 7 ulp for x >= -1.3.
- * The LSTM cell (vmath_lstm_cell) takes the same sigmoid and tanh with the
- * division as vrecip (the fast forms: sigmoid_of, tanh_of), a few ulp more;
- * tests/kernels/test_rnn.c checks it under every variant.
+ * The LSTM cell (vmath_lstm_cell) takes shorter forms (lstm_sigmoid,
+ * lstm_tanh): 1 / (1 + e^-x) and 2 / (1 + e^-2x) - 1, e^-kx by one reduction
+ * and a degree-6 polynomial, the division as vrecip; sigmoid within 3 ulp,
+ * tanh within 2^-22 absolute; tests/kernels/test_rnn.c checks the cell under
+ * every variant.
  * Special values: NaN gives NaN; exp(-inf) = 0, exp(inf) = inf, tanh and
  * erf of +-inf are +-1, sigmoid of -inf/inf is 0/1; odd functions keep -0.
  * Every result depends only on the input value, never on its position.
@@ -60,9 +62,7 @@ static VMATH_INLINE V vpoly(V z, const float *c, int n)
 	return p;
 }
 
-/* tanh; fast (the LSTM cell): 2 / (e + 1) through vrecip, e of |x| clamped
- * to 10 (tanh is 1 in float there) so that e + 1 stays finite */
-static VMATH_INLINE V tanh_of(V x, int fast)
+static inline V v_tanh(V x)
 {
 	V a = vabs(x), z = vmul(x, x);
 	V p = vset(-5.70498872745e-3f);
@@ -71,13 +71,9 @@ static VMATH_INLINE V tanh_of(V x, int fast)
 	p = vfma(p, z, vset(1.33314422036e-1f));
 	p = vfma(p, z, vset(-3.33332819422e-1f));
 	V small = vfma(vmul(p, z), a, a);  /* of |x|, so that tanh(-0) is -0 */
-	V e = fast ? v_exp(vmul(vmin(vset(10.0f), a), vset(2.0f))) : v_exp(vadd(a, a));
-	V d = vadd(e, vset(1.0f));
-	V big = vsub(vset(1.0f), fast ? vmul(vset(2.0f), vrecip(d)) : vdiv(vset(2.0f), d));
+	V big = vsub(vset(1.0f), vdiv(vset(2.0f), vadd(v_exp(vadd(a, a)), vset(1.0f))));
 	return vcopysign(vsel(vlt(a, vset(0.625f)), small, big), x);
 }
-
-static inline V v_tanh(V x) { return tanh_of(x, 0); }
 
 /* erf(x) / x on |x| < 0.921875, as a polynomial in z = x^2 */
 static inline V v_erf_small(V z)
@@ -107,15 +103,11 @@ static inline V v_erf(V x)
 	return vsel(vlt(a, vset(0.921875f)), small, vcopysign(big, x));
 }
 
-/* sigmoid; fast (the LSTM cell): the quotient through vrecip (1 + e is in [1, 2]) */
-static VMATH_INLINE V sigmoid_of(V x, int fast)
+static inline V v_sigmoid(V x)
 {
 	V e = v_exp(vsub(vset(0.0f), vabs(x)));
-	V num = vsel(vlt(x, vset(0.0f)), e, vset(1.0f)), d = vadd(vset(1.0f), e);
-	return fast ? vmul(num, vrecip(d)) : vdiv(num, d);
+	return vdiv(vsel(vlt(x, vset(0.0f)), e, vset(1.0f)), vadd(vset(1.0f), e));
 }
-
-static inline V v_sigmoid(V x) { return sigmoid_of(x, 0); }
 
 /* exp(g) for g in [-17.5, 0] (gelu's erfc): exp's algorithm without its
  * clamps, 2^n (n in [-26, 0]) a single normal factor */
@@ -445,6 +437,51 @@ static void vmath_batchnorm_plane(const float *x, float *y, int64_t n, float mea
 
 /* ---- the LSTM cell ---- */
 
+/* e^(-k x) for k = 1 or 2 (the LSTM cell's sigmoid and tanh), x clamped to
+ * [-88 / k, 88 / k] (e^88 is finite; beyond, sigmoid and tanh are 0, 1 or
+ * -1 in float anyway): n = round(-k x / ln 2) by one FMA with the rounding
+ * constant, y = k (x + n ln 2 / k) (|y| <= ln 2 / 2, the reduction in two
+ * exact-product FMAs), e^(-y) by a degree-6 polynomial in x + n ln 2 / k
+ * (Horner; fitted for relative error on [-ln 2 / 2, ln 2 / 2]: 1.9e-9,
+ * 0.84 ulp measured in float), times 2^n. 13 vector operations, where
+ * v_exp and the sign handling of v_sigmoid and v_tanh (with vrecip) took
+ * 25 and 35: at batch 1 the cells share the core with the stream of R^T,
+ * and each operation of a cell was measured to cost about a cycle of it. */
+static VMATH_INLINE V lstm_exp_neg(V x, const int k)
+{
+	const float m = 88.0f / (float)k, scale = (float)k;
+	static const float q[] = {1.3836843427e-03f, -8.3748158067e-03f, 4.1668225080e-02f,
+	                          -1.6666419804e-01f, 4.9999991059e-01f, -1.0f, 1.0f};
+	const V magic = vset(0x1.8p23f);
+	x = vmax(vset(-m), vmin(vset(m), x));
+	V n = vsub(vfma(x, vset(-scale * 1.44269504088896341f), magic), magic);
+	V s = vfma(n, vset(0.693359375f / scale), x);  /* exact product: 9 bits times |n| <= 128 */
+	s = vfma(n, vset(-2.12194440e-4f / scale), s);
+	V p = vset(q[0] * scale * scale * scale * scale * scale * scale);
+	p = vfma(p, s, vset(q[1] * scale * scale * scale * scale * scale));
+	p = vfma(p, s, vset(q[2] * scale * scale * scale * scale));
+	p = vfma(p, s, vset(q[3] * scale * scale * scale));
+	p = vfma(p, s, vset(q[4] * scale * scale));
+	p = vfma(p, s, vset(q[5] * scale));
+	p = vfma(p, s, vset(q[6]));
+	return v_exp_scale(p, n);
+}
+
+/* The LSTM cell's sigmoid: 1 / (1 + e^-x) through vrecip (an e^-x of inf or
+ * 0 gives 0 or 1). Within 3 ulp of sigmoid(x). */
+static VMATH_INLINE V lstm_sigmoid(V x)
+{
+	return vrecip(vadd(vset(1.0f), lstm_exp_neg(x, 1)));
+}
+
+/* The LSTM cell's tanh: 2 / (1 + e^-2x) - 1 (sigmoid's form): within
+ * 2^-22 of tanh(x) (absolute: the relative error grows as |x| goes to 0,
+ * where tanh(x) ~ x). */
+static VMATH_INLINE V lstm_tanh(V x)
+{
+	return vfma(vrecip(vadd(vset(1.0f), lstm_exp_neg(x, 2))), vset(2.0f), vset(-1.0f));
+}
+
 /* x bounded to [lo, hi] when clipping: fminf(hi, fmaxf(lo, x)), so NaN gives lo */
 static VMATH_INLINE V lstm_clip(V x, V lo, V hi, int clip)
 {
@@ -462,15 +499,15 @@ static VMATH_INLINE V lstm_state(V gi, V go, V gf, V gz, const float *P, float *
 		gi = vfma(vload_k(P + j, k), c0, gi);
 		gf = vfma(vload_k(P + 2 * n + j, k), c0, gf);
 	}
-	V i = sigmoid_of(lstm_clip(gi, lo, hi, clip), 1);
-	V z = tanh_of(lstm_clip(gz, lo, hi, clip), 1);
+	V i = lstm_sigmoid(lstm_clip(gi, lo, hi, clip));
+	V z = lstm_tanh(lstm_clip(gz, lo, hi, clip));
 	V c1 = input_forget ? vfma(i, z, vmul(vsub(vset(1.0f), i), c0))
-	                    : vfma(i, z, vmul(sigmoid_of(lstm_clip(gf, lo, hi, clip), 1), c0));
+	                    : vfma(i, z, vmul(lstm_sigmoid(lstm_clip(gf, lo, hi, clip)), c0));
 	if (P)
 		go = vfma(vload_k(P + n + j, k), c1, go);
 	vstore_k(c + j, c1, k);
 	*cn = c1;
-	return sigmoid_of(lstm_clip(go, lo, hi, clip), 1);
+	return lstm_sigmoid(lstm_clip(go, lo, hi, clip));
 }
 
 /* Units j .. j+k-1 (k <= W) of an LSTM cell from its gate inputs gi, go,
@@ -480,7 +517,7 @@ static VMATH_INLINE void lstm_units(V gi, V go, V gf, V gz, const float *P, floa
                                     int input_forget)
 {
 	V c1, o = lstm_state(gi, go, gf, gz, P, c, n, j, k, lo, hi, clip, input_forget, &c1);
-	vstore_k(h + j, vmul(o, tanh_of(lstm_clip(c1, lo, hi, clip), 1)), k);
+	vstore_k(h + j, vmul(o, lstm_tanh(lstm_clip(c1, lo, hi, clip))), k);
 }
 
 /* Units j .. j+k-1 (k <= W) of vmath_lstm_cell; the gates n apart. */
@@ -521,6 +558,19 @@ static void vmath_lstm_cell(const float *g, const float *x, const float *P, floa
  * at a time so that at least eight independent sums are in flight. */
 enum { BLOCK_UNITS = 16, BLOCK_V = 4 * BLOCK_UNITS / W, BLOCK_KU = BLOCK_V >= 8 ? 1 : 8 / BLOCK_V };
 
+/* The narrow last gate block of a row, w = 2, 4, 6 or 8 units (4w <= 32
+ * columns of R^T: one b32 panel whose rows are 4w floats, K of them), when
+ * its product runs inside a whole block's k loop (lstm_block_nv): xw, P, c
+ * and h at that block's place. */
+typedef struct LstmNarrow {
+	const float *R, *xw, *P;
+	float *c, *h;
+	int64_t w;
+} LstmNarrow;
+#ifdef VMATH_COLS
+_Static_assert(BLOCK_KU == 2, "lstm_block_nv reads a narrow block two rows at a time");
+#endif
+
 /* One batch row's step of the 16 units of a whole gate block, the product
  * and the cell in one pass, the gate sums never leaving registers (W > 1):
  * gate q of unit e = sum over k of x[k] R[k][16 q + e] (R the block's two
@@ -528,10 +578,21 @@ enum { BLOCK_UNITS = 16, BLOCK_V = 4 * BLOCK_UNITS / W, BLOCK_KU = BLOCK_V >= 8 
  * vmath_lstm_cell with P the block's peepholes (16 apart) or NULL. Each sum
  * runs over its BLOCK_KU chains (row k in chain k mod BLOCK_KU), added in
  * chain order, then xw: with BLOCK_KU = 2 the same sums as the one-row
- * product of f32-gemv/avx512.c. h may alias nothing else (x neither). */
-static VMATH_INLINE void lstm_block_of(int64_t K, const float *x, const float *R,
+ * product of f32-gemv/avx512.c. h may alias nothing else (x neither).
+ *
+ * With NV > 0 (VMATH_COLS variants, BLOCK_KU = 2: NV = w / 2 vectors, the
+ * narrow block nb), the same loop also reads nb's rows k and k + 1 flat, as
+ * the NV whole vectors they are (8 w floats: aligned, none split across
+ * lines), lane l of vector p holding row k + (16 p + l) / 4w times x of its
+ * row (x[k] and x[k + 1] blended), into NV chains (K = H is even, since w
+ * is), and runs nb's cell after this block's: column c's sum is
+ * lane c plus lane 4w + c. Its rows are read where this block's L2-bound
+ * stream leaves the FMA units idle, instead of as a product and a cell of
+ * their own. */
+static VMATH_INLINE void lstm_block_nv(int64_t K, const float *x, const float *R,
                                        const float *xw, const float *P, float *c, float *h,
-                                       int has_clip, float clip, int input_forget)
+                                       int has_clip, float clip, int input_forget,
+                                       const LstmNarrow *nb, const int NV)
 {
 	enum { PANEL = 32 };
 	const float *R1 = R + K * PANEL;
@@ -541,8 +602,18 @@ static VMATH_INLINE void lstm_block_of(int64_t K, const float *x, const float *R
 #pragma GCC unroll 64
 		for (int v = 0; v < BLOCK_V; v++)
 			acc[u][v] = vset(0.0f);
+	V nacc[4];
+#ifdef VMATH_COLS
+	VM row1[4];  /* lanes of the second row */
+	int64_t nw = NV > 0 ? 4 * nb->w : 0;
+#pragma GCC unroll 4
+	for (int p = 0; p < NV; p++) {
+		nacc[p] = vset(0.0f);
+		row1[p] = VMATH_LANES_FROM(nw - 16 * p);
+	}
+#endif
 	int64_t k = 0;
-	for (; k + BLOCK_KU <= K; k += BLOCK_KU)
+	for (; k + BLOCK_KU <= K; k += BLOCK_KU) {
 #pragma GCC unroll 64
 		for (int u = 0; u < BLOCK_KU; u++) {
 			V xv = vset(x[k + u]);
@@ -553,6 +624,16 @@ static VMATH_INLINE void lstm_block_of(int64_t K, const float *x, const float *R
 				acc[u][v] = vfma(xv, vload(r), acc[u][v]);
 			}
 		}
+#ifdef VMATH_COLS
+		if (NV > 0) {
+			V x0 = vset(x[k]), x1 = vset(x[k + 1]);
+			const float *r = nb->R + k * nw;
+#pragma GCC unroll 4
+			for (int p = 0; p < NV; p++)
+				nacc[p] = vfma(vsel(row1[p], x1, x0), vload(r + 16 * p), nacc[p]);
+		}
+#endif
+	}
 	for (; k < K; k++) {
 		V xv = vset(x[k]);
 #pragma GCC unroll 64
@@ -577,6 +658,34 @@ static VMATH_INLINE void lstm_block_of(int64_t K, const float *x, const float *R
 		           vadd(acc[0][3 * GV + j], vload(xj + 3 * BLOCK_UNITS)), P, c, h, BLOCK_UNITS,
 		           j * W, W, lo, hi, has_clip, input_forget);
 	}
+#ifdef VMATH_COLS
+	if (NV > 0) {  /* gate q of unit e: lanes q w + e and 4w + q w + e */
+		int64_t w = nb->w;
+		V z = vset(0.0f), f[5] = {z, z, z, z, z};
+#pragma GCC unroll 4
+		for (int p = 0; p < NV; p++)
+			f[p] = nacc[p];
+		V g[4];
+#pragma GCC unroll 4
+		for (int q = 0; q < 4; q++) {
+			int64_t a = q * w, b = nw + q * w, va = a / W, vb = b / W;
+			g[q] = vadd(vadd(VMATH_COLS(f[va], f[va + 1], a - va * W),
+			                 VMATH_COLS(f[vb], f[vb + 1], b - vb * W)),
+			            vload_n(nb->xw + a, w));
+		}
+		lstm_units(g[0], g[1], g[2], g[3], nb->P, nb->c, nb->h, w, 0, w, lo, hi, has_clip,
+		           input_forget);
+	}
+#else
+	(void)nb, (void)nacc;
+#endif
+}
+
+static VMATH_INLINE void lstm_block_of(int64_t K, const float *x, const float *R,
+                                       const float *xw, const float *P, float *c, float *h,
+                                       int has_clip, float clip, int input_forget)
+{
+	lstm_block_nv(K, x, R, xw, P, c, h, has_clip, clip, input_forget, NULL, 0);
 }
 
 static void vmath_lstm_block(int64_t K, const float *x, const float *R, const float *xw,
@@ -605,7 +714,7 @@ static VMATH_INLINE void lstm_lanes_c(const float *g, const float *x, const floa
 static VMATH_INLINE void lstm_cells_h(const float *c, float *h, int64_t j, int64_t k, V lo, V hi,
                                       int clip)
 {
-	vstore_k(h + j, vmul(vload_k(h + j, k), tanh_of(lstm_clip(vload_k(c + j, k), lo, hi, clip), 1)),
+	vstore_k(h + j, vmul(vload_k(h + j, k), lstm_tanh(lstm_clip(vload_k(c + j, k), lo, hi, clip))),
 	         k);
 }
 
@@ -680,33 +789,58 @@ static void lstm_cells_2pass(const float *g, const float *x, const float *P, flo
 /* ---- the whole recurrence of one batch row ---- */
 
 /* One step of rnn.c's lstm_row_gemv, block after block: each whole block's
- * product and cell in one pass (lstm_block_of, inlined here), the narrow
- * last block's product through a->gemv, then its cell; forward (the narrow
- * block first) on even steps, backward on odd ones, so the block a step
- * reads last is the one the next step reads first. */
+ * product and cell in one pass (lstm_block_of, inlined here). The narrow
+ * last block, if any, goes into the middle whole block's loop
+ * (lstm_block_nv) where the variant has VMATH_COLS and there is a whole
+ * block; else its product goes through a->gemv, then its cell, as the
+ * first block. Forward on even steps, backward on odd ones, so the block a
+ * step reads last is the one the next step reads first (whole blocks at
+ * both ends: each of them fits in L1, a whole block and the narrow one did
+ * not, so the even steps read both from L2). */
 static VMATH_INLINE void lstm_row_blocks(const VmathLstmRow *a, const float *xw, int64_t s)
 {
-	int64_t H = a->H, nblk = (H + BLOCK_UNITS - 1) / BLOCK_UNITS;
+	int64_t H = a->H, nwhole = H / BLOCK_UNITS, w = H % BLOCK_UNITS;
 	V hi = vset(a->clip), lo = vset(-a->clip);
+#ifdef VMATH_COLS
+	int fuse = (w == 2 || w == 4 || w == 6 || w == 8) && nwhole > 0;
+#else
+	int fuse = 0;
+#endif
+	int64_t nblk = nwhole + (w > 0 && !fuse);
+	int64_t un = nwhole * BLOCK_UNITS, bn = 4 * un;  /* the narrow block's unit and column */
+	LstmNarrow nb = {.R = a->R + bn * H, .xw = xw + bn, .P = a->P ? a->P + bn : NULL,
+	                 .c = a->c + un, .h = a->h + un, .w = w};
 	for (int64_t i = 0; i < nblk; i++) {
-		int64_t n = s % 2 ? nblk - 1 - i : i;  /* the n-th of: narrow (or last), 0, 1, ... */
-		int64_t u = (n == 0 ? nblk - 1 : n - 1) * BLOCK_UNITS, b = 4 * u;
-		int64_t w = H - u < BLOCK_UNITS ? H - u : BLOCK_UNITS;
-		const float *P = a->P ? a->P + b : NULL;
-		if (w == BLOCK_UNITS) {
-			lstm_block_of(H, a->x, a->R + b * H, xw + b, P, a->c + u, a->h + u, a->has_clip,
-			              a->clip, a->input_forget);
+		int64_t n = s % 2 ? nblk - 1 - i : i;  /* the n-th of: [narrow,] 0, 1, ... */
+		if (nblk > nwhole && n-- == 0) {
+			float *g = a->g + bn;
+			a->gemv(4 * w, H, a->x, nb.R, NULL, g);
+			int64_t j = 0;
+			for (; j + W <= w; j += W)
+				lstm_lanes(g, nb.xw, nb.P, nb.c, nb.h, w, j, W, lo, hi, a->has_clip,
+				           a->input_forget);
+			if (j < w)
+				lstm_lanes(g, nb.xw, nb.P, nb.c, nb.h, w, j, w - j, lo, hi, a->has_clip,
+				           a->input_forget);
 			continue;
 		}
-		float *g = a->g + b;
-		a->gemv(4 * w, H, a->x, a->R + b * H, NULL, g);
-		int64_t j = 0;
-		for (; j + W <= w; j += W)
-			lstm_lanes(g, xw + b, P, a->c + u, a->h + u, w, j, W, lo, hi, a->has_clip,
-			           a->input_forget);
-		if (j < w)
-			lstm_lanes(g, xw + b, P, a->c + u, a->h + u, w, j, w - j, lo, hi, a->has_clip,
-			           a->input_forget);
+		int64_t u = n * BLOCK_UNITS, b = 4 * u;
+		const float *R = a->R + b * H, *P = a->P ? a->P + b : NULL;
+		float *c = a->c + u, *h = a->h + u;
+		if (!fuse || n != nwhole / 2) {
+			lstm_block_of(H, a->x, R, xw + b, P, c, h, a->has_clip, a->clip, a->input_forget);
+			continue;
+		}
+		switch (w) {
+		case 2: lstm_block_nv(H, a->x, R, xw + b, P, c, h, a->has_clip, a->clip,
+		                      a->input_forget, &nb, 1); break;
+		case 4: lstm_block_nv(H, a->x, R, xw + b, P, c, h, a->has_clip, a->clip,
+		                      a->input_forget, &nb, 2); break;
+		case 6: lstm_block_nv(H, a->x, R, xw + b, P, c, h, a->has_clip, a->clip,
+		                      a->input_forget, &nb, 3); break;
+		default: lstm_block_nv(H, a->x, R, xw + b, P, c, h, a->has_clip, a->clip,
+		                       a->input_forget, &nb, 4); break;
+		}
 	}
 }
 
