@@ -206,6 +206,86 @@ void kiln_gemv_avx512(int64_t N, int64_t K, const float *x, const float *Bp,
 		             y + n0);
 }
 
+/* R rows of Y = X B + bias over P (1 or 2) panels side by side, the last
+ * w <= 32 columns wide (rows w apart; a full panel before it): 2PR
+ * accumulators, each a plain FMA chain over k from 0, then + bias (the GEMM
+ * core's order). */
+static inline __attribute__((always_inline)) void shortk_tile(int64_t K, int64_t w,
+                                                              const float *X, int64_t ldx,
+                                                              const float *b, const float *bias,
+                                                              float *Y, int64_t ldy, const int R,
+                                                              const int P)
+{
+	__m512 acc[5][4];
+	const float *c = b + K * KILN_PACK_NR;     /* the second panel */
+	const float *last = P == 2 ? c : b;
+	__mmask16 m0 = lanes(w), m1 = lanes(w - 16);
+#pragma GCC unroll 5
+	for (int r = 0; r < R; r++)
+#pragma GCC unroll 4
+		for (int v = 0; v < 2 * P; v++)
+			acc[r][v] = _mm512_setzero_ps();
+#pragma GCC unroll 16
+	for (int64_t k = 0; k < K; k++) {
+		__m512 bv[4];
+		if (P == 2) {
+			bv[0] = _mm512_loadu_ps(b + k * KILN_PACK_NR);
+			bv[1] = _mm512_loadu_ps(b + k * KILN_PACK_NR + 16);
+		}
+		bv[2 * P - 2] = _mm512_maskz_loadu_ps(m0, last + k * w);
+		bv[2 * P - 1] = _mm512_maskz_loadu_ps(m1, last + k * w + 16);
+#pragma GCC unroll 5
+		for (int r = 0; r < R; r++) {
+			__m512 xr = _mm512_set1_ps(X[r * ldx + k]);
+#pragma GCC unroll 4
+			for (int v = 0; v < 2 * P; v++)
+				acc[r][v] = _mm512_fmadd_ps(xr, bv[v], acc[r][v]);
+		}
+	}
+#pragma GCC unroll 5
+	for (int r = 0; r < R; r++) {
+		if (P == 2)
+			store(Y + r * ldy, bias, KILN_PACK_NR, acc[r][0], acc[r][1]);
+		store(Y + r * ldy + (P - 1) * KILN_PACK_NR, bias ? bias + (P - 1) * KILN_PACK_NR : NULL,
+		      w, acc[r][2 * P - 2], acc[r][2 * P - 1]);
+	}
+}
+
+/* Rows m .. M-1 in tiles of five rows (the last of one to four), over P
+ * panels at n0. */
+static inline __attribute__((always_inline)) void shortk_rows(int64_t M, int64_t N, int64_t K,
+                                                              const float *X, int64_t ldx,
+                                                              const float *Bp,
+                                                              const float *bias, float *Y,
+                                                              int64_t ldy, int64_t n0,
+                                                              const int P)
+{
+	int64_t w = kiln_pack_b32_width(N, n0 + (P - 1) * KILN_PACK_NR);
+	const float *b = Bp + n0 * K, *bn = bias ? bias + n0 : NULL;
+	int64_t m = 0;
+	for (; m + 5 <= M; m += 5)
+		shortk_tile(K, w, X + m * ldx, ldx, b, bn, Y + m * ldy + n0, ldy, 5, P);
+	const float *x = X + m * ldx;
+	float *y = Y + m * ldy + n0;
+	switch (M - m) {
+	case 4: shortk_tile(K, w, x, ldx, b, bn, y, ldy, 4, P); break;
+	case 3: shortk_tile(K, w, x, ldx, b, bn, y, ldy, 3, P); break;
+	case 2: shortk_tile(K, w, x, ldx, b, bn, y, ldy, 2, P); break;
+	case 1: shortk_tile(K, w, x, ldx, b, bn, y, ldy, 1, P); break;
+	default: break;
+	}
+}
+
+void kiln_gemm_shortk_avx512(int64_t M, int64_t N, int64_t K, const float *X, int64_t ldx,
+                             const float *Bp, const float *bias, float *Y, int64_t ldy)
+{
+	int64_t n0 = 0;
+	for (; n0 + KILN_PACK_NR < N; n0 += 2 * KILN_PACK_NR)  /* a full panel and one more */
+		shortk_rows(M, N, K, X, ldx, Bp, bias, Y, ldy, n0, 2);
+	if (n0 < N)
+		shortk_rows(M, N, K, X, ldx, Bp, bias, Y, ldy, n0, 1);
+}
+
 /* Float16 weights stored transposed (gemv.h): four rows of Bt at a time, two
  * 16-float partial sums per row (32 columns of K a step), so eight chains;
  * a last 16 columns into the first sum and a last < 16 through masked loads

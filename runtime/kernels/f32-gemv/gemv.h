@@ -73,4 +73,28 @@ static inline kiln_gemv_fn kiln_gemv_of(void)
 	}
 }
 
+/* Y[M, N] (ldy) = X[M, K] (ldx) B + bias (bias may be NULL), B packed b32,
+ * for a short K (a recurrent layer's input projection: K = its few input
+ * features, M = its time steps): five rows by one panel at a time, every
+ * sum in registers from 0 to the store, where the GEMM core's tiles spend
+ * most of their time outside a k loop of a few steps. Each sum is one FMA
+ * chain over k, then + bias, as in the GEMM core. AVX-512 only. */
+void kiln_gemm_shortk_avx512(int64_t M, int64_t N, int64_t K, const float *X, int64_t ldx,
+                             const float *Bp, const float *bias, float *Y, int64_t ldy);
+
+typedef void (*kiln_gemm_shortk_fn)(int64_t M, int64_t N, int64_t K, const float *X,
+                                    int64_t ldx, const float *Bp, const float *bias, float *Y,
+                                    int64_t ldy);
+
+/* The short-K product of the variant kiln_isa() picks, or NULL (the caller
+ * runs the GEMM core). */
+static inline kiln_gemm_shortk_fn kiln_gemm_shortk_of(void)
+{
+#ifdef KILN_HAVE_X86_VARIANTS
+	if (kiln_isa() == KILN_ISA_AVX512)
+		return kiln_gemm_shortk_avx512;
+#endif
+	return NULL;
+}
+
 #endif

@@ -207,16 +207,27 @@ typedef struct Chunk {
 	const float *P;            /* gate blocks: the peepholes in that layout, or NULL */
 } Chunk;
 
+/* Input features up to which one row's projection (batch 1, or a chunk of
+ * one row) goes through the short-K product (gemv.h) instead of the GEMM
+ * core, where the packed W^T's panels are K rows of a k loop that short. */
+enum { SHORT_K = 16 };
+
 /* xw for rows b0 .. b0+nb-1 at every time step: one GEMM when those rows
  * are evenly spaced in X (one row; the whole batch in layout 0; any chunk in
- * layout 1), else one per step. */
+ * layout 1), else one per step; one row with a short K and a packed W^T
+ * through the short-K product. */
 static void project_inputs(const kiln_rnn_params *p, const float *X, int64_t b0, int64_t nb,
                            Chunk *k)
 {
 	int64_t T = p->seq_length, I = p->input_size, GH = gate_count(p->cell) * p->hidden_size;
 	int64_t xs = p->x_step_stride, xr = p->x_row_stride;
 	const float *x0 = X + b0 * xr;
-	if (nb == 1 || xs == nb * xr) {          /* rows (t, r) in order, xs / nb apart */
+	kiln_gemm_shortk_fn shortk = nb == 1 && I <= SHORT_K && k->w.packed ? kiln_gemm_shortk_of()
+	                                                                     : NULL;
+	if (shortk) {                            /* one row: its T steps, xs apart */
+		k->xw_t = GH, k->xw_r = GH;
+		shortk(T, GH, I, x0, xs, k->w.packed, k->bias, k->xw, GH);
+	} else if (nb == 1 || xs == nb * xr) {   /* rows (t, r) in order, xs / nb apart */
 		k->xw_t = nb * GH, k->xw_r = GH;
 		gemm(T * nb, GH, I, x0, nb == 1 ? xs : xr, &k->w, k->bias, k->xw, GH);
 	} else if (xr == T * xs) {               /* rows (r, t) in order, xs apart */
