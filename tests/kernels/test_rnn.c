@@ -367,6 +367,9 @@ int main(void)
 		 * AVX-512 reads inside a whole block's loop (18, 20, 22, 24: one whole
 		 * block; 72: the third of four) */
 		{3, 1, 3, 18}, {3, 1, 2, 20}, {2, 1, 3, 22}, {3, 1, 3, 24}, {2, 1, 3, 72},
+		/* one product over the whole blocks, then such a last block on its
+		 * own in registers (AVX-512): 2 + 4, 6, 8 units (50 above: 3 + 2) */
+		{3, 1, 3, 36}, {2, 1, 2, 38}, {3, 1, 3, 40},
 	};
 	/* Every activation appears, with its alpha and beta; the ones that can
 	 * grow the state (Relu, Affine, Softplus...) sit where a sigmoid-like

@@ -569,6 +569,75 @@ typedef struct LstmNarrow {
 } LstmNarrow;
 #ifdef VMATH_COLS
 _Static_assert(BLOCK_KU == 2, "lstm_block_nv reads a narrow block two rows at a time");
+
+/* The lanes of nb's second row in each of its NV vectors of two rows. */
+static VMATH_INLINE void narrow_lanes(const LstmNarrow *nb, VM *row1, const int NV)
+{
+#pragma GCC unroll 4
+	for (int p = 0; p < NV; p++)
+		row1[p] = VMATH_LANES_FROM(4 * nb->w - 16 * p);
+}
+
+/* nb's rows k and k + 1 (8 w floats, NV whole vectors) times x into acc. */
+static VMATH_INLINE void narrow_rows(const LstmNarrow *nb, const float *x, int64_t k,
+                                     const VM *row1, V *acc, const int NV)
+{
+	V x0 = vset(x[k]), x1 = vset(x[k + 1]);
+	const float *r = nb->R + k * 4 * nb->w;
+#pragma GCC unroll 4
+	for (int p = 0; p < NV; p++)
+		acc[p] = vfma(vsel(row1[p], x1, x0), vload(r + 16 * p), acc[p]);
+}
+
+/* nb's cell from its NV sums of pairs of rows: gate q of unit e is lane
+ * q w + e plus lane 4w + q w + e, + xw. */
+static VMATH_INLINE void narrow_cell(const LstmNarrow *nb, const V *acc, V lo, V hi, int has_clip,
+                                     int input_forget, const int NV)
+{
+	int64_t w = nb->w, nw = 4 * w;
+	V z = vset(0.0f), f[5] = {z, z, z, z, z};
+#pragma GCC unroll 4
+	for (int p = 0; p < NV; p++)
+		f[p] = acc[p];
+	V g[4];
+#pragma GCC unroll 4
+	for (int q = 0; q < 4; q++) {
+		int64_t a = q * w, b = nw + q * w, va = a / W, vb = b / W;
+		g[q] = vadd(vadd(VMATH_COLS(f[va], f[va + 1], a - va * W),
+		                 VMATH_COLS(f[vb], f[vb + 1], b - vb * W)),
+		            vload_n(nb->xw + a, w));
+	}
+	lstm_units(g[0], g[1], g[2], g[3], nb->P, nb->c, nb->h, w, 0, w, lo, hi, has_clip,
+	           input_forget);
+}
+
+/* One step of the narrow block alone (one product over the whole blocks'
+ * columns before it, vmath_lstm_row): its rows by pairs into two sets of
+ * sums (alternate pairs; K is even), added, then its cell, all in
+ * registers, where f32-gemv's flat narrow panel added its rows through a
+ * buffer just stored and the cell read its gates back through masked
+ * loads, neither of which the store buffer forwards. */
+static VMATH_INLINE void lstm_narrow(int64_t K, const float *x, const LstmNarrow *nb, V lo, V hi,
+                                     int has_clip, int input_forget, const int NV)
+{
+	VM row1[4];
+	V acc[2][4];
+	narrow_lanes(nb, row1, NV);
+#pragma GCC unroll 4
+	for (int p = 0; p < NV; p++)
+		acc[0][p] = acc[1][p] = vset(0.0f);
+	int64_t k = 0;
+	for (; k + 4 <= K; k += 4) {
+		narrow_rows(nb, x, k, row1, acc[0], NV);
+		narrow_rows(nb, x, k + 2, row1, acc[1], NV);
+	}
+	if (k < K)
+		narrow_rows(nb, x, k, row1, acc[0], NV);
+#pragma GCC unroll 4
+	for (int p = 0; p < NV; p++)
+		acc[0][p] = vadd(acc[0][p], acc[1][p]);
+	narrow_cell(nb, acc[0], lo, hi, has_clip, input_forget, NV);
+}
 #endif
 
 /* One batch row's step of the 16 units of a whole gate block, the product
@@ -605,12 +674,11 @@ static VMATH_INLINE void lstm_block_nv(int64_t K, const float *x, const float *R
 	V nacc[4];
 #ifdef VMATH_COLS
 	VM row1[4];  /* lanes of the second row */
-	int64_t nw = NV > 0 ? 4 * nb->w : 0;
+	if (NV > 0)
+		narrow_lanes(nb, row1, NV);
 #pragma GCC unroll 4
-	for (int p = 0; p < NV; p++) {
+	for (int p = 0; p < NV; p++)
 		nacc[p] = vset(0.0f);
-		row1[p] = VMATH_LANES_FROM(nw - 16 * p);
-	}
 #endif
 	int64_t k = 0;
 	for (; k + BLOCK_KU <= K; k += BLOCK_KU) {
@@ -625,13 +693,8 @@ static VMATH_INLINE void lstm_block_nv(int64_t K, const float *x, const float *R
 			}
 		}
 #ifdef VMATH_COLS
-		if (NV > 0) {
-			V x0 = vset(x[k]), x1 = vset(x[k + 1]);
-			const float *r = nb->R + k * nw;
-#pragma GCC unroll 4
-			for (int p = 0; p < NV; p++)
-				nacc[p] = vfma(vsel(row1[p], x1, x0), vload(r + 16 * p), nacc[p]);
-		}
+		if (NV > 0)
+			narrow_rows(nb, x, k, row1, nacc, NV);
 #endif
 	}
 	for (; k < K; k++) {
@@ -659,23 +722,8 @@ static VMATH_INLINE void lstm_block_nv(int64_t K, const float *x, const float *R
 		           j * W, W, lo, hi, has_clip, input_forget);
 	}
 #ifdef VMATH_COLS
-	if (NV > 0) {  /* gate q of unit e: lanes q w + e and 4w + q w + e */
-		int64_t w = nb->w;
-		V z = vset(0.0f), f[5] = {z, z, z, z, z};
-#pragma GCC unroll 4
-		for (int p = 0; p < NV; p++)
-			f[p] = nacc[p];
-		V g[4];
-#pragma GCC unroll 4
-		for (int q = 0; q < 4; q++) {
-			int64_t a = q * w, b = nw + q * w, va = a / W, vb = b / W;
-			g[q] = vadd(vadd(VMATH_COLS(f[va], f[va + 1], a - va * W),
-			                 VMATH_COLS(f[vb], f[vb + 1], b - vb * W)),
-			            vload_n(nb->xw + a, w));
-		}
-		lstm_units(g[0], g[1], g[2], g[3], nb->P, nb->c, nb->h, w, 0, w, lo, hi, has_clip,
-		           input_forget);
-	}
+	if (NV > 0)
+		narrow_cell(nb, nacc, lo, hi, has_clip, input_forget, NV);
 #else
 	(void)nb, (void)nacc;
 #endif
@@ -844,6 +892,38 @@ static VMATH_INLINE void lstm_row_blocks(const VmathLstmRow *a, const float *xw,
 	}
 }
 
+/* One step of one product over all 4H columns (not by_blocks) where the
+ * narrow last block is one lstm_narrow takes (VMATH_COLS; w = 2, 4, 6, 8):
+ * the product over the whole blocks' columns, then the narrow block's
+ * product and cell (before any h is written: both products read h), then
+ * the whole blocks' cells (H = 50, I = 4, T = 25, kernel alone: 8.65 ->
+ * 8.4 us; H = 52 9.85 -> 9.15 us; the narrow block's sums before the
+ * product, its cell after: 8.86 and 9.6-10.4 us). Returns 0 (nothing done)
+ * otherwise. */
+static VMATH_INLINE int lstm_row_split(const VmathLstmRow *a, const float *xw)
+{
+#ifdef VMATH_COLS
+	int64_t H = a->H, w = H % BLOCK_UNITS, hw = H - w, b = 4 * hw;
+	if (!(w == 2 || w == 4 || w == 6 || w == 8) || hw == 0)
+		return 0;
+	a->gemv(b, H, a->h, a->R, NULL, a->g);
+	LstmNarrow nb = {.R = a->R + b * H, .xw = xw + b, .P = a->P ? a->P + b : NULL,
+	                 .c = a->c + hw, .h = a->h + hw, .w = w};
+	V hi = vset(a->clip), lo = vset(-a->clip);
+	switch (w) {
+	case 2: lstm_narrow(H, a->h, &nb, lo, hi, a->has_clip, a->input_forget, 1); break;
+	case 4: lstm_narrow(H, a->h, &nb, lo, hi, a->has_clip, a->input_forget, 2); break;
+	case 6: lstm_narrow(H, a->h, &nb, lo, hi, a->has_clip, a->input_forget, 3); break;
+	default: lstm_narrow(H, a->h, &nb, lo, hi, a->has_clip, a->input_forget, 4); break;
+	}
+	lstm_cells_2pass(a->g, xw, a->P, a->c, a->h, hw, a->has_clip, a->clip, a->input_forget);
+	return 1;
+#else
+	(void)a, (void)xw;
+	return 0;
+#endif
+}
+
 /* Every step of one batch row of an LSTM in gate blocks (VmathLstmRow): the
  * same arithmetic as rnn.c's step at batch 1 (lstm_row_gemv, or one product
  * over all 4H columns and then the cells, here in two passes), with the
@@ -858,7 +938,7 @@ static void vmath_lstm_row(const VmathLstmRow *a)
 		if (a->by_blocks) {
 			memcpy(a->x, a->h, (size_t)H * sizeof *a->x);  /* h_{t-1}: the cells write h */
 			lstm_row_blocks(a, xw, s);
-		} else {
+		} else if (!lstm_row_split(a, xw)) {
 			a->gemv(4 * H, H, a->h, a->R, NULL, a->g);
 			lstm_cells_2pass(a->g, xw, a->P, a->c, a->h, H, a->has_clip, a->clip,
 			                 a->input_forget);
