@@ -346,6 +346,100 @@ static void run_case(const Case *k, const char *what)
 	guarded_free(&gw);
 }
 
+/* The error of got against the exact want, in ulp of want as a float
+ * (normal results only: the callers keep to them). */
+static double ulp_of(float got, double want)
+{
+	int e;
+	frexp(want, &e);
+	return fabs((double)got - want) / ldexp(1, e - 24);
+}
+
+/* The LSTM cell's own sigmoid and tanh (Sigmoid, Tanh, Tanh: lstm_sigmoid
+ * and lstm_tanh of f32-vmath/body.h, shorter than kiln_f32_unary's) within
+ * the bounds docs/kernels.md states: sigmoid 4 ulp (x >= -60; below,
+ * the result is under 1e-26 and x is clamped at -88, so only an absolute
+ * 1e-38 is claimed), tanh 2^-21 absolute. One step from c0, W = R = 0, so
+ * the gates are the biases and Y_c = sigmoid(b_f) c0 + sigmoid(b_i) tanh(b_c):
+ * with c0 = 1 and b_i = -200 (i under 1e-38) Y_c is sigmoid(b_f); with
+ * c0 = 0 and b_i = 30 it is i tanh(b_c), i within 4 ulp of 1 (so 2^-21 +
+ * 4 2^-24 in all). Batch 1 (H = 150: DeepJet's blocks, the narrow one read
+ * inside a whole one on AVX-512; H = 50) and two rows; the weights as ONNX
+ * has them and in gate blocks. */
+static void lstm_cell_activations(void)
+{
+	static const int64_t Hs[] = {150, 50};
+	double worst_sig = 0, worst_tanh = 0, worst_tiny = 0;
+	int ok = 1;
+	for (size_t hs = 0; hs < sizeof Hs / sizeof Hs[0]; hs++)
+		for (int64_t N = 1; N <= 2; N++)
+			for (int form = 0; form < 2; form++)
+				for (int which = 0; which < 2; which++)
+					for (int round = 0; round < 40; round++) {
+		int64_t H = Hs[hs];
+		kiln_rnn_params p = {
+			.cell = KILN_RNN_LSTM, .seq_length = 1, .batch = N, .input_size = 1,
+			.hidden_size = H, .x_step_stride = N, .x_row_stride = 1, .y_step_stride = N * H,
+			.y_row_stride = H, .state_row_stride = H, .chunk_rows = N, .gate_blocks = form,
+			.act = {{KILN_RNN_SIGMOID, 0, 0}, {KILN_RNN_TANH, 0, 0}, {KILN_RNN_TANH, 0, 0}},
+		};
+		float X[2] = {0.5f, -0.5f}, *B = xmalloc((size_t)(8 * H) * sizeof *B);
+		float *Z = xmalloc((size_t)(4 * H * H + 1) * sizeof *Z);
+		float *c0 = xmalloc((size_t)(N * H) * sizeof *c0), *Yc = xmalloc((size_t)(N * H) * sizeof *Yc);
+		memset(Z, 0, (size_t)(4 * H * H + 1) * sizeof *Z);
+		memset(B, 0, (size_t)(8 * H) * sizeof *B);
+		double *xs = xmalloc((size_t)H * sizeof *xs);
+		for (int64_t j = 0; j < H; j++) {
+			/* sigmoid: [-60, 30] in 40 rounds, a few far below; tanh: [-12, 12] */
+			double x = which == 0 ? -60 + 90 * (round * H + j) / (40.0 * H)
+			                      : -12 + 24 * (round * H + j) / (40.0 * H);
+			if (round == 0 && j < 6)
+				x = which == 0 ? -87.0 - 20 * j : (double)(j - 3) * 1e-7;
+			xs[j] = (double)(float)x;
+			/* B: Wb then Rb, gates i, o, f, c */
+			B[0 * H + j] = which == 0 ? -200.0f : 30.0f;
+			B[(which == 0 ? 2 : 3) * H + j] = (float)x;
+			for (int64_t b = 0; b < N; b++)
+				c0[b * H + j] = which == 0 ? 1.0f : 0.0f;
+		}
+		kiln_rnn_io io = {.X = X, .B = B, .initial_c = c0, .Y_c = Yc};
+		if (form)
+			io.Wp = Z, io.Rp = Z;
+		else
+			io.W = Z, io.R = Z;
+		float *work = xmalloc((size_t)(kiln_f32_rnn_work_floats(&p) + 1) * sizeof *work);
+		ok &= kiln_f32_rnn(&p, &io, work) == KILN_OK;
+		for (int64_t b = 0; b < N; b++)
+			for (int64_t j = 0; j < H; j++) {
+				double x = xs[j], got = (double)Yc[b * H + j];
+				if (which == 1) {
+					double err = fabs(got - tanh(x));
+					if (isnan(err) || err > worst_tanh)
+						worst_tanh = isnan(err) ? (double)INFINITY : err;
+				} else if (x >= -60) {
+					double err = ulp_of(Yc[b * H + j], 1 / (1 + exp(-x)));
+					if (isnan(err) || err > worst_sig)
+						worst_sig = isnan(err) ? (double)INFINITY : err;
+				} else {
+					double err = fabs(got - 1 / (1 + exp(-x)));
+					if (isnan(err) || err > worst_tiny)
+						worst_tiny = isnan(err) ? (double)INFINITY : err;
+				}
+			}
+		free(B), free(Z), free(c0), free(Yc), free(xs), free(work);
+	}
+	printf("LSTM cell activations: sigmoid %.3g ulp (x >= -60), %.3g below; tanh 2^%.2f\n",
+	       worst_sig, worst_tiny, log2(worst_tanh));
+	char msg[200];
+	snprintf(msg, sizeof msg, "LSTM cell sigmoid within 4 ulp for x >= -60 (worst %.3g ulp)", worst_sig);
+	CHECK(ok && worst_sig <= 4, msg);
+	snprintf(msg, sizeof msg, "LSTM cell sigmoid within 1e-38 below x = -60 (worst %.3g)", worst_tiny);
+	CHECK(worst_tiny <= 1e-38, msg);
+	snprintf(msg, sizeof msg, "LSTM cell tanh within 2^-21 (+ the gate's 4 ulp of 1) absolute (worst %.3g = 2^%.2f)",
+	         worst_tanh, log2(worst_tanh));
+	CHECK(worst_tanh <= 0x1p-21 + 4 * 0x1p-24, msg);
+}
+
 static const char *const cell_name[] = {"RNN", "GRU", "LSTM"};
 
 int main(void)
@@ -418,5 +512,6 @@ int main(void)
 		snprintf(what, sizeof what, "RNN activation %d alone", kind);
 		run_case(&k, what);
 	}
+	lstm_cell_activations();
 	return harness_report();
 }
