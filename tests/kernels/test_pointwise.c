@@ -1,7 +1,8 @@
 /*
  * test_pointwise.c - kiln_f32_conv2d_small (runtime/kernels/f32-pointwise)
  * against a double reference: 1x1 convolutions of 1 to 32 output pixels
- * (one and two vectors, full and masked), 1 to 70 output channels (groups
+ * (one and two vectors, full and masked; 1, 2, 4 and 8 pixels also as dot
+ * products over the input channels), 1 to 70 output channels (groups
  * of eight and the channels left over), with and without bias, ReLU or no
  * activation, 1 to 3 images, X and Y off their alignment and guarded, so a
  * masked load or store that strays past a row or a buffer fails; and the
@@ -83,10 +84,14 @@ static void run(const Case *k)
 
 int main(void)
 {
-	static const int64_t pixels[][2] = {{1, 1}, {1, 4}, {1, 15}, {1, 16}, {1, 17}, {1, 25},
-	                                    {1, 31}, {1, 32}, {5, 5}, {4, 8}};
+	static const int64_t pixels[][2] = {{1, 1}, {1, 2}, {1, 4}, {1, 8}, {2, 4}, {1, 15},
+	                                    {1, 16}, {1, 17}, {1, 25}, {1, 31}, {1, 32}, {5, 5},
+	                                    {4, 8}};
+	/* with 1, 2, 4 or 8 pixels, 64 -> 32, 40 -> 5, 17 -> 33 and 64 -> 9 take
+	 * the dot products (whole groups and a last part group of channels, a
+	 * last part vector of c) */
 	static const int64_t chans[][2] = {{1, 1}, {16, 64}, {64, 32}, {32, 8}, {6, 7}, {3, 70},
-	                                   {12, 9}};
+	                                   {12, 9}, {40, 5}, {17, 33}, {64, 9}};
 	int acts[] = {KILN_ACT_NONE, KILN_ACT_RELU};
 	for (size_t i = 0; i < sizeof pixels / sizeof pixels[0]; i++)
 		for (size_t j = 0; j < sizeof chans / sizeof chans[0]; j++)
