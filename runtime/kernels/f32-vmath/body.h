@@ -525,16 +525,23 @@ static VMATH_INLINE void lstm_units(V gi, V go, V gf, V gz, const float *P, floa
 	vstore_k(h + j, vmul(o, lstm_tanh(lstm_clip(c1, lo, hi, clip))), k);
 }
 
+/* The four gate sums g + x (i, o, f, c; n apart) of units j .. j+k-1 */
+static VMATH_INLINE void lstm_gate_sums(const float *g, const float *x, int64_t n, int64_t j,
+                                        int64_t k, V s[4])
+{
+#pragma GCC unroll 4
+	for (int q = 0; q < 4; q++)
+		s[q] = vadd(vload_k(g + q * n + j, k), vload_k(x + q * n + j, k));
+}
+
 /* Units j .. j+k-1 (k <= W) of vmath_lstm_cell; the gates n apart. */
 static VMATH_INLINE void lstm_lanes(const float *g, const float *x, const float *P, float *c,
                                     float *h, int64_t n, int64_t j, int64_t k, V lo, V hi,
                                     int clip, int input_forget)
 {
-	V gi = vadd(vload_k(g + j, k), vload_k(x + j, k));
-	V go = vadd(vload_k(g + n + j, k), vload_k(x + n + j, k));
-	V gf = vadd(vload_k(g + 2 * n + j, k), vload_k(x + 2 * n + j, k));
-	V gz = vadd(vload_k(g + 3 * n + j, k), vload_k(x + 3 * n + j, k));
-	lstm_units(gi, go, gf, gz, P, c, h, n, j, k, lo, hi, clip, input_forget);
+	V s[4];
+	lstm_gate_sums(g, x, n, j, k, s);
+	lstm_units(s[0], s[1], s[2], s[3], P, c, h, n, j, k, lo, hi, clip, input_forget);
 }
 
 /* Units 0 .. m-1 of one row of an LSTM step with ONNX's default activations
@@ -755,12 +762,10 @@ static VMATH_INLINE void lstm_lanes_c(const float *g, const float *x, const floa
                                       float *h, int64_t n, int64_t j, int64_t k, V lo, V hi,
                                       int clip, int input_forget)
 {
-	V gi = vadd(vload_k(g + j, k), vload_k(x + j, k));
-	V go = vadd(vload_k(g + n + j, k), vload_k(x + n + j, k));
-	V gf = vadd(vload_k(g + 2 * n + j, k), vload_k(x + 2 * n + j, k));
-	V gz = vadd(vload_k(g + 3 * n + j, k), vload_k(x + 3 * n + j, k));
-	V c1;
-	vstore_k(h + j, lstm_state(gi, go, gf, gz, P, c, n, j, k, lo, hi, clip, input_forget, &c1), k);
+	V s[4], c1;
+	lstm_gate_sums(g, x, n, j, k, s);
+	vstore_k(h + j, lstm_state(s[0], s[1], s[2], s[3], P, c, n, j, k, lo, hi, clip, input_forget, &c1),
+	         k);
 }
 
 /* The second half: h = o tanh(c) for units j .. j+k-1, o in h. */
