@@ -2,7 +2,8 @@
  * compile.c - `kiln compile`: the whole pipeline for one model, and the
  * builds that follow it.
  *
- *   load -> shape inference per batch size -> buffer plan -> NAME.h, NAME.c
+ *   load -> graph optimizer -> per batch size: shape inference, dead nodes
+ *   (sigdce.c), buffer plan -> NAME.h, NAME.c
  *   -> NAME_weights.o (LLVM-C) -> NAME.o = cc(NAME.c) + NAME_weights.o (ld -r)
  *
  * The C compiler is $CC (default cc) with $CFLAGS after kiln's own flags,
@@ -281,6 +282,7 @@ void compile_model(Model *m, const CompileOptions *o, CompileResult *res)
 		sigs[i].batch = batches[i];
 		sigs[i].g = m->graph;
 		shape_infer(&sigs[i], o->bind, a, d);
+		sig_dce(&sigs[i]);
 		plan_build(&plans[i], &sigs[i], a);
 	}
 

@@ -744,10 +744,13 @@ static void describe(Emit *E, const char *role, int id)
 }
 
 /* Does the node produce anything at run time? Folded outputs are constants
- * and views need no code, unless the caller's output buffer must be filled.
+ * and views need no code, unless the caller's output buffer must be filled;
+ * dead nodes (sigdce.c) none at all.
  * (An in-place output shares its input's buffer but is still computed.) */
 static bool node_has_code(Emit *E, const Node *n)
 {
+	if (sig_node_dead(E->sig, n))
+		return false;
 	for (int k = 0; k < n->nout; k++) {
 		int id = n->out[k];
 		if (id == NONE)

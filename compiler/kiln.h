@@ -423,6 +423,8 @@ typedef struct Sig {
 	Folded **folded;     /* per value id, NULL if the contents are not known */
 	struct Control **control; /* per node id: an If/Loop/Scan's subgraph signatures
 	                             (compiler/control.h), else NULL */
+	bool *dead;          /* per node index: read by nothing that runs (sigdce.c), or
+	                        NULL (none, or not analysed) */
 	Arena *a;
 } Sig;
 
@@ -516,8 +518,17 @@ bool plan_is_view_op(int op);
 /* Bytes of arena scratch node (an index in s->g) needs while it runs, 0 for
  * none: the work memory of kernels such as RNN's. */
 int64_t node_scratch_bytes(const Sig *s, int node, Arena *a);
-/* Plan the arena of a signature whose shapes are inferred. */
+/* Plan the arena of a signature whose shapes are inferred (and dead nodes
+ * marked, sig_dce). */
 void plan_build(Plan *p, const Sig *s, Arena *a);
+
+/* ---- sigdce.c: dead nodes of one signature ------------------------------ */
+
+/* Mark the nodes of s (shapes inferred) that compute something no running
+ * node and no graph output reads, in s->dead: they get no arena and no code. */
+void sig_dce(Sig *s);
+/* Whether sig_dce marked node n (a node of s->g) dead. */
+bool sig_node_dead(const Sig *s, const Node *n);
 /* plan_svg.c: an SVG picture of n signatures' plans (kiln info --plan --svg). */
 void plan_svg(const Graph *g, const Sig *sigs, const Plan *plans, int n, FILE *f);
 
@@ -793,7 +804,7 @@ typedef struct SigCost {
 	double ns;               /* the estimate: call overhead + flops + bytes, in ns */
 } SigCost;
 void sig_cost(const Sig *s, SigCost *out);
-/* Whether node n computes anything at s (not every output folded). */
+/* Whether node n computes anything at s (not every output folded, not dead). */
 bool sig_computes(const Sig *s, const Node *n);
 
 typedef struct Stitch {

@@ -83,6 +83,8 @@ static bool same_shape(const Shape *a, const Shape *b)
 static bool needs_arena(const Sig *s, int id)
 {
 	const Value *v = &s->g->values[id];
+	if (v->producer != NONE && sig_node_dead(s, &s->g->nodes[v->producer]))
+		return false;
 	if (s->g->parent && v->kind == VAL_INPUT)
 		return (v->nuse > 0 || v->is_output) && !s->folded[id];
 	return v->kind == VAL_TEMP && (!v->is_output || s->g->parent) && !s->folded[id];
@@ -111,10 +113,7 @@ static int by_size_desc(const void *a, const void *b)
 int64_t node_scratch_bytes(const Sig *s, int node, Arena *a)
 {
 	const Node *n = &s->g->nodes[node];
-	bool live = false;  /* a node whose outputs are all folded does not run */
-	for (int k = 0; k < n->nout; k++)
-		live |= n->out[k] != NONE && !s->folded[n->out[k]];
-	if (!live)
+	if (!sig_computes(s, n))  /* every output folded, or dead: it does not run */
 		return 0;
 	switch (n->op) {
 	case OP_RNN:
@@ -144,6 +143,8 @@ void plan_build(Plan *p, const Sig *s, Arena *a)
 		last_use[i] = g->values[i].producer;
 	}
 	for (int i = 0; i < g->nnodes; i++) {
+		if (sig_node_dead(s, &g->nodes[i]))
+			continue;  /* it reads nothing */
 		for (int k = 0; k < g->nodes[i].nin; k++)
 			if (g->nodes[i].in[k] != NONE)
 				last_use[g->nodes[i].in[k]] = i;

@@ -217,6 +217,7 @@ static Sig *infer_signatures(Model *m, const InfoOptions *o)
 		sigs[i].batch = o->batches[i];
 		sigs[i].g = m->graph;
 		shape_infer(&sigs[i], o->bind, m->arena, m->diag);
+		sig_dce(&sigs[i]);
 	}
 	return sigs;
 }

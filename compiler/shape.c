@@ -476,6 +476,7 @@ void shape_sig_init(Sig *s, Arena *a)
 	s->dtypes = arena_array(a, (size_t)g->nvalues, sizeof *s->dtypes);
 	s->folded = arena_array(a, (size_t)g->nvalues, sizeof *s->folded);
 	s->control = arena_array(a, (size_t)g->nnodes + 1, sizeof *s->control);
+	s->dead = NULL;
 	s->a = a;
 	for (int i = 0; i < g->nvalues; i++) {
 		const Value *v = &g->values[i];

@@ -72,6 +72,8 @@ static double node_flops(const Sig *s, const Node *n)
 
 bool sig_computes(const Sig *s, const Node *n)
 {
+	if (sig_node_dead(s, n))
+		return false;
 	for (int k = 0; k < n->nout; k++)
 		if (n->out[k] != NONE && !s->folded[n->out[k]])
 			return true;

@@ -98,6 +98,38 @@ def edgeconv_checks(kiln, root):
             failures.append(what)
 
 
+def dead_at_signature(kiln, root, rng):
+    """compiler/sigdce.c: a Transpose whose only reader is a Shape (folded at
+    every batch size, as PyTorch's LSTM export writes it for the initial
+    state) stays in the graph (the dce pass runs before shapes are static)
+    but gets no code at any batch size, with or without the passes; the
+    Reshape it shapes, and the output, still come out right (verify against
+    numpy at batch 2)."""
+    N = helper.make_node
+    nodes = [N("Transpose", ["x"], ["t"], perm=[0, 2, 1], name="dead_t"),
+             N("Shape", ["t"], ["s"], name="shape_t"),
+             N("Relu", ["x"], ["r"], name="relu_x"),
+             N("Reshape", ["r", "s"], ["y"], name="reshape_r")]
+    x = rng.standard_normal((2, 3, 4)).astype(np.float32)
+    case(kiln, root, "dead_at_signature", nodes, [vi("x", ["N", 3, 4])],
+         [vi("y", ["N", 4, 3])], [], [x], [np.maximum(x, 0).reshape(2, 4, 3)],
+         ["Transpose", "Shape", "Relu", "Reshape"])
+    model = os.path.join(root, "dead_at_signature", "model.onnx")
+    for extra in ([], ["--no-opt"]):
+        out = os.path.join(root, "dead_at_signature", "c" + "".join(extra))
+        p = subprocess.run([kiln, "compile", model, "--batch", "1,2,8", "--name", "m", "--no-cc",
+                            "-o", out] + extra, capture_output=True, text=True)
+        src = open(os.path.join(out, "m.c")).read() if p.returncode == 0 else ""
+        fns = re.findall(r"^static int (b\d+_n\d+_\w+)\(", src, re.M)
+        dead = [f for f in fns if f.endswith("_dead_t")]
+        relu = [f for f in fns if f.endswith("_relu_x")]
+        ok = p.returncode == 0 and not dead and len(relu) >= 1 and "kiln_transpose" not in src
+        print(("ok   " if ok else "FAIL ") + "dead_at_signature %s: no code for the Transpose "
+              "only a Shape reads (functions %s)" % (" ".join(extra) or "(optimized)", fns))
+        if not ok:
+            failures.append("dead_at_signature code " + " ".join(extra))
+
+
 def vi(name, shape, dt=F):
     return helper.make_tensor_value_info(name, dt, shape)
 
@@ -309,6 +341,7 @@ def main():
         print(("ok   " if ok else "FAIL ") + "--no-pass=fold keeps the constant Add")
         if not ok:
             failures.append("--no-pass=fold")
+        dead_at_signature(kiln, root, rng)
         edgeconv_checks(kiln, root)
     finally:
         shutil.rmtree(root, ignore_errors=True)
