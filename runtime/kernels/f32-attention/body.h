@@ -12,6 +12,12 @@
  */
 #include "../f32-vmath/exp.h"
 
+#ifdef VMATH_FRAC
+#define EXP2_NONPOS v_exp2_nonpos_frac
+#else
+#define EXP2_NONPOS v_exp2_nonpos
+#endif
+
 #define INLINE static inline __attribute__((always_inline))
 
 enum { R = KILN_ATTENTION_ROWS, GW = NB * W };
@@ -102,7 +108,7 @@ static void softmax_group(const AttnBlock *a, int64_t g, float *linv)
 		#pragma GCC unroll 16
 		for (int b = 0; b < NB; b++) {
 			float *p = a->P + j * R + g + b * W;
-			V e = v_exp2_nonpos(vsub(vload(p), m[b]));
+			V e = EXP2_NONPOS(vsub(vload(p), m[b]));
 			vstore(p, e);
 			l[b] = vadd(l[b], e);
 		}
