@@ -79,15 +79,6 @@ KILN_API void kiln_f32_attention(const kiln_attention_params *p, const float *Q,
 						for (int r = 0; r < R; r++)
 							P[j * R + r] = r < a.rows ? mh[(i0 + r) * ms[2] + j * ms[3]] : 0.0f;
 				}
-				if (i0 + R >= Sq && (h + 1 < p->heads || b + 1 < p->batch)) {
-					/* the head's last block: the next head's rows (the next
-					 * 64 bytes of these rows, or the next batch's first head)
-					 * are fetched while it computes */
-					int64_t nb = h + 1 < p->heads ? b : b + 1, nh = h + 1 < p->heads ? h + 1 : 0;
-					a.pf[0] = Q + nb * qs[0] + nh * qs[1], a.pf_ld[0] = qs[2], a.pf_n[0] = Sq;
-					a.pf[1] = K + nb * ks[0] + nh * ks[1], a.pf_ld[1] = ks[2], a.pf_n[1] = Sk;
-					a.pf[2] = V + nb * vs[0] + nh * vs[1], a.pf_ld[2] = vs[2], a.pf_n[2] = Sk;
-				}
 				ops->block(&a);
 			}
 		}

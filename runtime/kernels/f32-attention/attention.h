@@ -50,8 +50,6 @@ typedef struct AttnBlock {
 	float *P;                       /* [kv_len, R] work */
 	float *y;                       /* y[r * yrs + c], r < rows, c < v_dim */
 	int64_t yrs;
-	const float *pf[3];             /* NULL, or rows to prefetch (the next head's Q, K, V): */
-	int64_t pf_ld[3], pf_n[3];      /* the first cache line of pf[t] + i pf_ld[t], i < pf_n[t] */
 } AttnBlock;
 
 typedef struct AttnOps {

@@ -36,16 +36,19 @@ static inline V vexp2i(V n)
 static inline __attribute__((always_inline)) void transpose_w(V r[8])
 {
 	V t[8], u[8];
+	#pragma GCC unroll 16
 	for (int i = 0; i < 8; i += 2) {
 		t[i] = _mm256_unpacklo_ps(r[i], r[i + 1]);
 		t[i + 1] = _mm256_unpackhi_ps(r[i], r[i + 1]);
 	}
+	#pragma GCC unroll 16
 	for (int s = 0; s < 8; s += 4) {
 		u[s] = _mm256_shuffle_ps(t[s], t[s + 2], 0x44);
 		u[s + 1] = _mm256_shuffle_ps(t[s], t[s + 2], 0xee);
 		u[s + 2] = _mm256_shuffle_ps(t[s + 1], t[s + 3], 0x44);
 		u[s + 3] = _mm256_shuffle_ps(t[s + 1], t[s + 3], 0xee);
 	}
+	#pragma GCC unroll 16
 	for (int k = 0; k < 4; k++) {
 		r[k] = _mm256_permute2f128_ps(u[k], u[4 + k], 0x20);
 		r[k + 4] = _mm256_permute2f128_ps(u[k], u[4 + k], 0x31);

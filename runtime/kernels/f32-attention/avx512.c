@@ -33,16 +33,20 @@ static inline V vmax(V a, V b) { return _mm512_max_ps(a, b); }
 static inline __attribute__((always_inline)) void transpose_w(V r[16])
 {
 	V t[16], u[16];
+	#pragma GCC unroll 16
 	for (int i = 0; i < 16; i += 2) {
 		t[i] = _mm512_unpacklo_ps(r[i], r[i + 1]);
 		t[i + 1] = _mm512_unpackhi_ps(r[i], r[i + 1]);
 	}
+	#pragma GCC unroll 16
 	for (int s = 0; s < 16; s += 4)
+		#pragma GCC unroll 16
 		for (int h = 0; h < 2; h++) {
 			__m512d lo = _mm512_castps_pd(t[s + h]), hi = _mm512_castps_pd(t[s + h + 2]);
 			u[s + 2 * h] = _mm512_castpd_ps(_mm512_unpacklo_pd(lo, hi));
 			u[s + 2 * h + 1] = _mm512_castpd_ps(_mm512_unpackhi_pd(lo, hi));
 		}
+	#pragma GCC unroll 16
 	for (int k = 0; k < 4; k++) {
 		V v0 = _mm512_shuffle_f32x4(u[k], u[4 + k], 0x88);
 		V v1 = _mm512_shuffle_f32x4(u[k], u[4 + k], 0xdd);

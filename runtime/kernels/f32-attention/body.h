@@ -102,9 +102,6 @@ static void softmax_group(const AttnBlock *a, int64_t g, float *linv)
 	for (; j < a->kv_len; j++)
 		score_tile(a, j, 1, g, m);
 	for (j = 0; j < a->kv_len; j++) {
-		for (int t = 0; t < 3; t++)
-			if (a->pf[t] && j < a->pf_n[t])
-				_mm_prefetch((const char *)(a->pf[t] + j * a->pf_ld[t]), _MM_HINT_T0);
 		#pragma GCC unroll 16
 		for (int b = 0; b < NB; b++) {
 			float *p = a->P + j * R + g + b * W;
