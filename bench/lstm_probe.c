@@ -1,0 +1,78 @@
+/*
+ * lstm_probe.c - one LSTM alone at batch 1, the way deepjet_like's runs:
+ * kiln_f32_rnn with the default activations and W, R packed in gate blocks
+ * (what the compiler stores), I = 8 inputs, T = 25 steps, only Y_h wanted.
+ * The weights are random (the time does not depend on their values); the
+ * call is repeated so that R^T stays in L2, as in the model.
+ *
+ * Prints the CPU time per call (median and minimum of 7 runs of CALLS
+ * calls each, after 2000 warm-up calls) and a sum of Y_h, which is the
+ * same for two builds whose kernels do the same operations in the same
+ * order (a quick check that a change kept the bits). docs/kernels.md
+ * ("Batch 1, the narrow block, bounded") has what it measured.
+ *
+ * build: cc -std=c11 -O2 -Iinclude bench/lstm_probe.c build/runtime/libkiln.a -lm -lpthread
+ *        -o lstm_probe
+ * usage: taskset -c 1 ./lstm_probe [H [CALLS]]     (defaults 150, 4000)
+ */
+#define _POSIX_C_SOURCE 200809L
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+
+#include "kiln/kernels.h"
+#include "timing.h"
+
+enum { I = 8, T = 25, RUNS = 7, WARM = 2000 };
+
+static float *floats(int64_t n, float scale)
+{
+	float *p = aligned_alloc(64, (size_t)((n * 4 + 63) / 64 * 64));
+	if (!p) {
+		fprintf(stderr, "lstm_probe: out of memory\n");
+		exit(1);
+	}
+	for (int64_t i = 0; i < n; i++)
+		p[i] = scale * ((float)rand() / (float)RAND_MAX - 0.5f);
+	return p;
+}
+
+int main(int argc, char **argv)
+{
+	int64_t H = argc > 1 ? atoll(argv[1]) : 150, calls = argc > 2 ? atoll(argv[2]) : 4000;
+	if (H < 1 || H > 4096 || calls < 1) {
+		fprintf(stderr, "usage: lstm_probe [H (1..4096) [CALLS]]\n");
+		return 2;
+	}
+	kiln_rnn_params p = {
+		.cell = KILN_RNN_LSTM, .seq_length = T, .batch = 1, .input_size = I, .hidden_size = H,
+		.x_step_stride = I, .x_row_stride = I, .y_step_stride = H, .y_row_stride = H,
+		.state_row_stride = H, .chunk_rows = 1, .gate_blocks = 1,
+		.act = {{KILN_RNN_SIGMOID, 0, 0}, {KILN_RNN_TANH, 0, 0}, {KILN_RNN_TANH, 0, 0}},
+	};
+	/* R small enough that the state stays away from saturation */
+	float *X = floats(T * I, 1.0f), *W = floats(4 * H * I, 1.0f), *R = floats(4 * H * H, 0.1f);
+	float *B = floats(8 * H, 1.0f), *Yh = floats(H, 0.0f);
+	float *work = floats(kiln_f32_rnn_work_floats(&p), 0.0f);
+	kiln_rnn_io io = {.X = X, .Wp = W, .Rp = R, .B = B, .Y_h = Yh};
+	for (int i = 0; i < WARM; i++)
+		if (kiln_f32_rnn(&p, &io, work) != KILN_OK) {
+			fprintf(stderr, "lstm_probe: kiln_f32_rnn failed\n");
+			return 1;
+		}
+	double us[RUNS];
+	for (int r = 0; r < RUNS; r++) {
+		double t0 = cpu_ns();
+		for (int64_t i = 0; i < calls; i++)
+			kiln_f32_rnn(&p, &io, work);
+		us[r] = (cpu_ns() - t0) / (double)calls / 1e3;
+	}
+	qsort(us, RUNS, sizeof us[0], cmp_double);
+	double sum = 0;
+	for (int64_t j = 0; j < H; j++)
+		sum += Yh[j];
+	printf("H %lld: %.2f us a call (median of %d), min %.2f; sum of Y_h %.9g\n", (long long)H,
+	       us[RUNS / 2], RUNS, us[0], sum);
+	free(X), free(W), free(R), free(B), free(Yh), free(work);
+	return 0;
+}
