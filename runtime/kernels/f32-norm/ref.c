@@ -5,9 +5,11 @@
  *
  * Both subtract a mean and divide by a standard deviation, which is where
  * float32 loses precision: when the mean is large next to the spread, x - mean
- * in float cancels most of its digits. LayerNorm sums in double lanes, takes
- * the variance in a second pass (never E[x^2] - E[x]^2), and subtracts the
- * mean as two floats hi + lo, (x - hi) - lo, exact near the mean; BatchNorm's
+ * in float cancels most of its digits. LayerNorm sums the mean in double
+ * lanes, takes the variance in a second pass (never E[x^2] - E[x]^2; short
+ * float chains of d^2 added into double lanes, the bound in f32-vmath/body.h),
+ * and subtracts the mean as two floats hi + lo, (x - hi) - lo, exact near the
+ * mean; BatchNorm's
  * mean is a float input, so x - mean is exact near it. The rest is float with
  * FMA: a few roundings, relative to the size of the terms.
  * Every element of Y depends only on the element of X at the same index and

@@ -58,23 +58,28 @@ static inline V vkeep_n(V a, int64_t n) { return _mm256_and_ps(a, _mm256_castsi2
 /* double lanes: the low and high four floats widened */
 typedef struct { __m256d lo, hi; } Dacc;
 static inline void dacc_zero(Dacc *acc) { acc->lo = acc->hi = _mm256_setzero_pd(); }
+/* acc += the 8 floats at p, widened as they are loaded (no shuffle) */
+static inline void dacc_add_at(Dacc *acc, const float *p)
+{
+	acc->lo = _mm256_add_pd(acc->lo, _mm256_cvtps_pd(_mm_loadu_ps(p)));
+	acc->hi = _mm256_add_pd(acc->hi, _mm256_cvtps_pd(_mm_loadu_ps(p + 4)));
+}
 static inline void dacc_add(Dacc *acc, V a)
 {
 	acc->lo = _mm256_add_pd(acc->lo, _mm256_cvtps_pd(_mm256_castps256_ps128(a)));
 	acc->hi = _mm256_add_pd(acc->hi, _mm256_cvtps_pd(_mm256_extractf128_ps(a, 1)));
-}
-static inline void dacc_sq(Dacc *acc, V a)
-{
-	__m256d lo = _mm256_cvtps_pd(_mm256_castps256_ps128(a));
-	__m256d hi = _mm256_cvtps_pd(_mm256_extractf128_ps(a, 1));
-	acc->lo = _mm256_fmadd_pd(lo, lo, acc->lo);
-	acc->hi = _mm256_fmadd_pd(hi, hi, acc->hi);
 }
 static inline double dacc_total(const Dacc *acc)
 {
 	double lanes[4];
 	_mm256_storeu_pd(lanes, _mm256_add_pd(acc->lo, acc->hi));
 	return (lanes[0] + lanes[1]) + (lanes[2] + lanes[3]);
+}
+/* v[i] = 1 / sqrt(v[i]) for i < k (LayerNorm's rows) */
+static inline void dinv_sqrt(double *v, int k)
+{
+	for (int i = 0; i < k; i++)
+		v[i] = 1.0 / sqrt(v[i]);
 }
 
 #include "body.h"

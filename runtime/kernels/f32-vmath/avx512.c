@@ -59,22 +59,28 @@ static inline V vcopysign(V m, V s)
 #define VMATH_LANES_FROM(n) ((__mmask16)((n) >= 16 ? 0 : (n) <= 0 ? 0xFFFFu : 0xFFFFu << (n)))
 /* LayerNorm rows 8 at a time (body.h: ln_rows) */
 #define LN_ROWS 8
+/* v[i] = 1 / sqrt(v[i]) for i < k <= 8: the eight rows' at once */
+static inline void dinv_sqrt(double *v, int k)
+{
+	__mmask8 m = (__mmask8)((1u << k) - 1);
+	__m512d a = _mm512_mask_loadu_pd(_mm512_set1_pd(1.0), m, v);
+	_mm512_mask_storeu_pd(v, m, _mm512_div_pd(_mm512_set1_pd(1.0), _mm512_sqrt_pd(a)));
+}
 
 static inline V vkeep_n(V a, int64_t n) { return _mm512_maskz_mov_ps(lanes_below(n), a); }
 /* double lanes: the low and high eight floats widened */
 typedef struct { __m512d lo, hi; } Dacc;
 static inline void dacc_zero(Dacc *acc) { acc->lo = acc->hi = _mm512_setzero_pd(); }
+/* acc += the 16 floats at p, widened as they are loaded (no shuffle) */
+static inline void dacc_add_at(Dacc *acc, const float *p)
+{
+	acc->lo = _mm512_add_pd(acc->lo, _mm512_cvtps_pd(_mm256_loadu_ps(p)));
+	acc->hi = _mm512_add_pd(acc->hi, _mm512_cvtps_pd(_mm256_loadu_ps(p + 8)));
+}
 static inline void dacc_add(Dacc *acc, V a)
 {
 	acc->lo = _mm512_add_pd(acc->lo, _mm512_cvtps_pd(_mm512_castps512_ps256(a)));
 	acc->hi = _mm512_add_pd(acc->hi, _mm512_cvtps_pd(_mm256_castpd_ps(_mm512_extractf64x4_pd(_mm512_castps_pd(a), 1))));
-}
-static inline void dacc_sq(Dacc *acc, V a)
-{
-	__m512d lo = _mm512_cvtps_pd(_mm512_castps512_ps256(a));
-	__m512d hi = _mm512_cvtps_pd(_mm256_castpd_ps(_mm512_extractf64x4_pd(_mm512_castps_pd(a), 1)));
-	acc->lo = _mm512_fmadd_pd(lo, lo, acc->lo);
-	acc->hi = _mm512_fmadd_pd(hi, hi, acc->hi);
 }
 static inline double dacc_total(const Dacc *acc)
 {

@@ -13,8 +13,9 @@
  *   which exp then takes for its two vexp2i factors (the same result)
  *   vkeep_n(a, n): lanes >= n set to 0
  *   Dacc, an accumulator of double lanes: dacc_zero, dacc_add(acc, a) (+= a),
- *   dacc_sq(acc, a) (+= a * a, the product in double), dacc_total (the lanes
- *   summed in a fixed order)
+ *   dacc_add_at(acc, p) (+= the W floats at p),
+ *   dacc_total (the lanes summed in a fixed order),
+ *   dinv_sqrt(v, k): v[i] = 1 / sqrt(v[i]) in double for i < k <= LN_ROWS
  *
  * The approximations (maximum errors measured over every float in the
  * ranges named, tests/kernels/test_vmath.c, all variants; docs/kernels.md):
@@ -330,78 +331,110 @@ static VMATH_INLINE V ln_in(const float *x, const float *res, float *y, int64_t 
 	return v;
 }
 
+/* Vectors of d^2 a float chain of the variance sums before it is added into
+ * double lanes (ln_rows) */
+#define LN_FBLOCK 4
+
 /* K (1 .. LN_ROWS) LayerNorm rows, n apart. The mean is summed in double lanes
  * and split into two floats hi + lo, so d = (x - hi) - lo keeps the digits
  * float would lose when the mean is large next to the spread (x - hi is exact
- * near the mean); the variance is the double sum of d^2 (two passes, never
- * E[x^2] - E[x]^2); y = d * (inv_std * scale) + bias in float. Both sums run
- * in two chains (even and odd vectors; the last partial vector in the odd
- * one), added at the end. With res, the float sum x + res is stored in y by
- * the first pass and read from there. A row's arithmetic is the same whether
- * it is taken alone or with another (K only interleaves their independent
- * chains: the sums', the square root's and the division's latencies overlap;
- * LN_ROWS is 8 where the ISA has the registers for it, AVX-512, else 2). */
+ * near the mean). The variance is the sum of d^2 in a second pass (never
+ * E[x^2] - E[x]^2): d^2 added by FMA into float lanes, in two chains (even
+ * and odd vectors), each added into double lanes after at most LN_FBLOCK
+ * vectors; the K rows' 1 / sqrt(var + epsilon) together (dinv_sqrt), in
+ * double; y = d * (inv_std * scale) + bias in float. The bound: d is within
+ * 2 u of x - mean (u = 2^-24), d^2 within 4 u, a chain adds at most
+ * LN_FBLOCK roundings (u each, every term >= 0), the double lanes nothing
+ * that shows: the variance within (4 + LN_FBLOCK) u = 8 u, inv_std within
+ * 4.5 u, inv_std * scale 5 u, y within 7.5 u (4.5e-7) of
+ * |(x - mean) * inv_std * scale| + |bias| (tests/kernels/test_norm.c holds
+ * every variant to that). Without a residual the mean's sum widens the row
+ * as it loads it (dacc_add_at); with one, the sum x + res as it is stored in
+ * y (a load of y's halves would wait for the store). A row's arithmetic is the same whether it
+ * is taken alone or with others (K only interleaves their independent chains:
+ * the sums', the square root's and the division's latencies overlap; LN_ROWS
+ * is 8 where the ISA has the registers for it, AVX-512, else 2). */
 #ifndef LN_ROWS
 #define LN_ROWS 2
 #endif
 static VMATH_INLINE void ln_rows(int K, const float *x, const float *res, const float *scale,
                                  const float *bias, float *y, int64_t n, float epsilon)
 {
-	Dacc acc0[LN_ROWS], acc1[LN_ROWS];
-	V hi[LN_ROWS], lo[LN_ROWS], inv_std[LN_ROWS];
+	Dacc acc[LN_ROWS];
+	V hi[LN_ROWS], lo[LN_ROWS], inv_std[LN_ROWS], s0[LN_ROWS], s1[LN_ROWS];
+	double var[LN_ROWS], inv_n = 1.0 / (double)n;
 	const float *xr[LN_ROWS];
 #pragma GCC unroll 8
 	for (int k = 0; k < K; k++) {
-		dacc_zero(&acc0[k]);
-		dacc_zero(&acc1[k]);
+		dacc_zero(&acc[k]);
+		xr[k] = res ? y + k * n : x + k * n;
 	}
 	int64_t i = 0;
-	for (; i + 2 * W <= n; i += 2 * W)
+	for (; i + W <= n; i += W)
 #pragma GCC unroll 8
 		for (int k = 0; k < K; k++) {
-			const float *rk = res ? res + k * n : NULL;
-			dacc_add(&acc0[k], ln_in(x + k * n, rk, y + k * n, i, W));
-			dacc_add(&acc1[k], ln_in(x + k * n, rk, y + k * n, i + W, W));
+			if (res)
+				dacc_add(&acc[k], ln_in(x + k * n, res + k * n, y + k * n, i, W));
+			else
+				dacc_add_at(&acc[k], xr[k] + i);
 		}
+#pragma GCC unroll 8
+	for (int k = 0; k < K; k++) {
+		if (i < n)  /* the missing lanes load as 0 */
+			dacc_add(&acc[k], ln_in(x + k * n, res ? res + k * n : NULL, y + k * n, i, n - i));
+		double mean = dacc_total(&acc[k]) * inv_n;
+		float mean_hi = (float)mean;
+		hi[k] = vset(mean_hi), lo[k] = vset((float)(mean - (double)mean_hi));
+		dacc_zero(&acc[k]);
+	}
+	for (i = 0; i + 2 * W <= n;) {
+#pragma GCC unroll 8
+		for (int k = 0; k < K; k++)
+			s0[k] = s1[k] = vset(0.0f);
+		for (int b = 0; b < LN_FBLOCK && i + 2 * W <= n; b++, i += 2 * W)
+#pragma GCC unroll 8
+			for (int k = 0; k < K; k++) {
+				V d0 = vsub(vsub(vload(xr[k] + i), hi[k]), lo[k]);
+				V d1 = vsub(vsub(vload(xr[k] + i + W), hi[k]), lo[k]);
+				s0[k] = vfma(d0, d0, s0[k]);
+				s1[k] = vfma(d1, d1, s1[k]);
+			}
+#pragma GCC unroll 8
+		for (int k = 0; k < K; k++) {
+			dacc_add(&acc[k], s0[k]);
+			dacc_add(&acc[k], s1[k]);
+		}
+	}
 	int64_t full = i + W <= n ? i + W : i;
 #pragma GCC unroll 8
 	for (int k = 0; k < K; k++) {
-		const float *rk = res ? res + k * n : NULL;
-		if (full > i)
-			dacc_add(&acc0[k], ln_in(x + k * n, rk, y + k * n, i, W));
-		if (full < n)  /* the missing lanes load as 0 */
-			dacc_add(&acc1[k], ln_in(x + k * n, rk, y + k * n, full, n - full));
-		xr[k] = res ? y + k * n : x + k * n;
-		double mean = (dacc_total(&acc0[k]) + dacc_total(&acc1[k])) / (double)n;
-		float mean_hi = (float)mean;
-		hi[k] = vset(mean_hi), lo[k] = vset((float)(mean - (double)mean_hi));
-		dacc_zero(&acc0[k]);
-		dacc_zero(&acc1[k]);
-	}
-	for (i = 0; i + 2 * W <= n; i += 2 * W)
-#pragma GCC unroll 8
-		for (int k = 0; k < K; k++) {
-			dacc_sq(&acc0[k], vsub(vsub(vload(xr[k] + i), hi[k]), lo[k]));
-			dacc_sq(&acc1[k], vsub(vsub(vload(xr[k] + i + W), hi[k]), lo[k]));
+		if (full > i) {
+			V d = vsub(vsub(vload(xr[k] + i), hi[k]), lo[k]);
+			dacc_add(&acc[k], vmul(d, d));
 		}
-#pragma GCC unroll 8
-	for (int k = 0; k < K; k++) {
-		if (full > i)
-			dacc_sq(&acc0[k], vsub(vsub(vload(xr[k] + i), hi[k]), lo[k]));
-		if (full < n)
-			dacc_sq(&acc1[k], vkeep_n(vsub(vsub(vload_n(xr[k] + full, n - full), hi[k]), lo[k]),
-			                          n - full));
-		double var = (dacc_total(&acc0[k]) + dacc_total(&acc1[k])) / (double)n;
-		inv_std[k] = vset((float)(1.0 / sqrt(var + (double)epsilon)));
+		if (full < n) {
+			V d = vkeep_n(vsub(vsub(vload_n(xr[k] + full, n - full), hi[k]), lo[k]), n - full);
+			dacc_add(&acc[k], vmul(d, d));
+		}
+		var[k] = dacc_total(&acc[k]) * inv_n + (double)epsilon;
 	}
+	dinv_sqrt(var, K);  /* the K rows' 1 / sqrt(var + epsilon) at once */
+#pragma GCC unroll 8
+	for (int k = 0; k < K; k++)
+		inv_std[k] = vset((float)var[k]);
 #pragma GCC unroll 8
 	for (int k = 0; k < K; k++) {
 		float *yk = y + k * n;
-		for (i = 0; i + W <= n; i += W) {
-			V d = vsub(vsub(vload(xr[k] + i), hi[k]), lo[k]);
-			V g = vmul(inv_std[k], vload(scale + i));
-			vstore(yk + i, bias ? vfma(d, g, vload(bias + i)) : vmul(d, g));
-		}
+		if (bias)
+			for (i = 0; i + W <= n; i += W) {
+				V d = vsub(vsub(vload(xr[k] + i), hi[k]), lo[k]);
+				vstore(yk + i, vfma(d, vmul(inv_std[k], vload(scale + i)), vload(bias + i)));
+			}
+		else
+			for (i = 0; i + W <= n; i += W) {
+				V d = vsub(vsub(vload(xr[k] + i), hi[k]), lo[k]);
+				vstore(yk + i, vmul(d, vmul(inv_std[k], vload(scale + i))));
+			}
 		if (i < n) {
 			int64_t r = n - i;
 			V d = vsub(vsub(vload_n(xr[k] + i, r), hi[k]), lo[k]);
