@@ -83,7 +83,7 @@ static void run_case(int64_t B, int64_t H, int64_t Sq, int64_t Sk, int64_t dh, i
 			for (int64_t i = 0; i < Sq; i++) {
 				const int64_t *qs = p.q_stride, *ks = p.k_stride, *vs = p.v_stride,
 				              *ms = p.mask_stride;
-				double mx = -INFINITY, sum = 0.0, big = 0.0;
+				double mx = -(double)INFINITY, sum = 0.0, big = 0.0;
 				for (int64_t j = 0; j < Sk; j++) {
 					double acc = 0.0, mag = 0.0;
 					for (int64_t d = 0; d < dh; d++) {

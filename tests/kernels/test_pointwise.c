@@ -54,8 +54,8 @@ static void run(const Case *k)
 							int64_t iy = y * k->stride - k->pad + t, ix = x * k->stride - k->pad;
 							if (iy < 0 || iy >= k->h || ix < 0 || ix >= k->w)
 								continue;
-							double wv = W[(o * cg + c) * k->kh + t];
-							double xv = X[((n * k->c + g * cg + c) * k->h + iy) * k->w + ix];
+							double wv = (double)W[(o * cg + c) * k->kh + t];
+							double xv = (double)X[((n * k->c + g * cg + c) * k->h + iy) * k->w + ix];
 							s += wv * xv, b += fabs(wv * xv);
 						}
 					if (k->residual)

@@ -57,7 +57,7 @@ static void reference(const kiln_roipool_params *p, const float *X, const float 
 					double m = 0;
 					for (int64_t h = h0; h < h1; h++)
 						for (int64_t w = w0; w < w1; w++) {
-							double v = X[(b * p->channels + c) * plane + h * p->in_w + w];
+							double v = (double)X[(b * p->channels + c) * plane + h * p->in_w + w];
 							m = h == h0 && w == w0 ? v : fmax(m, v);
 						}
 					want[((r * p->channels + c) * p->pooled_h + ph) * p->pooled_w + pw] = m;

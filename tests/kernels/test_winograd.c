@@ -65,8 +65,8 @@ static void run(const Case *k)
 								int64_t iy = y - k->pt + ty, ix = x - k->pl + tx;
 								if (iy < 0 || iy >= k->h || ix < 0 || ix >= k->w)
 									continue;
-								double wv = W[((o * k->c + c) * 3 + ty) * 3 + tx];
-								double xv = X[((n * k->c + c) * k->h + iy) * k->w + ix];
+								double wv = (double)W[((o * k->c + c) * 3 + ty) * 3 + tx];
+								double xv = (double)X[((n * k->c + c) * k->h + iy) * k->w + ix];
 								s += wv * xv, b += fabs(wv * xv);
 							}
 					if (k->residual)

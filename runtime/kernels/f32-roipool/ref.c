@@ -41,7 +41,7 @@ KILN_API enum kiln_status kiln_f32_maxroipool(const kiln_roipool_params *p, cons
                                               const float *rois, float *Y)
 {
 	for (int64_t r = 0; r < p->num_rois; r++) {
-		double b = rois[r * 5];
+		double b = (double)rois[r * 5];
 		if (!(b > -1.0 && b < (double)p->batch))
 			return KILN_SHAPE_ERROR;
 	}
