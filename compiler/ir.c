@@ -190,6 +190,14 @@ void shape_print(const Shape *s, FILE *out)
 
 /* ---- walking and printing --------------------------------------------- */
 
+bool node_has_subgraph(const Node *n)
+{
+	for (int k = 0; k < n->nattrs; k++)
+		if (n->attrs[k].type == AT_GRAPH || n->attrs[k].type == AT_GRAPHS)
+			return true;
+	return false;
+}
+
 void graph_walk(Graph *g, GraphVisit visit, void *user)
 {
 	visit(g, user);

@@ -295,6 +295,8 @@ int64_t shape_nelem(const Shape *s);   /* -1 if unknown or overflowing */
 /* Walk every graph (depth first, parents before children). */
 typedef void (*GraphVisit)(Graph *g, void *user);
 void graph_walk(Graph *g, GraphVisit visit, void *user);
+/* Whether n owns a subgraph (an If, Loop or Scan body: a GRAPH or GRAPHS attribute). */
+bool node_has_subgraph(const Node *n);
 
 /* ---- onnx_load.c: ONNX file -> IR ------------------------------------- */
 

@@ -20,14 +20,6 @@
  */
 #include "kiln.h"
 
-static bool has_subgraph(const Node *n)
-{
-	for (int k = 0; k < n->nattrs; k++)
-		if (n->attrs[k].type == AT_GRAPH || n->attrs[k].type == AT_GRAPHS)
-			return true;
-	return false;
-}
-
 void sig_dce(Sig *s)
 {
 	const Graph *g = s->g;
@@ -50,7 +42,7 @@ void sig_dce(Sig *s)
 		const Node *n = &g->nodes[i];
 		if (!sig_computes(s, n))
 			continue;  /* every output folded: it reads nothing at run time */
-		bool read = has_subgraph(n);
+		bool read = node_has_subgraph(n);
 		for (int k = 0; k < n->nout && !read; k++)
 			read = n->out[k] != NONE && reader[n->out[k]] >= 0;
 		if (!read) {

@@ -98,10 +98,7 @@ int pass_cse(PassCtx *c)
 		Node *n = &g->nodes[i];
 		if (c->dead[i] || !mergeable(n))
 			continue;
-		bool has_graph = false;
-		for (int k = 0; k < n->nattrs; k++)
-			has_graph |= n->attrs[k].type == AT_GRAPH || n->attrs[k].type == AT_GRAPHS;
-		if (has_graph)
+		if (node_has_subgraph(n))
 			continue;
 		size_t slot = (size_t)node_key(n) & (size_t)(cap - 1);
 		int twin = NONE;

@@ -10,14 +10,6 @@
  */
 #include "rewrite.h"
 
-static bool has_subgraph(const Node *n)
-{
-	for (int k = 0; k < n->nattrs; k++)
-		if (n->attrs[k].type == AT_GRAPH || n->attrs[k].type == AT_GRAPHS)
-			return true;
-	return false;
-}
-
 static bool is_unread(const Graph *g, int id)
 {
 	return id == NONE || (g->values[id].nuse == 0 && !g->values[id].is_output);
@@ -31,7 +23,7 @@ int pass_dce(PassCtx *c)
 		if (c->dead[i])
 			continue;
 		Node *n = &g->nodes[i];
-		if (has_subgraph(n))
+		if (node_has_subgraph(n))
 			continue;
 		bool dead = true;
 		for (int k = 0; k < n->nout && dead; k++)

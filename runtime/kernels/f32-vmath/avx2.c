@@ -75,12 +75,6 @@ static inline double dacc_total(const Dacc *acc)
 	_mm256_storeu_pd(lanes, _mm256_add_pd(acc->lo, acc->hi));
 	return (lanes[0] + lanes[1]) + (lanes[2] + lanes[3]);
 }
-/* v[i] = 1 / sqrt(v[i]) for i < k (LayerNorm's rows) */
-static inline void dinv_sqrt(double *v, int k)
-{
-	for (int i = 0; i < k; i++)
-		v[i] = 1.0 / sqrt(v[i]);
-}
 
 #include "body.h"
 

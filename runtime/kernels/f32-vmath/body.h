@@ -15,6 +15,7 @@
  *   Dacc, an accumulator of double lanes: dacc_zero, dacc_add(acc, a) (+= a),
  *   dacc_add_at(acc, p) (+= the W floats at p),
  *   dacc_total (the lanes summed in a fixed order),
+ *   and optionally LN_ROWS (LayerNorm rows at a time; 2 if not defined) with
  *   dinv_sqrt(v, k): v[i] = 1 / sqrt(v[i]) in double for i < k <= LN_ROWS
  *
  * The approximations (maximum errors measured over every float in the
@@ -356,6 +357,12 @@ static VMATH_INLINE V ln_in(const float *x, const float *res, float *y, int64_t 
  * is 8 where the ISA has the registers for it, AVX-512, else 2). */
 #ifndef LN_ROWS
 #define LN_ROWS 2
+/* v[i] = 1 / sqrt(v[i]) for i < k (the variant has no vector form) */
+static inline void dinv_sqrt(double *v, int k)
+{
+	for (int i = 0; i < k; i++)
+		v[i] = 1.0 / sqrt(v[i]);
+}
 #endif
 static VMATH_INLINE void ln_rows(int K, const float *x, const float *res, const float *scale,
                                  const float *bias, float *y, int64_t n, float epsilon)

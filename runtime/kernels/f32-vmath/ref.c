@@ -53,12 +53,6 @@ static inline void dacc_zero(Dacc *acc) { *acc = 0.0; }
 static inline void dacc_add(Dacc *acc, V a) { *acc += (double)a; }
 static inline void dacc_add_at(Dacc *acc, const float *p) { *acc += (double)*p; }
 static inline double dacc_total(const Dacc *acc) { return *acc; }
-/* v[i] = 1 / sqrt(v[i]) for i < k (LayerNorm's rows) */
-static inline void dinv_sqrt(double *v, int k)
-{
-	for (int i = 0; i < k; i++)
-		v[i] = 1.0 / sqrt(v[i]);
-}
 
 #include "body.h"
 
