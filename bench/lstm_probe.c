@@ -13,14 +13,20 @@
  *
  * build: cc -std=c11 -O2 -Iinclude bench/lstm_probe.c build/runtime/libkiln.a -lm -lpthread
  *        -o lstm_probe
- * usage: taskset -c 1 ./lstm_probe [H [CALLS]]     (defaults 150, 4000)
+ * usage: taskset -c 1 ./lstm_probe [H [CALLS [MEM]]]     (defaults 150, 4000, malloc)
+ *        MEM: malloc (R^T from aligned_alloc), huge (R^T copied into 2 MiB-aligned
+ *        memory marked MADV_HUGEPAGE; the AnonHugePages line says what the
+ *        kernel gave), small (the same marked MADV_NOHUGEPAGE), hugeall
+ *        (R^T and the work buffer in huge pages)
  */
-#define _POSIX_C_SOURCE 200809L
+#define _DEFAULT_SOURCE
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "kiln/kernels.h"
+#include "pages.h"
 #include "timing.h"
 
 enum { I = 8, T = 25, RUNS = 7, WARM = 2000 };
@@ -37,11 +43,22 @@ static float *floats(int64_t n, float scale)
 	return p;
 }
 
+/* A copy of p[0..n) in fresh 2 MiB-aligned memory asked to be huge pages
+ * (advice MADV_HUGEPAGE) or small ones (MADV_NOHUGEPAGE). */
+static float *moved(float *p, int64_t n, int advice)
+{
+	float *q = aligned_pages((size_t)n * sizeof *p, advice);
+	memcpy(q, p, (size_t)n * sizeof *p);
+	free(p);
+	return q;
+}
+
 int main(int argc, char **argv)
 {
 	int64_t H = argc > 1 ? atoll(argv[1]) : 150, calls = argc > 2 ? atoll(argv[2]) : 4000;
+	const char *mem = argc > 3 ? argv[3] : "malloc";
 	if (H < 1 || H > 4096 || calls < 1) {
-		fprintf(stderr, "usage: lstm_probe [H (1..4096) [CALLS]]\n");
+		fprintf(stderr, "usage: lstm_probe [H (1..4096) [CALLS [malloc|huge|small|hugeall]]]\n");
 		return 2;
 	}
 	kiln_rnn_params p = {
@@ -54,6 +71,12 @@ int main(int argc, char **argv)
 	float *X = floats(T * I, 1.0f), *W = floats(4 * H * I, 1.0f), *R = floats(4 * H * H, 0.1f);
 	float *B = floats(8 * H, 1.0f), *Yh = floats(H, 0.0f);
 	float *work = floats(kiln_f32_rnn_work_floats(&p), 0.0f);
+	if (!strcmp(mem, "huge") || !strcmp(mem, "hugeall"))
+		R = moved(R, 4 * H * H, MADV_HUGEPAGE);
+	else if (!strcmp(mem, "small"))
+		R = moved(R, 4 * H * H, MADV_NOHUGEPAGE);
+	if (!strcmp(mem, "hugeall"))
+		work = moved(work, kiln_f32_rnn_work_floats(&p), MADV_HUGEPAGE);
 	kiln_rnn_io io = {.X = X, .Wp = W, .Rp = R, .B = B, .Y_h = Yh};
 	for (int i = 0; i < WARM; i++)
 		if (kiln_f32_rnn(&p, &io, work) != KILN_OK) {
@@ -70,9 +93,9 @@ int main(int argc, char **argv)
 	qsort(us, RUNS, sizeof us[0], cmp_double);
 	double sum = 0;
 	for (int64_t j = 0; j < H; j++)
-		sum += Yh[j];
-	printf("H %lld: %.2f us a call (median of %d), min %.2f; sum of Y_h %.9g\n", (long long)H,
-	       us[RUNS / 2], RUNS, us[0], sum);
-	free(X), free(W), free(R), free(B), free(Yh), free(work);
+		sum += (double)Yh[j];
+	print_huge_pages("");
+	printf("%s H %lld: %.2f us a call (median of %d), min %.2f; sum of Y_h %.9g\n", mem,
+	       (long long)H, us[RUNS / 2], RUNS, us[0], sum);
 	return 0;
 }

@@ -38,6 +38,7 @@
 #include <string.h>
 #include <sys/mman.h>
 
+#include "pages.h"
 #include "timing.h"
 
 enum { NLAYERS = 25, DIM = 256, PANEL = 32, NRESIDENT = 6, RUNS = 5 };
@@ -137,24 +138,10 @@ int main(int argc, char **argv)
 	probe("nta", w, NLAYERS, NRESIDENT, dist, calls);
 
 	/* the same floats in 2 MiB-aligned memory asked to be huge pages */
-	size_t huge = (size_t)2 << 20, len = nalloc * sizeof *w + huge;
-	char *map = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-	if (map == MAP_FAILED) {
-		fprintf(stderr, "stream_probe: mmap failed\n");
-		return 1;
-	}
-	float *h = (float *)(((uintptr_t)map + huge - 1) & ~(uintptr_t)(huge - 1));
-	madvise(h, nalloc * sizeof *w, MADV_HUGEPAGE);
+	float *h = aligned_pages(nalloc * sizeof *w, MADV_HUGEPAGE);
 	memcpy(h, w, nalloc * sizeof *w);
 	probe("l3-2m", h, NLAYERS, NLAYERS, dist, calls);
-	FILE *f = fopen("/proc/self/smaps_rollup", "r");
-	char line[256];
-	while (f && fgets(line, sizeof line, f))
-		if (!strncmp(line, "AnonHugePages:", 14))
-			printf("     huge pages: %s", line + 14 + strspn(line + 14, " "));
-	if (f)
-		fclose(f);
-	munmap(map, len);
+	print_huge_pages("     ");
 	printf("(sum %g)\n", (double)sink);
 	free(w);
 	return 0;

@@ -461,6 +461,10 @@ int main(void)
 		 * AVX-512 reads inside a whole block's loop (18, 20, 22, 24: one whole
 		 * block; 72: the third of four) */
 		{3, 1, 3, 18}, {3, 1, 2, 20}, {2, 1, 3, 22}, {3, 1, 3, 24}, {2, 1, 3, 72},
+		/* batch 1, three whole blocks and one of 13 units, whose product and
+		 * cell run on their own between the whole blocks' (AVX-512 finishes
+		 * each whole block's cell after the next block: across this one) */
+		{3, 1, 3, 61},
 		/* one product over the whole blocks, then such a last block on its
 		 * own in registers (AVX-512): 2 + 4, 6, 8 units (50 above: 3 + 2) */
 		{3, 1, 3, 36}, {2, 1, 2, 38}, {3, 1, 3, 40},

@@ -533,26 +533,49 @@ static VMATH_INLINE V lstm_clip(V x, V lo, V hi, int clip)
 	return clip ? vmin(vmax(x, lo), hi) : x;
 }
 
-/* The new cell state of units j .. j+k-1, stored in c and *cn, and the
- * output gate o (returned): what every form of the LSTM cell shares. */
-static VMATH_INLINE V lstm_state(V gi, V go, V gf, V gz, const float *P, float *c, int64_t n,
-                                 int64_t j, int64_t k, V lo, V hi, int clip, int input_forget,
-                                 V *cn)
+/* The LSTM cell of k <= W units of one row in two halves: lstm_cell_new
+ * (gate sums gi, go, gf, gz; the peepholes at P, P + n, P + 2 n or P NULL)
+ * stores the new state in c[0..k) and returns the inputs of the second
+ * half, o's sum and the new state, both clipped; lstm_cell_out stores
+ * h[0..k) = sigmoid(o) tanh(c). Every form of the cell runs these
+ * operations (the batch-1 step runs a block's second half at the end of
+ * the next block, lstm_row_blocks). */
+typedef struct LstmHalf {
+	V o, c;
+} LstmHalf;
+
+static VMATH_INLINE LstmHalf lstm_cell_new(V gi, V go, V gf, V gz, const float *P, float *c,
+                                           int64_t n, int64_t k, V lo, V hi, int clip,
+                                           int input_forget)
 {
-	V c0 = vload_k(c + j, k);
+	V c0 = vload_k(c, k);
 	if (P) {
-		gi = vfma(vload_k(P + j, k), c0, gi);
-		gf = vfma(vload_k(P + 2 * n + j, k), c0, gf);
+		gi = vfma(vload_k(P, k), c0, gi);
+		gf = vfma(vload_k(P + 2 * n, k), c0, gf);
 	}
 	V i = lstm_sigmoid(lstm_clip(gi, lo, hi, clip));
 	V z = lstm_tanh(lstm_clip(gz, lo, hi, clip));
 	V c1 = input_forget ? vfma(i, z, vmul(vsub(vset(1.0f), i), c0))
 	                    : vfma(i, z, vmul(lstm_sigmoid(lstm_clip(gf, lo, hi, clip)), c0));
 	if (P)
-		go = vfma(vload_k(P + n + j, k), c1, go);
-	vstore_k(c + j, c1, k);
-	*cn = c1;
-	return lstm_sigmoid(lstm_clip(go, lo, hi, clip));
+		go = vfma(vload_k(P + n, k), c1, go);
+	vstore_k(c, c1, k);
+	return (LstmHalf){lstm_clip(go, lo, hi, clip), lstm_clip(c1, lo, hi, clip)};
+}
+
+static VMATH_INLINE void lstm_cell_out(LstmHalf a, float *h, int64_t k)
+{
+	vstore_k(h, vmul(lstm_sigmoid(a.o), lstm_tanh(a.c)), k);
+}
+
+/* The new cell state of units j .. j+k-1, stored in c, and the output gate
+ * o (returned). */
+static VMATH_INLINE V lstm_state(V gi, V go, V gf, V gz, const float *P, float *c, int64_t n,
+                                 int64_t j, int64_t k, V lo, V hi, int clip, int input_forget)
+{
+	return lstm_sigmoid(lstm_cell_new(gi, go, gf, gz, P ? P + j : NULL, c + j, n, k, lo, hi, clip,
+	                                  input_forget)
+	                        .o);
 }
 
 /* Units j .. j+k-1 (k <= W) of an LSTM cell from its gate inputs gi, go,
@@ -561,8 +584,9 @@ static VMATH_INLINE void lstm_units(V gi, V go, V gf, V gz, const float *P, floa
                                     int64_t n, int64_t j, int64_t k, V lo, V hi, int clip,
                                     int input_forget)
 {
-	V c1, o = lstm_state(gi, go, gf, gz, P, c, n, j, k, lo, hi, clip, input_forget, &c1);
-	vstore_k(h + j, vmul(o, lstm_tanh(lstm_clip(c1, lo, hi, clip))), k);
+	lstm_cell_out(lstm_cell_new(gi, go, gf, gz, P ? P + j : NULL, c + j, n, k, lo, hi, clip,
+	                            input_forget),
+	              h + j, k);
 }
 
 /* The four gate sums g + x (i, o, f, c; n apart) of units j .. j+k-1 */
@@ -644,7 +668,7 @@ static VMATH_INLINE void narrow_rows(const LstmNarrow *nb, const float *x, int64
 /* nb's cell from its NV sums of pairs of rows: gate q of unit e is lane
  * q w + e plus lane 4w + q w + e, + xw. */
 static VMATH_INLINE void narrow_cell(const LstmNarrow *nb, const V *acc, V lo, V hi, int has_clip,
-                                     int input_forget, const int NV)
+                                     int input_forget, const int NV, LstmHalf *second)
 {
 	int64_t w = nb->w, nw = 4 * w;
 	V z = vset(0.0f), f[5] = {z, z, z, z, z};
@@ -659,8 +683,12 @@ static VMATH_INLINE void narrow_cell(const LstmNarrow *nb, const V *acc, V lo, V
 		                 VMATH_COLS(f[vb], f[vb + 1], b - vb * W)),
 		            vload_n(nb->xw + a, w));
 	}
-	lstm_units(g[0], g[1], g[2], g[3], nb->P, nb->c, nb->h, w, 0, w, lo, hi, has_clip,
-	           input_forget);
+	if (second)
+		*second = lstm_cell_new(g[0], g[1], g[2], g[3], nb->P, nb->c, w, w, lo, hi, has_clip,
+		                        input_forget);
+	else
+		lstm_units(g[0], g[1], g[2], g[3], nb->P, nb->c, nb->h, w, 0, w, lo, hi, has_clip,
+		           input_forget);
 }
 
 /* One step of the narrow block alone (one product over the whole blocks'
@@ -688,7 +716,7 @@ static VMATH_INLINE void lstm_narrow(int64_t K, const float *x, const LstmNarrow
 #pragma GCC unroll 4
 	for (int p = 0; p < NV; p++)
 		acc[0][p] = vadd(acc[0][p], acc[1][p]);
-	narrow_cell(nb, acc[0], lo, hi, has_clip, input_forget, NV);
+	narrow_cell(nb, acc[0], lo, hi, has_clip, input_forget, NV, NULL);
 }
 #endif
 
@@ -709,11 +737,20 @@ static VMATH_INLINE void lstm_narrow(int64_t K, const float *x, const LstmNarrow
  * is), and runs nb's cell after this block's: column c's sum is
  * lane c plus lane 4w + c. Its rows are read where this block's L2-bound
  * stream leaves the FMA units idle, instead of as a product and a cell of
- * their own. */
+ * their own.
+ *
+ * With last (W = 16: one vector a gate), the cells are split where their
+ * chains of dependent operations are longest: this block's (and nb's)
+ * first half (lstm_cell_new) runs here and its second half is left in
+ * *last (*last_n) with h in *last_h (nb's pending if *has_n), after the
+ * second halves left by the block before, if any (*last_h not NULL). Each
+ * half is ~20 dependent operations, where the whole cell (~40, ~160
+ * cycles) at the end of a block held up the next block's stream of R^T. */
 static VMATH_INLINE void lstm_block_nv(int64_t K, const float *x, const float *R,
                                        const float *xw, const float *P, float *c, float *h,
                                        int has_clip, float clip, int input_forget,
-                                       const LstmNarrow *nb, const int NV)
+                                       const LstmNarrow *nb, const int NV, LstmHalf *last,
+                                       float **last_h, LstmHalf *last_n, int *has_n)
 {
 	enum { PANEL = 32 };
 	const float *R1 = R + K * PANEL;
@@ -765,17 +802,30 @@ static VMATH_INLINE void lstm_block_nv(int64_t K, const float *x, const float *R
 			acc[0][v] = vadd(acc[0][v], acc[u][v]);
 	V hi = vset(clip), lo = vset(-clip);
 	enum { GV = BLOCK_UNITS / W };  /* vectors per gate */
+	if (GV == 1 && last) {
+		if (*last_h)
+			lstm_cell_out(*last, *last_h, W);
+		if (*has_n)
+			lstm_cell_out(*last_n, nb->h, nb->w);
+		*has_n = NV > 0;
+		*last = lstm_cell_new(vadd(acc[0][0], vload(xw)), vadd(acc[0][1], vload(xw + BLOCK_UNITS)),
+		                      vadd(acc[0][2], vload(xw + 2 * BLOCK_UNITS)),
+		                      vadd(acc[0][3], vload(xw + 3 * BLOCK_UNITS)), P, c, BLOCK_UNITS, W,
+		                      lo, hi, has_clip, input_forget);
+		*last_h = h;
+	} else {
 #pragma GCC unroll 16
-	for (int j = 0; j < GV; j++) {
-		const float *xj = xw + j * W;
-		lstm_units(vadd(acc[0][j], vload(xj)), vadd(acc[0][GV + j], vload(xj + BLOCK_UNITS)),
-		           vadd(acc[0][2 * GV + j], vload(xj + 2 * BLOCK_UNITS)),
-		           vadd(acc[0][3 * GV + j], vload(xj + 3 * BLOCK_UNITS)), P, c, h, BLOCK_UNITS,
-		           j * W, W, lo, hi, has_clip, input_forget);
+		for (int j = 0; j < GV; j++) {
+			const float *xj = xw + j * W;
+			lstm_units(vadd(acc[0][j], vload(xj)), vadd(acc[0][GV + j], vload(xj + BLOCK_UNITS)),
+			           vadd(acc[0][2 * GV + j], vload(xj + 2 * BLOCK_UNITS)),
+			           vadd(acc[0][3 * GV + j], vload(xj + 3 * BLOCK_UNITS)), P, c, h,
+			           BLOCK_UNITS, j * W, W, lo, hi, has_clip, input_forget);
+		}
 	}
 #ifdef VMATH_COLS
 	if (NV > 0)
-		narrow_cell(nb, nacc, lo, hi, has_clip, input_forget, NV);
+		narrow_cell(nb, nacc, lo, hi, has_clip, input_forget, NV, last ? last_n : NULL);
 #else
 	(void)nb, (void)nacc;
 #endif
@@ -785,7 +835,8 @@ static VMATH_INLINE void lstm_block_of(int64_t K, const float *x, const float *R
                                        const float *xw, const float *P, float *c, float *h,
                                        int has_clip, float clip, int input_forget)
 {
-	lstm_block_nv(K, x, R, xw, P, c, h, has_clip, clip, input_forget, NULL, 0);
+	lstm_block_nv(K, x, R, xw, P, c, h, has_clip, clip, input_forget, NULL, 0, NULL, NULL, NULL,
+	              NULL);
 }
 
 static void vmath_lstm_block(int64_t K, const float *x, const float *R, const float *xw,
@@ -802,9 +853,9 @@ static VMATH_INLINE void lstm_lanes_c(const float *g, const float *x, const floa
                                       float *h, int64_t n, int64_t j, int64_t k, V lo, V hi,
                                       int clip, int input_forget)
 {
-	V s[4], c1;
+	V s[4];
 	lstm_gate_sums(g, x, n, j, k, s);
-	vstore_k(h + j, lstm_state(s[0], s[1], s[2], s[3], P, c, n, j, k, lo, hi, clip, input_forget, &c1),
+	vstore_k(h + j, lstm_state(s[0], s[1], s[2], s[3], P, c, n, j, k, lo, hi, clip, input_forget),
 	         k);
 }
 
@@ -894,7 +945,9 @@ static void lstm_cells_2pass(const float *g, const float *x, const float *P, flo
  * first block. Forward on even steps, backward on odd ones, so the block a
  * step reads last is the one the next step reads first (whole blocks at
  * both ends: each of them fits in L1, a whole block and the narrow one did
- * not, so the even steps read both from L2). */
+ * not, so the even steps read both from L2). On AVX-512 each whole block's
+ * cell (and the narrow one's) is finished after the next block's product
+ * (lstm_block_nv's last), the last ones' at the end of the step. */
 static VMATH_INLINE void lstm_row_blocks(const VmathLstmRow *a, const float *xw, int64_t s)
 {
 	int64_t H = a->H, nwhole = H / BLOCK_UNITS, w = H % BLOCK_UNITS;
@@ -908,6 +961,9 @@ static VMATH_INLINE void lstm_row_blocks(const VmathLstmRow *a, const float *xw,
 	int64_t un = nwhole * BLOCK_UNITS, bn = 4 * un;  /* the narrow block's unit and column */
 	LstmNarrow nb = {.R = a->R + bn * H, .xw = xw + bn, .P = a->P ? a->P + bn : NULL,
 	                 .c = a->c + un, .h = a->h + un, .w = w};
+	LstmHalf last = {lo, lo}, last_n = {lo, lo};  /* the second halves of the last whole */
+	float *last_h = NULL;  /* block's cell and the narrow one's; where the first's h goes */
+	int has_n = 0;         /* if pending; whether the second is */
 	for (int64_t i = 0; i < nblk; i++) {
 		int64_t n = s % 2 ? nblk - 1 - i : i;  /* the n-th of: [narrow,] 0, 1, ... */
 		if (nblk > nwhole && n-- == 0) {
@@ -925,21 +981,23 @@ static VMATH_INLINE void lstm_row_blocks(const VmathLstmRow *a, const float *xw,
 		int64_t u = n * BLOCK_UNITS, b = 4 * u;
 		const float *R = a->R + b * H, *P = a->P ? a->P + b : NULL;
 		float *c = a->c + u, *h = a->h + u;
-		if (!fuse || n != nwhole / 2) {
-			lstm_block_of(H, a->x, R, xw + b, P, c, h, a->has_clip, a->clip, a->input_forget);
-			continue;
+		int NV = fuse && n == nwhole / 2 ? (int)w / 2 : 0;
+#define LSTM_BLOCK(nv)                                                                             \
+	lstm_block_nv(H, a->x, R, xw + b, P, c, h, a->has_clip, a->clip, a->input_forget, &nb, nv,     \
+	              &last, &last_h, &last_n, &has_n)
+		switch (NV) {
+		case 0: LSTM_BLOCK(0); break;
+		case 1: LSTM_BLOCK(1); break;
+		case 2: LSTM_BLOCK(2); break;
+		case 3: LSTM_BLOCK(3); break;
+		default: LSTM_BLOCK(4); break;
 		}
-		switch (w) {
-		case 2: lstm_block_nv(H, a->x, R, xw + b, P, c, h, a->has_clip, a->clip,
-		                      a->input_forget, &nb, 1); break;
-		case 4: lstm_block_nv(H, a->x, R, xw + b, P, c, h, a->has_clip, a->clip,
-		                      a->input_forget, &nb, 2); break;
-		case 6: lstm_block_nv(H, a->x, R, xw + b, P, c, h, a->has_clip, a->clip,
-		                      a->input_forget, &nb, 3); break;
-		default: lstm_block_nv(H, a->x, R, xw + b, P, c, h, a->has_clip, a->clip,
-		                       a->input_forget, &nb, 4); break;
-		}
+#undef LSTM_BLOCK
 	}
+	if (last_h)
+		lstm_cell_out(last, last_h, W);
+	if (has_n)
+		lstm_cell_out(last_n, nb.h, w);
 }
 
 /* One step of one product over all 4H columns (not by_blocks) where the
