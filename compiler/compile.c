@@ -256,18 +256,12 @@ static void copy_passthrough_outputs(Model *m)
 		g->values[g->outputs[i]].is_output = true;
 }
 
-void compile_model(Model *m, const CompileOptions *o, CompileResult *res)
+const int64_t *compile_signatures(Model *m, const CompileOptions *o, Sig **sigs_out,
+                                  Plan **plans_out)
 {
 	Arena *a = m->arena;
-	Diag *d = m->diag;
-	memset(res, 0, sizeof *res);
-	const char *name = o->name ? o->name : default_name(a, m->path);
-	if (!is_identifier(name))
-		diag_fail(d, KILN_USAGE, "--name \"%s\" is not a C identifier", name);
-	if (is_reserved(name))
-		diag_fail(d, KILN_USAGE, "--name \"%s\": names kiln and kiln_... are libkiln's own", name);
 	if (o->nbatches < 1)
-		diag_fail(d, KILN_USAGE, "no batch sizes: give --batch, e.g. --batch 1,8");
+		diag_fail(m->diag, KILN_USAGE, "no batch sizes: give --batch, e.g. --batch 1,8");
 	int64_t *batches = arena_array(a, (size_t)o->nbatches, sizeof *batches);
 	memcpy(batches, o->batches, (size_t)o->nbatches * sizeof *batches);
 	qsort(batches, (size_t)o->nbatches, sizeof *batches, cmp_i64);
@@ -281,10 +275,28 @@ void compile_model(Model *m, const CompileOptions *o, CompileResult *res)
 	for (int i = 0; i < o->nbatches; i++) {
 		sigs[i].batch = batches[i];
 		sigs[i].g = m->graph;
-		shape_infer(&sigs[i], o->bind, a, d);
+		shape_infer(&sigs[i], o->bind, a, m->diag);
 		sig_dce(&sigs[i]);
 		plan_build(&plans[i], &sigs[i], a);
 	}
+	*sigs_out = sigs;
+	*plans_out = plans;
+	return batches;
+}
+
+void compile_model(Model *m, const CompileOptions *o, CompileResult *res)
+{
+	Arena *a = m->arena;
+	Diag *d = m->diag;
+	memset(res, 0, sizeof *res);
+	const char *name = o->name ? o->name : default_name(a, m->path);
+	if (!is_identifier(name))
+		diag_fail(d, KILN_USAGE, "--name \"%s\" is not a C identifier", name);
+	if (is_reserved(name))
+		diag_fail(d, KILN_USAGE, "--name \"%s\": names kiln and kiln_... are libkiln's own", name);
+	Sig *sigs;
+	Plan *plans;
+	const int64_t *batches = compile_signatures(m, o, &sigs, &plans);
 
 	const char *dir = o->outdir ? o->outdir : ".";
 	if (!exists(dir) && mkdir(dir, 0777) != 0)

@@ -42,6 +42,11 @@ typedef struct CompileResult {
 } CompileResult;
 
 void compile_model(Model *m, const CompileOptions *o, CompileResult *res);
+/* compile_model's stages before it writes anything: the optimizer, then per
+ * batch size (sorted; the array returned) shape inference, the nodes dead at
+ * that signature and the buffer plan. `kiln check --batch` runs exactly
+ * these, so a model it passes does not fail compile on a shape or a plan. */
+const int64_t *compile_signatures(Model *m, const CompileOptions *o, Sig **sigs, Plan **plans);
 
 typedef struct VerifyOptions {
 	int64_t batch;             /* 0: from the data set's first input */

@@ -2,7 +2,8 @@
  * main.c - the `kiln` command: parse flags, run one subcommand inside a
  * protected call, print the one-line error if there was one.
  *
- * Exit status: 0 success; 1 `kiln check` found unsupported nodes;
+ * Exit status: 0 success; 1 `kiln check` found unsupported nodes (or,
+ * with --batch, shapes or a limit that do not fit);
  * 2 any error (bad model, unreadable file, bad usage, limits).
  */
 #include <errno.h>
@@ -31,7 +32,8 @@ static const HelpRow commands_help[] = {
 	{"info MODEL [--json]", "describe a model: interface, opsets, ops, weights;\n"
 	                        "with --batch, the static shapes of each signature", C_INFO},
 	{"check MODEL", "list the nodes kiln cannot compile; exit 1 if any; say\n"
-	                "how to compile symbolic dims other than the batch", C_CHECK},
+	                "how to compile symbolic dims other than the batch; with\n"
+	                "--batch, also infer shapes and plan as compile would", C_CHECK},
 	{"dump MODEL", "print kiln's IR of the model (for debugging)", C_DUMP},
 	{"compile MODEL --batch=B1,...", "write NAME.h, NAME.c, NAME_weights.o and NAME.o", C_COMPILE},
 	{"verify CASE_DIR...", "compile ONNX backend-test cases (model.onnx and\n"
@@ -42,14 +44,17 @@ static const HelpRow commands_help[] = {
 static const HelpRow options_help[] = {
 	{"--json", "machine-readable output (info); keys in docs/cli.md", C_INFO},
 	{"--batch=B1,B2,...", "batch sizes: to compile (compile), to infer shapes\n"
-	                      "for (info, dump), of the data (verify)", C_INFO | C_DUMP | C_COMPILE | C_VERIFY},
+	                      "for (info, dump, check), of the data (verify)",
+	 C_INFO | C_CHECK | C_DUMP | C_COMPILE | C_VERIFY},
 	{"--shape=INPUT=D0,D1", "fix every dim of an input (repeatable); one dim may\n"
-	                        "be N: the batch axis (--shape x=N,50,16)", C_INFO | C_DUMP | C_COMPILE},
+	                        "be N: the batch axis (--shape x=N,50,16)",
+	 C_INFO | C_CHECK | C_DUMP | C_COMPILE},
 	{"--batch-dim=INPUT=AXIS", "the batch axis of an input (default: axis 0 when\n"
-	                           "its first dim is symbolic) (repeatable)", C_INFO | C_DUMP | C_COMPILE},
+	                           "its first dim is symbolic) (repeatable)",
+	 C_INFO | C_CHECK | C_DUMP | C_COMPILE},
 	{"--freeze=INPUT=V0,V1,...", "fix an input's values at compile time, for inputs\n"
 	                             "that decide shapes; runs check them (repeatable)",
-	 C_INFO | C_DUMP | C_COMPILE},
+	 C_INFO | C_CHECK | C_DUMP | C_COMPILE},
 	{"--plan", "plan each signature's arena and print its size and\nlower bound (info, dump)",
 	 C_INFO | C_DUMP},
 	{"--svg=FILE", "with info --plan: draw each signature's buffer plan\n"
@@ -61,7 +66,7 @@ static const HelpRow options_help[] = {
 	{"--max-elements=N", "most elements in one tensor (default 2^36)",
 	 C_INFO | C_CHECK | C_DUMP | C_COMPILE},
 	{"--max-arena=MB", "most bytes of one arena or kiln_run context (default\n16384)",
-	 C_INFO | C_DUMP | C_COMPILE},
+	 C_INFO | C_CHECK | C_DUMP | C_COMPILE},
 	{"--max-c-size=MB", "largest generated NAME.c (default 256)", C_COMPILE},
 	{"--max-depth=N", "most levels of If/Loop/Scan subgraphs nested in one\n"
 	                  "another (default 20, at most 256); all five: docs/limits.md",
@@ -79,10 +84,10 @@ static const HelpRow options_help[] = {
 	{"--no-opt", "compile without the graph optimizer", C_COMPILE | C_VERIFY},
 	{"--no-pass=NAME", "skip one optimizer pass: noop, dedup, cse, einsum, fold,\n"
 	                   "lastpos, attention, fuse, addnorm, edgeconv, dce, f16\n"
-	                   "(repeatable)", C_COMPILE | C_VERIFY | C_INFO | C_DUMP},
+	                   "(repeatable)", C_COMPILE | C_VERIFY | C_INFO | C_CHECK | C_DUMP},
 	{"--weights-dtype=fp32|fp16|keep", "how weights are stored (default keep): fp16\n"
 	                                   "halves float32 weights, fp32 folds float16->float32 Casts",
-	 C_COMPILE | C_VERIFY | C_INFO | C_DUMP},
+	 C_COMPILE | C_VERIFY | C_INFO | C_CHECK | C_DUMP},
 	{"--passes", "info: run the optimizer and print, per pass, the nodes\n"
 	             "removed or fused and the weight bytes; dump: the IR after it", C_INFO | C_DUMP},
 	{"--export", "give NAME_model and NAME_run* default visibility, so a\n"
@@ -141,7 +146,8 @@ static void print_help(FILE *f, const char *command)
 	help_rows(f, options_help, sizeof options_help / sizeof options_help[0], cmds);
 	if (cmds & (C_COMPILE | C_VERIFY))
 		fputs("\nenvironment: CC (default cc) with CFLAGS, and LD (default ld) build NAME.o\n", f);
-	fputs(cmds & C_CHECK ? "\nexit status: 0 ok, 1 unsupported nodes (check), 2 error\n"
+	fputs(cmds & C_CHECK ? "\nexit status: 0 ok, 1 unsupported nodes or shapes that do not\n"
+	                       "fit (check), 2 error\n"
 	                     : "\nexit status: 0 ok, 2 error\n", f);
 }
 
@@ -466,13 +472,13 @@ static int parse_args(int argc, char **argv, Options *o)
 		return usage_error("'%s' needs a MODEL file", o->command);
 	if (o->json && strcmp(o->command, "info"))
 		return usage_error("--json goes with 'info', not '%s'", o->command);
-	if ((o->nbatches || o->bind.nshapes || o->bind.nbatch_dims || o->bind.nfreezes || o->plan) &&
-	    (strcmp(o->command, "check") == 0 || strcmp(o->command, "verify") == 0) &&
-	    !(strcmp(o->command, "verify") == 0 && o->nbatches == 1 && !o->bind.nshapes &&
-	      !o->bind.nbatch_dims && !o->bind.nfreezes && !o->plan))
-		return usage_error("--batch, --shape, --batch-dim, --freeze and --plan go with 'info', "
-		                   "'dump' or "
-		                   "'compile', not '%s'", o->command);
+	if (o->plan && (strcmp(o->command, "check") == 0 || strcmp(o->command, "verify") == 0))
+		return usage_error("--plan goes with 'info' or 'dump', not '%s'", o->command);
+	if ((o->nbatches || o->bind.nshapes || o->bind.nbatch_dims || o->bind.nfreezes) &&
+	    strcmp(o->command, "verify") == 0 &&
+	    !(o->nbatches == 1 && !o->bind.nshapes && !o->bind.nbatch_dims && !o->bind.nfreezes))
+		return usage_error("--shape, --batch-dim and --freeze go with 'info', 'check', 'dump' or "
+		                   "'compile', not '%s'; verify takes one --batch", o->command);
 	/* Shapes without --batch: one signature; the batch only matters for symbolic axes. */
 	if (!o->nbatches && (o->bind.nshapes || o->bind.nbatch_dims || o->bind.nfreezes || o->plan))
 		o->batches[o->nbatches++] = 1;
@@ -539,6 +545,38 @@ static int run_compile(const Options *o, Model *m, Stages *stages)
 	return 0;
 }
 
+/* kiln check --batch: compile's stages up to the buffer plans, so that a
+ * model check passes does not fail compile on a shape, an unsupported
+ * attribute value or a limit. Such a failure is check's finding (stdout,
+ * exit 1); a broken file or an I/O error stays an error (exit 2). */
+static int check_signatures(const Options *o, Model *m)
+{
+	Diag *d = m->diag;
+	jmp_buf jb, *outer = d->protect;
+	CompileOptions co = {.batches = o->batches, .nbatches = o->nbatches, .bind = &o->bind,
+	                     .passes = &o->popts};
+	char sizes[256];
+	size_t len = 0;
+	for (int i = 0; i < o->nbatches && len < sizeof sizes; i++)
+		len += (size_t)snprintf(sizes + len, sizeof sizes - len, "%s%lld", i ? "," : "",
+		                        (long long)o->batches[i]);
+	d->protect = &jb;
+	if (setjmp(jb) != 0) {
+		d->protect = outer;
+		if (d->status != KILN_UNSUPPORTED && d->status != KILN_SHAPE_ERROR &&
+		    d->status != KILN_LIMIT)
+			longjmp(*outer, 1);
+		printf("%s\n%s: cannot be compiled at batch %s\n", d->msg, o->model, sizes);
+		return EXIT_UNSUPPORTED;
+	}
+	Sig *sigs;
+	Plan *plans;
+	compile_signatures(m, &co, &sigs, &plans);
+	d->protect = outer;
+	printf("%s: shapes inferred and buffers planned at batch %s\n", o->model, sizes);
+	return 0;
+}
+
 static int run(const Options *o)
 {
 	if (strcmp(o->command, "ops") == 0)
@@ -586,6 +624,8 @@ static int run(const Options *o)
 			;
 		else if (strcmp(o->command, "check") == 0) {
 			rc = report_check(m, stdout) ? EXIT_UNSUPPORTED : 0;
+			if (rc == 0 && o->nbatches)
+				rc = check_signatures(o, m);
 		}
 		else if (strcmp(o->command, "compile") == 0)
 			rc = run_compile(o, m, &stages);

@@ -91,8 +91,23 @@ expect 2 "$E --batch lists a size twice: '1,1'
 Try 'kiln --help'." -- info --batch 1,1 mlp.onnx
 expect 2 "$E --shape needs INPUT=D0,D1,..., got 'x'
 Try 'kiln --help'." -- info --shape x mlp.onnx
-expect 2 "$E --batch, --shape, --batch-dim, --freeze and --plan go with 'info', 'dump' or 'compile', not 'check'
-Try 'kiln --help'." -- check --batch 1 mlp.onnx
+expect 2 "$E --plan goes with 'info' or 'dump', not 'check'
+Try 'kiln --help'." -- check --plan mlp.onnx
+expect 2 "$E --shape, --batch-dim and --freeze go with 'info', 'check', 'dump' or 'compile', not 'verify'; verify takes one --batch
+Try 'kiln --help'." -- verify --shape=x=2,4 .
+
+# ---- check --batch: compile's shape inference and plans, so what it passes compiles
+expect 0 "" -- check --batch 1,64 mlp.onnx
+printf 'mlp.onnx: all 3 nodes supported\nmlp.onnx: shapes inferred and buffers planned at batch 1,64\n' > "$err"
+cmp -s "$err" "$out" && pass=$((pass + 1)) || { echo "FAIL: check --batch output"; cat "$out"; fail=$((fail + 1)); }
+expect 1 "" -- check --shape=x=2,5 mlp.onnx
+printf '%s\n' 'mlp.onnx: all 3 nodes supported' 'mlp.onnx: node 0 "fc1" (Gemm, ai.onnx opset 13): inner dims differ: A gives K = 5, B gives 4 (batch 1)' 'mlp.onnx: cannot be compiled at batch 1' > "$err"
+cmp -s "$err" "$out" && pass=$((pass + 1)) || { echo "FAIL: check --shape finding"; cat "$out"; fail=$((fail + 1)); }
+expect 1 "" -- check --batch 2 unsupported.onnx
+expect_out unsupported.check
+expect 1 "" -- check --batch 1000000 --max-arena=1 mlp.onnx
+grep -q "^mlp.onnx: cannot be compiled at batch 1000000$" "$out" && pass=$((pass + 1)) ||
+	{ echo "FAIL: check --max-arena finding"; cat "$out"; fail=$((fail + 1)); }
 
 # ---- bad models: one line naming the file and the tensor or node, exit 2
 expect 2 "$E missing.onnx: cannot open missing.onnx: No such file or directory" -- info missing.onnx

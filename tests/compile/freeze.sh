@@ -37,7 +37,13 @@ check_err "'abc' is not a int64 value" compile "$M" --batch 1 -o "$OUT/x" --free
 check_err 'has 2 elements; its shape holds 1' compile "$M" --batch 1 -o "$OUT/x" --freeze start=1,2
 check_err '--freeze names "nope", which is not a graph input' compile "$M" --batch 1 -o "$OUT/x" --freeze nope=1
 check_err "--freeze needs INPUT=V0,V1,..., got 'limit'" compile "$M" --batch 1 -o "$OUT/x" --freeze limit
-check_err "not 'check'" check "$M" --freeze limit=1
+# check --freeze infers shapes as compile does: a finding on stdout, exit 1
+out=$("$KILN" check "$M" --freeze limit=1 2>&1); rc=$?
+[ $rc -eq 1 ] && printf '%s' "$out" | grep -qF 'input 0 "start" must be known at compile time' \
+	&& ok || bad "check with start not frozen: rc $rc: $out"
+out=$("$KILN" check "$M" --freeze start=1 --freeze limit=7 --freeze=delta=2 2>&1); rc=$?
+[ $rc -eq 0 ] && printf '%s' "$out" | grep -qF 'shapes inferred and buffers planned at batch 1' \
+	&& ok || bad "check with all frozen: rc $rc: $out"
 check_err "'99999999999999999999' is not a int64 value" compile "$M" --batch 1 -o "$OUT/x" --freeze limit=99999999999999999999
 
 tally freeze
