@@ -1,7 +1,8 @@
 /*
  * lstm_probe.c - one LSTM alone at batch 1, the way deepjet_like's runs:
  * kiln_f32_rnn with the default activations and W, R packed in gate blocks
- * (what the compiler stores), I = 8 inputs, T = 25 steps, only Y_h wanted.
+ * (what the compiler stores), I = 8 inputs (or the fourth argument), T = 25
+ * steps, only Y_h wanted.
  * The weights are random (the time does not depend on their values); the
  * call is repeated so that R^T stays in L2, as in the model.
  *
@@ -13,11 +14,12 @@
  *
  * build: cc -std=c11 -O2 -Iinclude bench/lstm_probe.c build/runtime/libkiln.a -lm -lpthread
  *        -o lstm_probe
- * usage: taskset -c 1 ./lstm_probe [H [CALLS [MEM]]]     (defaults 150, 4000, malloc)
+ * usage: taskset -c 1 ./lstm_probe [H [CALLS [MEM [I]]]]   (defaults 150, 4000, malloc, 8)
  *        MEM: malloc (R^T from aligned_alloc), huge (R^T copied into 2 MiB-aligned
  *        memory marked MADV_HUGEPAGE; the AnonHugePages line says what the
  *        kernel gave), small (the same marked MADV_NOHUGEPAGE), hugeall
  *        (R^T and the work buffer in huge pages)
+ *        I: input features
  */
 #define _DEFAULT_SOURCE
 #include <stdint.h>
@@ -29,7 +31,7 @@
 #include "pages.h"
 #include "timing.h"
 
-enum { I = 8, T = 25, RUNS = 7, WARM = 2000 };
+enum { T = 25, RUNS = 7, WARM = 2000 };
 
 static float *floats(int64_t n, float scale)
 {
@@ -57,8 +59,11 @@ int main(int argc, char **argv)
 {
 	int64_t H = argc > 1 ? atoll(argv[1]) : 150, calls = argc > 2 ? atoll(argv[2]) : 4000;
 	const char *mem = argc > 3 ? argv[3] : "malloc";
-	if (H < 1 || H > 4096 || calls < 1) {
-		fprintf(stderr, "usage: lstm_probe [H (1..4096) [CALLS [malloc|huge|small|hugeall]]]\n");
+	int64_t I = argc > 4 ? atoll(argv[4]) : 8;
+	if (H < 1 || H > 4096 || calls < 1 || I < 1 || I > 4096) {
+		fprintf(stderr, "usage: lstm_probe [H (1..4096) [CALLS [malloc|huge|small|hugeall [I "
+		                "(1..4096)]]]]
+");
 		return 2;
 	}
 	kiln_rnn_params p = {

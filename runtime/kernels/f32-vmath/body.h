@@ -487,25 +487,63 @@ static void vmath_batchnorm_plane(const float *x, float *y, int64_t n, float mea
  * 0.84 ulp measured in float), times 2^n. 13 vector operations, where
  * v_exp and the sign handling of v_sigmoid and v_tanh (with vrecip) took
  * 25 and 35: at batch 1 the cells share the core with the stream of R^T,
- * and each operation of a cell was measured to cost about a cycle of it. */
-static VMATH_INLINE V lstm_exp_neg(V x, const int k)
+ * and each operation of a cell was measured to cost about a cycle of it.
+ * Here in place, x[i] = e^(-k x[i]) for i < N (at most 16), k = 1 for
+ * i < NS and 2 after, stage by stage across the N vectors (lstm_cells_n);
+ * lstm_exp_neg is one vector's. */
+static VMATH_INLINE void lstm_exp_neg_n(V *x, const int NS, const int N)
 {
-	const float m = 88.0f / (float)k, scale = (float)k;
 	static const float q[] = {1.3836843427e-03f, -8.3748158067e-03f, 4.1668225080e-02f,
 	                          -1.6666419804e-01f, 4.9999991059e-01f, -1.0f, 1.0f};
 	const V magic = vset(0x1.8p23f);
-	x = vmax(vset(-m), vmin(vset(m), x));
-	V n = vsub(vfma(x, vset(-scale * 1.44269504088896341f), magic), magic);
-	V s = vfma(n, vset(0.693359375f / scale), x);  /* exact product: 9 bits times |n| <= 128 */
-	s = vfma(n, vset(-2.12194440e-4f / scale), s);
-	V p = vset(q[0] * scale * scale * scale * scale * scale * scale);
-	p = vfma(p, s, vset(q[1] * scale * scale * scale * scale * scale));
-	p = vfma(p, s, vset(q[2] * scale * scale * scale * scale));
-	p = vfma(p, s, vset(q[3] * scale * scale * scale));
-	p = vfma(p, s, vset(q[4] * scale * scale));
-	p = vfma(p, s, vset(q[5] * scale));
-	p = vfma(p, s, vset(q[6]));
-	return v_exp_scale(p, n);
+	V n[16], s[16], p[16];
+#pragma GCC unroll 16
+	for (int i = 0; i < N; i++) {
+		const float scale = i < NS ? 1.0f : 2.0f, m = 88.0f / scale;
+		x[i] = vmax(vset(-m), vmin(vset(m), x[i]));
+		n[i] = vsub(vfma(x[i], vset(-scale * 1.44269504088896341f), magic), magic);
+	}
+#pragma GCC unroll 16
+	for (int i = 0; i < N; i++) {
+		const float scale = i < NS ? 1.0f : 2.0f;
+		s[i] = vfma(n[i], vset(0.693359375f / scale), x[i]);  /* exact: 9 bits times |n| <= 128 */
+		s[i] = vfma(n[i], vset(-2.12194440e-4f / scale), s[i]);
+		p[i] = vset(q[0] * scale * scale * scale * scale * scale * scale);
+	}
+#pragma GCC unroll 16
+	for (int i = 0; i < N; i++) {
+		const float scale = i < NS ? 1.0f : 2.0f;
+		p[i] = vfma(p[i], s[i], vset(q[1] * scale * scale * scale * scale * scale));
+	}
+#pragma GCC unroll 16
+	for (int i = 0; i < N; i++) {
+		const float scale = i < NS ? 1.0f : 2.0f;
+		p[i] = vfma(p[i], s[i], vset(q[2] * scale * scale * scale * scale));
+	}
+#pragma GCC unroll 16
+	for (int i = 0; i < N; i++) {
+		const float scale = i < NS ? 1.0f : 2.0f;
+		p[i] = vfma(p[i], s[i], vset(q[3] * scale * scale * scale));
+	}
+#pragma GCC unroll 16
+	for (int i = 0; i < N; i++) {
+		const float scale = i < NS ? 1.0f : 2.0f;
+		p[i] = vfma(p[i], s[i], vset(q[4] * scale * scale));
+	}
+#pragma GCC unroll 16
+	for (int i = 0; i < N; i++) {
+		const float scale = i < NS ? 1.0f : 2.0f;
+		p[i] = vfma(p[i], s[i], vset(q[5] * scale));
+	}
+#pragma GCC unroll 16
+	for (int i = 0; i < N; i++)
+		x[i] = v_exp_scale(vfma(p[i], s[i], vset(q[6])), n[i]);
+}
+
+static VMATH_INLINE V lstm_exp_neg(V x, const int k)
+{
+	lstm_exp_neg_n(&x, k == 1, 1);
+	return x;
 }
 
 /* The LSTM cell's sigmoid: 1 / (1 + e^-x) through vrecip (an e^-x of inf or
@@ -665,17 +703,15 @@ static VMATH_INLINE void narrow_rows(const LstmNarrow *nb, const float *x, int64
 		acc[p] = vfma(vsel(row1[p], x1, x0), vload(r + 16 * p), acc[p]);
 }
 
-/* nb's cell from its NV sums of pairs of rows: gate q of unit e is lane
- * q w + e plus lane 4w + q w + e, + xw. */
-static VMATH_INLINE void narrow_cell(const LstmNarrow *nb, const V *acc, V lo, V hi, int has_clip,
-                                     int input_forget, const int NV, LstmHalf *second)
+/* nb's gate sums g[0..4) from its NV sums of pairs of rows: gate q of unit
+ * e is lane q w + e plus lane 4w + q w + e, + xw. */
+static VMATH_INLINE void narrow_gates(const LstmNarrow *nb, const V *acc, V g[4], const int NV)
 {
 	int64_t w = nb->w, nw = 4 * w;
 	V z = vset(0.0f), f[5] = {z, z, z, z, z};
 #pragma GCC unroll 4
 	for (int p = 0; p < NV; p++)
 		f[p] = acc[p];
-	V g[4];
 #pragma GCC unroll 4
 	for (int q = 0; q < 4; q++) {
 		int64_t a = q * w, b = nw + q * w, va = a / W, vb = b / W;
@@ -683,6 +719,16 @@ static VMATH_INLINE void narrow_cell(const LstmNarrow *nb, const V *acc, V lo, V
 		                 VMATH_COLS(f[vb], f[vb + 1], b - vb * W)),
 		            vload_n(nb->xw + a, w));
 	}
+}
+
+/* nb's cell from its NV sums of pairs of rows (narrow_gates); with second,
+ * only its new c, the rest in *second (lstm_cell_new). */
+static VMATH_INLINE void narrow_cell(const LstmNarrow *nb, const V *acc, V lo, V hi, int has_clip,
+                                     int input_forget, const int NV, LstmHalf *second)
+{
+	int64_t w = nb->w;
+	V g[4];
+	narrow_gates(nb, acc, g, NV);
 	if (second)
 		*second = lstm_cell_new(g[0], g[1], g[2], g[3], nb->P, nb->c, w, w, lo, hi, has_clip,
 		                        input_forget);
@@ -1032,6 +1078,172 @@ static VMATH_INLINE int lstm_row_split(const VmathLstmRow *a, const float *xw)
 #endif
 }
 
+#ifdef VMATH_COLS
+/* Units of one gate group for lstm_cells_n: k <= W units at c, h, the
+ * peepholes at P (gates n apart) or NULL. */
+typedef struct LstmGroup {
+	const float *P;
+	float *c, *h;
+	int64_t n, k;
+} LstmGroup;
+
+/* The cells of NG <= 4 groups from their gate sums g (i, o, f, c each),
+ * lstm_units' operations on each (the same bits), but stage by stage across
+ * the groups: i, f and c's activations of every group as one lstm_exp_neg_n,
+ * then every new c, then o and tanh(c) of every group as another, so that
+ * the groups' chains are in flight together (one after the other, each
+ * group's chain filled the scheduler and the next one waited). */
+static VMATH_INLINE void lstm_cells_n(V g[][4], const LstmGroup *gr, V lo, V hi, int clip,
+                                      int input_forget, const int NG)
+{
+	V c0[4], c1[4], a[12], e[8];
+#pragma GCC unroll 4
+	for (int i = 0; i < NG; i++) {
+		c0[i] = vload_k(gr[i].c, gr[i].k);
+		if (gr[i].P) {
+			g[i][0] = vfma(vload_k(gr[i].P, gr[i].k), c0[i], g[i][0]);
+			g[i][2] = vfma(vload_k(gr[i].P + 2 * gr[i].n, gr[i].k), c0[i], g[i][2]);
+		}
+	}
+#pragma GCC unroll 4
+	for (int i = 0; i < NG; i++) {
+		a[i] = lstm_clip(g[i][0], lo, hi, clip);           /* i: sigmoid */
+		a[NG + i] = lstm_clip(g[i][2], lo, hi, clip);      /* f: sigmoid */
+		a[2 * NG + i] = lstm_clip(g[i][3], lo, hi, clip);  /* c: tanh */
+	}
+	lstm_exp_neg_n(a, 2 * NG, 3 * NG);
+#pragma GCC unroll 12
+	for (int i = 0; i < 3 * NG; i++)
+		a[i] = vrecip(vadd(vset(1.0f), a[i]));
+#pragma GCC unroll 4
+	for (int i = 0; i < NG; i++) {
+		V ig = a[i], z = vfma(a[2 * NG + i], vset(2.0f), vset(-1.0f));
+		c1[i] = input_forget ? vfma(ig, z, vmul(vsub(vset(1.0f), ig), c0[i]))
+		                     : vfma(ig, z, vmul(a[NG + i], c0[i]));
+		vstore_k(gr[i].c, c1[i], gr[i].k);
+		V o = g[i][1];
+		if (gr[i].P)
+			o = vfma(vload_k(gr[i].P + gr[i].n, gr[i].k), c1[i], o);
+		e[i] = lstm_clip(o, lo, hi, clip);                 /* o: sigmoid */
+		e[NG + i] = lstm_clip(c1[i], lo, hi, clip);        /* tanh(c) */
+	}
+	lstm_exp_neg_n(e, NG, 2 * NG);
+#pragma GCC unroll 8
+	for (int i = 0; i < 2 * NG; i++)
+		e[i] = vrecip(vadd(vset(1.0f), e[i]));
+#pragma GCC unroll 4
+	for (int i = 0; i < NG; i++)
+		vstore_k(gr[i].h, vmul(e[i], vfma(e[NG + i], vset(2.0f), vset(-1.0f))), gr[i].k);
+}
+
+/* Rows k and k + 1 of the product of lstm_row_small: each whole-block
+ * vector v (panel v / 2, half v % 2) into acc[0][v] (row k) and acc[1][v]
+ * (row k + 1), the narrow block's two rows into nacc (lstm_narrow's form). */
+static VMATH_INLINE void small_rows(int64_t K, const float *x, const float *R, int64_t k,
+                                    V acc[2][12], const LstmNarrow *nb, const VM *row1, V *nacc,
+                                    const int NB, const int NV)
+{
+	enum { PANEL = 32 };
+	V x0 = vset(x[k]), x1 = vset(x[k + 1]);
+#pragma GCC unroll 12
+	for (int v = 0; v < 4 * NB; v++) {
+		const float *r = R + (v / 2) * K * PANEL + k * PANEL + (v % 2) * W;
+		acc[0][v] = vfma(x0, vload(r), acc[0][v]);
+		acc[1][v] = vfma(x1, vload(r + PANEL), acc[1][v]);
+	}
+	if (NV > 0)
+		narrow_rows(nb, x, k, row1, nacc, NV);
+}
+
+/* Every step of one batch row where 4H is NB whole blocks (2 or 3) and a
+ * narrow block of NV vectors of two rows (w = 2 NV units, 0 to 8), H = K
+ * even: the product over all 4H columns with every sum in a register from
+ * k = 0 to the cell (NB whole blocks: 8 NB chains, row k in chain k mod 2,
+ * as f32-gemv's two_panels; the narrow block: 2 NV chains of pairs of rows,
+ * as lstm_narrow), then the cells straight from the registers, block 0
+ * first, so the next step's product can start on h[0..16) while the later
+ * cells finish. The same sums in the same order as lstm_row_split and the
+ * product then lstm_cells_2pass (the same bits), without storing the gates
+ * and reading them back. */
+static VMATH_INLINE void lstm_row_small_of(const VmathLstmRow *a, const int NB, const int NV)
+{
+	int64_t H = a->H, K = H, hw = NB * BLOCK_UNITS, b = 4 * hw;
+	V hi = vset(a->clip), lo = vset(-a->clip);
+	VM row1[4];
+	LstmNarrow nb = {.R = a->R + b * K, .P = a->P ? a->P + b : NULL, .c = a->c + hw,
+	                 .h = a->h + hw, .w = H - hw};
+	if (NV > 0)
+		narrow_lanes(&nb, row1, NV);
+	float *h = a->h;
+	for (int64_t s = 0; s < a->len; s++) {
+		int64_t t = a->reverse ? a->len - 1 - s : s;
+		const float *xw = a->xw + t * a->xw_t;
+		V acc[2][12], nacc[2][4];
+#pragma GCC unroll 12
+		for (int v = 0; v < 4 * NB; v++)
+			acc[0][v] = acc[1][v] = vset(0.0f);
+#pragma GCC unroll 4
+		for (int p = 0; p < NV; p++)
+			nacc[0][p] = nacc[1][p] = vset(0.0f);
+		int64_t k = 0;
+		for (; k + 4 <= K; k += 4) {
+			small_rows(K, h, a->R, k, acc, &nb, row1, nacc[0], NB, NV);
+			small_rows(K, h, a->R, k + 2, acc, &nb, row1, nacc[1], NB, NV);
+		}
+		if (k < K)
+			small_rows(K, h, a->R, k, acc, &nb, row1, nacc[0], NB, NV);
+		V g[4][4];
+		LstmGroup gr[4];
+#pragma GCC unroll 3
+		for (int blk = 0; blk < NB; blk++) {
+			const float *xb = xw + 4 * BLOCK_UNITS * blk;
+#pragma GCC unroll 4
+			for (int q = 0; q < 4; q++)
+				g[blk][q] = vadd(vadd(acc[0][4 * blk + q], acc[1][4 * blk + q]),
+				                 vload(xb + q * BLOCK_UNITS));
+			gr[blk] = (LstmGroup){.P = a->P ? a->P + 4 * BLOCK_UNITS * blk : NULL,
+			                      .c = a->c + BLOCK_UNITS * blk, .h = h + BLOCK_UNITS * blk,
+			                      .n = BLOCK_UNITS, .k = W};
+		}
+		if (NV > 0) {
+#pragma GCC unroll 4
+			for (int p = 0; p < NV; p++)
+				nacc[0][p] = vadd(nacc[0][p], nacc[1][p]);
+			nb.xw = xw + b;
+			narrow_gates(&nb, nacc[0], g[NB], NV);
+			gr[NB] = (LstmGroup){.P = nb.P, .c = nb.c, .h = nb.h, .n = nb.w, .k = nb.w};
+		}
+		lstm_cells_n(g, gr, lo, hi, a->has_clip, a->input_forget, NB + (NV > 0));
+		if (a->Y)
+			memcpy(a->Y + t * a->y_t, h, (size_t)H * sizeof *a->Y);
+	}
+}
+
+/* The whole recurrence through lstm_row_small_of where H is 32 to 52 units
+ * with an even narrow block (w = 0, 2, 4, 6, 8; 2 or 3 whole blocks);
+ * returns 0 (nothing done) otherwise. */
+static int lstm_row_small(const VmathLstmRow *a)
+{
+	switch (a->H) {
+	case 32: lstm_row_small_of(a, 2, 0); return 1;
+	case 34: lstm_row_small_of(a, 2, 1); return 1;
+	case 36: lstm_row_small_of(a, 2, 2); return 1;
+	case 38: lstm_row_small_of(a, 2, 3); return 1;
+	case 40: lstm_row_small_of(a, 2, 4); return 1;
+	case 48: lstm_row_small_of(a, 3, 0); return 1;
+	case 50: lstm_row_small_of(a, 3, 1); return 1;
+	case 52: lstm_row_small_of(a, 3, 2); return 1;
+	default: return 0;
+	}
+}
+#else
+static int lstm_row_small(const VmathLstmRow *a)
+{
+	(void)a;
+	return 0;
+}
+#endif
+
 /* Every step of one batch row of an LSTM in gate blocks (VmathLstmRow): the
  * same arithmetic as rnn.c's step at batch 1 (lstm_row_gemv, or one product
  * over all 4H columns and then the cells, here in two passes), with the
@@ -1040,6 +1252,8 @@ static VMATH_INLINE int lstm_row_split(const VmathLstmRow *a, const float *xw)
 static void vmath_lstm_row(const VmathLstmRow *a)
 {
 	int64_t H = a->H;
+	if (!a->by_blocks && lstm_row_small(a))
+		return;
 	for (int64_t s = 0; s < a->len; s++) {
 		int64_t t = a->reverse ? a->len - 1 - s : s;
 		const float *xw = a->xw + t * a->xw_t;
