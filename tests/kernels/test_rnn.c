@@ -468,6 +468,10 @@ int main(void)
 		/* one product over the whole blocks, then such a last block on its
 		 * own in registers (AVX-512): 2 + 4, 6, 8 units (50 above: 3 + 2) */
 		{3, 1, 3, 36}, {2, 1, 2, 38}, {3, 1, 3, 40},
+		/* the rest of the shapes whose whole recurrence is vmath's
+		 * lstm_row_small on AVX-512 (2 or 3 whole blocks and none, 2 or 4
+		 * units more) */
+		{3, 1, 3, 32}, {2, 1, 3, 34}, {3, 1, 2, 48}, {2, 1, 3, 52},
 	};
 	/* Every activation appears, with its alpha and beta; the ones that can
 	 * grow the state (Relu, Affine, Softplus...) sit where a sigmoid-like
