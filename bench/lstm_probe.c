@@ -62,8 +62,7 @@ int main(int argc, char **argv)
 	int64_t I = argc > 4 ? atoll(argv[4]) : 8;
 	if (H < 1 || H > 4096 || calls < 1 || I < 1 || I > 4096) {
 		fprintf(stderr, "usage: lstm_probe [H (1..4096) [CALLS [malloc|huge|small|hugeall [I "
-		                "(1..4096)]]]]
-");
+		                "(1..4096)]]]]\n");
 		return 2;
 	}
 	kiln_rnn_params p = {
