@@ -17,6 +17,8 @@
  *   - BatchNormalization after Conv or Gemm folds into the weights and bias,
  *     when the weight dies with it (its only reader is that node; otherwise
  *     folding would store a second copy, and the BatchNormalization stays);
+ *     so does one before an unpadded, ungrouped Conv that is its only reader
+ *     (BN over the features, then a 1x1 Conv1d: DeepJet's branches);
  *   - Relu, Sigmoid, Tanh, Selu, Elu, LeakyRelu, HardSigmoid, Clip and GELU
  *     as exporters write it (x * 0.5 * (1 + erf(x / sqrt 2)), five nodes)
  *     after Conv (1-D/2-D) or Gemm, or after a Gemm and a Reshape, become
@@ -544,6 +546,111 @@ static bool fuse_bn(PassCtx *c, int j)
 	return true;
 }
 
+/* BatchNormalization (node j) whose only reader is an unpadded, ungrouped
+ * Conv on a float32 weight that dies with it (DeepJet's branches: BN over
+ * the features, then a 1x1 Conv1d): y = s x + t per input channel c, so
+ * W'[m, c, taps] = W[m, c, taps] s[c] and b'[m] = b[m] + sum over c and
+ * taps of W[m, c, taps] t[c] (in double, then rounded once), and the Conv
+ * reads x. Padding would see zeros where BN gives t, so a padded Conv
+ * keeps its BatchNorm. Returns the Conv's node id, or NONE. */
+static int fuse_bn_into_conv(PassCtx *c, int j)
+{
+	Graph *g = c->g;
+	Node *bn = &g->nodes[j];
+	if (bn->op != OP_BatchNormalization || bn->nin != 5 || bn->since < 7 || bn->nout < 1 ||
+	    bn->out[0] == NONE)
+		return NONE;
+	for (int k = 1; k < bn->nout; k++)
+		if (bn->out[k] != NONE)
+			return NONE;
+	if (rw_attr_int(bn, "training_mode", 0) != 0 || rw_attr_int(bn, "spatial", 1) != 1)
+		return NONE;
+	int x = bn->in[0], y = bn->out[0];
+	int q = rw_sole_user(c, y);
+	if (q == NONE || c->dead[q] || !is_f32(c, x))
+		return NONE;
+	Node *cv = &g->nodes[q];
+	if (cv->op != OP_Conv || cv->nin < 2 || cv->in[0] != y || cv->nout != 1 ||
+	    edgeconv_node(cv) || rw_attr_int(cv, "group", 1) != 1)
+		return NONE;
+	for (int k = 1; k < cv->nin; k++)
+		if (cv->in[k] == y)
+			return NONE;
+	const Attr *pads = rw_attr(cv, "pads");
+	for (int k = 0; pads && k < pads->n; k++)
+		if (pads->type != AT_INTS || pads->ints[k] != 0)
+			return NONE;
+	const Attr *ap = rw_attr(cv, "auto_pad");
+	if (ap && ap->type == AT_STRING && !(ap->s.len == 6 && memcmp(ap->s.data, "NOTSET", 6) == 0) &&
+	    !(ap->s.len == 5 && memcmp(ap->s.data, "VALID", 5) == 0))
+		return NONE;
+	int w = cv->in[1], b = cv->nin > 2 ? cv->in[2] : NONE;
+	if (!rw_is_const(c, w) || g->values[w].dtype != DT_FLOAT || !dies_with(c, w, q) ||
+	    !dies_with(c, b, q) || (b != NONE && g->values[b].dtype != DT_FLOAT))
+		return NONE;
+	const Value *wv = &g->values[w];
+	Shape ws = wv->shape;
+	int64_t nc = 0, tmp;
+	double *sc = rw_const_f64(c, bn->in[1], &nc), *bb = rw_const_f64(c, bn->in[2], &tmp);
+	double *mean = rw_const_f64(c, bn->in[3], &tmp), *var = rw_const_f64(c, bn->in[4], &tmp);
+	if (!sc || !bb || !mean || !var || ws.rank < 3 || ws.dims[1].size != nc)
+		return NONE;
+	for (int k = 1; k < 5; k++)
+		if (g->values[bn->in[k]].weight->nelem != nc)
+			return NONE;
+	int64_t nm = ws.dims[0].size, wn = wv->weight->nelem;
+	int64_t nbias = 0;
+	double *bias = b == NONE ? NULL : rw_const_f64(c, b, &nbias);
+	if ((b != NONE && (!bias || nbias != nm)) || nm <= 0 || wn % (nm * nc) != 0)
+		return NONE;
+	int64_t taps = wn / (nm * nc);
+	double eps = (double)rw_attr_float(bn, "epsilon", 1e-5f);
+	double *s = arena_array(c->a, (size_t)nc, sizeof *s), *t = arena_array(c->a, (size_t)nc, sizeof *t);
+	for (int64_t k = 0; k < nc; k++) {
+		s[k] = sc[k] / sqrt(var[k] + eps);
+		t[k] = bb[k] - mean[k] * s[k];
+	}
+	const float *ow = wv->weight->bytes;
+	float *nw = arena_array(c->a, (size_t)wn, sizeof *nw);
+	float *nb = arena_array(c->a, (size_t)nm, sizeof *nb);
+	for (int64_t m = 0; m < nm; m++) {
+		double acc = bias ? bias[m] : 0;
+		for (int64_t k = 0; k < nc; k++)
+			for (int64_t e = 0; e < taps; e++) {
+				int64_t i = (m * nc + k) * taps + e;
+				acc += (double)ow[i] * t[k];
+				nw[i] = (float)((double)ow[i] * s[k]);
+			}
+		nb[m] = (float)acc;
+	}
+	const char *name = cv->name[0] ? cv->name : cv->op_type;
+	int nwid = rw_new_const(c, arena_printf(c->a, "%s.W", name), DT_FLOAT, &ws, nw);
+	Shape bs = {.rank = 1};
+	bs.dims[0].size = nm;
+	int nbid = rw_new_const(c, arena_printf(c->a, "%s.B", name), DT_FLOAT, &bs, nb);
+	cv = &g->nodes[q];
+	bn = &g->nodes[j];
+	int nin = cv->nin > 3 ? cv->nin : 3;
+	int *in = arena_array(c->a, (size_t)nin, sizeof *in);
+	for (int k = 3; k < cv->nin; k++)
+		in[k] = cv->in[k];
+	in[0] = x;
+	in[1] = nwid;
+	in[2] = nbid;
+	g->values[y].nuse--;
+	g->values[x].nuse++;
+	g->values[w].nuse--;
+	if (b != NONE)
+		g->values[b].nuse--;
+	g->values[nwid].nuse++;
+	g->values[nbid].nuse++;
+	cv->in = in;
+	cv->nin = nin;
+	note_fused(c, cv, bn);
+	rw_kill(c, j);
+	return q;
+}
+
 /* ---- activation epilogues ---------------------------------------------- */
 
 static bool act_params(PassCtx *c, const Node *n, const char **act, float *alpha, float *beta)
@@ -887,6 +994,11 @@ int pass_fuse(PassCtx *c)
 			continue;
 		bool did = fuse_f16_operand(c, i) || sink_cast_gather(c, i) || fuse_transpose(c, i) || fuse_bn(c, i) || fuse_act(c, i) || fuse_gelu(c, i) ||
 		           fuse_layernorm(c, i);
+		if (!did && n->op == OP_BatchNormalization && n->nout >= 1 && n->out[0] != NONE) {
+			int user = rw_sole_user(c, n->out[0]);
+			if (user != NONE && !touched[user] && fuse_bn_into_conv(c, i) == user)
+				did = touched[user] = true;
+		}
 		if (!did && !touched[i]) {
 			int user = n->nout == 1 && n->out[0] != NONE ? rw_sole_user(c, n->out[0]) : NONE;
 			if (user == NONE || !touched[user])
