@@ -407,6 +407,65 @@ def fused(kiln, root):
     rc, out = run(kiln, "info", os.path.join(folder, "model.onnx"), "--passes")
     check("nodes 9 -> 3" in out, "mlp_bn_selu: --passes reports 9 nodes -> 3")
 
+    # BatchNormalization before a 1x1 Conv1d (DeepJet's branches) folds into
+    # the Conv's weight and bias; before a padded Conv it stays (the padding
+    # would see zeros where the BatchNorm gives its shift).
+    x = rng.standard_normal((2, 6, 25)).astype(np.float32)
+    inits = bn_params(rng, 6, "pbn") + bn_params(rng, 8, "qbn")
+    w1 = (rng.standard_normal((8, 6, 1)) * 0.4).astype(np.float32)
+    b1 = (rng.standard_normal(8) * 0.1).astype(np.float32)
+    w2 = (rng.standard_normal((4, 8, 3)) * 0.3).astype(np.float32)
+    inits += [t("pw", w1), t("pb", b1), t("qw", w2)]
+    nodes = [helper.make_node("BatchNormalization", ["x"] + [p.name for p in inits[0:4]], ["pn"],
+                              name="pbn"),
+             helper.make_node("Conv", ["pn", "pw", "pb"], ["pc"], name="pconv"),
+             helper.make_node("Relu", ["pc"], ["pr"], name="prelu"),
+             helper.make_node("BatchNormalization", ["pr"] + [p.name for p in inits[4:8]], ["qn"],
+                              name="qbn"),
+             helper.make_node("Conv", ["qn", "qw"], ["y"], pads=[1, 1], name="qconv")]
+    h = bn_ref(x.astype(np.float64), inits[0:4], (1, 6, 1))
+    h = np.maximum(np.einsum("nct,mc->nmt", h, w1[:, :, 0].astype(np.float64)) +
+                   b1.reshape(1, 8, 1), 0)
+    h = np.pad(bn_ref(h, inits[4:8], (1, 8, 1)), ((0, 0), (0, 0), (1, 1)))
+    y = sum(np.einsum("nct,mc->nmt", h[:, :, j:j + 25], w2[:, :, j].astype(np.float64))
+            for j in range(3))
+    graph = helper.make_graph(nodes, "bn_conv1d", [
+        helper.make_tensor_value_info("x", TensorProto.FLOAT, [2, 6, 25])],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, [2, 4, 25])], inits)
+    folder = os.path.join(root, "bn_conv1d")
+    write_case(folder, graph, [x], [y.astype(np.float32)])
+    both_builds(kiln, "bn_conv1d", folder)
+    res, _ = compile_model(kiln, folder, os.path.join(root, "bn_conv1d_out"))
+    if res:
+        check(res["code"].count("(BatchNormalization)") == 1 and
+              'fused: BatchNormalization "pbn", Relu "prelu"' in res["code"],
+              "bn_conv1d: the BatchNorm before the 1x1 Conv is folded, the one before the "
+              "padded Conv stays")
+
+    # Small float32 Transposes that swap two axes once the axes of size 1 are
+    # dropped are inline loops in the generated C; others call kiln_transpose.
+    x1 = rng.standard_normal((1, 5, 7)).astype(np.float32)
+    x2 = rng.standard_normal((3, 1, 4)).astype(np.float32)
+    x3 = rng.standard_normal((2, 3, 4)).astype(np.float32)
+    nodes = [helper.make_node("Transpose", ["x1"], ["y1"], perm=[0, 2, 1], name="t1"),
+             helper.make_node("Transpose", ["x2"], ["y2"], perm=[2, 1, 0], name="t2"),
+             helper.make_node("Transpose", ["x3"], ["y3"], perm=[2, 0, 1], name="t3")]
+    graph = helper.make_graph(nodes, "small_transpose", [
+        helper.make_tensor_value_info("x1", TensorProto.FLOAT, [1, 5, 7]),
+        helper.make_tensor_value_info("x2", TensorProto.FLOAT, [3, 1, 4]),
+        helper.make_tensor_value_info("x3", TensorProto.FLOAT, [2, 3, 4])],
+        [helper.make_tensor_value_info("y1", TensorProto.FLOAT, [1, 7, 5]),
+         helper.make_tensor_value_info("y2", TensorProto.FLOAT, [4, 1, 3]),
+         helper.make_tensor_value_info("y3", TensorProto.FLOAT, [4, 2, 3])], [])
+    folder = os.path.join(root, "small_transpose")
+    write_case(folder, graph, [x1, x2, x3], [x1.transpose(0, 2, 1), x2.transpose(2, 1, 0),
+                                             x3.transpose(2, 0, 1)])
+    both_builds(kiln, "small_transpose", folder)
+    res, _ = compile_model(kiln, folder, os.path.join(root, "small_transpose_out"))
+    if res:
+        check(res["code"].count("transposed */") == 2 and res["code"].count("kiln_transpose(") == 1,
+              "small_transpose: two swaps inline, the 3-axis permutation through kiln_transpose")
+
 
 # ---- 5b. residual blocks and float16 convolution weights ---------------------
 
