@@ -87,12 +87,7 @@ static bool plain_1x1(PassCtx *c, const Node *n, int64_t cin, int64_t *cout, boo
 			if (a->type != AT_INTS || a->ints[j] != 1)
 				return false;
 	}
-	const Attr *pads = rw_attr(n, "pads");
-	for (int j = 0; pads && j < pads->n; j++)
-		if (pads->type != AT_INTS || pads->ints[j] != 0)
-			return false;
-	const Attr *ap = rw_attr(n, "auto_pad");
-	if (ap && ap->type == AT_STRING && !(ap->s.len == 6 && memcmp(ap->s.data, "NOTSET", 6) == 0))
+	if (!rw_conv_unpadded(n))
 		return false;
 	int w = n->in[1];
 	const Value *wv = &c->g->values[w];

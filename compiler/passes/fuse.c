@@ -445,16 +445,74 @@ static bool dies_with(PassCtx *c, int id, int node)
 	return id == NONE || (rw_is_const(c, id) && rw_sole_user(c, id) == node);
 }
 
-static bool fuse_bn(PassCtx *c, int j)
+/* An inference-mode BatchNormalization with only its output Y. */
+static bool plain_bn(const Node *bn)
 {
-	Graph *g = c->g;
-	Node *bn = &g->nodes[j];
-	if (bn->op != OP_BatchNormalization || bn->nin != 5 || bn->since < 7)
+	if (bn->op != OP_BatchNormalization || bn->nin != 5 || bn->since < 7 || bn->nout < 1 ||
+	    bn->out[0] == NONE)
 		return false;
 	for (int k = 1; k < bn->nout; k++)
 		if (bn->out[k] != NONE)
 			return false;
-	if (rw_attr_int(bn, "training_mode", 0) != 0 || rw_attr_int(bn, "spatial", 1) != 1)
+	return rw_attr_int(bn, "training_mode", 0) == 0 && rw_attr_int(bn, "spatial", 1) == 1;
+}
+
+/* The BatchNorm as y = s x + t per channel, in double: its *nc channels'
+ * s and t. false if its parameters are not constants of one length. */
+static bool bn_affine(PassCtx *c, const Node *bn, int64_t *nc, double **s, double **t)
+{
+	int64_t tmp;
+	double *sc = rw_const_f64(c, bn->in[1], nc), *bb = rw_const_f64(c, bn->in[2], &tmp);
+	double *mean = rw_const_f64(c, bn->in[3], &tmp), *var = rw_const_f64(c, bn->in[4], &tmp);
+	if (!sc || !bb || !mean || !var)
+		return false;
+	for (int k = 1; k < 5; k++)
+		if (c->g->values[bn->in[k]].weight->nelem != *nc)
+			return false;
+	double eps = (double)rw_attr_float(bn, "epsilon", 1e-5f);
+	*s = arena_array(c->a, (size_t)*nc, sizeof **s);
+	*t = arena_array(c->a, (size_t)*nc, sizeof **t);
+	for (int64_t k = 0; k < *nc; k++) {
+		(*s)[k] = sc[k] / sqrt(var[k] + eps);
+		(*t)[k] = bb[k] - mean[k] * (*s)[k];
+	}
+	return true;
+}
+
+/* Node p (a Conv or Gemm reading weight w and bias b, or NONE) now reads
+ * in0, the new weight nw (shape ws) and the new bias nb (nm floats); its
+ * inputs after the bias stay. */
+static void set_weights(PassCtx *c, int p, int in0, const Shape *ws, float *nw, int64_t nm,
+                        float *nb)
+{
+	Graph *g = c->g;
+	const char *name = g->nodes[p].name[0] ? g->nodes[p].name : g->nodes[p].op_type;
+	int nwid = rw_new_const(c, arena_printf(c->a, "%s.W", name), DT_FLOAT, ws, nw);
+	Shape bs = {.rank = 1};
+	bs.dims[0].size = nm;
+	int nbid = rw_new_const(c, arena_printf(c->a, "%s.B", name), DT_FLOAT, &bs, nb);
+	Node *pn = &g->nodes[p];
+	int nin = pn->nin > 3 ? pn->nin : 3;
+	int *in = arena_array(c->a, (size_t)nin, sizeof *in);
+	for (int k = 0; k < pn->nin; k++) {
+		in[k] = pn->in[k];
+		if (k < 3 && pn->in[k] != NONE)
+			g->values[pn->in[k]].nuse--;
+	}
+	in[0] = in0;
+	in[1] = nwid;
+	in[2] = nbid;
+	for (int k = 0; k < 3; k++)
+		g->values[in[k]].nuse++;
+	pn->in = in;
+	pn->nin = nin;
+}
+
+static bool fuse_bn(PassCtx *c, int j)
+{
+	Graph *g = c->g;
+	Node *bn = &g->nodes[j];
+	if (!plain_bn(bn))
 		return false;
 	int x = bn->in[0];
 	const Value *xv = &g->values[x];
@@ -466,24 +524,14 @@ static bool fuse_bn(PassCtx *c, int j)
 	if ((pn->op != OP_Conv && pn->op != OP_Gemm) || pn->nout != 1 || rw_attr(pn, "kiln.act") ||
 	    rw_attr(pn, "kiln.residual") || edgeconv_node(pn))
 		return false;
-	int64_t nc = 0, tmp;
-	double *sc = rw_const_f64(c, bn->in[1], &nc), *bb = rw_const_f64(c, bn->in[2], &tmp);
-	double *mean = rw_const_f64(c, bn->in[3], &tmp), *var = rw_const_f64(c, bn->in[4], &tmp);
-	if (!sc || !bb || !mean || !var || !is_f32(c, x))
-		return false;
-	for (int k = 1; k < 5; k++)
-		if (g->values[bn->in[k]].weight->nelem != nc)
-			return false;
 	int w = pn->in[1], b = pn->nin > 2 ? pn->in[2] : NONE;
 	if (!rw_is_const(c, w) || g->values[w].dtype != DT_FLOAT || !dies_with(c, w, p) ||
-	    !dies_with(c, b, p) || (b != NONE && g->values[b].dtype != DT_FLOAT))
+	    !dies_with(c, b, p) || (b != NONE && g->values[b].dtype != DT_FLOAT) || !is_f32(c, x))
 		return false;
-	double eps = (double)rw_attr_float(bn, "epsilon", 1e-5f);
-	double *s = arena_array(c->a, (size_t)nc, sizeof *s), *t = arena_array(c->a, (size_t)nc, sizeof *t);
-	for (int64_t k = 0; k < nc; k++) {
-		s[k] = sc[k] / sqrt(var[k] + eps);
-		t[k] = bb[k] - mean[k] * s[k];
-	}
+	int64_t nc = 0;
+	double *s, *t;
+	if (!bn_affine(c, bn, &nc, &s, &t))
+		return false;
 	const Value *wv = &g->values[w];
 	Shape ws = wv->shape;
 	int64_t wn = wv->weight->nelem;
@@ -521,24 +569,9 @@ static bool fuse_bn(PassCtx *c, int j)
 			nb[m] = (float)((bias ? beta * bias[nbias == 1 ? 0 : m] : 0) * s[m] + t[m]);
 		rw_set_attr(c, pn, rw_float_attr(c, "beta", 1.0f));
 	}
-	const char *name = pn->name[0] ? pn->name : pn->op_type;
-	int nwid = rw_new_const(c, arena_printf(c->a, "%s.W", name), DT_FLOAT, &ws, nw);
-	Shape bs = {.rank = 1};
-	bs.dims[0].size = nc;
-	int nbid = rw_new_const(c, arena_printf(c->a, "%s.B", name), DT_FLOAT, &bs, nb);
+	set_weights(c, p, pn->in[0], &ws, nw, nc, nb);
 	pn = &g->nodes[p];
 	bn = &g->nodes[j];
-	int *in = arena_array(c->a, 3, sizeof *in);
-	in[0] = pn->in[0];
-	in[1] = nwid;
-	in[2] = nbid;
-	g->values[w].nuse--;
-	if (b != NONE)
-		g->values[b].nuse--;
-	g->values[nwid].nuse++;
-	g->values[nbid].nuse++;
-	pn->in = in;
-	pn->nin = 3;
 	int y = bn->out[0];
 	note_fused(c, pn, bn);
 	rw_kill(c, j);
@@ -557,13 +590,7 @@ static int fuse_bn_into_conv(PassCtx *c, int j)
 {
 	Graph *g = c->g;
 	Node *bn = &g->nodes[j];
-	if (bn->op != OP_BatchNormalization || bn->nin != 5 || bn->since < 7 || bn->nout < 1 ||
-	    bn->out[0] == NONE)
-		return NONE;
-	for (int k = 1; k < bn->nout; k++)
-		if (bn->out[k] != NONE)
-			return NONE;
-	if (rw_attr_int(bn, "training_mode", 0) != 0 || rw_attr_int(bn, "spatial", 1) != 1)
+	if (!plain_bn(bn))
 		return NONE;
 	int x = bn->in[0], y = bn->out[0];
 	int q = rw_sole_user(c, y);
@@ -576,13 +603,7 @@ static int fuse_bn_into_conv(PassCtx *c, int j)
 	for (int k = 1; k < cv->nin; k++)
 		if (cv->in[k] == y)
 			return NONE;
-	const Attr *pads = rw_attr(cv, "pads");
-	for (int k = 0; pads && k < pads->n; k++)
-		if (pads->type != AT_INTS || pads->ints[k] != 0)
-			return NONE;
-	const Attr *ap = rw_attr(cv, "auto_pad");
-	if (ap && ap->type == AT_STRING && !(ap->s.len == 6 && memcmp(ap->s.data, "NOTSET", 6) == 0) &&
-	    !(ap->s.len == 5 && memcmp(ap->s.data, "VALID", 5) == 0))
+	if (!rw_conv_unpadded(cv))
 		return NONE;
 	int w = cv->in[1], b = cv->nin > 2 ? cv->in[2] : NONE;
 	if (!rw_is_const(c, w) || g->values[w].dtype != DT_FLOAT || !dies_with(c, w, q) ||
@@ -590,26 +611,16 @@ static int fuse_bn_into_conv(PassCtx *c, int j)
 		return NONE;
 	const Value *wv = &g->values[w];
 	Shape ws = wv->shape;
-	int64_t nc = 0, tmp;
-	double *sc = rw_const_f64(c, bn->in[1], &nc), *bb = rw_const_f64(c, bn->in[2], &tmp);
-	double *mean = rw_const_f64(c, bn->in[3], &tmp), *var = rw_const_f64(c, bn->in[4], &tmp);
-	if (!sc || !bb || !mean || !var || ws.rank < 3 || ws.dims[1].size != nc)
+	int64_t nc = 0;
+	double *s, *t;
+	if (!bn_affine(c, bn, &nc, &s, &t) || ws.rank < 3 || ws.dims[1].size != nc)
 		return NONE;
-	for (int k = 1; k < 5; k++)
-		if (g->values[bn->in[k]].weight->nelem != nc)
-			return NONE;
 	int64_t nm = ws.dims[0].size, wn = wv->weight->nelem;
 	int64_t nbias = 0;
 	double *bias = b == NONE ? NULL : rw_const_f64(c, b, &nbias);
 	if ((b != NONE && (!bias || nbias != nm)) || nm <= 0 || wn % (nm * nc) != 0)
 		return NONE;
 	int64_t taps = wn / (nm * nc);
-	double eps = (double)rw_attr_float(bn, "epsilon", 1e-5f);
-	double *s = arena_array(c->a, (size_t)nc, sizeof *s), *t = arena_array(c->a, (size_t)nc, sizeof *t);
-	for (int64_t k = 0; k < nc; k++) {
-		s[k] = sc[k] / sqrt(var[k] + eps);
-		t[k] = bb[k] - mean[k] * s[k];
-	}
 	const float *ow = wv->weight->bytes;
 	float *nw = arena_array(c->a, (size_t)wn, sizeof *nw);
 	float *nb = arena_array(c->a, (size_t)nm, sizeof *nb);
@@ -623,29 +634,9 @@ static int fuse_bn_into_conv(PassCtx *c, int j)
 			}
 		nb[m] = (float)acc;
 	}
-	const char *name = cv->name[0] ? cv->name : cv->op_type;
-	int nwid = rw_new_const(c, arena_printf(c->a, "%s.W", name), DT_FLOAT, &ws, nw);
-	Shape bs = {.rank = 1};
-	bs.dims[0].size = nm;
-	int nbid = rw_new_const(c, arena_printf(c->a, "%s.B", name), DT_FLOAT, &bs, nb);
+	set_weights(c, q, x, &ws, nw, nm, nb);  /* the Conv reads x where it read y */
 	cv = &g->nodes[q];
 	bn = &g->nodes[j];
-	int nin = cv->nin > 3 ? cv->nin : 3;
-	int *in = arena_array(c->a, (size_t)nin, sizeof *in);
-	for (int k = 3; k < cv->nin; k++)
-		in[k] = cv->in[k];
-	in[0] = x;
-	in[1] = nwid;
-	in[2] = nbid;
-	g->values[y].nuse--;
-	g->values[x].nuse++;
-	g->values[w].nuse--;
-	if (b != NONE)
-		g->values[b].nuse--;
-	g->values[nwid].nuse++;
-	g->values[nbid].nuse++;
-	cv->in = in;
-	cv->nin = nin;
 	note_fused(c, cv, bn);
 	rw_kill(c, j);
 	return q;

@@ -196,6 +196,18 @@ const Attr *rw_attr(const Node *n, const char *name)
 	return node_attr(n, name);
 }
 
+bool rw_conv_unpadded(const Node *n)
+{
+	const Attr *pads = rw_attr(n, "pads");
+	for (int k = 0; pads && k < pads->n; k++)
+		if (pads->type != AT_INTS || pads->ints[k] != 0)
+			return false;
+	const Attr *ap = rw_attr(n, "auto_pad");
+	return !ap || ap->type != AT_STRING ||
+	       (ap->s.len == 6 && memcmp(ap->s.data, "NOTSET", 6) == 0) ||
+	       (ap->s.len == 5 && memcmp(ap->s.data, "VALID", 5) == 0);
+}
+
 int64_t rw_attr_int(const Node *n, const char *name, int64_t dflt)
 {
 	const Attr *a = node_attr(n, name);

@@ -54,6 +54,8 @@ bool rw_is_const(PassCtx *c, int id);
 /* The constant's elements as doubles (float/double/int kinds); NULL if not. */
 double *rw_const_f64(PassCtx *c, int id, int64_t *n);
 const Attr *rw_attr(const Node *n, const char *name);
+/* A Conv with no padding: pads all 0 (or none) and auto_pad NOTSET or VALID. */
+bool rw_conv_unpadded(const Node *n);
 int64_t rw_attr_int(const Node *n, const char *name, int64_t dflt);
 float rw_attr_float(const Node *n, const char *name, float dflt);
 
