@@ -621,16 +621,17 @@ static int fuse_bn_into_conv(PassCtx *c, int j)
 	if ((b != NONE && (!bias || nbias != nm)) || nm <= 0 || wn % (nm * nc) != 0)
 		return NONE;
 	int64_t taps = wn / (nm * nc);
-	const float *ow = wv->weight->bytes;
+	/* The weight's bytes may sit at any offset of the file: copied, not cast. */
 	float *nw = arena_array(c->a, (size_t)wn, sizeof *nw);
+	memcpy(nw, wv->weight->bytes, (size_t)wn * 4);
 	float *nb = arena_array(c->a, (size_t)nm, sizeof *nb);
 	for (int64_t m = 0; m < nm; m++) {
 		double acc = bias ? bias[m] : 0;
 		for (int64_t k = 0; k < nc; k++)
 			for (int64_t e = 0; e < taps; e++) {
 				int64_t i = (m * nc + k) * taps + e;
-				acc += (double)ow[i] * t[k];
-				nw[i] = (float)((double)ow[i] * s[k]);
+				acc += (double)nw[i] * t[k];
+				nw[i] = (float)((double)nw[i] * s[k]);
 			}
 		nb[m] = (float)acc;
 	}
