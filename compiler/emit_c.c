@@ -457,8 +457,8 @@ static const char *half_fn(int dt, bool to_half)
 	return NULL;
 }
 
-static void map_loops(Emit *E, const Operand *y, const Operand *xs, int nx, const char *expr,
-                      const char *stmts, bool widen)
+int map_dims(const Operand *y, const Operand *xs, int nx, int64_t *md,
+             int64_t ms[][KILN_MAX_RANK])
 {
 	KILN_ASSERT(nx <= MAX_MAP_OPERANDS);
 	int rank = y->shape->rank;
@@ -474,7 +474,6 @@ static void map_loops(Emit *E, const Operand *y, const Operand *xs, int nx, cons
 		bcast_strides(xs[j].shape, y->shape, st[j]);
 	/* Merge dim k into the previous one when every operand steps contiguously. */
 	int r = 0;
-	int64_t md[KILN_MAX_RANK], ms[MAX_MAP_OPERANDS + 1][KILN_MAX_RANK];
 	for (int k = 0; k < rank; k++) {
 		if (dims[k] == 1)
 			continue;
@@ -487,9 +486,17 @@ static void map_loops(Emit *E, const Operand *y, const Operand *xs, int nx, cons
 		for (int j = 0; j < nx; j++)
 			ms[j + 1][at] = st[j][k];
 	}
+	return r;
+}
+
+static void map_loops(Emit *E, const Operand *y, const Operand *xs, int nx, const char *expr,
+                      const char *stmts, bool widen)
+{
+	int64_t md[KILN_MAX_RANK], ms[MAX_MAP_OPERANDS + 1][KILN_MAX_RANK];
+	int r = map_dims(y, xs, nx, md, ms);
 	decl(E, "Y", y, true);
 	for (int j = 0; j < nx; j++) {
-		char var[8];
+		char var[16];
 		snprintf(var, sizeof var, "X%d", j);
 		decl(E, var, &xs[j], false);
 	}
@@ -627,14 +634,16 @@ const char *linear_index(Emit *E, const Shape *s, int swap, const char *with)
 
 static void emit_body(Emit *E)
 {
-	switch (E->n->op) {
-	case OP_Add: case OP_Sub: case OP_Mul: case OP_Div: case OP_Pow: case OP_Where:
-	case OP_And: case OP_Or: case OP_Xor: case OP_Equal: case OP_Less: case OP_Greater:
-	case OP_LessOrEqual: case OP_GreaterOrEqual: case OP_Mod: case OP_BitShift: case OP_PRelu:
-	case OP_Min: case OP_Max: case OP_Sum: case OP_Mean: case OP_BitwiseAnd: case OP_BitwiseOr:
-	case OP_BitwiseXor:
+	if (emit_ewchain(E)) {
+		emitf(E, "\treturn 0;\n");
+		return;
+	}
+	if (op_is_binary(E->n->op)) {
 		emit_binary(E);
-		break;
+		emitf(E, "\treturn 0;\n");
+		return;
+	}
+	switch (E->n->op) {
 	case OP_Cast: case OP_CastLike: emit_cast(E); break;
 	case OP_Expand: {
 		Operand X = in_op(E, 0), Y = out_op(E, 0);
@@ -751,6 +760,8 @@ static bool node_has_code(Emit *E, const Node *n)
 {
 	if (sig_node_dead(E->sig, n))
 		return false;
+	if (n->nout >= 1 && n->out[0] != NONE && sig_inline(E->sig, n->out[0]))
+		return false;  /* the last node of its elementwise chain computes it */
 	for (int k = 0; k < n->nout; k++) {
 		int id = n->out[k];
 		if (id == NONE)
@@ -822,9 +833,19 @@ static void emit_node(Emit *E, Node *n)
 	emitf(E, "/* node %d \"", n->id);
 	comment_text(E, n->name);
 	emitf(E, "\" (%s)\n", c_comment_escape(E->a, n->op_type));
-	for (int k = 0; k < n->nin; k++)
-		if (n->in[k] != NONE)
-			describe(E, "in ", n->in[k]);
+	EwChain ch;
+	if (ewchain_collect(E, n, &ch) > 1) {
+		/* One loop computes the chain; its inner values are never stored. */
+		emitf(E, " * elementwise chain, computed in one loop with ");
+		ewchain_names(E, &ch, "");
+		emitf(E, "\n");
+		for (int e = 0; e < ch.next; e++)
+			describe(E, "in ", ch.ext[e]);
+	} else {
+		for (int k = 0; k < n->nin; k++)
+			if (n->in[k] != NONE)
+				describe(E, "in ", n->in[k]);
+	}
 	for (int k = 0; k < n->nout; k++)
 		if (n->out[k] != NONE)
 			describe(E, "out", n->out[k]);
@@ -996,7 +1017,11 @@ static void emit_shared_signature(Emit *E)
 		step_of[k] = nsteps++;
 		emitf(E, "\t{%s, %d, %d}, /* node %d \"", fn[k], first[k], count[k], n->id);
 		comment_text(E, n->name);
-		emitf(E, "\" (%s) */\n", c_comment_escape(E->a, n->op_type));
+		emitf(E, "\" (%s)", c_comment_escape(E->a, n->op_type));
+		EwChain ch;
+		if (ewchain_collect(E, n, &ch) > 1)
+			ewchain_names(E, &ch, " with ");
+		emitf(E, " */\n");
 		check_c_size(E, n);
 	}
 	emitf(E, "%s};\n\n", nsteps ? "" : "\t{NULL, 0, 0},\n");

@@ -98,6 +98,11 @@ void require_not_half(Emit *E, const Operand *x);   /* "float16 not supported by
 
 /* ---- loops (emit_c.c) ---- */
 void bcast_strides(const Shape *in, const Shape *outs, int64_t *st);
+/* y's dims merged where y and every xs[j] step contiguously (dims of 1
+ * dropped): md[k] the sizes, ms[0][k] y's strides and ms[j + 1][k] xs[j]'s
+ * (0 where it repeats); returns the number of merged dims. */
+int map_dims(const Operand *y, const Operand *xs, int nx, int64_t *md,
+             int64_t ms[][KILN_MAX_RANK]);
 void emit_map_body(Emit *E, const Operand *y, const Operand *xs, int nx, const char *expr,
                    const char *stmts);
 void emit_map(Emit *E, const Operand *y, const Operand *xs, int nx, const char *expr);
@@ -123,7 +128,19 @@ const char *emit_outer_expr(Emit *E, int id);    /* a VAL_OUTER value where its 
 /* emit/elementwise.c */
 void emit_unary(Emit *E);
 void emit_binary(Emit *E);
+bool op_is_binary(int op);                       /* emit_binary's op (else emit_unary's) */
 void emit_cast(Emit *E);
+/* An elementwise chain (passes/ewchain.c) at E->sig: its nodes in order
+ * (ids, the last one last) and the values it reads from outside, once each. */
+typedef struct EwChain {
+	int *nodes, nnodes;
+	int ext[EWCHAIN_MAX_OPERANDS], next;
+} EwChain;
+int ewchain_collect(Emit *E, const Node *last, EwChain *ch);   /* its nnodes (1: none) */
+/* "node 3 "sub" (Sub), ..." for every node of ch but the last, after sep. */
+void ewchain_names(Emit *E, const EwChain *ch, const char *sep);
+/* The body of the chain ending at E->n; false if none ends there. */
+bool emit_ewchain(Emit *E);
 /* emit/epilogue.c: a fused node's bias, residual (a Conv's) and activation
  * (passes/fuse.c) as `const kiln_epilogue ep`; returns "&ep", or NULL if
  * there is none of them. */

@@ -173,6 +173,8 @@ typedef struct Value {
 	ValueKind kind;
 	bool is_output;      /* listed in the graph's outputs */
 	bool is_overridable; /* initializer also listed as a graph input (IR < 4 style) */
+	bool is_inline;      /* top graph: computed inside its one reader's loop, never
+	                        stored (an elementwise chain, passes/ewchain.c) */
 	int producer;        /* node id, or NONE */
 	int nuse;            /* node inputs that read it (this graph and nested ones) */
 	int outer_id;        /* VAL_OUTER: value id in graph->parent */
@@ -531,6 +533,13 @@ void plan_build(Plan *p, const Sig *s, Arena *a);
 void sig_dce(Sig *s);
 /* Whether sig_dce marked node n (a node of s->g) dead. */
 bool sig_node_dead(const Sig *s, const Node *n);
+/* Whether value id of s->g is computed inside its reader's loop at s (an
+ * elementwise chain, passes/ewchain.c): it gets no storage, its producer no
+ * code of its own, and what its producer reads is read at that reader. */
+bool sig_inline(const Sig *s, int id);
+/* Per node id of s->g, the node whose code computes it at s: itself, or
+ * the last node of the elementwise chain it belongs to. */
+int *sig_runs_at(const Sig *s, Arena *a);
 /* plan_svg.c: an SVG picture of n signatures' plans (kiln info --plan --svg). */
 void plan_svg(const Graph *g, const Sig *sigs, const Plan *plans, int n, FILE *f);
 
@@ -549,6 +558,12 @@ void subgraph_place(const Sig *s, int node, int64_t off);
 
 InferHook op_infer_hook(int op);   /* NULL if the op has none */
 void ops_elementwise_infer(Infer *x);   /* unary, binary with broadcasting, Where, Cast, Clip */
+/* Elementwise chains (passes/ewchain.c): may n be in one, and how many of
+ * its inputs it reads elementwise (the rest are constants: Clip's bounds).
+ * A chain reads at most EWCHAIN_MAX_OPERANDS tensors from outside it. */
+enum { EWCHAIN_MAX_OPERANDS = 8 };
+bool ewchain_op(const Node *n);
+int ewchain_data_inputs(const Node *n);
 /* The broadcast shape [C,1,...] of a legacy (opset < 7) per-channel PRelu slope. */
 Shape prelu_channel_shape(const Shape *x);
 void ops_matmul_infer(Infer *x);        /* Gemm, MatMul */

@@ -83,8 +83,8 @@ static const HelpRow options_help[] = {
 	{"--keep", "keep verify's build folders", C_VERIFY},
 	{"--no-opt", "compile without the graph optimizer", C_COMPILE | C_VERIFY},
 	{"--no-pass=NAME", "skip one optimizer pass: noop, dedup, cse, einsum, fold,\n"
-	                   "lastpos, attention, fuse, addnorm, edgeconv, dce, f16\n"
-	                   "(repeatable)", C_COMPILE | C_VERIFY | C_INFO | C_CHECK | C_DUMP},
+	                   "lastpos, attention, fuse, addnorm, edgeconv, dce, ewchain,\n"
+	                   "f16 (repeatable)", C_COMPILE | C_VERIFY | C_INFO | C_CHECK | C_DUMP},
 	{"--weights-dtype=fp32|fp16|keep", "how weights are stored (default keep): fp16\n"
 	                                   "halves float32 weights, fp32 folds float16->float32 Casts",
 	 C_COMPILE | C_VERIFY | C_INFO | C_CHECK | C_DUMP},
@@ -337,7 +337,8 @@ static int parse_args(int argc, char **argv, Options *o)
 				int id = pass_lookup(v);
 				if (id == NONE && !missing)
 					return usage_error("--no-pass: unknown pass '%s' (noop, dedup, cse, einsum, "
-					                   "fold, lastpos, attention, fuse, addnorm, edgeconv, dce, f16)", v);
+					                   "fold, lastpos, attention, fuse, addnorm, edgeconv, dce, ewchain, "
+					                   "f16)", v);
 				if (id != NONE)
 					o->popts.disabled[id] = true;
 			} else if ((v = flag_value(argc, argv, &i, "--weights-dtype", &missing))) {

@@ -10,7 +10,9 @@
  *     outputs share their input's buffer (same bytes, new shape), even when
  *     that is a graph input or a weight (a read-only view, no arena);
  *   - in-place reuse: an elementwise op may write its output over an input
- *     that dies at that node, when both have the same shape and element size.
+ *     that dies at that node, when both have the same shape and element size;
+ *   - none at all for the inner values of an elementwise chain (sig_inline):
+ *     what the chain's nodes read is read where its last node runs.
  * Each buffer lives from its first definition to its last use. Buffers are
  * placed greedily by size, largest first, each at the lowest 64-byte aligned
  * offset that overlaps no buffer with an intersecting lifetime. The lower
@@ -85,6 +87,8 @@ static bool needs_arena(const Sig *s, int id)
 	const Value *v = &s->g->values[id];
 	if (v->producer != NONE && sig_node_dead(s, &s->g->nodes[v->producer]))
 		return false;
+	if (sig_inline(s, id))
+		return false;  /* computed inside its reader's loop */
 	if (s->g->parent && v->kind == VAL_INPUT)
 		return (v->nuse > 0 || v->is_output) && !s->folded[id];
 	return v->kind == VAL_TEMP && (!v->is_output || s->g->parent) && !s->folded[id];
@@ -142,12 +146,17 @@ void plan_build(Plan *p, const Sig *s, Arena *a)
 		p->buf_of[i] = NONE;
 		last_use[i] = g->values[i].producer;
 	}
+	/* A node of an elementwise chain reads its inputs where the chain's last
+	 * node runs. */
+	int *at = sig_runs_at(s, a);
 	for (int i = 0; i < g->nnodes; i++) {
 		if (sig_node_dead(s, &g->nodes[i]))
 			continue;  /* it reads nothing */
-		for (int k = 0; k < g->nodes[i].nin; k++)
-			if (g->nodes[i].in[k] != NONE)
-				last_use[g->nodes[i].in[k]] = i;
+		for (int k = 0; k < g->nodes[i].nin; k++) {
+			int in = g->nodes[i].in[k];
+			if (in != NONE && last_use[in] < at[i])
+				last_use[in] = at[i];
+		}
 		subgraph_extend_uses(g, i, last_use);
 	}
 	/* A subgraph's outputs are read after its last node, by the node running it. */

@@ -62,3 +62,31 @@ bool sig_node_dead(const Sig *s, const Node *n)
 	return s->dead && n >= s->g->nodes && n < s->g->nodes + s->g->nnodes &&
 	       s->dead[n - s->g->nodes];
 }
+
+bool sig_inline(const Sig *s, int id)
+{
+	const Graph *g = s->g;
+	const Value *v = &g->values[id];
+	return !g->parent && v->is_inline && !s->folded[id] && v->producer != NONE &&
+	       !sig_node_dead(s, &g->nodes[v->producer]);
+}
+
+int *sig_runs_at(const Sig *s, Arena *a)
+{
+	const Graph *g = s->g;
+	int nn = g->nnodes;
+	int *reader = arena_array(a, (size_t)(g->nvalues ? g->nvalues : 1), sizeof *reader);
+	int *at = arena_array(a, (size_t)(nn ? nn : 1), sizeof *at);
+	for (int i = 0; i < nn; i++)
+		for (int k = 0; k < g->nodes[i].nin; k++)
+			if (g->nodes[i].in[k] != NONE)
+				reader[g->nodes[i].in[k]] = i;
+	for (int i = nn - 1; i >= 0; i--) {
+		const Node *n = &g->nodes[i];
+		at[i] = i;
+		if (n->nout >= 1 && n->out[0] != NONE && sig_inline(s, n->out[0]) &&
+		    reader[n->out[0]] > i)
+			at[i] = at[reader[n->out[0]]];
+	}
+	return at;
+}

@@ -7,6 +7,7 @@
  * numpy does for these types. Pure selections (Identity, Where) copy the
  * bits instead, so NaN payloads survive.
  */
+#include <ctype.h>
 #include <inttypes.h>
 #include <math.h>
 #include <stdlib.h>
@@ -22,32 +23,37 @@ static bool is_half(int dt)
 /* float32 Exp, Tanh, Erf and Sigmoid: one call to libkiln's vector kernel
  * (f32-vmath: SIMD polynomials chosen at run time, errors in docs/kernels.md)
  * instead of a loop calling scalar libm, which the user's compiler cannot
- * vectorize at baseline flags. The tensors are dense, so x and y are one
- * contiguous run of n elements. */
+ * vectorize at baseline flags. The kernel's results do not depend on where
+ * a run of elements starts or ends, so a chain (emit_ewchain) calls it on
+ * blocks and gets the same bits. NULL if op has no kernel. */
+static const char *unary_kernel(int op)
+{
+	switch (op) {
+	case OP_Exp: return "KILN_UNARY_EXP";
+	case OP_Tanh: return "KILN_UNARY_TANH";
+	case OP_Erf: return "KILN_UNARY_ERF";
+	case OP_Sigmoid: return "KILN_UNARY_SIGMOID";
+	default: return NULL;
+	}
+}
+
+/* The tensors are dense, so x and y are one contiguous run of n elements. */
 static bool emit_unary_kernel(Emit *E, const Operand *x, const Operand *y)
 {
-	const char *fn;
-	switch (E->n->op) {
-	case OP_Exp: fn = "KILN_UNARY_EXP"; break;
-	case OP_Tanh: fn = "KILN_UNARY_TANH"; break;
-	case OP_Erf: fn = "KILN_UNARY_ERF"; break;
-	case OP_Sigmoid: fn = "KILN_UNARY_SIGMOID"; break;
-	default: return false;
-	}
-	if (x->dtype != DT_FLOAT || y->dtype != DT_FLOAT || x->nelem != y->nelem)
+	const char *fn = unary_kernel(E->n->op);
+	if (!fn || x->dtype != DT_FLOAT || y->dtype != DT_FLOAT || x->nelem != y->nelem)
 		return false;
 	emitf(E, "\tkiln_f32_unary(%s, %s, %s, %" PRId64 ");\n", fn, x->expr, y->expr, y->nelem);
 	return true;
 }
 
-void emit_unary(Emit *E)
+/* The expression of unary node E->n on x0 (of element type xdt), computing
+ * in dt: xdt, or float for 16-bit floats. The node's parameters are read
+ * here only, for the node's own loop and for a chain's (emit_ewchain). */
+static const char *unary_expr(Emit *E, int xdt, int dt)
 {
-	Operand x = in_op(E, 0), y = out_op(E, 0);
 	int op = E->n->op;
-	if (emit_unary_kernel(E, &x, &y))
-		return;
-	bool half = is_half(x.dtype);
-	int dt = half ? DT_FLOAT : x.dtype;  /* the type the expression computes in */
+	bool half = is_half(xdt);
 	const char *e = NULL;
 	bool needs_float = true;
 	switch (op) {
@@ -210,8 +216,8 @@ void emit_unary(Emit *E)
 				if (half || (!E->sig->folded[id] &&
 				             E->g->values[E->plan->root[id]].kind != VAL_WEIGHT)) {
 					emitf(E, "\tconst %s %s = %s((%s)[0]);\n", ctype(dt), i ? "hi" : "lo",
-					    x.dtype == DT_FLOAT16 ? "kiln_f16_to_f32"
-					    : x.dtype == DT_BFLOAT16 ? "kiln_bf16_to_f32" : "",
+					    xdt == DT_FLOAT16 ? "kiln_f16_to_f32"
+					    : xdt == DT_BFLOAT16 ? "kiln_bf16_to_f32" : "",
 					    in_op(E, k).expr);
 					bound[i] = i ? "hi" : "lo";
 					continue;
@@ -242,33 +248,29 @@ void emit_unary(Emit *E)
 	if (needs_float && !is_float(dt))
 		emit_fail(E, "%s on %s is not supported by the code generator yet", E->n->op_type,
 		          dtype_name(dt));
-	if (op == OP_Identity)
+	return e;
+}
+
+void emit_unary(Emit *E)
+{
+	Operand x = in_op(E, 0), y = out_op(E, 0);
+	if (emit_unary_kernel(E, &x, &y))
+		return;
+	const char *e = unary_expr(E, x.dtype, is_half(x.dtype) ? DT_FLOAT : x.dtype);
+	if (E->n->op == OP_Identity)
 		emit_map(E, &y, &x, 1, e);
 	else
 		emit_map_widened(E, &y, &x, 1, e, NULL);
 }
 
-/* Elementwise ops of two or more inputs, broadcast. */
-void emit_binary(Emit *E)
+/* The expression of node E->n of nx inputs x0, x1, ... computing in dt, or
+ * NULL and *stmts, statements assigning the result to r. Its parameters
+ * are read here only (see unary_expr). */
+static const char *binary_expr(Emit *E, int dt, int nx, const char **stmts)
 {
-	Operand xs[MAX_MAP_OPERANDS], y = out_op(E, 0);
-	int nx = E->n->nin, op = E->n->op;
-	if (nx > MAX_MAP_OPERANDS)
-		emit_fail(E, "more than %d inputs is not supported by the code generator yet",
-		          MAX_MAP_OPERANDS);
-	for (int i = 0; i < nx; i++)
-		xs[i] = in_op(E, i);
-	Shape slope;
-	if (op == OP_PRelu && E->n->since < 7 && xs[1].shape->rank == 1 && xs[0].shape->rank > 2 &&
-	    xs[1].shape->dims[0].size == xs[0].shape->dims[1].size) {
-		slope = prelu_channel_shape(xs[0].shape);
-		xs[1].shape = &slope;
-	}
-	/* Comparisons output bool; compute in the inputs' type, 16-bit floats in float. */
-	int dt = is_half(xs[0].dtype) ? DT_FLOAT : xs[0].dtype;
-	if (op == OP_Where)
-		dt = is_half(xs[1].dtype) ? DT_FLOAT : xs[1].dtype;
-	const char *t = ctype(dt), *e = NULL, *stmts = NULL;
+	int op = E->n->op;
+	const char *t = ctype(dt), *e = NULL;
+	*stmts = NULL;
 	if (dt == DT_STRING)
 		emit_fail(E, "%s on %s is not supported by the code generator yet", E->n->op_type,
 		          dtype_name(dt));
@@ -311,7 +313,7 @@ void emit_binary(Emit *E)
 		else if (is_unsigned(dt))
 			e = "x1 == 0 ? 0 : x0 % x1";
 		else /* the sign of the divisor, as Python's % */
-			stmts = arena_printf(E->a, "r = x1 == 0 ? 0 : (%s)(x0 %% x1); "
+			*stmts = arena_printf(E->a, "r = x1 == 0 ? 0 : (%s)(x0 %% x1); "
 			                           "if (r != 0 && (r < 0) != (x1 < 0)) r = (%s)(r + x1);", t, t);
 		break;
 	case OP_Sum: case OP_Mean: case OP_Min: case OP_Max: {
@@ -329,12 +331,51 @@ void emit_binary(Emit *E)
 		}
 		if (op == OP_Mean)
 			b = arena_printf(E->a, "%s r = (%s)(r / %d);", b, t, nx);
-		stmts = b;
+		*stmts = b;
 		break;
 	}
 	default:
 		emit_fail(E, "no code generator for this op yet");
 	}
+	return e;
+}
+
+/* Is op one of emit_binary's (else emit_unary's)? */
+bool op_is_binary(int op)
+{
+	switch (op) {
+	case OP_Add: case OP_Sub: case OP_Mul: case OP_Div: case OP_Pow: case OP_Where:
+	case OP_And: case OP_Or: case OP_Xor: case OP_Equal: case OP_Less: case OP_Greater:
+	case OP_LessOrEqual: case OP_GreaterOrEqual: case OP_Mod: case OP_BitShift: case OP_PRelu:
+	case OP_Min: case OP_Max: case OP_Sum: case OP_Mean: case OP_BitwiseAnd: case OP_BitwiseOr:
+	case OP_BitwiseXor:
+		return true;
+	default:
+		return false;
+	}
+}
+
+/* Elementwise ops of two or more inputs, broadcast. */
+void emit_binary(Emit *E)
+{
+	Operand xs[MAX_MAP_OPERANDS], y = out_op(E, 0);
+	int nx = E->n->nin, op = E->n->op;
+	if (nx > MAX_MAP_OPERANDS)
+		emit_fail(E, "more than %d inputs is not supported by the code generator yet",
+		          MAX_MAP_OPERANDS);
+	for (int i = 0; i < nx; i++)
+		xs[i] = in_op(E, i);
+	Shape slope;
+	if (op == OP_PRelu && E->n->since < 7 && xs[1].shape->rank == 1 && xs[0].shape->rank > 2 &&
+	    xs[1].shape->dims[0].size == xs[0].shape->dims[1].size) {
+		slope = prelu_channel_shape(xs[0].shape);
+		xs[1].shape = &slope;
+	}
+	/* Comparisons output bool; compute in the inputs' type, 16-bit floats in float. */
+	int dt = is_half(xs[0].dtype) ? DT_FLOAT : xs[0].dtype;
+	if (op == OP_Where)
+		dt = is_half(xs[1].dtype) ? DT_FLOAT : xs[1].dtype;
+	const char *stmts = NULL, *e = binary_expr(E, dt, nx, &stmts);
 	if (op == OP_Where)  /* a selection: copy the bits */
 		emit_map_body(E, &y, xs, nx, e, stmts);
 	else
@@ -386,3 +427,206 @@ void emit_cast(Emit *E)
 		emitf(E, "\t\tY[i] = %s;\n\t}\n", e);
 }
 
+
+/* ---- elementwise chains (passes/ewchain.c) ---------------------------- */
+
+/* expr with each operand x<k> (an identifier of its own) written as names[k]. */
+static const char *with_operands(Emit *E, const char *expr, const char *const *names)
+{
+	size_t len = 0;
+	for (int pass = 0; pass < 2; pass++) {
+		char *out = pass ? arena_alloc(E->a, len + 1) : NULL;
+		size_t n = 0;
+		for (const char *p = expr; *p;) {
+			bool start = p == expr || !(isalnum((unsigned char)p[-1]) || p[-1] == '_');
+			if (start && p[0] == 'x' && isdigit((unsigned char)p[1]) &&
+			    !(isalnum((unsigned char)p[2]) || p[2] == '_')) {
+				const char *name = names[p[1] - '0'];
+				if (out)
+					memcpy(out + n, name, strlen(name));
+				n += strlen(name);
+				p += 2;
+				continue;
+			}
+			if (out)
+				out[n] = *p;
+			n++;
+			p++;
+		}
+		if (out) {
+			out[n] = 0;
+			return out;
+		}
+		len = n;
+	}
+	return NULL;
+}
+
+/* Does node n read a value computed inline (so n ends a chain)? */
+static bool reads_inline(Emit *E, const Node *n)
+{
+	for (int k = 0; k < ewchain_data_inputs(n); k++)
+		if (n->in[k] != NONE && sig_inline(E->sig, n->in[k]))
+			return true;
+	return false;
+}
+
+int ewchain_collect(Emit *E, const Node *last, EwChain *ch)
+{
+	const Graph *g = E->g;
+	ch->nnodes = ch->next = 0;
+	ch->nodes = NULL;
+	if (!ewchain_op(last) || !reads_inline(E, last))
+		return 1;
+	/* Its nodes, back from the last one through the inline values (each
+	 * has one reader, so each node is reached once), then in node order. */
+	int cap = 0;
+	ch->nodes = arena_grow(E->a, NULL, 0, &cap, sizeof *ch->nodes);
+	ch->nodes[ch->nnodes++] = last->id;
+	for (int t = 0; t < ch->nnodes; t++) {
+		const Node *n = &g->nodes[ch->nodes[t]];
+		for (int k = 0; k < ewchain_data_inputs(n); k++) {
+			int id = n->in[k];
+			if (id == NONE || !sig_inline(E->sig, id))
+				continue;
+			ch->nodes = arena_grow(E->a, ch->nodes, ch->nnodes, &cap, sizeof *ch->nodes);
+			ch->nodes[ch->nnodes++] = g->values[id].producer;
+		}
+	}
+	for (int t = 1; t < ch->nnodes; t++)
+		for (int u = t; u > 0 && ch->nodes[u - 1] > ch->nodes[u]; u--) {
+			int x = ch->nodes[u];
+			ch->nodes[u] = ch->nodes[u - 1];
+			ch->nodes[u - 1] = x;
+		}
+	/* The values it reads from outside, each once, in node order. */
+	for (int t = 0; t < ch->nnodes; t++) {
+		const Node *n = &g->nodes[ch->nodes[t]];
+		for (int k = 0; k < ewchain_data_inputs(n); k++) {
+			int id = n->in[k], e = 0;
+			if (sig_inline(E->sig, id))
+				continue;
+			while (e < ch->next && ch->ext[e] != id)
+				e++;
+			if (e == ch->next) {
+				KILN_ASSERT(ch->next < EWCHAIN_MAX_OPERANDS);
+				ch->ext[ch->next++] = id;
+			}
+		}
+	}
+	return ch->nnodes;
+}
+
+void ewchain_names(Emit *E, const EwChain *ch, const char *sep)
+{
+	for (int t = 0; t + 1 < ch->nnodes; t++) {
+		const Node *n = &E->g->nodes[ch->nodes[t]];
+		emitf(E, "%snode %d \"", t ? ", " : sep, n->id);
+		comment_text(E, n->name);
+		emitf(E, "\" (%s)", c_comment_escape(E->a, n->op_type));
+	}
+}
+
+/* Elements of a chain computed per block: every inner value is a float
+ * array of this many on the stack, the output and the operands are read
+ * and written a block at a time. */
+enum { EW_BLOCK = 256 };
+
+/*
+ * The chain ending at node E->n as one loop nest over its output: the dims
+ * are merged as for one node (map_dims) and the innermost one runs in
+ * blocks of EW_BLOCK. In a block, each node in order computes its value
+ * into a local float array t<i> (the last one into Y), by its own
+ * expression (unary_expr, binary_expr) with its operands named t<i>[j] or
+ * X<e>[o<e> + j] (o<e> the operand's offset at the block; + j is absent
+ * where it repeats along the innermost dim), or by kiln_f32_unary on the
+ * block. Every intermediate is rounded to float, as the node-by-node code
+ * stores it, so the results are the same bits. false if E->n ends no chain.
+ */
+bool emit_ewchain(Emit *E)
+{
+	EwChain ch;
+	Node *last = E->n;
+	if (last->nout < 1 || last->out[0] == NONE || ewchain_collect(E, last, &ch) < 2)
+		return false;
+	Operand y = out_op(E, 0), xs[EWCHAIN_MAX_OPERANDS];
+	for (int e = 0; e < ch.next; e++)
+		xs[e] = operand(E, ch.ext[e], false);
+	int64_t md[KILN_MAX_RANK], ms[MAX_MAP_OPERANDS + 1][KILN_MAX_RANK];
+	int r = map_dims(&y, xs, ch.next, md, ms);
+	decl(E, "Y", &y, true);
+	for (int e = 0; e < ch.next; e++)
+		decl(E, arena_printf(E->a, "X%d", e), &xs[e], false);
+	if (r == 0) {  /* one element */
+		r = 1;
+		md[0] = 1;
+		for (int e = 0; e <= ch.next; e++)
+			ms[e][0] = 1;
+	}
+	char indent[KILN_MAX_RANK + 3] = "\t";
+	for (int k = 0; k + 1 < r; k++) {
+		emitf(E, "%sfor (int64_t i%d = 0; i%d < %" PRId64 "; i%d++) {\n", indent, k, k, md[k], k);
+		strcat(indent, "\t");
+	}
+	int64_t len = md[r - 1], blk = len < EW_BLOCK ? len : EW_BLOCK;
+	emitf(E, "%sfor (int64_t b = 0; b < %" PRId64 "; b += %" PRId64 ") {\n", indent, len, blk);
+	strcat(indent, "\t");
+	emitf(E, "%sconst int64_t m = %" PRId64 " - b < %" PRId64 " ? %" PRId64 " - b : %" PRId64 ";\n",
+	      indent, len, blk, len, blk);
+	/* Offsets at the block: o<e> of operand e, oy of the output. */
+	for (int e = 0; e <= ch.next; e++) {
+		KILN_ASSERT(ms[e][r - 1] == 0 || ms[e][r - 1] == 1);
+		emitf(E, "%sconst int64_t %s = 0", indent,
+		      e == 0 ? "oy" : arena_printf(E->a, "o%d", e - 1));
+		for (int k = 0; k + 1 < r; k++)
+			if (ms[e][k])
+				emitf(E, " + i%d * %" PRId64, k, ms[e][k]);
+		emitf(E, "%s;\n", ms[e][r - 1] ? " + b" : "");
+	}
+	emitf(E, "%sfloat", indent);
+	for (int t = 0; t + 1 < ch.nnodes; t++)
+		emitf(E, "%s t%d[%" PRId64 "]", t ? "," : "", t, blk);
+	emitf(E, ";\n");
+	for (int t = 0; t < ch.nnodes; t++) {
+		E->n = &E->g->nodes[ch.nodes[t]];
+		const char *names[EWCHAIN_MAX_OPERANDS], *ptr = NULL;
+		int nx = ewchain_data_inputs(E->n);
+		KILN_ASSERT(nx <= EWCHAIN_MAX_OPERANDS);
+		for (int k = 0; k < nx; k++) {
+			int id = E->n->in[k], e = 0, u = 0;
+			if (sig_inline(E->sig, id)) {
+				while (E->g->nodes[ch.nodes[u]].out[0] != id)
+					u++;
+				names[k] = arena_printf(E->a, "t%d[j]", u);
+				ptr = arena_printf(E->a, "t%d", u);
+				continue;
+			}
+			while (ch.ext[e] != id)
+				e++;
+			names[k] = arena_printf(E->a, "X%d[o%d%s]", e, e, ms[e + 1][r - 1] ? " + j" : "");
+			ptr = ms[e + 1][r - 1] ? arena_printf(E->a, "X%d + o%d", e, e) : NULL;
+		}
+		bool is_last = t + 1 == ch.nnodes;
+		const char *kernel = unary_kernel(E->n->op);
+		if (kernel && ptr) {
+			emitf(E, "%skiln_f32_unary(%s, %s, %s, m);\n", indent, kernel, ptr,
+			      is_last ? "Y + oy" : arena_printf(E->a, "t%d", t));
+			continue;
+		}
+		KILN_ASSERT(!kernel);  /* a unary node's input has the output's count: stride 1 */
+		const char *stmts = NULL, *expr = op_is_binary(E->n->op)
+		                                      ? binary_expr(E, DT_FLOAT, nx, &stmts)
+		                                      : unary_expr(E, DT_FLOAT, DT_FLOAT);
+		const char *to = is_last ? "Y[oy + j]" : arena_printf(E->a, "t%d[j]", t);
+		emitf(E, "%sfor (int64_t j = 0; j < m; j++)", indent);
+		if (stmts)
+			emitf(E, " {\n%s\tfloat r;\n%s\t%s\n%s\t%s = r;\n%s}\n", indent, indent,
+			      with_operands(E, stmts, names), indent, to, indent);
+		else
+			emitf(E, "\n%s\t%s = %s;\n", indent, to, with_operands(E, expr, names));
+	}
+	E->n = last;
+	for (int k = r; k >= 1; k--)
+		emitf(E, "%.*s}\n", k, "\t\t\t\t\t\t\t\t\t");
+	return true;
+}

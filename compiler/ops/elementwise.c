@@ -173,3 +173,32 @@ void ops_elementwise_infer(Infer *x)
 	}
 	}
 }
+
+/* Ops an elementwise chain may hold (passes/ewchain.c, emit_ewchain): on
+ * float32, each is one expression of its data inputs (emit/elementwise.c)
+ * or libkiln's vector kernel, reading no attribute the emitter might
+ * refuse at one signature only. */
+bool ewchain_op(const Node *n)
+{
+	switch (n->op) {
+	case OP_Relu: case OP_Sigmoid: case OP_Tanh: case OP_Erf: case OP_Sqrt: case OP_Exp:
+	case OP_Log: case OP_Selu: case OP_Elu: case OP_LeakyRelu: case OP_Neg: case OP_Abs:
+	case OP_Floor: case OP_Ceil: case OP_Round: case OP_Reciprocal: case OP_Softplus:
+	case OP_Softsign: case OP_Mish: case OP_HardSigmoid: case OP_HardSwish:
+	case OP_ThresholdedRelu: case OP_Celu: case OP_Sin: case OP_Cos: case OP_Clip:
+	case OP_Add: case OP_Sub: case OP_Mul: case OP_Div: case OP_Pow:
+		return true;
+	case OP_Max: case OP_Min: case OP_Sum: case OP_Mean:
+		return n->nin >= 1 && n->nin <= EWCHAIN_MAX_OPERANDS;
+	case OP_PRelu:
+		return n->since >= 7;  /* older slopes broadcast by channel (emit_binary) */
+	default:
+		return false;
+	}
+}
+
+/* The inputs a chain reads elementwise: all but Clip's bounds. */
+int ewchain_data_inputs(const Node *n)
+{
+	return n->op == OP_Clip ? 1 : n->nin;
+}

@@ -37,6 +37,7 @@ typedef enum PassId {
 	PASS_ADDNORM,  /* addnorm.c: residual Add + LayerNormalization -> one kernel */
 	PASS_EDGECONV, /* edgeconv.c: kNN EdgeConv (Gather, Sub, Concat, 1x1 Convs, mean) -> one node */
 	PASS_DCE,      /* dce.c: nodes and optional outputs nobody reads */
+	PASS_EWCHAIN,  /* ewchain.c: elementwise chains computed in one loop (marks values) */
 	PASS_F16,      /* f16.c: --weights-dtype fp16 (once, after the fixed point) */
 	PASS_COUNT
 } PassId;

@@ -7,7 +7,7 @@
  * shape-free rewrites), then runs
  *
  *     noop -> dedup -> cse -> einsum -> fold -> lastpos -> attention -> fuse -> addnorm ->
- *     edgeconv -> dce
+ *     edgeconv -> dce -> ewchain
  *
  * committing after each pass. No-ops go first so that a constant reached
  * through Identity/Reshape-to-same-shape is seen as shared before folding
@@ -15,6 +15,8 @@
  * reason (two Transposes of one weight become one, whose input then dies).
  * With --weights-dtype fp16, f16 runs last in each iteration (it narrows
  * each weight once) so fuse can hand the float16 bytes to the GEMMs next.
+ * ewchain rewrites nothing: it marks the inner values of elementwise chains
+ * once every fusion into kernels is done, afresh in each iteration.
  * Iterations stop when no pass changes anything (at most 16).
  */
 #include <setjmp.h>
@@ -27,14 +29,16 @@ static const char *const names[PASS_COUNT] = {
 	[PASS_NOOP] = "noop", [PASS_DEDUP] = "dedup", [PASS_CSE] = "cse",
 	[PASS_EINSUM] = "einsum", [PASS_FOLD] = "fold", [PASS_LASTPOS] = "lastpos",
 	[PASS_ATTENTION] = "attention", [PASS_FUSE] = "fuse",
-	[PASS_ADDNORM] = "addnorm", [PASS_EDGECONV] = "edgeconv", [PASS_DCE] = "dce", [PASS_F16] = "f16",
+	[PASS_ADDNORM] = "addnorm", [PASS_EDGECONV] = "edgeconv", [PASS_DCE] = "dce",
+	[PASS_EWCHAIN] = "ewchain", [PASS_F16] = "f16",
 };
 
 static int (*const run_pass[PASS_COUNT])(PassCtx *) = {
 	[PASS_NOOP] = pass_noop, [PASS_DEDUP] = pass_dedup, [PASS_CSE] = pass_cse,
 	[PASS_EINSUM] = pass_einsum, [PASS_FOLD] = pass_fold, [PASS_LASTPOS] = pass_lastpos,
 	[PASS_ATTENTION] = pass_attention, [PASS_FUSE] = pass_fuse,
-	[PASS_ADDNORM] = pass_addnorm, [PASS_EDGECONV] = pass_edgeconv, [PASS_DCE] = pass_dce, [PASS_F16] = pass_f16,
+	[PASS_ADDNORM] = pass_addnorm, [PASS_EDGECONV] = pass_edgeconv, [PASS_DCE] = pass_dce,
+	[PASS_EWCHAIN] = pass_ewchain, [PASS_F16] = pass_f16,
 };
 
 const char *pass_name(int id)
@@ -200,7 +204,7 @@ void passes_run(Model *m, const PassOptions *o, const int64_t *batches, int nbat
 	rw_init(&c);
 	static const PassId order[] = {PASS_NOOP, PASS_DEDUP, PASS_CSE, PASS_EINSUM,
 	                               PASS_FOLD, PASS_LASTPOS, PASS_ATTENTION, PASS_FUSE, PASS_ADDNORM, PASS_EDGECONV,
-	                               PASS_DCE};
+	                               PASS_DCE, PASS_EWCHAIN};
 	for (int iter = 0; iter < 16; iter++) {
 		infer_shapes(&c, batches, nbatches, bind);
 		int changed = 0;

@@ -106,6 +106,7 @@ int pass_fuse(PassCtx *c);
 int pass_addnorm(PassCtx *c);
 int pass_edgeconv(PassCtx *c);
 int pass_dce(PassCtx *c);
+int pass_ewchain(PassCtx *c);
 int pass_f16(PassCtx *c);
 
 #endif

@@ -323,7 +323,7 @@ def main():
         for args, want in (
                 (["--no-pass=bogus"], "kiln: error: --no-pass: unknown pass 'bogus' (noop, dedup, "
                                       "cse, einsum, fold, lastpos, attention, fuse, addnorm, edgeconv, "
-                                      "dce, f16)"),
+                                      "dce, ewchain, f16)"),
                 (["--weights-dtype", "fp8"], "kiln: error: --weights-dtype needs fp32, fp16 or keep, "
                                              "got 'fp8'"),
                 (["--passes", "--json"], "kiln: error: --passes goes with 'info' (not --json) or "
