@@ -430,8 +430,9 @@ void emit_cast(Emit *E)
 
 /* ---- elementwise chains (passes/ewchain.c) ---------------------------- */
 
-/* expr with each operand x<k> (an identifier of its own) written as names[k]. */
-static const char *with_operands(Emit *E, const char *expr, const char *const *names)
+/* expr with each operand x<k> (an identifier of its own, k < nnames, at
+ * most EWCHAIN_MAX_OPERANDS) written as names[k]. */
+static const char *with_operands(Emit *E, const char *expr, const char *const *names, int nnames)
 {
 	size_t len = 0;
 	for (int pass = 0; pass < 2; pass++) {
@@ -441,6 +442,7 @@ static const char *with_operands(Emit *E, const char *expr, const char *const *n
 			bool start = p == expr || !(isalnum((unsigned char)p[-1]) || p[-1] == '_');
 			if (start && p[0] == 'x' && isdigit((unsigned char)p[1]) &&
 			    !(isalnum((unsigned char)p[2]) || p[2] == '_')) {
+				KILN_ASSERT(p[1] - '0' < nnames);
 				const char *name = names[p[1] - '0'];
 				if (out)
 					memcpy(out + n, name, strlen(name));
@@ -571,8 +573,14 @@ bool emit_ewchain(Emit *E)
 	int64_t len = md[r - 1], blk = len < EW_BLOCK ? len : EW_BLOCK;
 	emitf(E, "%sfor (int64_t b = 0; b < %" PRId64 "; b += %" PRId64 ") {\n", indent, len, blk);
 	strcat(indent, "\t");
-	emitf(E, "%sconst int64_t m = %" PRId64 " - b < %" PRId64 " ? %" PRId64 " - b : %" PRId64 ";\n",
-	      indent, len, blk, len, blk);
+	/* Blocks of a literal length when they divide the dim: loops the C
+	 * compiler vectorizes at -O2. */
+	const char *m = "m";
+	if (len % blk == 0)
+		m = arena_printf(E->a, "%" PRId64, blk);
+	else
+		emitf(E, "%sconst int64_t m = %" PRId64 " - b < %" PRId64 " ? %" PRId64 " - b : %" PRId64
+		      ";\n", indent, len, blk, len, blk);
 	/* Offsets at the block: o<e> of operand e, oy of the output. */
 	for (int e = 0; e <= ch.next; e++) {
 		KILN_ASSERT(ms[e][r - 1] == 0 || ms[e][r - 1] == 1);
@@ -607,23 +615,29 @@ bool emit_ewchain(Emit *E)
 			ptr = ms[e + 1][r - 1] ? arena_printf(E->a, "X%d + o%d", e, e) : NULL;
 		}
 		bool is_last = t + 1 == ch.nnodes;
-		const char *kernel = unary_kernel(E->n->op);
-		if (kernel && ptr) {
-			emitf(E, "%skiln_f32_unary(%s, %s, %s, m);\n", indent, kernel, ptr,
-			      is_last ? "Y + oy" : arena_printf(E->a, "t%d", t));
+		const char *kernel = unary_kernel(E->n->op), *stmts = NULL, *expr;
+		const char *dst = is_last ? "Y + oy" : arena_printf(E->a, "t%d", t);
+		if (kernel && !ptr) {
+			/* An input repeated along the block (a chain whose counts differ
+			 * at this signature only): spread, then the kernel in place. */
+			expr = "x0";
+			ptr = dst;
+		} else if (kernel) {
+			emitf(E, "%skiln_f32_unary(%s, %s, %s, %s);\n", indent, kernel, ptr, dst, m);
 			continue;
+		} else {
+			expr = op_is_binary(E->n->op) ? binary_expr(E, DT_FLOAT, nx, &stmts)
+			                              : unary_expr(E, DT_FLOAT, DT_FLOAT);
 		}
-		KILN_ASSERT(!kernel);  /* a unary node's input has the output's count: stride 1 */
-		const char *stmts = NULL, *expr = op_is_binary(E->n->op)
-		                                      ? binary_expr(E, DT_FLOAT, nx, &stmts)
-		                                      : unary_expr(E, DT_FLOAT, DT_FLOAT);
 		const char *to = is_last ? "Y[oy + j]" : arena_printf(E->a, "t%d[j]", t);
-		emitf(E, "%sfor (int64_t j = 0; j < m; j++)", indent);
+		emitf(E, "%sfor (int64_t j = 0; j < %s; j++)", indent, m);
 		if (stmts)
 			emitf(E, " {\n%s\tfloat r;\n%s\t%s\n%s\t%s = r;\n%s}\n", indent, indent,
-			      with_operands(E, stmts, names), indent, to, indent);
+			      with_operands(E, stmts, names, nx), indent, to, indent);
 		else
-			emitf(E, "\n%s\t%s = %s;\n", indent, to, with_operands(E, expr, names));
+			emitf(E, "\n%s\t%s = %s;\n", indent, to, with_operands(E, expr, names, nx));
+		if (kernel)
+			emitf(E, "%skiln_f32_unary(%s, %s, %s, %s);\n", indent, kernel, ptr, dst, m);
 	}
 	E->n = last;
 	for (int k = r; k >= 1; k--)
