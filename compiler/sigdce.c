@@ -17,6 +17,11 @@
  * the plan), and a value read other than through a node's inputs (a use
  * the IR counts in nuse but not in any top-level node's in[]) counts as
  * read.
+ *
+ * sig_inline and sig_runs_at answer the same kind of question for the
+ * elementwise chains the ewchain pass marked (passes/ewchain.c): a marked
+ * value is computed inside its reader's loop at a signature unless it is
+ * folded there or its producer is dead; the plan and the emitter ask.
  */
 #include "kiln.h"
 
