@@ -90,13 +90,15 @@ void sig_cost(const Sig *s, SigCost *out)
 		const Node *n = &g->nodes[i];
 		if (!sig_computes(s, n))
 			continue;
-		nodes++;
+		/* An elementwise chain is one call, and its inner values are never
+		 * in memory. */
+		nodes += !(n->nout >= 1 && n->out[0] != NONE && sig_inline(s, n->out[0]));
 		flops += node_flops(s, n);
 		for (int k = 0; k < n->nin; k++)
-			if (n->in[k] != NONE)
+			if (n->in[k] != NONE && !sig_inline(s, n->in[k]))
 				out->bytes += (uint64_t)nelem_of(s, n->in[k]) * dtype_size(s->dtypes[n->in[k]]);
 		for (int k = 0; k < n->nout; k++)
-			if (n->out[k] != NONE)
+			if (n->out[k] != NONE && !sig_inline(s, n->out[k]))
 				out->bytes += (uint64_t)nelem_of(s, n->out[k]) * dtype_size(s->dtypes[n->out[k]]);
 	}
 	out->flops = flops < 0x1p63 ? (uint64_t)flops : (uint64_t)1 << 63;   /* saturated */

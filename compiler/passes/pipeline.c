@@ -208,9 +208,11 @@ void passes_run(Model *m, const PassOptions *o, const int64_t *batches, int nbat
 	for (int iter = 0; iter < 16; iter++) {
 		infer_shapes(&c, batches, nbatches, bind);
 		int changed = 0;
+		/* ewchain only marks values, afresh each time, and no pass reads
+		 * the marks: they never call for another iteration. */
 		for (size_t i = 0; i < sizeof order / sizeof order[0]; i++)
-			if (!o->disabled[order[i]])
-				changed += run_one(&c, r, order[i]);
+			if (!o->disabled[order[i]] && run_one(&c, r, order[i]) && order[i] != PASS_EWCHAIN)
+				changed++;
 		/* Narrowed weights then get their Casts fused into the GEMMs reading
 		 * them on the next iteration; folding never widens them back. */
 		if (o->weights_dtype == WEIGHTS_FP16 && !o->disabled[PASS_F16])
