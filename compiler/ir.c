@@ -232,6 +232,8 @@ static void print_graph(const Graph *g, FILE *out, int indent)
 		shape_print(&v->shape, out);
 		if (v->is_output)
 			fputs(" output", out);
+		if (v->is_inline)
+			fputs(" inline", out);  /* in an elementwise chain (passes/ewchain.c) */
 		if (v->kind == VAL_OUTER)
 			fprintf(out, " -> parent %%v%d", v->outer_id);
 		fprintf(out, " uses=%d\n", v->nuse);

@@ -134,11 +134,18 @@ def main():
     C = 64
     mean, std = rng.standard_normal(C), rng.random(C) + 0.5
     # Input scaling with broadcast constants, then Relu: one loop, no arena.
-    case("normalize", [N("Sub", ["x", "mean"], ["a"], name="sub"),
+    # A node name that would end the chain's comment is escaped.
+    norm = case("normalize", [N("Sub", ["x", "mean"], ["a"], name="sub */ #error injected /*"),
                        N("Div", ["a", "std"], ["b"], name="div"),
                        N("Relu", ["b"], ["y"], name="relu")],
          [C], [("y", [C], F)], [c("mean", mean), c("std", std)],
          lambda x: [np.maximum((x - mean.astype(np.float32)) / std.astype(np.float32), 0)], 2)
+    if norm:
+        report("*/ #error" not in norm["src"] and "#error injected" in norm["src"],
+               "normalize: the node name is escaped in the comment")
+        dump = run([KILN, "dump", norm["path"], "--passes", "--batch", "1,4"]).stdout
+        report(len(re.findall(r" inline uses=1$", dump, re.M)) == 2,
+               "normalize: kiln dump --passes marks the two inner values inline")
     # SiLU: x read twice, by the vector kernel and by the Mul.
     case("silu", [N("Sigmoid", ["x"], ["s"], name="sig"), N("Mul", ["x", "s"], ["y"], name="mul")],
          [300], [("y", [300], F)], [], lambda x: [x * sigmoid(x)], 1)
