@@ -530,17 +530,26 @@ void ewchain_names(Emit *E, const EwChain *ch, const char *sep)
 }
 
 /* Elements of a chain computed per block: every inner value is a float
- * array of this many on the stack, the output and the operands are read
- * and written a block at a time. */
+ * array of at most this many on the stack. */
 enum { EW_BLOCK = 256 };
+
+/* The index of element (q, j) of a block, in an operand with strides
+ * sq (rows) and sj (0 or 1) from its offset o: "o + q * sq + j". */
+static const char *block_index(Emit *E, const char *o, bool rows, int64_t sq, int64_t sj)
+{
+	return arena_printf(E->a, "%s%s%s", o, rows && sq ? arena_printf(E->a, " + q * %" PRId64, sq) : "",
+	                    sj ? " + j" : "");
+}
 
 /*
  * The chain ending at node E->n as one loop nest over its output: the dims
- * are merged as for one node (map_dims) and the innermost one runs in
- * blocks of EW_BLOCK. In a block, each node in order computes its value
- * into a local float array t<i> (the last one into Y), by its own
- * expression (unary_expr, binary_expr) with its operands named t<i>[j] or
- * X<e>[o<e> + j] (o<e> the operand's offset at the block; + j is absent
+ * are merged as for one node (map_dims), and the innermost one runs in
+ * blocks of EW_BLOCK elements, or, when it is shorter than that, blocks
+ * take several of its rows (q) at once, so kiln_f32_unary is never called
+ * on a few elements at a time. In a block, each node in order computes its
+ * value into a local float array t<i> (the last one into Y), by its own
+ * expression (unary_expr, binary_expr) with its operands named t<i>[...]
+ * or X<e>[o<e> + ...] (o<e> the operand's offset at the block, no + j
  * where it repeats along the innermost dim), or by kiln_f32_unary on the
  * block. Every intermediate is rounded to float, as the node-by-node code
  * stores it, so the results are the same bits. false if E->n ends no chain.
@@ -565,36 +574,52 @@ bool emit_ewchain(Emit *E)
 		for (int e = 0; e <= ch.next; e++)
 			ms[e][0] = 1;
 	}
+	/* rows: a block is nq rows of the second-innermost dim, each whole;
+	 * else a block is blk elements of the innermost dim. */
+	int64_t len = md[r - 1];
+	bool rows = r >= 2 && len < EW_BLOCK;
+	int64_t nq = !rows ? 1 : EW_BLOCK / len < md[r - 2] ? EW_BLOCK / len : md[r - 2], blk = rows ? nq * len : len < EW_BLOCK ? len : EW_BLOCK;
+	int64_t span = rows ? md[r - 2] : len, step = rows ? nq : blk;  /* what b walks */
+	int nouter = rows ? r - 2 : r - 1;
 	char indent[KILN_MAX_RANK + 3] = "\t";
-	for (int k = 0; k + 1 < r; k++) {
+	for (int k = 0; k < nouter; k++) {
 		emitf(E, "%sfor (int64_t i%d = 0; i%d < %" PRId64 "; i%d++) {\n", indent, k, k, md[k], k);
 		strcat(indent, "\t");
 	}
-	int64_t len = md[r - 1], blk = len < EW_BLOCK ? len : EW_BLOCK;
-	emitf(E, "%sfor (int64_t b = 0; b < %" PRId64 "; b += %" PRId64 ") {\n", indent, len, blk);
+	emitf(E, "%sfor (int64_t b = 0; b < %" PRId64 "; b += %" PRId64 ") {\n", indent, span, step);
 	strcat(indent, "\t");
-	/* Blocks of a literal length when they divide the dim: loops the C
-	 * compiler vectorizes at -O2. */
+	/* m: elements (or rows) in this block, a literal when blocks divide the
+	 * dim: loops the C compiler vectorizes at -O2. */
 	const char *m = "m";
-	if (len % blk == 0)
-		m = arena_printf(E->a, "%" PRId64, blk);
+	if (span % step == 0)
+		m = arena_printf(E->a, "%" PRId64, step);
 	else
 		emitf(E, "%sconst int64_t m = %" PRId64 " - b < %" PRId64 " ? %" PRId64 " - b : %" PRId64
-		      ";\n", indent, len, blk, len, blk);
-	/* Offsets at the block: o<e> of operand e, oy of the output. */
+		      ";\n", indent, span, step, span, step);
+	const char *count = rows ? arena_printf(E->a, "%s * %" PRId64, m, len) : m;
+	/* Offsets at the block: oy of the output, o<e> of operand e. */
 	for (int e = 0; e <= ch.next; e++) {
 		KILN_ASSERT(ms[e][r - 1] == 0 || ms[e][r - 1] == 1);
 		emitf(E, "%sconst int64_t %s = 0", indent,
 		      e == 0 ? "oy" : arena_printf(E->a, "o%d", e - 1));
-		for (int k = 0; k + 1 < r; k++)
+		for (int k = 0; k < nouter; k++)
 			if (ms[e][k])
 				emitf(E, " + i%d * %" PRId64, k, ms[e][k]);
-		emitf(E, "%s;\n", ms[e][r - 1] ? " + b" : "");
+		int64_t sb = rows ? ms[e][r - 2] : ms[e][r - 1];
+		if (sb)
+			emitf(E, " + b * %" PRId64, sb);
+		emitf(E, ";\n");
 	}
 	emitf(E, "%sfloat", indent);
 	for (int t = 0; t + 1 < ch.nnodes; t++)
 		emitf(E, "%s t%d[%" PRId64 "]", t ? "," : "", t, blk);
 	emitf(E, ";\n");
+	/* Element (q, j) of a block: of a t<i>, of the output. */
+	const char *at = rows ? arena_printf(E->a, "q * %" PRId64 " + j", len) : "j";
+	const char *loop = rows ? arena_printf(E->a, "for (int64_t q = 0; q < %s; q++)\n%s\tfor (int64_t j "
+	                                       "= 0; j < %" PRId64 "; j++)", m, indent, len)
+	                        : arena_printf(E->a, "for (int64_t j = 0; j < %s; j++)", m);
+	const char *body = rows ? arena_printf(E->a, "%s\t", indent) : indent;
 	for (int t = 0; t < ch.nnodes; t++) {
 		E->n = &E->g->nodes[ch.nodes[t]];
 		const char *names[EWCHAIN_MAX_OPERANDS], *ptr = NULL;
@@ -605,14 +630,19 @@ bool emit_ewchain(Emit *E)
 			if (sig_inline(E->sig, id)) {
 				while (E->g->nodes[ch.nodes[u]].out[0] != id)
 					u++;
-				names[k] = arena_printf(E->a, "t%d[j]", u);
+				names[k] = arena_printf(E->a, "t%d[%s]", u, at);
 				ptr = arena_printf(E->a, "t%d", u);
 				continue;
 			}
 			while (ch.ext[e] != id)
 				e++;
-			names[k] = arena_printf(E->a, "X%d[o%d%s]", e, e, ms[e + 1][r - 1] ? " + j" : "");
-			ptr = ms[e + 1][r - 1] ? arena_printf(E->a, "X%d + o%d", e, e) : NULL;
+			const int64_t *st = ms[e + 1];
+			names[k] = arena_printf(E->a, "X%d[%s]", e,
+			                        block_index(E, arena_printf(E->a, "o%d", e), rows,
+			                                    rows ? st[r - 2] : 0, st[r - 1]));
+			/* The kernel reads the block where it is when it is dense there. */
+			bool dense = st[r - 1] == 1 && (!rows || st[r - 2] == len);
+			ptr = dense ? arena_printf(E->a, "X%d + o%d", e, e) : NULL;
 		}
 		bool is_last = t + 1 == ch.nnodes;
 		const char *kernel = unary_kernel(E->n->op), *stmts = NULL, *expr;
@@ -623,24 +653,25 @@ bool emit_ewchain(Emit *E)
 			expr = "x0";
 			ptr = dst;
 		} else if (kernel) {
-			emitf(E, "%skiln_f32_unary(%s, %s, %s, %s);\n", indent, kernel, ptr, dst, m);
+			emitf(E, "%skiln_f32_unary(%s, %s, %s, %s);\n", indent, kernel, ptr, dst, count);
 			continue;
 		} else {
 			expr = op_is_binary(E->n->op) ? binary_expr(E, DT_FLOAT, nx, &stmts)
 			                              : unary_expr(E, DT_FLOAT, DT_FLOAT);
 		}
-		const char *to = is_last ? "Y[oy + j]" : arena_printf(E->a, "t%d[j]", t);
-		emitf(E, "%sfor (int64_t j = 0; j < %s; j++)", indent, m);
+		const char *to = is_last ? arena_printf(E->a, "Y[oy + %s]", at)
+		                         : arena_printf(E->a, "t%d[%s]", t, at);
+		emitf(E, "%s%s", indent, loop);
 		if (stmts)
-			emitf(E, " {\n%s\tfloat r;\n%s\t%s\n%s\t%s = r;\n%s}\n", indent, indent,
-			      with_operands(E, stmts, names, nx), indent, to, indent);
+			emitf(E, " {\n%s\tfloat r;\n%s\t%s\n%s\t%s = r;\n%s}\n", body, body,
+			      with_operands(E, stmts, names, nx), body, to, body);
 		else
-			emitf(E, "\n%s\t%s = %s;\n", indent, to, with_operands(E, expr, names, nx));
+			emitf(E, "\n%s\t%s = %s;\n", body, to, with_operands(E, expr, names, nx));
 		if (kernel)
-			emitf(E, "%skiln_f32_unary(%s, %s, %s, %s);\n", indent, kernel, ptr, dst, m);
+			emitf(E, "%skiln_f32_unary(%s, %s, %s, %s);\n", indent, kernel, ptr, dst, count);
 	}
 	E->n = last;
-	for (int k = r; k >= 1; k--)
+	for (int k = nouter + 1; k >= 1; k--)
 		emitf(E, "%.*s}\n", k, "\t\t\t\t\t\t\t\t\t");
 	return true;
 }

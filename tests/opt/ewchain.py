@@ -178,6 +178,20 @@ def main():
                             N("Mul", ["b", "scale"], ["y"], name="mul")],
          [C], [("y", [C], F)], [c("bias", bias), c("scale", scale)],
          lambda x: [lrelu(x + b32) * s32], 2)
+    # Rows of 16 with [16] constants: a block takes 16 rows, so the
+    # kernels run on whole blocks, one reading x where it is.
+    b16, s16 = rng.standard_normal(16), rng.standard_normal(16)
+    case("rows_kernel", [N("Add", ["x", "b"], ["a"], name="add"), N("Sigmoid", ["a"], ["g"], name="sig"),
+                         N("Tanh", ["x"], ["h"], name="tanh"), N("Mul", ["g", "h"], ["p"], name="mul"),
+                         N("Mul", ["p", "s"], ["y"], name="scale")],
+         [16], [("y", [16], F)], [c("b", b16), c("s", s16)],
+         lambda x: [sigmoid(x + b16.astype(np.float32)) * np.tanh(x) * s16.astype(np.float32)], 4)
+    # Rows of 100: blocks of two rows, the last one short at batch 1 (3 rows).
+    b100, s100 = rng.standard_normal(100), rng.standard_normal(100)
+    case("rows_tail", [N("Add", ["x", "b"], ["a"], name="add"), N("Exp", ["a"], ["e"], name="exp"),
+                       N("Mul", ["e", "s"], ["y"], name="scale")],
+         [3, 100], [("y", [3, 100], F)], [c("b", b100), c("s", s100)],
+         lambda x: [np.exp(x + b100.astype(np.float32)) * s100.astype(np.float32)], 2)
     # [N, 4, 8] with a [4, 1] scale (repeats along the inner dim) and an
     # [8] shift; Clip with constant bounds, Max of three.
     s41, t8 = rng.standard_normal((4, 1)), rng.standard_normal(8)
