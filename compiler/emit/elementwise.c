@@ -506,7 +506,7 @@ int ewchain_collect(Emit *E, const Node *last, EwChain *ch)
 		const Node *n = &g->nodes[ch->nodes[t]];
 		for (int k = 0; k < ewchain_data_inputs(n); k++) {
 			int id = n->in[k], e = 0;
-			if (sig_inline(E->sig, id))
+			if (id == NONE || sig_inline(E->sig, id))
 				continue;
 			while (e < ch->next && ch->ext[e] != id)
 				e++;
