@@ -429,6 +429,8 @@ typedef struct Sig {
 	                             (compiler/control.h), else NULL */
 	bool *dead;          /* per node index: read by nothing that runs (sigdce.c), or
 	                        NULL (none, or not analysed) */
+	bool no_chains;      /* elementwise chains run node by node here: in one loop
+	                        they would make the arena larger (sigdce.c) */
 	Arena *a;
 } Sig;
 

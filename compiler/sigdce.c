@@ -21,9 +21,29 @@
  * sig_inline and sig_runs_at answer the same kind of question for the
  * elementwise chains the ewchain pass marked (passes/ewchain.c): a marked
  * value is computed inside its reader's loop at a signature unless it is
- * folded there or its producer is dead; the plan and the emitter ask.
+ * folded there or its producer is dead, or the chains would make the arena
+ * larger there (choose_chains); the plan and the emitter ask.
  */
 #include "kiln.h"
+
+/* Chains run in one loop unless that makes this signature's arena larger:
+ * an operand a chain reads early lives until the chain's last node runs,
+ * which can cost more than the inner values' buffers save. Then they run
+ * node by node here (the same bits either way). */
+static void choose_chains(Sig *s)
+{
+	bool any = false;
+	s->no_chains = false;
+	for (int id = 0; id < s->g->nvalues && !any; id++)
+		any = sig_inline(s, id);
+	if (!any)
+		return;
+	Plan fused, apart;
+	plan_build(&fused, s, s->a);
+	s->no_chains = true;
+	plan_build(&apart, s, s->a);
+	s->no_chains = apart.arena_bytes < fused.arena_bytes;
+}
 
 void sig_dce(Sig *s)
 {
@@ -60,6 +80,7 @@ void sig_dce(Sig *s)
 		subgraph_extend_uses(g, i, reader);
 	}
 	s->dead = any ? dead : NULL;
+	choose_chains(s);
 }
 
 bool sig_node_dead(const Sig *s, const Node *n)
@@ -72,8 +93,8 @@ bool sig_inline(const Sig *s, int id)
 {
 	const Graph *g = s->g;
 	const Value *v = &g->values[id];
-	return !g->parent && v->is_inline && !s->folded[id] && v->producer != NONE &&
-	       !sig_node_dead(s, &g->nodes[v->producer]);
+	return !g->parent && !s->no_chains && v->is_inline && !s->folded[id] &&
+	       v->producer != NONE && !sig_node_dead(s, &g->nodes[v->producer]);
 }
 
 int *sig_runs_at(const Sig *s, Arena *a)

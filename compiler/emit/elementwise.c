@@ -578,7 +578,8 @@ bool emit_ewchain(Emit *E)
 	 * else a block is blk elements of the innermost dim. */
 	int64_t len = md[r - 1];
 	bool rows = r >= 2 && len < EW_BLOCK;
-	int64_t nq = !rows ? 1 : EW_BLOCK / len < md[r - 2] ? EW_BLOCK / len : md[r - 2], blk = rows ? nq * len : len < EW_BLOCK ? len : EW_BLOCK;
+	int64_t nq = !rows ? 1 : EW_BLOCK / len < md[r - 2] ? EW_BLOCK / len : md[r - 2];
+	int64_t blk = rows ? nq * len : len < EW_BLOCK ? len : EW_BLOCK;
 	int64_t span = rows ? md[r - 2] : len, step = rows ? nq : blk;  /* what b walks */
 	int nouter = rows ? r - 2 : r - 1;
 	char indent[KILN_MAX_RANK + 3] = "\t";
@@ -616,9 +617,10 @@ bool emit_ewchain(Emit *E)
 	emitf(E, ";\n");
 	/* Element (q, j) of a block: of a t<i>, of the output. */
 	const char *at = rows ? arena_printf(E->a, "q * %" PRId64 " + j", len) : "j";
-	const char *loop = rows ? arena_printf(E->a, "for (int64_t q = 0; q < %s; q++)\n%s\tfor (int64_t j "
-	                                       "= 0; j < %" PRId64 "; j++)", m, indent, len)
-	                        : arena_printf(E->a, "for (int64_t j = 0; j < %s; j++)", m);
+	const char *loop =
+		rows ? arena_printf(E->a, "for (int64_t q = 0; q < %s; q++)\n%s\tfor (int64_t j = 0; "
+		                    "j < %" PRId64 "; j++)", m, indent, len)
+		     : arena_printf(E->a, "for (int64_t j = 0; j < %s; j++)", m);
 	const char *body = rows ? arena_printf(E->a, "%s\t", indent) : indent;
 	for (int t = 0; t < ch.nnodes; t++) {
 		E->n = &E->g->nodes[ch.nodes[t]];
