@@ -510,6 +510,34 @@ int main(void)
 				         (long long)k.H, variant, set);
 				run_case(&k, what);
 			}
+	/* LSTM steps over several rows in gate blocks (vmath's lstm_rows: each
+	 * whole block's product and cells in tiles of rows, AVX-512 up to 5 rows:
+	 * 2 to 5 rows in one tile, 6 = 3 + 3, 7, 11, 13 = 4 + 4 + 5, 16 = 4 x 4;
+	 * the narrow block, if any, a GEMM and its cells): 1, 2, 3 and 9 whole
+	 * blocks, with and without a narrow one; no lengths (rows of different
+	 * lengths take the GEMM and lstm_cells); chunks of all rows and of 4. */
+	static const int64_t rows_shapes[][4] = {  /* T, N, I, H */
+		{3, 2, 3, 16}, {2, 5, 3, 16}, {3, 6, 2, 20}, {2, 7, 3, 50}, {2, 11, 3, 32},
+		{2, 13, 2, 33}, {2, 16, 3, 150}, {2, 9, 4, 48},
+	};
+	for (size_t s = 0; s < sizeof rows_shapes / sizeof rows_shapes[0]; s++)
+		for (int variant = 0; variant < 6; variant++) {
+			Case k = {
+				.cell = KILN_RNN_LSTM, .T = rows_shapes[s][0], .N = rows_shapes[s][1],
+				.I = rows_shapes[s][2], .H = rows_shapes[s][3], .reverse = variant & 1,
+				.layout1 = variant == 2 || variant == 5, .pad = variant % 3,
+				.has_b = variant != 2, .has_p = variant % 2 == 0, .has_h0 = variant != 1,
+				.has_c0 = variant != 3, .want_y = variant != 4, .want_yh = 1,
+				.want_yc = variant % 2 == 1, .clip = variant == 3, .input_forget = variant == 5,
+				.chunk = variant >= 3 ? 4 : rows_shapes[s][1],
+			};
+			k.act[0] = (kiln_rnn_activation){KILN_RNN_SIGMOID, 0, 0};
+			k.act[1] = k.act[2] = (kiln_rnn_activation){KILN_RNN_TANH, 0, 0};
+			char what[200];
+			snprintf(what, sizeof what, "LSTM rows T=%lld N=%lld I=%lld H=%lld variant %d",
+			         (long long)k.T, (long long)k.N, (long long)k.I, (long long)k.H, variant);
+			run_case(&k, what);
+		}
 	/* The simple RNN with each activation alone (rarely-used ones as f). */
 	for (int kind = KILN_RNN_RELU; kind <= KILN_RNN_SOFTPLUS; kind++) {
 		Case k = {.cell = KILN_RNN_SIMPLE, .T = 4, .N = 3, .I = 3, .H = 4, .has_b = 1,

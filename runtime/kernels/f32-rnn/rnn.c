@@ -305,6 +305,47 @@ static int row_by_blocks(int64_t H)
 	return H < 32 || H > most;
 }
 
+/* Whether an LSTM step in gate blocks over several rows goes through
+ * lstm_rows_step (a whole block at least). Kernel alone (bench/lstm_probe.c,
+ * I = 8, T = 25, B = 16, CPU time, against one GEMM then lstm_cells):
+ * AVX-512 H = 150 660 -> 620 us, 50 140 -> 126 us, 48 118 -> 96 us, 20
+ * 53.3 -> 46.5 us, 16 31 -> 21.5 us; AVX2 (one row a tile) H = 20 to 64
+ * 3 to 9 % faster, 96 the same, 150 2 % slower (1.35 -> 1.38 ms). */
+static int rows_fused(int64_t H)
+{
+	return H >= BLOCK_UNITS && (kiln_isa() != KILN_ISA_AVX2 || H <= 96);
+}
+
+/* Step s of an LSTM in gate blocks for rows b0 .. b0+nb-1 of the same
+ * length T, R^T packed, the default activations: the whole blocks' product
+ * and cells of every row through the variant's lstm_rows (each block's sums
+ * stay in registers from the product to the cell), on a copy of h_{t-1}
+ * (in the gates buffer, after the narrow block's gates); the narrow last
+ * block, if any, one GEMM over its columns, then each row's cell. */
+static void lstm_rows_step(const kiln_rnn_params *p, const kiln_rnn_io *io, int64_t b0,
+                           int64_t nb, int64_t s, Chunk *k)
+{
+	int64_t H = p->hidden_size, T = p->seq_length, t = step_time(p, T, s);
+	int64_t u = H / BLOCK_UNITS * BLOCK_UNITS, w = H - u, bn = 4 * u;
+	float *gn = k->gates, *x = gn + nb * 4 * w;  /* nb x 4w narrow gates, nb x H of h_{t-1} */
+	const float *xw = k->xw + t * k->xw_t;
+	memcpy(x, k->h, (size_t)(nb * H) * sizeof *x);
+	k->cell->lstm_rows(nb, H, x, k->r.packed, xw, k->xw_r, k->P, k->c, k->h, p->has_clip,
+	                   p->clip, p->input_forget);
+	if (w > 0) {
+		GemmBSrc rn = {.packed = k->r.packed + bn * H, .N = 4 * w};
+		gemm(nb, 4 * w, H, x, H, &rn, NULL, gn, 4 * w);
+		for (int64_t r = 0; r < nb; r++)
+			k->cell->lstm_cell(gn + r * 4 * w, xw + r * k->xw_r + bn, k->P ? k->P + bn : NULL,
+			                   k->c + r * H + u, k->h + r * H + u, w, w, p->has_clip, p->clip,
+			                   p->input_forget);
+	}
+	if (io->Y)
+		for (int64_t r = 0; r < nb; r++)
+			memcpy(io->Y + t * p->y_step_stride + (b0 + r) * p->y_row_stride, k->h + r * H,
+			       (size_t)H * sizeof *io->Y);
+}
+
 /* Step s of an LSTM in gate blocks for rows b0 .. b0+nb-1: one GEMM, then
  * each row's cells in one call (vmath's lstm_cells, so that the blocks'
  * cells overlap). */
@@ -312,6 +353,10 @@ static void lstm_block_step(const kiln_rnn_params *p, const kiln_rnn_io *io, con
                             int64_t b0, int64_t nb, int64_t s, Chunk *k)
 {
 	int64_t H = p->hidden_size, GW = 4 * H;
+	if (!lens && k->cell && k->r.packed && rows_fused(H)) {
+		lstm_rows_step(p, io, b0, nb, s, k);
+		return;
+	}
 	gemm(nb, GW, H, k->h, H, &k->r, NULL, k->gates, GW);
 	for (int64_t r = 0; r < nb; r++) {
 		int64_t len = row_length(p, lens, b0 + r);

@@ -94,5 +94,5 @@ static inline double dacc_total(const Dacc *acc)
 
 const VmathOps kiln_vmath_avx512 = {
 	vmath_unary, vmath_act, vmath_softmax_line, vmath_layernorm_rows, vmath_batchnorm_plane,
-	vmath_lstm_cell, vmath_lstm_block, vmath_lstm_cells, vmath_lstm_row,
+	vmath_lstm_cell, vmath_lstm_block, vmath_lstm_cells, vmath_lstm_rows, vmath_lstm_row,
 };

@@ -892,6 +892,63 @@ static void vmath_lstm_block(int64_t K, const float *x, const float *R, const fl
 	lstm_block_of(K, x, R, xw, P, c, h, has_clip, clip, input_forget);
 }
 
+/* Units of one gate group for lstm_cells_n: k <= W units at c, h, the
+ * peepholes at P (gates n apart) or NULL. */
+typedef struct LstmGroup {
+	const float *P;
+	float *c, *h;
+	int64_t n, k;
+} LstmGroup;
+
+/* The cells of NG <= 4 groups from their gate sums g (i, o, f, c each),
+ * lstm_units' operations on each (the same bits), but stage by stage across
+ * the groups: i, f and c's activations of every group as one lstm_exp_neg_n,
+ * then every new c, then o and tanh(c) of every group as another, so that
+ * the groups' chains are in flight together (one group after the other was
+ * slower: H = 50 8.5 against 7.3 us, lstm_row_small_of). */
+static VMATH_INLINE void lstm_cells_n(V g[][4], const LstmGroup *gr, V lo, V hi, int clip,
+                                      int input_forget, const int NG)
+{
+	V c0[4], c1[4], a[12], e[8];
+#pragma GCC unroll 4
+	for (int i = 0; i < NG; i++) {
+		c0[i] = vload_k(gr[i].c, gr[i].k);
+		if (gr[i].P) {
+			g[i][0] = vfma(vload_k(gr[i].P, gr[i].k), c0[i], g[i][0]);
+			g[i][2] = vfma(vload_k(gr[i].P + 2 * gr[i].n, gr[i].k), c0[i], g[i][2]);
+		}
+	}
+#pragma GCC unroll 4
+	for (int i = 0; i < NG; i++) {
+		a[i] = lstm_clip(g[i][0], lo, hi, clip);           /* i: sigmoid */
+		a[NG + i] = lstm_clip(g[i][2], lo, hi, clip);      /* f: sigmoid */
+		a[2 * NG + i] = lstm_clip(g[i][3], lo, hi, clip);  /* c: tanh */
+	}
+	lstm_exp_neg_n(a, 2 * NG, 3 * NG);
+#pragma GCC unroll 12
+	for (int i = 0; i < 3 * NG; i++)
+		a[i] = vrecip(vadd(vset(1.0f), a[i]));
+#pragma GCC unroll 4
+	for (int i = 0; i < NG; i++) {
+		V ig = a[i], z = vfma(a[2 * NG + i], vset(2.0f), vset(-1.0f));
+		c1[i] = input_forget ? vfma(ig, z, vmul(vsub(vset(1.0f), ig), c0[i]))
+		                     : vfma(ig, z, vmul(a[NG + i], c0[i]));
+		vstore_k(gr[i].c, c1[i], gr[i].k);
+		V o = g[i][1];
+		if (gr[i].P)
+			o = vfma(vload_k(gr[i].P + gr[i].n, gr[i].k), c1[i], o);
+		e[i] = lstm_clip(o, lo, hi, clip);                 /* o: sigmoid */
+		e[NG + i] = lstm_clip(c1[i], lo, hi, clip);        /* tanh(c) */
+	}
+	lstm_exp_neg_n(e, NG, 2 * NG);
+#pragma GCC unroll 8
+	for (int i = 0; i < 2 * NG; i++)
+		e[i] = vrecip(vadd(vset(1.0f), e[i]));
+#pragma GCC unroll 4
+	for (int i = 0; i < NG; i++)
+		vstore_k(gr[i].h, vmul(e[i], vfma(e[NG + i], vset(2.0f), vset(-1.0f))), gr[i].k);
+}
+
 /* The first half of lstm_lanes for units j .. j+k-1 (k <= W) of a block
  * (gates n apart): c = the new state, and the output gate o stored in h
  * (h = o tanh(c) is lstm_cells_h's, after every block's first half). */
@@ -967,6 +1024,109 @@ static void vmath_lstm_cells(const float *g, const float *x, const float *P, flo
                              int64_t H, int has_clip, float clip, int input_forget)
 {
 	lstm_cells_of(g, x, P, c, h, H, has_clip, clip, input_forget, 0);
+}
+
+/* ---- several rows' step of the whole gate blocks: product and cells ---- */
+
+/* Rows of a tile of lstm_rows: as many as keep a whole block's sums in
+ * registers with the row of R^T they multiply: AVX-512 5 rows x 4 zmm (6
+ * rows spilled four sums in GCC's k loop, 6 + 5 + 5 rows 720 us against
+ * 4 x 4 rows 620 us, H = 150, B = 16; 3 rows 790 us); the other variants
+ * one row (AVX2: 8 ymm). */
+enum { LSTM_TILE_MAX = 5, LSTM_TILE_ROWS = BLOCK_V <= 4 ? LSTM_TILE_MAX : 1 };
+
+/* Rows 0 .. NR-1 of one whole gate block (its two b32 panels R, K rows):
+ * x[i * ldx + k] R, each sum one FMA chain over k from 0 as the GEMM core's
+ * tile sums it, + xw (row i at i * ldxw), then the cells (c and h, row i at
+ * i * ldh; P the block's peepholes or NULL): on AVX-512 the rows' cells
+ * stage by stage (lstm_cells_n), else each row's as lstm_units. */
+static VMATH_INLINE void lstm_rows_tile(int64_t K, const float *x, int64_t ldx, const float *R,
+                                        const float *xw, int64_t ldxw, const float *P, float *c,
+                                        float *h, int64_t ldh, float bound, int clip,
+                                        int input_forget, const int NR)
+{
+	enum { PANEL = 32, GV = BLOCK_UNITS / W };
+	const float *R1 = R + K * PANEL;
+	V acc[LSTM_TILE_MAX][BLOCK_V];
+#pragma GCC unroll 8
+	for (int i = 0; i < NR; i++)
+#pragma GCC unroll 64
+		for (int v = 0; v < BLOCK_V; v++)
+			acc[i][v] = vset(0.0f);
+	for (int64_t k = 0; k < K; k++) {
+		V r[BLOCK_V];
+#pragma GCC unroll 64
+		for (int v = 0; v < BLOCK_V; v++) {
+			int col = v * W;
+			r[v] = vload((col < PANEL ? R : R1) + k * PANEL + col % PANEL);
+		}
+#pragma GCC unroll 8
+		for (int i = 0; i < NR; i++) {
+			V xv = vset(x[i * ldx + k]);
+#pragma GCC unroll 64
+			for (int v = 0; v < BLOCK_V; v++)
+				acc[i][v] = vfma(xv, r[v], acc[i][v]);
+		}
+	}
+	V hi = vset(bound), lo = vset(-bound);  /* here: not held across the k loop */
+	if (GV == 1) {
+		V g[LSTM_TILE_MAX][4];
+		LstmGroup gr[LSTM_TILE_MAX];
+#pragma GCC unroll 8
+		for (int i = 0; i < NR; i++) {
+#pragma GCC unroll 4
+			for (int q = 0; q < 4; q++)
+				g[i][q] = vadd(acc[i][q], vload(xw + i * ldxw + q * BLOCK_UNITS));
+			gr[i] = (LstmGroup){.P = P, .c = c + i * ldh, .h = h + i * ldh, .n = BLOCK_UNITS,
+			                    .k = W};
+		}
+		const int N0 = NR > 3 ? 3 : NR;
+		lstm_cells_n(g, gr, lo, hi, clip, input_forget, N0);
+		if (NR > N0)
+			lstm_cells_n(g + N0, gr + N0, lo, hi, clip, input_forget, NR - N0);
+		return;
+	}
+#pragma GCC unroll 8
+	for (int i = 0; i < NR; i++)
+#pragma GCC unroll 16
+		for (int j = 0; j < GV; j++) {
+			const float *xj = xw + i * ldxw + j * W;
+			lstm_units(vadd(acc[i][j], vload(xj)), vadd(acc[i][GV + j], vload(xj + BLOCK_UNITS)),
+			           vadd(acc[i][2 * GV + j], vload(xj + 2 * BLOCK_UNITS)),
+			           vadd(acc[i][3 * GV + j], vload(xj + 3 * BLOCK_UNITS)), P, c + i * ldh,
+			           h + i * ldh, BLOCK_UNITS, j * W, W, lo, hi, clip, input_forget);
+		}
+}
+
+/* One step of the whole gate blocks of rows 0 .. rows-1 (vmath.h), block by
+ * block, each block's rows in tiles of up to LSTM_TILE_ROWS spread evenly
+ * (the block's R^T, 64 K floats, stays in L1 while its tiles pass over it). */
+static void vmath_lstm_rows(int64_t rows, int64_t H, const float *x, const float *R,
+                            const float *xw, int64_t ldxw, const float *P, float *c, float *h,
+                            int has_clip, float clip, int input_forget)
+{
+	int64_t nt = (rows + LSTM_TILE_ROWS - 1) / LSTM_TILE_ROWS;
+	for (int64_t u = 0; u + BLOCK_UNITS <= H; u += BLOCK_UNITS) {
+		int64_t b = 4 * u;
+		for (int64_t ti = 0; ti < nt; ti++) {
+			int64_t m = ti * rows / nt, mr = (ti + 1) * rows / nt - m;
+#define LSTM_TILE(nr)                                                                              \
+	lstm_rows_tile(H, x + m * H, H, R + b * H, xw + m * ldxw + b, ldxw, P ? P + b : NULL,         \
+	               c + m * H + u, h + m * H + u, H, clip, has_clip, input_forget, nr)
+			if (LSTM_TILE_ROWS == 1) {
+				LSTM_TILE(1);
+				continue;
+			}
+			switch (mr) {
+			case 5: LSTM_TILE(5); break;
+			case 4: LSTM_TILE(4); break;
+			case 3: LSTM_TILE(3); break;
+			case 2: LSTM_TILE(2); break;
+			default: LSTM_TILE(1); break;
+			}
+#undef LSTM_TILE
+		}
+	}
 }
 
 /* The same cells in two passes, batch 1's (vmath_lstm_row): split so that
@@ -1079,63 +1239,6 @@ static VMATH_INLINE int lstm_row_split(const VmathLstmRow *a, const float *xw)
 }
 
 #ifdef VMATH_COLS
-/* Units of one gate group for lstm_cells_n: k <= W units at c, h, the
- * peepholes at P (gates n apart) or NULL. */
-typedef struct LstmGroup {
-	const float *P;
-	float *c, *h;
-	int64_t n, k;
-} LstmGroup;
-
-/* The cells of NG <= 4 groups from their gate sums g (i, o, f, c each),
- * lstm_units' operations on each (the same bits), but stage by stage across
- * the groups: i, f and c's activations of every group as one lstm_exp_neg_n,
- * then every new c, then o and tanh(c) of every group as another, so that
- * the groups' chains are in flight together (one group after the other was
- * slower: H = 50 8.5 against 7.3 us, lstm_row_small_of). */
-static VMATH_INLINE void lstm_cells_n(V g[][4], const LstmGroup *gr, V lo, V hi, int clip,
-                                      int input_forget, const int NG)
-{
-	V c0[4], c1[4], a[12], e[8];
-#pragma GCC unroll 4
-	for (int i = 0; i < NG; i++) {
-		c0[i] = vload_k(gr[i].c, gr[i].k);
-		if (gr[i].P) {
-			g[i][0] = vfma(vload_k(gr[i].P, gr[i].k), c0[i], g[i][0]);
-			g[i][2] = vfma(vload_k(gr[i].P + 2 * gr[i].n, gr[i].k), c0[i], g[i][2]);
-		}
-	}
-#pragma GCC unroll 4
-	for (int i = 0; i < NG; i++) {
-		a[i] = lstm_clip(g[i][0], lo, hi, clip);           /* i: sigmoid */
-		a[NG + i] = lstm_clip(g[i][2], lo, hi, clip);      /* f: sigmoid */
-		a[2 * NG + i] = lstm_clip(g[i][3], lo, hi, clip);  /* c: tanh */
-	}
-	lstm_exp_neg_n(a, 2 * NG, 3 * NG);
-#pragma GCC unroll 12
-	for (int i = 0; i < 3 * NG; i++)
-		a[i] = vrecip(vadd(vset(1.0f), a[i]));
-#pragma GCC unroll 4
-	for (int i = 0; i < NG; i++) {
-		V ig = a[i], z = vfma(a[2 * NG + i], vset(2.0f), vset(-1.0f));
-		c1[i] = input_forget ? vfma(ig, z, vmul(vsub(vset(1.0f), ig), c0[i]))
-		                     : vfma(ig, z, vmul(a[NG + i], c0[i]));
-		vstore_k(gr[i].c, c1[i], gr[i].k);
-		V o = g[i][1];
-		if (gr[i].P)
-			o = vfma(vload_k(gr[i].P + gr[i].n, gr[i].k), c1[i], o);
-		e[i] = lstm_clip(o, lo, hi, clip);                 /* o: sigmoid */
-		e[NG + i] = lstm_clip(c1[i], lo, hi, clip);        /* tanh(c) */
-	}
-	lstm_exp_neg_n(e, NG, 2 * NG);
-#pragma GCC unroll 8
-	for (int i = 0; i < 2 * NG; i++)
-		e[i] = vrecip(vadd(vset(1.0f), e[i]));
-#pragma GCC unroll 4
-	for (int i = 0; i < NG; i++)
-		vstore_k(gr[i].h, vmul(e[i], vfma(e[NG + i], vset(2.0f), vset(-1.0f))), gr[i].k);
-}
-
 /* Rows k and k + 1 of the product of lstm_row_small: each whole-block
  * vector v (panel v / 2, half v % 2) into acc[0][v] (row k) and acc[1][v]
  * (row k + 1), the narrow block's two rows into nacc (lstm_narrow's form). */

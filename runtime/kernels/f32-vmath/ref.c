@@ -58,5 +58,5 @@ static inline double dacc_total(const Dacc *acc) { return *acc; }
 
 const VmathOps kiln_vmath_ref = {
 	vmath_unary, vmath_act, vmath_softmax_line, vmath_layernorm_rows, vmath_batchnorm_plane,
-	vmath_lstm_cell, vmath_lstm_block, vmath_lstm_cells, vmath_lstm_row,
+	vmath_lstm_cell, vmath_lstm_block, vmath_lstm_cells, vmath_lstm_rows, vmath_lstm_row,
 };

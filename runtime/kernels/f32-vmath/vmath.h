@@ -68,6 +68,13 @@ typedef struct VmathOps {
 	 * block as lstm_cell of its block (g, x, P at 64 b, ld its width) */
 	void (*lstm_cells)(const float *g, const float *x, const float *P, float *c, float *h,
 	                   int64_t H, int has_clip, float clip, int input_forget);
+	/* one step of the whole gate blocks (H / 16 of them) of rows 0 .. rows-1:
+	 * each row's gates x[i H .. i H + H) R^T (R^T in gate blocks, packed b32,
+	 * K = H) + xw (row i at i * ldxw), then the cells; c (row i at i * H)
+	 * updated, h (the same) written; x may not alias h */
+	void (*lstm_rows)(int64_t rows, int64_t H, const float *x, const float *R, const float *xw,
+	                  int64_t ldxw, const float *P, float *c, float *h, int has_clip, float clip,
+	                  int input_forget);
 	/* every step of one batch row (VmathLstmRow): the cells called directly,
 	 * the whole blocks' inlined into the time loop */
 	void (*lstm_row)(const VmathLstmRow *a);
