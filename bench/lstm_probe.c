@@ -14,14 +14,16 @@
  *
  * build: cc -std=c11 -O2 -Iinclude bench/lstm_probe.c build/runtime/libkiln.a -lm -lpthread
  *        -o lstm_probe
- * usage: taskset -c 1 ./lstm_probe [H [CALLS [MEM [I [B]]]]]   (defaults 150, 4000, malloc, 8, 1)
+ * usage: taskset -c 1 ./lstm_probe [H [CALLS [MEM [I [B [CHUNK]]]]]]
+ *        (defaults 150, 4000, malloc, 8, 1, the compiler's chunk)
  *        MEM: malloc (R^T from aligned_alloc), huge (R^T copied into 2 MiB-aligned
  *        memory marked MADV_HUGEPAGE; the AnonHugePages line says what the
  *        kernel gave), small (the same marked MADV_NOHUGEPAGE), hugeall
  *        (R^T and the work buffer in huge pages)
  *        I: input features
  *        B: batch rows (layout 0, X [T, B, I]), in chunks of as many rows as
- *        fit the compiler's 4 MiB of scratch (ops/rnn.c's rnn_chunk)
+ *        fit the compiler's 4 MiB of scratch (ops/rnn.c's rnn_chunk), or of
+ *        CHUNK rows
  */
 #define _DEFAULT_SOURCE
 #include <stdint.h>
@@ -78,6 +80,8 @@ int main(int argc, char **argv)
 		p.chunk_rows = 2;
 		int64_t row = kiln_f32_rnn_work_floats(&p) - f1, chunk = ((4 << 20) / 4 - (f1 - row)) / row;
 		p.chunk_rows = chunk < 1 ? 1 : chunk > N ? N : chunk;
+		if (argc > 6 && atoll(argv[6]) >= 1 && atoll(argv[6]) <= N)
+			p.chunk_rows = atoll(argv[6]);
 	}
 	/* R small enough that the state stays away from saturation */
 	float *X = floats(T * N * I, 1.0f), *W = floats(4 * H * I, 1.0f), *R = floats(4 * H * H, 0.1f);

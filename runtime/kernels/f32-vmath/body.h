@@ -1080,7 +1080,7 @@ static VMATH_INLINE void lstm_rows_tile(int64_t K, const float *x, int64_t ldx, 
 			gr[i] = (LstmGroup){.P = P, .c = c + i * ldh, .h = h + i * ldh, .n = BLOCK_UNITS,
 			                    .k = W};
 		}
-		const int N0 = NR > 3 ? 3 : NR;
+		const int N0 = NR > 4 ? 3 : NR;  /* 4 (3 + 1 left one chain alone), 5 = 3 + 2 */
 		lstm_cells_n(g, gr, lo, hi, clip, input_forget, N0);
 		if (NR > N0)
 			lstm_cells_n(g + N0, gr + N0, lo, hi, clip, input_forget, NR - N0);
