@@ -305,14 +305,20 @@ static int row_by_blocks(int64_t H)
 	return H < 32 || H > most;
 }
 
-/* Whether an LSTM step in gate blocks over several rows goes through
+/* Whether an LSTM step in gate blocks over nb rows goes through
  * lstm_rows_step (a whole block at least). Kernel alone (bench/lstm_probe.c,
  * I = 8, T = 25, B = 16, CPU time, against one GEMM then lstm_cells):
  * AVX-512 H = 150 660 -> 620 us, 50 140 -> 126 us, 48 118 -> 96 us, 20
  * 53.3 -> 46.5 us, 16 31 -> 21.5 us; AVX2 (one row a tile) H = 20 to 64
- * 3 to 9 % faster, 96 the same, 150 2 % slower (1.35 -> 1.38 ms). */
-static int rows_fused(int64_t H)
+ * 3 to 9 % faster, 96 the same, 150 2 % slower (1.35 -> 1.38 ms). Over 96
+ * units with 64 rows or more (where the GEMM runs its 6 x 64 tiles in
+ * assembly) the GEMM form stays: deepjet_like b256 (its 150-unit LSTM in
+ * chunks of 65 rows) 15.04 / 15.04 ms with lstm_rows, 14.52 / 14.46 ms
+ * without, alternately. */
+static int rows_fused(int64_t H, int64_t nb)
 {
+	if (H > 96 && nb >= 64)
+		return 0;
 	return H >= BLOCK_UNITS && (kiln_isa() != KILN_ISA_AVX2 || H <= 96);
 }
 
@@ -353,7 +359,7 @@ static void lstm_block_step(const kiln_rnn_params *p, const kiln_rnn_io *io, con
                             int64_t b0, int64_t nb, int64_t s, Chunk *k)
 {
 	int64_t H = p->hidden_size, GW = 4 * H;
-	if (!lens && k->cell && k->r.packed && rows_fused(H)) {
+	if (!lens && k->cell && k->r.packed && rows_fused(H, nb)) {
 		lstm_rows_step(p, io, b0, nb, s, k);
 		return;
 	}
