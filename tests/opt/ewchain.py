@@ -14,7 +14,7 @@ kiln_run at n = 1, 4 and 7 (stitched). Checked:
     where an inner value would have had a buffer;
   - the generated C compiles warning-free with gcc and clang (-Wall
     -Wextra -Werror) and is the same bytes when compiled again.
-usage: ewchain.py KILN SOURCE_ROOT LIBKILN_A OUTDIR   (env CC)
+usage: ewchain.py KILN SOURCE_ROOT LIBKILN_A OUTDIR   (env CC, SANFLAGS)
 """
 import os
 import re
@@ -65,7 +65,8 @@ def build(name, model, flags):
     arena = int(re.search(r"arena: (\d+) bytes", r.stdout).group(1))
     exe = os.path.join(d, "run")
     cc = os.environ.get("CC", "cc").split()
-    r = run(cc + ["-std=c11", "-O1", "-I", d, "-I", os.path.join(SRC, "include"),
+    san = os.environ.get("SANFLAGS", "").split()  # the sanitizer build's libkiln needs its runtime
+    r = run(cc + san + ["-std=c11", "-O1", "-I", d, "-I", os.path.join(SRC, "include"),
                   "-DMODEL=t_model", "-include", os.path.join(d, "t.h"),
                   os.path.join(SRC, "tests", "trees", "stitch_main.c"), os.path.join(d, "t.o"),
                   LIBKILN, "-lm", "-o", exe])
