@@ -212,6 +212,15 @@ typedef struct Chunk {
  * core, where the packed W^T's panels are K rows of a k loop that short. */
 enum { SHORT_K = 16 };
 
+/* Whether rows b0 .. b0+nb-1 (nb > 1) are not evenly spaced in X, so that
+ * their xw is one GEMM per step (layout 0 with a chunk smaller than the
+ * batch). */
+static int xw_by_step(const kiln_rnn_params *p, int64_t nb)
+{
+	int64_t xs = p->x_step_stride, xr = p->x_row_stride;
+	return xs != nb * xr && xr != p->seq_length * xs;
+}
+
 /* xw for rows b0 .. b0+nb-1 at every time step: one GEMM when those rows
  * are evenly spaced in X (one row; the whole batch in layout 0; any chunk in
  * layout 1), else one per step; one row with a short K and a packed W^T
@@ -230,7 +239,7 @@ static void project_inputs(const kiln_rnn_params *p, const float *X, int64_t b0,
 	} else if (nb == 1 || xs == nb * xr) {   /* rows (t, r) in order, xs / nb apart */
 		k->xw_t = nb * GH, k->xw_r = GH;
 		gemm(T * nb, GH, I, x0, nb == 1 ? xs : xr, &k->w, k->bias, k->xw, GH);
-	} else if (xr == T * xs) {               /* rows (r, t) in order, xs apart */
+	} else if (!xw_by_step(p, nb)) {         /* rows (r, t) in order, xs apart */
 		k->xw_t = GH, k->xw_r = T * GH;
 		gemm(nb * T, GH, I, x0, xs, &k->w, k->bias, k->xw, GH);
 	} else {
@@ -322,6 +331,46 @@ static int rows_fused(int64_t H, int64_t nb)
 	return H >= BLOCK_UNITS && (kiln_isa() != KILN_ISA_AVX2 || H <= 96);
 }
 
+/* The narrow block's cells of several rows in one lstm_cell call. */
+enum { NARROW_GROUP = 16 };
+
+/* The narrow block's cells (w <= 4 units, no peepholes) of rows 0 .. nb-1,
+ * 16 / w rows at a time as one lstm_cell of up to 16 units: each gate's w
+ * units of every row of the group side by side (gn: row r's gates at
+ * r * 4w; xw: row r's at r * xw_r + bn), c gathered, then c and h put
+ * back. The cell is elementwise, the same operations on each unit: the
+ * same bits as one call per row, with one chain of the cell's dependent
+ * operations for the group instead of one per row (DeepJet's 50 units:
+ * w = 2, eight rows a call). Kernel alone (bench/lstm_probe.c, T = 25,
+ * AVX-512): H = 50 (I = 4) at 256 rows 2.04 -> 1.83 ms, at 16 rows 117 ->
+ * 109 us; H = 20 743 -> 721 us and 43.4 -> 41.4 us. w = 6 (two rows a
+ * call) was slower: H = 150 at 16 rows 596 -> 604 us, so it keeps a call
+ * per row. */
+static void narrow_cells(const kiln_rnn_params *p, const float *gn, const float *xw, int64_t bn,
+                         int64_t nb, int64_t u, int64_t w, Chunk *k)
+{
+	int64_t H = p->hidden_size, per = NARROW_GROUP / w;
+	float g[4 * NARROW_GROUP], xs[4 * NARROW_GROUP], c[NARROW_GROUP], h[NARROW_GROUP];
+	for (int64_t r0 = 0; r0 < nb; r0 += per) {
+		int64_t n = nb - r0 < per ? nb - r0 : per;
+		for (int64_t i = 0; i < n; i++) {
+			const float *gr = gn + (r0 + i) * 4 * w, *xr = xw + (r0 + i) * k->xw_r + bn;
+			for (int q = 0; q < 4; q++)
+				for (int64_t e = 0; e < w; e++) {
+					g[q * NARROW_GROUP + i * w + e] = gr[q * w + e];
+					xs[q * NARROW_GROUP + i * w + e] = xr[q * w + e];
+				}
+			memcpy(c + i * w, k->c + (r0 + i) * H + u, (size_t)w * sizeof *c);
+		}
+		k->cell->lstm_cell(g, xs, NULL, c, h, n * w, NARROW_GROUP, p->has_clip, p->clip,
+		                   p->input_forget);
+		for (int64_t i = 0; i < n; i++) {
+			memcpy(k->c + (r0 + i) * H + u, c + i * w, (size_t)w * sizeof *c);
+			memcpy(k->h + (r0 + i) * H + u, h + i * w, (size_t)w * sizeof *h);
+		}
+	}
+}
+
 /* Step s of an LSTM in gate blocks for rows b0 .. b0+nb-1 of the same
  * length T, R^T packed, the default activations: the whole blocks' product
  * and cells of every row through the variant's lstm_rows (each block's sums
@@ -341,10 +390,14 @@ static void lstm_rows_step(const kiln_rnn_params *p, const kiln_rnn_io *io, int6
 	if (w > 0) {
 		GemmBSrc rn = {.packed = k->r.packed + bn * H, .N = 4 * w};
 		gemm(nb, 4 * w, H, x, H, &rn, NULL, gn, 4 * w);
-		for (int64_t r = 0; r < nb; r++)
-			k->cell->lstm_cell(gn + r * 4 * w, xw + r * k->xw_r + bn, k->P ? k->P + bn : NULL,
-			                   k->c + r * H + u, k->h + r * H + u, w, w, p->has_clip, p->clip,
-			                   p->input_forget);
+		if (!k->P && w <= NARROW_GROUP / 4) {
+			narrow_cells(p, gn, xw, bn, nb, u, w, k);
+		} else {
+			for (int64_t r = 0; r < nb; r++)
+				k->cell->lstm_cell(gn + r * 4 * w, xw + r * k->xw_r + bn,
+				                   k->P ? k->P + bn : NULL, k->c + r * H + u, k->h + r * H + u,
+				                   w, w, p->has_clip, p->clip, p->input_forget);
+		}
 	}
 	if (io->Y)
 		for (int64_t r = 0; r < nb; r++)
@@ -429,7 +482,19 @@ static void run_chunk(const kiln_rnn_params *p, const kiln_rnn_io *io, const int
 				memset(io->Y + t * p->y_step_stride + (b0 + r) * p->y_row_stride, 0,
 				       (size_t)H * sizeof *io->Y);
 	}
-	if (max_len > 0)
+	/* An LSTM in gate blocks over several rows of the same length whose xw
+	 * is one GEMM per step anyway (xw_by_step): each step's just before the
+	 * step, into one slot (xw_t = 0) that stays in L2, instead of every
+	 * step's up front (T slots, a chunk's 3.9 MB at DeepJet's 150 units and
+	 * 64 rows, read back from L3 a step at a time). The same GEMMs, the same
+	 * bits. Evenly spaced rows keep their one GEMM over every step (at 16
+	 * rows, 25 GEMMs of 16 rows instead of one of 400 took H = 150 from
+	 * 600 to 640 us). */
+	int step_xw = p->gate_blocks && k->cell && k->r.packed && !lens && nb > 1 &&
+	              xw_by_step(p, nb);
+	if (step_xw)
+		k->xw_t = 0, k->xw_r = GH;
+	else if (max_len > 0)
 		project_inputs(p, io->X, b0, nb, k);
 
 	const float *Rb_h = gru && io->B ? io->B + GH + 2 * H : NULL;
@@ -440,6 +505,10 @@ static void run_chunk(const kiln_rnn_params *p, const kiln_rnn_io *io, const int
 	}
 	for (int64_t s = 0; s < max_len; s++) {
 		if (p->gate_blocks) {
+			if (step_xw)
+				gemm(nb, GH, p->input_size,
+				     io->X + b0 * p->x_row_stride + step_time(p, T, s) * p->x_step_stride,
+				     p->x_row_stride, &k->w, k->bias, k->xw, GH);
 			lstm_block_step(p, io, lens, b0, nb, s, k);
 			continue;
 		}
@@ -562,8 +631,13 @@ KILN_API enum kiln_status kiln_f32_rnn(const kiln_rnn_params *p, const kiln_rnn_
 	if (gru)
 		k.rh = io.Rp ? weight_src(io.Rhp, NULL, H, H) : weight_src(NULL, io.R + 2 * H * H, H, H);
 
-	for (int64_t b0 = 0; b0 < p->batch; b0 += chunk) {
-		int64_t nb = p->batch - b0 < chunk ? p->batch - b0 : chunk;
+	/* As few chunks as chunk_rows allows, their rows spread evenly (256
+	 * rows in chunks of at most 65: 4 x 64, not 3 x 65 + 61), so that no
+	 * last chunk runs short of the GEMM's 6 x 64 tiles (or of lstm_rows'
+	 * 5-row tiles). Rows are independent: the same results. */
+	int64_t nchunks = (p->batch + chunk - 1) / chunk;
+	for (int64_t ci = 0; ci < nchunks; ci++) {
+		int64_t b0 = ci * p->batch / nchunks, nb = (ci + 1) * p->batch / nchunks - b0;
 		run_chunk(p, &io, lens, b0, nb, &k);
 	}
 	return KILN_OK;
