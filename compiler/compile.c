@@ -18,7 +18,9 @@
 #include <spawn.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 #include <sys/stat.h>
+#include <sys/statvfs.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -102,22 +104,48 @@ static int tool_argv(Arena *a, const char *var, const char *dflt, const char **a
 	return n;
 }
 
-static void run_tool(Model *m, const char *const *argv, const char *what)
+/* Free bytes of the file system holding dir (UINT64_MAX if unknown). */
+static uint64_t free_bytes(const char *dir)
+{
+	struct statvfs vfs;
+	if (statvfs(dir, &vfs) != 0)
+		return UINT64_MAX;
+	return (uint64_t)vfs.f_bavail * vfs.f_frsize;
+}
+
+/* Run a tool in a process group of its own, which the cleaner of
+ * outputs.c kills if kiln dies while the tool writes into the staging
+ * folder. */
+static void run_tool(Model *m, const char *const *argv, const char *what, const char *dir)
 {
 	pid_t pid;
-	int err = posix_spawnp(&pid, argv[0], NULL, NULL, (char *const *)argv, environ);
+	posix_spawnattr_t attr;
+	posix_spawnattr_init(&attr);
+	posix_spawnattr_setpgroup(&attr, 0);
+	posix_spawnattr_setflags(&attr, POSIX_SPAWN_SETPGROUP);
+	int err = posix_spawnp(&pid, argv[0], NULL, &attr, (char *const *)argv, environ);
+	posix_spawnattr_destroy(&attr);
 	if (err)
 		diag_fail(m->diag, KILN_IO, "cannot run %s (%s) to %s: %s", argv[0],
 		          argv[0][0] ? argv[0] : "?", what, strerror(err));
+	outputs_tool(m, (long)pid);
 	int status;
 	while (waitpid(pid, &status, 0) < 0)
 		if (errno != EINTR)
 			diag_fail(m->diag, KILN_IO, "waiting for %s: %s", argv[0], strerror(errno));
-	if (!WIFEXITED(status) || WEXITSTATUS(status) != 0)
+	outputs_tool(m, 0);
+	if (!WIFEXITED(status) || WEXITSTATUS(status) != 0) {
+		uint64_t left = free_bytes(dir);
+		if (left < (64u << 20))
+			diag_fail(m->diag, KILN_IO, "%s failed to %s (status %d); %s has %llu bytes "
+			          "free", argv[0], what, WIFEXITED(status) ? WEXITSTATUS(status) : -1,
+			          dir, (unsigned long long)left);
 		diag_fail(m->diag, KILN_INTERNAL,
-		          "%s failed to %s (status %d); the generated code should always build, so "
-		          "this is a bug in kiln",
-		          argv[0], what, WIFEXITED(status) ? WEXITSTATUS(status) : -1);
+		          "%s failed to %s (%s %d); the generated code should always build, so "
+		          "unless $CC, $CFLAGS or $LD are at fault this is a bug in kiln",
+		          argv[0], what, WIFEXITED(status) ? "status" : "signal",
+		          WIFEXITED(status) ? WEXITSTATUS(status) : WTERMSIG(status));
+	}
 }
 
 /* ---- the pipeline ----------------------------------------------------- */
@@ -146,10 +174,16 @@ static bool is_identifier(const char *s)
 }
 
 /* "kiln" and "kiln_..." would make NAME_run and NAME_model collide with
- * libkiln's own functions (kiln_run, kiln_context_model). */
+ * libkiln's own functions (kiln_run, kiln_context_model). The header's
+ * macros are NAME in capitals and a suffix (NAME_CONTEXT_BYTES,
+ * NAME_NUM_INPUTS, NAME_IN0_DIM1...) and kiln's public macros all start
+ * with KILN_: of the names in capitals, only KILN itself gives one of them
+ * (KILN_CONTEXT_BYTES, kiln/run.h). The include guard is NAME_KILN_H_ and a
+ * hash of NAME, which no macro of kiln's or of another model's ends like;
+ * tests/hostile/outputs.py tries every name that could collide. */
 static bool is_reserved(const char *name)
 {
-	return strcmp(name, "kiln") == 0 || strncmp(name, "kiln_", 5) == 0;
+	return strcasecmp(name, "kiln") == 0 || strncmp(name, "kiln_", 5) == 0;
 }
 
 /* The default name: the model file's base name without extension, made an identifier. */
@@ -284,6 +318,55 @@ const int64_t *compile_signatures(Model *m, const CompileOptions *o, Sig **sigs_
 	return batches;
 }
 
+uint64_t compile_max_weights(const Model *m)
+{
+	uint64_t read = 0;
+	for (int i = 0; i < m->nmaps; i++)
+		read += m->maps[i].bytes;
+	return (UINT64_C(256) << 20) + (read > UINT64_MAX / 8 ? UINT64_MAX / 2 : 4 * read);
+}
+
+/* A path as make reads it: spaces and '#' escaped with a backslash, '$'
+ * doubled. A newline cannot be written at all. */
+static void make_path(Model *m, FILE *f, const char *path)
+{
+	for (const char *p = path; *p; p++) {
+		if (*p == '\n' || *p == '\r')
+			diag_fail(m->diag, KILN_USAGE, "--depfile: the path \"%s\" holds a line break, "
+			          "which make cannot read", path);
+		if (*p == ' ' || *p == '\t' || *p == '#')
+			fputc('\\', f);
+		else if (*p == '$')
+			fputc('$', f);
+		fputc(*p, f);
+	}
+}
+
+/* --depfile: "TARGET...: MODEL EXTERNAL...", the targets being NAME.o, or
+ * NAME.c and NAME_weights.o without it (--no-cc, a cross target), and the
+ * prerequisites every file kiln read the model from. */
+static void write_depfile(Model *m, const CompileOptions *o, const CompileResult *res)
+{
+	if (!o->depfile)
+		return;
+	FILE *f = outputs_open_beside(m, o->depfile);
+	const char *targets[3] = {res->o_path ? res->o_path : res->so_path ? res->so_path
+	                                                                    : res->c_path,
+	                          res->o_path || res->so_path ? NULL : res->weights_path, NULL};
+	for (int i = 0; targets[i]; i++) {
+		if (i)
+			fputc(' ', f);
+		make_path(m, f, targets[i]);
+	}
+	fputc(':', f);
+	for (int i = 0; i < m->nmaps; i++) {
+		fputs(" \\\n  ", f);
+		make_path(m, f, m->maps[i].path);
+	}
+	fputc('\n', f);
+	compile_close(m, f, o->depfile);
+}
+
 void compile_model(Model *m, const CompileOptions *o, CompileResult *res)
 {
 	Arena *a = m->arena;
@@ -293,7 +376,10 @@ void compile_model(Model *m, const CompileOptions *o, CompileResult *res)
 	if (!is_identifier(name))
 		diag_fail(d, KILN_USAGE, "--name \"%s\" is not a C identifier", name);
 	if (is_reserved(name))
-		diag_fail(d, KILN_USAGE, "--name \"%s\": names kiln and kiln_... are libkiln's own", name);
+		diag_fail(d, KILN_USAGE, strncmp(name, "kiln", 4) == 0
+		          ? "--name \"%s\": names kiln and kiln_... are libkiln's own"
+		          : "--name \"%s\": its header's macros (%s_CONTEXT_BYTES...) would be kiln's own "
+		            "KILN_ macros", name, name);
 	Sig *sigs;
 	Plan *plans;
 	const int64_t *batches = compile_signatures(m, o, &sigs, &plans);
@@ -302,11 +388,12 @@ void compile_model(Model *m, const CompileOptions *o, CompileResult *res)
 	if (!exists(dir) && mkdir(dir, 0777) != 0)
 		diag_fail(d, KILN_IO, "cannot create %s: %s", dir, strerror(errno));
 	res->name = name;
-	res->h_path = arena_printf(a, "%s/%s.h", dir, name);
-	res->c_path = arena_printf(a, "%s/%s.c", dir, name);
-	res->weights_path = arena_printf(a, "%s/%s_weights.o", dir, name);
-	FILE *h = compile_open(m, res->h_path, "w");
-	FILE *c = compile_open(m, res->c_path, "w");
+	/* Everything is written into a staging folder and renamed into dir at
+	 * the end (outputs.c); the paths here are the final ones. */
+	outputs_begin(m, dir, name);
+	const char *c_tmp;
+	FILE *h = outputs_open(m, arena_printf(a, "%s.h", name), &res->h_path, NULL);
+	FILE *c = outputs_open(m, arena_printf(a, "%s.c", name), &res->c_path, &c_tmp);
 	FILE *scratch = compile_open(m, NULL, "w+");
 	/* What batch stitching needs: the independence proof, costs, context
 	 * bytes; baked rules are checked here, not when the program runs. */
@@ -357,15 +444,16 @@ void compile_model(Model *m, const CompileOptions *o, CompileResult *res)
 	uint64_t total = 0, most = emit_obj_max_data(o->target);
 	for (int i = 0; i < er.nsyms; i++)
 		total += er.syms[i].nbytes;
-	if (total > most) {
-		/* nothing is left behind for a model that cannot be built */
-		unlink(res->c_path);
-		unlink(res->h_path);
+	if (total > most)
 		diag_fail(d, KILN_LIMIT, "%.2f GiB of weights are more than code for %s can address "
 		          "(%.2f GiB at most: its code reaches data within 4 GiB)",
 		          (double)total / (1 << 30), o->target && *o->target ? o->target : "this host",
 		          (double)most / (1 << 30));
-	}
+	uint64_t limit = o->max_weight_bytes ? o->max_weight_bytes : compile_max_weights(m);
+	if (total > limit)
+		diag_fail(d, KILN_LIMIT, "the weights object would hold %llu bytes, more than the "
+		          "limit of %llu (raise it with --max-weights)", (unsigned long long)total,
+		          (unsigned long long)limit);
 
 	ObjSymbol *syms = arena_array(a, (size_t)er.nsyms, sizeof *syms);
 	for (int i = 0; i < er.nsyms; i++)
@@ -373,9 +461,17 @@ void compile_model(Model *m, const CompileOptions *o, CompileResult *res)
 		                      er.syms[i].layout != SYM_RAW ? emit_symbol_fill : NULL,
 		                      &er.syms[i]};
 	char err[512];
-	if (emit_weights_object(res->weights_path, o->target, syms, (size_t)er.nsyms, err,
-	                        sizeof err) != 0)
+	const char *w_base = arena_printf(a, "%s_weights.o", name);
+	const char *w_tmp = outputs_stage_path(m, w_base, true, false);
+	res->weights_path = arena_printf(a, "%s/%s", dir, w_base);
+	if (emit_weights_object(w_tmp, o->target, syms, (size_t)er.nsyms, err, sizeof err) != 0) {
+		/* A mapped weight file that shrank fails the write with EFAULT. */
+		const char *changed = model_changed_file(m);
+		if (changed)
+			diag_fail(d, KILN_IO, "%s changed while kiln was reading it: it is now shorter "
+			          "than when it was opened (was it rewritten during the build?)", changed);
 		diag_fail(d, KILN_IO, "writing %s: %s", res->weights_path, err);
+	}
 	for (int i = 0; i < er.nsyms; i++)
 		res->weight_bytes += er.syms[i].nbytes;
 	res->nsymbols = er.nsyms;
@@ -387,6 +483,8 @@ void compile_model(Model *m, const CompileOptions *o, CompileResult *res)
 	stage(o, "C and weights object written");
 	if ((o->target || o->no_cc) && !o->shared) {
 		/* A cross target: the host's cc cannot build NAME.o for it. */
+		write_depfile(m, o, res);
+		outputs_commit(m);
 		return;
 	}
 	const char *argv[128];
@@ -399,28 +497,33 @@ void compile_model(Model *m, const CompileOptions *o, CompileResult *res)
 	if (!model)
 		model = "-fPIC";
 	if (o->shared) {
+		const char *so_tmp = outputs_stage_path(m, arena_printf(a, "%s.so", name), true, true);
 		res->so_path = arena_printf(a, "%s/%s.so", dir, name);
 		/* verify holds the generated C to its promise: no warnings. */
 		const char *more[] = {"-std=c11", opt, "-Wall", "-Wextra", "-Werror", "-fPIC", "-shared",
-		                      model, inc, "-o", res->so_path,
-		                      res->c_path, res->weights_path, compile_runtime_lib(a), "-lm", NULL};
+		                      model, inc, "-o", so_tmp,
+		                      c_tmp, w_tmp, compile_runtime_lib(a), "-lm", NULL};
 		memcpy(argv + n, more, sizeof more);
-		run_tool(m, argv, "build the shared object");
+		run_tool(m, argv, "build the shared object", dir);
+		write_depfile(m, o, res);
+		outputs_commit(m);
 		return;
 	}
-	const char *code_o = arena_printf(a, "%s/%s_code.o", dir, name);
+	const char *code_o = outputs_stage_path(m, arena_printf(a, "%s_code.o", name), false, false);
 	const char *more[] = {"-std=c11", opt, "-fPIC", model, inc, NULL};
 	memcpy(argv + n, more, sizeof more);
 	n += (int)(sizeof more / sizeof more[0]) - 1;
 	n += tool_argv(a, "CFLAGS", "", argv + n, 120 - n);
-	const char *files[] = {"-c", res->c_path, "-o", code_o, NULL};
+	const char *files[] = {"-c", c_tmp, "-o", code_o, NULL};
 	memcpy(argv + n, files, sizeof files);
-	run_tool(m, argv, arena_printf(a, "compile %s", res->c_path));
+	run_tool(m, argv, arena_printf(a, "compile %s", res->c_path), dir);
 	stage(o, "C compiled");
+	const char *o_tmp = outputs_stage_path(m, arena_printf(a, "%s.o", name), true, true);
 	res->o_path = arena_printf(a, "%s/%s.o", dir, name);
 	n = tool_argv(a, "LD", "ld", argv, 40);
-	const char *link[] = {"-r", "-o", res->o_path, code_o, res->weights_path, NULL};
+	const char *link[] = {"-r", "-o", o_tmp, code_o, w_tmp, NULL};
 	memcpy(argv + n, link, sizeof link);
-	run_tool(m, argv, "merge the code and weights objects");
-	unlink(code_o);
+	run_tool(m, argv, "merge the code and weights objects", dir);
+	write_depfile(m, o, res);
+	outputs_commit(m);
 }

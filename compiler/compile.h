@@ -22,6 +22,8 @@ typedef struct CompileOptions {
 	bool export_api;           /* --export: NAME_model and NAME_run* visible outside a
 	                              shared library (always for shared) */
 	bool no_cc;                /* --no-cc: stop after NAME.h, NAME.c, NAME_weights.o */
+	const char *depfile;       /* --depfile: make rule naming the files read; NULL: none */
+	uint64_t max_weight_bytes; /* --max-weights; 0: the default (compile_max_weights) */
 	int trees;                 /* --trees: EmitTrees (emit.h) */
 	/* If not NULL, called after each stage (the CLI reports long compiles). */
 	void (*stage)(void *ud, const char *what);
@@ -66,5 +68,26 @@ const char *compile_runtime_lib(Arena *a);
  * long-jumps; compile_close closes it normally and reports write errors. */
 FILE *compile_open(Model *m, const char *path, const char *mode);
 void compile_close(Model *m, FILE *f, const char *path);
+/* The default of --max-weights: 256 MiB plus 4 x the bytes of the model and
+ * external-data files read (docs/limits.md). */
+uint64_t compile_max_weights(const Model *m);
+
+/* outputs.c: every file compile writes goes to a staging folder and is
+ * renamed into the output folder only by outputs_commit (see there). */
+typedef struct Outputs Outputs;
+/* Create the staging folder dir/.name.kiln-XXXXXX and the cleaner. */
+void outputs_begin(Model *m, const char *dir, const char *name);
+/* A new file named base in the staging folder (*tmp), opened
+ * O_EXCL|O_NOFOLLOW; *final is its name in the output folder. */
+FILE *outputs_open(Model *m, const char *base, const char **final, const char **tmp);
+/* The staging path of base, for a tool to write (keep: renamed on commit;
+ * last: renamed after every other file). */
+const char *outputs_stage_path(Model *m, const char *base, bool keep, bool last);
+/* A temporary beside final (anywhere), renamed to it on commit. */
+FILE *outputs_open_beside(Model *m, const char *final);
+/* A tool's process group started (group > 0) or ended (0). */
+void outputs_tool(Model *m, long group);
+/* Rename everything into place under the output folder's lock. */
+void outputs_commit(Model *m);
 
 #endif

@@ -1326,8 +1326,11 @@ static void emit_header(Emit *E, FILE *h, const Sig *sigs, const Plan *plans, in
 	const Stitch *st = E->o->stitch;
 	banner(h, E, sigs, nsigs);
 	const char *guard = upper(E, N);
-	fprintf(h, "#ifndef %s_H\n#define %s_H\n\n#include <stdint.h>\n\n#include <kiln/model.h>\n"
-	           "#include <kiln/run.h>\n\n", guard, guard);
+	/* Not NAME_H: --name KILN_MODEL would be kiln/model.h's guard, and a
+	 * user's net.h may use NET_H (compile.c is_reserved). */
+	const char *once = arena_printf(E->a, "%s_KILN_H_%08" PRIx32, guard, (uint32_t)name_hash(N));
+	fprintf(h, "#ifndef %s\n#define %s\n\n#include <stdint.h>\n\n#include <kiln/model.h>\n"
+	           "#include <kiln/run.h>\n\n", once, once);
 	fprintf(h, "#ifdef __cplusplus\nextern \"C\" {\n#endif\n\n");
 	if (E->o->export_api)
 		fprintf(h, "/* The descriptor and entry points below are exported (kiln compile\n"

@@ -270,6 +270,8 @@ typedef struct Model {
 	Mapping *maps;           /* the model file first, then external-data files */
 	int nmaps, capmaps;
 	FILE *files[8];          /* open output files, closed by model_close on any path */
+	struct Outputs *outputs; /* compile's temporaries, removed by model_close unless
+	                            committed (outputs.c) */
 	Arena *arena;
 	Diag *diag;
 	bool is_optimized;       /* the passes ran (passes/pipeline.c) */
@@ -312,6 +314,11 @@ void model_close(Model *m);
 void model_warn(Model *m, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 void model_track_file(Model *m, FILE *f);
 void model_untrack_file(Model *m, FILE *f);
+/* The first mapped file that is now shorter than when it was mapped, or
+ * NULL (a failed write of the weights says which file changed). */
+const char *model_changed_file(const Model *m);
+/* outputs.c: remove a compile's temporaries (model_close calls it). */
+void outputs_abort(Model *m);
 /* Read a standalone TensorProto file (ONNX test data) into t; its bytes
  * live in the arena. */
 void tensor_load_file(Model *m, const char *path, Tensor *t);

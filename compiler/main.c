@@ -98,6 +98,11 @@ static const HelpRow options_help[] = {
 	 C_COMPILE | C_VERIFY},
 	{"--no-cc", "write NAME.h, NAME.c and NAME_weights.o only; your\n"
 	            "build compiles NAME.c and links both objects", C_COMPILE},
+	{"--depfile=FILE", "also write a make rule: NAME.o (--no-cc: NAME.c and\n"
+	                   "NAME_weights.o) depends on the model and every\n"
+	                   "external-data file read", C_COMPILE},
+	{"--max-weights=BYTES", "most bytes of weights in NAME_weights.o (suffix K, M,\n"
+	                        "G or T; default 256M + 4 x the model's files)", C_COMPILE},
 	{"-v, --verbose", "report each stage on stderr (always, once a compile\ntakes over 2 s)",
 	 C_COMPILE},
 	{"-h, --help", "show this help (kiln COMMAND --help: that command's)", C_ALL},
@@ -170,6 +175,8 @@ typedef struct Options {
 	int opt_level;
 	const char *name, *outdir, *target;
 	const char *svg;              /* info --plan --svg FILE */
+	const char *depfile;          /* compile --depfile FILE */
+	uint64_t max_weight_bytes;    /* compile --max-weights; 0: the default */
 	char **paths;                 /* verify: every CASE_DIR */
 	int npaths;
 	size_t max_memory_mb;
@@ -285,6 +292,35 @@ static bool limit_flag(int argc, char **argv, int *i, Limits *l, bool *missing, 
 	return false;
 }
 
+/* A size in bytes: digits and an optional binary suffix K, M, G or T (also
+ * KiB, MB...). false if it is not one, is 0, or does not fit 64 bits. */
+static bool parse_size(const char *s, uint64_t *out)
+{
+	char *end;
+	errno = 0;
+	if (*s < '0' || *s > '9')
+		return false;
+	unsigned long long v = strtoull(s, &end, 10);
+	if (errno || v == 0)
+		return false;
+	int shift = 0;
+	switch (*end) {
+	case 'K': case 'k': shift = 10; end++; break;
+	case 'M': case 'm': shift = 20; end++; break;
+	case 'G': case 'g': shift = 30; end++; break;
+	case 'T': case 't': shift = 40; end++; break;
+	default: break;
+	}
+	if (shift && *end == 'i')
+		end++;
+	if (shift && (*end == 'B' || *end == 'b'))
+		end++;
+	if (*end || v > (UINT64_MAX >> shift))
+		return false;
+	*out = (uint64_t)v << shift;
+	return true;
+}
+
 /* Returns -1 to go on, else an exit status. */
 static int parse_args(int argc, char **argv, Options *o)
 {
@@ -344,6 +380,14 @@ static int parse_args(int argc, char **argv, Options *o)
 			} else if ((v = flag_value(argc, argv, &i, "--weights-dtype", &missing))) {
 				if (!missing && !weights_dtype_parse(v, &o->popts.weights_dtype))
 					return usage_error("--weights-dtype needs fp32, fp16 or keep, got '%s'", v);
+			} else if ((v = flag_value(argc, argv, &i, "--depfile", &missing))) {
+				if (!missing && !*v)
+					return usage_error("%s needs a file name", a);
+				o->depfile = v;
+			} else if ((v = flag_value(argc, argv, &i, "--max-weights", &missing))) {
+				if (!missing && !parse_size(v, &o->max_weight_bytes))
+					return usage_error("--max-weights needs a size in bytes like 512M or 4G, "
+					                   "got '%s'", v);
 			} else if ((v = flag_value(argc, argv, &i, "--svg", &missing))) {
 				o->svg = v;
 			} else if ((v = flag_value(argc, argv, &i, "--name", &missing))) {
@@ -465,8 +509,10 @@ static int parse_args(int argc, char **argv, Options *o)
 		return usage_error("%s", "--svg FILE goes with 'info --plan' (not --json)");
 	if (o->trees != TREES_AUTO && strcmp(o->command, "compile") && strcmp(o->command, "verify"))
 		return usage_error("--trees goes with 'compile' or 'verify', not '%s'", o->command);
-	if ((o->export_api || o->no_cc || o->verbose) && strcmp(o->command, "compile"))
-		return usage_error("--export, --no-cc and -v go with 'compile', not '%s'", o->command);
+	if ((o->export_api || o->no_cc || o->verbose || o->depfile || o->max_weight_bytes) &&
+	    strcmp(o->command, "compile"))
+		return usage_error("--export, --no-cc, --depfile, --max-weights and -v go with "
+		                   "'compile', not '%s'", o->command);
 	if (strcmp(o->command, "compile") == 0 && !o->nbatches)
 		return usage_error("%s", "compile needs --batch, e.g. --batch=1,8");
 	if (!o->model)
@@ -528,7 +574,8 @@ static int run_compile(const Options *o, Model *m, Stages *stages)
 	                     .batches = o->batches, .nbatches = o->nbatches, .bind = &o->bind,
 	                     .opt_level = o->opt_level, .rules = o->rules, .nrules = o->nrules,
 	                     .passes = &o->popts, .export_api = o->export_api, .no_cc = o->no_cc,
-	                     .trees = o->trees,
+	                     .trees = o->trees, .depfile = o->depfile,
+	                     .max_weight_bytes = o->max_weight_bytes,
 	                     .stage = stage_done, .stage_ud = stages};
 	CompileResult cr;
 	compile_model(m, &co, &cr);

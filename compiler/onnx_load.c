@@ -18,6 +18,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
+#include <signal.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -42,9 +43,62 @@ typedef struct Loader {
 
 /* ---- files ------------------------------------------------------------ */
 
+/* A mapped file that shrinks while kiln reads it (a checkout or a
+ * regenerating step racing a parallel build) makes the next read of a page
+ * past its new end raise SIGBUS. The handler turns that into the usual one
+ * error line naming the file: it long-jumps through the Diag of the Model
+ * whose mapping holds the address (model_close then removes the partial
+ * outputs). Reads through system calls (pwrite of the weights) get EFAULT
+ * instead, which compile.c reports the same way (model_changed_file). A
+ * fault anywhere else is left to the default action. */
+static Model *volatile bus_model;
+
+static const Mapping *mapping_at(const Model *m, const void *addr)
+{
+	for (int i = 0; m && i < m->nmaps; i++) {
+		const char *b = m->maps[i].base;
+		if (b && (const char *)addr >= b && (const char *)addr < b + m->maps[i].bytes)
+			return &m->maps[i];
+	}
+	return NULL;
+}
+
+static void on_sigbus(int sig, siginfo_t *si, void *uc)
+{
+	(void)uc;
+	Model *m = bus_model;
+	const Mapping *mp = mapping_at(m, si->si_addr);
+	if (mp && m->diag->protect)
+		diag_fail(m->diag, KILN_IO,
+		          "%s changed while kiln was reading it: it is now shorter than when it "
+		          "was opened (was it rewritten during the build?)", mp->path);
+	signal(sig, SIG_DFL);  /* not ours: the fault repeats and ends the process */
+}
+
+const char *model_changed_file(const Model *m)
+{
+	for (int i = 0; i < m->nmaps; i++) {
+		struct stat st;
+		if (stat(m->maps[i].path, &st) != 0 || (uint64_t)st.st_size < m->maps[i].bytes)
+			return m->maps[i].path;
+	}
+	return NULL;
+}
+
 static const Mapping *map_file(Loader *L, const char *path, const char *label)
 {
 	Model *m = L->m;
+	static bool installed;
+	if (!installed) {
+		struct sigaction sa;
+		memset(&sa, 0, sizeof sa);
+		sa.sa_sigaction = on_sigbus;
+		/* NODEFER: the handler long-jumps, so SIGBUS must not stay blocked. */
+		sa.sa_flags = SA_SIGINFO | SA_NODEFER;
+		sigemptyset(&sa.sa_mask);
+		installed = sigaction(SIGBUS, &sa, NULL) == 0;
+	}
+	bus_model = m;
 	for (int i = 0; i < m->nmaps; i++)
 		if (strcmp(m->maps[i].path, path) == 0)
 			return &m->maps[i];
@@ -109,6 +163,9 @@ void model_close(Model *m)
 {
 	if (!m)
 		return;
+	outputs_abort(m);
+	if (bus_model == m)
+		bus_model = NULL;
 	for (int i = 0; i < 8; i++)
 		if (m->files[i]) {
 			fclose(m->files[i]);

@@ -134,7 +134,7 @@ static bool scalar(PassCtx *c, int id, double *v)
 	    c->g->values[id].dtype != DT_FLOAT)
 		return false;
 	int64_t n;
-	double *d = rw_const_f64(c, id, &n);
+	double *d = rw_const_f64(c, id, &n, 1);
 	if (!d || !isfinite(d[0]))
 		return false;
 	*v = d[0];

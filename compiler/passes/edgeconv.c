@@ -117,7 +117,7 @@ static int last_axis_reduce(PassCtx *c, const Node *r, bool *keepdims)
 	double *from_input = NULL;
 	const Attr *a = rw_attr(r, "axes");
 	if (r->nin >= 2 && r->in[1] != NONE) {
-		from_input = rw_const_f64(c, r->in[1], &n);
+		from_input = rw_const_f64(c, r->in[1], &n, KILN_MAX_RANK);
 		if (!from_input)
 			return -1;
 	} else if (a && a->type == AT_INTS) {
@@ -337,7 +337,7 @@ static bool fuse_edgeconv(PassCtx *c, int i)
 static bool const_is(PassCtx *c, int id, double v)
 {
 	int64_t n;
-	double *d = rw_const_f64(c, id, &n);
+	double *d = rw_const_f64(c, id, &n, 1);
 	return d && n == 1 && d[0] == v;
 }
 
@@ -369,7 +369,7 @@ static bool fuse_knn(PassCtx *c, int i)
 	    (t->out[0] != NONE && (g->values[t->out[0]].nuse != 0 || rw_pinned(c, t->out[0]))))
 		return false;
 	int64_t axis = rw_attr_int(t, "axis", -1), nk;
-	double *K = rw_const_f64(c, t->in[1], &nk);
+	double *K = rw_const_f64(c, t->in[1], &nk, 1);
 	if ((axis != -1 && axis != 2) || !K || nk != 1 || K[0] < 1 || !once(c, t->in[0]))
 		return false;
 	const Node *s2 = made_by(c, t->in[0], OP_Sub);

@@ -462,8 +462,8 @@ static bool plain_bn(const Node *bn)
 static bool bn_affine(PassCtx *c, const Node *bn, int64_t *nc, double **s, double **t)
 {
 	int64_t tmp;
-	double *sc = rw_const_f64(c, bn->in[1], nc), *bb = rw_const_f64(c, bn->in[2], &tmp);
-	double *mean = rw_const_f64(c, bn->in[3], &tmp), *var = rw_const_f64(c, bn->in[4], &tmp);
+	double *sc = rw_const_f64(c, bn->in[1], nc, INT32_MAX), *bb = rw_const_f64(c, bn->in[2], &tmp, INT32_MAX);
+	double *mean = rw_const_f64(c, bn->in[3], &tmp, INT32_MAX), *var = rw_const_f64(c, bn->in[4], &tmp, INT32_MAX);
 	if (!sc || !bb || !mean || !var)
 		return false;
 	for (int k = 1; k < 5; k++)
@@ -539,7 +539,7 @@ static bool fuse_bn(PassCtx *c, int j)
 	memcpy(nw, wv->weight->bytes, (size_t)wn * 4);
 	float *nb = arena_array(c->a, (size_t)nc, sizeof *nb);
 	int64_t nbias = b == NONE ? 0 : g->values[b].weight->nelem;
-	double *bias = b == NONE ? NULL : rw_const_f64(c, b, &nbias);
+	double *bias = b == NONE ? NULL : rw_const_f64(c, b, &nbias, INT32_MAX);
 	if (pn->op == OP_Conv) {
 		if (ws.rank < 3 || ws.dims[0].size != nc || (b != NONE && nbias != nc))
 			return false;
@@ -617,7 +617,7 @@ static int fuse_bn_into_conv(PassCtx *c, int j)
 		return NONE;
 	int64_t nm = ws.dims[0].size, wn = wv->weight->nelem;
 	int64_t nbias = 0;
-	double *bias = b == NONE ? NULL : rw_const_f64(c, b, &nbias);
+	double *bias = b == NONE ? NULL : rw_const_f64(c, b, &nbias, INT32_MAX);
 	if ((b != NONE && (!bias || nbias != nm)) || nm <= 0 || wn % (nm * nc) != 0)
 		return NONE;
 	int64_t taps = wn / (nm * nc);
@@ -677,7 +677,7 @@ static bool act_params(PassCtx *c, const Node *n, const char **act, float *alpha
 			if (k >= n->nin || n->in[k] == NONE)
 				continue;
 			int64_t ne;
-			double *v = rw_const_f64(c, n->in[k], &ne);
+			double *v = rw_const_f64(c, n->in[k], &ne, 1);
 			if (!v || ne != 1)
 				return false;
 			*(k == 1 ? alpha : beta) = (float)v[0];
@@ -776,7 +776,7 @@ static bool fuse_act(PassCtx *c, int j)
 static bool is_scalar(PassCtx *c, int id, double v)
 {
 	int64_t n;
-	double *x = rw_const_f64(c, id, &n);
+	double *x = rw_const_f64(c, id, &n, 1);
 	return x && n == 1 && fabs(x[0] - v) <= 1e-6 * fabs(v);
 }
 
@@ -866,7 +866,7 @@ static bool mean_last(PassCtx *c, const Node *n, int x)
 		axis = at->ints[0];
 	} else if (!at && n->nin == 2) {
 		int64_t cnt;
-		double *v = rw_const_f64(c, n->in[1], &cnt);
+		double *v = rw_const_f64(c, n->in[1], &cnt, 1);
 		if (!v || cnt != 1)
 			return false;
 		axis = (int64_t)v[0];
@@ -916,7 +916,7 @@ static bool fuse_layernorm(PassCtx *c, int i)
 	const Node *an = &g->nodes[ad];
 	int eps_id = an->in[0] == g->nodes[rv].out[0] ? an->in[1] : an->in[0];
 	int64_t ne;
-	double *eps = rw_const_f64(c, eps_id, &ne);
+	double *eps = rw_const_f64(c, eps_id, &ne, 1);
 	if (!eps || ne != 1)
 		return false;
 	int sq = only_reader(c, an->out[0], OP_Sqrt);

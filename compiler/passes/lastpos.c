@@ -213,7 +213,7 @@ static bool reduced_axes(Move *m, const Node *n, int rin, bool red[KILN_MAX_RANK
 		nax = at->n;
 	} else if (n->nin > 1 && n->in[1] != NONE) {
 		int64_t cnt = 0;
-		double *v = rw_const_f64(m->c, n->in[1], &cnt);
+		double *v = rw_const_f64(m->c, n->in[1], &cnt, KILN_MAX_RANK);
 		if (!v || cnt < 1 || cnt > KILN_MAX_RANK)
 			return false;
 		for (int64_t k = 0; k < cnt; k++)

@@ -16,14 +16,7 @@
 /* Every element of the constant equals v (and there is at least one). */
 static bool const_all(PassCtx *c, int id, double v)
 {
-	int64_t n;
-	double *x = rw_const_f64(c, id, &n);
-	if (!x || n == 0)
-		return false;
-	for (int64_t i = 0; i < n; i++)
-		if (x[i] != v)
-			return false;
-	return true;
+	return rw_const_all(c, id, v);
 }
 
 /* Output shape and dtype equal the data input's in every signature. */
@@ -103,7 +96,7 @@ static int passthrough(PassCtx *c, const Node *n)
 			return x;
 		if (n->nin > 4 && n->in[4] != NONE) {
 			int64_t ns;
-			double *st = rw_const_f64(c, n->in[4], &ns);
+			double *st = rw_const_f64(c, n->in[4], &ns, KILN_MAX_RANK);
 			if (!st)
 				return NONE;
 			for (int64_t i = 0; i < ns; i++)

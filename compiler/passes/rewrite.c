@@ -167,28 +167,55 @@ bool rw_is_const(PassCtx *c, int id)
 	       v->dtype != DT_STRING && v->weight;
 }
 
-double *rw_const_f64(PassCtx *c, int id, int64_t *n)
+/* Element i of a constant's bytes as a double; false for other dtypes. */
+static bool elem_f64(int dtype, const unsigned char *p, int64_t i, double *out)
+{
+	switch (dtype) {
+	case DT_FLOAT: { float x; memcpy(&x, p + 4 * i, 4); *out = (double)x; return true; }
+	case DT_DOUBLE: memcpy(out, p + 8 * i, 8); return true;
+	case DT_FLOAT16: { uint16_t h; memcpy(&h, p + 2 * i, 2); *out = (double)kiln_f16_to_f32(h); return true; }
+	case DT_INT64: { int64_t x; memcpy(&x, p + 8 * i, 8); *out = (double)x; return true; }
+	case DT_INT32: { int32_t x; memcpy(&x, p + 4 * i, 4); *out = x; return true; }
+	case DT_INT8: *out = (int8_t)p[i]; return true;
+	case DT_UINT8: case DT_BOOL: *out = p[i]; return true;
+	default: return false;
+	}
+}
+
+/* The copy is made only for constants of at most max elements: the passes
+ * ask for scalars and per-channel vectors, and a model may hold thousands
+ * of large constants (naming one mapped region, which costs nothing until
+ * converted): converting each would fill the compiler's memory. */
+double *rw_const_f64(PassCtx *c, int id, int64_t *n, int64_t max)
 {
 	if (!rw_is_const(c, id))
 		return NULL;
 	const Value *v = &c->g->values[id];
 	const Weight *w = v->weight;
+	double probe;
+	if (w->nelem > max || !elem_f64(v->dtype, w->bytes, 0, &probe))
+		return NULL;
 	*n = w->nelem;
 	double *out = arena_array(c->a, (size_t)(w->nelem ? w->nelem : 1), sizeof *out);
-	const unsigned char *p = w->bytes;
-	for (int64_t i = 0; i < w->nelem; i++) {
-		switch (v->dtype) {
-		case DT_FLOAT: { float x; memcpy(&x, p + 4 * i, 4); out[i] = (double)x; break; }
-		case DT_DOUBLE: memcpy(&out[i], p + 8 * i, 8); break;
-		case DT_FLOAT16: { uint16_t h; memcpy(&h, p + 2 * i, 2); out[i] = (double)kiln_f16_to_f32(h); break; }
-		case DT_INT64: { int64_t x; memcpy(&x, p + 8 * i, 8); out[i] = (double)x; break; }
-		case DT_INT32: { int32_t x; memcpy(&x, p + 4 * i, 4); out[i] = x; break; }
-		case DT_INT8: out[i] = (int8_t)p[i]; break;
-		case DT_UINT8: case DT_BOOL: out[i] = p[i]; break;
-		default: return NULL;
-		}
-	}
+	for (int64_t i = 0; i < w->nelem; i++)
+		elem_f64(v->dtype, w->bytes, i, &out[i]);
 	return out;
+}
+
+bool rw_const_all(PassCtx *c, int id, double v)
+{
+	if (!rw_is_const(c, id))
+		return false;
+	const Value *cv = &c->g->values[id];
+	const Weight *w = cv->weight;
+	if (w->nelem == 0)
+		return false;
+	for (int64_t i = 0; i < w->nelem; i++) {
+		double x;
+		if (!elem_f64(cv->dtype, w->bytes, i, &x) || x != v)
+			return false;
+	}
+	return true;
 }
 
 const Attr *rw_attr(const Node *n, const char *name)

@@ -51,8 +51,12 @@ bool rw_same_shape(const Shape *a, const Shape *b);
 /* Is id a constant the passes may read (a top-graph initializer that cannot
  * be overridden at run time)? */
 bool rw_is_const(PassCtx *c, int id);
-/* The constant's elements as doubles (float/double/int kinds); NULL if not. */
-double *rw_const_f64(PassCtx *c, int id, int64_t *n);
+/* The constant's elements as doubles (float/double/int kinds), a copy in
+ * the arena; NULL if not such a constant or if it has more than max
+ * elements. */
+double *rw_const_f64(PassCtx *c, int id, int64_t *n, int64_t max);
+/* Is id a constant of at least one element, every one equal to v? (No copy.) */
+bool rw_const_all(PassCtx *c, int id, double v);
 const Attr *rw_attr(const Node *n, const char *name);
 /* A Conv with no padding: pads all 0 (or none) and auto_pad NOTSET or VALID. */
 bool rw_conv_unpadded(const Node *n);
