@@ -92,7 +92,7 @@ def outputs_of(d, name="net"):
     got = {}
     for f in (name + ".h", name + ".c", name + "_weights.o", name + ".o"):
         p = os.path.join(d, f)
-        if os.path.lexists(p):
+        if os.path.isfile(p):
             with open(p, "rb") as fh:
                 got[f] = fh.read()
     return got
@@ -191,6 +191,18 @@ def links():
     check(ok, "links: a .net.lock link: %s" % err)
     check(not os.path.lexists(victim) and not outputs_of(d) and not leftovers(d),
           "links: a refused compile left files: %s" % os.listdir(d))
+    # A folder planted at net.o: refused before anything is renamed.
+    d = os.path.join(OUT, "links-folder")
+    r = compile_(MB, d)
+    before = outputs_of(d)
+    os.unlink(os.path.join(d, "net.o"))
+    os.makedirs(os.path.join(d, "net.o"))
+    r = compile_(MA, d)
+    ok, err = one_error_line(r, "net.o", "folder")
+    check(ok, "links: a folder at net.o: %s" % err)
+    del before["net.o"]
+    check(outputs_of(d) == before and not leftovers(d),
+          "links: a refused compile changed the outputs: %s" % os.listdir(d))
     # -o naming a link to a folder: followed (the user named it).
     real = os.path.join(OUT, "links-real")
     os.makedirs(real)
@@ -205,20 +217,21 @@ def race():
     refs = {}
     for tag, model in (("a", MA), ("b", MB)):
         d = os.path.join(OUT, "race-ref-" + tag)
-        r = compile_(model, d)
+        r = compile_(model, d, "-O0")
         check(r.returncode == 0, "race: reference compile: %s" % r.stderr.decode()[:300])
         refs[tag] = outputs_of(d)
     # NAME.o from the same inputs is the same bytes (the C compiler sees
     # the staging folder's net.c, whose name does not reach the object).
     d = os.path.join(OUT, "race-ref-a2")
-    compile_(MA, d)
+    compile_(MA, d, "-O0")
     same_o = outputs_of(d).get("net.o") == refs["a"].get("net.o")
     d = os.path.join(OUT, "race")
     trials = 16
     mixed = []
     for t in range(trials):
         first, second = (MA, MB) if t % 2 == 0 else (MB, MA)
-        procs = [subprocess.Popen([KILN, "compile", m, "--batch", "1,4", "--name", "net", "-o", d],
+        procs = [subprocess.Popen([KILN, "compile", m, "--batch", "1,4", "--name", "net", "-o", d,
+                                   "-O0"],
                                   stdout=subprocess.PIPE, stderr=subprocess.PIPE)
                  for m in (first, second)]
         for p in procs:
@@ -263,7 +276,7 @@ def kill():
     check(r.returncode == 0, "kill: first compile: %s" % r.stderr.decode()[:300])
     before = outputs_of(d)
     big = os.path.join(OUT, "big.onnx")
-    big_model(big, "big.bin", 32)
+    big_model(big, "big.bin", 16)
     start = time.monotonic()
     r = compile_(big, os.path.join(OUT, "kill-time"))
     took = time.monotonic() - start
