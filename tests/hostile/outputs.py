@@ -55,9 +55,14 @@ def run(cmd, **kw):
     return subprocess.run(cmd, capture_output=True, **kw)
 
 
-def save(model, path):
+def save_graph(path, nodes, n_in, n_out, inits, y="y"):
+    """Saves the opset-13 model of nodes: input x [N, n_in], output y [N, n_out]."""
+    g = helper.make_graph(nodes, "g", [helper.make_tensor_value_info("x", TensorProto.FLOAT, ["N", n_in])],
+                          [helper.make_tensor_value_info(y, TensorProto.FLOAT, ["N", n_out])], inits)
+    m = helper.make_model(g, opset_imports=[helper.make_opsetid("", 13)])
+    m.ir_version = 8
     with open(path, "wb") as f:
-        f.write(model.SerializeToString())
+        f.write(m.SerializeToString())
 
 
 def external_tensor(name, dims, location, offset):
@@ -79,12 +84,7 @@ def add_model(path, w, external=None, offset=0):
     n = len(w)
     t = (external_tensor("W", [n], external, offset) if external
          else numpy_helper.from_array(w.astype(np.float32), "W"))
-    g = helper.make_graph([helper.make_node("Add", ["x", "W"], ["y"])], "g",
-                          [helper.make_tensor_value_info("x", TensorProto.FLOAT, ["N", n])],
-                          [helper.make_tensor_value_info("y", TensorProto.FLOAT, ["N", n])], [t])
-    m = helper.make_model(g, opset_imports=[helper.make_opsetid("", 13)])
-    m.ir_version = 8
-    save(m, path)
+    save_graph(path, [helper.make_node("Add", ["x", "W"], ["y"])], n, n, [t])
 
 
 def outputs_of(d, name="net"):
@@ -262,12 +262,7 @@ def big_model(path, ext, mib):
     w = np.random.default_rng(5).standard_normal((k, k)).astype(np.float32)
     w.tofile(os.path.join(os.path.dirname(path), ext))
     t = external_tensor("W", [k, k], ext, 0)
-    g = helper.make_graph([helper.make_node("MatMul", ["x", "W"], ["y"])], "g",
-                          [helper.make_tensor_value_info("x", TensorProto.FLOAT, ["N", k])],
-                          [helper.make_tensor_value_info("y", TensorProto.FLOAT, ["N", k])], [t])
-    m = helper.make_model(g, opset_imports=[helper.make_opsetid("", 13)])
-    m.ir_version = 8
-    save(m, path)
+    save_graph(path, [helper.make_node("MatMul", ["x", "W"], ["y"])], k, k, [t])
 
 
 def kill():
@@ -463,11 +458,7 @@ def chain_model(path, ext, count, n, step):
         inits.append(external_tensor("W%d" % k, [n], ext, k * step))
         nodes.append(helper.make_node("Add", [prev, "W%d" % k], ["t%d" % k]))
         prev = "t%d" % k
-    g = helper.make_graph(nodes, "g", [helper.make_tensor_value_info("x", TensorProto.FLOAT, ["N", n])],
-                          [helper.make_tensor_value_info(prev, TensorProto.FLOAT, ["N", n])], inits)
-    m = helper.make_model(g, opset_imports=[helper.make_opsetid("", 13)])
-    m.ir_version = 8
-    save(m, path)
+    save_graph(path, nodes, n, n, inits, y=prev)
 
 
 def weights():
