@@ -378,8 +378,8 @@ void compile_model(Model *m, const CompileOptions *o, CompileResult *res)
 	if (is_reserved(name))
 		diag_fail(d, KILN_USAGE, strncmp(name, "kiln", 4) == 0
 		          ? "--name \"%s\": names kiln and kiln_... are libkiln's own"
-		          : "--name \"%s\": its header's macros (%s_CONTEXT_BYTES...) would be kiln's own "
-		            "KILN_ macros", name, name);
+		          : "--name \"%s\": its header's macros, in capitals (KILN_CONTEXT_BYTES...), "
+		            "would be kiln's own", name);
 	Sig *sigs;
 	Plan *plans;
 	const int64_t *batches = compile_signatures(m, o, &sigs, &plans);
