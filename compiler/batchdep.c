@@ -23,6 +23,35 @@
  * scale exactly on its axis. An op without a rule is reported as "may mix
  * rows", never assumed independent: ops are added faster than rules.
  *
+ * Flat indices. ParticleNet's neighbour gather (and DGCNN's, and many
+ * graph networks') reads every sample's rows out of the whole batch
+ * flattened to [N*P, C], at idx + n*P: Gather along the batch axis, which
+ * mixes rows unless the index stays within the sample's own block. Integer
+ * values carry one more fact for that (IdxFact):
+ *
+ *   IX_BOUND   every element is in [0, bound): TopK's indices over an axis
+ *              of bound elements, and what Slice, Gather, Transpose and the
+ *              reshaping ops make of them (they only move or drop elements);
+ *   IX_BASE    a batch-size dependent value (BD_GLOBAL) whose element at
+ *              position n of its axis ix_axis is n * scale and that is one
+ *              element per sample there: Range(0, N) over the batch,
+ *              reshaped and times a constant, recognized from its contents
+ *              at both probes (where shape arithmetic folds it), so any
+ *              spelling of it counts;
+ *   IX_FLAT    rows on axis k whose sample n holds n * scale + v with v an
+ *              IX_BOUND element: the sum of the two above, the batch axes
+ *              aligned by broadcasting.
+ *
+ * An IX_FLAT value depends on the sample's position in the batch, so it may
+ * only be reshaped (Reshape, Flatten, Squeeze, Unsqueeze, Identity: it stays
+ * IX_FLAT) or be the indices of a Gather along the data's batch axis, and
+ * then only when bound <= scale and the data's block per sample on that axis
+ * is exactly scale elements: every index of sample n is then in [n*scale,
+ * (n+1)*scale), sample n's own block, and the output is rows on the axis the
+ * indices bring. Anything else (an offset n*(P-1) or n*(P+1), indices from a
+ * TopK over a longer axis, a flat index used as data or output) is refused as
+ * before. The probes check every claim's shapes as for other rules.
+ *
  * The first failure is the verdict's reason, naming the node. The pass
  * never fails the compile: a model that mixes rows still compiles, and only
  * its compiled batch sizes run.
@@ -32,8 +61,18 @@
 
 #include "kiln.h"
 
+/* What is known of an integer value's contents (see the header). */
+enum { IX_NONE, IX_BOUND, IX_BASE, IX_FLAT };
+typedef struct IdxFact {
+	int kind;
+	int axis;           /* IX_BASE: the axis holding n */
+	int64_t scale;      /* IX_BASE, IX_FLAT: the offset per sample */
+	int64_t bound;      /* IX_BOUND, IX_FLAT: elements (beyond the offset) in [0, bound) */
+} IdxFact;
+
 typedef struct BD {
 	Graph *g;
+	IdxFact *ix;        /* per value id */
 	Sig *p[2];          /* probe signatures at batch 2 and 3 */
 	int *ax;            /* per value id: BD_NONE, BD_GLOBAL or the batch axis */
 	Arena *a;
@@ -874,9 +913,181 @@ static void metadata_rule(BD *b)
 	}
 }
 
-static void analyse_node(BD *b)
+/* ---- flat indices (see the header) ---------------------------------------- */
+
+static IdxFact *fact(BD *b, int input)
+{
+	static IdxFact nothing = {IX_NONE, 0, 0, 0};
+	return input < b->n->nin && b->n->in[input] != NONE ? &b->ix[b->n->in[input]] : &nothing;
+}
+
+/* Element i of folded integer contents. */
+static bool int_elem(const Folded *f, int64_t i, int64_t *v)
+{
+	if (f->dtype == DT_INT64) {
+		memcpy(v, (const char *)f->data + 8 * i, 8);
+		return true;
+	}
+	if (f->dtype == DT_INT32) {
+		int32_t x;
+		memcpy(&x, (const char *)f->data + 4 * i, 4);
+		*v = x;
+		return true;
+	}
+	return false;
+}
+
+/* Is batch-size dependent value id, at both probes, one element per sample
+ * on one axis with element n = n * scale (scale > 0, the same at both)? */
+static bool is_base(BD *b, int id, IdxFact *out)
+{
+	int j = find_axis(b, id);
+	if (j < 0)
+		return false;
+	int64_t scale = 0;
+	for (int p = 0; p < 2; p++) {
+		const Folded *f = b->p[p]->folded[id];
+		const Shape *s = pshape(b, p, id);
+		if (!f || dim_of(b, p, id, j) != probe_batch[p])
+			return false;
+		int64_t inner = 1;
+		for (int d = j + 1; d < s->rank; d++)
+			inner *= s->dims[d].size;
+		if (p == 0 && (f->nelem < 2 * inner || !int_elem(f, inner, &scale) || scale <= 0))
+			return false;   /* sample 1's element: the scale */
+		for (int64_t i = 0; i < f->nelem; i++) {
+			int64_t v, n = i / inner % probe_batch[p];
+			if (!int_elem(f, i, &v) || v != n * scale)
+				return false;
+		}
+	}
+	*out = (IdxFact){IX_BASE, j, scale, 0};
+	return true;
+}
+
+/* The largest per-sample extent on axis k of value id at both probes (the
+ * same at both: the axis does not carry the batch), or -1. */
+static int64_t fixed_dim(BD *b, int id, int k)
+{
+	if (k < 0 || k >= rank_of(b, id) || dim_of(b, 0, id, k) != dim_of(b, 1, id, k))
+		return -1;
+	return dim_of(b, 0, id, k);
+}
+
+/* Add(bounded, base) in either order: a flat index, rows on the base's axis. */
+static bool flat_add(BD *b)
 {
 	Node *n = b->n;
+	if (n->op != OP_Add || n->nin != 2)
+		return false;
+	int bi = fact(b, 0)->kind == IX_BASE ? 0 : fact(b, 1)->kind == IX_BASE ? 1 : -1;
+	if (bi < 0)
+		return false;
+	const IdxFact *base = fact(b, bi), *v = fact(b, 1 - bi);
+	int R = rank_of(b, n->out[0]), at = base->axis + R - rank_of(b, n->in[bi]);
+	int kv = in_axis(b, 1 - bi);
+	if (v->kind != IX_BOUND || (kv != BD_NONE && kv + R - rank_of(b, n->in[1 - bi]) != at)) {
+		mix(b, "adds a per-sample offset n*%lld to indices not known to stay below it (a "
+		       "flat index into the batch needs indices in [0, %lld) on the same batch axis)",
+		    (long long)base->scale, (long long)base->scale);
+		return true;
+	}
+	set_outputs(b, at);
+	if (!scales_on(b, n->out[0], at) || dim_of(b, 0, n->out[0], at) != probe_batch[0]) {
+		mix(b, "output 0 \"%s\" does not keep the batch on axis %d", b->g->values[n->out[0]].name, at);
+		return true;
+	}
+	b->ix[n->out[0]] = (IdxFact){IX_FLAT, 0, base->scale, v->bound};
+	return true;
+}
+
+/* Gather along the batch axis of data at a flat index that stays in each
+ * sample's block. */
+static void flat_gather(BD *b)
+{
+	Node *n = b->n;
+	const IdxFact *f = fact(b, 1);
+	int data = n->in[0], kd = in_axis(b, 0), ki = in_axis(b, 1);
+	int axis = norm(attr_or(n, "axis", 0), rank_of(b, data));
+	if (kd != axis || ki < 0) {
+		mix(b, "uses an index that depends on the sample's position in the batch (n*%lld + ...) "
+		       "other than along the data's batch axis", (long long)f->scale);
+		return;
+	}
+	int64_t block = dim_of(b, 0, data, axis) / probe_batch[0];
+	if (f->bound > f->scale || block != f->scale) {
+		mix(b, "gathers along the batch axis %d at n*%lld + [0, %lld), which may leave each "
+		       "sample's block of %lld (an offset n*%lld with indices in [0, %lld) would stay "
+		       "within it)", axis, (long long)f->scale, (long long)f->bound, (long long)block,
+		    (long long)block, (long long)block);
+		return;
+	}
+	set_outputs(b, axis + ki);
+}
+
+/* Rules of nodes that see flat indices or make them; true if handled. */
+static bool index_rule(BD *b)
+{
+	Node *n = b->n;
+	int flat = -1;
+	for (int i = 0; i < n->nin; i++)
+		if (fact(b, i)->kind == IX_FLAT)
+			flat = i;
+	if (flat < 0)
+		return flat_add(b);
+	if (n->op == OP_Gather && flat == 1 && fact(b, 0)->kind != IX_FLAT) {
+		flat_gather(b);
+		return true;
+	}
+	bool moves = (n->op == OP_Reshape || n->op == OP_Flatten || n->op == OP_Squeeze ||
+	              n->op == OP_Unsqueeze || n->op == OP_Identity) && flat == 0;
+	if (!moves) {
+		mix(b, "input %d \"%s\" is an index that depends on the sample's position in the batch "
+		       "(n*%lld + ...): only a Gather along the batch axis may use it", flat,
+		    b->g->values[n->in[flat]].name, (long long)fact(b, flat)->scale);
+		return true;
+	}
+	return false;   /* the ordinary rule; the fact follows in index_facts */
+}
+
+/* Facts of the outputs of a node the ordinary rules passed. */
+static void index_facts(BD *b)
+{
+	Node *n = b->n;
+	int out = n->out[0];
+	if (n->nout < 1 || out == NONE)
+		return;
+	const IdxFact *f = fact(b, 0);
+	switch (n->op) {
+	case OP_TopK:
+		if (n->nout > 1 && n->out[1] != NONE) {
+			int64_t len = fixed_dim(b, n->in[0], norm(attr_or(n, "axis", -1), rank_of(b, n->in[0])));
+			if (len > 0)
+				b->ix[n->out[1]] = (IdxFact){IX_BOUND, 0, 0, len};
+		}
+		return;
+	case OP_Reshape: case OP_Flatten: case OP_Squeeze: case OP_Unsqueeze: case OP_Identity:
+		if (f->kind == IX_FLAT && b->ax[out] >= 0)
+			b->ix[out] = *f;
+		/* fall through */
+	case OP_Slice: case OP_Transpose: case OP_Expand: case OP_Tile:
+		if (f->kind == IX_BOUND)
+			b->ix[out] = *f;
+		break;
+	case OP_Gather:
+		if (f->kind == IX_BOUND && fact(b, 1)->kind != IX_FLAT)
+			b->ix[out] = *f;
+		break;
+	}
+	if (b->ax[out] == BD_GLOBAL)
+		is_base(b, out, &b->ix[out]);
+}
+
+static void analyse_rules(BD *b)
+{
+	Node *n = b->n;
+	if (index_rule(b))
+		return;
 	int k = BD_NONE;
 	bool global = false;
 	for (int i = 0; i < n->nin; i++) {
@@ -912,6 +1123,13 @@ static void analyse_node(BD *b)
 		else if (b->ax[id] == BD_NONE && !same_shape(b, id))
 			mix(b, "output %d \"%s\" changes shape with the batch", o, b->g->values[id].name);
 	}
+}
+
+static void analyse_node(BD *b)
+{
+	analyse_rules(b);
+	if (!b->why)
+		index_facts(b);
 }
 
 /* ---- the pass --------------------------------------------------------------- */
@@ -951,6 +1169,7 @@ void batchdep_analyse(Model *m, const BindOptions *o, BatchDep *out)
 		return;
 	}
 	b.ax = arena_array(m->arena, (size_t)g->nvalues, sizeof *b.ax);
+	b.ix = arena_array(m->arena, (size_t)g->nvalues, sizeof *b.ix);
 	for (int i = 0; i < g->nvalues; i++)
 		b.ax[i] = BD_NONE;
 	for (int i = 0; i < g->ninputs; i++) {
@@ -979,6 +1198,10 @@ void batchdep_analyse(Model *m, const BindOptions *o, BatchDep *out)
 		if (b.ax[id] == BD_GLOBAL && g->values[id].producer != NONE) {
 			b.n = &g->nodes[g->values[id].producer];
 			mix(&b, "graph output \"%s\" depends on the batch size", g->values[id].name);
+		} else if (b.ix[id].kind == IX_FLAT && g->values[id].producer != NONE) {
+			b.n = &g->nodes[g->values[id].producer];
+			mix(&b, "graph output \"%s\" depends on each sample's position in the batch",
+			    g->values[id].name);
 		}
 	}
 	out->why = b.why;
