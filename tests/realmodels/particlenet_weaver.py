@@ -28,7 +28,9 @@ The layers:
 
 Variants (VARIANTS): AK4-like (2 blocks, k 16, 50 particles), AK8-like (3
 blocks, k 16, 100 particles), an HLT-like one with other widths, use_fts_bn
-and use_counts off, the v2 gather, at opsets 11, 13 and 17.
+and use_counts off, the v2 gather, at opsets 11, 13 and 17; keep_bn exports
+with TrainingMode.PRESERVE, so the BatchNormalization nodes stay (EVAL, the
+default, folds them into the Convs).
 
 Negative models (BAD): the same network with the flat index offset wrong
 (base times P - 1, base times P + 1, no base at all: their Gather reads
@@ -162,6 +164,8 @@ VARIANTS = {
     "ak4_nobn_nocounts_op13": (dict(AK4, use_fts_bn=False, use_counts=False), 50, 13),
     "ak4_v2_op11": (dict(AK4, gather="v2"), 50, 11),
     "hlt_v2_op17": (dict(HLT, gather="v2", use_counts=False), 40, 17),
+    "ak4_bn_op13": (dict(AK4, keep_bn=True), 50, 13),
+    "ak8_bn_v2_op17": (dict(AK8, keep_bn=True, gather="v2"), 100, 17),
 }
 SMALL = dict(input_dims=4, conv_params=((4, (8, 8)), (4, (16, 16))), fc_params=((16, 0.1),))
 BAD = {
@@ -193,6 +197,8 @@ def export(name, batch=2, seed=3, table=None):
     import onnx
     import torch
     args, points, opset = (table or (BAD if name in BAD else VARIANTS))[name]
+    args = dict(args)
+    keep_bn = args.pop("keep_bn", False)
     net = _net(**args)
     feed = inputs(args, batch, points, seed)
     f = io.BytesIO()
@@ -201,7 +207,10 @@ def export(name, batch=2, seed=3, table=None):
         warnings.simplefilter("ignore")
         torch.onnx.export(net, tuple(torch.from_numpy(feed[k]) for k in ("points", "features", "mask")), f,
                           input_names=["points", "features", "mask"], output_names=["softmax"],
-                          dynamic_axes=dyn, opset_version=opset)
+                          dynamic_axes=dyn, opset_version=opset,
+                          # PRESERVE: eval-mode BatchNorms stay nodes, not folded into the Convs
+                          training=torch.onnx.TrainingMode.PRESERVE if keep_bn else
+                          torch.onnx.TrainingMode.EVAL)
     return onnx.load_from_string(f.getvalue()), feed
 
 

@@ -1,0 +1,207 @@
+#!/usr/bin/python3
+"""ParticleNet exported as weaver-core exports it (particlenet_weaver.py):
+stitched batches and the fused EdgeConv, against ONNX Runtime.
+
+For every variant (AK4-, AK8-, HLT-like; use_fts_bn and use_counts off; the
+cpu_mode gather along axis 1; opsets 11, 13, 17; BatchNorm kept unfolded):
+  - `kiln info --plan` proves it batch-independent;
+  - `kiln info --passes` shows one edgeconv run per EdgeConv block;
+  - `kiln compile` at a few sizes, then kiln_run (stitch_rows.c) on the first
+    n rows for n = 0, 1, 5, 17, 57, the compiled sizes and all ROWS, and on
+    every row alone: each n's rows match ONNX Runtime's run of all ROWS rows
+    (rtol 1e-3, atol 1e-5) and each row's own call (rtol 1e-4, atol 1e-6);
+    some samples have no particle at all;
+  - for a few, the same with --no-pass=edgeconv (the unfused graph).
+The negative models (an offset n*(P-1) or n*(P+1), no offset, indices from
+a TopK over 2P elements) must be refused, naming the Gather, and kiln_run
+of a size that is not compiled must return KILN_BATCH_MIXING.
+
+usage: particlenet.py KILN SOURCE_ROOT LIBKILN_A OUTDIR [VARIANT...]
+(env CC, SANFLAGS; exits 77, "skipped", without ONNX Runtime)
+"""
+import json
+import os
+import shutil
+import subprocess
+import sys
+
+import numpy as np
+import onnx
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, HERE)
+import particlenet_weaver as pw  # noqa: E402
+
+KILN, SRC, LIBKILN, OUT = sys.argv[1:5]
+WANTED = set(sys.argv[5:])
+CC = os.environ.get("CC", "cc").split()
+SAN = os.environ.get("SANFLAGS", "").split()
+ROWS = 64
+EMPTY = (3, 40)   # samples without particles
+failures = []
+
+
+def fail(msg):
+    print("FAIL:", msg)
+    failures.append(msg)
+
+
+def run(cmd, **kw):
+    return subprocess.run(cmd, capture_output=True, text=True, **kw)
+
+
+def ort_available():
+    r = run(["node", "-e", "require('onnxruntime-node')"])
+    return r.returncode == 0
+
+
+def ort(model_path, feed, d):
+    spec = {"model": model_path, "outdir": d, "inputs": []}
+    for i, (name, arr) in enumerate(feed.items()):
+        f = os.path.join(d, "ort_in%d.bin" % i)
+        np.ascontiguousarray(arr).tofile(f)
+        spec["inputs"].append({"name": name, "type": "float32", "dims": list(arr.shape), "file": f})
+    with open(os.path.join(d, "spec.json"), "w") as f:
+        json.dump(spec, f)
+    r = run(["node", os.path.join(HERE, "ort_ref.js"), os.path.join(d, "spec.json")])
+    if r.returncode:
+        raise RuntimeError("ONNX Runtime: " + r.stderr.strip())
+    with open(os.path.join(d, "outputs.json")) as f:
+        outs = json.load(f)
+    return [np.fromfile(os.path.join(d, "output_%d.bin" % i), np.float32).reshape(o["dims"])
+            for i, o in enumerate(outs)]
+
+
+def build(model_path, d, sizes, extra=(), warns=False):
+    """Compile and link stitch_rows; the executable's path or None."""
+    os.makedirs(d, exist_ok=True)
+    r = run([KILN, "compile", model_path, "--batch", sizes, "--name", "t", "-o", d] + list(extra))
+    if r.returncode or ("warning" in r.stderr) != warns:
+        fail("%s: kiln compile: %s" % (d, r.stderr.strip()))
+        return None
+    exe = os.path.join(d, "stitch_rows")
+    r = run(CC + ["-std=c11", "-O1", "-I", d, "-I", os.path.join(SRC, "include"),
+                  "-DMODEL=t_model", "-include", os.path.join(d, "t.h"),
+                  os.path.join(HERE, "stitch_rows.c"), os.path.join(d, "t.o"), LIBKILN, "-lm"]
+            + SAN + ["-o", exe])
+    if r.returncode:
+        fail("%s: cc: %s" % (d, r.stderr.strip()))
+        return None
+    return exe
+
+
+def stitched(exe, d, feed, ns, ncls):
+    """Outputs of kiln_run for each n (first n rows), then every row alone."""
+    ins = []
+    for i, arr in enumerate(feed.values()):
+        ins.append(os.path.join(d, "in%d.bin" % i))
+        np.ascontiguousarray(arr).tofile(ins[-1])
+    out = os.path.join(d, "out.bin")
+    r = run([exe, str(ROWS)] + ins + [out] + [str(n) for n in ns])
+    if r.returncode:
+        return None, r.stderr.strip()
+    y = np.fromfile(out, np.float32).reshape(-1, ncls)
+    res, at = {}, 0
+    for n in ns:
+        res[n], at = y[at:at + n], at + n
+    return (res, y[at:]), None
+
+
+def check_variant(name, sizes, fused_blocks, unfused=False):
+    d = os.path.join(OUT, name)
+    os.makedirs(d, exist_ok=True)
+    model, _ = pw.export(name)
+    path = os.path.join(d, "model.onnx")
+    onnx.save(model, path)
+    args = pw.VARIANTS[name][0]
+    feed = pw.inputs(args, ROWS, pw.VARIANTS[name][1], seed=11, empty_rows=EMPTY)
+    ref = ort(path, feed, d)[0]
+    r = run([KILN, "info", "--plan", "--passes", "--batch", sizes, path])
+    if "batch independent: yes" not in r.stdout:
+        fail("%s: not proven batch-independent: %s" % (
+            name, [ln for ln in r.stdout.splitlines() if "batch independent" in ln] or r.stderr))
+    runs = [ln.split() for ln in r.stdout.splitlines() if ln.strip().startswith("edgeconv ")]
+    if fused_blocks is not None and (not runs or int(runs[0][1]) != fused_blocks):
+        fail("%s: edgeconv pass: %s, expected %d runs" % (name, runs, fused_blocks))
+    compiled = [int(s) for s in sizes.split(",")]
+    ns = sorted(set([0, 1, 5, 17, 57, ROWS] + compiled))
+    forms = [("fused", ())] + ([("unfused", ("--no-pass=edgeconv",))] if unfused else [])
+    for form, extra in forms:
+        exe = build(path, os.path.join(d, form), sizes, extra)
+        if not exe:
+            continue
+        got, err = stitched(exe, os.path.join(d, form), feed, ns, ref.shape[1])
+        if err:
+            fail("%s (%s): %s" % (name, form, err))
+            continue
+        res, alone = got
+        if not np.allclose(alone, ref, rtol=1e-3, atol=1e-5):
+            fail("%s (%s): rows alone differ from ONNX Runtime by %.3g" % (
+                name, form, float(np.abs(alone - ref).max())))
+        for n in ns:
+            if not np.allclose(res[n], ref[:n], rtol=1e-3, atol=1e-5):
+                fail("%s (%s): kiln_run n=%d differs from ONNX Runtime by %.3g" % (
+                    name, form, n, float(np.abs(res[n] - ref[:n]).max())))
+            if not np.allclose(res[n], alone[:n], rtol=1e-4, atol=1e-6):
+                fail("%s (%s): kiln_run n=%d differs from the rows run alone by %.3g" % (
+                    name, form, n, float(np.abs(res[n] - alone[:n]).max())))
+    print("%s: sizes %s, n = %s and %d rows alone (%s)" % (
+        name, sizes, ns, ROWS, ", ".join(f for f, _ in forms)))
+
+
+def check_bad(name):
+    d = os.path.join(OUT, "bad_" + name)
+    os.makedirs(d, exist_ok=True)
+    model, _ = pw.export(name)
+    path = os.path.join(d, "model.onnx")
+    onnx.save(model, path)
+    r = run([KILN, "info", "--plan", "--batch", "1,4", path])
+    line = [ln for ln in r.stdout.splitlines() if "batch independent" in ln]
+    if not line or "batch independent: no" not in line[0] or "Gather" not in line[0]:
+        fail("bad %s: not refused at its Gather: %s" % (name, line or r.stderr.strip()))
+        return
+    exe = build(path, d, "1,4", warns=True)   # "only the compiled batch sizes can run"
+    if exe:
+        feed = pw.inputs(pw.BAD[name][0], ROWS, pw.BAD[name][1], seed=5)
+        got, err = stitched(exe, d, feed, [4, 3], 5)
+        if got or "mix" not in (err or ""):
+            fail("bad %s: kiln_run n=3 was not refused: %s" % (name, err))
+    print("bad %s: %s" % (name, line[0].split(": ", 1)[1][:160]))
+
+
+def main():
+    if not ort_available():
+        print("SKIP: ONNX Runtime (node + onnxruntime-node) is not available: "
+              "NODE_PATH=$(scripts/install-ort.sh) to run these tests")
+        return 77
+    shutil.rmtree(OUT, ignore_errors=True)
+    os.makedirs(OUT)
+    # name -> (compiled sizes, EdgeConv blocks the edgeconv pass must fuse, also unfused)
+    plan = {
+        "ak4_op11": ("1,16", 2, True),
+        "ak4_op13": ("1,4,16", 2, False),
+        "ak4_op17": ("1,8", 2, False),
+        "ak8_op13": ("1,16", 3, True),
+        "ak8_op11": ("2,8", 3, False),
+        "hlt_op17": ("1,16", 2, False),
+        "ak4_nobn_nocounts_op13": ("1,16", 2, False),
+        "ak4_v2_op11": ("1,16", 2, True),
+        "hlt_v2_op17": ("1,8", 2, False),
+        "ak4_bn_op13": ("1,16", 2, False),
+        "ak8_bn_v2_op17": ("1,8", 3, False),
+    }
+    fusing = os.environ.get("KILN_PN_FUSED", "1") == "1"
+    for name, (sizes, blocks, unfused) in plan.items():
+        if not WANTED or name in WANTED:
+            check_variant(name, sizes, blocks if fusing else None, unfused)
+    for name in pw.BAD:
+        if not WANTED or "bad_" + name in WANTED:
+            check_bad(name)
+    if failures:
+        print("%d failures" % len(failures))
+        return 1
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
