@@ -1054,18 +1054,16 @@ static bool index_rule(BD *b)
 static void index_facts(BD *b)
 {
 	Node *n = b->n;
-	int out = n->out[0];
-	if (n->nout < 1 || out == NONE)
+	if (n->op == OP_TopK && n->nout > 1 && n->out[1] != NONE) {
+		int64_t len = fixed_dim(b, n->in[0], norm(attr_or(n, "axis", -1), rank_of(b, n->in[0])));
+		if (len > 0)
+			b->ix[n->out[1]] = (IdxFact){IX_BOUND, 0, 0, len};
+	}
+	int out = n->nout > 0 ? n->out[0] : NONE;
+	if (out == NONE)
 		return;
 	const IdxFact *f = fact(b, 0);
 	switch (n->op) {
-	case OP_TopK:
-		if (n->nout > 1 && n->out[1] != NONE) {
-			int64_t len = fixed_dim(b, n->in[0], norm(attr_or(n, "axis", -1), rank_of(b, n->in[0])));
-			if (len > 0)
-				b->ix[n->out[1]] = (IdxFact){IX_BOUND, 0, 0, len};
-		}
-		return;
 	case OP_Reshape: case OP_Flatten: case OP_Squeeze: case OP_Unsqueeze: case OP_Identity:
 		if (f->kind == IX_FLAT && b->ax[out] >= 0)
 			b->ix[out] = *f;

@@ -37,6 +37,8 @@
 
 enum { MAX_LAYERS = KILN_EDGECONV_MAX_LAYERS };
 
+static bool once(PassCtx *c, int id);
+
 /* The node producing live temporary id, if it is op; else NULL. */
 static Node *made_by(PassCtx *c, int id, int op)
 {
@@ -188,34 +190,112 @@ typedef struct Match {
 	int64_t C, P, k;
 } Match;
 
+/* E [N, C, P, k] holds x_i k times: x [N, C, P] through a Reshape or
+ * Unsqueeze to [N, C, P, 1], then Expand and Tile steps that keep the first
+ * three dims (so they only repeat along the last: weaver's
+ * x.view(N, C, P, 1).repeat(1, 1, 1, k) exports as Reshape, Expand, Tile;
+ * x.unsqueeze(-1).expand(...) as Unsqueeze, Expand). Each step but E is read
+ * once. x, or NONE. */
+static int repeated_centre(PassCtx *c, int e)
+{
+	int at = e;
+	for (int steps = 0; steps < 4; steps++) {
+		const Node *n = made_by(c, at, OP_Expand);
+		if (!n)
+			n = made_by(c, at, OP_Tile);
+		if (n) {
+			if (at != e && !once(c, at))
+				return NONE;
+			for (int k = 0; k < c->nsigs; k++) {
+				const Shape *si = rw_shape_in(c, n->in[0], k), *so = rw_shape_in(c, at, k);
+				if (!si || !so || si->rank != 4 || so->rank != 4)
+					return NONE;
+				for (int d = 0; d < 3; d++)
+					if (si->dims[d].size != so->dims[d].size)
+						return NONE;
+			}
+			at = n->in[0];
+			continue;
+		}
+		n = made_by(c, at, OP_Unsqueeze);
+		if (!n)
+			n = made_by(c, at, OP_Reshape);
+		if (!n || at == e || !once(c, at))
+			return NONE;
+		int x = n->in[0];
+		for (int k = 0; k < c->nsigs; k++) {
+			const Shape *sx = rw_shape_in(c, x, k);
+			if (!sx || sx->rank != 3)
+				return NONE;
+			int64_t du[4] = {sx->dims[0].size, sx->dims[1].size, sx->dims[2].size, 1};
+			if (!dims_are(c, at, k, du, 4))
+				return NONE;
+		}
+		return x;
+	}
+	return NONE;
+}
+
+/* The neighbours' features T [N, C, P, k] gathered from x at the flat index
+ * fi [N*P*k] (the sample's base plus its neighbour index), either way
+ * PyTorch writes it (weaver-core's get_graph_feature v1 and v2):
+ *   axis 0:  Transpose[0,3,1,2](Reshape[N,P,k,C](Gather(axis 0,
+ *              Reshape[N*P, C](Transpose[0,2,1](x)), fi)))
+ *   axis 1:  Transpose[1,0,2,3](Reshape[C,N,P,k](Gather(axis 1,
+ *              Reshape[C, N*P](Transpose[1,0,2](x)), fi)))
+ * Sets *x and *fi; false if T is neither. */
+static bool gathered_neighbours(PassCtx *c, int t, int *x, int *fi)
+{
+	static const int64_t p0312[4] = {0, 3, 1, 2}, p021[3] = {0, 2, 1};
+	static const int64_t p1023[4] = {1, 0, 2, 3}, p102[3] = {1, 0, 2};
+	const Node *tr = made_by(c, t, OP_Transpose);
+	if (!tr)
+		return false;
+	int axis = perm_is(tr, p0312, 4) ? 0 : perm_is(tr, p1023, 4) ? 1 : -1;
+	const Node *rs = axis >= 0 ? made_by(c, tr->in[0], OP_Reshape) : NULL;
+	const Node *ga = rs ? made_by(c, rs->in[0], OP_Gather) : NULL;
+	if (!ga || rw_attr_int(ga, "axis", 0) != axis || !once(c, tr->in[0]) || !once(c, rs->in[0]))
+		return false;
+	const Node *flat = made_by(c, ga->in[0], OP_Reshape);
+	const Node *xt = flat ? made_by(c, flat->in[0], OP_Transpose) : NULL;
+	if (!xt || !perm_is(xt, axis == 0 ? p021 : p102, 3))
+		return false;
+	*x = xt->in[0];
+	*fi = ga->in[1];
+	for (int k = 0; k < c->nsigs; k++) {
+		const Shape *sx = rw_shape_in(c, *x, k), *st = rw_shape_in(c, t, k);
+		if (!sx || sx->rank != 3 || !st || st->rank != 4)
+			return false;
+		int64_t N = c->sigs[k].batch, C = sx->dims[1].size, P = sx->dims[2].size;
+		int64_t K = st->dims[3].size;
+		int64_t df0[2] = {N * P, C}, dg0[2] = {N * P * K, C}, dr0[4] = {N, P, K, C};
+		int64_t df1[2] = {C, N * P}, dg1[2] = {C, N * P * K}, dr1[4] = {C, N, P, K};
+		if (!dims_are(c, ga->in[0], k, axis ? df1 : df0, 2) ||
+		    !dims_are(c, ga->out[0], k, axis ? dg1 : dg0, 2) ||
+		    !dims_are(c, rs->out[0], k, axis ? dr1 : dr0, 4))
+			return false;
+	}
+	return true;
+}
+
 /* The edge features [x_i ; x_j - x_i] that concat makes, or false. */
 static bool edge_features(PassCtx *c, const Node *cat, Match *m)
 {
 	if (cat->op != OP_Concat || cat->nin != 2 || cat->nout != 1 ||
 	    rw_attr_int(cat, "axis", 0) != 1)
 		return false;
-	int e = cat->in[0];
+	int e = cat->in[0], fi;
 	const Node *sub = made_by(c, cat->in[1], OP_Sub);
-	const Node *ex = made_by(c, e, OP_Expand);
-	if (!sub || !ex || sub->in[1] != e || c->g->values[e].nuse != 2 ||
+	if (!sub || sub->in[1] != e || c->g->values[e].nuse != 2 ||
 	    rw_sole_user(c, cat->in[1]) == NONE || rw_pinned(c, e))
 		return false;
-	const Node *un = made_by(c, ex->in[0], OP_Unsqueeze);
-	const Node *tr = made_by(c, sub->in[0], OP_Transpose);
-	static const int64_t p0312[4] = {0, 3, 1, 2}, p021[3] = {0, 2, 1};
-	if (!un || !tr || !perm_is(tr, p0312, 4))
+	int xc = repeated_centre(c, e);
+	if (xc == NONE || !gathered_neighbours(c, sub->in[0], &m->x, &fi) || m->x != xc)
 		return false;
-	const Node *rs = made_by(c, tr->in[0], OP_Reshape);
-	const Node *ga = rs ? made_by(c, rs->in[0], OP_Gather) : NULL;
-	if (!ga || rw_attr_int(ga, "axis", 0) != 0)
-		return false;
-	const Node *flat = made_by(c, ga->in[0], OP_Reshape);
-	const Node *xt = flat ? made_by(c, flat->in[0], OP_Transpose) : NULL;
-	const Node *ir = made_by(c, ga->in[1], OP_Reshape);
+	const Node *ir = made_by(c, fi, OP_Reshape);
 	const Node *add = ir ? made_by(c, ir->in[0], OP_Add) : NULL;
-	if (!xt || !perm_is(xt, p021, 3) || !add || xt->in[0] != un->in[0])
+	if (!add)
 		return false;
-	m->x = xt->in[0];
 	if (rw_dtype(c, m->x) != DT_FLOAT)
 		return false;
 	const Shape *x0 = rw_shape_in(c, m->x, 0), *e0 = rw_shape_in(c, e, 0);
@@ -230,14 +310,12 @@ static bool edge_features(PassCtx *c, const Node *cat, Match *m)
 		return false;
 	for (int k = 0; k < c->nsigs; k++) {
 		int64_t N = c->sigs[k].batch, C = m->C, P = m->P, K = m->k;
-		int64_t dx[3] = {N, C, P}, de[4] = {N, C, P, K}, du[4] = {N, C, P, 1};
-		int64_t di[3] = {N, P, K}, dflat[2] = {N * P, C}, dg[2] = {N * P * K, C};
-		int64_t dr[4] = {N, P, K, C}, dir[1] = {N * P * K};
+		int64_t dx[3] = {N, C, P}, de[4] = {N, C, P, K};
+		int64_t di[3] = {N, P, K}, dir[1] = {N * P * K};
 		if (!dims_are(c, m->x, k, dx, 3) || !dims_are(c, e, k, de, 4) ||
-		    !dims_are(c, ex->in[0], k, du, 4) || !dims_are(c, m->idx, k, di, 3) ||
-		    !dims_are(c, add->out[0], k, di, 3) || !dims_are(c, ga->in[0], k, dflat, 2) ||
-		    !dims_are(c, ga->out[0], k, dg, 2) || !dims_are(c, rs->out[0], k, dr, 4) ||
-		    !dims_are(c, ga->in[1], k, dir, 1) || !dims_are(c, sub->out[0], k, de, 4))
+		    !dims_are(c, m->idx, k, di, 3) || !dims_are(c, add->out[0], k, di, 3) ||
+		    !dims_are(c, fi, k, dir, 1) || !dims_are(c, sub->out[0], k, de, 4) ||
+		    !dims_are(c, sub->in[0], k, de, 4))
 			return false;
 	}
 	return true;
@@ -355,8 +433,96 @@ static int transposed_3d(PassCtx *c, int id)
 	return t && perm_is(t, p021, 3) && once(c, id) ? t->in[0] : NONE;
 }
 
-/* TopK(K, largest, sorted, last axis) of (2 (pts^T pts) - sq) - sq^T with
- * sq = ReduceSum(pts * pts, axis 1, keepdims): its indices from one
+/* The pairwise-distance expression, read as a sum of terms with constant
+ * coefficients: MM = pts^T pts (MatMul(Transpose[0,2,1](pts), pts)), SQ =
+ * ReduceSum(pts * pts or Pow(pts, 2), axis 1, keepdims) [N, 1, P] (|x_j|^2)
+ * and SQT = Transpose[0,2,1](SQ) [N, P, 1] (|x_i|^2), through Add, Sub, Neg
+ * and Mul by a constant scalar, each intermediate read once. */
+typedef struct Dist {
+	double mm, sq, sqt;
+	int pts, sqv;         /* NONE until seen */
+	int terms;
+} Dist;
+
+static bool sq_term(PassCtx *c, int id, Dist *d)
+{
+	const Node *rs = made_by(c, id, OP_ReduceSum);
+	if (!rs || rw_attr_int(rs, "keepdims", 1) != 1 || !once(c, rs->in[0]) || rw_pinned(c, id))
+		return false;
+	const Attr *axes = rw_attr(rs, "axes");   /* an attribute before opset 13 */
+	if (rs->nin == 2 ? !const_is(c, rs->in[1], 1)
+	                 : !axes || axes->type != AT_INTS || axes->n != 1 || axes->ints[0] != 1)
+		return false;
+	const Node *sq = made_by(c, rs->in[0], OP_Mul);
+	int pts;
+	if (sq && sq->in[0] == sq->in[1]) {
+		pts = sq->in[0];
+	} else if ((sq = made_by(c, rs->in[0], OP_Pow)) && const_is(c, sq->in[1], 2.0)) {
+		pts = sq->in[0];
+	} else {
+		return false;
+	}
+	if ((d->pts != NONE && d->pts != pts) || (d->sqv != NONE && d->sqv != id))
+		return false;
+	d->pts = pts, d->sqv = id;
+	return true;
+}
+
+/* Read once by the expression; SQ is read twice (itself and transposed),
+ * its uses counted at the end. */
+static bool operand(PassCtx *c, int id)
+{
+	return once(c, id) || made_by(c, id, OP_ReduceSum);
+}
+
+static bool dist_terms(PassCtx *c, int id, double coef, Dist *d, int depth)
+{
+	if (depth > 8 || ++d->terms > 12)
+		return false;
+	const Node *n = made_by(c, id, OP_Add);
+	if (!n)
+		n = made_by(c, id, OP_Sub);
+	if (n && n->nin == 2 && n->in[0] != n->in[1]) {
+		if (!operand(c, n->in[0]) || !operand(c, n->in[1]))
+			return false;
+		return dist_terms(c, n->in[0], coef, d, depth + 1) &&
+		       dist_terms(c, n->in[1], n->op == OP_Sub ? -coef : coef, d, depth + 1);
+	}
+	if ((n = made_by(c, id, OP_Neg)))
+		return operand(c, n->in[0]) && dist_terms(c, n->in[0], -coef, d, depth + 1);
+	if ((n = made_by(c, id, OP_Mul)) && n->nin == 2) {
+		for (int s = 0; s < 2; s++) {
+			int64_t nk;
+			double *k = rw_const_f64(c, n->in[s], &nk, 1);
+			if (k && nk == 1)
+				return operand(c, n->in[1 - s]) &&
+				       dist_terms(c, n->in[1 - s], coef * k[0], d, depth + 1);
+		}
+	}
+	if ((n = made_by(c, id, OP_MatMul))) {
+		int pts = n->in[1];
+		if (transposed_3d(c, n->in[0]) != pts || (d->pts != NONE && d->pts != pts))
+			return false;
+		d->pts = pts, d->mm += coef;
+		return true;
+	}
+	if (made_by(c, id, OP_Transpose)) {   /* SQT: read once here, SQ twice in all */
+		const Node *t = made_by(c, id, OP_Transpose);
+		static const int64_t p021[3] = {0, 2, 1};
+		if (!perm_is(t, p021, 3) || !sq_term(c, t->in[0], d))
+			return false;
+		d->sqt += coef;
+		return true;
+	}
+	if (!sq_term(c, id, d))
+		return false;
+	d->sq += coef;
+	return true;
+}
+
+/* TopK(K, largest, sorted, last axis) of 2 pts^T pts - |x_j|^2 - |x_i|^2
+ * written in any order (the bench's (2 mm - sq) - sq^T, weaver's
+ * (-sq - (-2 mm)) - sq^T, with Mul or Pow squares): its indices from one
  * kiln_f32_knn (a TopK marked kiln.knn reading pts), the [N, P, P] matrix
  * and its Mul, Sub, Transpose never made. The values must be unused. */
 static bool fuse_knn(PassCtx *c, int i)
@@ -372,27 +538,12 @@ static bool fuse_knn(PassCtx *c, int i)
 	double *K = rw_const_f64(c, t->in[1], &nk, 1);
 	if ((axis != -1 && axis != 2) || !K || nk != 1 || K[0] < 1 || !once(c, t->in[0]))
 		return false;
-	const Node *s2 = made_by(c, t->in[0], OP_Sub);
-	const Node *s1 = s2 ? made_by(c, s2->in[0], OP_Sub) : NULL;
-	if (!s1 || !once(c, s2->in[0]))
+	Dist d = {0, 0, 0, NONE, NONE, 0};
+	if (!dist_terms(c, t->in[0], 1.0, &d, 0) || d.mm != 2.0 || d.sq != -1.0 || d.sqt != -1.0 ||
+	    g->values[d.sqv].nuse != 2)
 		return false;
-	int r = s1->in[1];
-	const Node *rs = made_by(c, r, OP_ReduceSum);
-	if (!rs || transposed_3d(c, s2->in[1]) != r || g->values[r].nuse != 2 || rw_pinned(c, r) ||
-	    rw_attr_int(rs, "keepdims", 1) != 1 || rs->nin != 2 || !const_is(c, rs->in[1], 1))
-		return false;
-	const Node *sq = made_by(c, rs->in[0], OP_Mul);
-	const Node *m2 = made_by(c, s1->in[0], OP_Mul);
-	if (!sq || sq->in[0] != sq->in[1] || !once(c, rs->in[0]) || !m2 || !once(c, s1->in[0]))
-		return false;
-	bool two_first = const_is(c, m2->in[0], 2.0);
-	if (!two_first && !const_is(c, m2->in[1], 2.0))
-		return false;
-	int mmv = m2->in[two_first ? 1 : 0];
-	const Node *mm = made_by(c, mmv, OP_MatMul);
-	int pts = sq->in[0];
-	if (!mm || !once(c, mmv) || mm->in[1] != pts || transposed_3d(c, mm->in[0]) != pts ||
-	    rw_dtype(c, pts) != DT_FLOAT)
+	int pts = d.pts;
+	if (rw_dtype(c, pts) != DT_FLOAT)
 		return false;
 	for (int k = 0; k < c->nsigs; k++) {
 		const Shape *s = rw_shape_in(c, pts, k);
