@@ -986,7 +986,8 @@ static bool flat_add(BD *b)
 	const IdxFact *base = fact(b, bi), *v = fact(b, 1 - bi);
 	int R = rank_of(b, n->out[0]), at = base->axis + R - rank_of(b, n->in[bi]);
 	int kv = in_axis(b, 1 - bi);
-	if (v->kind != IX_BOUND || (kv != BD_NONE && kv + R - rank_of(b, n->in[1 - bi]) != at)) {
+	if (v->kind != IX_BOUND || kv == BD_GLOBAL ||
+	    (kv >= 0 && kv + R - rank_of(b, n->in[1 - bi]) != at)) {
 		mix(b, "adds a per-sample offset n*%lld to indices not known to stay below it (a "
 		       "flat index into the batch needs indices in [0, %lld) on the same batch axis)",
 		    (long long)base->scale, (long long)base->scale);
