@@ -762,6 +762,15 @@ static void rows_rule(BD *b, int k)
 	case OP_Slice: rule_slice(b, k); return;
 	case OP_Gather: rule_gather(b); return;
 	case OP_GatherElements: case OP_ScatterElements: case OP_Scatter: rule_elements(b); return;
+	case OP_GatherND:
+		/* batch_dims >= 1 with both operands rows on axis 0: sample n's
+		 * indices address sample n's data only (TF's gather(batch_dims=1)) */
+		if (attr_or(n, "batch_dims", 0) >= 1 && in_axis(b, 0) == 0 && in_axis(b, 1) == 0)
+			set_outputs(b, 0);
+		else
+			mix(b, "gathers across samples (GatherND keeps rows only with batch_dims >= 1 "
+			       "and data and indices batched on axis 0)");
+		return;
 	case OP_MatMul: rule_matmul(b); return;
 	case OP_Gemm: rule_gemm(b); return;
 	case OP_Einsum: rule_einsum(b); return;

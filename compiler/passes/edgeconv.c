@@ -3,15 +3,23 @@
  * PyTorch exports it, becomes one node that never builds the [N, 2C, P, k]
  * edge tensor (runtime/kernels/f32-edgeconv).
  *
- * The pattern, read backwards from the aggregation:
+ * The pattern, read backwards from the aggregation, by what it computes
+ * rather than one export's node order (tests/realmodels/particlenet.py:
+ * the bench's export, weaver-core's ParticleNet at opsets 11/13/17, a
+ * GatherND one):
  *
  *     ReduceMean|ReduceMax over the last axis (k) of
  *       Conv 1x1 (+ Relu epilogue) ... Conv 1x1 (+ Relu)   each read once
  *         Concat(axis 1) [E, Sub(T, E)]                   [x_i ; x_j - x_i]
- *           E = Expand(Unsqueeze(x) [N,C,P,1]) [N,C,P,k]
- *           T = Transpose[0,3,1,2](Reshape [N,P,k,C](
- *                 Gather(axis 0, Reshape [N*P, C](Transpose[0,2,1](x)),
- *                        Reshape [N*P*k](Add(idx, base)))))
+ *           E [N,C,P,k]: x through Unsqueeze or Reshape to [N,C,P,1], then
+ *             Expand / Tile steps keeping the first three dims (x_i k times)
+ *           T [N,C,P,k], the neighbours, one of
+ *             Transpose[0,3,1,2](Reshape [N,P,k,C](Gather(axis 0,
+ *               Reshape [N*P, C](Transpose[0,2,1](x)), Reshape [N*P*k](Add(idx, base)))))
+ *             Transpose[1,0,2,3](Reshape [C,N,P,k](Gather(axis 1,
+ *               Reshape [C, N*P](Transpose[1,0,2](x)), Reshape [N*P*k](Add(idx, base)))))
+ *             Transpose[0,3,1,2](Reshape [N,P,k,C](GatherND(batch_dims 1,
+ *               Transpose[0,2,1](x), Reshape [N, P*k, 1](idx))))
  *     idx [N,P,k] int64 from TopK's indices (through a Slice), over an axis
  *     of P elements, so 0 <= idx < P; base holds n*P in every compiled
  *     signature (folded shape arithmetic: Range(0, N) * P).
@@ -236,6 +244,35 @@ static int repeated_centre(PassCtx *c, int e)
 	return NONE;
 }
 
+/* The batch_dims form (TensorFlow's gather(batch_dims=1)): GatherND with
+ * batch_dims 1 of Transpose[0,2,1](x) [N, P, C] at Reshape[N, P*k, 1](idx),
+ * then rs: Reshape [N, P, k, C]. No flat index: idx [N, P, k] indexes each
+ * sample's own points. */
+static bool batched_neighbours(PassCtx *c, const Node *nd, const Node *rs, int *x, int *idx)
+{
+	static const int64_t p021[3] = {0, 2, 1};
+	const Node *xt = made_by(c, nd->in[0], OP_Transpose);
+	const Node *ir = made_by(c, nd->in[1], OP_Reshape);
+	if (rw_attr_int(nd, "batch_dims", 0) != 1 || !xt || !perm_is(xt, p021, 3) || !ir ||
+	    !once(c, nd->in[1]))
+		return false;
+	*x = xt->in[0];
+	*idx = ir->in[0];
+	for (int k = 0; k < c->nsigs; k++) {
+		const Shape *sx = rw_shape_in(c, *x, k), *sr = rw_shape_in(c, rs->out[0], k);
+		if (!sx || sx->rank != 3 || !sr || sr->rank != 4)
+			return false;
+		int64_t N = c->sigs[k].batch, C = sx->dims[1].size, P = sx->dims[2].size;
+		int64_t K = sr->dims[2].size;
+		int64_t dd[3] = {N, P, C}, di[3] = {N, P * K, 1}, dg[3] = {N, P * K, C};
+		int64_t dr[4] = {N, P, K, C};
+		if (!dims_are(c, nd->in[0], k, dd, 3) || !dims_are(c, nd->in[1], k, di, 3) ||
+		    !dims_are(c, nd->out[0], k, dg, 3) || !dims_are(c, rs->out[0], k, dr, 4))
+			return false;
+	}
+	return true;
+}
+
 /* The neighbours' features T [N, C, P, k] gathered from x at the flat index
  * fi [N*P*k] (the sample's base plus its neighbour index), either way
  * PyTorch writes it (weaver-core's get_graph_feature v1 and v2):
@@ -244,7 +281,7 @@ static int repeated_centre(PassCtx *c, int e)
  *   axis 1:  Transpose[1,0,2,3](Reshape[C,N,P,k](Gather(axis 1,
  *              Reshape[C, N*P](Transpose[1,0,2](x)), fi)))
  * Sets *x and *fi; false if T is neither. */
-static bool gathered_neighbours(PassCtx *c, int t, int *x, int *fi)
+static bool gathered_neighbours(PassCtx *c, int t, int *x, int *fi, int *idx)
 {
 	static const int64_t p0312[4] = {0, 3, 1, 2}, p021[3] = {0, 2, 1};
 	static const int64_t p1023[4] = {1, 0, 2, 3}, p102[3] = {1, 0, 2};
@@ -253,8 +290,14 @@ static bool gathered_neighbours(PassCtx *c, int t, int *x, int *fi)
 		return false;
 	int axis = perm_is(tr, p0312, 4) ? 0 : perm_is(tr, p1023, 4) ? 1 : -1;
 	const Node *rs = axis >= 0 ? made_by(c, tr->in[0], OP_Reshape) : NULL;
-	const Node *ga = rs ? made_by(c, rs->in[0], OP_Gather) : NULL;
-	if (!ga || rw_attr_int(ga, "axis", 0) != axis || !once(c, tr->in[0]) || !once(c, rs->in[0]))
+	if (!rs || !once(c, tr->in[0]) || !once(c, rs->in[0]))
+		return false;
+	const Node *nd = axis == 0 ? made_by(c, rs->in[0], OP_GatherND) : NULL;
+	if (nd)
+		return batched_neighbours(c, nd, rs, x, idx);
+	*idx = NONE;
+	const Node *ga = made_by(c, rs->in[0], OP_Gather);
+	if (!ga || rw_attr_int(ga, "axis", 0) != axis)
 		return false;
 	const Node *flat = made_by(c, ga->in[0], OP_Reshape);
 	const Node *xt = flat ? made_by(c, flat->in[0], OP_Transpose) : NULL;
@@ -284,37 +327,41 @@ static bool edge_features(PassCtx *c, const Node *cat, Match *m)
 	if (cat->op != OP_Concat || cat->nin != 2 || cat->nout != 1 ||
 	    rw_attr_int(cat, "axis", 0) != 1)
 		return false;
-	int e = cat->in[0], fi;
+	int e = cat->in[0], fi = NONE;
 	const Node *sub = made_by(c, cat->in[1], OP_Sub);
 	if (!sub || sub->in[1] != e || c->g->values[e].nuse != 2 ||
 	    rw_sole_user(c, cat->in[1]) == NONE || rw_pinned(c, e))
 		return false;
 	int xc = repeated_centre(c, e);
-	if (xc == NONE || !gathered_neighbours(c, sub->in[0], &m->x, &fi) || m->x != xc)
-		return false;
-	const Node *ir = made_by(c, fi, OP_Reshape);
-	const Node *add = ir ? made_by(c, ir->in[0], OP_Add) : NULL;
-	if (!add)
-		return false;
-	if (rw_dtype(c, m->x) != DT_FLOAT)
+	if (xc == NONE || !gathered_neighbours(c, sub->in[0], &m->x, &fi, &m->idx) || m->x != xc ||
+	    rw_dtype(c, m->x) != DT_FLOAT)
 		return false;
 	const Shape *x0 = rw_shape_in(c, m->x, 0), *e0 = rw_shape_in(c, e, 0);
 	if (!x0 || x0->rank != 3 || !e0 || e0->rank != 4)
 		return false;
 	m->C = x0->dims[1].size, m->P = x0->dims[2].size, m->k = e0->dims[3].size;
-	/* idx + base, either way round */
-	bool swapped = !is_sample_base(c, add->in[1], m->P);
-	m->idx = add->in[swapped ? 1 : 0];
-	if ((swapped && !is_sample_base(c, add->in[0], m->P)) || rw_dtype(c, m->idx) != DT_INT64 ||
-	    !local_indices(c, m->idx, m->P) || m->C < 1 || m->P < 1 || m->k < 1)
+	const Node *add = NULL;
+	if (m->idx == NONE) {
+		/* the flat index: Reshape(idx + base), either way round */
+		const Node *ir = made_by(c, fi, OP_Reshape);
+		add = ir ? made_by(c, ir->in[0], OP_Add) : NULL;
+		if (!add)
+			return false;
+		bool swapped = !is_sample_base(c, add->in[1], m->P);
+		m->idx = add->in[swapped ? 1 : 0];
+		if (swapped && !is_sample_base(c, add->in[0], m->P))
+			return false;
+	}
+	if (rw_dtype(c, m->idx) != DT_INT64 || !local_indices(c, m->idx, m->P) || m->C < 1 ||
+	    m->P < 1 || m->k < 1)
 		return false;
 	for (int k = 0; k < c->nsigs; k++) {
 		int64_t N = c->sigs[k].batch, C = m->C, P = m->P, K = m->k;
 		int64_t dx[3] = {N, C, P}, de[4] = {N, C, P, K};
 		int64_t di[3] = {N, P, K}, dir[1] = {N * P * K};
 		if (!dims_are(c, m->x, k, dx, 3) || !dims_are(c, e, k, de, 4) ||
-		    !dims_are(c, m->idx, k, di, 3) || !dims_are(c, add->out[0], k, di, 3) ||
-		    !dims_are(c, fi, k, dir, 1) || !dims_are(c, sub->out[0], k, de, 4) ||
+		    !dims_are(c, m->idx, k, di, 3) || (add && !dims_are(c, add->out[0], k, di, 3)) ||
+		    (add && !dims_are(c, fi, k, dir, 1)) || !dims_are(c, sub->out[0], k, de, 4) ||
 		    !dims_are(c, sub->in[0], k, de, 4))
 			return false;
 	}

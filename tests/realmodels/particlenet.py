@@ -198,6 +198,7 @@ def main():
         "hlt_v2_op17": ("1,8", 2, False),
         "ak4_bn_op13": ("1,16", 2, False),
         "ak8_bn_v2_op17": ("1,8", 3, False),
+        "gathernd_op13": ("1,4", 1, True),
     }
     fusing = os.environ.get("KILN_PN_FUSED", "1") == "1"
     for name, (sizes, blocks, unfused) in plan.items():

@@ -166,6 +166,7 @@ VARIANTS = {
     "hlt_v2_op17": (dict(HLT, gather="v2", use_counts=False), 40, 17),
     "ak4_bn_op13": (dict(AK4, keep_bn=True), 50, 13),
     "ak8_bn_v2_op17": (dict(AK8, keep_bn=True, gather="v2"), 100, 17),
+    "gathernd_op13": (dict(gathernd=True, input_dims=4, k=4), 12, 13),
 }
 SMALL = dict(input_dims=4, conv_params=((4, (8, 8)), (4, (16, 16))), fc_params=((16, 0.1),))
 BAD = {
@@ -175,6 +176,70 @@ BAD = {
     "topk_axis": (dict(SMALL, bad="topk_axis"), 12, 13),
     "v2_p_minus_1": (dict(SMALL, bad="p_minus_1", gather="v2"), 12, 11),
 }
+
+
+def gathernd_model(input_dims=4, k=4, points=12, widths=(8, 8), opset=13, seed=0):
+    """One EdgeConv block written with onnx.helper the way a TensorFlow
+    ParticleNet gathers (tf.gather(batch_dims=1) -> GatherND batch_dims 1 on
+    [N, P, C] at the [N, P*k, 1] neighbour indices: no flat index), the kNN
+    as the bench writes it, two 1x1 Conv + Relu, mean over k, then over the
+    points: inputs points [N, 2, P], features [N, C, P]; output y [N, C']."""
+    from onnx import TensorProto, helper, numpy_helper
+    r = np.random.default_rng(seed)
+    C, P = input_dims, points
+
+    def const(name, arr):
+        return numpy_helper.from_array(np.asarray(arr), name)
+
+    ws, cin = [], 2 * C
+    inits = [const("two", np.float32(2)), const("kk", np.array([k + 1], np.int64)),
+             const("s1", np.array([1], np.int64)), const("sk", np.array([k + 1], np.int64)),
+             const("ax2", np.array([2], np.int64)), const("ax1", np.array([1], np.int64)),
+             const("ishape", np.array([0, -1, 1], np.int64)),
+             const("nshape", np.array([0, P, k, C], np.int64)),
+             const("eshape", np.array([1, 1, 1, k], np.int64)),
+             const("ax3", np.array([3], np.int64))]
+    for i, co in enumerate(widths):
+        inits += [const("w%d" % i, (r.standard_normal((co, cin, 1, 1)) / np.sqrt(cin)).astype(np.float32)),
+                  const("b%d" % i, (r.standard_normal(co) * 0.1).astype(np.float32))]
+        cin = co
+    N = helper.make_node
+    nodes = [
+        N("Transpose", ["points"], ["pt"], perm=[0, 2, 1]),
+        N("MatMul", ["pt", "points"], ["mm"]),
+        N("Mul", ["mm", "two"], ["mm2"]),
+        N("Mul", ["points", "points"], ["p2"]),
+        N("ReduceSum", ["p2", "ax1"], ["sq"], keepdims=1),
+        N("Sub", ["mm2", "sq"], ["d1"]),
+        N("Transpose", ["sq"], ["sqt"], perm=[0, 2, 1]),
+        N("Sub", ["d1", "sqt"], ["dist"]),
+        N("TopK", ["dist", "kk"], ["tv", "ti"], axis=-1),
+        N("Slice", ["ti", "s1", "sk", "ax2"], ["idx"]),
+        N("Transpose", ["features"], ["xt"], perm=[0, 2, 1]),
+        N("Reshape", ["idx", "ishape"], ["ind"]),
+        N("GatherND", ["xt", "ind"], ["g"], batch_dims=1),
+        N("Reshape", ["g", "nshape"], ["nb"]),
+        N("Transpose", ["nb"], ["nbt"], perm=[0, 3, 1, 2]),
+        N("Unsqueeze", ["features", "ax3"], ["u"]),
+        N("Expand", ["u", "eshape"], ["e"]),
+        N("Sub", ["nbt", "e"], ["diff"]),
+        N("Concat", ["e", "diff"], ["edge"], axis=1),
+    ]
+    at = "edge"
+    for i in range(len(widths)):
+        nodes += [N("Conv", [at, "w%d" % i, "b%d" % i], ["c%d" % i], kernel_shape=[1, 1]),
+                  N("Relu", ["c%d" % i], ["r%d" % i])]
+        at = "r%d" % i
+    nodes += [N("ReduceMean", [at], ["agg"], axes=[-1], keepdims=0),
+              N("ReduceMean", ["agg"], ["y"], axes=[2], keepdims=0)]
+    g = helper.make_graph(nodes, "gathernd_edgeconv",
+                          [helper.make_tensor_value_info("points", TensorProto.FLOAT, ["N", 2, P]),
+                           helper.make_tensor_value_info("features", TensorProto.FLOAT, ["N", C, P])],
+                          [helper.make_tensor_value_info("y", TensorProto.FLOAT, ["N", widths[-1]])],
+                          initializer=inits)
+    m = helper.make_model(g, opset_imports=[helper.make_opsetid("", opset)])
+    m.ir_version = 8
+    return m
 
 
 def inputs(args, batch, points, seed=3, empty_rows=()):
@@ -189,6 +254,8 @@ def inputs(args, batch, points, seed=3, empty_rows=()):
     for b in range(batch):
         real = 0 if b in empty_rows else int(r.integers(max(1, points * 2 // 5), points + 1))
         mask[b, :, :real] = 1
+    if args.get("gathernd"):   # no mask input
+        return {"points": pts, "features": fts}
     return {"points": pts * mask, "features": fts * mask, "mask": mask}
 
 
@@ -198,6 +265,8 @@ def export(name, batch=2, seed=3, table=None):
     import torch
     args, points, opset = (table or (BAD if name in BAD else VARIANTS))[name]
     args = dict(args)
+    if args.pop("gathernd", False):
+        return gathernd_model(opset=opset, points=points, **args), inputs(dict(args, gathernd=1), batch, points, seed)
     keep_bn = args.pop("keep_bn", False)
     net = _net(**args)
     feed = inputs(args, batch, points, seed)
