@@ -190,7 +190,7 @@ def main():
         "ak4_op11": ("1,16", 2, True),
         "ak4_op13": ("1,4,16", 2, False),
         "ak4_op17": ("1,8", 2, False),
-        "ak8_op13": ("1,16", 3, True),
+        "ak8_op13": ("1,16", 3, False),
         "ak8_op11": ("2,8", 3, False),
         "hlt_op17": ("1,16", 2, False),
         "ak4_nobn_nocounts_op13": ("1,16", 2, False),
