@@ -177,6 +177,22 @@ static int64_t prod_before(BD *b, int p, int id, int k)
 	return n;
 }
 
+/* Element i of folded integer contents. */
+static bool int_elem(const Folded *f, int64_t i, int64_t *v)
+{
+	if (f->dtype == DT_INT64) {
+		memcpy(v, (const char *)f->data + 8 * i, 8);
+		return true;
+	}
+	if (f->dtype == DT_INT32) {
+		int32_t x;
+		memcpy(&x, (const char *)f->data + 4 * i, 4);
+		*v = x;
+		return true;
+	}
+	return false;
+}
+
 /* Element i of a folded integer input of the node at probe p; false if unknown. */
 static bool folded_int(BD *b, int p, int input, int64_t i, int64_t *v)
 {
@@ -190,18 +206,7 @@ static bool folded_int(BD *b, int p, int input, int64_t i, int64_t *v)
 		w = (Folded){val->dtype, val->weight->nelem, val->weight->bytes};
 		f = &w;
 	}
-	if (!f || i >= f->nelem)
-		return false;
-	if (f->dtype == DT_INT64) {
-		memcpy(v, (const char *)f->data + 8 * i, 8);
-	} else if (f->dtype == DT_INT32) {
-		int32_t x;
-		memcpy(&x, (const char *)f->data + 4 * i, 4);
-		*v = x;
-	} else {
-		return false;
-	}
-	return true;
+	return f && i < f->nelem && int_elem(f, i, v);
 }
 
 static int64_t folded_len(BD *b, int input)
@@ -928,22 +933,6 @@ static IdxFact *fact(BD *b, int input)
 {
 	static IdxFact nothing = {IX_NONE, 0, 0, 0};
 	return input < b->n->nin && b->n->in[input] != NONE ? &b->ix[b->n->in[input]] : &nothing;
-}
-
-/* Element i of folded integer contents. */
-static bool int_elem(const Folded *f, int64_t i, int64_t *v)
-{
-	if (f->dtype == DT_INT64) {
-		memcpy(v, (const char *)f->data + 8 * i, 8);
-		return true;
-	}
-	if (f->dtype == DT_INT32) {
-		int32_t x;
-		memcpy(&x, (const char *)f->data + 4 * i, 4);
-		*v = x;
-		return true;
-	}
-	return false;
 }
 
 /* Is batch-size dependent value id, at both probes, one element per sample
