@@ -3,7 +3,8 @@
 stitched batches and the fused EdgeConv, against ONNX Runtime.
 
 For every variant (AK4-, AK8-, HLT-like; use_fts_bn and use_counts off; the
-cpu_mode gather along axis 1; opsets 11, 13, 17; BatchNorm kept unfolded):
+cpu_mode gather along axis 1; opsets 11, 13, 17; BatchNorm kept unfolded;
+the particle axis dynamic, fixed with --shape; a GatherND batch_dims form):
   - `kiln info --plan` proves it batch-independent;
   - the compiled C holds one fused kNN and one fused EdgeConv per block and
     compiled size (passes/edgeconv.c);
@@ -108,7 +109,7 @@ def stitched(exe, d, feed, ns, ncls):
     return (res, y[at:]), None
 
 
-def check_variant(name, sizes, fused_blocks, unfused=False):
+def check_variant(name, sizes, fused_blocks, unfused=False, flags=()):
     d = os.path.join(OUT, name)
     os.makedirs(d, exist_ok=True)
     model, _ = pw.export(name)
@@ -117,16 +118,16 @@ def check_variant(name, sizes, fused_blocks, unfused=False):
     args = pw.VARIANTS[name][0]
     feed = pw.inputs(args, ROWS, pw.VARIANTS[name][1], seed=11, empty_rows=EMPTY)
     ref = ort(path, feed, d)[0]
-    r = run([KILN, "info", "--plan", "--batch", sizes, path])
+    r = run([KILN, "info", "--plan", "--batch", sizes, path] + list(flags))
     if "batch independent: yes" not in r.stdout:
         fail("%s: not proven batch-independent: %s" % (
             name, [ln for ln in r.stdout.splitlines() if "batch independent" in ln] or r.stderr))
-    r = run([KILN, "info", "--plan", "--batch", sizes, "--no-pass=edgeconv", path])
+    r = run([KILN, "info", "--plan", "--batch", sizes, "--no-pass=edgeconv", path] + list(flags))
     if "batch independent: yes" not in r.stdout:
         fail("%s: unfused, not proven batch-independent" % name)
     compiled = [int(s) for s in sizes.split(",")]
     ns = sorted(set([0, 1, 5, 17, 57, ROWS] + compiled))
-    forms = [("fused", ())] + ([("unfused", ("--no-pass=edgeconv",))] if unfused else [])
+    forms = [("fused", tuple(flags))] + ([("unfused", tuple(flags) + ("--no-pass=edgeconv",))] if unfused else [])
     for form, extra in forms:
         exe = build(path, os.path.join(d, form), sizes, extra)
         if not exe:
@@ -185,7 +186,7 @@ def main():
         return 77
     shutil.rmtree(OUT, ignore_errors=True)
     os.makedirs(OUT)
-    # name -> (compiled sizes, EdgeConv blocks the edgeconv pass must fuse, also unfused)
+    # name -> (compiled sizes, EdgeConv blocks the edgeconv pass must fuse, also unfused[, flags])
     plan = {
         "ak4_op11": ("1,16", 2, True),
         "ak4_op13": ("1,4,16", 2, False),
@@ -199,11 +200,14 @@ def main():
         "ak4_bn_op13": ("1,16", 2, False),
         "ak8_bn_v2_op17": ("1,8", 3, False),
         "gathernd_op13": ("1,4", 1, True),
+        # the particle axis dynamic too (weaver's --export-onnx), fixed per build
+        "ak4_dynp_op11": ("1,16", 2, False, ["--shape", "points=N,2,50", "--shape", "features=N,8,50",
+                                             "--shape", "mask=N,1,50"]),
     }
     fusing = os.environ.get("KILN_PN_FUSED", "1") == "1"
-    for name, (sizes, blocks, unfused) in plan.items():
+    for name, (sizes, blocks, unfused, *flags) in plan.items():
         if not WANTED or name in WANTED:
-            check_variant(name, sizes, blocks if fusing else None, unfused)
+            check_variant(name, sizes, blocks if fusing else None, unfused, flags[0] if flags else ())
     for name in pw.BAD:
         if not WANTED or "bad_" + name in WANTED:
             check_bad(name)

@@ -28,7 +28,8 @@ The layers:
 
 Variants (VARIANTS): AK4-like (2 blocks, k 16, 50 particles), AK8-like (3
 blocks, k 16, 100 particles), an HLT-like one with other widths, use_fts_bn
-and use_counts off, the v2 gather, at opsets 11, 13 and 17; keep_bn exports
+and use_counts off, the v2 gather, at opsets 11, 13 and 17, a dynamic
+particle axis (dynamic_p, as weaver's --export-onnx); keep_bn exports
 with TrainingMode.PRESERVE, so the BatchNormalization nodes stay (EVAL, the
 default, folds them into the Convs).
 
@@ -166,6 +167,7 @@ VARIANTS = {
     "hlt_v2_op17": (dict(HLT, gather="v2", use_counts=False), 40, 17),
     "ak4_bn_op13": (dict(AK4, keep_bn=True), 50, 13),
     "ak8_bn_v2_op17": (dict(AK8, keep_bn=True, gather="v2"), 100, 17),
+    "ak4_dynp_op11": (dict(AK4, dynamic_p=True), 50, 11),
     "gathernd_op13": (dict(gathernd=True, input_dims=4, k=4), 12, 13),
 }
 SMALL = dict(input_dims=4, conv_params=((4, (8, 8)), (4, (16, 16))), fc_params=((16, 0.1),))
@@ -268,10 +270,13 @@ def export(name, batch=2, seed=3, table=None):
     if args.pop("gathernd", False):
         return gathernd_model(opset=opset, points=points, **args), inputs(dict(args, gathernd=1), batch, points, seed)
     keep_bn = args.pop("keep_bn", False)
+    dynamic_p = args.pop("dynamic_p", False)
     net = _net(**args)
     feed = inputs(args, batch, points, seed)
     f = io.BytesIO()
     dyn = {k: {0: "N"} for k in ("points", "features", "mask", "softmax")}
+    if dynamic_p:   # weaver's --export-onnx: the particle axis dynamic too
+        dyn = {k: ({0: "N"} if k == "softmax" else {0: "N", 2: "P"}) for k in dyn}
     with torch.no_grad(), warnings.catch_warnings():
         warnings.simplefilter("ignore")
         torch.onnx.export(net, tuple(torch.from_numpy(feed[k]) for k in ("points", "features", "mask")), f,
