@@ -33,7 +33,7 @@
  *              of bound elements, and what Slice, Gather, Transpose and the
  *              reshaping ops make of them (they only move or drop elements);
  *   IX_BASE    a batch-size dependent value (BD_GLOBAL) whose element at
- *              position n of its axis ix_axis is n * scale and that is one
+ *              position n of its axis (axis) is n * scale and that is one
  *              element per sample there: Range(0, N) over the batch,
  *              reshaped and times a constant, recognized from its contents
  *              at both probes (where shape arithmetic folds it), so any
@@ -929,9 +929,9 @@ static void metadata_rule(BD *b)
 
 /* ---- flat indices (see the header) ---------------------------------------- */
 
-static IdxFact *fact(BD *b, int input)
+static const IdxFact *fact(BD *b, int input)
 {
-	static IdxFact nothing = {IX_NONE, 0, 0, 0};
+	static const IdxFact nothing = {IX_NONE, 0, 0, 0};
 	return input < b->n->nin && b->n->in[input] != NONE ? &b->ix[b->n->in[input]] : &nothing;
 }
 
