@@ -177,6 +177,7 @@ BAD = {
     "no_base": (dict(SMALL, bad="no_base"), 12, 13),
     "topk_axis": (dict(SMALL, bad="topk_axis"), 12, 13),
     "v2_p_minus_1": (dict(SMALL, bad="p_minus_1", gather="v2"), 12, 11),
+    "flat_as_data": (dict(flat_as_data=True), 12, 13),
 }
 
 
@@ -244,6 +245,41 @@ def gathernd_model(input_dims=4, k=4, points=12, widths=(8, 8), opset=13, seed=0
     return m
 
 
+def flat_as_data_model(points=12, k=4, opset=13):
+    """A flat index n*P + TopK index, as ParticleNet builds it, cast to float
+    and added to the output instead of gathering: each row then depends on
+    where its sample sits in the batch, and must not be stitched. Inputs
+    points [N, 2, P], features [N, C, P] (unused but for the batch); output
+    y [N, P, k]."""
+    from onnx import TensorProto, helper, numpy_helper
+    P = points
+    inits = [numpy_helper.from_array(np.array(v, np.int64), n) for n, v in
+             (("kk", [k]), ("zero", 0), ("one", 1), ("ax0", [0]), ("ax1", [1]), ("p", P),
+              ("bshape", [-1, 1, 1]))]
+    N = helper.make_node
+    nodes = [
+        N("MatMul", ["pt", "points"], ["mm"]),
+        N("Transpose", ["points"], ["pt"], perm=[0, 2, 1]),
+        N("TopK", ["mm", "kk"], ["tv", "ti"], axis=-1),
+        N("Shape", ["points"], ["shp"]),
+        N("Gather", ["shp", "zero"], ["nb"], axis=0),
+        N("Range", ["zero", "nb", "one"], ["ar"]),
+        N("Reshape", ["ar", "bshape"], ["ar3"]),
+        N("Mul", ["ar3", "p"], ["base"]),
+        N("Add", ["ti", "base"], ["flat"]),
+        N("Cast", ["flat"], ["flatf"], to=TensorProto.FLOAT),
+        N("Add", ["flatf", "tv"], ["y"]),
+    ]
+    nodes = nodes[1:2] + nodes[:1] + nodes[2:]
+    g = helper.make_graph(nodes, "flat_as_data",
+                          [helper.make_tensor_value_info("points", TensorProto.FLOAT, ["N", 2, P])],
+                          [helper.make_tensor_value_info("y", TensorProto.FLOAT, ["N", P, k])],
+                          initializer=inits)
+    m = helper.make_model(g, opset_imports=[helper.make_opsetid("", opset)])
+    m.ir_version = 8
+    return m
+
+
 def inputs(args, batch, points, seed=3, empty_rows=()):
     """points [N, 2, P], features [N, C, P], mask [N, 1, P]: each sample's
     first 40-100 % of particles real, the rest zero (and masked); samples
@@ -267,6 +303,8 @@ def export(name, batch=2, seed=3, table=None):
     import torch
     args, points, opset = (table or (BAD if name in BAD else VARIANTS))[name]
     args = dict(args)
+    if args.pop("flat_as_data", False):
+        return flat_as_data_model(points=points, opset=opset), None
     if args.pop("gathernd", False):
         return gathernd_model(opset=opset, points=points, **args), inputs(dict(args, gathernd=1), batch, points, seed)
     keep_bn = args.pop("keep_bn", False)
