@@ -468,7 +468,11 @@ const Shape *infer_shape(Infer *x, int i);
 int infer_dtype(Infer *x, int i);
 const char *infer_input_name(Infer *x, int i);
 void infer_set_output(Infer *x, int i, int dtype, const Shape *s);
+/* Contents of input i if known at compile time, else NULL. A value left
+ * unfolded because it was large (ConstantOfShape -> Trilu -> NonZero) is
+ * evaluated on demand (peval_demand); infer_known only looks. */
 const Folded *infer_folded(Infer *x, int i);
+const Folded *infer_known(Infer *x, int i);
 const int64_t *infer_ints(Infer *x, int i, int64_t *n);
 const int64_t *infer_require_ints(Infer *x, int i, int64_t *n);
 /* Checked shape arithmetic: fails naming the node if the result overflows. */
@@ -487,6 +491,10 @@ void infer_set_folded(Infer *x, int i, int dtype, int64_t nelem, const void *dat
 /* peval.c: a node whose inputs are all known is evaluated at compile time
  * (after its inference hook set the output shapes). */
 void peval_node(Infer *x);
+/* Value id's contents, evaluating its unfolded producers (up to a few levels
+ * and a larger size than peval_node keeps) when all of them can be; NULL if
+ * that is not possible. */
+const Folded *peval_demand(Infer *x, int id);
 /* ops/elementwise.c: offset in `in` of element `linear` of `out`, broadcast as numpy does. */
 int64_t bcast_index(const Shape *out, const Shape *in, int64_t linear);
 /* shape.c: the --shape flag that fixes input v, N on batch_axis (-1: its first symbolic dim). */

@@ -15,7 +15,9 @@
  * It runs after the op's inference hook (shape.c), which has checked the node
  * and set the outputs' shapes and types: the evaluator only fills in values.
  * Hooks that fold themselves (Shape, Concat of int64, NonZero, ...) go first;
- * ops not listed here, or results too large, are left to run time.
+ * ops not listed here, or results too large, are left to run time, unless a
+ * hook needs the value (peval_demand: NonZero of a [P, P] Trilu mask at
+ * P > 64 is larger than routine folding keeps).
  * Arithmetic follows the generated code: integers wrap in two's complement,
  * integer division truncates, float32 results are rounded to float32. A
  * division by zero or an index out of range is not folded, so the run-time
@@ -34,6 +36,9 @@
 /* Results are shape arithmetic, indices and masks: small. Larger float
  * results are left to fold.c, which weighs the weight bytes. */
 enum { MAX_ELEMS = 4096, MAX_INT_ELEMS = 1 << 16, MAX_IN_ELEMS = 1 << 20 };
+/* On demand (peval_demand): results up to DEMAND_ELEMS elements, through at
+ * most DEMAND_NODES producers DEMAND_DEPTH deep. */
+enum { DEMAND_ELEMS = 1 << 18, DEMAND_NODES = 64, DEMAND_DEPTH = 16 };
 
 typedef struct Arg {
 	int dt;
@@ -674,6 +679,25 @@ static bool eval_trilu(Infer *x, const Arg *in, int nin, const Shape *ys, void *
 	return true;
 }
 
+/* ConstantOfShape: its hook folds small results; larger ones on demand. */
+static bool eval_constant_of_shape(Infer *x, int ydt, int64_t ny, void *y)
+{
+	const Attr *v = node_attr(x->n, "value");
+	static const float zero;
+	const void *one = &zero;
+	if (v) {
+		if (v->type != AT_TENSOR || v->tensors[0].w.nelem != 1 || v->tensors[0].dtype != ydt)
+			return false;
+		one = v->tensors[0].w.bytes;
+	} else if (ydt != DT_FLOAT) {
+		return false;
+	}
+	size_t es = dtype_size(ydt);
+	for (int64_t k = 0; k < ny; k++)
+		memcpy((unsigned char *)y + (size_t)k * es, one, es);
+	return true;
+}
+
 static bool eval_range(const Arg *in, int ydt, const Shape *ys, void *y)
 {
 	for (int64_t k = 0; k < shape_nelem(ys); k++)
@@ -735,44 +759,46 @@ static bool evaluable(int op)
 	case OP_ReduceLogSum: case OP_ReduceLogSumExp: case OP_ArgMax: case OP_ArgMin:
 	case OP_Reshape: case OP_Flatten: case OP_Squeeze: case OP_Unsqueeze: case OP_Expand:
 	case OP_Gather: case OP_Slice: case OP_Concat: case OP_Transpose: case OP_Tile:
-	case OP_Trilu: case OP_Range: case OP_CumSum:
+	case OP_Trilu: case OP_Range: case OP_CumSum: case OP_ConstantOfShape:
 		return true;
 	default:
 		return false;
 	}
 }
 
-void peval_node(Infer *x)
+/* Evaluate x's node if its inputs are known and its result has at most
+ * max_float (float types) or max_int elements; false if it was not. */
+static bool evaluate(Infer *x, int64_t max_float, int64_t max_int)
 {
 	Node *n = x->n;
 	Sig *s = x->sig;
 	if (n->domain_id != DOMAIN_ONNX || n->nout != 1 || n->out[0] == NONE || n->nin < 1 ||
 	    !evaluable(n->op) || s->folded[n->out[0]])
-		return;
+		return false;
 	int yid = n->out[0], ydt = s->dtypes[yid];
 	const Shape *ys = &s->shapes[yid];
 	int64_t ny = shape_nelem(ys);
 	if (ny < 0 || !dtype_size(ydt) || ydt == DT_STRING || DT_IS_FLOAT8(ydt) || DT_IS_4BIT(ydt) ||
-	    ny > (is_float(ydt) ? MAX_ELEMS : MAX_INT_ELEMS))
-		return;
+	    ny > (is_float(ydt) ? max_float : max_int))
+		return false;
 	Arg in[16];
 	int nin = n->nin;
 	if (nin > 16)
-		return;
+		return false;
 	for (int i = 0; i < nin; i++) {
 		in[i] = (Arg){0};
 		if (n->in[i] == NONE)
 			continue;
-		const Folded *f = infer_folded(x, i);
+		const Folded *f = infer_known(x, i);
 		if (!f || f->dtype == DT_STRING || !dtype_size(f->dtype) || DT_IS_FLOAT8(f->dtype) ||
 		    DT_IS_4BIT(f->dtype) ||
 		    f->nelem > MAX_IN_ELEMS ||
 		    f->nelem != shape_nelem(infer_shape(x, i)))
-			return;
+			return false;
 		in[i] = (Arg){f->dtype, infer_shape(x, i), f->nelem, f->data};
 	}
 	if (!in[0].p)
-		return;
+		return false;
 	void *y = arena_alloc(x->a, (size_t)(ny ? ny : 1) * dtype_size(ydt));
 	bool ok;
 	switch (n->op) {
@@ -800,8 +826,49 @@ void peval_node(Infer *x)
 	case OP_Trilu: ok = eval_trilu(x, in, nin, ys, y); break;
 	case OP_Range: ok = nin == 3 && in[2].p && eval_range(in, ydt, ys, y); break;
 	case OP_CumSum: ok = nin > 1 && in[1].p && eval_cumsum(x, in, ydt, ys, y); break;
+	case OP_ConstantOfShape: ok = eval_constant_of_shape(x, ydt, ny, y); break;
 	default: ok = eval_elementwise(x, in, nin, ydt, ys, y); break;
 	}
 	if (ok)
 		infer_set_folded(x, 0, ydt, ny, y);
+	return ok;
+}
+
+void peval_node(Infer *x)
+{
+	/* ConstantOfShape's hook has folded it if it is small. */
+	if (x->n->op != OP_ConstantOfShape)
+		evaluate(x, MAX_ELEMS, MAX_INT_ELEMS);
+}
+
+/* On demand: a hook needs a value whose producer was not folded because its
+ * result was too large to keep routinely (tril_indices builds a [P, P] mask
+ * with ConstantOfShape, then Trilu, only for NonZero to read). The producers
+ * are evaluated again, depth first, with a larger limit; a chain that
+ * reaches an unknown value (a graph input, an op not evaluated here) gives
+ * up after a bounded number of nodes. Results stay folded in the signature,
+ * so nothing is evaluated twice. */
+static const Folded *demand(Infer *x, int id, int depth, int *budget)
+{
+	Sig *s = x->sig;
+	if (s->folded[id])
+		return s->folded[id];
+	const Value *v = &x->g->values[id];
+	if (v->kind != VAL_TEMP || v->producer == NONE || depth > DEMAND_DEPTH || --*budget < 0)
+		return NULL;
+	Node *p = &x->g->nodes[v->producer];
+	if (!evaluable(p->op) || p->nout != 1 || shape_nelem(&s->shapes[id]) > DEMAND_ELEMS)
+		return NULL;
+	Infer y = {.sig = s, .g = x->g, .n = p, .d = x->d, .a = x->a};
+	for (int k = 0; k < p->nin; k++)
+		if (infer_has_input(&y, k) && !infer_known(&y, k) &&
+		    !demand(&y, p->in[k], depth + 1, budget))
+			return NULL;
+	return evaluate(&y, DEMAND_ELEMS, DEMAND_ELEMS) ? s->folded[id] : NULL;
+}
+
+const Folded *peval_demand(Infer *x, int id)
+{
+	int budget = DEMAND_NODES;
+	return demand(x, id, 0, &budget);
 }

@@ -289,12 +289,20 @@ static const Folded *fold_weight(Infer *x, int id)
 	return f;
 }
 
-const Folded *infer_folded(Infer *x, int i)
+const Folded *infer_known(Infer *x, int i)
 {
 	if (!infer_has_input(x, i))
 		return NULL;
 	int id = x->n->in[i];
 	return x->sig->folded[id] ? x->sig->folded[id] : fold_weight(x, id);
+}
+
+const Folded *infer_folded(Infer *x, int i)
+{
+	const Folded *f = infer_known(x, i);
+	if (f || !infer_has_input(x, i))
+		return f;
+	return peval_demand(x, x->n->in[i]);
 }
 
 /* Integer contents of input i, converted to int64; NULL if not known. */

@@ -615,3 +615,47 @@ def maxroipool_fast_rcnn_head():
        'width), got 3 values')
 def maxroipool_pooled_3d():
     return roipool_model(["N", 3, 12, 16], 2, pooled_shape=[2, 2, 2])
+
+
+# ---- Particle Transformer (part_model.py) ---------------------------------
+# weaver-style ParT exports: the pair embedding's tril_indices chain
+# (ConstantOfShape -> Trilu -> NonZero over [P, P]) folds on demand at any
+# particle count (peval.c); compared with ONNX Runtime at several batch sizes.
+
+
+@run
+def part_tril_opset17_b1():
+    import part_model
+    return part_model.export(opset=17, batch=1, npf=24, nsv=8, seed=1)
+
+
+@run
+def part_tril_opset17_b3_p108():
+    """108 particles: the [P, P] mask is larger than routine folding keeps."""
+    import part_model
+    return part_model.export(opset=17, batch=3, npf=100, nsv=8, seed=2)
+
+
+@run
+def part_tril_opset14_static_b2():
+    import part_model
+    return part_model.export(opset=14, dynamic=False, batch=2, npf=40, nsv=6, seed=3)
+
+
+@run
+def part_allpairs_opset13_b2():
+    """Opset 13 (no Trilu): the features of all P x P pairs, weaver's for_onnx path."""
+    import part_model
+    return part_model.export(opset=13, batch=2, npf=20, nsv=5, seed=4)
+
+
+@run
+def part_nopair_opset13_b5():
+    import part_model
+    return part_model.export(opset=13, pair=False, batch=5, npf=30, nsv=4, seed=5)
+
+
+@run
+def part_nopair_opset17_static_b1():
+    import part_model
+    return part_model.export(opset=17, pair=False, dynamic=False, batch=1, npf=16, nsv=4, seed=6)
