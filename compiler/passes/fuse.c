@@ -14,14 +14,17 @@
  *     with the residual as a kiln-internal fourth input, marked by the
  *     attribute kiln.residual: the kernel adds it after the bias and before
  *     the activation (ResNet blocks: Conv, BN, Add, Relu is one call);
- *   - BatchNormalization after Conv or Gemm folds into the weights and bias,
- *     when the weight dies with it (its only reader is that node; otherwise
+ *   - BatchNormalization after Conv or Gemm folds into the weights and bias
+ *     (also through an Unsqueeze or Reshape that appends axes of size 1 to
+ *     the Gemm's [N, C]: Gemm, Unsqueeze, BN, Squeeze), when the weight dies
+ *     with it (its only reader is that node; otherwise
  *     folding would store a second copy, and the BatchNormalization stays);
  *     so does one before an unpadded, ungrouped Conv that is its only reader
  *     (BN over the features, then a 1x1 Conv1d: DeepJet's branches);
  *   - Relu, Sigmoid, Tanh, Selu, Elu, LeakyRelu, HardSigmoid, Clip and GELU
  *     as exporters write it (x * 0.5 * (1 + erf(x / sqrt 2)), five nodes)
- *     after Conv (1-D/2-D) or Gemm, or after a Gemm and a Reshape, become
+ *     after Conv (1-D/2-D) or Gemm, or after a Gemm and up to three views
+ *     (Reshape, Unsqueeze, Squeeze, Flatten), become
  *     the kernel's epilogue: the node gets
  *     the attributes kiln.act, kiln.act_alpha, kiln.act_beta, which the
  *     emitters turn into one kiln_f32_gemm_ep / kiln_f32_conv2d_ep call.
@@ -508,6 +511,60 @@ static void set_weights(PassCtx *c, int p, int in0, const Shape *ws, float *nw, 
 	pn->nin = nin;
 }
 
+static bool is_view(int op)
+{
+	return op == OP_Reshape || op == OP_Unsqueeze || op == OP_Squeeze || op == OP_Flatten;
+}
+
+/* Is value a (not pinned) read by node u and otherwise only by Shape? */
+static bool only_shape_besides(PassCtx *c, int a, int u)
+{
+	if (rw_pinned(c, a))
+		return false;
+	bool by_u = false;
+	for (int i = 0; i < c->g->nnodes; i++) {
+		const Node *nd = &c->g->nodes[i];
+		for (int k = 0; !c->dead[i] && k < nd->nin; k++)
+			if (nd->in[k] == a) {
+				if (i == u)
+					by_u = true;
+				else if (nd->op != OP_Shape)
+					return false;
+			}
+	}
+	return by_u;
+}
+
+/* Node u, an Unsqueeze or Reshape that only appends axes of size 1 to a
+ * [N, C] Gemm output read by nothing else but Shape (PyTorch's BatchNorm1d on a
+ * Linear's output, as some exports write it: Gemm, Unsqueeze, BN, Squeeze):
+ * the Gemm's node id, else NONE. A BatchNorm after u is per column of the
+ * Gemm, so it folds into the Gemm and u produces its output instead. */
+static int unit_axes_view(PassCtx *c, int u)
+{
+	const Node *un = &c->g->nodes[u];
+	if ((un->op != OP_Unsqueeze && un->op != OP_Reshape) || un->nout != 1 || un->nin < 1)
+		return NONE;
+	int a = un->in[0];
+	const Value *av = &c->g->values[a];
+	if (av->kind != VAL_TEMP || av->producer == NONE ||
+	    c->g->nodes[av->producer].op != OP_Gemm || c->nsigs == 0)
+		return NONE;
+	/* Besides u, only Shape may read it (x.view(x.size(0), -1, 1)): the
+	 * fold changes its values, not its shape. */
+	if (!only_shape_besides(c, a, u))
+		return NONE;
+	for (int s = 0; s < c->nsigs; s++) {
+		const Shape *si = rw_shape_in(c, a, s), *so = rw_shape_in(c, un->out[0], s);
+		if (!si || !so || si->rank != 2 || so->rank <= 2)
+			return NONE;
+		for (int k = 0; k < so->rank; k++)
+			if (so->dims[k].size != (k < 2 ? si->dims[k].size : 1))
+				return NONE;
+	}
+	return av->producer;
+}
+
 static bool fuse_bn(PassCtx *c, int j)
 {
 	Graph *g = c->g;
@@ -518,7 +575,11 @@ static bool fuse_bn(PassCtx *c, int j)
 	const Value *xv = &g->values[x];
 	if (xv->kind != VAL_TEMP || xv->producer == NONE || rw_sole_user(c, x) != j)
 		return false;
-	int p = xv->producer;
+	int p = xv->producer, via = unit_axes_view(c, p);
+	if (via != NONE) {
+		p = via;
+		via = xv->producer;
+	}
 	Node *pn = &g->nodes[p];
 	/* Not after a fused residual: BatchNorm would then apply to the sum. */
 	if ((pn->op != OP_Conv && pn->op != OP_Gemm) || pn->nout != 1 || rw_attr(pn, "kiln.act") ||
@@ -575,7 +636,7 @@ static bool fuse_bn(PassCtx *c, int j)
 	int y = bn->out[0];
 	note_fused(c, pn, bn);
 	rw_kill(c, j);
-	take_output(c, p, y);
+	take_output(c, via != NONE ? via : p, y);
 	return true;
 }
 
@@ -702,13 +763,16 @@ static int epilogue_host(PassCtx *c, int x, int *last)
 		return NONE;
 	int p = xv->producer;
 	*last = p;
-	if (g->nodes[p].op == OP_Reshape && g->nodes[p].nout == 1) {
+	/* Views between a Gemm and the activation (Reshape; Unsqueeze and
+	 * Squeeze left by a BatchNorm folded through them): it is elementwise. */
+	for (int hops = 0; is_view(g->nodes[p].op) && g->nodes[p].nout == 1; hops++) {
 		int in = g->nodes[p].in[0];
 		const Value *iv = &g->values[in];
-		if (iv->kind != VAL_TEMP || iv->producer == NONE || rw_sole_user(c, in) != p ||
-		    g->nodes[iv->producer].op != OP_Gemm)
+		if (hops == 3 || iv->kind != VAL_TEMP || iv->producer == NONE || !only_shape_besides(c, in, p))
 			return NONE;
 		p = iv->producer;
+		if (!is_view(g->nodes[p].op) && g->nodes[p].op != OP_Gemm)
+			return NONE;
 	}
 	Node *pn = &g->nodes[p];
 	if ((pn->op != OP_Conv && pn->op != OP_Gemm) || pn->nout != 1 || rw_attr(pn, "kiln.act") ||
@@ -984,6 +1048,10 @@ int pass_fuse(PassCtx *c)
 			p = g->values[n->in[0]].producer;
 		if (p != NONE && touched[p])
 			continue;
+		/* BatchNorm through a view of a Gemm rewrites the Gemm too. */
+		int q = n->op == OP_BatchNormalization && p != NONE ? unit_axes_view(c, p) : NONE;
+		if (q != NONE && touched[q])
+			continue;
 		bool did = fuse_f16_operand(c, i) || sink_cast_gather(c, i) || fuse_transpose(c, i) || fuse_bn(c, i) || fuse_act(c, i) || fuse_gelu(c, i) ||
 		           fuse_layernorm(c, i);
 		if (!did && n->op == OP_BatchNormalization && n->nout >= 1 && n->out[0] != NONE) {
@@ -1002,6 +1070,8 @@ int pass_fuse(PassCtx *c)
 			touched[i] = true;
 			if (p != NONE)
 				touched[p] = true;
+			if (q != NONE)
+				touched[q] = true;
 			changes++;
 		}
 	}

@@ -659,3 +659,68 @@ def part_nopair_opset13_b5():
 def part_nopair_opset17_static_b1():
     import part_model
     return part_model.export(opset=17, pair=False, dynamic=False, batch=1, npf=16, nsv=4, seed=6)
+
+
+# ---- BatchNorm1d on a Linear's output through [N, C, 1] (passes/fuse.c) ---
+
+
+def mlp_bn_module(how, c=16, dims=(32, 24)):
+    """Linear, BatchNorm1d, ReLU layers with the BatchNorm run on [N, C, 1]
+    (x.unsqueeze(2) ... squeeze(2), or x.view(N, -1, 1) ... view(N, -1)),
+    which exports as Gemm, Unsqueeze/Reshape, BatchNormalization,
+    Squeeze/Reshape: the BatchNorm folds into the Gemm through the views."""
+    import torch
+    from torch import nn
+
+    class BN(nn.Module):
+        def __init__(self, d):
+            super().__init__()
+            self.bn = nn.BatchNorm1d(d)
+
+        def forward(self, x):
+            if how == "unsqueeze":
+                return self.bn(x.unsqueeze(2)).squeeze(2)
+            return self.bn(x.view(x.size(0), -1, 1)).view(x.size(0), -1)
+
+    torch.manual_seed(3)
+    layers = []
+    for d in dims:
+        layers += [nn.Linear(c, d), BN(d), nn.ReLU()]
+        c = d
+    m = nn.Sequential(*layers, nn.Linear(c, 3))
+    with torch.no_grad():
+        for mod in m.modules():
+            if isinstance(mod, nn.BatchNorm1d):
+                mod.running_mean.uniform_(-0.5, 0.5)
+                mod.running_var.uniform_(0.5, 2.0)
+                mod.weight.uniform_(0.5, 1.5)
+                mod.bias.uniform_(-0.2, 0.2)
+    return m
+
+
+def mlp_bn(how, opset, batch):
+    import torch
+    x = rng(batch).standard_normal((batch, 16), dtype=np.float32)
+    m = torch_export(mlp_bn_module(how), (torch.from_numpy(x),), ["x"],
+                     {"x": {0: "N"}, "y": {0: "N"}}, opset=opset)
+    return m, {"x": x}
+
+
+@run
+def mlp_bn_unsqueeze_opset11_b1():
+    return mlp_bn("unsqueeze", 11, 1)
+
+
+@run
+def mlp_bn_unsqueeze_opset13_b7():
+    return mlp_bn("unsqueeze", 13, 7)
+
+
+@run
+def mlp_bn_view_opset13_b64():
+    return mlp_bn("view", 13, 64)
+
+
+@compiles("--batch", "1,16")
+def mlp_bn_view_batches():
+    return mlp_bn("view", 13, 4)[0]
