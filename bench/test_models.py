@@ -27,7 +27,29 @@ def particlenet_test():
     return edgeconv_model.export()[0]
 
 
-MAKERS = {"deepjet_test": deepjet_test, "particlenet_test": particlenet_test}
+def mlp_bn_test():
+    """A PyTorch MLP whose BatchNorm1d runs on [N, C, 1]: Gemm, Unsqueeze,
+    BatchNormalization, Squeeze per layer (issue 29)."""
+    import io
+    import onnx
+    import torch
+    import cases
+    m = cases.mlp_bn_module("unsqueeze", c=64, dims=(256, 256, 128, 64)).eval()
+    f = io.BytesIO()
+    torch.onnx.export(m, (torch.randn(4, 64),), f, input_names=["x"], output_names=["y"],
+                      dynamic_axes={"x": {0: "N"}, "y": {0: "N"}}, opset_version=13)
+    return onnx.load_from_string(f.getvalue())
+
+
+def resnet1d_test():
+    """DeepBoostedJet-style 1-D ResNet over 100 particles as Conv2d (3, 1) on
+    [N, C, P, 1] (tests/realmodels/resnet1d_model.py)."""
+    import resnet1d_model
+    return resnet1d_model.export(particles=100)[0]
+
+
+MAKERS = {"deepjet_test": deepjet_test, "particlenet_test": particlenet_test,
+          "mlp_bn_test": mlp_bn_test, "resnet1d_test": resnet1d_test}
 
 
 def main(names):

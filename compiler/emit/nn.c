@@ -235,6 +235,24 @@ static void emit_window3d(Emit *E, const Geo *g, int64_t n, int64_t c, int64_t m
 	emitf(E, "\t};\n");
 }
 
+/* A 1-D convolution written as 2-D over images one pixel wide ([N, C, P, 1],
+ * kernel (k, 1): DeepBoostedJet's ResNet over particles) has the memory
+ * layout of the same convolution over [N, C, 1, P] with kernel (1, k): the
+ * rows become one wide row, the layout the kernels' row tiles are built for
+ * (a Conv1d's). Swaps H and W in g when that is so. */
+static void column_as_row(Geo *g)
+{
+	if (g->ns != 2 || g->in[2] != 1 || g->k[2] != 1 || g->outsz[2] != 1 || g->pb[2] != 0 ||
+	    g->pe[2] != 0 || g->in[1] == 1)
+		return;
+	int64_t *f[] = {g->k, g->s, g->d, g->pb, g->pe, g->in, g->outsz};
+	for (int i = 0; i < 7; i++) {
+		int64_t t = f[i][1];
+		f[i][1] = f[i][2];
+		f[i][2] = t;
+	}
+}
+
 /* A 2-D Conv's parameters (false: not 2-D). */
 static bool conv2d_params(Infer *inf, const Shape *x, const Shape *y, const Shape *w,
                           kiln_conv2d_params *p)
@@ -242,6 +260,7 @@ static bool conv2d_params(Infer *inf, const Shape *x, const Shape *y, const Shap
 	Geo g;
 	if (!window_geometry(inf, x, y, w, &g) || g.ns != 2)
 		return false;
+	column_as_row(&g);
 	*p = (kiln_conv2d_params){
 		.batch = x->dims[0].size, .in_channels = x->dims[1].size, .in_h = g.in[1],
 		.in_w = g.in[2], .out_channels = y->dims[1].size,
@@ -356,6 +375,7 @@ void emit_conv(Emit *E)
 		W.shape = &E->sig->shapes[E->n->in[1]], W.dtype = DT_FLOAT, W.expr = packed;
 	Geo g;
 	geometry(E, X.shape, Y.shape, W.shape, &g);
+	column_as_row(&g);
 	const char *bias = "NULL";
 	if (E->n->nin > 2 && E->n->in[2] != NONE)
 		bias = in_op(E, 2).expr;

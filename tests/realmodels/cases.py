@@ -724,3 +724,25 @@ def mlp_bn_view_opset13_b64():
 @compiles("--batch", "1,16")
 def mlp_bn_view_batches():
     return mlp_bn("view", 13, 4)[0]
+
+
+# ---- 1-D convolutions written as 2-D on [N, C, P, 1] (emit/nn.c) ----------
+
+
+@run
+def resnet1d_columns_b1():
+    """(3, 1) kernels on images one pixel wide run as 1-D rows."""
+    import resnet1d_model
+    return resnet1d_model.export(batch=1, particles=50, seed=1)
+
+
+@run
+def resnet1d_columns_b9_opset11():
+    import resnet1d_model
+    return resnet1d_model.export(batch=9, particles=37, opset=11, seed=2)
+
+
+@compiles("--batch", "1,16")
+def resnet1d_columns_batches():
+    import resnet1d_model
+    return resnet1d_model.export()[0]
