@@ -48,8 +48,16 @@ def resnet1d_test():
     return resnet1d_model.export(particles=100)[0]
 
 
+def interaction_test():
+    """An interaction network over 30 particles (Rr, Rs as MatMuls, the edge
+    and object MLPs between transposes: tests/realmodels/interaction_model.py)."""
+    import interaction_model
+    return interaction_model.export()[0]
+
+
 MAKERS = {"deepjet_test": deepjet_test, "particlenet_test": particlenet_test,
-          "mlp_bn_test": mlp_bn_test, "resnet1d_test": resnet1d_test}
+          "mlp_bn_test": mlp_bn_test, "resnet1d_test": resnet1d_test,
+          "interaction_test": interaction_test}
 
 
 def main(names):

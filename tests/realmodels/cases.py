@@ -746,3 +746,18 @@ def resnet1d_columns_b9_opset11():
 def resnet1d_columns_batches():
     import resnet1d_model
     return resnet1d_model.export()[0]
+
+
+# ---- interaction network (Rr, Rs MatMuls and transposes) ------------------
+
+
+@run
+def interaction_network_b3():
+    import interaction_model
+    return interaction_model.export(batch=3, seed=1)
+
+
+@compiles("--batch", "1,64")
+def interaction_network_batches():
+    import interaction_model
+    return interaction_model.export()[0]
