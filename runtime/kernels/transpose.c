@@ -12,10 +12,16 @@
  * that reduces to one contiguous axis is a single memcpy.
  * Elements are copied with memcpy of a constant size in the fast paths, which
  * compilers turn into one load and store and which is safe for any alignment.
+ * A tile of 4-byte elements whose output columns are contiguous in X (the
+ * last two axes swapped: [N, A, B] -> [N, B, A] between MatMuls) is moved
+ * 8 x 8 at a time in vector registers where the CPU has AVX2
+ * (transpose/avx2.c): the same bits.
  */
 #include <string.h>
 
+#include "isa.h"
 #include "kiln/kernels.h"
+#include "transpose/transpose.h"
 
 enum {
 	TRANSPOSE_MAX_RANK = 8,
@@ -89,6 +95,11 @@ KILN_API void kiln_transpose(const void *X, void *Y, size_t elem_bytes, int rank
 
 	const char *x = X;
 	char *y = Y;
+	Transpose32Tile tile32 = NULL;
+#ifdef KILN_HAVE_X86_VARIANTS
+	if (elem_bytes == 4 && kiln_isa() >= KILN_ISA_AVX2)
+		tile32 = kiln_transpose32_tile_avx2;
+#endif
 	if (n <= 1) {
 		/* at most one axis left: it has stride 1, so the order is unchanged */
 		memcpy(y, x, (size_t)total * elem_bytes);
@@ -106,9 +117,12 @@ KILN_API void kiln_transpose(const void *X, void *Y, size_t elem_bytes, int rank
 			for (int64_t j0 = 0; j0 < cols; j0 += TRANSPOSE_TILE) {
 				int64_t from = x_off + i0 * row_stride + j0 * col_stride;
 				int64_t to = y_off + i0 * cols + j0;
-				copy_tile_any(y + (size_t)to * elem_bytes, x + (size_t)from * elem_bytes,
-				              elem_bytes, min64(TRANSPOSE_TILE, rows - i0),
-				              min64(TRANSPOSE_TILE, cols - j0), cols, row_stride, col_stride);
+				int64_t tr = min64(TRANSPOSE_TILE, rows - i0), tc = min64(TRANSPOSE_TILE, cols - j0);
+				if (tile32 && row_stride == 1)
+					tile32(y + (size_t)to * 4, x + (size_t)from * 4, tr, tc, cols, col_stride);
+				else
+					copy_tile_any(y + (size_t)to * elem_bytes, x + (size_t)from * elem_bytes,
+					              elem_bytes, tr, tc, cols, row_stride, col_stride);
 			}
 		for (int a = n - 3; a >= 0; a--) {
 			x_off += strides[a];

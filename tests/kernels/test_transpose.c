@@ -120,6 +120,10 @@ int main(void)
 		const int64_t wide[3] = {3, 1, 200};
 		const int p021[3] = {0, 2, 1};
 		run_case(3, wide, p021, eb, 3);
+		/* [N, A, B] -> [N, B, A] between MatMuls (the 8 x 8 register tiles for
+		 * 4-byte elements, and their edges) */
+		const int64_t batched[3] = {3, 870, 29};
+		run_case(3, batched, p021, eb, (size_t)e % 3);
 	}
 	return harness_report();
 }
