@@ -468,11 +468,11 @@ const Shape *infer_shape(Infer *x, int i);
 int infer_dtype(Infer *x, int i);
 const char *infer_input_name(Infer *x, int i);
 void infer_set_output(Infer *x, int i, int dtype, const Shape *s);
-/* Contents of input i if known at compile time, else NULL. A value left
- * unfolded because it was large (ConstantOfShape -> Trilu -> NonZero) is
- * evaluated on demand (peval_demand); infer_known only looks. */
 const Folded *infer_folded(Infer *x, int i);
-const Folded *infer_known(Infer *x, int i);
+/* infer_folded for an input the op cannot do without: a value left unfolded
+ * because it was large (ConstantOfShape -> Trilu -> NonZero) is evaluated on
+ * demand (peval_demand). NULL if it cannot be known. */
+const Folded *infer_required(Infer *x, int i);
 const int64_t *infer_ints(Infer *x, int i, int64_t *n);
 const int64_t *infer_require_ints(Infer *x, int i, int64_t *n);
 /* Checked shape arithmetic: fails naming the node if the result overflows. */

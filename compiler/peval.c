@@ -789,7 +789,7 @@ static bool evaluate(Infer *x, int64_t max_float, int64_t max_int)
 		in[i] = (Arg){0};
 		if (n->in[i] == NONE)
 			continue;
-		const Folded *f = infer_known(x, i);
+		const Folded *f = infer_folded(x, i);
 		if (!f || f->dtype == DT_STRING || !dtype_size(f->dtype) || DT_IS_FLOAT8(f->dtype) ||
 		    DT_IS_4BIT(f->dtype) ||
 		    f->nelem > MAX_IN_ELEMS ||
@@ -861,7 +861,7 @@ static const Folded *demand(Infer *x, int id, int depth, int *budget)
 		return NULL;
 	Infer y = {.sig = s, .g = x->g, .n = p, .d = x->d, .a = x->a};
 	for (int k = 0; k < p->nin; k++)
-		if (infer_has_input(&y, k) && !infer_known(&y, k) &&
+		if (infer_has_input(&y, k) && !infer_folded(&y, k) &&
 		    !demand(&y, p->in[k], depth + 1, budget))
 			return NULL;
 	return evaluate(&y, DEMAND_ELEMS, DEMAND_ELEMS) ? s->folded[id] : NULL;

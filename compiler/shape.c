@@ -289,7 +289,7 @@ static const Folded *fold_weight(Infer *x, int id)
 	return f;
 }
 
-const Folded *infer_known(Infer *x, int i)
+const Folded *infer_folded(Infer *x, int i)
 {
 	if (!infer_has_input(x, i))
 		return NULL;
@@ -297,9 +297,9 @@ const Folded *infer_known(Infer *x, int i)
 	return x->sig->folded[id] ? x->sig->folded[id] : fold_weight(x, id);
 }
 
-const Folded *infer_folded(Infer *x, int i)
+const Folded *infer_required(Infer *x, int i)
 {
-	const Folded *f = infer_known(x, i);
+	const Folded *f = infer_folded(x, i);
 	if (f || !infer_has_input(x, i))
 		return f;
 	return peval_demand(x, x->n->in[i]);
@@ -385,6 +385,7 @@ _Noreturn void infer_fail_unknown(Infer *x, int i, const char *hint)
 
 const int64_t *infer_require_ints(Infer *x, int i, int64_t *n)
 {
+	infer_required(x, i);
 	const int64_t *v = infer_ints(x, i, n);
 	if (!v)
 		infer_fail_unknown(x, i, " (a constant, or computed from shapes)");

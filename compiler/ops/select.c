@@ -51,7 +51,7 @@ static int cmp_elem(int dt, const void *a, const void *b)
 
 static const Folded *require_folded(Infer *x, int i)
 {
-	const Folded *f = infer_folded(x, i);
+	const Folded *f = infer_required(x, i);
 	if (!f)
 		infer_fail_unknown(x, i, ": its values decide the output size");
 	return f;
