@@ -761,3 +761,11 @@ def interaction_network_b3():
 def interaction_network_batches():
     import interaction_model
     return interaction_model.export()[0]
+
+
+@error("compile: the result has 65792 elements; kiln folds at most 65536")
+def part_tril_p256_too_many_pairs():
+    """256 particles: the triangle's indices (2 x 32896) are past NonZero's
+    compile-time limit; one error line naming the node, not a crash."""
+    import part_model
+    return part_model.export(opset=17, dynamic=False, batch=1, npf=248, nsv=8, blocks=1)[0]
