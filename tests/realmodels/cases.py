@@ -682,20 +682,13 @@ def mlp_bn_module(how, c=16, dims=(32, 24)):
                 return self.bn(x.unsqueeze(2)).squeeze(2)
             return self.bn(x.view(x.size(0), -1, 1)).view(x.size(0), -1)
 
+    import torch_util
     torch.manual_seed(3)
     layers = []
     for d in dims:
         layers += [nn.Linear(c, d), BN(d), nn.ReLU()]
         c = d
-    m = nn.Sequential(*layers, nn.Linear(c, 3))
-    with torch.no_grad():
-        for mod in m.modules():
-            if isinstance(mod, nn.BatchNorm1d):
-                mod.running_mean.uniform_(-0.5, 0.5)
-                mod.running_var.uniform_(0.5, 2.0)
-                mod.weight.uniform_(0.5, 1.5)
-                mod.bias.uniform_(-0.2, 0.2)
-    return m
+    return torch_util.random_bn_stats(nn.Sequential(*layers, nn.Linear(c, 3)))
 
 
 def mlp_bn(how, opset, batch):

@@ -5,10 +5,9 @@ the edge MLP on [N * Nr, 2P] after a transpose, the effects summed back to
 the receivers through Rr^T, the object MLP on [N * No, P + De] after
 another transpose, a sum over particles and a dense head. Random weights,
 exported with torch.onnx for the realmodels cases and the bench."""
-import io
-import warnings
-
 import numpy as np
+
+import torch_util
 
 
 def module(p=16, no=30, de=8, do=8, hidden=32, classes=5):
@@ -55,14 +54,8 @@ def module(p=16, no=30, de=8, do=8, hidden=32, classes=5):
 
 
 def export(batch=2, opset=13, seed=0, **kw):
-    import onnx
-    import torch
+    """(ModelProto, {"x": [batch, P, No]}); dynamic batch axis."""
     mod = module(**kw)
     x = np.random.default_rng(seed).standard_normal(
         (batch, mod.fr[0].in_features // 2, mod.rr.shape[0]), dtype=np.float32)
-    f = io.BytesIO()
-    with torch.no_grad(), warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        torch.onnx.export(mod, (torch.from_numpy(x),), f, input_names=["x"], output_names=["y"],
-                          dynamic_axes={"x": {0: "N"}, "y": {0: "N"}}, opset_version=opset)
-    return onnx.load_from_string(f.getvalue()), {"x": x}
+    return torch_util.export_x(mod, x, opset)

@@ -26,6 +26,8 @@ import warnings
 
 import numpy as np
 
+import torch_util
+
 
 def module(pair=True, tril=True, embed=64, heads=4, blocks=2, cls_blocks=1, classes=5,
            pf_dim=7, sv_dim=5, pair_dims=(16, 16)):
@@ -165,15 +167,7 @@ def module(pair=True, tril=True, embed=64, heads=4, blocks=2, cls_blocks=1, clas
             return torch.softmax(self.fc(self.norm(cls).squeeze(0)), dim=1)
 
     torch.manual_seed(7)
-    m = ParT()
-    with torch.no_grad():                       # BatchNorm statistics that matter
-        for mod in m.modules():
-            if isinstance(mod, nn.BatchNorm1d):
-                mod.running_mean.uniform_(-0.5, 0.5)
-                mod.running_var.uniform_(0.5, 2.0)
-                mod.weight.uniform_(0.5, 1.5)
-                mod.bias.uniform_(-0.2, 0.2)
-    return m.eval()
+    return torch_util.random_bn_stats(ParT())
 
 
 NAMES = ["pf_features", "pf_vectors", "pf_mask", "sv_features", "sv_vectors", "sv_mask"]

@@ -4,10 +4,9 @@ some exporters of that network do: a stem Conv/BatchNorm/ReLU, residual
 blocks of two (3, 1) convolutions with BatchNorm (a 1x1 shortcut where the
 width changes), a mean over the particles and a dense head. Random weights,
 exported with torch.onnx for the realmodels cases and the bench."""
-import io
-import warnings
-
 import numpy as np
+
+import torch_util
 
 
 def module(c_in=16, widths=(32, 32, 64, 64), classes=5):
@@ -45,27 +44,12 @@ def module(c_in=16, widths=(32, 32, 64, 64), classes=5):
             return torch.softmax(self.fc(x.mean(dim=(2, 3))), dim=1)
 
     torch.manual_seed(11)
-    m = Net()
-    with torch.no_grad():
-        for mod in m.modules():
-            if isinstance(mod, nn.BatchNorm2d):
-                mod.running_mean.uniform_(-0.3, 0.3)
-                mod.running_var.uniform_(0.5, 2.0)
-                mod.weight.uniform_(0.5, 1.5)
-                mod.bias.uniform_(-0.2, 0.2)
-    return m.eval()
+    return torch_util.random_bn_stats(Net(), mean=0.3)
 
 
 def export(batch=2, particles=50, opset=13, seed=0, **kw):
     """(ModelProto, {"x": [batch, C, particles]}); dynamic batch axis."""
-    import onnx
-    import torch
     mod = module(**kw)
     c = mod.stem[0].in_channels
     x = np.random.default_rng(seed).standard_normal((batch, c, particles), dtype=np.float32)
-    f = io.BytesIO()
-    with torch.no_grad(), warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        torch.onnx.export(mod, (torch.from_numpy(x),), f, input_names=["x"], output_names=["y"],
-                          dynamic_axes={"x": {0: "N"}, "y": {0: "N"}}, opset_version=opset)
-    return onnx.load_from_string(f.getvalue()), {"x": x}
+    return torch_util.export_x(mod, x, opset)
