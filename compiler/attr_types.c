@@ -67,8 +67,6 @@ void attr_check_types(const Graph *g, const Node *n, Diag *d)
 		return;
 	for (int i = 0; i < n->nattrs; i++) {
 		const Attr *a = &n->attrs[i];
-		if (a->ref_name)
-			continue;   /* a function's attribute reference: typed where it is bound */
 		AttrRow key = {domain, op_info(n->op)->op_type, n->since, a->name, AT_UNDEFINED};
 		const AttrRow *r = bsearch(&key, rows, sizeof rows / sizeof rows[0], sizeof rows[0],
 		                           cmp_key);

@@ -199,7 +199,6 @@ typedef struct Tensor {
 typedef struct Attr {
 	const char *name;
 	AttrType type;
-	const char *ref_name;   /* function attribute reference, or NULL */
 	float f;                /* AT_FLOAT */
 	int64_t i;              /* AT_INT */
 	WeightString s;         /* AT_STRING */

@@ -537,6 +537,131 @@ static void tensor_from_proto(Loader *L, const Onnx__TensorProto *tp, Tensor *t,
 	w->bytes = src_esize == esize / (size_t)per ? src : narrow(L, src, src_esize, nelem, esize);
 }
 
+/* ---- sparse tensors --------------------------------------------------- */
+
+/* Largest dense tensor a sparse one is expanded into (docs/limits.md): a few
+ * indices must not silently become a weight of gigabytes in the program. */
+enum { SPARSE_MAX_DENSE_BYTES = 16 << 20 };
+
+/* Index k of an integer tensor (any signed width; bytes may be unaligned). */
+static int64_t index_at(const Tensor *t, int64_t k)
+{
+	const uint8_t *p = (const uint8_t *)t->w.bytes + (size_t)k * dtype_size(t->dtype);
+	switch (t->dtype) {
+	case DT_INT8: return (int8_t)p[0];
+	case DT_INT16: { int16_t v; memcpy(&v, p, sizeof v); return v; }
+	case DT_INT32: { int32_t v; memcpy(&v, p, sizeof v); return v; }
+	default: { int64_t v; memcpy(&v, p, sizeof v); return v; }
+	}
+}
+
+/* Decode a SparseTensorProto into t as the dense tensor it stands for:
+ * values [NNZ] placed at indices [NNZ] (linearized) or [NNZ, rank], zero (or
+ * "") elsewhere. Every index is checked: in range, and in strictly
+ * ascending order as onnx.proto requires (so no duplicates). */
+static void sparse_from_proto(Loader *L, const Onnx__SparseTensorProto *sp, Tensor *t,
+                              const char *what)
+{
+	memset(t, 0, sizeof *t);
+	if (!sp->values)
+		diag_fail(L->d, KILN_INVALID_MODEL, "%s has no values", what);
+	Tensor vals, idx = {0};
+	tensor_from_proto(L, sp->values, &vals, arena_printf(L->a, "%s values", what));
+	if (vals.shape.rank != 1)
+		diag_fail(L->d, KILN_INVALID_MODEL, "%s: values have rank %d; they must be a list [NNZ]",
+		          what, vals.shape.rank);
+	int64_t nnz = vals.shape.dims[0].size;
+	if (sp->n_dims > KILN_MAX_RANK)
+		diag_fail(L->d, KILN_LIMIT, "%s has rank %zu; kiln supports rank up to %d", what,
+		          sp->n_dims, KILN_MAX_RANK);
+	int rank = (int)sp->n_dims;
+	int64_t nelem = 1;
+	t->dtype = vals.dtype;
+	t->shape.rank = rank;
+	for (int k = 0; k < rank; k++) {
+		int64_t dim = sp->dims[k];
+		if (dim < 0)
+			diag_fail(L->d, KILN_INVALID_MODEL, "%s has negative dimension %lld at axis %d",
+			          what, (long long)dim, k);
+		if (dim && nelem > ((int64_t)1 << 62) / dim)
+			diag_fail(L->d, KILN_LIMIT, "%s has too many elements", what);
+		nelem *= dim;
+		t->shape.dims[k].size = dim;
+	}
+	uint64_t dense = t->dtype == DT_STRING ? (uint64_t)nelem * sizeof(WeightString)
+	                                       : dtype_bytes(t->dtype, nelem);
+	if (dense > SPARSE_MAX_DENSE_BYTES)
+		diag_fail(L->d, KILN_LIMIT, "%s holds %lld values in %lld elements: %.1f MiB dense, more "
+		          "than the %d MiB kiln expands a sparse tensor into; store it dense", what,
+		          (long long)nnz, (long long)nelem, (double)dense / (1 << 20),
+		          SPARSE_MAX_DENSE_BYTES >> 20);
+	if (nnz > nelem)
+		diag_fail(L->d, KILN_INVALID_MODEL, "%s has %lld values for %lld elements", what,
+		          (long long)nnz, (long long)nelem);
+	bool coords = false;
+	if (sp->indices) {
+		tensor_from_proto(L, sp->indices, &idx, arena_printf(L->a, "%s indices", what));
+		if (idx.dtype != DT_INT64 && idx.dtype != DT_INT32 && idx.dtype != DT_INT16 &&
+		    idx.dtype != DT_INT8)
+			diag_fail(L->d, KILN_INVALID_MODEL, "%s: indices are %s; they must be a signed "
+			          "integer type", what, dtype_name(idx.dtype));
+		coords = idx.shape.rank == 2;
+		if (!(idx.shape.rank == 1 || coords) || idx.shape.dims[0].size != nnz ||
+		    (coords && idx.shape.dims[1].size != rank))
+			diag_fail(L->d, KILN_INVALID_MODEL, "%s: indices of rank %d and %lld rows do not fit "
+			          "%lld values of a rank-%d tensor (need [%lld] or [%lld, %d])", what,
+			          idx.shape.rank, (long long)(idx.shape.rank ? idx.shape.dims[0].size : 1),
+			          (long long)nnz, rank, (long long)nnz, (long long)nnz, rank);
+	} else if (nnz > 0) {
+		diag_fail(L->d, KILN_INVALID_MODEL, "%s has %lld values but no indices", what,
+		          (long long)nnz);
+	}
+	size_t esize = t->dtype == DT_STRING ? sizeof(WeightString) : dtype_size(t->dtype);
+	uint8_t *out = arena_array(L->a, (size_t)dense, 1);
+	if (t->dtype == DT_STRING)
+		for (int64_t e = 0; e < nelem; e++)
+			((WeightString *)out)[e].data = "";
+	int64_t prev = -1;
+	for (int64_t i = 0; i < nnz; i++) {
+		int64_t at = 0;
+		if (coords) {
+			for (int k = 0; k < rank; k++) {
+				int64_t c = index_at(&idx, i * rank + k);
+				if (c < 0 || c >= t->shape.dims[k].size)
+					diag_fail(L->d, KILN_INVALID_MODEL, "%s: index %lld of value %lld lies "
+					          "outside dimension %d (size %lld)", what, (long long)c,
+					          (long long)i, k, (long long)t->shape.dims[k].size);
+				at = at * t->shape.dims[k].size + c;
+			}
+		} else {
+			at = index_at(&idx, i);
+			if (at < 0 || at >= nelem)
+				diag_fail(L->d, KILN_INVALID_MODEL, "%s: index %lld of value %lld lies outside "
+				          "its %lld elements", what, (long long)at, (long long)i,
+				          (long long)nelem);
+		}
+		if (at <= prev)
+			diag_fail(L->d, KILN_INVALID_MODEL, "%s: value %lld %s (element %lld); indices "
+			          "must ascend without repeats", what, (long long)i,
+			          at == prev ? "repeats the previous index" : "comes after a larger index",
+			          (long long)at);
+		prev = at;
+		if (DT_IS_4BIT(t->dtype)) {
+			const uint8_t *v = vals.w.bytes;
+			int nib = (v[i / 2] >> (4 * (i % 2))) & 15;
+			out[at / 2] |= (uint8_t)(nib << (4 * (at % 2)));
+		} else if (t->dtype == DT_STRING) {
+			((WeightString *)out)[at] = ((const WeightString *)vals.w.bytes)[i];
+		} else {
+			memcpy(out + (size_t)at * esize, (const uint8_t *)vals.w.bytes + (size_t)i * esize,
+			       esize);
+		}
+	}
+	t->w.nelem = nelem;
+	t->w.bytes = out;
+	t->w.nbytes = t->dtype == DT_STRING ? vals.w.nbytes : dense;
+}
+
 /* ---- graphs ----------------------------------------------------------- */
 
 static Graph *load_graph(Loader *L, const Onnx__GraphProto *gp, Graph *parent, int parent_node,
@@ -559,7 +684,15 @@ static const char *str_or_empty(const char *s)
 static void load_attr(Loader *L, Graph *g, Node *n, const Onnx__AttributeProto *ap, Attr *at)
 {
 	at->name = arena_strdup(L->a, str_or_empty(ap->name));
-	at->ref_name = ap->ref_attr_name ? arena_strdup(L->a, ap->ref_attr_name) : NULL;
+	/* ref_attr_name binds a function body's attribute to the caller's; kiln
+	 * loads no function bodies (a call is refused by name, ops.c), so every
+	 * node here is outside one, where the reference has no value (ONNX
+	 * Runtime 1.x reads it as 0: a LeakyRelu with alpha 0, not even the
+	 * default). The model is invalid; refused rather than guessed. */
+	if (ap->ref_attr_name)
+		diag_fail_node(L->d, g, n, KILN_INVALID_MODEL, "attribute \"%.100s\" refers to a "
+		               "function attribute (ref_attr_name \"%.100s\") outside a function body",
+		               at->name, ap->ref_attr_name);
 	AttrType type = ap->has_type ? (AttrType)ap->type : AT_UNDEFINED;
 	if (type == AT_UNDEFINED) {
 		/* Old models leave the type out; take it from the field that is set. */
@@ -575,7 +708,7 @@ static void load_attr(Loader *L, Graph *g, Node *n, const Onnx__AttributeProto *
 		else if (ap->n_graphs) type = AT_GRAPHS;
 		else if (ap->sparse_tensor) type = AT_SPARSE_TENSOR;
 		else if (ap->tp) type = AT_TYPE_PROTO;
-		else if (!at->ref_name)
+		else
 			diag_fail_node(L->d, g, n, KILN_INVALID_MODEL, "attribute \"%s\" has no type and no value",
 			               at->name);
 	}
@@ -643,7 +776,27 @@ static void load_attr(Loader *L, Graph *g, Node *n, const Onnx__AttributeProto *
 		break;
 	}
 	case AT_SPARSE_TENSOR:
-	case AT_SPARSE_TENSORS:
+	case AT_SPARSE_TENSORS: {
+		/* Densified and checked as sparse initializers are; a Constant's
+		 * sparse_value then reads as its dense value. */
+		size_t count = type == AT_SPARSE_TENSOR ? (ap->sparse_tensor ? 1 : 0)
+		                                        : ap->n_sparse_tensors;
+		if (type == AT_SPARSE_TENSOR && !ap->sparse_tensor)
+			diag_fail_node(L->d, g, n, KILN_INVALID_MODEL, "attribute \"%s\" has no sparse tensor",
+			               at->name);
+		at->n = (int)count;
+		at->tensors = arena_array(L->a, count, sizeof *at->tensors);
+		for (size_t i = 0; i < count; i++)
+			sparse_from_proto(L, type == AT_SPARSE_TENSOR ? ap->sparse_tensor
+			                                              : ap->sparse_tensors[i],
+			                  &at->tensors[i], what);
+		if (type == AT_SPARSE_TENSOR && n->domain_id == DOMAIN_ONNX &&
+		    strcmp(n->op_type, "Constant") == 0 && strcmp(at->name, "sparse_value") == 0) {
+			at->name = "value";
+			at->type = AT_TENSOR;
+		}
+		break;
+	}
 	case AT_TYPE_PROTO:
 	case AT_TYPE_PROTOS:
 		/* Kept by type only: no op kiln compiles reads them. */
@@ -1042,7 +1195,7 @@ static Graph *load_graph(Loader *L, const Onnx__GraphProto *gp, Graph *parent, i
 	for (size_t i = 0; i < gp->n_sparse_initializer; i++) {
 		const Onnx__SparseTensorProto *sp = gp->sparse_initializer[i];
 		const char *name = sp->values ? str_or_empty(sp->values->name) : "";
-		if (!name[0] || !sp->values)
+		if (!name[0])
 			diag_fail(L->d, KILN_INVALID_MODEL, "sparse initializer %zu of graph \"%s\" has no name",
 			          i, g->name);
 		if (graph_lookup_local(g, name) != NONE)
@@ -1050,18 +1203,13 @@ static Graph *load_graph(Loader *L, const Onnx__GraphProto *gp, Graph *parent, i
 		char what[300];
 		snprintf(what, sizeof what, "sparse initializer \"%.256s\"", name);
 		Tensor t;
-		tensor_from_proto(L, sp->values, &t, what);
+		sparse_from_proto(L, sp, &t, what);
 		int id = graph_add_value(g, name);
 		Value *v = &g->values[id];
 		v->kind = VAL_WEIGHT;
-		v->type = TK_SPARSE;
+		v->type = TK_TENSOR;  /* densified: from here on, a weight like the others */
 		v->dtype = t.dtype;
-		if (sp->n_dims > KILN_MAX_RANK)
-			diag_fail(L->d, KILN_LIMIT, "%s has rank %zu; kiln supports rank up to %d", what,
-			          sp->n_dims, KILN_MAX_RANK);
-		v->shape.rank = (int)sp->n_dims;
-		for (size_t k = 0; k < sp->n_dims; k++)
-			v->shape.dims[k].size = sp->dims[k] >= 0 ? sp->dims[k] : -1;
+		v->shape = t.shape;
 		v->weight = arena_alloc(L->a, sizeof *v->weight);
 		*v->weight = t.w;
 		g->ninitializers++;

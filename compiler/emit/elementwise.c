@@ -480,17 +480,23 @@ int ewchain_collect(Emit *E, const Node *last, EwChain *ch)
 	ch->nodes = NULL;
 	if (!ewchain_op(last) || !reads_inline(E, last))
 		return 1;
-	/* Its nodes, back from the last one through the inline values (each
-	 * has one reader, so each node is reached once), then in node order. */
+	/* Its nodes, back from the last one through the inline values, then in
+	 * node order. Each inline value has one reader, but that reader may
+	 * read it twice (Mul(d, d) with d = x - mean): each producer is taken
+	 * once, else its second copy would compute a t<i> nobody reads. */
 	int cap = 0;
 	ch->nodes = arena_grow(E->a, NULL, 0, &cap, sizeof *ch->nodes);
 	ch->nodes[ch->nnodes++] = last->id;
 	for (int t = 0; t < ch->nnodes; t++) {
 		const Node *n = &g->nodes[ch->nodes[t]];
 		for (int k = 0; k < ewchain_data_inputs(n); k++) {
-			int id = n->in[k];
+			int id = n->in[k], seen = 0;
 			if (id == NONE || !sig_inline(E->sig, id))
 				continue;
+			while (seen < k && n->in[seen] != id)
+				seen++;
+			if (seen < k)
+				continue;  /* this node's earlier input: its producer is in */
 			ch->nodes = arena_grow(E->a, ch->nodes, ch->nnodes, &cap, sizeof *ch->nodes);
 			ch->nodes[ch->nnodes++] = g->values[id].producer;
 		}

@@ -21,7 +21,7 @@ static bool same_weight(const Tensor *a, const Tensor *b)
 
 static bool same_attr(const Attr *a, const Attr *b)
 {
-	if (a->type != b->type || a->n != b->n || (a->ref_name || b->ref_name))
+	if (a->type != b->type || a->n != b->n)
 		return false;
 	switch (a->type) {
 	case AT_FLOAT: return memcmp(&a->f, &b->f, sizeof a->f) == 0;

@@ -18,8 +18,9 @@
  *
  * A value v = f(...) is inlined into its reader r when f and r are both
  * fusible (ewchain_fusible: elementwise ops on float32 whose code is one
- * expression or libkiln's vector kernel); v has exactly one reader, r,
- * reading it once, and is not a graph output nor read by a subgraph; v has
+ * expression or libkiln's vector kernel); v has exactly one reader, r
+ * (which may read it twice: Mul(d, d), a variance's square), and is not a
+ * graph output nor read by a subgraph; v has
  * r's output's element count in every signature, so it is indexed as the
  * output is and nothing is computed twice; and v is folded in none. A chain
  * stays within EW_MAX_NODES nodes and EWCHAIN_MAX_OPERANDS operands from
