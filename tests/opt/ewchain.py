@@ -212,6 +212,42 @@ def main():
          [1000], [("y", [1000], F)],
          [c("three", 3.0), c("c1", 0.044715), c("k", k), c("one", 1.0), c("half", 0.5)],
          lambda x: [0.5 * x * (1 + np.tanh(k * (x + 0.044715 * x ** 3)))], 7)
+    # One inner value read twice by its reader (issue 27, a TF-exported
+    # BERT): Mul(d, d) takes d's code once, and no t<i> is left unread.
+    case("square", [N("Sub", ["x", "mean"], ["d"], name="sub"), N("Mul", ["d", "d"], ["y"], name="sq")],
+         [C], [("y", [C], F)], [c("mean", mean)],
+         lambda x: [(x - mean.astype(np.float32)) ** 2], 1)
+    # TF's LayerNorm: x - mean written twice, the variance, 1 / sqrt, gamma,
+    # beta. Two identical Subs are merged by cse.c, and the centred value,
+    # read by the square and the Div, is stored: 3 saved (add_eps + sqrt,
+    # div + mul_gamma + add_beta). A SquaredDifference export, mean - x,
+    # stays a Sub of its own, read twice by the square alone: 5 saved (center
+    # joins the div chain too).
+    gamma, beta = rng.standard_normal(C), rng.standard_normal(C)
+    g32, be32 = gamma.astype(np.float32), beta.astype(np.float32)
+
+    def tf_ln(x):
+        d = x - x.mean(-1, keepdims=True)
+        return [d / np.sqrt((d * d).mean(-1, keepdims=True) + np.float32(1e-6)) * g32 + be32]
+    for name, second, fused in (("tf_layernorm", ["x", "mu"], 3), ("tf_sqdiff", ["mu", "x"], 5)):
+        case(name, [N("ReduceMean", ["x"], ["mu"], axes=[-1], name="mean"),
+                    N("Sub", ["x", "mu"], ["d1"], name="center"),
+                    N("Sub", second, ["d2"], name="center_1"),
+                    N("Mul", ["d2", "d2"], ["sq"], name="square"),
+                    N("ReduceMean", ["sq"], ["var"], axes=[-1], name="variance"),
+                    N("Add", ["var", "eps"], ["ve"], name="add_eps"),
+                    N("Sqrt", ["ve"], ["sd"], name="sqrt"),
+                    N("Div", ["d1", "sd"], ["nrm"], name="div"),
+                    N("Mul", ["nrm", "gamma"], ["sc"], name="mul_gamma"),
+                    N("Add", ["sc", "beta"], ["y"], name="add_beta")],
+             [C], [("y", [C], F)], [c("eps", 1e-6), c("gamma", gamma), c("beta", beta)], tf_ln,
+             fused, smaller=None)
+    # A broadcast constant read by two nodes of the chain and an inner
+    # value squared: (x + b)^2 + b.
+    case("bcast_repeat", [N("Add", ["x", "b"], ["a"], name="add"), N("Mul", ["a", "a"], ["s"], name="sq"),
+                          N("Add", ["s", "b"], ["y"], name="add_b")],
+         [4, C], [("y", [4, C], F)], [c("b", bias)],
+         lambda x: [(x + b32) ** 2 + b32], 2)
     # float16 and int32 chains are left alone.
     case("float16", [N("Add", ["x", "b"], ["a"], name="add"), N("Relu", ["a"], ["y"], name="relu")],
          [C], [("y", [C], H)], [c("b", bias, np.float16)],
