@@ -724,6 +724,8 @@ int64_t conv_scratch_bytes(const Sig *s, int node, Arena *a);  /* node_scratch_b
 bool knn_node(const Node *n);                     /* a TopK marked kiln.knn */
 void knn_infer(Infer *x);
 int64_t knn_scratch_bytes(const Sig *s, int node);   /* node_scratch_bytes */
+/* emit/linalg.c: a float16 or bfloat16 Gemm/MatMul's float32 copies, else 0 */
+int64_t half_gemm_scratch_bytes(const Sig *s, int node);   /* node_scratch_bytes */
 /* ops/quant.c: MatMulInteger, QLinearMatMul, ConvInteger, QLinearConv, DynamicQuantizeLinear */
 void ops_quant_infer(Infer *x);
 /* How a quantized matmul's zero point or scale of input i maps onto its

@@ -875,30 +875,75 @@ static void depend_on(Loader *L, const NameTab *prod, Edges *e, const char *name
 		add_edge(L, e, p, node);
 }
 
-/* Every name a subgraph (and its own subgraphs) reads or returns; names it
- * defines itself cannot be produced in the enclosing graph (ONNX forbids
- * shadowing), so over-collecting them is harmless. depth is sg's nesting in
- * the model; past --max-depth the walk stops (load_attr then refuses the
+/* The names a subgraph defines itself, and those of the subgraphs around
+ * it (up to the graph being sorted): what its nodes read from these is not
+ * the enclosing graph's. */
+typedef struct Scope {
+	NameTab names;
+	const struct Scope *up;
+} Scope;
+
+static void scope_add(NameTab *t, const char *name)
+{
+	if (name && name[0])
+		*name_slot(t, name) = 0;
+}
+
+static bool in_scope(const Scope *s, const char *name)
+{
+	for (; s; s = s->up)
+		if (name_find(&s->names, name) != NONE)
+			return true;
+	return false;
+}
+
+/* Every outer name a subgraph (and its own subgraphs) reads or returns.
+ * Names the subgraph defines (its inputs, initializers and node outputs)
+ * are its own even where the enclosing graph defines them too: ONNX forbids
+ * such shadowing, but CNTK's Scan bodies reuse outer names, ONNX Runtime
+ * runs them, and counting them as outer made a node after the Scan that
+ * produces one look like the Scan's input, a cycle. depth is sg's nesting
+ * in the model; past --max-depth the walk stops (load_attr then refuses the
  * node holding the subgraph, by name). */
 static void depend_on_subgraph(Loader *L, const NameTab *prod, Edges *e,
-                               const Onnx__GraphProto *sg, int node, int depth)
+                               const Onnx__GraphProto *sg, int node, int depth, const Scope *up)
 {
 	if (depth > L->m->limits.max_depth)
 		return;
+	size_t count = sg->n_input + sg->n_initializer + sg->n_sparse_initializer;
+	for (size_t i = 0; i < sg->n_node; i++)
+		count += sg->node[i]->n_output;
+	Scope here = {.names = {.cap = 16}, .up = up};
+	while (here.names.cap < 2 * count + 2)
+		here.names.cap *= 2;
+	here.names.keys = arena_array(L->a, here.names.cap, sizeof *here.names.keys);
+	here.names.vals = arena_array(L->a, here.names.cap, sizeof *here.names.vals);
+	for (size_t i = 0; i < sg->n_input; i++)
+		scope_add(&here.names, sg->input[i]->name);
+	for (size_t i = 0; i < sg->n_initializer; i++)
+		scope_add(&here.names, sg->initializer[i]->name);
+	for (size_t i = 0; i < sg->n_sparse_initializer; i++)
+		if (sg->sparse_initializer[i]->values)
+			scope_add(&here.names, sg->sparse_initializer[i]->values->name);
+	for (size_t i = 0; i < sg->n_node; i++)
+		for (size_t k = 0; k < sg->node[i]->n_output; k++)
+			scope_add(&here.names, sg->node[i]->output[k]);
 	for (size_t i = 0; i < sg->n_node; i++) {
 		const Onnx__NodeProto *np = sg->node[i];
 		for (size_t k = 0; k < np->n_input; k++)
-			depend_on(L, prod, e, np->input[k], node);
+			if (np->input[k] && !in_scope(&here, np->input[k]))
+				depend_on(L, prod, e, np->input[k], node);
 		for (size_t k = 0; k < np->n_attribute; k++) {
 			const Onnx__AttributeProto *ap = np->attribute[k];
 			if (ap->g)
-				depend_on_subgraph(L, prod, e, ap->g, node, depth + 1);
+				depend_on_subgraph(L, prod, e, ap->g, node, depth + 1, &here);
 			for (size_t j = 0; j < ap->n_graphs; j++)
-				depend_on_subgraph(L, prod, e, ap->graphs[j], node, depth + 1);
+				depend_on_subgraph(L, prod, e, ap->graphs[j], node, depth + 1, &here);
 		}
 	}
 	for (size_t i = 0; i < sg->n_output; i++)
-		depend_on(L, prod, e, sg->output[i]->name, node);
+		if (sg->output[i]->name && !in_scope(&here, sg->output[i]->name))
+			depend_on(L, prod, e, sg->output[i]->name, node);
 }
 
 static const char *node_label(const Onnx__NodeProto *np)
@@ -958,9 +1003,9 @@ static int *node_order(Loader *L, const Onnx__GraphProto *gp, const char *gname,
 		for (size_t k = 0; k < np->n_attribute; k++) {
 			const Onnx__AttributeProto *ap = np->attribute[k];
 			if (ap->g)
-				depend_on_subgraph(L, &prod, &e, ap->g, (int)i, depth + 1);
+				depend_on_subgraph(L, &prod, &e, ap->g, (int)i, depth + 1, NULL);
 			for (size_t j = 0; j < ap->n_graphs; j++)
-				depend_on_subgraph(L, &prod, &e, ap->graphs[j], (int)i, depth + 1);
+				depend_on_subgraph(L, &prod, &e, ap->graphs[j], (int)i, depth + 1, NULL);
 		}
 	}
 	int *order = arena_array(L->a, nn ? nn : 1, sizeof *order);

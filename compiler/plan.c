@@ -127,6 +127,7 @@ int64_t node_scratch_bytes(const Sig *s, int node, Arena *a)
 		return edgeconv_node(n) ? edgeconv_scratch_bytes(s, node, a)
 		                        : conv_scratch_bytes(s, node, a);
 	case OP_TopK: return knn_scratch_bytes(s, node);
+	case OP_Gemm: case OP_MatMul: return half_gemm_scratch_bytes(s, node);
 	case OP_Softmax: return node_attr(n, "kiln.attention") ? attention_scratch_bytes(s, node) : 0;
 	default: return 0;
 	}

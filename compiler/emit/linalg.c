@@ -58,27 +58,94 @@ static const char *packed_b(Emit *E, bool trans, int64_t K, int64_t N)
 	return symbol_expr(E, s, "float");
 }
 
-void emit_gemm(Emit *E)
+/* ---- float16 and bfloat16 ------------------------------------------------
+ * A 16-bit float GEMM computes in float32, as kiln's 16-bit elementwise ops
+ * do: its operands widened exactly into the node's arena scratch (A, B, C,
+ * then the float32 result, each 64-byte aligned), the float32 GEMM on them,
+ * and the result rounded to nearest even into Y. */
+
+static bool is_half(int dt)
 {
-	Operand A = in_op(E, 0), Y = out_op(E, 0);
-	require_f32(E, &A);
+	return dt == DT_FLOAT16 || dt == DT_BFLOAT16;
+}
+
+static int64_t scratch_floats(int64_t nelem)
+{
+	return (nelem + 15) / 16 * 16;
+}
+
+int64_t half_gemm_scratch_bytes(const Sig *s, int node)
+{
+	const Node *n = &s->g->nodes[node];
+	if (n->nout < 1 || n->out[0] == NONE || !is_half(s->dtypes[n->out[0]]))
+		return 0;
+	int64_t floats = scratch_floats(shape_nelem(&s->shapes[n->out[0]]));
+	for (int k = 0; k < n->nin && k < 3; k++)
+		if (n->in[k] != NONE)
+			floats += scratch_floats(shape_nelem(&s->shapes[n->in[k]]));
+	return 4 * floats;
+}
+
+/* Operand x widened into the float32 scratch at *off (bytes), which moves on. */
+static Operand widened(Emit *E, const Operand *x, int64_t *off, bool load)
+{
+	Operand w = *x;
+	w.dtype = DT_FLOAT;
+	w.expr = arena_printf(E->a, "((float *)(a + %" PRId64 "))", *off);
+	*off += 4 * scratch_floats(x->nelem);
+	if (load) {  /* a block: its loop's names are the GEMM's own */
+		emitf(E, "\t{\n");
+		emit_map_widened(E, &w, x, 1, "x0", NULL);
+		emitf(E, "\t}\n");
+	}
+	return w;
+}
+
+/* The half GEMM's operands: inputs 0..nin-1 widened, and y32, where Y is computed. */
+static void half_operands(Emit *E, Operand *in, int nin, Operand *y32)
+{
+	int node = (int)(E->n - E->g->nodes);
+	int buf = E->plan->scratch_of[node];
+	KILN_ASSERT(buf != NONE);
+	int64_t off = E->plan->bufs[buf].off;
+	emitf(E, "\t/* %s computed in float32: operands widened into arena scratch @%" PRId64 "+%"
+	      PRId64 ", the result rounded to nearest even */\n", dtype_name(in[0].dtype), off,
+	      E->plan->bufs[buf].bytes);
+	for (int k = 0; k < nin; k++)
+		if (in[k].expr)
+			in[k] = widened(E, &in[k], &off, true);
+	Operand Y = out_op(E, 0);
+	*y32 = widened(E, &Y, &off, false);
+}
+
+static void half_store(Emit *E, const Operand *y32)
+{
+	Operand Y = out_op(E, 0);
+	emitf(E, "\t{\n");
+	emit_map_widened(E, &Y, y32, 1, "x0", NULL);
+	emitf(E, "\t}\n");
+}
+
+/* Gemm on A (float32), with half non-NULL: B, C and Y widened (half[0..2]). */
+static void gemm_f32(Emit *E, Operand A, Operand Y, const Operand *half)
+{
 	bool ta = node_attr_int(E->n, "transA", 0) != 0, tb = node_attr_int(E->n, "transB", 0) != 0;
 	double alpha = node_attr_float(E->n, "alpha", 1.0f), beta = node_attr_float(E->n, "beta", 1.0f);
 	int64_t M = Y.shape->dims[0].size, N = Y.shape->dims[1].size;
 	int64_t K = A.shape->dims[ta ? 0 : 1].size;
 	bool has_c = E->n->nin > 2 && E->n->in[2] != NONE && beta != 0.0;
-	const char *pb = ta ? NULL : packed_b(E, tb, K, N);
+	const char *pb = ta || half ? NULL : packed_b(E, tb, K, N);
 	decl(E, "A", &A, false);
 	Operand B = {0};
 	if (!pb) {
-		B = in_op(E, 1);
+		B = half ? half[0] : in_op(E, 1);
 		decl(E, "B", &B, false);
 	}
 	/* Optional C: a per-column C ([N], [1,N]) with beta 1 goes to the kernel's
 	 * epilogue as its bias (emit/epilogue.c), added in registers; any other C
 	 * is first written into Y, broadcast to [M, N], and accumulated with beta. */
 	bool fused = node_attr(E->n, "kiln.fused") != NULL;
-	Operand C = has_c ? in_op(E, 2) : Y;
+	Operand C = has_c ? half ? half[1] : in_op(E, 2) : Y;
 	bool col = has_c && beta == 1.0 && C.nelem == N && C.shape->rank >= 1 &&
 	           C.shape->dims[C.shape->rank - 1].size == N;
 	if (has_c && !col) {
@@ -107,6 +174,25 @@ void emit_gemm(Emit *E)
 	    with_ep ? (ep ? ep : "NULL") : "");
 }
 
+
+void emit_gemm(Emit *E)
+{
+	Operand A = in_op(E, 0);
+	if (!is_half(A.dtype)) {
+		require_f32(E, &A);
+		gemm_f32(E, A, out_op(E, 0), NULL);
+		return;
+	}
+	bool has_c = E->n->nin > 2 && E->n->in[2] != NONE &&
+	             node_attr_float(E->n, "beta", 1.0f) != 0.0;
+	Operand in[3] = {A, in_op(E, 1), {0}}, y32;
+	if (has_c)
+		in[2] = in_op(E, 2);
+	half_operands(E, in, 3, &y32);
+	gemm_f32(E, in[0], y32, in + 1);
+	half_store(E, &y32);
+}
+
 /* A MatMul's geometry: 1-D operands as matrices, the batch dims of each
  * operand (ab, bb) and of the output (ob, numpy broadcasting), nb batch
  * matrices of M x K times K x N. Shared with the integer MatMuls. */
@@ -133,14 +219,13 @@ void matmul_geometry(const Shape *a_in, const Shape *b_in, MatmulGeo *g)
 	}
 }
 
-void emit_matmul(Emit *E)
+/* MatMul on A (float32), with half non-NULL: B and Y widened (half[0..1]). */
+static void matmul_f32(Emit *E, Operand A, Operand Y, const Operand *half)
 {
-	Operand A = in_op(E, 0), Y = out_op(E, 0);
-	require_f32(E, &A);
 	const Shape *bshape = &E->sig->shapes[E->n->in[1]];
 	MatmulGeo g;
 	matmul_geometry(A.shape, bshape, &g);
-	if (bshape->rank == 2) {
+	if (bshape->rank == 2 && !half) {
 		/* B a 2-D weight: every row of A (over A's batch dims too, which are
 		 * contiguous) times the same packed B, in one call. */
 		const char *pb = packed_b(E, false, g.K, g.N);
@@ -152,7 +237,7 @@ void emit_matmul(Emit *E)
 			return;
 		}
 	}
-	Operand B = in_op(E, 1);
+	Operand B = half ? half[0] : in_op(E, 1);
 	int64_t M = g.M, K = g.K, N = g.N, nb = g.nb;
 	int br = g.ob.rank;
 	const Shape ob = g.ob, ab = g.ab, bb = g.bb;
@@ -182,6 +267,21 @@ void emit_matmul(Emit *E)
 	       ", %" PRId64 ", 1, B + bo * %" PRId64 ", %" PRId64 ", 1, 0.0f, Y + i * %" PRId64
 	       ", %" PRId64 ");\n\t}\n",
 	    M, N, K, M * K, K, K * N, N, M * N, N);
+}
+
+
+void emit_matmul(Emit *E)
+{
+	Operand A = in_op(E, 0);
+	if (!is_half(A.dtype)) {
+		require_f32(E, &A);
+		matmul_f32(E, A, out_op(E, 0), NULL);
+		return;
+	}
+	Operand in[2] = {A, in_op(E, 1)}, y32;
+	half_operands(E, in, 2, &y32);
+	matmul_f32(E, in[0], y32, in + 1);
+	half_store(E, &y32);
 }
 
 

@@ -3,7 +3,8 @@
                          compared with ORT (running the reference model if given)
     @error(expected)     make() -> ModelProto; expected: a piece of what `kiln info`
                          prints on stderr ("error: ..." exits 2, anything else, a
-                         warning, exits 0), "check: TEXT" (a piece of `kiln check`'s
+                         warning, exits 0), "refused: TEXT" (exit 2, one line
+                         "kiln: error: MODEL: ..." with TEXT in it), "check: TEXT" (a piece of `kiln check`'s
                          list, exit 1), "hint: TEXT" (`kiln check`, exit 0) or
                          "compile: TEXT" (`kiln compile --batch 1`'s stderr, exit 2)
     @compiles(*flags)    make() -> ModelProto; `kiln compile` with flags succeeds

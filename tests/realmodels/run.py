@@ -33,7 +33,7 @@ from registry import f8_value
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)  # registry.py, for this file and the cases files
 
-ORT_TYPES = {np.float32: "float32", np.float64: "float64", np.int8: "int8", np.uint8: "uint8",
+ORT_TYPES = {np.float32: "float32", np.float64: "float64", np.float16: "float16", np.int8: "int8", np.uint8: "uint8",
              np.int16: "int16", np.uint16: "uint16", np.int32: "int32", np.uint32: "uint32",
              np.int64: "int64", np.uint64: "uint64", np.bool_: "bool"}
 NP_TYPES = {v: k for k, v in ORT_TYPES.items()}
@@ -171,12 +171,15 @@ def main():
         cmd, want_rc = ("check", 1) if expect.startswith("check:") else \
             ("check", 0) if expect.startswith("hint:") else \
             ("compile", 2) if expect.startswith("compile:") else \
-            ("info", 2 if expect.startswith("error:") else 0)
-        text = expect.split(":", 1)[1].strip() if cmd in ("check", "compile") else expect
+            ("info", 2 if expect.split(":")[0] in ("error", "refused") else 0)
+        text = expect.split(":", 1)[1].strip() if cmd in ("check", "compile") or \
+            expect.startswith("refused:") else expect
         args = [path, "--batch", "1", "-o", path + "-out"] if cmd == "compile" else [path]
         r = subprocess.run([kiln, cmd] + args, capture_output=True, text=True)
         got = (r.stdout if cmd == "check" else r.stderr).strip()
         ok = r.returncode == want_rc and text in got
+        if expect.startswith("refused:"):  # one line, naming the file
+            ok = ok and got.count("\n") == 0 and f"error: {path}: " in got
         print(f"{'PASS' if ok else 'FAIL'} {name}: {got or '(no message)'}")
         if not ok:
             print(f"  wanted exit {want_rc} and \"{text}\"; got exit {r.returncode}")
