@@ -527,3 +527,35 @@ void compile_model(Model *m, const CompileOptions *o, CompileResult *res)
 	write_depfile(m, o, res);
 	outputs_commit(m);
 }
+
+/* kiln check --batch: compile_model's stages through code generation, the
+ * C written to temporary files and dropped, so that what the code
+ * generator refuses (an op on an element type it has no code for) is
+ * check's finding as it would be compile's. Only the host C compiler's
+ * run, and writing the outputs, are left out. */
+void compile_check(Model *m, const CompileOptions *o)
+{
+	Arena *a = m->arena;
+	Sig *sigs;
+	Plan *plans;
+	compile_signatures(m, o, &sigs, &plans);
+	Stitch *stitch = arena_alloc(a, sizeof *stitch);
+	stitch_build(m, sigs, plans, o->nbatches, o->bind, stitch);
+	const Sig **tile = arena_array(a, (size_t)o->nbatches, sizeof *tile);
+	const Plan **tile_plan = arena_array(a, (size_t)o->nbatches, sizeof *tile_plan);
+	if (batch_tiles(m, sigs, plans, o->nbatches, stitch, o->bind, tile, tile_plan)) {
+		for (int i = 0; i < o->nbatches; i++)
+			if (tile[i])
+				plans[i].arena_bytes = tile_plan[i]->arena_bytes;
+		stitch_arenas(m, plans, o->nbatches, stitch);
+	}
+	EmitOptions eo = {.name = "kiln_check", .stitch = stitch, .tile = tile,
+	                  .tile_plan = tile_plan, .trees = o->trees};
+	FILE *h = compile_open(m, NULL, "w+"), *c = compile_open(m, NULL, "w+");
+	FILE *scratch = compile_open(m, NULL, "w+");
+	EmitResult er;
+	emit_c(m, sigs, plans, o->nbatches, &eo, h, c, scratch, &er);
+	compile_close(m, scratch, "a temporary file");
+	compile_close(m, c, "a temporary file");
+	compile_close(m, h, "a temporary file");
+}

@@ -49,6 +49,9 @@ void compile_model(Model *m, const CompileOptions *o, CompileResult *res);
  * that signature and the buffer plan. `kiln check --batch` runs exactly
  * these, so a model it passes does not fail compile on a shape or a plan. */
 const int64_t *compile_signatures(Model *m, const CompileOptions *o, Sig **sigs, Plan **plans);
+/* compile_model up to and including code generation, writing nothing:
+ * `kiln check --batch` (fails as compile would, but for the C compiler). */
+void compile_check(Model *m, const CompileOptions *o);
 
 typedef struct VerifyOptions {
 	int64_t batch;             /* 0: from the data set's first input */

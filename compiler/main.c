@@ -593,16 +593,17 @@ static int run_compile(const Options *o, Model *m, Stages *stages)
 	return 0;
 }
 
-/* kiln check --batch: compile's stages up to the buffer plans, so that a
- * model check passes does not fail compile on a shape, an unsupported
- * attribute value or a limit. Such a failure is check's finding (stdout,
- * exit 1); a broken file or an I/O error stays an error (exit 2). */
+/* kiln check --batch: compile's stages through code generation
+ * (compile_check), so that a model check passes does not fail compile on a
+ * shape, an unsupported attribute value or element type, or a limit. Such
+ * a failure is check's finding (stdout, exit 1); a broken file or an I/O
+ * error stays an error (exit 2). */
 static int check_signatures(const Options *o, Model *m)
 {
 	Diag *d = m->diag;
 	jmp_buf jb, *outer = d->protect;
 	CompileOptions co = {.batches = o->batches, .nbatches = o->nbatches, .bind = &o->bind,
-	                     .passes = &o->popts};
+	                     .passes = &o->popts, .trees = o->trees};
 	char sizes[256];
 	size_t len = 0;
 	for (int i = 0; i < o->nbatches && len < sizeof sizes; i++)
@@ -617,9 +618,7 @@ static int check_signatures(const Options *o, Model *m)
 		printf("%s\n%s: cannot be compiled at batch %s\n", d->msg, o->model, sizes);
 		return EXIT_UNSUPPORTED;
 	}
-	Sig *sigs;
-	Plan *plans;
-	compile_signatures(m, &co, &sigs, &plans);
+	compile_check(m, &co);
 	d->protect = outer;
 	printf("%s: shapes inferred and buffers planned at batch %s\n", o->model, sizes);
 	return 0;
