@@ -60,6 +60,7 @@ typedef struct VerifyOptions {
 	size_t max_memory_bytes;
 	const struct PassOptions *passes;   /* as for compile; NULL: every pass */
 	int trees;                 /* --trees: EmitTrees (emit.h) */
+	bool zipmap_tensor;        /* --zipmap=tensor (ops/ml.c) */
 } VerifyOptions;
 
 /* Verify each case folder; prints one line per case and a summary line.

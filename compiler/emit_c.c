@@ -700,6 +700,7 @@ static void emit_body(Emit *E)
 	case OP_ML_ArrayFeatureExtractor:
 		emit_ml_vector(E);
 		break;
+	case OP_ML_ZipMap: emit_zipmap(E); break;
 	case OP_DFT: emit_dft(E); break;
 	case OP_STFT: emit_stft(E); break;
 	case OP_HannWindow: case OP_HammingWindow: case OP_BlackmanWindow: emit_window(E); break;
@@ -1313,6 +1314,8 @@ static void emit_io_constants(Emit *E, FILE *h, const char *guard, const Sig *si
 			fprintf(h, "}\n");
 			for (int d = 0; d < sh->rank; d++)
 				fprintf(h, "#define %s_DIM%d %" PRId64 "\n", io, d, sample_dim(E, s0, id, d));
+			if (pass)
+				emit_zipmap_keys(E, h, io, id);
 		}
 	}
 	fputc('\n', h);

@@ -229,6 +229,9 @@ void emit_tfidf(Emit *E);
 /* emit/ml.c: ai.onnx.ml */
 void emit_tree_ensemble(Emit *E);
 void emit_ml_linear(Emit *E);
-void emit_ml_vector(Emit *E);   /* Scaler, Normalizer, Binarizer, Imputer, ArrayFeatureExtractor */
+void emit_ml_vector(Emit *E);
+void emit_zipmap(Emit *E);
+/* NAME.h: the keys of graph output id if a ZipMap made it (io: its macro prefix). */
+void emit_zipmap_keys(Emit *E, FILE *h, const char *io, int id);   /* Scaler, Normalizer, Binarizer, Imputer, ArrayFeatureExtractor */
 
 #endif

@@ -265,6 +265,7 @@ typedef struct Model {
 	int nopsets;
 	const char **functions;  /* model-local function names ("domain:name") */
 	int nfunctions;
+	bool zipmap_tensor;      /* --zipmap=tensor: a ZipMap gives its input tensor (ops/ml.c) */
 	Graph *graph;
 	Mapping *maps;           /* the model file first, then external-data files */
 	int nmaps, capmaps;
@@ -689,6 +690,8 @@ typedef struct MlVector {
 	double replaced;             /* Imputer */
 } MlVector;
 void ml_vector_params(Infer *x, MlVector *v);
+/* A ZipMap's keys, checked: int64 (*ints) or strings (*strings); returns their count. */
+int ml_zipmap_keys(Infer *x, const int64_t **ints, const WeightString **strings);
 /* ops/select.c: NonZero, Unique, Compress, NonMaxSuppression (sizes from frozen values) */
 void ops_select_infer(Infer *x);
 typedef struct CompressSel {

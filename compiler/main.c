@@ -96,6 +96,10 @@ static const HelpRow options_help[] = {
 	{"--trees=auto|code|arrays", "tree ensembles as straight-line C or as node\n"
 	                             "arrays; auto: C up to 4096 nodes (docs/trees.md)",
 	 C_COMPILE | C_VERIFY},
+	{"--zipmap=tensor", "a ZipMap (scikit-learn's probabilities as a sequence of\n"
+	                    "maps) gives its [N, classes] float tensor instead; its\n"
+	                    "keys are in NAME.h (docs/models.md)",
+	 C_INFO | C_CHECK | C_DUMP | C_COMPILE | C_VERIFY},
 	{"--no-cc", "write NAME.h, NAME.c and NAME_weights.o only; your\n"
 	            "build compiles NAME.c and links both objects", C_COMPILE},
 	{"--depfile=FILE", "also write a make rule: NAME.o (--no-cc: NAME.c and\n"
@@ -170,6 +174,7 @@ typedef struct Options {
 	bool help;                    /* -h, --help: after parsing, for the command given */
 	bool verbose;                 /* -v: report compile stages */
 	bool no_cc;                   /* compile --no-cc */
+	bool zipmap_tensor;           /* --zipmap=tensor (ops/ml.c) */
 	int trees;                    /* compile, verify --trees (EmitTrees) */
 	PassOptions popts;            /* --no-opt, --no-pass, --weights-dtype */
 	int opt_level;
@@ -360,6 +365,11 @@ static int parse_args(int argc, char **argv, Options *o)
 				o->export_api = true;
 			} else if (strcmp(a, "--no-cc") == 0) {
 				o->no_cc = true;
+			} else if ((v = flag_value(argc, argv, &i, "--zipmap", &missing))) {
+				if (strcmp(v, "tensor") == 0)
+					o->zipmap_tensor = true;
+				else if (!missing)
+					return usage_error("--zipmap takes tensor, got '%s'", v);
 			} else if ((v = flag_value(argc, argv, &i, "--trees", &missing))) {
 				if (strcmp(v, "auto") == 0)
 					o->trees = TREES_AUTO;
@@ -631,7 +641,8 @@ static int run(const Options *o)
 	if (strcmp(o->command, "verify") == 0) {
 		VerifyOptions vo = {.batch = o->nbatches ? o->batches[0] : 0, .opt_level = o->opt_level,
 		                    .keep = o->keep, .max_memory_bytes = o->max_memory_mb << 20,
-		                    .passes = &o->popts, .trees = o->trees};
+		                    .passes = &o->popts, .trees = o->trees,
+		                    .zipmap_tensor = o->zipmap_tensor};
 		return verify_run(&vo, o->paths, o->npaths, stdout);
 	}
 	Diag d = {.file = o->model};
@@ -647,6 +658,7 @@ static int run(const Options *o)
 	if (setjmp(jb) == 0) {
 		m = model_new(o->model, &arena, &d);
 		m->limits = o->limits;
+		m->zipmap_tensor = o->zipmap_tensor;
 		model_load(m);
 		if (strcmp(o->command, "compile") == 0)
 			stage_done(&stages, "model loaded");

@@ -1318,6 +1318,23 @@ static Graph *load_graph(Loader *L, const Onnx__GraphProto *gp, Graph *parent, i
 
 /* ---- the model -------------------------------------------------------- */
 
+/* --zipmap=tensor: a ZipMap's output, declared a sequence of maps, is the
+ * float tensor it was made from (ops/ml.c); shape inference gives it its
+ * shape. */
+static void zipmap_as_tensor(Graph *g, void *user)
+{
+	(void)user;
+	for (int i = 0; i < g->nnodes; i++) {
+		const Node *n = &g->nodes[i];
+		if (n->op != OP_ML_ZipMap || n->nout != 1 || n->out[0] == NONE)
+			continue;
+		Value *v = &g->values[n->out[0]];
+		v->type = TK_TENSOR;
+		v->dtype = DT_FLOAT;
+		v->shape = (Shape){.rank = -1};
+	}
+}
+
 static char *dir_of(Arena *a, const char *path)
 {
 	const char *slash = strrchr(path, '/');
@@ -1398,6 +1415,8 @@ void model_load(Model *m)
 		                               str_or_empty(mpb->functions[i]->name));
 
 	m->graph = load_graph(&L, mpb->graph, NULL, NONE, NULL);
+	if (m->zipmap_tensor)
+		graph_walk(m->graph, zipmap_as_tensor, NULL);
 }
 
 /* ---- standalone tensors (test data) ----------------------------------- */

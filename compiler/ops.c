@@ -161,7 +161,7 @@ static const InferHook infer_hooks[OP_COUNT] = {
 	[OP_ML_LinearClassifier] = ops_ml_infer, [OP_ML_LinearRegressor] = ops_ml_infer,
 	[OP_ML_Normalizer] = ops_ml_infer, [OP_ML_Scaler] = ops_ml_infer,
 	[OP_ML_Binarizer] = ops_ml_infer, [OP_ML_ArrayFeatureExtractor] = ops_ml_infer,
-	[OP_ML_Imputer] = ops_ml_infer,
+	[OP_ML_Imputer] = ops_ml_infer, [OP_ML_ZipMap] = ops_ml_infer,
 };
 
 InferHook op_infer_hook(int op)
@@ -271,9 +271,9 @@ const char *op_out_of_scope(int domain_id, const char *op_type)
 	    strcmp(op_type, "SplitToSequence") == 0 || strcmp(op_type, "ConcatFromSequence") == 0)
 		return "works on sequence or optional values; kiln compiles tensor graphs only";
 	if (domain_id == DOMAIN_ML && strcmp(op_type, "ZipMap") == 0)
-		return "makes a sequence of maps, and kiln compiles tensors only: export the "
-		       "classifier without it (skl2onnx: options={'zipmap': False}) and read the "
-		       "probability tensor";
+		return "makes a sequence of maps, which C has no type for: compile with "
+		       "--zipmap=tensor for the probability tensor in its place, its keys in the "
+		       "header (or export without it: skl2onnx options={'zipmap': False})";
 	for (size_t i = 0; i < sizeof string_ops / sizeof string_ops[0]; i++)
 		if (strcmp(op_type, string_ops[i]) == 0)
 			return "works on strings; kiln compiles numeric tensors only";
@@ -336,7 +336,7 @@ const char *op_unsupported_reason(const Graph *g, const Node *n, char *buf, size
 		snprintf(buf, bufsz, "%s-%d is deprecated", n->op_type, v->since);
 		return buf;
 	}
-	if (!infer_hooks[n->op]) {
+	if (!infer_hooks[n->op] || (n->op == OP_ML_ZipMap && !m->zipmap_tensor)) {
 		const char *why = op_out_of_scope(n->domain_id, n->op_type);
 		snprintf(buf, bufsz, "%s", why ? why : "not supported by kiln yet");
 		return buf;

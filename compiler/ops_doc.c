@@ -35,8 +35,10 @@ typedef struct OpDoc {
 } OpDoc;
 
 static const OpDoc docs[] = {
-	{OP_Gemm, F32, "runtime GEMM kernel"},
-	{OP_MatMul, F32, "runtime GEMM kernel; batched with broadcasting"},
+	{OP_Gemm, F32 | F16 | BF16, "runtime GEMM kernel; 16-bit floats computed in float32, the "
+	                            "result rounded to nearest even"},
+	{OP_MatMul, F32 | F16 | BF16, "runtime GEMM kernel; batched with broadcasting; 16-bit floats "
+	                              "computed in float32, the result rounded to nearest even"},
 	{OP_Conv, F32, "1-D to 3-D; groups, dilations, auto_pad"},
 	{OP_DeformConv, F32, "2-D (as ONNX Runtime); group, offset_group, mask, bias"},
 	{OP_ConvTranspose, F32, "1-D to 3-D; output_shape and output_padding"},
@@ -98,6 +100,8 @@ static const OpDoc docs[] = {
 	{OP_ML_LinearClassifier, 0, "int64 class labels; one score row for two classes gives "
 	 "[1 - p, p], p the transformed score, as ONNX Runtime does"},
 	{OP_ML_LinearRegressor, 0, NULL},
+	{OP_ML_ZipMap, 0, "with --zipmap=tensor only (C has no maps): the output is the [N, C] "
+	 "float tensor, the map's keys in NAME.h (docs/models.md); refused without it"},
 	{OP_ML_Normalizer, 0, "MAX, L1, L2; a row whose norm is 0 is copied"},
 	{OP_ML_Imputer, F32, "float imputed values (imputed_value_floats)"},
 	{OP_ML_ArrayFeatureExtractor, 0, "the indices must be known at compile time"},

@@ -201,6 +201,7 @@ retry:;
 	const char *model_path = arena_printf(a, "%s/model.onnx", dir);
 	d->file = model_path;
 	m = model_new(model_path, a, d);
+	m->zipmap_tensor = vo->zipmap_tensor;
 	model_load(m);
 	ir_verify(m->graph);
 	Graph *g = m->graph;
@@ -234,6 +235,7 @@ retry:;
 			 * start from the model again (value ids are the same). */
 			model_close(m);
 			m = model_new(model_path, a, d);
+			m->zipmap_tensor = vo->zipmap_tensor;
 			model_load(m);
 			g = m->graph;
 		}

@@ -367,3 +367,45 @@ void emit_ml_vector(Emit *E)
 	}
 	emit_fail(E, "no emitter");
 }
+
+/* ZipMap with --zipmap=tensor: the probabilities, copied. */
+void emit_zipmap(Emit *E)
+{
+	Operand X = in_op(E, 0), Y = out_op(E, 0);
+	emit_map(E, &Y, &X, 1, "x0");
+}
+
+/* The keys of graph output id, if a ZipMap made it, as macros in the header
+ * after the output's shape (io: its macro prefix). Key strings are the
+ * model's: escaped for a string literal. */
+void emit_zipmap_keys(Emit *E, FILE *h, const char *io, int id)
+{
+	const Node *n = NULL;
+	for (int i = 0; i < E->g->nnodes && !n; i++)
+		if (E->g->nodes[i].op == OP_ML_ZipMap && E->g->nodes[i].nout == 1 &&
+		    E->g->nodes[i].out[0] == id)
+			n = &E->g->nodes[i];
+	if (!n)
+		return;
+	Infer inf = emit_infer(E);
+	inf.n = (Node *)n;
+	const int64_t *ints;
+	const WeightString *strings;
+	int nkeys = ml_zipmap_keys(&inf, &ints, &strings);
+	fprintf(h, "/* A ZipMap's sequence of maps, given as its tensor (--zipmap=tensor):\n"
+	           " * column k of a row is the probability of class KEYS[k]. */\n");
+	fprintf(h, "#define %s_NKEYS %d\n#define %s_KEYS {", io, nkeys, io);
+	for (int k = 0; k < nkeys; k++) {
+		fputs(k ? ", " : "", h);
+		if (strings) {
+			char *s = arena_alloc(E->a, strings[k].len + 1);
+			memcpy(s, strings[k].data, strings[k].len);
+			fprintf(h, "\"%s\"", c_string_escape(E->a, s));
+		} else if (ints[k] == INT64_MIN) {
+			fputs("INT64_MIN", h);
+		} else {
+			fprintf(h, "INT64_C(%" PRId64 ")", ints[k]);
+		}
+	}
+	fprintf(h, "}\n");
+}

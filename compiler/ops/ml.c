@@ -2,7 +2,7 @@
  * ops/ml.c - the ai.onnx.ml operators: TreeEnsembleClassifier and
  * TreeEnsembleRegressor, and the small companions exporters put around them
  * (LinearClassifier, LinearRegressor, Normalizer, Scaler, Binarizer,
- * ArrayFeatureExtractor, Imputer; ZipMap is refused with advice).
+ * ArrayFeatureExtractor, Imputer; ZipMap with --zipmap=tensor only).
  *
  * A tree ensemble is parsed here into compact node arrays (tree_ensemble):
  * the nodes of every tree, renumbered so each tree is laid out from its root
@@ -535,9 +535,54 @@ static void ml_vector_infer(Infer *x)
 	                       ? dt : DT_FLOAT, &y);
 }
 
+/* ZipMap, with --zipmap=tensor (docs/models.md): the probabilities [N, C]
+ * or [C] as they are, one column per key. The keys reach the header
+ * (emit/ml.c), so each is checked here: one list, one key per column, no
+ * string holding a NUL (a C string could not say it). */
+int ml_zipmap_keys(Infer *x, const int64_t **ints, const WeightString **strings)
+{
+	const Attr *si = node_attr(x->n, "classlabels_int64s");
+	const Attr *ss = node_attr(x->n, "classlabels_strings");
+	if (!si == !ss)
+		infer_fail(x, KILN_INVALID_MODEL, "needs exactly one of classlabels_int64s and "
+		           "classlabels_strings");
+	if ((si && si->type != AT_INTS) || (ss && ss->type != AT_STRINGS))
+		infer_fail(x, KILN_INVALID_MODEL, "classlabels_%s must be a list of %s",
+		           si ? "int64s" : "strings", si ? "ints" : "strings");
+	*ints = si ? si->ints : NULL;
+	*strings = ss ? ss->strings : NULL;
+	for (int i = 0; ss && i < ss->n; i++)
+		if (memchr(ss->strings[i].data, 0, ss->strings[i].len))
+			infer_fail(x, KILN_UNSUPPORTED, "class label %d holds a NUL byte", i);
+	return si ? si->n : ss->n;
+}
+
+static void ml_zipmap_infer(Infer *x)
+{
+	if (!x->g->model->zipmap_tensor)
+		infer_fail(x, KILN_UNSUPPORTED, "%s", op_out_of_scope(DOMAIN_ML, "ZipMap"));
+	const int64_t *ints;
+	const WeightString *strings;
+	int nkeys = ml_zipmap_keys(x, &ints, &strings);
+	const Shape *in = infer_shape(x, 0);
+	if (infer_dtype(x, 0) != DT_FLOAT)
+		infer_fail(x, KILN_INVALID_MODEL, "input is %s; ZipMap takes float",
+		           dtype_name(infer_dtype(x, 0)));
+	if (in->rank != 1 && in->rank != 2)
+		infer_fail(x, KILN_SHAPE_ERROR, "input has rank %d; ZipMap takes [N, C] or [C]",
+		           in->rank);
+	if (in->dims[in->rank - 1].size != nkeys)
+		infer_fail(x, KILN_SHAPE_ERROR, "input has %lld columns but %d class labels",
+		           (long long)in->dims[in->rank - 1].size, nkeys);
+	infer_set_output(x, 0, DT_FLOAT, in);
+}
+
 void ops_ml_infer(Infer *x)
 {
 	switch (x->n->op) {
+	case OP_ML_ZipMap:
+		ml_zipmap_infer(x);
+		return;
 	case OP_ML_TreeEnsembleClassifier: case OP_ML_TreeEnsembleRegressor:
 		ml_tree_infer(x);
 		return;

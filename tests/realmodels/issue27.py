@@ -1,7 +1,8 @@
 """Issue 27's loader and real-model cases for run.py (the decorators:
 registry.py): sparse initializers and sparse_value constants (densified,
 every index checked), ref_attr_name outside a function, Scan bodies reading
-outer-scope values (CNTK), float16 Gemm and MatMul."""
+outer-scope values (CNTK), float16 Gemm and MatMul, scikit-learn classifiers
+ending in ZipMap (--zipmap=tensor; its string keys escaped in NAME.h)."""
 import numpy as np
 import onnx
 from onnx import TensorProto, helper, numpy_helper
@@ -195,3 +196,153 @@ def f16_gemm_alpha_beta_matrix_c():
               [vi("x", H, [24, 4]), vi("c", H, [4, 1])], [vi("y", H, [4, 10])],
               [half("w", [24, 10], 13)])
     return m, {"x": x_in([24, 4], 14, np.float16), "c": x_in([4, 1], 15, np.float16)}
+
+
+# ---- scikit-learn classifiers ending in ZipMap (skl2onnx's default) -----------
+# Built as skl2onnx builds them: the classifier's label and probability
+# tensor, the probabilities through ZipMap into a sequence(map(key, float)).
+# ONNX Runtime's node binding cannot return a sequence of maps, so it runs
+# the same graph without the ZipMap (reference model) and kiln, compiled
+# with --zipmap=tensor, must give its probability tensor.
+
+VERIFY_FLAGS = ["--zipmap=tensor"]
+ML = "ai.onnx.ml"
+
+
+def seq_map(name, key_type):
+    t = onnx.TypeProto()   # this onnx has no make_map_type_proto
+    t.map_type.key_type = key_type
+    t.map_type.value_type.CopyFrom(helper.make_tensor_type_proto(F, []))
+    return helper.make_value_info(name, helper.make_sequence_type_proto(t))
+
+
+def ml_graph(head, nfeat, labels, label_out=True, string_keys=None):
+    """head: nodes from "X" to "probabilities" (and "label"); returns the
+    model with ZipMap and the reference without it."""
+    keys = dict(classlabels_strings=string_keys) if string_keys else \
+        dict(classlabels_int64s=labels)
+    made = []
+    for zip_it in (True, False):
+        nodes = list(head)
+        if zip_it:
+            nodes.append(helper.make_node("ZipMap", ["probabilities"], ["output_probability"],
+                                          domain=ML, name="zipmap", **keys))
+        else:
+            nodes.append(helper.make_node("Identity", ["probabilities"], ["output_probability"],
+                                          name="zipmap"))
+        outs = [vi("output_label", I64, ["N"])] if label_out else []
+        outs.append(seq_map("output_probability", TensorProto.STRING if string_keys else I64)
+                    if zip_it else vi("output_probability", F, ["N", len(labels)]))
+        g = helper.make_graph(nodes, "sklearn", [vi("X", F, ["N", nfeat])], outs)
+        m = helper.make_model(g, opset_imports=[helper.make_opsetid("", 13),
+                                                helper.make_opsetid(ML, 1)])
+        m.ir_version = 8
+        made.append(m)
+    return made
+
+
+def training(nclass, nfeat=4, seed=21):
+    r = np.random.default_rng(seed)
+    y = r.integers(0, nclass, 120)
+    x = r.standard_normal((120, nfeat)) + y[:, None] * 0.8
+    return x.astype(np.float32), y
+
+
+@run
+def zipmap_logistic_regression():
+    from sklearn.linear_model import LogisticRegression
+    x, y = training(3)
+    lr = LogisticRegression(max_iter=500).fit(x, y)
+    head = [helper.make_node("LinearClassifier", ["X"], ["label", "probabilities"], domain=ML,
+                             name="linear", coefficients=lr.coef_.reshape(-1).tolist(),
+                             intercepts=lr.intercept_.tolist(), classlabels_ints=[0, 1, 2],
+                             post_transform="SOFTMAX"),
+            helper.make_node("Identity", ["label"], ["output_label"], name="label")]
+    m, ref = ml_graph(head, 4, [0, 1, 2])
+    return m, {"X": x_in([9, 4], 22)}, ref
+
+
+@run
+def zipmap_decision_tree_binary():
+    from sklearn.tree import DecisionTreeClassifier
+    x, y = training(2, seed=23)
+    t = DecisionTreeClassifier(max_depth=4, random_state=0).fit(x, np.where(y, 7, 3)).tree_
+    leaf = t.children_left < 0
+    ids = list(range(t.node_count))
+    attrs = dict(nodes_treeids=[0] * t.node_count, nodes_nodeids=ids,
+                 nodes_featureids=[max(0, int(f)) for f in t.feature],
+                 nodes_values=[float(v) for v in t.threshold],
+                 nodes_modes=["LEAF" if lf else "BRANCH_LEQ" for lf in leaf],
+                 nodes_truenodeids=[max(0, int(c)) for c in t.children_left],
+                 nodes_falsenodeids=[max(0, int(c)) for c in t.children_right],
+                 class_treeids=[], class_nodeids=[], class_ids=[], class_weights=[],
+                 classlabels_int64s=[3, 7])
+    for i in np.nonzero(leaf)[0]:
+        v = t.value[i][0] / t.value[i][0].sum()
+        for k in range(2):
+            attrs["class_treeids"].append(0)
+            attrs["class_nodeids"].append(int(i))
+            attrs["class_ids"].append(k)
+            attrs["class_weights"].append(float(v[k]))
+    head = [helper.make_node("TreeEnsembleClassifier", ["X"], ["label", "probabilities"],
+                             domain=ML, name="tree", **attrs),
+            helper.make_node("Identity", ["label"], ["output_label"], name="label")]
+    m, ref = ml_graph(head, 4, [3, 7])
+    return m, {"X": x_in([11, 4], 24)}, ref
+
+
+# String keys are the model's: each must reach NAME.h as an escaped literal.
+HOSTILE_KEYS = ["cat", 'say "hi"', "*/ #error injected /*", "a??=b", "back\\slash",
+                "new\nline"]
+
+
+def zipmap_strings_models():
+    head = [helper.make_node("Softmax", ["X"], ["probabilities"], axis=1, name="softmax")]
+    return ml_graph(head, len(HOSTILE_KEYS), list(range(len(HOSTILE_KEYS))), label_out=False,
+                    string_keys=HOSTILE_KEYS)
+
+
+@run
+def zipmap_string_keys():
+    m, ref = zipmap_strings_models()
+    return m, {"X": x_in([3, len(HOSTILE_KEYS)], 25)}, ref
+
+
+@error('check: node 1 "zipmap" (ZipMap, ai.onnx.ml opset 1): makes a sequence of maps, which C has no '
+       'type for: compile with --zipmap=tensor')
+def zipmap_without_option():
+    return zipmap_strings_models()[0]
+
+
+def extra(kiln, outdir):
+    """NAME.h of the string-keyed ZipMap: its keys, escaped, and the C builds."""
+    import os
+    import subprocess
+    d = os.path.join(outdir, "zipmap_string_keys")
+    r = subprocess.run([kiln, "compile", os.path.join(d, "model.onnx"), "--batch", "1",
+                        "--zipmap=tensor", "--no-cc", "--name", "zm", "-o", d],
+                       capture_output=True, text=True)
+    h = open(os.path.join(d, "zm.h")).read() if r.returncode == 0 else ""
+    want = ('#define ZM_OUT0_NKEYS 6\n#define ZM_OUT0_KEYS {"cat", "say \\"hi\\"", '
+            '"*/ #error injected /*", "a\\077?=b", "back\\\\slash", "new\\012line"}\n')
+    ok = want in h
+    print(f"{'PASS' if ok else 'FAIL'} zipmap_string_keys: NAME.h holds the keys escaped")
+    root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+    src = os.path.join(d, "keys.c")
+    with open(src, "w") as f:
+        f.write('#include <string.h>\n#include "zm.h"\nstatic const char *const keys[] = '
+                'ZM_OUT0_KEYS;\nint main(void) { return !(sizeof keys / sizeof keys[0] == '
+                'ZM_OUT0_NKEYS && strcmp(keys[1], "say \\"hi\\"") == 0 && '
+                'strcmp(keys[3], "a\\077?=b") == 0); }\n')
+    c = subprocess.run(["cc", "-std=c11", "-Wall", "-Wextra", "-Werror", "-I", d, "-I",
+                        os.path.join(root, "include"), src, "-o", os.path.join(d, "keys")],
+                       capture_output=True, text=True)
+    run_ok = c.returncode == 0 and subprocess.run([os.path.join(d, "keys")]).returncode == 0
+    print(f"{'PASS' if run_ok else 'FAIL'} zipmap_string_keys: the keys compile (-Werror) "
+          f"and read back {c.stderr.strip()}")
+    return (not ok) + (not run_ok)
+
+
+@error("compile: makes a sequence of maps, which C has no type for: compile with --zipmap=tensor")
+def zipmap_compile_without_option():
+    return zipmap_strings_models()[0]

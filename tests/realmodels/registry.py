@@ -7,6 +7,8 @@
                          "kiln: error: MODEL: ..." with TEXT in it), "check: TEXT" (a piece of `kiln check`'s
                          list, exit 1), "hint: TEXT" (`kiln check`, exit 0) or
                          "compile: TEXT" (`kiln compile --batch 1`'s stderr, exit 2)
+    VERIFY_FLAGS         (a module variable) flags for `kiln verify` of the @run cases
+    extra(kiln, outdir)  (a module function, optional) more checks; returns failures
     @compiles(*flags)    make() -> ModelProto; `kiln compile` with flags succeeds
                          without a warning and stays batch-independent"""
 

@@ -155,7 +155,8 @@ def main():
             continue
         dirs.append(write_case(outdir, name, *make()))
     if dirs:
-        r = subprocess.run([kiln, "verify"] + dirs, capture_output=True, text=True)
+        r = subprocess.run([kiln, "verify"] + getattr(cases, "VERIFY_FLAGS", []) + dirs,
+                           capture_output=True, text=True)
         print(r.stdout, end="")
         print(r.stderr, end="", file=sys.stderr)
         if r.returncode != 0:
@@ -196,6 +197,8 @@ def main():
         print(f"{'PASS' if ok else 'FAIL'} {name}: kiln compile {' '.join(flags)}: "
               f"{'batch-independent' if ok else (r.stderr.strip() or r.stdout.strip())}")
         failures += not ok
+    if hasattr(cases, "extra") and not wanted:
+        failures += cases.extra(kiln, outdir)
     return 1 if failures else 0
 
 
