@@ -367,6 +367,26 @@ static void write_depfile(Model *m, const CompileOptions *o, const CompileResult
 	compile_close(m, f, o->depfile);
 }
 
+/* The weights' total against what the target's code can address and the
+ * --max-weights limit (compile_model and compile_check). */
+static void weights_fit(Model *m, const CompileOptions *o, const EmitResult *er)
+{
+	Diag *d = m->diag;
+	uint64_t total = 0, most = emit_obj_max_data(o->target);
+	for (int i = 0; i < er->nsyms; i++)
+		total += er->syms[i].nbytes;
+	if (total > most)
+		diag_fail(d, KILN_LIMIT, "%.2f GiB of weights are more than code for %s can address "
+		          "(%.2f GiB at most: its code reaches data within 4 GiB)",
+		          (double)total / (1 << 30), o->target && *o->target ? o->target : "this host",
+		          (double)most / (1 << 30));
+	uint64_t limit = o->max_weight_bytes ? o->max_weight_bytes : compile_max_weights(m);
+	if (total > limit)
+		diag_fail(d, KILN_LIMIT, "the weights object would hold %llu bytes, more than the "
+		          "limit of %llu (raise it with --max-weights)", (unsigned long long)total,
+		          (unsigned long long)limit);
+}
+
 void compile_model(Model *m, const CompileOptions *o, CompileResult *res)
 {
 	Arena *a = m->arena;
@@ -441,19 +461,7 @@ void compile_model(Model *m, const CompileOptions *o, CompileResult *res)
 	compile_close(m, scratch, "a temporary file");
 	compile_close(m, c, res->c_path);
 	compile_close(m, h, res->h_path);
-	uint64_t total = 0, most = emit_obj_max_data(o->target);
-	for (int i = 0; i < er.nsyms; i++)
-		total += er.syms[i].nbytes;
-	if (total > most)
-		diag_fail(d, KILN_LIMIT, "%.2f GiB of weights are more than code for %s can address "
-		          "(%.2f GiB at most: its code reaches data within 4 GiB)",
-		          (double)total / (1 << 30), o->target && *o->target ? o->target : "this host",
-		          (double)most / (1 << 30));
-	uint64_t limit = o->max_weight_bytes ? o->max_weight_bytes : compile_max_weights(m);
-	if (total > limit)
-		diag_fail(d, KILN_LIMIT, "the weights object would hold %llu bytes, more than the "
-		          "limit of %llu (raise it with --max-weights)", (unsigned long long)total,
-		          (unsigned long long)limit);
+	weights_fit(m, o, &er);
 
 	ObjSymbol *syms = arena_array(a, (size_t)er.nsyms, sizeof *syms);
 	for (int i = 0; i < er.nsyms; i++)
@@ -531,8 +539,8 @@ void compile_model(Model *m, const CompileOptions *o, CompileResult *res)
 /* kiln check --batch: compile_model's stages through code generation, the
  * C written to temporary files and dropped, so that what the code
  * generator refuses (an op on an element type it has no code for) is
- * check's finding as it would be compile's. Only the host C compiler's
- * run, and writing the outputs, are left out. */
+ * check's finding as it would be compile's, and so are the weight limits.
+ * Only the host C compiler's run, and writing the outputs, are left out. */
 void compile_check(Model *m, const CompileOptions *o)
 {
 	Arena *a = m->arena;
@@ -558,4 +566,5 @@ void compile_check(Model *m, const CompileOptions *o)
 	compile_close(m, scratch, "a temporary file");
 	compile_close(m, c, "a temporary file");
 	compile_close(m, h, "a temporary file");
+	weights_fit(m, o, &er);
 }
