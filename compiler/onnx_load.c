@@ -352,6 +352,29 @@ static const void *narrow(Loader *L, const void *src, size_t src_esize, int64_t 
 	return dst;
 }
 
+/* A tensor's dims into s, checked (rank, negatives, a product past 2^62);
+ * returns the element count. */
+static int64_t dims_from_proto(Loader *L, const int64_t *dims, size_t n, Shape *s,
+                               const char *what)
+{
+	if (n > KILN_MAX_RANK)
+		diag_fail(L->d, KILN_LIMIT, "%s has rank %zu; kiln supports rank up to %d", what, n,
+		          KILN_MAX_RANK);
+	s->rank = (int)n;
+	int64_t nelem = 1;
+	for (size_t i = 0; i < n; i++) {
+		int64_t dim = dims[i];
+		if (dim < 0)
+			diag_fail(L->d, KILN_INVALID_MODEL, "%s has negative dimension %lld at axis %zu",
+			          what, (long long)dim, i);
+		if (dim && nelem > ((int64_t)1 << 62) / dim)
+			diag_fail(L->d, KILN_LIMIT, "%s has too many elements", what);
+		nelem *= dim;
+		s->dims[i].size = dim;
+	}
+	return nelem;
+}
+
 /* Decode a TensorProto into t. `what` names it in errors. */
 static void tensor_from_proto(Loader *L, const Onnx__TensorProto *tp, Tensor *t, const char *what)
 {
@@ -362,21 +385,7 @@ static void tensor_from_proto(Loader *L, const Onnx__TensorProto *tp, Tensor *t,
 		diag_fail(L->d, KILN_INVALID_MODEL, "%s has unknown element type %d", what,
 		          (int)tp->data_type);
 	t->dtype = tp->data_type;
-	if (tp->n_dims > KILN_MAX_RANK)
-		diag_fail(L->d, KILN_LIMIT, "%s has rank %zu; kiln supports rank up to %d", what,
-		          tp->n_dims, KILN_MAX_RANK);
-	t->shape.rank = (int)tp->n_dims;
-	int64_t nelem = 1;
-	for (size_t i = 0; i < tp->n_dims; i++) {
-		int64_t dim = tp->dims[i];
-		if (dim < 0)
-			diag_fail(L->d, KILN_INVALID_MODEL, "%s has negative dimension %lld at axis %zu",
-			          what, (long long)dim, i);
-		if (dim && nelem > ((int64_t)1 << 62) / dim)
-			diag_fail(L->d, KILN_LIMIT, "%s has too many elements", what);
-		nelem *= dim;
-		t->shape.dims[i].size = dim;
-	}
+	int64_t nelem = dims_from_proto(L, tp->dims, tp->n_dims, &t->shape, what);
 	if (tp->segment)
 		diag_fail(L->d, KILN_UNSUPPORTED, "%s is a segmented tensor", what);
 	Weight *w = &t->w;
@@ -571,23 +580,9 @@ static void sparse_from_proto(Loader *L, const Onnx__SparseTensorProto *sp, Tens
 		diag_fail(L->d, KILN_INVALID_MODEL, "%s: values have rank %d; they must be a list [NNZ]",
 		          what, vals.shape.rank);
 	int64_t nnz = vals.shape.dims[0].size;
-	if (sp->n_dims > KILN_MAX_RANK)
-		diag_fail(L->d, KILN_LIMIT, "%s has rank %zu; kiln supports rank up to %d", what,
-		          sp->n_dims, KILN_MAX_RANK);
-	int rank = (int)sp->n_dims;
-	int64_t nelem = 1;
 	t->dtype = vals.dtype;
-	t->shape.rank = rank;
-	for (int k = 0; k < rank; k++) {
-		int64_t dim = sp->dims[k];
-		if (dim < 0)
-			diag_fail(L->d, KILN_INVALID_MODEL, "%s has negative dimension %lld at axis %d",
-			          what, (long long)dim, k);
-		if (dim && nelem > ((int64_t)1 << 62) / dim)
-			diag_fail(L->d, KILN_LIMIT, "%s has too many elements", what);
-		nelem *= dim;
-		t->shape.dims[k].size = dim;
-	}
+	int64_t nelem = dims_from_proto(L, sp->dims, sp->n_dims, &t->shape, what);
+	int rank = t->shape.rank;
 	uint64_t dense = t->dtype == DT_STRING ? (uint64_t)nelem * sizeof(WeightString)
 	                                       : dtype_bytes(t->dtype, nelem);
 	if (dense > SPARSE_MAX_DENSE_BYTES)

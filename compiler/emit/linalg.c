@@ -174,23 +174,31 @@ static void gemm_f32(Emit *E, Operand A, Operand Y, const Operand *half)
 	    with_ep ? (ep ? ep : "NULL") : "");
 }
 
+/* A GEMM node's code: body on its float32 operands, or, for 16-bit floats,
+ * on the first nin inputs widened and the float32 result, then rounded. */
+typedef void (*GemmBody)(Emit *E, Operand A, Operand Y, const Operand *half);
 
-void emit_gemm(Emit *E)
+static void gemm_node(Emit *E, int nin, GemmBody body)
 {
 	Operand A = in_op(E, 0);
 	if (!is_half(A.dtype)) {
 		require_f32(E, &A);
-		gemm_f32(E, A, out_op(E, 0), NULL);
+		body(E, A, out_op(E, 0), NULL);
 		return;
 	}
+	Operand in[3] = {A}, y32;
+	for (int k = 1; k < nin; k++)
+		in[k] = in_op(E, k);
+	half_operands(E, in, nin, &y32);
+	body(E, in[0], y32, in + 1);
+	half_store(E, &y32);
+}
+
+void emit_gemm(Emit *E)
+{
 	bool has_c = E->n->nin > 2 && E->n->in[2] != NONE &&
 	             node_attr_float(E->n, "beta", 1.0f) != 0.0;
-	Operand in[3] = {A, in_op(E, 1), {0}}, y32;
-	if (has_c)
-		in[2] = in_op(E, 2);
-	half_operands(E, in, 3, &y32);
-	gemm_f32(E, in[0], y32, in + 1);
-	half_store(E, &y32);
+	gemm_node(E, has_c ? 3 : 2, gemm_f32);
 }
 
 /* A MatMul's geometry: 1-D operands as matrices, the batch dims of each
@@ -272,18 +280,8 @@ static void matmul_f32(Emit *E, Operand A, Operand Y, const Operand *half)
 
 void emit_matmul(Emit *E)
 {
-	Operand A = in_op(E, 0);
-	if (!is_half(A.dtype)) {
-		require_f32(E, &A);
-		matmul_f32(E, A, out_op(E, 0), NULL);
-		return;
-	}
-	Operand in[2] = {A, in_op(E, 1)}, y32;
-	half_operands(E, in, 2, &y32);
-	matmul_f32(E, in[0], y32, in + 1);
-	half_store(E, &y32);
+	gemm_node(E, 2, matmul_f32);
 }
-
 
 /* Einsum as loops: one per output letter, then one per summed letter, and
  * the product of the operands' elements accumulated (in double for floats). */
