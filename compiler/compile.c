@@ -557,7 +557,7 @@ void compile_check(Model *m, const CompileOptions *o)
 				plans[i].arena_bytes = tile_plan[i]->arena_bytes;
 		stitch_arenas(m, plans, o->nbatches, stitch);
 	}
-	EmitOptions eo = {.name = "kiln_check", .stitch = stitch, .tile = tile,
+	EmitOptions eo = {.name = "model", .stitch = stitch, .tile = tile,
 	                  .tile_plan = tile_plan, .trees = o->trees};
 	FILE *h = compile_open(m, NULL, "w+"), *c = compile_open(m, NULL, "w+");
 	FILE *scratch = compile_open(m, NULL, "w+");
