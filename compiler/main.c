@@ -106,7 +106,8 @@ static const HelpRow options_help[] = {
 	                   "NAME_weights.o) depends on the model and every\n"
 	                   "external-data file read", C_COMPILE},
 	{"--max-weights=BYTES", "most bytes of weights in NAME_weights.o (suffix K, M,\n"
-	                        "G or T; default 256M + 4 x the model's files)", C_COMPILE},
+	                        "G or T; default 256M + 4 x the model's files)",
+	 C_COMPILE | C_CHECK},
 	{"-v, --verbose", "report each stage on stderr (always, once a compile\ntakes over 2 s)",
 	 C_COMPILE},
 	{"-h, --help", "show this help (kiln COMMAND --help: that command's)", C_ALL},
@@ -519,10 +520,11 @@ static int parse_args(int argc, char **argv, Options *o)
 		return usage_error("%s", "--svg FILE goes with 'info --plan' (not --json)");
 	if (o->trees != TREES_AUTO && strcmp(o->command, "compile") && strcmp(o->command, "verify"))
 		return usage_error("--trees goes with 'compile' or 'verify', not '%s'", o->command);
-	if ((o->export_api || o->no_cc || o->verbose || o->depfile || o->max_weight_bytes) &&
-	    strcmp(o->command, "compile"))
-		return usage_error("--export, --no-cc, --depfile, --max-weights and -v go with "
-		                   "'compile', not '%s'", o->command);
+	if ((o->export_api || o->no_cc || o->verbose || o->depfile) && strcmp(o->command, "compile"))
+		return usage_error("--export, --no-cc, --depfile and -v go with 'compile', not '%s'",
+		                   o->command);
+	if (o->max_weight_bytes && strcmp(o->command, "compile") && strcmp(o->command, "check"))
+		return usage_error("--max-weights goes with 'compile' or 'check', not '%s'", o->command);
 	if (strcmp(o->command, "compile") == 0 && !o->nbatches)
 		return usage_error("%s", "compile needs --batch, e.g. --batch=1,8");
 	if (!o->model)
@@ -613,7 +615,8 @@ static int check_signatures(const Options *o, Model *m)
 	Diag *d = m->diag;
 	jmp_buf jb, *outer = d->protect;
 	CompileOptions co = {.batches = o->batches, .nbatches = o->nbatches, .bind = &o->bind,
-	                     .passes = &o->popts, .trees = o->trees};
+	                     .passes = &o->popts, .trees = o->trees,
+	                     .max_weight_bytes = o->max_weight_bytes};
 	char sizes[256];
 	size_t len = 0;
 	for (int i = 0; i < o->nbatches && len < sizeof sizes; i++)
