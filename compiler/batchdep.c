@@ -880,6 +880,7 @@ static void rows_rule(BD *b, int k)
 	case OP_RNN: case OP_GRU: case OP_LSTM: rule_recurrent(b, k); return;
 	case OP_NegativeLogLikelihoodLoss: case OP_SoftmaxCrossEntropyLoss: rule_loss(b, k); return;
 	case OP_ML_Binarizer:
+	case OP_ML_ZipMap:  /* --zipmap=tensor: the probabilities as they are */
 		set_outputs(b, k);
 		return;
 	case OP_ML_TreeEnsembleClassifier: case OP_ML_TreeEnsembleRegressor:

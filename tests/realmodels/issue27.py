@@ -11,7 +11,7 @@ from registry import Cases
 
 _cases = Cases()
 RUN, ERRORS, COMPILES = _cases.RUN, _cases.ERRORS, _cases.COMPILES
-run, error = _cases.run, _cases.error
+run, error, compiles = _cases.run, _cases.error, _cases.compiles
 F, H, I64 = TensorProto.FLOAT, TensorProto.FLOAT16, TensorProto.INT64
 
 
@@ -261,6 +261,12 @@ def zipmap_logistic_regression():
     m, ref = ml_graph(head, 4, [0, 1, 2])
     return m, {"X": x_in([9, 4], 22)}, ref
 
+
+
+@compiles("--zipmap=tensor", "--batch", "1,4")
+def zipmap_stitches():
+    """The probability tensor keeps each row's own: any n runs (batchdep)."""
+    return zipmap_logistic_regression()[0]
 
 @run
 def zipmap_decision_tree_binary():
