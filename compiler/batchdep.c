@@ -428,11 +428,18 @@ static void rule_elements(BD *b)
 		set_outputs(b, k);
 }
 
-static void rule_matmul(BD *b)
+/* MatMul (B is input ib = 1), and QLinearMatMul (ib = 3) whose scales,
+ * zero points and (kiln.qdq) bias must not carry the batch axis. */
+static void rule_matmul_at(BD *b, int ib)
 {
 	Node *n = b->n;
-	int ra = rank_of(b, n->in[0]), rb = rank_of(b, n->in[1]), R = rank_of(b, n->out[0]);
-	int ka = in_axis(b, 0), kb = in_axis(b, 1), target = BD_NONE;
+	for (int k = 1; k < n->nin; k++)
+		if (k != ib && n->in[k] != NONE && in_axis(b, k) >= 0) {
+			mix(b, "reads a quantization parameter along the batch axis");
+			return;
+		}
+	int ra = rank_of(b, n->in[0]), rb = rank_of(b, n->in[ib]), R = rank_of(b, n->out[0]);
+	int ka = in_axis(b, 0), kb = in_axis(b, ib), target = BD_NONE;
 	if (ka >= 0) {
 		if (ka == ra - 1) {
 			mix(b, "contracts over the batch axis (of its first input)");
@@ -452,6 +459,11 @@ static void rule_matmul(BD *b)
 			return;
 	}
 	set_outputs(b, target);
+}
+
+static void rule_matmul(BD *b)
+{
+	rule_matmul_at(b, 1);
 }
 
 static void rule_gemm(BD *b)
@@ -777,6 +789,7 @@ static void rows_rule(BD *b, int k)
 			       "and data and indices batched on axis 0)");
 		return;
 	case OP_MatMul: rule_matmul(b); return;
+	case OP_QLinearMatMul: rule_matmul_at(b, 3); return;
 	case OP_Gemm: rule_gemm(b); return;
 	case OP_Einsum: rule_einsum(b); return;
 	case OP_Softmax: case OP_LogSoftmax: case OP_Hardmax: rule_softmax(b, k); return;

@@ -320,6 +320,8 @@ const char *op_unsupported_reason(const Graph *g, const Node *n, char *buf, size
 	int extra_in = node_attr(n, "kiln.residual") ? 1 : 0;
 	if (edgeconv_node(n))   /* passes/edgeconv.c: x, idx and two per layer */
 		extra_in = n->nin;
+	if ((n->op == OP_QLinearConv || n->op == OP_QLinearMatMul) && node_attr(n, "kiln.qdq"))
+		extra_in = n->op == OP_QLinearConv ? 1 : 2;  /* passes/qdq.c: bias, its scale */
 	if (n->op == OP_Softmax && node_attr(n, "kiln.attention"))
 		extra_in = 3;  /* passes/attention.c: Q, K, V, mask */
 	if (n->nin < v->min_in || n->nin > v->max_in + extra_in) {

@@ -18,6 +18,32 @@ static bool has_input(Emit *E, int i)
 	return i >= 0 && i < E->n->nin && E->n->in[i] != NONE;
 }
 
+static bool is_signed_q(int dt)
+{
+	return dt == DT_INT8 || dt == DT_INT16;
+}
+
+/* ", .wide = 1" for a 16-bit operand (passes/qdq.c), else nothing. */
+static const char *wide_field(int dt)
+{
+	return dt == DT_INT16 || dt == DT_UINT16 ? ", .wide = 1" : "";
+}
+
+/* The fields of a kiln.qdq node's output (passes/qdq.c): exact
+ * requantization and the bias with its own scale. */
+static const char *exact_fields(Emit *E)
+{
+	if (!node_attr(E->n, "kiln.qdq"))
+		return "";
+	const char *f = ", .exact = 1";
+	if (has_input(E, 8)) {
+		Operand bs = in_op(E, 9);
+		f = arena_printf(E->a, "%s, .bias = %s, .bias_scale = %s, .bias_scale_stride = %d", f,
+		                 in_op(E, 8).expr, bs.expr, bs.nelem > 1);
+	}
+	return f;
+}
+
 /* ---- matrix products ---- */
 
 /* One pointer the batch loop moves: an operand, or a zero point or scale
@@ -80,10 +106,10 @@ void emit_qmatmul(Emit *E)
 		mv[nmv].st[k] *= K * N;
 	nmv++;
 
-	emitf(E, "\tkiln_q8_operand qa = {.data = %s, .is_signed = %d};\n", A.expr,
-	    A.dtype == DT_INT8);
-	emitf(E, "\tkiln_q8_operand qb = {.data = %s, .is_signed = %d};\n", B.expr,
-	    B.dtype == DT_INT8);
+	emitf(E, "\tkiln_q8_operand qa = {.data = %s, .is_signed = %d%s};\n", A.expr,
+	    is_signed_q(A.dtype), wide_field(A.dtype));
+	emitf(E, "\tkiln_q8_operand qb = {.data = %s, .is_signed = %d%s};\n", B.expr,
+	    is_signed_q(B.dtype), wide_field(B.dtype));
 	param(E, 2, a_orig, true, "qa.zero", "qa.zero_stride", &ob, mv, &nmv);
 	param(E, ql ? 5 : 3, b_orig, false, "qb.zero", "qb.zero_stride", &ob, mv, &nmv);
 	const char *call;
@@ -91,8 +117,9 @@ void emit_qmatmul(Emit *E)
 		param(E, 1, a_orig, true, "qa.scale", "qa.scale_stride", &ob, mv, &nmv);
 		param(E, 4, b_orig, false, "qb.scale", "qb.scale_stride", &ob, mv, &nmv);
 		emitf(E, "\tconst kiln_q8_output qy = {.data = %s, .is_signed = %d, .zero = %s, "
-		       ".scale = %s};\n", Y.expr, Y.dtype == DT_INT8,
-		    has_input(E, 7) ? in_op(E, 7).expr : "NULL", in_op(E, 6).expr);
+		       ".scale = %s%s%s};\n", Y.expr, is_signed_q(Y.dtype),
+		    has_input(E, 7) ? in_op(E, 7).expr : "NULL", in_op(E, 6).expr, wide_field(Y.dtype),
+		    exact_fields(E));
 		call = arena_printf(E->a, "kiln_q8_gemm(%" PRId64 ", %" PRId64 ", %" PRId64
 		                    ", &qa, %" PRId64 ", &qb, %" PRId64 ", &qy, %" PRId64 ");",
 		                    M, N, K, K, N, N);
@@ -124,7 +151,10 @@ void emit_qmatmul(Emit *E)
 	emitf(E, "\t\t(void)r;\n");
 	for (int j = 0; j < nmv; j++)
 		emitf(E, "\t\t%s = %s + o%d;\n", mv[j].field, mv[j].base, j);
-	if (ql)
+	if (ql && node_attr(E->n, "kiln.qdq"))
+		emitf(E, "\t\tkiln_q8_output qyi = qy;\n\t\tqyi.data = %s + i * %" PRId64 ";\n", Y.expr,
+		      M * N);
+	else if (ql)
 		emitf(E, "\t\tconst kiln_q8_output qyi = {.data = %s + i * %" PRId64 ", .is_signed = %d, "
 		       ".zero = qy.zero, .scale = qy.scale};\n", Y.expr, M * N, Y.dtype == DT_INT8);
 	else
@@ -181,16 +211,20 @@ void emit_qconv(Emit *E)
 		return;
 	}
 	Operand WS = in_op(E, 4);
+	bool qdq = node_attr(E->n, "kiln.qdq") != NULL;
 	emitf(E, "\tconst kiln_q8_operand qx = {.data = %s, .is_signed = %d, .zero = %s, "
-	       ".scale = %s};\n", X.expr, X.dtype == DT_INT8, zx, in_op(E, 1).expr);
+	       ".scale = %s%s};\n", X.expr, is_signed_q(X.dtype), zx, in_op(E, 1).expr,
+	    wide_field(X.dtype));
 	emitf(E, "\tconst kiln_q8_operand qw = {.data = %s, .is_signed = %d, .zero = %s, "
-	       ".zero_stride = %" PRId64 ", .scale = %s, .scale_stride = %d};\n",
-	    W.expr, W.dtype == DT_INT8, zw, zw_stride, WS.expr, WS.nelem > 1);
+	       ".zero_stride = %" PRId64 ", .scale = %s, .scale_stride = %d%s};\n",
+	    W.expr, is_signed_q(W.dtype), zw, zw_stride, WS.expr, WS.nelem > 1, wide_field(W.dtype));
 	emitf(E, "\tconst kiln_q8_output qy = {.data = %s, .is_signed = %d, .zero = %s, "
-	       ".scale = %s};\n", Y.expr, Y.dtype == DT_INT8,
-	    has_input(E, 7) ? in_op(E, 7).expr : "NULL", in_op(E, 6).expr);
+	       ".scale = %s%s%s};\n", Y.expr, is_signed_q(Y.dtype),
+	    has_input(E, 7) ? in_op(E, 7).expr : "NULL", in_op(E, 6).expr, wide_field(Y.dtype),
+	    exact_fields(E));
+	/* kiln.qdq: the bias goes with its scale in qy. */
 	emitf(E, "\tkiln_q8_conv(&p, &qx, &qw, %s, &qy);\n",
-	    has_input(E, 8) ? in_op(E, 8).expr : "NULL");
+	    has_input(E, 8) && !qdq ? in_op(E, 8).expr : "NULL");
 }
 
 /* ---- DynamicQuantizeLinear ---- */

@@ -22,14 +22,27 @@ static bool is_q8(int dt)
 	return dt == DT_UINT8 || dt == DT_INT8;
 }
 
-/* Input i must be int8 or uint8. */
+/* The optimizer's QDQ products (passes/qdq.c, attribute kiln.qdq) also
+ * take int16 and uint16 operands and outputs. */
+static bool is_qdq_node(Infer *x)
+{
+	return node_attr(x->n, "kiln.qdq") != NULL;
+}
+
+static bool is_qtype(Infer *x, int dt)
+{
+	return is_q8(dt) || (is_qdq_node(x) && (dt == DT_UINT16 || dt == DT_INT16));
+}
+
+/* Input i must be int8 or uint8 (or 16-bit in a kiln.qdq node). */
 static void require_q8(Infer *x, int i, const char *what)
 {
 	int dt = infer_dtype(x, i);
-	if (!is_q8(dt))
+	if (!is_qtype(x, dt))
 		infer_fail(x, KILN_INVALID_MODEL, "%s must be int8 or uint8, not %s", what,
 		           dtype_name(dt));
 }
+
 
 /* Optional zero point zi of the tensor di: the same element type. */
 static void require_zero_type(Infer *x, int zi, int di, const char *what)
@@ -53,6 +66,22 @@ static void require_one(Infer *x, int i, const char *what)
 {
 	if (infer_has_input(x, i) && shape_nelem(infer_shape(x, i)) != 1)
 		infer_fail(x, KILN_UNSUPPORTED, "%s must be a single value (per tensor)", what);
+}
+
+/* kiln.qdq: the int32 bias (input 8, one per output column or channel) and
+ * its float32 scale (input 9: one, or one per bias element). */
+static void require_qdq_bias(Infer *x, int64_t len)
+{
+	if (!infer_has_input(x, 8))
+		return;
+	const Shape *b = infer_shape(x, 8);
+	if (infer_dtype(x, 8) != DT_INT32 || b->rank != 1 || b->dims[0].size != len)
+		infer_fail(x, KILN_SHAPE_ERROR, "the bias must be int32 [%lld]", (long long)len);
+	require_scale(x, 9, "the bias scale");
+	int64_t ns = shape_nelem(infer_shape(x, 9));
+	if (ns != 1 && ns != len)
+		infer_fail(x, KILN_SHAPE_ERROR, "the bias scale must be one value or %lld",
+		           (long long)len);
 }
 
 /* ---- matrix products ---- */
@@ -110,9 +139,11 @@ static void infer_qmatmul(Infer *x)
 		require_one(x, 6, "y_scale");
 		require_one(x, 7, "y_zero_point");
 		out_dt = infer_has_input(x, 7) ? infer_dtype(x, 7) : DT_UINT8;
-		if (!is_q8(out_dt))
+		if (!is_qtype(x, out_dt))
 			infer_fail(x, KILN_INVALID_MODEL, "y_zero_point must be int8 or uint8, not %s",
 			           dtype_name(out_dt));
+		if (is_qdq_node(x))
+			require_qdq_bias(x, b.dims[b.rank - 1].size);
 	}
 	Shape y;
 	matmul_output_shape(x, &a, &b, &y);
@@ -229,9 +260,11 @@ static void infer_qconv(Infer *x)
 		require_one(x, 6, "y_scale");
 		require_one(x, 7, "y_zero_point");
 		out_dt = infer_has_input(x, 7) ? infer_dtype(x, 7) : DT_UINT8;
-		if (!is_q8(out_dt))
+		if (!is_qtype(x, out_dt))
 			infer_fail(x, KILN_INVALID_MODEL, "y_zero_point must be int8 or uint8, not %s",
 			           dtype_name(out_dt));
+		if (is_qdq_node(x))
+			require_qdq_bias(x, g.out_channels);
 		if (infer_has_input(x, 8)) {
 			const Shape *b = infer_shape(x, 8);
 			if (infer_dtype(x, 8) != DT_INT32 || b->rank != 1 || b->dims[0].size != g.out_channels)

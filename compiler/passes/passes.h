@@ -31,6 +31,7 @@ typedef enum PassId {
 	PASS_CSE,      /* cse.c: identical nodes on identical inputs -> one */
 	PASS_EINSUM,   /* einsum.c: two-operand Einsum -> Transpose/Reshape/MatMul */
 	PASS_FOLD,     /* fold.c: constant subgraphs whose inputs die with them */
+	PASS_QDQ,      /* qdq.c: DQ -> Conv/MatMul/Gemm -> Q as exact integer products */
 	PASS_LASTPOS,  /* lastpos.c: a pick of one position moves up through row-wise ops */
 	PASS_ATTENTION, /* attention.c: MatMul, scale, mask, Softmax, MatMul -> one kernel */
 	PASS_FUSE,     /* fuse.c: BatchNorm into Conv/Gemm, MatMul+Add -> Gemm, epilogues */

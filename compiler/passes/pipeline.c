@@ -6,13 +6,15 @@
  * its own protected call: a graph kiln cannot infer yet simply gets only the
  * shape-free rewrites), then runs
  *
- *     noop -> dedup -> cse -> einsum -> fold -> lastpos -> attention -> fuse -> addnorm ->
- *     edgeconv -> dce -> ewchain
+ *     noop -> dedup -> cse -> einsum -> fold -> qdq -> lastpos -> attention -> fuse ->
+ *     addnorm -> edgeconv -> dce -> ewchain
  *
  * committing after each pass. No-ops go first so that a constant reached
  * through Identity/Reshape-to-same-shape is seen as shared before folding
  * decides whether it dies; dedup and CSE go before folding for the same
  * reason (two Transposes of one weight become one, whose input then dies).
+ * qdq takes the quantized products before fuse sees them as float Conv/Gemm
+ * (its Transpose of a Gemm weight is folded in the next iteration).
  * With --weights-dtype fp16, f16 runs last in each iteration (it narrows
  * each weight once) so fuse can hand the float16 bytes to the GEMMs next.
  * ewchain rewrites nothing: it marks the inner values of elementwise chains
@@ -27,7 +29,7 @@
 
 static const char *const names[PASS_COUNT] = {
 	[PASS_NOOP] = "noop", [PASS_DEDUP] = "dedup", [PASS_CSE] = "cse",
-	[PASS_EINSUM] = "einsum", [PASS_FOLD] = "fold", [PASS_LASTPOS] = "lastpos",
+	[PASS_EINSUM] = "einsum", [PASS_FOLD] = "fold", [PASS_QDQ] = "qdq", [PASS_LASTPOS] = "lastpos",
 	[PASS_ATTENTION] = "attention", [PASS_FUSE] = "fuse",
 	[PASS_ADDNORM] = "addnorm", [PASS_EDGECONV] = "edgeconv", [PASS_DCE] = "dce",
 	[PASS_EWCHAIN] = "ewchain", [PASS_F16] = "f16",
@@ -35,7 +37,8 @@ static const char *const names[PASS_COUNT] = {
 
 static int (*const run_pass[PASS_COUNT])(PassCtx *) = {
 	[PASS_NOOP] = pass_noop, [PASS_DEDUP] = pass_dedup, [PASS_CSE] = pass_cse,
-	[PASS_EINSUM] = pass_einsum, [PASS_FOLD] = pass_fold, [PASS_LASTPOS] = pass_lastpos,
+	[PASS_EINSUM] = pass_einsum, [PASS_FOLD] = pass_fold, [PASS_QDQ] = pass_qdq,
+	[PASS_LASTPOS] = pass_lastpos,
 	[PASS_ATTENTION] = pass_attention, [PASS_FUSE] = pass_fuse,
 	[PASS_ADDNORM] = pass_addnorm, [PASS_EDGECONV] = pass_edgeconv, [PASS_DCE] = pass_dce,
 	[PASS_EWCHAIN] = pass_ewchain, [PASS_F16] = pass_f16,
@@ -203,7 +206,7 @@ void passes_run(Model *m, const PassOptions *o, const int64_t *batches, int nbat
 	PassCtx c = {.m = m, .g = g, .a = m->arena, .d = m->diag, .o = o};
 	rw_init(&c);
 	static const PassId order[] = {PASS_NOOP, PASS_DEDUP, PASS_CSE, PASS_EINSUM,
-	                               PASS_FOLD, PASS_LASTPOS, PASS_ATTENTION, PASS_FUSE, PASS_ADDNORM, PASS_EDGECONV,
+	                               PASS_FOLD, PASS_QDQ, PASS_LASTPOS, PASS_ATTENTION, PASS_FUSE, PASS_ADDNORM, PASS_EDGECONV,
 	                               PASS_DCE, PASS_EWCHAIN};
 	for (int iter = 0; iter < 16; iter++) {
 		infer_shapes(&c, batches, nbatches, bind);

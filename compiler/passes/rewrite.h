@@ -104,6 +104,7 @@ int pass_dedup(PassCtx *c);
 int pass_cse(PassCtx *c);
 int pass_einsum(PassCtx *c);
 int pass_fold(PassCtx *c);
+int pass_qdq(PassCtx *c);
 int pass_lastpos(PassCtx *c);
 int pass_attention(PassCtx *c);
 int pass_fuse(PassCtx *c);

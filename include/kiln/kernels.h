@@ -391,14 +391,27 @@ typedef struct kiln_q8_operand {
 	int64_t zero_stride;   /* 0 or 1 */
 	const float *scale;    /* scale(s); QLinear ops only */
 	int64_t scale_stride;  /* 0 or 1 */
+	int wide;              /* 1: int16_t / uint16_t elements (QDQ chains, exact mode) */
 } kiln_q8_operand;
 
-/* The int8 or uint8 output of a QLinear op: one scale, one zero point. */
+/*
+ * The output of a QLinear op: one scale, one zero point. With `exact` set
+ * (the optimizer's QDQ chains, passes/qdq.c) the sums are kept in 64 bits
+ * and requantized in double as the chain's float64 semantics:
+ *   Y = saturate(round_half_even((sum * sa * sb + bias * bias_scale) / sy) + zy)
+ * with bias (int32, per column / output channel, NULL for none) scaled by
+ * its own scale (bias_scale_stride 0 or 1) instead of added to the sum.
+ */
 typedef struct kiln_q8_output {
-	void *data;            /* int8_t or uint8_t elements */
+	void *data;            /* int8_t or uint8_t elements (int16/uint16 if wide) */
 	int is_signed;
 	const void *zero;      /* the output's zero point, its type; NULL = 0 */
 	const float *scale;    /* the output's scale */
+	int wide;
+	int exact;
+	const int32_t *bias;
+	const float *bias_scale;
+	int64_t bias_scale_stride;
 } kiln_q8_output;
 
 /*

@@ -16,6 +16,11 @@
  * Requantization (the QLinear ops) computes the multiplier s_a * s_b / s_y
  * and the scaled sum in float32, rounds half to even with rintf and
  * saturates, as ONNX Runtime does.
+ *
+ * The optimizer's QDQ chains (passes/qdq.c) set `exact` on the output: 16-bit
+ * operands may occur (|x - zx| <= 65535, so the sums are kept in 64 bits
+ * throughout; the low 32 bits are what the 32-bit ops wrap to) and the
+ * requantization is the chain's float64 arithmetic (kiln_q8_output).
  */
 #include <math.h>
 #include <string.h>
@@ -30,9 +35,17 @@ static inline int32_t q8_at(const void *p, int is_signed, int64_t i)
 	return is_signed ? (int32_t)((const int8_t *)p)[i] : (int32_t)((const uint8_t *)p)[i];
 }
 
+/* Element i of 8- or 16-bit data. */
+static inline int32_t q_at(const void *p, int is_signed, int wide, int64_t i)
+{
+	if (!wide)
+		return q8_at(p, is_signed, i);
+	return is_signed ? (int32_t)((const int16_t *)p)[i] : (int32_t)((const uint16_t *)p)[i];
+}
+
 static inline int32_t zero_at(const kiln_q8_operand *q, int64_t i)
 {
-	return q->zero ? q8_at(q->zero, q->is_signed, i * q->zero_stride) : 0;
+	return q->zero ? q_at(q->zero, q->is_signed, q->wide, i * q->zero_stride) : 0;
 }
 
 static inline float scale_at(const kiln_q8_operand *q, int64_t i)
@@ -45,6 +58,40 @@ static inline float scale_at(const kiln_q8_operand *q, int64_t i)
 static inline int32_t wrap32(uint32_t u)
 {
 	return u <= INT32_MAX ? (int32_t)u : (int32_t)(u - 2147483648u) - INT32_MAX - 1;
+}
+
+/* A 64-bit two's complement sum as int64_t, without an
+ * implementation-defined conversion. */
+static inline int64_t wrap64(uint64_t u)
+{
+	return u <= INT64_MAX ? (int64_t)u : (int64_t)(u - 9223372036854775808u) - INT64_MAX - 1;
+}
+
+/* Exact mode: saturate(round_half_even((sum * sa * sb + bias * sbias) / sy)
+ * + zy) in double into element i of Y (int8 to uint16). sa * sb is exact in
+ * double (two 24-bit significands); so is an int32 bias times its scale. */
+static void store_exact(const kiln_q8_output *Y, int64_t i, int64_t sum, float sa, float sb,
+                        int64_t channel)
+{
+	double v = (double)sum * ((double)sa * (double)sb);
+	if (Y->bias)
+		v += (double)Y->bias[channel] * (double)Y->bias_scale[channel * Y->bias_scale_stride];
+	v = rint(v / (double)Y->scale[0]) +
+	    (double)(Y->zero ? q_at(Y->zero, Y->is_signed, Y->wide, 0) : 0);
+	double lo = Y->is_signed ? (Y->wide ? -32768.0 : -128.0) : 0.0;
+	double hi = Y->is_signed ? (Y->wide ? 32767.0 : 127.0) : (Y->wide ? 65535.0 : 255.0);
+	if (!(v >= lo))
+		v = lo;
+	if (v > hi)
+		v = hi;
+	if (Y->wide && Y->is_signed)
+		((int16_t *)Y->data)[i] = (int16_t)v;
+	else if (Y->wide)
+		((uint16_t *)Y->data)[i] = (uint16_t)v;
+	else if (Y->is_signed)
+		((int8_t *)Y->data)[i] = (int8_t)v;
+	else
+		((uint8_t *)Y->data)[i] = (uint8_t)v;
 }
 
 /* saturate(round_half_even(sum * mult) + zy) into element i of Y. A NaN
@@ -68,23 +115,31 @@ static inline void store_q8(const kiln_q8_output *Y, int64_t i, int32_t sum, flo
 
 /* acc[j] += a * (B[k, n0 + j] - zb[j]) for j < nb: the inner loop, with
  * B's signedness a constant after inlining. */
-static inline void axpy_row(uint32_t *acc, int32_t a, const void *brow, int b_signed,
+static inline void axpy_row(uint64_t *acc, int32_t a, const void *brow, int b_signed,
                             const int32_t *zb, int64_t nb)
 {
 	if (b_signed) {
 		const int8_t *b = brow;
 		for (int64_t j = 0; j < nb; j++)
-			acc[j] += (uint32_t)(a * ((int32_t)b[j] - zb[j]));
+			acc[j] += (uint64_t)(int64_t)(a * ((int32_t)b[j] - zb[j]));
 	} else {
 		const uint8_t *b = brow;
 		for (int64_t j = 0; j < nb; j++)
-			acc[j] += (uint32_t)(a * ((int32_t)b[j] - zb[j]));
+			acc[j] += (uint64_t)(int64_t)(a * ((int32_t)b[j] - zb[j]));
 	}
+}
+
+/* The same for 16-bit operands (either one): products need 64 bits. */
+static void axpy_row_wide(uint64_t *acc, int32_t a, const kiln_q8_operand *B, int64_t at,
+                          const int32_t *zb, int64_t nb)
+{
+	for (int64_t j = 0; j < nb; j++)
+		acc[j] += (uint64_t)((int64_t)a * (q_at(B->data, B->is_signed, B->wide, at + j) - zb[j]));
 }
 
 /* The sums of row m, columns [n0, n0 + nb), into acc. */
 static void row_block(int64_t m, int64_t n0, int64_t nb, int64_t K, const kiln_q8_operand *A,
-                      int64_t lda, const kiln_q8_operand *B, int64_t ldb, uint32_t *acc)
+                      int64_t lda, const kiln_q8_operand *B, int64_t ldb, uint64_t *acc)
 {
 	int32_t zb[BLOCK_N];
 	for (int64_t j = 0; j < nb; j++)
@@ -92,9 +147,13 @@ static void row_block(int64_t m, int64_t n0, int64_t nb, int64_t K, const kiln_q
 	memset(acc, 0, (size_t)nb * sizeof *acc);
 	int32_t za = zero_at(A, m);
 	for (int64_t k = 0; k < K; k++) {
-		int32_t a = q8_at(A->data, A->is_signed, m * lda + k) - za;
+		int32_t a = q_at(A->data, A->is_signed, A->wide, m * lda + k) - za;
 		if (a == 0)
 			continue;
+		if (A->wide || B->wide) {
+			axpy_row_wide(acc, a, B, k * ldb + n0, zb, nb);
+			continue;
+		}
 		const void *brow = (const unsigned char *)B->data + k * ldb + n0; /* 1-byte elements */
 		if (B->is_signed)
 			axpy_row(acc, a, brow, 1, zb, nb);
@@ -107,13 +166,13 @@ void kiln_i8_gemm(int64_t M, int64_t N, int64_t K, const kiln_q8_operand *A, int
                   const kiln_q8_operand *B, int64_t b_row_stride, int32_t *C,
                   int64_t c_row_stride)
 {
-	uint32_t acc[BLOCK_N];
+	uint64_t acc[BLOCK_N];
 	for (int64_t m = 0; m < M; m++)
 		for (int64_t n0 = 0; n0 < N; n0 += BLOCK_N) {
 			int64_t nb = N - n0 < BLOCK_N ? N - n0 : BLOCK_N;
 			row_block(m, n0, nb, K, A, a_row_stride, B, b_row_stride, acc);
 			for (int64_t j = 0; j < nb; j++)
-				C[m * c_row_stride + n0 + j] = wrap32(acc[j]);
+				C[m * c_row_stride + n0 + j] = wrap32((uint32_t)acc[j]);
 		}
 }
 
@@ -121,7 +180,7 @@ void kiln_q8_gemm(int64_t M, int64_t N, int64_t K, const kiln_q8_operand *A, int
                   const kiln_q8_operand *B, int64_t b_row_stride, const kiln_q8_output *Y,
                   int64_t y_row_stride)
 {
-	uint32_t acc[BLOCK_N];
+	uint64_t acc[BLOCK_N];
 	int32_t zy = Y->zero ? q8_at(Y->zero, Y->is_signed, 0) : 0;
 	float sy = Y->scale[0];
 	for (int64_t m = 0; m < M; m++) {
@@ -130,8 +189,13 @@ void kiln_q8_gemm(int64_t M, int64_t N, int64_t K, const kiln_q8_operand *A, int
 			int64_t nb = N - n0 < BLOCK_N ? N - n0 : BLOCK_N;
 			row_block(m, n0, nb, K, A, a_row_stride, B, b_row_stride, acc);
 			for (int64_t j = 0; j < nb; j++) {
+				if (Y->exact) {
+					store_exact(Y, m * y_row_stride + n0 + j, wrap64(acc[j]), sa,
+					            scale_at(B, n0 + j), n0 + j);
+					continue;
+				}
 				float mult = sa * scale_at(B, n0 + j) / sy;
-				store_q8(Y, m * y_row_stride + n0 + j, wrap32(acc[j]), mult, zy);
+				store_q8(Y, m * y_row_stride + n0 + j, wrap32((uint32_t)acc[j]), mult, zy);
 			}
 		}
 	}
@@ -151,14 +215,15 @@ static void tap_range(int64_t start, int64_t dilation, int64_t k, int64_t len, i
 
 /* One output element's sum: input channels [c0, c0 + cg) of image n against
  * the weights of output channel m, over the taps of the box inside X. */
-static inline uint32_t conv_sum(const kiln_window3d_params *p, const void *X, int x_signed,
-                                int32_t zx, const void *W, int w_signed, int32_t zw, int64_t n,
+static inline uint64_t conv_sum(const kiln_window3d_params *p, const void *X, int x_signed,
+                                int x_wide, int32_t zx, const void *W, int w_signed, int w_wide,
+                                int32_t zw, int64_t n,
                                 int64_t m, int64_t c0, int64_t cg, const int64_t start[3],
                                 const int64_t lo[3], const int64_t hi[3])
 {
 	const int64_t *in = p->in, *k = p->kernel, *d = p->dilation;
 	int64_t plane = in[0] * in[1] * in[2], kvol = k[0] * k[1] * k[2];
-	uint32_t acc = 0;
+	uint64_t acc = 0;
 	for (int64_t c = 0; c < cg; c++) {
 		int64_t xbase = (n * p->channels + c0 + c) * plane;
 		int64_t wbase = (m * cg + c) * kvol;
@@ -168,9 +233,9 @@ static inline uint32_t conv_sum(const kiln_window3d_params *p, const void *X, in
 				               in[2] + start[2];
 				int64_t wrow = wbase + (t0 * k[1] + t1) * k[2];
 				for (int64_t t2 = lo[2]; t2 < hi[2]; t2++) {
-					int32_t x = q8_at(X, x_signed, xrow + t2 * d[2]) - zx;
-					int32_t w = q8_at(W, w_signed, wrow + t2) - zw;
-					acc += (uint32_t)(x * w);
+					int32_t x = q_at(X, x_signed, x_wide, xrow + t2 * d[2]) - zx;
+					int32_t w = q_at(W, w_signed, w_wide, wrow + t2) - zw;
+					acc += (uint64_t)((int64_t)x * w);
 				}
 			}
 	}
@@ -186,7 +251,7 @@ static void conv(const kiln_window3d_params *p, const kiln_q8_operand *X,
 	int64_t M = p->out_channels, cg = p->channels / p->group, mg = M / p->group;
 	int64_t ovol = p->out[0] * p->out[1] * p->out[2];
 	int32_t zx = zero_at(X, 0);
-	int32_t zy = Y8 && Y8->zero ? q8_at(Y8->zero, Y8->is_signed, 0) : 0;
+	int32_t zy = Y8 && Y8->zero && !Y8->wide ? q8_at(Y8->zero, Y8->is_signed, 0) : 0;
 	for (int64_t n = 0; n < p->batch; n++)
 		for (int64_t m = 0; m < M; m++) {
 			int64_t c0 = (m / mg) * cg;
@@ -202,22 +267,29 @@ static void conv(const kiln_window3d_params *p, const kiln_q8_operand *X,
 							tap_range(start[a], p->dilation[a], p->kernel[a], p->in[a], &lo[a],
 							          &hi[a]);
 						}
-						uint32_t s;
-						if (X->is_signed && W->is_signed)
-							s = conv_sum(p, X->data, 1, zx, W->data, 1, zw, n, m, c0, cg, start, lo, hi);
+						uint64_t s;
+						if (X->wide || W->wide)
+							s = conv_sum(p, X->data, X->is_signed, X->wide, zx, W->data, W->is_signed,
+							             W->wide, zw, n, m, c0, cg, start, lo, hi);
+						else if (X->is_signed && W->is_signed)
+							s = conv_sum(p, X->data, 1, 0, zx, W->data, 1, 0, zw, n, m, c0, cg, start, lo, hi);
 						else if (X->is_signed)
-							s = conv_sum(p, X->data, 1, zx, W->data, 0, zw, n, m, c0, cg, start, lo, hi);
+							s = conv_sum(p, X->data, 1, 0, zx, W->data, 0, 0, zw, n, m, c0, cg, start, lo, hi);
 						else if (W->is_signed)
-							s = conv_sum(p, X->data, 0, zx, W->data, 1, zw, n, m, c0, cg, start, lo, hi);
+							s = conv_sum(p, X->data, 0, 0, zx, W->data, 1, 0, zw, n, m, c0, cg, start, lo, hi);
 						else
-							s = conv_sum(p, X->data, 0, zx, W->data, 0, zw, n, m, c0, cg, start, lo, hi);
+							s = conv_sum(p, X->data, 0, 0, zx, W->data, 0, 0, zw, n, m, c0, cg, start, lo, hi);
 						if (!Y8) {
-							Y32[at] = wrap32(s);
+							Y32[at] = wrap32((uint32_t)s);
+							continue;
+						}
+						if (Y8->exact) {
+							store_exact(Y8, at, wrap64(s), scale_at(X, 0), scale_at(W, m), m);
 							continue;
 						}
 						if (bias)
 							s += (uint32_t)bias[m];
-						store_q8(Y8, at, wrap32(s), mult, zy);
+						store_q8(Y8, at, wrap32((uint32_t)s), mult, zy);
 					}
 		}
 }

@@ -60,14 +60,14 @@ static void gemm_case(int64_t M, int64_t N, int64_t K, int as, int bs, int zmode
 	for (int64_t i = 0; i <= N; i++)
 		sb[i] = rng_float(0.001f, 0.05f);
 	float sy = rng_float(0.05f, 2.0f);
-	kiln_q8_operand qa = {A, as, zmode_a ? za : NULL, zmode_a == 2, sa, zmode_a == 2};
-	kiln_q8_operand qb = {B, bs, zmode_b ? zb : NULL, zmode_b == 2, sb, zmode_b == 2};
+	kiln_q8_operand qa = {A, as, zmode_a ? za : NULL, zmode_a == 2, sa, zmode_a == 2, 0};
+	kiln_q8_operand qb = {B, bs, zmode_b ? zb : NULL, zmode_b == 2, sb, zmode_b == 2, 0};
 	size_t cbytes = (size_t)(M > 0 ? (M - 1) * ldc + N : 0) * (quant ? 1 : 4);
 	Guarded g;
 	/* int32 output stays 4-byte aligned; bytes may sit anywhere */
 	unsigned char *C = guarded_alloc(&g, cbytes, quant ? 1 : 4);
 	memset(C, 0x5a, cbytes);
-	kiln_q8_output qy = {C, ys, &zy, &sy};
+	kiln_q8_output qy = {C, ys, &zy, &sy, 0, 0, NULL, NULL, 0};
 	if (quant)
 		kiln_q8_gemm(M, N, K, &qa, lda, &qb, ldb, &qy, ldc);
 	else
@@ -111,7 +111,7 @@ static void gemm_overflow(void)
 	static unsigned char A[K], B[K];
 	memset(A, 255, K);
 	memset(B, 255, K);
-	kiln_q8_operand qa = {A, 0, NULL, 0, NULL, 0}, qb = {B, 0, NULL, 0, NULL, 0};
+	kiln_q8_operand qa = {A, 0, NULL, 0, NULL, 0, 0}, qb = {B, 0, NULL, 0, NULL, 0, 0};
 	int32_t c = 0;
 	kiln_i8_gemm(1, 1, K, &qa, K, &qb, 1, &c, 1);
 	CHECK(c == wrap((int64_t)K * 255 * 255), "i8_gemm wraps in 32 bits");
@@ -124,17 +124,17 @@ static void requant_ties(void)
 	uint8_t A[1] = {1};
 	int8_t B[6] = {3, 5, -3, -5, 127, -128};
 	float s_half = 0.5f, s_one = 1.0f;
-	kiln_q8_operand qa = {A, 0, NULL, 0, &s_half, 0}, qb = {B, 1, NULL, 0, &s_one, 0};
+	kiln_q8_operand qa = {A, 0, NULL, 0, &s_half, 0, 0}, qb = {B, 1, NULL, 0, &s_one, 0, 0};
 	int8_t y8[6];
 	int8_t zy = 0;
-	kiln_q8_output qy = {y8, 1, &zy, &s_one};
+	kiln_q8_output qy = {y8, 1, &zy, &s_one, 0, 0, NULL, NULL, 0};
 	kiln_q8_gemm(1, 6, 1, &qa, 1, &qb, 6, &qy, 6);
 	int8_t want[6] = {2, 2, -2, -2, 64, -64};
 	CHECK(memcmp(y8, want, 6) == 0, "q8_gemm rounds half to even (int8 out)");
 	uint8_t u8[6], zu = 100;
 	float s_big = 4.0f;
-	kiln_q8_operand qa2 = {A, 0, NULL, 0, &s_big, 0};
-	kiln_q8_output qu = {u8, 0, &zu, &s_one};
+	kiln_q8_operand qa2 = {A, 0, NULL, 0, &s_big, 0, 0};
+	kiln_q8_output qu = {u8, 0, &zu, &s_one, 0, 0, NULL, NULL, 0};
 	kiln_q8_gemm(1, 6, 1, &qa2, 1, &qb, 6, &qu, 6);
 	uint8_t wantu[6] = {112, 120, 88, 80, 255, 0};
 	CHECK(memcmp(u8, wantu, 6) == 0, "q8_gemm saturates (uint8 out)");
@@ -182,11 +182,11 @@ static void conv_case(int ns, int64_t group, int xs, int ws, int zw_per_channel,
 		swv[m] = rng_float(0.001f, 0.02f);
 	}
 	float sx = rng_float(0.001f, 0.05f), sy = rng_float(0.01f, 1.0f);
-	kiln_q8_operand qx = {X, xs, &zx, 0, &sx, 0};
-	kiln_q8_operand qw = {W, ws, zw, zw_per_channel, swv, zw_per_channel};
+	kiln_q8_operand qx = {X, xs, &zx, 0, &sx, 0, 0};
+	kiln_q8_operand qw = {W, ws, zw, zw_per_channel, swv, zw_per_channel, 0};
 	Guarded g;
 	unsigned char *Y = guarded_alloc(&g, (size_t)ny * (quant ? 1 : 4), quant ? 3 : 4);
-	kiln_q8_output qy = {Y, ys, &zy, &sy};
+	kiln_q8_output qy = {Y, ys, &zy, &sy, 0, 0, NULL, NULL, 0};
 	if (quant)
 		kiln_q8_conv(&p, &qx, &qw, with_bias ? bias : NULL, &qy);
 	else

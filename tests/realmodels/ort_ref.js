@@ -3,7 +3,9 @@
 // tests/realmodels/run.py, which turns them into ONNX test-data folders.
 // usage: node ort_ref.js SPEC.json
 // SPEC: {"model": path, "outdir": dir,
-//        "inputs": [{"name", "type" (ORT type name), "dims", "file"}]}
+//        "inputs": [{"name", "type" (ORT type name), "dims", "file"}],
+//        "optimization": ORT's graphOptimizationLevel (optional, default
+//        "disabled"; "all" lets ORT fuse QDQ chains into its integer kernels)}
 // Writes outdir/output_I.bin and outdir/outputs.json ([{name, type, dims}]).
 "use strict";
 const fs = require("fs");
@@ -27,9 +29,11 @@ async function main() {
     const data = new T(copy.buffer, 0, copy.byteLength / T.BYTES_PER_ELEMENT);
     feeds[inp.name] = new ort.Tensor(inp.type, data, inp.dims);
   }
-  // One thread and no graph rewrites: the plainest reference ORT can give.
+  // One thread and, unless the spec asks, no graph rewrites: the plainest
+  // reference ORT can give.
   const session = await ort.InferenceSession.create(spec.model, {
-    intraOpNumThreads: 1, interOpNumThreads: 1, graphOptimizationLevel: "disabled"});
+    intraOpNumThreads: 1, interOpNumThreads: 1,
+    graphOptimizationLevel: spec.optimization || "disabled"});
   const results = await session.run(feeds);
   const meta = session.outputNames.map((name, i) => {
     const t = results[name];
