@@ -35,7 +35,7 @@ static const char *exact_fields(Emit *E)
 {
 	if (!node_attr(E->n, "kiln.qdq"))
 		return "";
-	const char *f = ", .exact = 1";
+	const char *f = node_attr(E->n, "kiln.relu") ? ", .exact = 1, .relu = 1" : ", .exact = 1";
 	if (has_input(E, 8)) {
 		Operand bs = in_op(E, 9);
 		f = arena_printf(E->a, "%s, .bias = %s, .bias_scale = %s, .bias_scale_stride = %d", f,

@@ -25,8 +25,10 @@
  * 0, per tensor or per output channel; Gemm with alpha = beta = 1 and no
  * transA (transB: a Transpose of the integer weight, which fold folds);
  * the product's only reader a per-tensor QuantizeLinear to int8, uint8,
- * int16 or uint16; every scale and zero point a constant, scales float32.
- * The DQ nodes stay until dce finds them unread.
+ * int16 or uint16, or a Relu read only by one (kiln.relu: the result is
+ * raised to at least zy, since Q is monotone and Q(0) = zy); every scale
+ * and zero point a constant, scales float32. The DQ nodes stay until dce
+ * finds them unread.
  */
 #include "rewrite.h"
 
@@ -112,10 +114,19 @@ static bool rewrite(PassCtx *c, int i)
 	if (op->nout != 1 || op->nin < 2 || rw_dtype(c, op->out[0]) != DT_FLOAT)
 		return false;
 	int y = op->out[0];
-	int qi = rw_sole_user(c, y);
+	int qi = rw_sole_user(c, y), relu = NONE;
 	if (qi == NONE || g->values[y].is_output)
 		return false;
 	const Node *q = &g->nodes[qi];
+	if (q->op == OP_Relu && q->nout == 1 && !g->values[q->out[0]].is_output) {
+		/* Conv -> Relu -> Q: Q(max(v, 0)) = max(Q(v), zy). */
+		relu = qi;
+		y = q->out[0];
+		qi = rw_sole_user(c, y);
+		if (qi == NONE)
+			return false;
+		q = &g->nodes[qi];
+	}
 	if (q->op != OP_QuantizeLinear || q->in[0] != y || q->nin < 2 ||
 	    rw_attr_int(q, "block_size", 0) != 0 || rw_dtype(c, q->in[1]) != DT_FLOAT ||
 	    !rw_is_const(c, q->in[1]))
@@ -167,17 +178,21 @@ static bool rewrite(PassCtx *c, int i)
 	}
 	int in[10] = {a.x, a.s, a.z, wq, w.s, w.z, q->in[1], yz, b.x, b.s};
 	int nin = b.x != NONE ? 10 : 8;
-	Attr *at = arena_array(c->a, (size_t)op->nattrs + 1, sizeof *at);
+	Attr *at = arena_array(c->a, (size_t)op->nattrs + 2, sizeof *at);
 	int nat = 0;
 	if (conv)
 		for (int k = 0; k < op->nattrs; k++)
 			at[nat++] = op->attrs[k];
 	at[nat++] = rw_int_attr(c, "kiln.qdq", 1);
+	if (relu != NONE)
+		at[nat++] = rw_int_attr(c, "kiln.relu", 1);
 	int out = q->out[0];
 	rw_add_node(c, qi, conv ? "QLinearConv" : "QLinearMatMul", in, nin, &out, 1, at, nat, name);
 	rw_kill(c, qi);
+	if (relu != NONE)
+		rw_kill(c, relu);
 	rw_kill(c, i);
-	c->stat->fused += 2;
+	c->stat->fused += relu != NONE ? 3 : 2;
 	return true;
 }
 

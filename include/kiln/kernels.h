@@ -400,7 +400,10 @@ typedef struct kiln_q8_operand {
  * and requantized in double as the chain's float64 semantics:
  *   Y = saturate(round_half_even((sum * sa * sb + bias * bias_scale) / sy) + zy)
  * with bias (int32, per column / output channel, NULL for none) scaled by
- * its own scale (bias_scale_stride 0 or 1) instead of added to the sum.
+ * its own scale (bias_scale_stride 0 or 1) instead of added to the sum;
+ * `relu` raises the result to at least zy (a Relu before the
+ * QuantizeLinear: Q is monotone and Q(0) = zy, so Q(max(v, 0)) =
+ * max(Q(v), zy)).
  */
 typedef struct kiln_q8_output {
 	void *data;            /* int8_t or uint8_t elements (int16/uint16 if wide) */
@@ -412,6 +415,7 @@ typedef struct kiln_q8_output {
 	const int32_t *bias;
 	const float *bias_scale;
 	int64_t bias_scale_stride;
+	int relu;
 } kiln_q8_output;
 
 /*

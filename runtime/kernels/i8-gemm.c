@@ -76,10 +76,12 @@ static void store_exact(const kiln_q8_output *Y, int64_t i, int64_t sum, float s
 	double v = (double)sum * ((double)sa * (double)sb);
 	if (Y->bias)
 		v += (double)Y->bias[channel] * (double)Y->bias_scale[channel * Y->bias_scale_stride];
-	v = rint(v / (double)Y->scale[0]) +
-	    (double)(Y->zero ? q_at(Y->zero, Y->is_signed, Y->wide, 0) : 0);
+	double zy = (double)(Y->zero ? q_at(Y->zero, Y->is_signed, Y->wide, 0) : 0);
+	v = rint(v / (double)Y->scale[0]) + zy;
 	double lo = Y->is_signed ? (Y->wide ? -32768.0 : -128.0) : 0.0;
 	double hi = Y->is_signed ? (Y->wide ? 32767.0 : 127.0) : (Y->wide ? 65535.0 : 255.0);
+	if (Y->relu && zy > lo)
+		lo = zy < hi ? zy : hi;
 	if (!(v >= lo))
 		v = lo;
 	if (v > hi)

@@ -67,7 +67,7 @@ static void gemm_case(int64_t M, int64_t N, int64_t K, int as, int bs, int zmode
 	/* int32 output stays 4-byte aligned; bytes may sit anywhere */
 	unsigned char *C = guarded_alloc(&g, cbytes, quant ? 1 : 4);
 	memset(C, 0x5a, cbytes);
-	kiln_q8_output qy = {C, ys, &zy, &sy, 0, 0, NULL, NULL, 0};
+	kiln_q8_output qy = {C, ys, &zy, &sy, 0, 0, NULL, NULL, 0, 0};
 	if (quant)
 		kiln_q8_gemm(M, N, K, &qa, lda, &qb, ldb, &qy, ldc);
 	else
@@ -127,14 +127,14 @@ static void requant_ties(void)
 	kiln_q8_operand qa = {A, 0, NULL, 0, &s_half, 0, 0}, qb = {B, 1, NULL, 0, &s_one, 0, 0};
 	int8_t y8[6];
 	int8_t zy = 0;
-	kiln_q8_output qy = {y8, 1, &zy, &s_one, 0, 0, NULL, NULL, 0};
+	kiln_q8_output qy = {y8, 1, &zy, &s_one, 0, 0, NULL, NULL, 0, 0};
 	kiln_q8_gemm(1, 6, 1, &qa, 1, &qb, 6, &qy, 6);
 	int8_t want[6] = {2, 2, -2, -2, 64, -64};
 	CHECK(memcmp(y8, want, 6) == 0, "q8_gemm rounds half to even (int8 out)");
 	uint8_t u8[6], zu = 100;
 	float s_big = 4.0f;
 	kiln_q8_operand qa2 = {A, 0, NULL, 0, &s_big, 0, 0};
-	kiln_q8_output qu = {u8, 0, &zu, &s_one, 0, 0, NULL, NULL, 0};
+	kiln_q8_output qu = {u8, 0, &zu, &s_one, 0, 0, NULL, NULL, 0, 0};
 	kiln_q8_gemm(1, 6, 1, &qa2, 1, &qb, 6, &qu, 6);
 	uint8_t wantu[6] = {112, 120, 88, 80, 255, 0};
 	CHECK(memcmp(u8, wantu, 6) == 0, "q8_gemm saturates (uint8 out)");
@@ -186,7 +186,7 @@ static void conv_case(int ns, int64_t group, int xs, int ws, int zw_per_channel,
 	kiln_q8_operand qw = {W, ws, zw, zw_per_channel, swv, zw_per_channel, 0};
 	Guarded g;
 	unsigned char *Y = guarded_alloc(&g, (size_t)ny * (quant ? 1 : 4), quant ? 3 : 4);
-	kiln_q8_output qy = {Y, ys, &zy, &sy, 0, 0, NULL, NULL, 0};
+	kiln_q8_output qy = {Y, ys, &zy, &sy, 0, 0, NULL, NULL, 0, 0};
 	if (quant)
 		kiln_q8_conv(&p, &qx, &qw, with_bias ? bias : NULL, &qy);
 	else
