@@ -97,7 +97,7 @@ static bool bias_ok(PassCtx *c, const Dq *b, int64_t len)
 		return false;
 	if (b->z != NONE) {
 		int64_t nz;
-		double *z = rw_const_f64(c, b->z, &nz);
+		double *z = rw_const_f64(c, b->z, &nz, 1 << 20);
 		if (!z)
 			return false;
 		for (int64_t k = 0; k < nz; k++)
