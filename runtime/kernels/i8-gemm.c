@@ -215,36 +215,55 @@ static void tap_range(int64_t start, int64_t dilation, int64_t k, int64_t len, i
 	*hi = last < k ? last : k;
 }
 
-/* One output element's sum: input channels [c0, c0 + cg) of image n against
- * the weights of output channel m, over the taps of the box inside X. */
-static inline uint64_t conv_sum(const kiln_window3d_params *p, const void *X, int x_signed,
-                                int x_wide, int32_t zx, const void *W, int w_signed, int w_wide,
-                                int32_t zw, int64_t n,
-                                int64_t m, int64_t c0, int64_t cg, const int64_t start[3],
-                                const int64_t lo[3], const int64_t hi[3])
+/* acc[o - b0] += w * (X[at + o * stride] - zx) for o in [lo, hi): one tap
+ * along a row of outputs, X's type a constant after inlining. */
+static inline void tap_row(uint64_t *acc, int64_t w, const void *X, int x_signed, int x_wide,
+                           int32_t zx, int64_t at, int64_t stride, int64_t lo, int64_t hi,
+                           int64_t b0)
 {
-	const int64_t *in = p->in, *k = p->kernel, *d = p->dilation;
-	int64_t plane = in[0] * in[1] * in[2], kvol = k[0] * k[1] * k[2];
-	uint64_t acc = 0;
-	for (int64_t c = 0; c < cg; c++) {
-		int64_t xbase = (n * p->channels + c0 + c) * plane;
-		int64_t wbase = (m * cg + c) * kvol;
-		for (int64_t t0 = lo[0]; t0 < hi[0]; t0++)
-			for (int64_t t1 = lo[1]; t1 < hi[1]; t1++) {
-				int64_t xrow = xbase + ((start[0] + t0 * d[0]) * in[1] + start[1] + t1 * d[1]) *
-				               in[2] + start[2];
-				int64_t wrow = wbase + (t0 * k[1] + t1) * k[2];
-				for (int64_t t2 = lo[2]; t2 < hi[2]; t2++) {
-					int32_t x = q_at(X, x_signed, x_wide, xrow + t2 * d[2]) - zx;
-					int32_t w = q_at(W, w_signed, w_wide, wrow + t2) - zw;
-					acc += (uint64_t)((int64_t)x * w);
-				}
-			}
-	}
-	return acc;
+	for (int64_t o = lo; o < hi; o++)
+		acc[o - b0] += (uint64_t)(w * (q_at(X, x_signed, x_wide, at + o * stride) - zx));
 }
 
-/* Walk every output element of the convolution; with Y8 set, requantize
+/* The sums of outputs [b0, b0 + nb) of the row (n, m, o0, o1): every input
+ * channel of m's group, every tap; along the row, each tap adds to the
+ * outputs whose input position is inside X (padding reads as zx). */
+static void conv_row(const kiln_window3d_params *p, const kiln_q8_operand *X,
+                     const kiln_q8_operand *W, int32_t zx, int32_t zw, int64_t n, int64_t m,
+                     int64_t c0, int64_t cg, const int64_t start[2], const int64_t lo[2],
+                     const int64_t hi[2], int64_t b0, int64_t nb, uint64_t *acc)
+{
+	const int64_t *in = p->in, *k = p->kernel, *d = p->dilation;
+	int64_t plane = in[0] * in[1] * in[2], st = p->stride[2];
+	memset(acc, 0, (size_t)nb * sizeof *acc);
+	for (int64_t c = 0; c < cg; c++)
+		for (int64_t t0 = lo[0]; t0 < hi[0]; t0++)
+			for (int64_t t1 = lo[1]; t1 < hi[1]; t1++) {
+				int64_t xrow = (n * p->channels + c0 + c) * plane +
+				               ((start[0] + t0 * d[0]) * in[1] + start[1] + t1 * d[1]) * in[2];
+				int64_t wrow = ((m * cg + c) * k[0] * k[1] + t0 * k[1] + t1) * k[2];
+				for (int64_t t2 = 0; t2 < k[2]; t2++) {
+					int64_t w = q_at(W->data, W->is_signed, W->wide, wrow + t2) - zw;
+					int64_t off = t2 * d[2] - p->pad_begin[2];
+					/* outputs o with 0 <= o * st + off < in[2] */
+					int64_t olo = off >= 0 ? 0 : (-off + st - 1) / st;
+					int64_t ohi = in[2] - 1 - off < 0 ? 0 : (in[2] - 1 - off) / st + 1;
+					olo = olo > b0 ? olo : b0;
+					ohi = ohi < b0 + nb ? ohi : b0 + nb;
+					if (w == 0 || olo >= ohi)
+						continue;
+					int64_t at = xrow + off;
+					if (X->wide)
+						tap_row(acc, w, X->data, X->is_signed, 1, zx, at, st, olo, ohi, b0);
+					else if (X->is_signed)
+						tap_row(acc, w, X->data, 1, 0, zx, at, st, olo, ohi, b0);
+					else
+						tap_row(acc, w, X->data, 0, 0, zx, at, st, olo, ohi, b0);
+				}
+			}
+}
+
+/* Walk every output row of the convolution; with Y8 set, requantize
  * into it (adding bias), else store the int32 sums in Y32. */
 static void conv(const kiln_window3d_params *p, const kiln_q8_operand *X,
                  const kiln_q8_operand *W, const int32_t *bias, int32_t *Y32,
@@ -254,6 +273,7 @@ static void conv(const kiln_window3d_params *p, const kiln_q8_operand *X,
 	int64_t ovol = p->out[0] * p->out[1] * p->out[2];
 	int32_t zx = zero_at(X, 0);
 	int32_t zy = Y8 && Y8->zero && !Y8->wide ? q8_at(Y8->zero, Y8->is_signed, 0) : 0;
+	uint64_t acc[BLOCK_N];
 	for (int64_t n = 0; n < p->batch; n++)
 		for (int64_t m = 0; m < M; m++) {
 			int64_t c0 = (m / mg) * cg;
@@ -261,38 +281,31 @@ static void conv(const kiln_window3d_params *p, const kiln_q8_operand *X,
 			float mult = Y8 ? scale_at(X, 0) * scale_at(W, m) / Y8->scale[0] : 0.0f;
 			int64_t at = (n * M + m) * ovol;
 			for (int64_t o0 = 0; o0 < p->out[0]; o0++)
-				for (int64_t o1 = 0; o1 < p->out[1]; o1++)
-					for (int64_t o2 = 0; o2 < p->out[2]; o2++, at++) {
-						int64_t o[3] = {o0, o1, o2}, start[3], lo[3], hi[3];
-						for (int a = 0; a < 3; a++) {
-							start[a] = o[a] * p->stride[a] - p->pad_begin[a];
-							tap_range(start[a], p->dilation[a], p->kernel[a], p->in[a], &lo[a],
-							          &hi[a]);
-						}
-						uint64_t s;
-						if (X->wide || W->wide)
-							s = conv_sum(p, X->data, X->is_signed, X->wide, zx, W->data, W->is_signed,
-							             W->wide, zw, n, m, c0, cg, start, lo, hi);
-						else if (X->is_signed && W->is_signed)
-							s = conv_sum(p, X->data, 1, 0, zx, W->data, 1, 0, zw, n, m, c0, cg, start, lo, hi);
-						else if (X->is_signed)
-							s = conv_sum(p, X->data, 1, 0, zx, W->data, 0, 0, zw, n, m, c0, cg, start, lo, hi);
-						else if (W->is_signed)
-							s = conv_sum(p, X->data, 0, 0, zx, W->data, 1, 0, zw, n, m, c0, cg, start, lo, hi);
-						else
-							s = conv_sum(p, X->data, 0, 0, zx, W->data, 0, 0, zw, n, m, c0, cg, start, lo, hi);
-						if (!Y8) {
-							Y32[at] = wrap32((uint32_t)s);
-							continue;
-						}
-						if (Y8->exact) {
-							store_exact(Y8, at, wrap64(s), scale_at(X, 0), scale_at(W, m), m);
-							continue;
-						}
-						if (bias)
-							s += (uint32_t)bias[m];
-						store_q8(Y8, at, wrap32((uint32_t)s), mult, zy);
+				for (int64_t o1 = 0; o1 < p->out[1]; o1++) {
+					int64_t o[2] = {o0, o1}, start[2], lo[2], hi[2];
+					for (int a = 0; a < 2; a++) {
+						start[a] = o[a] * p->stride[a] - p->pad_begin[a];
+						tap_range(start[a], p->dilation[a], p->kernel[a], p->in[a], &lo[a], &hi[a]);
 					}
+					for (int64_t b0 = 0; b0 < p->out[2]; b0 += BLOCK_N) {
+						int64_t nb = p->out[2] - b0 < BLOCK_N ? p->out[2] - b0 : BLOCK_N;
+						conv_row(p, X, W, zx, zw, n, m, c0, cg, start, lo, hi, b0, nb, acc);
+						for (int64_t j = 0; j < nb; j++, at++) {
+							uint64_t s = acc[j];
+							if (!Y8) {
+								Y32[at] = wrap32((uint32_t)s);
+								continue;
+							}
+							if (Y8->exact) {
+								store_exact(Y8, at, wrap64(s), scale_at(X, 0), scale_at(W, m), m);
+								continue;
+							}
+							if (bias)
+								s += (uint32_t)bias[m];
+							store_q8(Y8, at, wrap32((uint32_t)s), mult, zy);
+						}
+					}
+				}
 		}
 }
 
