@@ -61,16 +61,44 @@ def _attr(node, name, default):
     return default
 
 
-def eval_node(node, env):
+def eval_node(node, env, exact=None):
     """Output values of one node, in float64 (quantized tensors as their
-    integer numpy types)."""
+    integer numpy types). With `exact` (a set of value names) the ONNX
+    semantics of float32 tensors: an elementwise, pooling or reshaping
+    node's float output rounded to float32, and QuantizeLinear of such a
+    tensor dividing in float32 (as ONNX's reference and ONNX Runtime do);
+    DequantizeLinear outputs, Conv/MatMul/Gemm outputs and a Relu of one are
+    exact, and QuantizeLinear of those divides exactly: the QLinear ops'
+    integer semantics, which the qdq pass implements."""
+    ex = exact if exact is not None else set()
+    v = _eval(node, env, ex)[0]
+    op = node.op_type
+    if v.dtype.kind == "f" and exact is not None:
+        if op in ("Conv", "MatMul", "Gemm", "DequantizeLinear") or \
+                op == "Relu" and node.input[0] in ex and op_of.get(node.input[0]) != "DequantizeLinear":
+            ex.add(node.output[0])
+        else:
+            v = v.astype(np.float32).astype(np.float64)
+    op_of[node.output[0]] = op
+    return [v]
+
+
+op_of = {}
+
+
+def _eval(node, env, ex):
     a = [env[i] if i else None for i in node.input]
     op = node.op_type
     if op == "QuantizeLinear":
         x, s, z = a[0], a[1], a[2]
         axis = _attr(node, "axis", 1)
         zt = z.dtype.type
-        q = np.rint(np.asarray(x, np.float64) / _bshape(s, axis, x.ndim)) + _bshape(z, axis, x.ndim)
+        if node.input[0] in ex:
+            quot = np.asarray(x, np.float64) / _bshape(s, axis, x.ndim)
+        else:
+            quot = (np.asarray(x, np.float32) /
+                    _bshape(s, axis, x.ndim).astype(np.float32)).astype(np.float64)
+        q = np.rint(quot) + _bshape(z, axis, x.ndim)
         lo, hi = QRANGE[zt]
         return [np.clip(q, lo, hi).astype(zt)]
     if op == "DequantizeLinear":
@@ -108,10 +136,12 @@ def eval_node(node, env):
 
 
 def ref_eval(model, x):
+    op_of.clear()
+    exact = set()
     env = {t.name: numpy_helper.to_array(t) for t in model.graph.initializer}
     env[model.graph.input[0].name] = np.asarray(x, np.float64)
     for node in model.graph.node:
-        for o, v in zip(node.output, eval_node(node, env)):
+        for o, v in zip(node.output, eval_node(node, env, exact)):
             env[o] = v
     return [env[o.name] for o in model.graph.output]
 
