@@ -8,9 +8,11 @@ uint8, int8, int16 and uint16 activations, int8/uint8 weights per tensor and
 per channel, symmetric and asymmetric, opsets 13, 19 and 21. Each is
 compiled at batch sizes {1, 4} and run through kiln_run (stitched, n = 8)
 and compared, in quantization steps of the output, with
-  - the exact reference: the QDQ semantics evaluated in float64 (every
-    DequantizeLinear, product, sum and x / scale in double, rounded half
-    to even), which must match exactly;
+  - the reference (qdq_models.ref_eval): the chains DQ -> Conv / MatMul /
+    Gemm [-> Relu] -> Q evaluated exactly in float64 (the QLinear ops'
+    integer semantics), every other float tensor rounded to float32 and
+    quantized by a float32 quotient as ONNX defines them; it must match in
+    every element, and the first layer's output (one chain) too;
   - ONNX Runtime with its graph optimizations (QDQ fused into its integer
     kernels where it has them) and without (DQ -> float op -> Q): the
     counts of elements one step off are printed, and bounded below.

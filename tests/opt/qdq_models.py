@@ -13,10 +13,12 @@ Conv's QuantizeLinear (zero point at the low end, so saturation is the
 Relu); some exporters keep it (Conv -> Relu -> QuantizeLinear); both are
 built. MaxPool and Reshape sit between a DQ and a Q of the same parameters.
 
-Builder keeps the calibration values as it goes, evaluated with the same
-float64 interpreter (ref_eval) that gives the exact reference: every
-DequantizeLinear (q - zp) * scale, every product and sum, and x / scale of
-every QuantizeLinear in float64, rounded half to even."""
+Builder keeps the calibration values as it goes (the float model, as the
+tool calibrates). ref_eval gives the reference: DequantizeLinear (q - zp) *
+scale and the Conv/MatMul/Gemm (and a Relu after one) in float64, quantized
+by the exact quotient (the QLinear ops' integer semantics); every other
+float tensor rounded to float32 and quantized by a float32 quotient, as
+ONNX's reference and ONNX Runtime do."""
 import numpy as np
 from onnx import TensorProto, helper, numpy_helper
 
