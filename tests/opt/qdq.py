@@ -16,7 +16,7 @@ and compared, in quantization steps of the output, with
   - ONNX Runtime with its graph optimizations (QDQ fused into its integer
     kernels where it has them) and without (DQ -> float op -> Q): the
     counts of elements one step off are printed, and bounded below.
-The same model with --no-pass=qdq (float32 arithmetic, as before the pass)
+The same model with the default --qdq=float (float32 arithmetic, as before the pass)
 is compiled too and its mismatches printed: the pass must remove them.
 usage: qdq.py KILN SOURCE_ROOT LIBKILN_A OUTDIR   (env CC, SANFLAGS, NODE_PATH)
 """
@@ -156,8 +156,8 @@ def main():
         x = np.random.default_rng(len(name)).standard_normal([n] + shape).astype(np.float32)
         exact = qm.ref_eval(model, x)
         scale = out_scales(model)
-        on = build(os.path.join(d, "on"), path, [])
-        off = build(os.path.join(d, "off"), path, ["--no-pass=qdq"])
+        on = build(os.path.join(d, "on"), path, ["--qdq=exact"])
+        off = build(os.path.join(d, "off"), path, [])
         if not on or not off:
             continue
         got, old = kiln_run(on, x), kiln_run(off, x)
@@ -173,11 +173,11 @@ def main():
         h = steps(got[1:], exact[1:], scale[1:])
         report(h[0] == 0, "%s: the first layer (one DQ -> op -> Q chain) equals the exact "
                "reference: %d of %d elements off" % (name, h[0], exact[1].size))
-        dump = run([KILN, "dump", path, "--passes", "--batch", "1,4"]).stdout
+        dump = run([KILN, "dump", path, "--passes", "--qdq=exact", "--batch", "1,4"]).stdout
         chains = len(re.findall(r" QLinear(Conv|MatMul) v\d+ ", dump))
         report(chains == 3, "%s: %d chains made integer (want 3)" % (name, chains))
         report(row["exact"][0] <= row["old_exact"][0] and row["exact"][1] <= 1,
-               "%s: %d elements off the exact reference, %d with --no-pass=qdq (at most one step)"
+               "%s: %d elements off the exact reference, %d with the default --qdq=float (at most one step)"
                % (name, row["exact"][0], row["old_exact"][0]))
         if not wide:
             # ONNX Runtime fuses 8-bit chains into its integer kernels.
@@ -185,7 +185,7 @@ def main():
                    "%s: 8-bit: equal to the exact reference and to ONNX Runtime" % name)
         table.append((name, size, row))
         print("%-26s %6d elements; kiln vs exact %s, vs ORT %s, vs ORT float %s; "
-              "--no-pass=qdq vs exact %s, vs ORT %s; ORT vs exact %s, ORT float vs exact %s"
+              "the default --qdq=float vs exact %s, vs ORT %s; ORT vs exact %s, ORT float vs exact %s"
               % (name, size, row["exact"], row["ort"], row["ort_float"], row["old_exact"],
                  row["old_ort"], row["ort_vs_exact"], row["ortfloat_vs_exact"]))
     print("%d cases, %d checks failed" % (len(table), len(failures)))
