@@ -454,7 +454,8 @@ void compile_model(Model *m, const CompileOptions *o, CompileResult *res)
 	res->batch_mixing = stitch->dep.why;
 	EmitOptions eo = {.name = name, .stitch = stitch, .tile = tile, .tile_plan = tile_plan,
 	                  .rules = o->rules, .nrules = o->nrules,
-	                  .export_api = o->export_api || o->shared, .trees = o->trees};
+	                  .export_api = o->export_api || o->shared, .trees = o->trees,
+	                  .shared_entry = o->shared};
 	EmitResult er;
 	stage(o, "shapes and buffer plans");
 	emit_c(m, sigs, plans, o->nbatches, &eo, h, c, scratch, &er);

@@ -13,7 +13,8 @@ typedef struct CompileOptions {
 	const int64_t *batches;
 	int nbatches;
 	const BindOptions *bind;
-	bool shared;               /* build NAME.so with libkiln (kiln verify) instead of NAME.o */
+	bool shared;               /* build NAME.so with libkiln (kiln verify, kiln compile
+	                              --shared) instead of NAME.o */
 	int opt_level;             /* the C compiler's -O level */
 	const struct PassOptions *passes;   /* the optimizer; NULL: every pass (passes/passes.h) */
 	struct PassReport *pass_report;     /* if not NULL, what the passes did */

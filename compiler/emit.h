@@ -17,6 +17,7 @@ typedef struct EmitOptions {
 	int nrules;
 	bool export_api;         /* default visibility for NAME_model and NAME_run*; else hidden */
 	int trees;               /* EmitTrees: how tree ensembles are emitted (--trees) */
+	bool shared_entry;       /* define kiln_shared_model(), exported (kiln compile --shared) */
 } EmitOptions;
 
 /* --trees: straight-line C (nested if/else per tree) or node arrays walked by

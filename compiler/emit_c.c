@@ -1519,6 +1519,14 @@ static void emit_descriptor(Emit *E, const Sig *sigs, const Plan *plans, int nsi
 		emitf(E, "\t};\n");
 	}
 	emitf(E, "\treturn kiln_run(ctx, n, in, out);\n}\n\n");
+	if (E->o->shared_entry) {
+		/* kiln compile --shared: the one symbol every model's shared object
+		 * exports under the same name, so a loader (the Python module) finds
+		 * the descriptor without knowing NAME. */
+		emitf(E, "/* The descriptor of this shared object (kiln compile --shared). */\n"
+		      "__attribute__((visibility(\"default\"))) const kiln_model *kiln_shared_model(void);\n"
+		      "const kiln_model *kiln_shared_model(void)\n{\n\treturn &%s_model;\n}\n\n", N);
+	}
 }
 
 void emit_c(Model *m, const Sig *sigs, const Plan *plans, int nsigs, const EmitOptions *o,

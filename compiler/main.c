@@ -111,6 +111,9 @@ static const HelpRow options_help[] = {
 	{"--max-weights=BYTES", "most bytes of weights in NAME_weights.o (suffix K, M,\n"
 	                        "G or T; default 256M + 4 x the model's files)",
 	 C_COMPILE | C_CHECK},
+	{"--shared", "build NAME.so (with libkiln, entry points exported)\n"
+	             "instead of NAME.o: for dlopen and the Python module\n"
+	             "(docs/python.md)", C_COMPILE},
 	{"-v, --verbose", "report each stage on stderr (always, once a compile\ntakes over 2 s)",
 	 C_COMPILE},
 	{"-h, --help", "show this help (kiln COMMAND --help: that command's)", C_ALL},
@@ -179,6 +182,7 @@ typedef struct Options {
 	bool verbose;                 /* -v: report compile stages */
 	bool no_cc;                   /* compile --no-cc */
 	bool zipmap_tensor;           /* --zipmap=tensor (ops/ml.c) */
+	bool shared;                  /* compile --shared */
 	int trees;                    /* compile, verify --trees (EmitTrees) */
 	PassOptions popts;            /* --no-opt, --no-pass, --weights-dtype */
 	int opt_level;
@@ -374,6 +378,8 @@ static int parse_args(int argc, char **argv, Options *o)
 					o->zipmap_tensor = true;
 				else if (!missing)
 					return usage_error("--zipmap takes tensor, got '%s'", v);
+			} else if (strcmp(a, "--shared") == 0) {
+				o->shared = true;
 			} else if ((v = flag_value(argc, argv, &i, "--trees", &missing))) {
 				if (strcmp(v, "auto") == 0)
 					o->trees = TREES_AUTO;
@@ -528,11 +534,15 @@ static int parse_args(int argc, char **argv, Options *o)
 		return usage_error("%s", "--svg FILE goes with 'info --plan' (not --json)");
 	if (o->trees != TREES_AUTO && strcmp(o->command, "compile") && strcmp(o->command, "verify"))
 		return usage_error("--trees goes with 'compile' or 'verify', not '%s'", o->command);
-	if ((o->export_api || o->no_cc || o->verbose || o->depfile) && strcmp(o->command, "compile"))
-		return usage_error("--export, --no-cc, --depfile and -v go with 'compile', not '%s'",
-		                   o->command);
+	if ((o->export_api || o->no_cc || o->verbose || o->depfile || o->shared) &&
+	    strcmp(o->command, "compile"))
+		return usage_error("--export, --no-cc, --depfile, --shared and -v go with 'compile', "
+		                   "not '%s'", o->command);
 	if (o->max_weight_bytes && strcmp(o->command, "compile") && strcmp(o->command, "check"))
 		return usage_error("--max-weights goes with 'compile' or 'check', not '%s'", o->command);
+	if (o->shared && (o->no_cc || o->target))
+		return usage_error("--shared builds NAME.so for this host: not with %s",
+		                   o->no_cc ? "--no-cc" : "--target");
 	if (strcmp(o->command, "compile") == 0 && !o->nbatches)
 		return usage_error("%s", "compile needs --batch, e.g. --batch=1,8");
 	if (!o->model)
@@ -595,13 +605,15 @@ static int run_compile(const Options *o, Model *m, Stages *stages)
 	                     .opt_level = o->opt_level, .rules = o->rules, .nrules = o->nrules,
 	                     .passes = &o->popts, .export_api = o->export_api, .no_cc = o->no_cc,
 	                     .trees = o->trees, .depfile = o->depfile,
-	                     .max_weight_bytes = o->max_weight_bytes,
+	                     .max_weight_bytes = o->max_weight_bytes, .shared = o->shared,
 	                     .stage = stage_done, .stage_ud = stages};
 	CompileResult cr;
 	compile_model(m, &co, &cr);
 	printf("%s\n%s\n%s (%d symbols, %llu bytes)\n", cr.h_path, cr.c_path, cr.weights_path,
 	       cr.nsymbols, (unsigned long long)cr.weight_bytes);
-	if (cr.o_path)
+	if (cr.so_path)
+		printf("%s (load this one)\n", cr.so_path);
+	else if (cr.o_path)
 		printf("%s (link this one)\n", cr.o_path);
 	printf("arena: %lld bytes at the largest batch size\n", (long long)cr.arena_bytes);
 	printf("context: %llu bytes per thread for kiln_run (%s)\n",

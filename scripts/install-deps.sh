@@ -13,7 +13,9 @@
 #           g++ and make (the integration suite builds the examples against
 #           an installed kiln), gcc-aarch64-linux-gnu, libc6-dev-arm64-cross
 #           and qemu-user (the memory suite cross-compiles a model for
-#           aarch64 and runs it under qemu-aarch64)
+#           aarch64 and runs it under qemu-aarch64), python3-dev (the kiln
+#           Python module), python3-dask and python3-distributed (the
+#           examples/dask_jets test)
 set -eu
 
 PKGS="meson ninja-build pkg-config gcc clang
@@ -21,7 +23,8 @@ PKGS="meson ninja-build pkg-config gcc clang
       libonnx-testdata python3-onnx python3-numpy
       python3-torch python3-torchvision python3-xgboost python3-sklearn
       libclang-rt-14-dev cmake g++ make
-      gcc-aarch64-linux-gnu libc6-dev-arm64-cross qemu-user"
+      gcc-aarch64-linux-gnu libc6-dev-arm64-cross qemu-user
+      python3-dev python3-dask python3-distributed"
 
 missing=""
 for p in $PKGS; do
