@@ -267,6 +267,7 @@ def compile(model, batch, *, shape=None, dim=None, name=None, cache_dir=None, op
     os.makedirs(cache, exist_ok=True)
     tmp = tempfile.mkdtemp(prefix=".%s-" % name, dir=cache)
     try:
+        os.chmod(tmp, 0o755)   # mkdtemp's 0700 would hide the entry from other users
         cmd = [exe, "compile", path] + args + ["--shared", "-o", tmp]
         r = subprocess.run(cmd, capture_output=True, text=True)
         if r.returncode != 0:

@@ -160,6 +160,7 @@ typedef struct ThreadSlots {
 static pthread_mutex_t slots_lock = PTHREAD_MUTEX_INITIALIZER;
 static pthread_key_t slots_key;
 static uint64_t next_serial = 1;     /* under the GIL */
+static long live_slots;              /* contexts alive, under slots_lock (live_contexts()) */
 static _Thread_local ThreadSlots *tl_slots;
 static _Thread_local uint64_t tl_serial;
 static _Thread_local kiln_context *tl_ctx;
@@ -174,6 +175,7 @@ static void slot_free(Slot *s)
 		s->mnext->mprev = s->mprev;
 	kiln_context_destroy(s->ctx);
 	free(s);
+	live_slots--;
 }
 
 /* The key's destructor: a thread ends. */
@@ -287,6 +289,7 @@ static kiln_context *model_context(Model *self)
 			if (s->mnext)
 				s->mnext->mprev = &s->mnext;
 			self->slots = s;
+			live_slots++;
 		} else {
 			free(s);
 			ctx = NULL;
@@ -920,8 +923,18 @@ static PyObject *module_version(PyObject *mod, PyObject *unused)
 	                            KILN_VERSION_PATCH);
 }
 
+static PyObject *module_live_contexts(PyObject *mod, PyObject *unused)
+{
+	pthread_mutex_lock(&slots_lock);
+	long n = live_slots;
+	pthread_mutex_unlock(&slots_lock);
+	return PyLong_FromLong(n);
+}
+
 static PyMethodDef module_methods[] = {
 	{"version", module_version, METH_NOARGS, "the kiln version this module was built with"},
+	{"live_contexts", module_live_contexts, METH_NOARGS,
+	 "how many per-thread contexts exist (of every model and thread): a diagnostic"},
 	{NULL, NULL, 0, NULL},
 };
 
