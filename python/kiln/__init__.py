@@ -29,10 +29,17 @@ __version__ = _version()
 
 
 def _sha256(path):
+    # 64 KiB at a time into one buffer: a larger block would raise malloc's
+    # mmap threshold and stay in the process's RSS (docs/python.md, memory)
     h = hashlib.sha256()
-    with open(path, "rb") as f:
-        for block in iter(lambda: f.read(1 << 20), b""):
-            h.update(block)
+    buf = bytearray(1 << 16)
+    view = memoryview(buf)
+    with open(path, "rb", buffering=0) as f:
+        while True:
+            n = f.readinto(buf)
+            if not n:
+                break
+            h.update(view[:n])
     return h.hexdigest()
 
 
