@@ -26,7 +26,7 @@ CC=clang ./scripts/build.sh build-asan -Db_sanitize=address,undefined -Db_lundef
 	-Dc_args=-fno-sanitize-recover=all || exit 2
 ASAN_OPTIONS=detect_leaks=1:abort_on_error=0 UBSAN_OPTIONS=print_stacktrace=1 \
 	meson test -C build-asan --print-errorlogs --num-processes 2 \
-	--suite unit --suite cli --suite testdata --suite obj --suite kernels --suite batch --suite opt --suite conformance --suite cases --suite realmodels --suite hostile --suite integration --suite trees --suite fuzz || status=1
+	--suite unit --suite cli --suite testdata --suite obj --suite kernels --suite batch --suite opt --suite conformance --suite cases --suite realmodels --suite hostile --suite integration --suite trees --suite fuzz --suite python || status=1
 
 # One summary line over both runs, from meson's JSON logs.
 /usr/bin/python3 - build/meson-logs/testlog.json build-asan/meson-logs/testlog.json <<'PY'
