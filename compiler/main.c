@@ -274,6 +274,63 @@ static int usage_error(const char *fmt, const char *arg)
 	return EXIT_ERROR;
 }
 
+/* The flag of the help's options nearest to an unknown one, if it is a likely
+ * misspelling: at most 2 edits (insertions, deletions, substitutions, or a
+ * swap of neighbours) away, and fewer than a third of its letters; else NULL. */
+static const char *nearest_flag(const char *arg, char *buf, size_t bufsize)
+{
+	char given[64];
+	size_t n = strcspn(arg, "=");
+	if (n >= sizeof given)
+		return NULL;
+	memcpy(given, arg, n);
+	given[n] = 0;
+	int best = 3;
+	const char *found = NULL;
+	for (size_t i = 0; i < sizeof options_help / sizeof options_help[0]; i++) {
+		/* the flags of a row: "-o DIR, --output=DIR" holds -o and --output */
+		for (const char *p = options_help[i].left; (p = strchr(p, '-')) != NULL;) {
+			size_t len = strcspn(p, "=, ");
+			char flag[64];
+			if (len < sizeof flag && len > 1) {
+				memcpy(flag, p, len);
+				flag[len] = 0;
+				/* optimal string alignment distance, rows of at most 64 */
+				int d[3][65], m = (int)strlen(flag), k = (int)n;
+				for (int b = 0; b <= m; b++)
+					d[0][b] = b;
+				int *prev2 = NULL, *prev = d[0];
+				for (int a = 1; a <= k; a++) {
+					int *cur = d[a % 3];
+					cur[0] = a;
+					for (int b = 1; b <= m; b++) {
+						int cost = given[a - 1] != flag[b - 1];
+						int v = prev[b - 1] + cost;
+						if (prev[b] + 1 < v)
+							v = prev[b] + 1;
+						if (cur[b - 1] + 1 < v)
+							v = cur[b - 1] + 1;
+						if (prev2 && a > 1 && b > 1 && given[a - 1] == flag[b - 2] &&
+						    given[a - 2] == flag[b - 1] && prev2[b - 2] + 1 < v)
+							v = prev2[b - 2] + 1;
+						cur[b] = v;
+					}
+					prev2 = prev;
+					prev = cur;
+				}
+				int dist = prev[m];
+				if (dist < best && dist * 3 < m - 1 && strcmp(flag, given) != 0) {
+					best = dist;
+					snprintf(buf, bufsize, "%s", flag);
+					found = buf;
+				}
+			}
+			p += len;
+		}
+	}
+	return found;
+}
+
 /* The limits of docs/limits.md: true if argv[*i] is one (bad: its value is not
  * a number in range). Sizes in MiB are stored in bytes. */
 static bool limit_flag(int argc, char **argv, int *i, Limits *l, bool *missing, bool *bad)
@@ -492,6 +549,12 @@ static int parse_args(int argc, char **argv, Options *o)
 					return usage_error("--max-memory needs a size in MiB, got '%s'", v);
 				o->max_memory_mb = (size_t)mb;
 			} else {
+				char near[64];
+				if (nearest_flag(a, near, sizeof near)) {
+					fprintf(stderr, "kiln: error: unknown option '%s' (did you mean '%s'?)\n"
+					        "Try 'kiln --help'.\n", a, near);
+					return EXIT_ERROR;
+				}
 				return usage_error("unknown option '%s'", a);
 			}
 			if (missing)

@@ -4,7 +4,8 @@
 #  - CC, CFLAGS and LD are the ones kiln compile runs; --no-cc runs none;
 #  - a symbolic dim past axis 0 names --batch-dim; kiln check warns about
 #    symbolic dims other than the batch, and --shape x=N,20,3 compiles them;
-#    -v reports the compile's stages.
+#    -v reports the compile's stages;
+#  - a misspelled flag is answered with the nearest one; --shared.
 set -u
 KILN=$1 SRC=$2 OUT=$3
 . "$(dirname "$0")/../tally.sh"
@@ -101,5 +102,29 @@ done
 	ok || bad "-v: $(cat "$OUT/v.err")"
 "$KILN" compile "$M" --batch 2 -o "$OUT/q" >/dev/null 2>"$OUT/q.err" && [ ! -s "$OUT/q.err" ] &&
 	ok || bad "a short compile printed: $(cat "$OUT/q.err")"
+
+# A misspelled flag gets the nearest one; a made-up one gets none.
+for pair in "--shapes --shape" "--bacth --batch" "--batch-rules --batch-rule" "--no-c --no-cc" \
+            "--weights-type --weights-dtype" "--sharde --shared" "--verison --version"; do
+	set -- $pair
+	got=$("$KILN" compile "$M" --batch 2 "$1" 2>&1 | head -1)
+	[ "$got" = "kiln: error: unknown option '$1' (did you mean '$2'?)" ] && ok || bad "$1: $got"
+done
+got=$("$KILN" compile "$M" --batch 2 --frobnicate 2>&1 | head -1)
+[ "$got" = "kiln: error: unknown option '--frobnicate'" ] && ok || bad "--frobnicate: $got"
+
+# --shared: NAME.so exporting the entry points and kiln_shared_model() only.
+"$KILN" compile "$M" --batch 1,2 --shared -o "$OUT/so" >"$OUT/so.log" &&
+	grep -q "mlp.so (load this one)" "$OUT/so.log" && [ ! -e "$OUT/so/mlp.o" ] &&
+	[ "$(nm -D --defined-only "$OUT/so/mlp.so" | awk '{ print $3 }' | sort | tr '\n' ' ')" = \
+	  "kiln_shared_model mlp_model mlp_run mlp_run_b1 mlp_run_b2 " ] && ok ||
+	bad "--shared: $(cat "$OUT/so.log"; nm -D --defined-only "$OUT/so/mlp.so" | head -20)"
+"$KILN" compile "$M" --batch 1,2 -o "$OUT/noso" >/dev/null && ! grep -q kiln_shared_model "$OUT/noso/mlp.c" &&
+	ok || bad "kiln_shared_model without --shared"
+got=$("$KILN" compile "$M" --batch 2 --shared --no-cc 2>&1 | head -1)
+[ "$got" = "kiln: error: --shared builds NAME.so for this host: not with --no-cc" ] && ok || bad "--shared --no-cc: $got"
+got=$("$KILN" info "$M" --shared 2>&1 | head -1)
+[ "$got" = "kiln: error: --export, --no-cc, --shared and -v go with 'compile', not 'info'" ] && ok ||
+	bad "info --shared: $got"
 
 tally
