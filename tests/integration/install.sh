@@ -94,6 +94,17 @@ if CC="$CCBIN" meson setup "$OUT/meson" "$SRC/examples/pkg_config" ${SAN:+-Db_sa
 else
 	bad "meson example: $(tail -3 "$OUT/meson.log")"
 fi
+# docs/integration.md's plain snippet, `pkg-config --cflags --libs kiln` and
+# nothing else: the rpath in kiln.pc finds libkiln.so.0 (no LD_LIBRARY_PATH).
+# shellcheck disable=SC2046
+if $CCBIN -std=c11 -O2 $SAN -I"$OUT/make" "$SRC/examples/jet_tagger/main.c" "$OUT/make/jet_tagger.o" \
+	$(pkg-config --cflags --libs kiln) -o "$OUT/snippet" 2>"$OUT/snippet.log" &&
+	env -u LD_LIBRARY_PATH "$OUT/snippet" >"$OUT/snippet.out" 2>&1 && grep -q "^  jet 10:" "$OUT/snippet.out"; then
+	ok
+else
+	bad "the pkg-config snippet: $(tail -3 "$OUT/snippet.log" "$OUT/snippet.out" 2>/dev/null)"
+fi
+readelf -d "$OUT/snippet" 2>/dev/null | grep -q "R.*PATH.*$P/$LIBDIR" && ok || bad "no rpath to $P/$LIBDIR in the snippet's program"
 
 # CMake.
 if ! command -v cmake >/dev/null; then
