@@ -93,6 +93,49 @@ inline std::string where(const kiln_model *m, const char *call)
 	return std::string("kiln: ") + (m && m->name ? m->name : "?") + ": " + call;
 }
 
+inline const char *dtype_name(int dtype)
+{
+	switch (dtype) {
+	case KILN_FLOAT32: return "float32";
+	case KILN_UINT8: return "uint8";
+	case KILN_INT8: return "int8";
+	case KILN_UINT16: return "uint16";
+	case KILN_INT16: return "int16";
+	case KILN_INT32: return "int32";
+	case KILN_INT64: return "int64";
+	case KILN_BOOL: return "bool";
+	case KILN_FLOAT16: return "float16";
+	case KILN_FLOAT64: return "float64";
+	case KILN_UINT32: return "uint32";
+	case KILN_UINT64: return "uint64";
+	case KILN_BFLOAT16: return "bfloat16";
+	case KILN_FLOAT8E4M3FN: return "float8e4m3fn";
+	case KILN_FLOAT8E4M3FNUZ: return "float8e4m3fnuz";
+	case KILN_FLOAT8E5M2: return "float8e5m2";
+	case KILN_FLOAT8E5M2FNUZ: return "float8e5m2fnuz";
+	case KILN_UINT4: return "uint4";
+	case KILN_INT4: return "int4";
+	default: return "an unknown type";
+	}
+}
+
+/* A buffer that kiln_run would refuse as bad usage, named: the tensor, its
+ * element type or the bytes n rows take against what was given. */
+inline void check_buffer(const kiln_model &m, std::int64_t n, const char *what,
+                         const kiln_tensor_desc &t, const void *data, int dtype, std::uint64_t bytes)
+{
+	std::string head = where(&m, "run") + " (n = " + std::to_string(n) + "): " + what + " '" +
+	                   (t.name ? t.name : "?") + "'";
+	if (dtype != t.dtype)
+		throw Error(KILN_USAGE, head + " is " + dtype_name(t.dtype) + ", given " + dtype_name(dtype));
+	std::uint64_t need = kiln_tensor_bytes(&t, n);
+	if (need != unknown_bytes && bytes < need)
+		throw Error(KILN_USAGE, head + " needs " + std::to_string(need) + " bytes, given " +
+		                            std::to_string(bytes));
+	if (!data && need)
+		throw Error(KILN_USAGE, head + ": a null buffer for " + std::to_string(need) + " bytes");
+}
+
 } // namespace detail
 
 /* One input buffer: n rows of the tensor, dense and row-major. */
@@ -165,12 +208,14 @@ inline void run(kiln_context *ctx, const kiln_model &m, std::int64_t n, std::ini
 	for (const In &x : in) {
 		ins[i] = {x.data, x.dtype,
 		          x.bytes == unknown_bytes ? kiln_tensor_bytes(&m.inputs[i], n) : x.bytes};
+		check_buffer(m, n, "input", m.inputs[i], ins[i].data, ins[i].dtype, ins[i].bytes);
 		i++;
 	}
 	i = 0;
 	for (const Out &y : out) {
 		outs[i] = {y.data, y.dtype,
 		           y.bytes == unknown_bytes ? kiln_tensor_bytes(&m.outputs[i], n) : y.bytes};
+		check_buffer(m, n, "output", m.outputs[i], outs[i].data, outs[i].dtype, outs[i].bytes);
 		i++;
 	}
 	int st = kiln_run(ctx, n, ins, outs);

@@ -76,10 +76,28 @@ int main()
 	CHECK(status_of([&] { ctx.run(2, {wrong.data()}, {probs.data()}); }) == KILN_USAGE);
 	CHECK(status_of([&] { ctx.run(2, {jets.data(), jets.data()}, {probs.data()}); }) == KILN_USAGE);
 	CHECK(status_of([&] { ctx.run(-1, {jets.data()}, {probs.data()}); }) == KILN_USAGE);
+	/* what() names the tensor, the expected and the given type or bytes */
 	try {
 		ctx.run(2, {wrong.data()}, {probs.data()});
+		CHECK(!"a float64 input was taken");
 	} catch (const std::runtime_error &e) {
-		CHECK(std::strstr(e.what(), "kiln: data: run") && std::strstr(e.what(), "bad usage"));
+		CHECK(std::strcmp(e.what(), "kiln: data: run (n = 2): input 'jets' is float32, given "
+		                            "float64: bad usage") == 0);
+	}
+	try {
+		ctx.run(4, {jets}, {small});
+		CHECK(!"a small output was taken");
+	} catch (const std::runtime_error &e) {
+		CHECK(std::strcmp(e.what(), "kiln: data: run (n = 4): output 'probs' needs 80 bytes, "
+		                            "given 60: bad usage") == 0);
+	}
+	std::vector<std::int32_t> ints(5);
+	try {
+		ctx.run(1, {jets}, {ints});
+		CHECK(!"an int32 output was taken");
+	} catch (const std::runtime_error &e) {
+		CHECK(std::strcmp(e.what(), "kiln: data: run (n = 1): output 'probs' is float32, given "
+		                            "int32: bad usage") == 0);
 	}
 	/* a context is its model's: the typed C entry refuses another one */
 	kiln::Context octx(other_model);
