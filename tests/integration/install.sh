@@ -113,8 +113,18 @@ else
 	B=$OUT/cmake
 	cmake -S "$SRC/examples/cmake_event_loop" -B "$B" -DCMAKE_PREFIX_PATH="$P" \
 		-DCMAKE_C_COMPILER="$CCBIN" -DCMAKE_CXX_COMPILER="$CXXBIN" \
-		-DCMAKE_C_FLAGS="$SAN" -DCMAKE_CXX_FLAGS="$SAN" >"$OUT/cmake.log" 2>&1 &&
+		-DCMAKE_C_FLAGS="$SAN" -DCMAKE_CXX_FLAGS="$SAN" -DCMAKE_EXPORT_COMPILE_COMMANDS=ON \
+		>"$OUT/cmake.log" 2>&1 &&
 		cmake --build "$B" -j 2 >>"$OUT/cmake.log" 2>&1 && ok || bad "cmake example: $(tail -5 "$OUT/cmake.log")"
+	# No build type: the models' C gets -O2 (kiln_add_model), the rest what the project says.
+	/usr/bin/python3 - "$B/compile_commands.json" <<'PY' && ok || bad "kiln_add_model's -O2 without a build type"
+import json, sys
+cmds = json.load(open(sys.argv[1]))
+models = [c for c in cmds if "/kiln_models/" in c["file"]]
+others = [c for c in cmds if "/kiln_models/" not in c["file"]]
+assert len(models) == 2 and all(" -O2" in c["command"] for c in models), models
+assert others and not any(" -O2" in c["command"] for c in others), others
+PY
 	"$B/event_loop" && ok || bad "event_loop"
 	"$B/event_loop_dlopen" "$B" && ok || bad "event_loop_dlopen"
 	nm -D --defined-only "$B/libtagger.so" | awk '{ print $3 }' | grep -E '^(net_|kiln_)' >"$OUT/leak.txt" &&
@@ -133,6 +143,15 @@ else
 	cmake -S "$OUT/v9" -B "$OUT/v9/build" -DCMAKE_PREFIX_PATH="$P" >"$OUT/v9.log" 2>&1 &&
 		bad "find_package(kiln 9.0) succeeded" || {
 		grep -q "$version" "$OUT/v9.log" && ok || bad "find_package(kiln 9.0): $(tail -3 "$OUT/v9.log")"
+	}
+	# A MODEL that does not exist fails at configure time, naming it.
+	mkdir -p "$OUT/nomodel"
+	printf 'cmake_minimum_required(VERSION 3.16)\nproject(nomodel C)\nfind_package(kiln REQUIRED)\nkiln_add_model(net MODEL no_such.onnx BATCH 1)\n' \
+		>"$OUT/nomodel/CMakeLists.txt"
+	cmake -S "$OUT/nomodel" -B "$OUT/nomodel/build" -DCMAKE_PREFIX_PATH="$P" >"$OUT/nomodel.log" 2>&1 &&
+		bad "kiln_add_model with a missing MODEL configured" || {
+		tr -s ' \n' '  ' <"$OUT/nomodel.log" | grep -q "kiln_add_model(net): MODEL .*no_such.onnx does not exist" && ok ||
+			bad "missing MODEL: $(tail -5 "$OUT/nomodel.log")"
 	}
 fi
 
