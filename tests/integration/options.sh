@@ -3,7 +3,8 @@
 #  - -Dtests=false configures the compiler, the runtime (and the Python
 #    module) and no test program;
 #  - on a configured folder, `meson configure --prefix` changes the prefix
-#    (where `meson setup --prefix` would keep the old one), as the docs say.
+#    (where `meson setup --prefix` would keep the old one), as the docs say;
+#  - the README's newcomer path and test.sh's stages (docs checks).
 set -u
 SRC=$1 OUT=$2
 . "$(dirname "$0")/../tally.sh"
@@ -33,4 +34,13 @@ print(" ".join(t["name"] for t in json.load(sys.stdin) if "/tests/" in t["define
 else
 	bad "meson setup -Dtests=false: $(tail -5 "$OUT/setup.log")"
 fi
+# The README's newcomer path comes before the status tables and says where
+# kiln is after scripts/build.sh; test.sh names its stages.
+/usr/bin/python3 - "$SRC/README.md" <<'PY' && ok || bad "README: the start before the status, build/compiler/kiln"
+import sys
+text = open(sys.argv[1]).read()
+start, status = text.index("## Start here"), text.index("## Status")
+assert start < status and "build/compiler/kiln" in text[start:status], (start, status)
+PY
+[ "$(grep -c '^stage "[1-4]/4 ' "$SRC/scripts/test.sh")" -eq 4 ] && ok || bad "test.sh's stages"
 tally
