@@ -394,6 +394,11 @@ typedef struct ShapeOverride {   /* --shape INPUT=d0,d1,... */
 	int64_t dims[KILN_MAX_RANK];
 } ShapeOverride;
 
+typedef struct DimValue {        /* --dim SYMBOL=V: that symbolic dim in every input */
+	const char *symbol;
+	int64_t value;
+} DimValue;
+
 typedef struct BatchDim {        /* --batch-dim INPUT=AXIS */
 	const char *input;
 	int axis;
@@ -416,6 +421,10 @@ typedef struct BindOptions {
 	int nbatch_dims;
 	Freeze *freezes;
 	int nfreezes;
+	DimValue *dims;
+	int ndims;
+	bool check_declared;    /* --shape must agree with the declared dims (the CLI;
+	                           verify binds its data's shapes without it) */
 } BindOptions;
 
 /* Known contents of a value, for compile-time shape arithmetic. */
@@ -815,7 +824,8 @@ void report_info(Model *m, FILE *out, const InfoOptions *o);
 /* The IR, and with a signature its static shapes. */
 void report_dump(Model *m, FILE *out, const InfoOptions *o);
 /* Returns the number of unsupported nodes. */
-int report_check(Model *m, FILE *out);
+int report_check(Model *m, FILE *out, const BindOptions *bind);
+
 /* `kiln ops`: the supported operators, as text or Markdown (ops_doc.c). */
 int report_ops(FILE *out, bool markdown);
 

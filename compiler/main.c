@@ -49,6 +49,9 @@ static const HelpRow options_help[] = {
 	{"--shape=INPUT=D0,D1", "fix every dim of an input (repeatable); one dim may\n"
 	                        "be N: the batch axis (--shape x=N,50,16)",
 	 C_INFO | C_CHECK | C_DUMP | C_COMPILE},
+	{"--dim=SYMBOL=V", "fix a symbolic dim in every input that has it\n"
+	                   "(repeatable): --dim P=100 for [N, 2, P] and [N, 4, P]",
+	 C_INFO | C_CHECK | C_DUMP | C_COMPILE},
 	{"--batch-dim=INPUT=AXIS", "the batch axis of an input (default: axis 0 when\n"
 	                           "its first dim is symbolic) (repeatable)",
 	 C_INFO | C_CHECK | C_DUMP | C_COMPILE},
@@ -198,6 +201,7 @@ typedef struct Options {
 	int nbatches;
 	ShapeOverride shapes[MAX_LIST];
 	BatchDim batch_dims[MAX_LIST];
+	DimValue dims[MAX_LIST];
 	Freeze freezes[MAX_LIST];
 	const char *rules[MAX_LIST];  /* --batch-rule */
 	int nrules;
@@ -401,6 +405,8 @@ static int parse_args(int argc, char **argv, Options *o)
 	o->bind.shapes = o->shapes;
 	o->bind.batch_dims = o->batch_dims;
 	o->bind.freezes = o->freezes;
+	o->bind.dims = o->dims;
+	o->bind.check_declared = true;
 	for (int i = 1; i < argc; i++) {
 		const char *a = argv[i], *v;
 		bool missing = false, bad = false;
@@ -526,6 +532,14 @@ static int parse_args(int argc, char **argv, Options *o)
 					return usage_error("--freeze needs INPUT=V0,V1,..., got '%s'", v);
 				o->freezes[o->bind.nfreezes++] =
 					(Freeze){.input = strndup(v, (size_t)(eq - v)), .text = eq + 1};
+			} else if ((v = flag_value(argc, argv, &i, "--dim", &missing))) {
+				const char *eq = strrchr(v, '=');
+				int64_t value;
+				if (!eq || eq == v || o->bind.ndims == MAX_LIST ||
+				    parse_int_list(eq + 1, &value, 1, 0) != 1)
+					return usage_error("--dim needs SYMBOL=VALUE, got '%s'", v);
+				o->dims[o->bind.ndims++] =
+					(DimValue){.symbol = strndup(v, (size_t)(eq - v)), .value = value};
 			} else if ((v = flag_value(argc, argv, &i, "--batch-dim", &missing))) {
 				const char *eq = strrchr(v, '=');
 				int64_t axis;
@@ -614,13 +628,15 @@ static int parse_args(int argc, char **argv, Options *o)
 		return usage_error("--json goes with 'info', not '%s'", o->command);
 	if (o->plan && (strcmp(o->command, "check") == 0 || strcmp(o->command, "verify") == 0))
 		return usage_error("--plan goes with 'info' or 'dump', not '%s'", o->command);
-	if ((o->nbatches || o->bind.nshapes || o->bind.nbatch_dims || o->bind.nfreezes) &&
-	    strcmp(o->command, "verify") == 0 &&
-	    !(o->nbatches == 1 && !o->bind.nshapes && !o->bind.nbatch_dims && !o->bind.nfreezes))
-		return usage_error("--shape, --batch-dim and --freeze go with 'info', 'check', 'dump' or "
-		                   "'compile', not '%s'; verify takes one --batch", o->command);
+	if ((o->nbatches || o->bind.nshapes || o->bind.nbatch_dims || o->bind.nfreezes ||
+	     o->bind.ndims) && strcmp(o->command, "verify") == 0 &&
+	    !(o->nbatches == 1 && !o->bind.nshapes && !o->bind.nbatch_dims && !o->bind.nfreezes &&
+	      !o->bind.ndims))
+		return usage_error("--shape, --dim, --batch-dim and --freeze go with 'info', 'check', "
+		                   "'dump' or 'compile', not '%s'; verify takes one --batch", o->command);
 	/* Shapes without --batch: one signature; the batch only matters for symbolic axes. */
-	if (!o->nbatches && (o->bind.nshapes || o->bind.nbatch_dims || o->bind.nfreezes || o->plan))
+	if (!o->nbatches && (o->bind.nshapes || o->bind.nbatch_dims || o->bind.nfreezes ||
+	                     o->bind.ndims || o->plan))
 		o->batches[o->nbatches++] = 1;
 	return -1;
 }
@@ -768,7 +784,7 @@ static int run(const Options *o)
 		if (strcmp(o->command, "info") == 0)
 			;
 		else if (strcmp(o->command, "check") == 0) {
-			rc = report_check(m, stdout) ? EXIT_UNSUPPORTED : 0;
+			rc = report_check(m, stdout, &o->bind) ? EXIT_UNSUPPORTED : 0;
 			if (rc == 0 && o->nbatches)
 				rc = check_signatures(o, m);
 		}
@@ -797,6 +813,8 @@ int main(int argc, char **argv)
 		free((char *)o.batch_dims[i].input);
 	for (int i = 0; i < o.bind.nfreezes; i++)
 		free((char *)o.freezes[i].input);
+	for (int i = 0; i < o.bind.ndims; i++)
+		free((char *)o.dims[i].symbol);
 	if (fflush(stdout) != 0 || ferror(stdout)) {
 		fprintf(stderr, "kiln: error: writing output: %s\n", strerror(errno));
 		rc = EXIT_ERROR;

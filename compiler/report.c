@@ -495,7 +495,23 @@ static void check_graph(Graph *g, void *user)
 	}
 }
 
-int report_check(Model *m, FILE *out)
+/* Has the user fixed the input's symbolic dims already (--shape, --dim)? */
+static bool dims_given(const Value *v, const BindOptions *bind)
+{
+	for (int i = 0; bind && i < bind->nshapes; i++)
+		if (strcmp(bind->shapes[i].input, v->name) == 0)
+			return true;
+	for (int k = 1; k < v->shape.rank; k++) {
+		bool fixed = v->shape.dims[k].size >= 0;
+		for (int i = 0; bind && !fixed && v->shape.dims[k].param && i < bind->ndims; i++)
+			fixed = strcmp(bind->dims[i].symbol, v->shape.dims[k].param) == 0;
+		if (!fixed)
+			return false;
+	}
+	return v->shape.dims[0].size < 0;
+}
+
+int report_check(Model *m, FILE *out, const BindOptions *bind)
 {
 	Check c = {.out = out, .path = m->path};
 	Graph *g = m->graph;
@@ -516,7 +532,7 @@ int report_check(Model *m, FILE *out)
 		int nsym = 0;
 		for (int k = 0; v->kind == VAL_INPUT && k < v->shape.rank; k++)
 			nsym += v->shape.dims[k].size < 0;
-		if (nsym > 1 || (nsym == 1 && v->shape.dims[0].size >= 0))
+		if ((nsym > 1 || (nsym == 1 && v->shape.dims[0].size >= 0)) && !dims_given(v, bind))
 			fprintf(out, "%s: graph input \"%s\" has %s: compile with --shape %s "
 			        "(N: the batch axis; see docs/models.md)\n", m->path, v->name,
 			        nsym > 1 ? "more than one symbolic dim" : "a symbolic dim that is not axis 0",

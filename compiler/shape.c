@@ -76,10 +76,63 @@ const char *shape_flag(Arena *a, const Value *v, int batch_axis)
 	return flag;
 }
 
+/* --dim SYMBOL=V: the value of a symbolic dim, or -1. */
+static int64_t find_dim(const BindOptions *o, const char *param)
+{
+	for (int i = 0; param && i < o->ndims; i++)
+		if (strcmp(o->dims[i].symbol, param) == 0)
+			return o->dims[i].value;
+	return -1;
+}
+
+/* Every --dim must name a symbol of some input. */
+static void check_dims(Graph *g, const BindOptions *o, Diag *d)
+{
+	for (int k = 0; k < o->ndims; k++) {
+		bool found = false;
+		for (int i = 0; i < g->ninputs && !found; i++) {
+			const Value *v = &g->values[g->inputs[i]];
+			for (int j = 0; v->kind == VAL_INPUT && j < v->shape.rank && !found; j++)
+				found = v->shape.dims[j].param &&
+				        strcmp(v->shape.dims[j].param, o->dims[k].symbol) == 0;
+		}
+		if (!found)
+			diag_fail(d, KILN_USAGE, "--dim names \"%s\", which is not a symbolic dim of any "
+			          "graph input", o->dims[k].symbol);
+	}
+}
+
+/* The user's --shape flags against the dims the model declares: a static
+ * dim given another size (the batch axis aside) is named as that, not found
+ * later by a node downstream. A --shape of another rank replaces the
+ * declared shape (some exports declare a wrong one). */
+static void check_declared(const Graph *g, const BindOptions *o, Diag *d)
+{
+	for (int k = 0; k < o->nshapes; k++) {
+		const ShapeOverride *ov = &o->shapes[k];
+		for (int i = 0; i < g->ninputs; i++) {
+			const Value *v = &g->values[g->inputs[i]];
+			if (v->kind != VAL_INPUT || strcmp(v->name, ov->input) != 0 ||
+			    v->shape.rank != ov->rank)
+				continue;
+			int batch_axis = find_batch_dim(o, v->name);
+			for (int j = 0; j < ov->rank; j++)
+				if (j != batch_axis && v->shape.dims[j].size >= 0 &&
+				    v->shape.dims[j].size != ov->dims[j])
+					diag_fail(d, KILN_SHAPE_ERROR, "--shape %s: dim %d is %lld; the model declares %lld",
+					          ov->input, j, (long long)ov->dims[j],
+					          (long long)v->shape.dims[j].size);
+		}
+	}
+}
+
 static void bind_inputs(Sig *s, const BindOptions *o, Diag *d)
 {
 	Graph *g = s->g;
 	check_option_names(g, o, d);
+	check_dims(g, o, d);
+	if (o->check_declared)
+		check_declared(g, o, d);
 	/* Symbols of batch axes: the same name elsewhere is the batch too. */
 	const char *batch_syms[64];
 	int nsyms = 0;
@@ -118,9 +171,13 @@ static void bind_inputs(Sig *s, const BindOptions *o, Diag *d)
 		if (axis != NONE && axis >= sh.rank)
 			diag_fail(d, KILN_USAGE, "--batch-dim %s=%d: the input has rank %d", v->name, axis,
 			          sh.rank);
-		if (axis == NONE && !ov && sh.rank > 0 && sh.dims[0].size < 0)
+		if (axis == NONE && !ov && sh.rank > 0 && sh.dims[0].size < 0 &&
+		    find_dim(o, sh.dims[0].param) < 0)
 			axis = 0;
 		for (int k = 0; k < sh.rank; k++) {
+			int64_t fixed = k == axis ? -1 : find_dim(o, sh.dims[k].param);
+			if (fixed >= 0)
+				sh.dims[k] = (Dim){fixed, NULL};
 			bool is_batch = k == axis;
 			for (int j = 0; j < nsyms && !is_batch && sh.dims[k].param; j++)
 				is_batch = strcmp(sh.dims[k].param, batch_syms[j]) == 0;

@@ -5,7 +5,9 @@
 #  - a symbolic dim past axis 0 names --batch-dim; kiln check warns about
 #    symbolic dims other than the batch, and --shape x=N,20,3 compiles them;
 #    -v reports the compile's stages;
-#  - a misspelled flag is answered with the nearest one; --shared.
+#  - a misspelled flag is answered with the nearest one; --shared;
+#  - --dim SYMBOL=V; check's advice only for dims still open; a --shape
+#    against the model's declared dims.
 set -u
 KILN=$1 SRC=$2 OUT=$3
 . "$(dirname "$0")/../tally.sh"
@@ -102,6 +104,36 @@ done
 	ok || bad "-v: $(cat "$OUT/v.err")"
 "$KILN" compile "$M" --batch 2 -o "$OUT/q" >/dev/null 2>"$OUT/q.err" && [ ! -s "$OUT/q.err" ] &&
 	ok || bad "a short compile printed: $(cat "$OUT/q.err")"
+
+# --dim: one symbol fixed in every input (two inputs share P); check no longer
+# repeats advice the flags follow; a --shape against a declared dim is named.
+/usr/bin/python3 - "$OUT" <<'PY'
+import sys
+import onnx
+from onnx import TensorProto, helper
+g = helper.make_graph([helper.make_node("Concat", ["points", "features"], ["y"], axis=1, name="cat")],
+                      "pn", [helper.make_tensor_value_info("points", TensorProto.FLOAT, ["N", 2, "P"]),
+                             helper.make_tensor_value_info("features", TensorProto.FLOAT, ["N", 4, "P"])],
+                      [helper.make_tensor_value_info("y", TensorProto.FLOAT, ["N", 6, "P"])])
+m = helper.make_model(g, opset_imports=[helper.make_opsetid("", 13)])
+m.ir_version = 8
+onnx.save(m, sys.argv[1] + "/pn.onnx")
+PY
+"$KILN" check "$OUT/pn.onnx" >"$OUT/pn.check" && [ "$(grep -c 'compile with --shape' "$OUT/pn.check")" -eq 2 ] &&
+	ok || bad "check without --dim: $(cat "$OUT/pn.check")"
+"$KILN" check "$OUT/pn.onnx" --dim P=20 >"$OUT/pn.check2" && ! grep -q -- '--shape' "$OUT/pn.check2" &&
+	ok || bad "check --dim P=20 repeats advice: $(cat "$OUT/pn.check2")"
+"$KILN" check "$OUT/pn.onnx" --shape points=N,2,20 --shape features=N,4,20 >"$OUT/pn.check3" &&
+	! grep -q -- '--shape' "$OUT/pn.check3" && ok || bad "check --shape repeats advice: $(cat "$OUT/pn.check3")"
+"$KILN" compile "$OUT/pn.onnx" --batch 1,4 --dim P=20 -o "$OUT/pn" >/dev/null &&
+	grep -q "PN_IN1_SHAPE {1, 4, 20}" "$OUT/pn/pn.h" && grep -q "PN_OUT0_SHAPE {1, 6, 20}" "$OUT/pn/pn.h" &&
+	ok || bad "compile --dim P=20: $(grep SHAPE "$OUT/pn/pn.h")"
+got=$("$KILN" compile "$OUT/pn.onnx" --batch 1 --dim Q=20 2>&1)
+[ "$got" = "kiln: error: $OUT/pn.onnx: --dim names \"Q\", which is not a symbolic dim of any graph input" ] &&
+	ok || bad "--dim Q: $got"
+got=$("$KILN" compile "$OUT/pn.onnx" --batch 1 --shape features=N,5,20 --dim P=20 2>&1)
+[ "$got" = "kiln: error: $OUT/pn.onnx: --shape features: dim 1 is 5; the model declares 4" ] &&
+	ok || bad "--shape against a declared dim: $got"
 
 # A misspelled flag gets the nearest one; a made-up one gets none.
 for pair in "--shapes --shape" "--bacth --batch" "--batch-rules --batch-rule" "--no-c --no-cc" \
