@@ -475,6 +475,7 @@ void report_dump(Model *m, FILE *out, const InfoOptions *o)
 /* ---- check ------------------------------------------------------------ */
 
 typedef struct Check {
+	int nqonnx;                /* QONNX quantizers (Quant, BipolarQuant, ...) among them */
 	FILE *out;
 	const char *path;
 	int nbad, nnodes;
@@ -492,6 +493,7 @@ static void check_graph(Graph *g, void *user)
 		diag_node_path(where, sizeof where, g, n);
 		fprintf(c->out, "%s: %s: %s\n", c->path, where, reason);
 		c->nbad++;
+		c->nqonnx += strncmp(n->domain, "qonnx.", 6) == 0 || strncmp(n->domain, "finn.", 5) == 0;
 	}
 }
 
@@ -538,6 +540,10 @@ int report_check(Model *m, FILE *out, const BindOptions *bind)
 			        nsym > 1 ? "more than one symbolic dim" : "a symbolic dim that is not axis 0",
 			        shape_flag(m->arena, v, v->shape.dims[0].size < 0 ? 0 : -1));
 	}
+	if (c.nqonnx)
+		fprintf(out, "%s: hint: %d QONNX node%s (Quant, BipolarQuant, Trunc, ...): convert "
+		        "Quant to QuantizeLinear/DequantizeLinear first (qonnx's ConvertQONNXtoQCDQ, "
+		        "docs/models.md)\n", m->path, c.nqonnx, c.nqonnx == 1 ? "" : "s");
 	if (c.nbad)
 		fprintf(out, "%s: %d of %d nodes or interface values unsupported\n", m->path, c.nbad,
 		        c.nnodes);

@@ -7,7 +7,7 @@
 #    -v reports the compile's stages;
 #  - a misspelled flag is answered with the nearest one; --shared;
 #  - --dim SYMBOL=V; check's advice only for dims still open; a --shape
-#    against the model's declared dims.
+#    against the model's declared dims; a QONNX model's nodes listed with a hint.
 set -u
 KILN=$1 SRC=$2 OUT=$3
 . "$(dirname "$0")/../tally.sh"
@@ -134,6 +134,30 @@ got=$("$KILN" compile "$OUT/pn.onnx" --batch 1 --dim Q=20 2>&1)
 got=$("$KILN" compile "$OUT/pn.onnx" --batch 1 --shape features=N,5,20 --dim P=20 2>&1)
 [ "$got" = "kiln: error: $OUT/pn.onnx: --shape features: dim 1 is 5; the model declares 4" ] &&
 	ok || bad "--shape against a declared dim: $got"
+
+# A QONNX model (Quant in qonnx.custom_op.general, with no opset import for
+# that domain, as QONNX exports are): check lists the node, exit 1, with the hint.
+/usr/bin/python3 - "$OUT" <<'PY'
+import sys
+import numpy as np
+import onnx
+from onnx import TensorProto, helper, numpy_helper
+inits = [numpy_helper.from_array(np.float32(v), n) for v, n in ((0.1, "scale"), (0, "zeropt"), (4, "bitwidth"))]
+nodes = [helper.make_node("Quant", ["x", "scale", "zeropt", "bitwidth"], ["q"], name="quant0",
+                          domain="qonnx.custom_op.general", signed=1, narrow=0, rounding_mode="ROUND"),
+         helper.make_node("Relu", ["q"], ["y"], name="relu")]
+g = helper.make_graph(nodes, "qonnx", [helper.make_tensor_value_info("x", TensorProto.FLOAT, ["N", 8])],
+                      [helper.make_tensor_value_info("y", TensorProto.FLOAT, ["N", 8])], inits)
+m = helper.make_model(g, opset_imports=[helper.make_opsetid("", 13)])
+m.ir_version = 8
+onnx.save(m, sys.argv[1] + "/qonnx.onnx")
+PY
+"$KILN" check "$OUT/qonnx.onnx" >"$OUT/qonnx.check" 2>&1
+st=$?
+[ $st -eq 1 ] && grep -q '^'"$OUT"'/qonnx.onnx: node 0 "quant0" (Quant, qonnx.custom_op.general' "$OUT/qonnx.check" &&
+	grep -q "hint: 1 QONNX node (Quant, BipolarQuant, Trunc, ...): convert Quant to QuantizeLinear/DequantizeLinear" "$OUT/qonnx.check" &&
+	grep -q "1 of 2 nodes or interface values unsupported" "$OUT/qonnx.check" &&
+	ok || bad "check of a QONNX model: exit $st: $(cat "$OUT/qonnx.check")"
 
 # A misspelled flag gets the nearest one; a made-up one gets none.
 for pair in "--shapes --shape" "--bacth --batch" "--batch-rules --batch-rule" "--no-c --no-cc" \
