@@ -339,8 +339,11 @@ static void stitching_text(const Sig *sigs, int n, const Stitch *st, FILE *out)
 		fprintf(out, "batch independent: yes, any batch size can be stitched\n");
 	else
 		fprintf(out, "batch independent: no, only the compiled sizes run: %s\n", st->dep.why);
+	if (n)
+		fprintf(out, "stitching weights (a model of call overhead, flops and bytes moved that "
+		        "ranks the compiled sizes; not a time: bench/ measures times):\n");
 	for (int i = 0; i < n; i++)
-		fprintf(out, "  cost estimate at batch %lld: %.0f ns (%llu flops, %llu bytes moved)\n",
+		fprintf(out, "  batch %lld: weight %.0f (%llu flops, %llu bytes moved)\n",
 		        (long long)sigs[i].batch, st->cost[i].ns, (unsigned long long)st->cost[i].flops,
 		        (unsigned long long)st->cost[i].bytes);
 }

@@ -7,7 +7,9 @@
 #    -v reports the compile's stages;
 #  - a misspelled flag is answered with the nearest one; --shared;
 #  - --dim SYMBOL=V; check's advice only for dims still open; a --shape
-#    against the model's declared dims; a QONNX model's nodes listed with a hint.
+#    against the model's declared dims; a QONNX model's nodes listed with a hint;
+#  - --svg pictures labelled (axes in bytes and node names, largest buffers);
+#    info --plan's stitching weights are not worded as times.
 set -u
 KILN=$1 SRC=$2 OUT=$3
 . "$(dirname "$0")/../tally.sh"
@@ -94,8 +96,31 @@ want = re.findall(r"signature batch (\d+):\n  arena (\d+) bytes in (\d+) buffers
 got = [re.match(r"batch (\d+): arena (\d+) bytes in (\d+) buffers, lower bound (\d+) bytes", t) for t in titles]
 got = [g.groups() for g in got if g]
 assert want and got == want, (got, want)
+# Named when rendered: the offset axis in bytes, steps with node names, and
+# each panel's largest buffers labelled in the picture, not only on hover.
+assert "arena offset (bytes)" in titles and "0 B" in titles, titles[:12]
+arenas = [w[1] + " B" for w in want]
+assert all(a in titles for a in arenas), arenas
+assert sum(t.startswith("0 ") and t != "0 B" for t in titles) == len(want), titles
+rects = [r for r in doc.getElementsByTagName("rect") if r.getElementsByTagName("title")]
+panels, cur = [], None
+for r in doc.documentElement.childNodes:
+    if r.nodeType == r.ELEMENT_NODE and r.tagName == "text" and r.getAttribute("font-weight") == "bold":
+        cur = []
+        panels.append(cur)
+    elif r.nodeType == r.ELEMENT_NODE and r.tagName == "rect" and r.getElementsByTagName("title"):
+        title = r.getElementsByTagName("title")[0].firstChild.data
+        label = r.nextSibling.nextSibling if r.nextSibling and r.nextSibling.nextSibling else None
+        text = label.firstChild.data if label is not None and getattr(label, "tagName", "") == "text" and label.firstChild else ""
+        cur.append((int(re.search(r": (\d+) bytes at", title).group(1)), title.split(":")[0], text))
+for bufs in panels:
+    for nbytes, name, text in sorted(bufs, key=lambda b: -b[0])[:3]:
+        assert text.startswith(name[:8]), (name, text, nbytes)
 PY
 done
+"$KILN" info --plan --batch 1,4 "$M" >"$OUT/cost.txt" &&
+	grep -q "^stitching weights (.*not a time" "$OUT/cost.txt" && grep -q "^  batch 4: weight [0-9]* (" "$OUT/cost.txt" &&
+	! grep -q " ns " "$OUT/cost.txt" && ok || bad "the cost model reads as a time: $(tail -3 "$OUT/cost.txt")"
 "$KILN" info --svg "$OUT/x.svg" "$M" 2>/dev/null && bad "--svg without --plan" || ok
 
 # Stages.
