@@ -781,6 +781,7 @@ done:
 
 static PyObject *model_reduce(Model *self, PyObject *unused)
 {
+	(void)unused;
 	PyObject *kiln = PyImport_ImportModule("kiln");
 	PyObject *reopen = kiln ? PyObject_GetAttrString(kiln, "_reopen") : NULL;
 	Py_XDECREF(kiln);
@@ -824,11 +825,13 @@ static PyObject *model_repr(Model *self)
 
 static PyObject *get_name(Model *self, void *unused)
 {
+	(void)unused;
 	return PyUnicode_FromString(self->m->name);
 }
 
 static PyObject *get_batch_sizes(Model *self, void *unused)
 {
+	(void)unused;
 	PyObject *r = PyTuple_New(self->m->nbatches);
 	for (int i = 0; r && i < self->m->nbatches; i++) {
 		PyObject *x = PyLong_FromLongLong(self->m->batches[i]);
@@ -843,22 +846,26 @@ static PyObject *get_batch_sizes(Model *self, void *unused)
 
 static PyObject *get_batch_independent(Model *self, void *unused)
 {
+	(void)unused;
 	return PyBool_FromLong(self->m->batch_independent);
 }
 
 static PyObject *get_batch_mixing(Model *self, void *unused)
 {
+	(void)unused;
 	return self->m->batch_mixing ? PyUnicode_FromString(self->m->batch_mixing)
 	                             : Py_NewRef(Py_None);
 }
 
 static PyObject *get_context_bytes(Model *self, void *unused)
 {
+	(void)unused;
 	return PyLong_FromUnsignedLongLong(self->m->context_bytes);
 }
 
 static PyObject *get_arena_bytes(Model *self, void *unused)
 {
+	(void)unused;
 	return PyLong_FromUnsignedLongLong(self->m->max_arena_bytes);
 }
 
@@ -919,12 +926,16 @@ static PyType_Spec model_spec = {
 
 static PyObject *module_version(PyObject *mod, PyObject *unused)
 {
+	(void)mod;
+	(void)unused;
 	return PyUnicode_FromFormat("%d.%d.%d", KILN_VERSION_MAJOR, KILN_VERSION_MINOR,
 	                            KILN_VERSION_PATCH);
 }
 
 static PyObject *module_live_contexts(PyObject *mod, PyObject *unused)
 {
+	(void)mod;
+	(void)unused;
 	pthread_mutex_lock(&slots_lock);
 	long n = live_slots;
 	pthread_mutex_unlock(&slots_lock);
