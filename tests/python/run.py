@@ -7,7 +7,9 @@ numpy against a C program running the same models through kiln_run (bit
 for bit, n = 0..70), errors, out=, threads, pickling, kiln.compile's cache,
 and examples/dask_jets on a LocalCluster of 2 worker processes.
 CC and SANFLAGS as for the other suites; in a sanitizer build meson gives
-LD_PRELOAD (the sanitizer runtime, which the extension needs loaded first).
+KILN_PYTHON_PRELOAD, the sanitizer runtime the extension needs loaded first:
+the Python processes get it as LD_PRELOAD (checks.py keeps it away from
+kiln and the C programs, which link their own).
 """
 import ast
 import json
@@ -43,6 +45,8 @@ shutil.rmtree(os.path.join(out, "root"))
 
 env = dict(os.environ)
 env.pop("KILN", None)
+if env.get("KILN_PYTHON_PRELOAD"):
+    env["LD_PRELOAD"] = env["KILN_PYTHON_PRELOAD"]
 env["PYTHONPATH"] = os.path.join(installed, paths["PLATLIB_REL"])
 env["KILN_CACHE_DIR"] = os.path.join(out, "cache")
 config = {
