@@ -50,8 +50,11 @@ typedef struct Loader {
  * whose mapping holds the address (model_close then removes the partial
  * outputs). Reads through system calls (pwrite of the weights) get EFAULT
  * instead, which compile.c reports the same way (model_changed_file). A
- * fault anywhere else is left to the default action. */
+ * fault anywhere else goes to the handler the host process had installed
+ * before kiln's (a program that links libkilnc keeps its own), or to the
+ * default action. */
 static Model *volatile bus_model;
+static struct sigaction host_bus;   /* SIGBUS's action before kiln's */
 
 static const Mapping *mapping_at(const Model *m, const void *addr)
 {
@@ -65,14 +68,23 @@ static const Mapping *mapping_at(const Model *m, const void *addr)
 
 static void on_sigbus(int sig, siginfo_t *si, void *uc)
 {
-	(void)uc;
 	Model *m = bus_model;
 	const Mapping *mp = mapping_at(m, si->si_addr);
 	if (mp && m->diag->protect)
 		diag_fail(m->diag, KILN_IO,
 		          "%s changed while kiln was reading it: it is now shorter than when it "
 		          "was opened (was it rewritten during the build?)", mp->path);
-	signal(sig, SIG_DFL);  /* not ours: the fault repeats and ends the process */
+	/* Not ours: the host's handler, else the default action (the fault repeats). */
+	if ((host_bus.sa_flags & SA_SIGINFO) && host_bus.sa_sigaction) {
+		host_bus.sa_sigaction(sig, si, uc);
+		return;
+	}
+	if (!(host_bus.sa_flags & SA_SIGINFO) && host_bus.sa_handler != SIG_DFL &&
+	    host_bus.sa_handler != SIG_IGN) {
+		host_bus.sa_handler(sig);
+		return;
+	}
+	signal(sig, SIG_DFL);
 }
 
 const char *model_changed_file(const Model *m)
@@ -96,7 +108,7 @@ static const Mapping *map_file(Loader *L, const char *path, const char *label)
 		/* NODEFER: the handler long-jumps, so SIGBUS must not stay blocked. */
 		sa.sa_flags = SA_SIGINFO | SA_NODEFER;
 		sigemptyset(&sa.sa_mask);
-		installed = sigaction(SIGBUS, &sa, NULL) == 0;
+		installed = sigaction(SIGBUS, &sa, &host_bus) == 0;
 	}
 	bus_model = m;
 	for (int i = 0; i < m->nmaps; i++)

@@ -10,6 +10,8 @@
  */
 #include <errno.h>
 #include <fcntl.h>
+#include <setjmp.h>
+#include <signal.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -645,6 +647,41 @@ static void test_corruption_sweep(void)
 	       failed);
 }
 
+/* A program that links libkilnc keeps its own SIGBUS handler: kiln's (for
+ * its mapped files that shrink, onnx_load.c) hands every other fault to it. */
+static sigjmp_buf host_jb;
+static volatile sig_atomic_t host_saw;
+
+static void host_on_sigbus(int sig, siginfo_t *si, void *uc)
+{
+	(void)si;
+	(void)uc;
+	host_saw = sig;
+	siglongjmp(host_jb, 1);
+}
+
+static void test_host_sigbus(void)
+{
+	struct sigaction sa, old;
+	memset(&sa, 0, sizeof sa);
+	sa.sa_sigaction = host_on_sigbus;
+	sa.sa_flags = SA_SIGINFO | SA_NODEFER;
+	sigemptyset(&sa.sa_mask);
+	CHECK(sigaction(SIGBUS, &sa, &old) == 0);
+	Loaded l;
+	load_into(&l, fixture("mlp.onnx"), 64u << 20);  /* maps the file: kiln's handler is in */
+	CHECK(l.status == KILN_OK);
+	struct sigaction now;
+	CHECK(sigaction(SIGBUS, NULL, &now) == 0);
+	CHECK(now.sa_sigaction != host_on_sigbus);  /* kiln's is in front */
+	host_saw = 0;
+	if (sigsetjmp(host_jb, 1) == 0)
+		raise(SIGBUS);
+	CHECK(host_saw == SIGBUS);
+	unload(&l);
+	CHECK(sigaction(SIGBUS, &old, NULL) == 0);
+}
+
 int main(int argc, char **argv)
 {
 	if (argc != 2) {
@@ -657,6 +694,7 @@ int main(int argc, char **argv)
 		perror("mkdtemp");
 		return 2;
 	}
+	test_host_sigbus();  /* first: before any load installs kiln's handler */
 	test_mlp();
 	test_all_dtypes();
 	test_typed_large();
