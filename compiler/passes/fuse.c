@@ -460,11 +460,30 @@ static bool plain_bn(const Node *bn)
 	return rw_attr_int(bn, "training_mode", 0) == 0 && rw_attr_int(bn, "spatial", 1) == 1;
 }
 
+/* The BatchNorm's channel count: the length its four parameters share, or
+ * -1 if they are not all constants of one length. Nothing is copied, so a
+ * fold checks every shape before it converts or copies a weight. */
+static int64_t bn_channels(PassCtx *c, const Node *bn)
+{
+	int64_t nc = -1;
+	for (int k = 1; k < 5; k++) {
+		if (!rw_is_const(c, bn->in[k]))
+			return -1;
+		int64_t n = c->g->values[bn->in[k]].weight->nelem;
+		if (nc >= 0 && n != nc)
+			return -1;
+		nc = n;
+	}
+	return nc;
+}
+
 /* The BatchNorm as y = s x + t per channel, in double: its *nc channels'
  * s and t. false if its parameters are not constants of one length. */
 static bool bn_affine(PassCtx *c, const Node *bn, int64_t *nc, double **s, double **t)
 {
 	int64_t tmp;
+	if (bn_channels(c, bn) < 0)
+		return false;
 	double *sc = rw_const_f64(c, bn->in[1], nc, INT32_MAX), *bb = rw_const_f64(c, bn->in[2], &tmp, INT32_MAX);
 	double *mean = rw_const_f64(c, bn->in[3], &tmp, INT32_MAX), *var = rw_const_f64(c, bn->in[4], &tmp, INT32_MAX);
 	if (!sc || !bb || !mean || !var)
@@ -589,31 +608,20 @@ static bool fuse_bn(PassCtx *c, int j)
 	if (!rw_is_const(c, w) || g->values[w].dtype != DT_FLOAT || !dies_with(c, w, p) ||
 	    !dies_with(c, b, p) || (b != NONE && g->values[b].dtype != DT_FLOAT) || !is_f32(c, x))
 		return false;
-	int64_t nc = 0;
-	double *s, *t;
-	if (!bn_affine(c, bn, &nc, &s, &t))
-		return false;
+	int64_t nc = bn_channels(c, bn);
 	const Value *wv = &g->values[w];
 	Shape ws = wv->shape;
 	int64_t wn = wv->weight->nelem;
-	float *nw = arena_array(c->a, (size_t)(wn ? wn : 1), sizeof *nw);
-	memcpy(nw, wv->weight->bytes, (size_t)wn * 4);
-	float *nb = arena_array(c->a, (size_t)nc, sizeof *nb);
 	int64_t nbias = b == NONE ? 0 : g->values[b].weight->nelem;
-	double *bias = b == NONE ? NULL : rw_const_f64(c, b, &nbias, INT32_MAX);
+	bool tb = rw_attr_int(pn, "transB", 0) != 0;
+	/* Every shape is checked before anything is copied. */
+	if (nc <= 0 || (b != NONE && !rw_is_const(c, b)))
+		return false;
 	if (pn->op == OP_Conv) {
 		if (ws.rank < 3 || ws.dims[0].size != nc || (b != NONE && nbias != nc))
 			return false;
-		int64_t per = wn / nc;
-		for (int64_t m = 0; m < nc; m++)
-			for (int64_t e = 0; e < per; e++)
-				nw[m * per + e] = (float)((double)nw[m * per + e] * s[m]);
-		for (int64_t m = 0; m < nc; m++)
-			nb[m] = (float)((bias ? bias[m] : 0) * s[m] + t[m]);
 	} else {
 		/* Gemm: channels are the columns N; C must broadcast per column. */
-		bool tb = rw_attr_int(pn, "transB", 0) != 0;
-		double beta = (double)rw_attr_float(pn, "beta", 1.0f);
 		if (ws.rank != 2 || ws.dims[tb ? 0 : 1].size != nc || pn->since < 7)
 			return false;
 		if (b != NONE) {
@@ -622,6 +630,25 @@ static bool fuse_bn(PassCtx *c, int j)
 			if (!per_col || sb->rank > 2)
 				return false;
 		}
+	}
+	double *s, *t;
+	if (!bn_affine(c, bn, &nc, &s, &t))
+		return false;
+	double *bias = b == NONE ? NULL : rw_const_f64(c, b, &nbias, INT32_MAX);
+	if (b != NONE && !bias)
+		return false;
+	float *nw = arena_array(c->a, (size_t)(wn ? wn : 1), sizeof *nw);
+	memcpy(nw, wv->weight->bytes, (size_t)wn * 4);
+	float *nb = arena_array(c->a, (size_t)nc, sizeof *nb);
+	if (pn->op == OP_Conv) {
+		int64_t per = wn / nc;
+		for (int64_t m = 0; m < nc; m++)
+			for (int64_t e = 0; e < per; e++)
+				nw[m * per + e] = (float)((double)nw[m * per + e] * s[m]);
+		for (int64_t m = 0; m < nc; m++)
+			nb[m] = (float)((bias ? bias[m] : 0) * s[m] + t[m]);
+	} else {
+		double beta = (double)rw_attr_float(pn, "beta", 1.0f);
 		int64_t rows = ws.dims[0].size, cols = ws.dims[1].size;
 		for (int64_t r = 0; r < rows; r++)
 			for (int64_t q = 0; q < cols; q++)
@@ -672,14 +699,18 @@ static int fuse_bn_into_conv(PassCtx *c, int j)
 		return NONE;
 	const Value *wv = &g->values[w];
 	Shape ws = wv->shape;
-	int64_t nc = 0;
-	double *s, *t;
-	if (!bn_affine(c, bn, &nc, &s, &t) || ws.rank < 3 || ws.dims[1].size != nc)
+	int64_t nc = bn_channels(c, bn);
+	/* Every shape is checked before anything is converted or copied. */
+	if (nc <= 0 || ws.rank < 3 || ws.dims[1].size != nc)
 		return NONE;
 	int64_t nm = ws.dims[0].size, wn = wv->weight->nelem;
+	if ((b != NONE && (!rw_is_const(c, b) || g->values[b].weight->nelem != nm)) || nm <= 0 ||
+	    wn % (nm * nc) != 0)
+		return NONE;
+	double *s, *t;
 	int64_t nbias = 0;
 	double *bias = b == NONE ? NULL : rw_const_f64(c, b, &nbias, INT32_MAX);
-	if ((b != NONE && (!bias || nbias != nm)) || nm <= 0 || wn % (nm * nc) != 0)
+	if (!bn_affine(c, bn, &nc, &s, &t) || (b != NONE && !bias))
 		return NONE;
 	int64_t taps = wn / (nm * nc);
 	/* The weight's bytes may sit at any offset of the file: copied, not cast. */

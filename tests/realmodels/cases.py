@@ -17,10 +17,13 @@ def rng(seed=13):
     return np.random.default_rng(seed)
 
 
-def torch_export(module, args, names, dynamic, opset=13, outputs=("y",)):
+def torch_export(make, args, names, dynamic, opset=13, outputs=("y",)):
+    """Export the module make() builds; its weights are drawn after seeding,
+    so a case's model is the same bytes whichever cases ran before it."""
     import warnings
     import torch
     torch.manual_seed(0)
+    module = make()
     f = io.BytesIO()
     module.eval()
     with torch.no_grad(), warnings.catch_warnings():
@@ -76,7 +79,7 @@ def unsorted_deepdoublex():
     glob = r.standard_normal((4, 6), dtype=np.float32)
     trk = r.standard_normal((4, 20, 8), dtype=np.float32)
     sv = r.standard_normal((4, 5, 5), dtype=np.float32)
-    m = torch_export(ddx_module(), (torch.from_numpy(glob), torch.from_numpy(trk),
+    m = torch_export(ddx_module, (torch.from_numpy(glob), torch.from_numpy(trk),
                                     torch.from_numpy(sv)),
                      ["glob", "trk", "sv"], {"glob": {0: "N"}, "trk": {0: "N"}, "sv": {0: "N"}})
     nodes = list(m.graph.node)
@@ -192,7 +195,7 @@ def part_module():
 def part_tril_expand():
     import torch
     x = rng(1).standard_normal((3, 6, 4), dtype=np.float32)
-    m = torch_export(part_module(), (torch.from_numpy(x),), ["x"], {"x": {0: "N", 1: "P"}},
+    m = torch_export(part_module, (torch.from_numpy(x),), ["x"], {"x": {0: "N", 1: "P"}},
                      opset=14)
     return m, {"x": x}
 
@@ -342,7 +345,7 @@ def seq_lstm():
             y, _ = self.lstm(x)
             return torch.relu(self.fc(y))
     x = rng(7).standard_normal((5, 3, 6), dtype=np.float32)
-    m = torch_export(SeqFirst(), (torch.from_numpy(x),), ["x"], {"x": {1: "N"}, "y": {1: "N"}},
+    m = torch_export(SeqFirst, (torch.from_numpy(x),), ["x"], {"x": {1: "N"}, "y": {1: "N"}},
                      opset=14)
     return m, {"x": x}
 
@@ -401,7 +404,7 @@ def deepjet_style(batch):
          "npf": r.standard_normal((batch, 25, 6), dtype=np.float32),
          "sv": r.standard_normal((batch, 4, 12), dtype=np.float32)}
     names = ["global", "cpf", "npf", "sv"]
-    m = torch_export(DeepJetStyle(), tuple(torch.from_numpy(x[k]) for k in names), names,
+    m = torch_export(DeepJetStyle, tuple(torch.from_numpy(x[k]) for k in names), names,
                      {**{k: {0: "N"} for k in names}, "y": {0: "N"}})
     return m, x
 
@@ -432,7 +435,7 @@ def deepsets():
         def forward(self, c):
             return self.rho(self.phi(c).sum(dim=1))
     x = rng(8).standard_normal((3, 10, 4), dtype=np.float32)
-    m = torch_export(DeepSets(), (torch.from_numpy(x),), ["constituents"],
+    m = torch_export(DeepSets, (torch.from_numpy(x),), ["constituents"],
                      {"constituents": {0: "N", 1: "P"}, "y": {0: "N"}})
     return m, {"constituents": x}
 
@@ -694,7 +697,7 @@ def mlp_bn_module(how, c=16, dims=(32, 24)):
 def mlp_bn(how, opset, batch):
     import torch
     x = rng(batch).standard_normal((batch, 16), dtype=np.float32)
-    m = torch_export(mlp_bn_module(how), (torch.from_numpy(x),), ["x"],
+    m = torch_export(lambda: mlp_bn_module(how), (torch.from_numpy(x),), ["x"],
                      {"x": {0: "N"}, "y": {0: "N"}}, opset=opset)
     return m, {"x": x}
 
