@@ -60,6 +60,7 @@
 #include <string.h>
 
 #include "kiln.h"
+#include "opdef.h"
 
 /* What is known of an integer value's contents (see the header). */
 enum { IX_NONE, IX_BOUND, IX_BASE, IX_FLAT };
@@ -234,63 +235,13 @@ static int norm(int64_t axis, int rank)
 	return (int)(axis < 0 ? axis + rank : axis);
 }
 
-static bool is_elementwise(int op)
-{
-	switch (op) {
-	case OP_Add: case OP_Sub: case OP_Mul: case OP_Div: case OP_Pow: case OP_Where:
-	case OP_Relu: case OP_Sigmoid: case OP_Tanh: case OP_Selu: case OP_Elu: case OP_LeakyRelu:
-	case OP_Erf: case OP_Sqrt: case OP_Exp: case OP_Log: case OP_Clip: case OP_Cast:
-	case OP_Neg: case OP_Abs: case OP_Floor: case OP_Ceil: case OP_Round: case OP_Sign:
-	case OP_Reciprocal: case OP_Sin: case OP_Cos: case OP_Tan: case OP_Asin: case OP_Acos:
-	case OP_Atan: case OP_Sinh: case OP_Cosh: case OP_Asinh: case OP_Acosh: case OP_Atanh:
-	case OP_Softplus: case OP_Softsign: case OP_HardSigmoid: case OP_HardSwish: case OP_Mish:
-	case OP_Gelu: case OP_BitwiseAnd: case OP_BitwiseOr: case OP_BitwiseXor: case OP_BitwiseNot:
-	case OP_ThresholdedRelu: case OP_Celu: case OP_Not: case OP_IsNaN: case OP_IsInf:
-	case OP_And: case OP_Or: case OP_Xor: case OP_Equal: case OP_Less: case OP_Greater:
-	case OP_LessOrEqual: case OP_GreaterOrEqual: case OP_Mod: case OP_BitShift: case OP_PRelu:
-	case OP_Min: case OP_Max: case OP_Sum: case OP_Mean: case OP_Shrink: case OP_Identity:
-	case OP_QuantizeLinear: case OP_DequantizeLinear:
-		return true;
-	}
-	return false;
-}
-
-/* Ops whose first input is [N, C, ...] and which treat each n on its own. */
-static bool is_n_first(int op)
-{
-	switch (op) {
-	case OP_Conv: case OP_ConvTranspose: case OP_MaxPool: case OP_AveragePool: case OP_LpPool:
-	case OP_GlobalAveragePool: case OP_GlobalMaxPool: case OP_GlobalLpPool: case OP_LRN:
-	case OP_InstanceNormalization: case OP_BatchNormalization: case OP_DepthToSpace:
-	case OP_GroupNormalization: case OP_Col2Im: case OP_AffineGrid: case OP_DeformConv:
-	case OP_SpaceToDepth: case OP_Resize: case OP_Upsample: case OP_GridSample:
-	case OP_ConvInteger: case OP_QLinearConv:
-		return true;
-	}
-	return false;
-}
-
 /* Inputs read for their values as shapes, sizes, axes or counts, never as
  * rows: a batch-size-dependent value may go there (the output shapes are
  * checked against the probes anyway). */
 static bool shape_slot(int op, int i)
 {
-	switch (op) {
-	case OP_Reshape: case OP_Expand: case OP_Tile: case OP_Split: case OP_Squeeze:
-	case OP_Unsqueeze: case OP_CumSum: case OP_TopK: case OP_OneHot: case OP_Upsample:
-	case OP_ReduceSum: case OP_ReduceMean: case OP_ReduceMax: case OP_ReduceMin:
-	case OP_ReduceProd: case OP_ReduceSumSquare: case OP_ReduceL1: case OP_ReduceL2:
-	case OP_ReduceLogSum: case OP_ReduceLogSumExp: case OP_CastLike:
-		return i == 1;
-	case OP_Slice: return i >= 1;
-	case OP_Pad: return i == 1 || i == 3;
-	case OP_Col2Im: return i == 1 || i == 2;
-	case OP_AffineGrid: return i == 1;
-	case OP_CenterCropPad: return i == 1;
-	case OP_Resize: return i >= 1;
-	case OP_ConstantOfShape: return i == 0;
-	}
-	return false;
+	const OpDef *d = op_def(op);
+	return d && i < 32 && (d->shape_inputs >> i & 1u);
 }
 
 /* ---- rules ---------------------------------------------------------------- */
@@ -729,23 +680,21 @@ static void rows_rule(BD *b, int k)
 {
 	Node *n = b->n;
 	int op = n->op;
-	if (is_elementwise(op) || op == OP_Dropout || op == OP_CastLike) {
-		if (op == OP_Dropout && attr_or(n, "training_mode", 0)) {
+	const OpDef *d = op_def(op);
+	switch (d ? d->batch : BK_NONE) {
+	case BK_DROPOUT:
+		if (attr_or(n, "training_mode", 0)) {
 			mix(b, "Dropout in training mode draws one mask for the whole batch");
 			return;
 		}
 		rule_elementwise(b);
 		return;
-	}
-	if (is_n_first(op)) {
-		rule_n_first(b, k);
-		return;
-	}
-	switch (op) {
-	case OP_Reshape: case OP_Flatten: case OP_Squeeze: case OP_Unsqueeze:
+	case BK_ELEMENTWISE: rule_elementwise(b); return;
+	case BK_N_FIRST: rule_n_first(b, k); return;
+	case BK_LAYOUT:
 		rule_layout(b, k);
 		return;
-	case OP_Transpose: {
+	case BK_TRANSPOSE: {
 		int r = rank_of(b, n->in[0]);
 		const Attr *p = node_attr(n, "perm");
 		for (int j = 0; j < r; j++)
@@ -756,7 +705,7 @@ static void rows_rule(BD *b, int k)
 		mix(b, "has a permutation without the batch axis");
 		return;
 	}
-	case OP_Concat: {
+	case BK_CONCAT: {
 		int axis = norm(attr_or(n, "axis", 0), rank_of(b, n->out[0]));
 		for (int i = 0; i < n->nin; i++)
 			if (n->in[i] != NONE && in_axis(b, i) != k) {
@@ -770,16 +719,16 @@ static void rows_rule(BD *b, int k)
 			set_outputs(b, k);
 		return;
 	}
-	case OP_Split:
+	case BK_SPLIT:
 		if (norm(attr_or(n, "axis", 0), rank_of(b, n->in[0])) == k)
 			mix(b, "splits along the batch axis %d", k);
 		else
 			set_outputs(b, k);
 		return;
-	case OP_Slice: rule_slice(b, k); return;
-	case OP_Gather: rule_gather(b); return;
-	case OP_GatherElements: case OP_ScatterElements: case OP_Scatter: rule_elements(b); return;
-	case OP_GatherND:
+	case BK_SLICE: rule_slice(b, k); return;
+	case BK_GATHER: rule_gather(b); return;
+	case BK_ELEMENTS: rule_elements(b); return;
+	case BK_GATHER_ND:
 		/* batch_dims >= 1 with both operands rows on axis 0: sample n's
 		 * indices address sample n's data only (TF's gather(batch_dims=1)) */
 		if (attr_or(n, "batch_dims", 0) >= 1 && in_axis(b, 0) == 0 && in_axis(b, 1) == 0)
@@ -788,12 +737,12 @@ static void rows_rule(BD *b, int k)
 			mix(b, "gathers across samples (GatherND keeps rows only with batch_dims >= 1 "
 			       "and data and indices batched on axis 0)");
 		return;
-	case OP_MatMul: rule_matmul(b); return;
-	case OP_QLinearMatMul: rule_matmul_at(b, 3); return;
-	case OP_Gemm: rule_gemm(b); return;
-	case OP_Einsum: rule_einsum(b); return;
-	case OP_Softmax: case OP_LogSoftmax: case OP_Hardmax: rule_softmax(b, k); return;
-	case OP_LayerNormalization: {
+	case BK_MATMUL: rule_matmul(b); return;
+	case BK_QLINEAR_MATMUL: rule_matmul_at(b, 3); return;
+	case BK_GEMM: rule_gemm(b); return;
+	case BK_EINSUM: rule_einsum(b); return;
+	case BK_SOFTMAX: rule_softmax(b, k); return;
+	case BK_LAYER_NORM: {
 		int axis = norm(attr_or(n, "axis", -1), rank_of(b, n->in[0]));
 		if (k >= axis || in_axis(b, 1) != BD_NONE || in_axis(b, 2) != BD_NONE ||
 		    (n->nin > 3 && in_axis(b, 3) != k))  /* kiln.residual: rows like X */
@@ -802,21 +751,19 @@ static void rows_rule(BD *b, int k)
 			set_outputs(b, k);
 		return;
 	}
-	case OP_MaxRoiPool:
+	case BK_ROI_POOL:
 		mix(b, "each ROI reads the image its batch index (column 0 of rois) names");
 		return;
-	case OP_LpNormalization:
+	case BK_AXIS_ATTR:
 		if (norm(attr_or(n, "axis", -1), rank_of(b, n->in[0])) == k)
 			mix(b, "normalizes over the batch axis %d", k);
 		else
 			set_outputs(b, k);
 		return;
-	case OP_ReduceSum: case OP_ReduceMean: case OP_ReduceMax: case OP_ReduceMin:
-	case OP_ReduceProd: case OP_ReduceSumSquare: case OP_ReduceL1: case OP_ReduceL2:
-	case OP_ReduceLogSum: case OP_ReduceLogSumExp:
+	case BK_REDUCE:
 		rule_reduce(b, k);
 		return;
-	case OP_ArgMax: case OP_ArgMin: {
+	case BK_ARG_EXTREMUM: {
 		int axis = norm(attr_or(n, "axis", 0), rank_of(b, n->in[0]));
 		if (axis == k)
 			mix(b, "reduces over the batch axis %d", k);
@@ -824,7 +771,7 @@ static void rows_rule(BD *b, int k)
 			set_outputs(b, attr_or(n, "keepdims", 1) || k < axis ? k : k - 1);
 		return;
 	}
-	case OP_CumSum: case OP_TopK: {
+	case BK_ALONG_AXIS: {
 		int64_t axis = op == OP_TopK ? attr_or(n, "axis", -1) : 0;
 		if (op == OP_CumSum && !folded_int(b, 0, 1, 0, &axis)) {
 			mix(b, "sums along an axis that is not known at compile time");
@@ -836,13 +783,13 @@ static void rows_rule(BD *b, int k)
 			set_outputs(b, k);
 		return;
 	}
-	case OP_Det:
+	case BK_DET:
 		if (k >= rank_of(b, n->in[0]) - 2)
 			mix(b, "takes the determinant of matrices that contain the batch axis %d", k);
 		else
 			set_outputs(b, k);
 		return;
-	case OP_MeanVarianceNormalization: {
+	case BK_MVN: {
 		int r = rank_of(b, n->in[0]);
 		const Attr *axes = node_attr(n, "axes");
 		bool over = !axes && (k == 0 || k == 2 || k == 3);   /* default axes [0, 2, 3] */
@@ -854,7 +801,7 @@ static void rows_rule(BD *b, int k)
 			set_outputs(b, k);
 		return;
 	}
-	case OP_DFT: {
+	case BK_DFT: {
 		/* axis: the attribute before opset 20, then input 2 (default -2) */
 		int64_t axis = n->since < 20 ? attr_or(n, "axis", 1) : -2;
 		if (n->since >= 20 && n->nin > 2 && n->in[2] != NONE && !folded_int(b, 0, 2, 0, &axis))
@@ -865,13 +812,13 @@ static void rows_rule(BD *b, int k)
 			set_outputs(b, k);
 		return;
 	}
-	case OP_Trilu:
+	case BK_TRILU:
 		if (k >= rank_of(b, n->in[0]) - 2)
 			mix(b, "works on a matrix that contains the batch axis %d", k);
 		else
 			set_outputs(b, k);
 		return;
-	case OP_OneHot: {
+	case BK_ONE_HOT: {
 		int r = rank_of(b, n->in[0]);
 		int axis = norm(attr_or(n, "axis", -1), r + 1);
 		if (in_axis(b, 0) != k || in_axis(b, 2) != BD_NONE)
@@ -880,7 +827,7 @@ static void rows_rule(BD *b, int k)
 			set_outputs(b, k < axis ? k : k + 1);
 		return;
 	}
-	case OP_Pad: case OP_Tile: case OP_Expand: case OP_CenterCropPad: {
+	case BK_REPEAT: {
 		int out = n->out[0], ko = k + rank_of(b, out) - rank_of(b, n->in[0]);
 		if (in_axis(b, 0) != k || (op == OP_Pad && in_axis(b, 2) != BD_NONE))
 			mix(b, "takes a batched pad value or shape");
@@ -890,34 +837,33 @@ static void rows_rule(BD *b, int k)
 			set_outputs(b, ko);
 		return;
 	}
-	case OP_RNN: case OP_GRU: case OP_LSTM: rule_recurrent(b, k); return;
-	case OP_NegativeLogLikelihoodLoss: case OP_SoftmaxCrossEntropyLoss: rule_loss(b, k); return;
-	case OP_ML_Binarizer:
-	case OP_ML_ZipMap:  /* --zipmap=tensor: the probabilities as they are */
+	case BK_RECURRENT: rule_recurrent(b, k); return;
+	case BK_LOSS: rule_loss(b, k); return;
+	case BK_ROWS_AS_IS:  /* --zipmap=tensor: the probabilities as they are */
 		set_outputs(b, k);
 		return;
-	case OP_ML_TreeEnsembleClassifier: case OP_ML_TreeEnsembleRegressor:
-	case OP_ML_LinearClassifier: case OP_ML_LinearRegressor: case OP_ML_Normalizer:
-	case OP_ML_Scaler: case OP_ML_Imputer:
+	case BK_ROWS_2D:
 		/* Each row of [N, F] on its own. */
 		if (k != 0 || rank_of(b, n->in[0]) != 2)
 			mix(b, "works across the features of axis %d, which carries the batch", k);
 		else
 			set_outputs(b, 0);
 		return;
-	case OP_ML_ArrayFeatureExtractor:
+	case BK_FEATURE_SELECT:
 		if (k == rank_of(b, n->in[0]) - 1 || rank_of(b, n->in[0]) < 2 ||
 		    in_axis(b, 1) != BD_NONE)
 			mix(b, "selects along the batch axis %d", k);
 		else
 			set_outputs(b, k);
 		return;
-	case OP_EyeLike:
+	case BK_POSITION:
 		mix(b, "writes values that depend on each row's position in the batch");
 		return;
-	case OP_If: case OP_Loop: case OP_Scan:
+	case BK_CONTROL:
 		mix(b, "control flow is not analysed for batch independence yet: it may mix rows");
 		return;
+	case BK_NONE:
+		break;
 	}
 	mix(b, "kiln's batch analysis does not know %s, so it may mix rows", n->op_type);
 }

@@ -25,6 +25,7 @@
 #include <string.h>
 
 #include "kiln.h"
+#include "opdef.h"
 
 enum {
 	TILE_ROWS = 256,                   /* rows each GEMM against a weight keeps */
@@ -56,10 +57,11 @@ static double weight_rows(const Sig *s, const Node *n)
 	if (!big)
 		return 0;
 	int a = n->nin > 0 ? n->in[0] : NONE;
-	switch (n->op) {
-	case OP_Gather:
+	const OpDef *d = op_def(n->op);
+	switch (d ? d->tile : TK_NONE) {
+	case TK_TABLE:
 		return 0;   /* rows of a table: no reuse to keep */
-	case OP_MatMul: case OP_Gemm: {
+	case TK_GEMM: {
 		if (a == NONE || is_weight(s, a) || s->shapes[a].rank < 2)
 			return -1;
 		const Attr *ta = n->op == OP_Gemm ? node_attr(n, "transA") : NULL;
@@ -69,9 +71,10 @@ static double weight_rows(const Sig *s, const Node *n)
 		int64_t k = sh->dims[sh->rank - 1].size;
 		return k > 0 ? (double)(nelem(s, a) / k) / (double)s->batch : -1;
 	}
-	default:
-		return -1;
+	case TK_NONE:
+		break;
 	}
+	return -1;
 }
 
 int64_t batch_tile(const Sig *s, const Plan *p, const Stitch *st)

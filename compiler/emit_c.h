@@ -199,6 +199,8 @@ void emit_cumsum(Emit *E);
 void emit_topk(Emit *E);
 /* emit/tensor.c */
 void emit_copy(Emit *E);
+void emit_expand(Emit *E);
+void emit_folded_only(Emit *E);   /* Shape, Size, Constant, NonZero, ... */
 void emit_transpose(Emit *E);
 void emit_concat(Emit *E);
 void emit_split(Emit *E);

@@ -4,13 +4,15 @@
  * plus which of them kiln compiles.
  *
  * A node resolves to the newest schema version not newer than the opset its
- * model imports for the node's domain, as ONNX specifies. Later stages hang
- * their per-op hooks on the same op ids, so "known", "valid" and "supported"
- * are answered in one place.
+ * model imports for the node's domain, as ONNX specifies. The op records
+ * (opdef.h) hang on the same op ids, so "known", "valid" and "supported" are
+ * answered in one place.
  */
+#include <pthread.h>
 #include <string.h>
 
 #include "kiln.h"
+#include "opdef.h"
 
 
 enum { ONNX = DOMAIN_ONNX, ML = DOMAIN_ML, TRAINING = DOMAIN_TRAINING };
@@ -64,109 +66,37 @@ static const int opset_max[] = {
 #undef OPSET_MAX
 };
 
-/* The first compile slice: the ops with hooks, by family. An op is
- * supported exactly when it has a row here. */
-static const InferHook infer_hooks[OP_COUNT] = {
-	[OP_Add] = ops_elementwise_infer, [OP_Sub] = ops_elementwise_infer,
-	[OP_Mul] = ops_elementwise_infer, [OP_Div] = ops_elementwise_infer,
-	[OP_Pow] = ops_elementwise_infer, [OP_Where] = ops_elementwise_infer,
-	[OP_Relu] = ops_elementwise_infer, [OP_Sigmoid] = ops_elementwise_infer,
-	[OP_Tanh] = ops_elementwise_infer, [OP_Selu] = ops_elementwise_infer,
-	[OP_Elu] = ops_elementwise_infer, [OP_LeakyRelu] = ops_elementwise_infer,
-	[OP_Erf] = ops_elementwise_infer, [OP_Sqrt] = ops_elementwise_infer,
-	[OP_Exp] = ops_elementwise_infer, [OP_Log] = ops_elementwise_infer,
-	[OP_Clip] = ops_elementwise_infer, [OP_Cast] = ops_elementwise_infer,
-	/* more elementwise ops: same hook, expressions in emit_c.c */
-	[OP_Neg] = ops_elementwise_infer, [OP_Abs] = ops_elementwise_infer,
-	[OP_Floor] = ops_elementwise_infer, [OP_Ceil] = ops_elementwise_infer,
-	[OP_Round] = ops_elementwise_infer, [OP_Sign] = ops_elementwise_infer,
-	[OP_Reciprocal] = ops_elementwise_infer, [OP_Sin] = ops_elementwise_infer,
-	[OP_Cos] = ops_elementwise_infer, [OP_Tan] = ops_elementwise_infer,
-	[OP_Asin] = ops_elementwise_infer, [OP_Acos] = ops_elementwise_infer,
-	[OP_Atan] = ops_elementwise_infer, [OP_Sinh] = ops_elementwise_infer,
-	[OP_Cosh] = ops_elementwise_infer, [OP_Asinh] = ops_elementwise_infer,
-	[OP_Acosh] = ops_elementwise_infer, [OP_Atanh] = ops_elementwise_infer,
-	[OP_Softplus] = ops_elementwise_infer, [OP_Softsign] = ops_elementwise_infer,
-	[OP_Mish] = ops_elementwise_infer, [OP_Gelu] = ops_elementwise_infer,
-	[OP_BitwiseAnd] = ops_elementwise_infer, [OP_BitwiseOr] = ops_elementwise_infer,
-	[OP_BitwiseXor] = ops_elementwise_infer, [OP_BitwiseNot] = ops_elementwise_infer,
-	[OP_GroupNormalization] = ops_norm_infer,
-	[OP_HardSigmoid] = ops_elementwise_infer, [OP_HardSwish] = ops_elementwise_infer,
-	[OP_ThresholdedRelu] = ops_elementwise_infer, [OP_Celu] = ops_elementwise_infer,
-	[OP_Not] = ops_elementwise_infer, [OP_IsNaN] = ops_elementwise_infer,
-	[OP_IsInf] = ops_elementwise_infer, [OP_And] = ops_elementwise_infer,
-	[OP_Or] = ops_elementwise_infer, [OP_Xor] = ops_elementwise_infer,
-	[OP_Equal] = ops_elementwise_infer, [OP_Less] = ops_elementwise_infer,
-	[OP_Greater] = ops_elementwise_infer, [OP_LessOrEqual] = ops_elementwise_infer,
-	[OP_GreaterOrEqual] = ops_elementwise_infer, [OP_Mod] = ops_elementwise_infer,
-	[OP_BitShift] = ops_elementwise_infer, [OP_PRelu] = ops_elementwise_infer,
-	[OP_Min] = ops_elementwise_infer, [OP_Max] = ops_elementwise_infer,
-	[OP_Sum] = ops_elementwise_infer, [OP_Mean] = ops_elementwise_infer,
-	[OP_Gemm] = ops_matmul_infer, [OP_MatMul] = ops_matmul_infer,
-	[OP_Conv] = ops_conv_infer, [OP_MaxPool] = ops_conv_infer,
-	[OP_ConvTranspose] = ops_conv_infer, [OP_DeformConv] = ops_conv_infer,
-	[OP_AveragePool] = ops_conv_infer, [OP_GlobalAveragePool] = ops_conv_infer,
-	[OP_LpPool] = ops_conv_infer, [OP_GlobalLpPool] = ops_conv_infer,
-	[OP_BatchNormalization] = ops_norm_infer, [OP_LayerNormalization] = ops_norm_infer,
-	[OP_Softmax] = ops_norm_infer, [OP_LogSoftmax] = ops_norm_infer,
-	[OP_NegativeLogLikelihoodLoss] = ops_norm_infer, [OP_SoftmaxCrossEntropyLoss] = ops_norm_infer,
-	[OP_ReduceMean] = ops_reduce_infer, [OP_ReduceSum] = ops_reduce_infer,
-	[OP_ReduceMax] = ops_reduce_infer, [OP_ReduceMin] = ops_reduce_infer,
-	[OP_ReduceProd] = ops_reduce_infer, [OP_ReduceSumSquare] = ops_reduce_infer,
-	[OP_ReduceL1] = ops_reduce_infer, [OP_ReduceL2] = ops_reduce_infer,
-	[OP_ReduceLogSum] = ops_reduce_infer, [OP_ReduceLogSumExp] = ops_reduce_infer,
-	[OP_ArgMax] = ops_reduce_infer, [OP_ArgMin] = ops_reduce_infer,
-	[OP_Reshape] = ops_shape_infer, [OP_Flatten] = ops_shape_infer,
-	[OP_Transpose] = ops_shape_infer, [OP_Concat] = ops_shape_infer,
-	[OP_Split] = ops_shape_infer, [OP_Slice] = ops_shape_infer,
-	[OP_Gather] = ops_shape_infer, [OP_Squeeze] = ops_shape_infer,
-	[OP_Unsqueeze] = ops_shape_infer, [OP_Shape] = ops_shape_infer,
-	[OP_Constant] = ops_shape_infer, [OP_Identity] = ops_shape_infer,
-	[OP_Size] = ops_shape_infer, [OP_ConstantOfShape] = ops_shape_infer,
-	[OP_Range] = ops_shape_infer, [OP_Expand] = ops_shape_infer,
-	[OP_Dropout] = ops_shape_infer, [OP_CastLike] = ops_elementwise_infer,
-	[OP_GatherElements] = ops_shape_infer, [OP_Tile] = ops_shape_infer,
-	[OP_Pad] = ops_shape_infer, [OP_Trilu] = ops_shape_infer,
-	[OP_CenterCropPad] = ops_shape_infer,
-	[OP_Hardmax] = ops_shape_infer, [OP_CumSum] = ops_shape_infer,
-	[OP_DepthToSpace] = ops_shape_infer, [OP_SpaceToDepth] = ops_shape_infer,
-	[OP_OneHot] = ops_shape_infer, [OP_GatherND] = ops_shape_infer,
-	[OP_ScatterElements] = ops_shape_infer, [OP_ScatterND] = ops_shape_infer,
-	[OP_Scatter] = ops_shape_infer, /* ScatterElements under its old name */
-	[OP_Shrink] = ops_elementwise_infer,
-	[OP_EyeLike] = ops_shape_infer, [OP_TopK] = ops_shape_infer,
-	[OP_QuantizeLinear] = ops_quant_infer, [OP_DequantizeLinear] = ops_quant_infer,
-	[OP_InstanceNormalization] = ops_shape_infer, [OP_LRN] = ops_shape_infer,
-	[OP_GlobalMaxPool] = ops_conv_infer,
-	[OP_Resize] = ops_resize_infer, [OP_Upsample] = ops_resize_infer,
-	[OP_GridSample] = ops_sampling_infer, [OP_RoiAlign] = ops_sampling_infer,
-	[OP_MaxRoiPool] = ops_sampling_infer,
-	[OP_MaxUnpool] = ops_sampling_infer, [OP_Col2Im] = ops_sampling_infer,
-	[OP_AffineGrid] = ops_sampling_infer,
-	[OP_Einsum] = ops_shape_infer,
-	[OP_DFT] = ops_signal_infer, [OP_STFT] = ops_signal_infer,
-	[OP_HannWindow] = ops_signal_infer, [OP_HammingWindow] = ops_signal_infer,
-	[OP_BlackmanWindow] = ops_signal_infer, [OP_MelWeightMatrix] = ops_signal_infer,
-	[OP_If] = ops_control_infer, [OP_Loop] = ops_control_infer, [OP_Scan] = ops_control_infer,
-	[OP_Det] = ops_misc_infer, [OP_MeanVarianceNormalization] = ops_misc_infer,
-	[OP_ReverseSequence] = ops_misc_infer, [OP_LpNormalization] = ops_misc_infer,
-	[OP_MatMulInteger] = ops_quant_infer, [OP_QLinearMatMul] = ops_quant_infer,
-	[OP_ConvInteger] = ops_quant_infer, [OP_QLinearConv] = ops_quant_infer,
-	[OP_DynamicQuantizeLinear] = ops_quant_infer,
-	[OP_TfIdfVectorizer] = ops_text_infer,
-	[OP_NonZero] = ops_select_infer, [OP_Unique] = ops_select_infer,
-	[OP_Compress] = ops_select_infer, [OP_NonMaxSuppression] = ops_select_infer,
-	[OP_RNN] = ops_rnn_infer, [OP_GRU] = ops_rnn_infer, [OP_LSTM] = ops_rnn_infer,
-	[OP_ML_TreeEnsembleClassifier] = ops_ml_infer, [OP_ML_TreeEnsembleRegressor] = ops_ml_infer,
-	[OP_ML_LinearClassifier] = ops_ml_infer, [OP_ML_LinearRegressor] = ops_ml_infer,
-	[OP_ML_Normalizer] = ops_ml_infer, [OP_ML_Scaler] = ops_ml_infer,
-	[OP_ML_Binarizer] = ops_ml_infer, [OP_ML_ArrayFeatureExtractor] = ops_ml_infer,
-	[OP_ML_Imputer] = ops_ml_infer, [OP_ML_ZipMap] = ops_ml_infer,
+/* The op records (opdef.h), one table per family beside its inference. An op
+ * is supported exactly when it has a record. */
+static const OpDef *const families[] = {
+	ops_elementwise_defs, ops_matmul_defs, ops_conv_defs, ops_norm_defs, ops_reduce_defs,
+	ops_shape_defs, ops_quant_defs, ops_resize_defs, ops_sampling_defs, ops_signal_defs,
+	ops_control_defs, ops_misc_defs, ops_text_defs, ops_select_defs, ops_rnn_defs, ops_ml_defs,
 };
+
+/* Records by op id, indexed once (threads share it afterwards). */
+static const OpDef *defs[OP_COUNT];
+static pthread_once_t defs_once = PTHREAD_ONCE_INIT;
+
+static void index_defs(void)
+{
+	for (size_t f = 0; f < sizeof families / sizeof families[0]; f++)
+		for (const OpDef *d = families[f]; d->op != NONE; d++) {
+			KILN_ASSERT(d->op >= 0 && d->op < OP_COUNT && !defs[d->op]);
+			defs[d->op] = d;
+		}
+}
+
+const OpDef *op_def(int op)
+{
+	pthread_once(&defs_once, index_defs);
+	return op >= 0 && op < OP_COUNT ? defs[op] : NULL;
+}
 
 InferHook op_infer_hook(int op)
 {
-	return op >= 0 && op < OP_COUNT ? infer_hooks[op] : NULL;
+	const OpDef *d = op_def(op);
+	return d ? d->infer : NULL;
 }
 
 
@@ -338,7 +268,7 @@ const char *op_unsupported_reason(const Graph *g, const Node *n, char *buf, size
 		snprintf(buf, bufsz, "%s-%d is deprecated", n->op_type, v->since);
 		return buf;
 	}
-	if (!infer_hooks[n->op] || (n->op == OP_ML_ZipMap && !m->zipmap_tensor)) {
+	if (!op_def(n->op) || (n->op == OP_ML_ZipMap && !m->zipmap_tensor)) {
 		const char *why = op_out_of_scope(n->domain_id, n->op_type);
 		snprintf(buf, bufsz, "%s", why ? why : "not supported by kiln yet");
 		return buf;

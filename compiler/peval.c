@@ -32,6 +32,7 @@
 
 #include "kiln.h"
 #include "kiln/kernels.h"
+#include "opdef.h"
 
 /* Results are shape arithmetic, indices and masks: small. Larger float
  * results are left to fold.c, which weighs the weight bytes. */
@@ -172,220 +173,105 @@ static void coords(const Shape *s, int64_t linear, int64_t *c)
 
 /* ---- elementwise ------------------------------------------------------ */
 
-static bool unary_f(int op, double x, double *r)
+static bool eval_cast(const Arg *in, int ydt, int64_t ny, void *y)
 {
-	switch (op) {
-	case OP_Neg: *r = -x; return true;
-	case OP_Abs: *r = fabs(x); return true;
-	case OP_Sign: *r = x > 0 ? 1 : x < 0 ? -1 : x; return true;
-	case OP_Floor: *r = floor(x); return true;
-	case OP_Ceil: *r = ceil(x); return true;
-	case OP_Round: *r = nearbyint(x); return true;  /* half to even */
-	case OP_Sqrt: *r = sqrt(x); return true;
-	case OP_Reciprocal: *r = 1 / x; return true;
-	case OP_Exp: *r = exp(x); return true;
-	case OP_Log: *r = log(x); return true;
-	case OP_Relu: *r = x > 0 ? x : 0; return true;
-	case OP_Sigmoid: *r = 1 / (1 + exp(-x)); return true;
-	case OP_Tanh: *r = tanh(x); return true;
-	case OP_Identity: *r = x; return true;
-	default: return false;
-	}
+	bool fl = is_float(in[0].dt), uns = is_unsigned(in[0].dt);
+	for (int64_t k = 0; k < ny; k++)
+		if (fl)
+			put_f(ydt, y, k, get_f(&in[0], k));
+		else if (uns && in[0].dt == DT_UINT64 && is_float(ydt))
+			put_f(ydt, y, k, (double)(uint64_t)get_i(&in[0], k));
+		else
+			put_i(ydt, y, k, get_i(&in[0], k));
+	return true;
 }
 
-static bool unary_i(int op, int64_t x, int64_t *r)
+static bool eval_where(const Arg *in, int ydt, const Shape *ys, void *y)
 {
-	switch (op) {
-	case OP_Neg: *r = (int64_t)(0 - (uint64_t)x); return true;
-	case OP_Abs: *r = x < 0 ? (int64_t)(0 - (uint64_t)x) : x; return true;
-	case OP_Sign: *r = (x > 0) - (x < 0); return true;
-	case OP_Relu: *r = x > 0 ? x : 0; return true;
-	case OP_Not: *r = !x; return true;
-	case OP_BitwiseNot: *r = ~x; return true;
-	case OP_Identity: case OP_Floor: case OP_Ceil: case OP_Round: *r = x; return true;
-	default: return false;
+	for (int64_t k = 0; k < shape_nelem(ys); k++) {
+		bool c = get_i(&in[0], bcast_index(ys, in[0].s, k)) != 0;
+		const Arg *src = c ? &in[1] : &in[2];
+		size_t esz = dtype_size(ydt);
+		memcpy((unsigned char *)y + (size_t)k * esz,
+		       src->p + (size_t)bcast_index(ys, src->s, k) * esz, esz);
 	}
+	return true;
 }
 
-static bool binary_f(int op, double a, double b, double *r, bool fmod_attr)
-{
-	switch (op) {
-	case OP_Add: case OP_Sum: *r = a + b; return true;
-	case OP_Sub: *r = a - b; return true;
-	case OP_Mul: *r = a * b; return true;
-	case OP_Div: *r = a / b; return true;
-	case OP_Pow: *r = pow(a, b); return true;
-	case OP_Min: *r = isnan(a) || isnan(b) ? (double)NAN : a < b ? a : b; return true;
-	case OP_Max: *r = isnan(a) || isnan(b) ? (double)NAN : a > b ? a : b; return true;
-	case OP_Mod:
-		if (fmod_attr) {
-			*r = fmod(a, b);
-		} else {
-			double m = fmod(a, b);
-			*r = m != 0 && ((m < 0) != (b < 0)) ? m + b : m;
-		}
-		return true;
-	case OP_Equal: *r = a == b; return true;
-	case OP_Less: *r = a < b; return true;
-	case OP_Greater: *r = a > b; return true;
-	case OP_LessOrEqual: *r = a <= b; return true;
-	case OP_GreaterOrEqual: *r = a >= b; return true;
-	default: return false;
-	}
-}
-
-static bool binary_i(int op, int64_t a, int64_t b, int64_t *r, bool uns, const Node *n)
-{
-	uint64_t ua = (uint64_t)a, ub = (uint64_t)b;
-	switch (op) {
-	case OP_Add: case OP_Sum: *r = (int64_t)(ua + ub); return true;
-	case OP_Sub: *r = (int64_t)(ua - ub); return true;
-	case OP_Mul: *r = (int64_t)(ua * ub); return true;
-	case OP_Div:
-		if (b == 0 || (a == INT64_MIN && b == -1))
-			return false;
-		*r = uns ? (int64_t)(ua / ub) : a / b;
-		return true;
-	case OP_Mod:
-		if (b == 0 || (a == INT64_MIN && b == -1))
-			return false;
-		if (uns) {
-			*r = (int64_t)(ua % ub);
-		} else {
-			int64_t m = a % b;
-			bool c_style = node_attr(n, "fmod") && node_attr(n, "fmod")->i;
-			*r = !c_style && m != 0 && ((m < 0) != (b < 0)) ? m + b : m;
-		}
-		return true;
-	case OP_Pow: {
-		if (b < 0)
-			return false;
-		uint64_t p = 1;
-		for (int64_t k = 0; k < b && k < 64; k++)
-			p *= ua;
-		*r = (int64_t)p;
-		return true;
-	}
-	case OP_Min: *r = uns ? (int64_t)(ua < ub ? ua : ub) : a < b ? a : b; return true;
-	case OP_Max: *r = uns ? (int64_t)(ua > ub ? ua : ub) : a > b ? a : b; return true;
-	case OP_Equal: *r = a == b; return true;
-	case OP_Less: *r = uns ? ua < ub : a < b; return true;
-	case OP_Greater: *r = uns ? ua > ub : a > b; return true;
-	case OP_LessOrEqual: *r = uns ? ua <= ub : a <= b; return true;
-	case OP_GreaterOrEqual: *r = uns ? ua >= ub : a >= b; return true;
-	case OP_BitwiseAnd: *r = a & b; return true;
-	case OP_BitwiseOr: *r = a | b; return true;
-	case OP_BitwiseXor: *r = a ^ b; return true;
-	case OP_And: *r = a && b; return true;
-	case OP_Or: *r = a || b; return true;
-	case OP_Xor: *r = !a != !b; return true;
-	case OP_BitShift: {
-		const Attr *d = node_attr(n, "direction");
-		bool left = d && d->type == AT_STRING && d->s.len == 4 && memcmp(d->s.data, "LEFT", 4) == 0;
-		*r = ub >= 64 ? 0 : (int64_t)(left ? ua << ub : ua >> ub);
-		return true;
-	}
-	default: return false;
-	}
-}
-
-/* Unary, binary and variadic elementwise ops, Where, Cast and Clip. */
-static bool eval_elementwise(Infer *x, const Arg *in, int nin, int ydt, const Shape *ys,
-                             void *y)
+static bool eval_is_nan_inf(Infer *x, const Arg *in, int ydt, int64_t ny, void *y)
 {
 	const Node *n = x->n;
-	int op = n->op;
+	int64_t pos = node_attr(n, "detect_positive") ? node_attr(n, "detect_positive")->i : 1;
+	int64_t neg = node_attr(n, "detect_negative") ? node_attr(n, "detect_negative")->i : 1;
+	for (int64_t k = 0; k < ny; k++) {
+		double v = get_f(&in[0], k);
+		put_i(ydt, y, k, n->op == OP_IsNaN ? isnan(v)
+		                 : isinf(v) && ((v > 0 && pos) || (v < 0 && neg)));
+	}
+	return true;
+}
+
+static bool eval_clip(Infer *x, const Arg *in, int nin, int ydt, int64_t ny, void *y)
+{
+	/* Bounds: inputs 1 and 2 from opset 11, attributes before. */
+	bool fl = is_float(in[0].dt);
+	bool has_lo = nin > 1 && in[1].p, has_hi = nin > 2 && in[2].p;
+	double lo_a = (double)attr_float(x, "min", -INFINITY),
+	       hi_a = (double)attr_float(x, "max", INFINITY);
+	for (int64_t k = 0; k < ny; k++) {
+		if (fl) {
+			double v = get_f(&in[0], k);
+			double lo = has_lo ? get_f(&in[1], 0) : lo_a, hi = has_hi ? get_f(&in[2], 0) : hi_a;
+			v = v < lo ? lo : v;
+			put_f(ydt, y, k, v > hi ? hi : v);
+		} else {
+			int64_t v = get_i(&in[0], k);
+			if (has_lo && v < get_i(&in[1], 0))
+				v = get_i(&in[1], 0);
+			if (has_hi && v > get_i(&in[2], 0))
+				v = get_i(&in[2], 0);
+			put_i(ydt, y, k, v);
+		}
+	}
+	return true;
+}
+
+/* Unary and binary ops by the record's scalar functions; the variadic
+ * Min/Max/Sum/Mean folded left to right (Mean: the sum, then divided). */
+static bool eval_map(Infer *x, const OpDef *d, const Arg *in, int nin, int ydt, const Shape *ys,
+                     void *y)
+{
+	const Node *n = x->n;
 	int64_t ny = shape_nelem(ys);
 	int cdt = in[0].dt;  /* the type the op computes in */
-	bool fl = is_float(cdt), uns = is_unsigned(cdt);
-	bool fmod_attr = node_attr(n, "fmod") && node_attr(n, "fmod")->i;
-	if (op == OP_Cast || op == OP_CastLike) {
+	bool fl = is_float(cdt), uns = is_unsigned(cdt), mean = d->peval == PE_MEAN;
+	if (ny == 0)
+		return true;
+	if (nin == 1) {
+		if (fl ? !d->eval_f1 : !d->eval_i1)
+			return false;
 		for (int64_t k = 0; k < ny; k++)
 			if (fl)
-				put_f(ydt, y, k, get_f(&in[0], k));
-			else if (uns && in[0].dt == DT_UINT64 && is_float(ydt))
-				put_f(ydt, y, k, (double)(uint64_t)get_i(&in[0], k));
+				put_f(ydt, y, k, d->eval_f1(get_f(&in[0], k)));
 			else
-				put_i(ydt, y, k, get_i(&in[0], k));
+				put_i(ydt, y, k, d->eval_i1(get_i(&in[0], k)));
 		return true;
 	}
-	if (op == OP_Where) {
-		for (int64_t k = 0; k < ny; k++) {
-			bool c = get_i(&in[0], bcast_index(ys, in[0].s, k)) != 0;
-			const Arg *src = c ? &in[1] : &in[2];
-			size_t esz = dtype_size(ydt);
-			memcpy((unsigned char *)y + (size_t)k * esz,
-			       src->p + (size_t)bcast_index(ys, src->s, k) * esz, esz);
-		}
-		return true;
-	}
-	if (op == OP_IsNaN || op == OP_IsInf) {
-		int64_t pos = node_attr(n, "detect_positive") ? node_attr(n, "detect_positive")->i : 1;
-		int64_t neg = node_attr(n, "detect_negative") ? node_attr(n, "detect_negative")->i : 1;
-		for (int64_t k = 0; k < ny; k++) {
-			double v = get_f(&in[0], k);
-			put_i(ydt, y, k, op == OP_IsNaN ? isnan(v)
-			                 : isinf(v) && ((v > 0 && pos) || (v < 0 && neg)));
-		}
-		return true;
-	}
-	if (op == OP_Clip) {
-		/* Bounds: inputs 1 and 2 from opset 11, attributes before. */
-		bool has_lo = nin > 1 && in[1].p, has_hi = nin > 2 && in[2].p;
-		double lo_a = (double)attr_float(x, "min", -INFINITY),
-		       hi_a = (double)attr_float(x, "max", INFINITY);
-		for (int64_t k = 0; k < ny; k++) {
-			if (fl) {
-				double v = get_f(&in[0], k);
-				double lo = has_lo ? get_f(&in[1], 0) : lo_a, hi = has_hi ? get_f(&in[2], 0) : hi_a;
-				v = v < lo ? lo : v;
-				put_f(ydt, y, k, v > hi ? hi : v);
-			} else {
-				int64_t v = get_i(&in[0], k);
-				if (has_lo && v < get_i(&in[1], 0))
-					v = get_i(&in[1], 0);
-				if (has_hi && v > get_i(&in[2], 0))
-					v = get_i(&in[2], 0);
-				put_i(ydt, y, k, v);
-			}
-		}
-		return true;
-	}
-	if (nin == 1) {
-		for (int64_t k = 0; k < ny; k++) {
-			if (fl) {
-				double r;
-				if (!unary_f(op, get_f(&in[0], k), &r))
-					return false;
-				put_f(ydt, y, k, r);
-			} else {
-				int64_t r;
-				if (!unary_i(op, get_i(&in[0], k), &r))
-					return false;
-				put_i(ydt, y, k, r);
-			}
-		}
-		return true;
-	}
-	/* Binary, and the variadic Min/Max/Sum/Mean folded left to right. */
+	if (fl ? !d->eval_f2 : !d->eval_i2 || mean)
+		return false;
 	for (int64_t k = 0; k < ny; k++) {
 		if (fl) {
 			double acc = get_f(&in[0], bcast_index(ys, in[0].s, k));
 			for (int i = 1; i < nin; i++) {
-				int bop = op == OP_Mean ? OP_Sum : op;
 				double b = get_f(&in[i], bcast_index(ys, in[i].s, k));
-				if (!binary_f(bop, acc, b, &acc, fmod_attr))
-					return false;
-				acc = round_to(cdt, acc);
+				acc = round_to(cdt, d->eval_f2(acc, b, n));
 			}
-			put_f(ydt, y, k, op == OP_Mean ? acc / nin : acc);
+			put_f(ydt, y, k, mean ? acc / nin : acc);
 		} else {
-			if (op == OP_Mean)
-				return false;
 			int64_t acc = get_i(&in[0], bcast_index(ys, in[0].s, k));
 			for (int i = 1; i < nin; i++) {
 				int64_t b = get_i(&in[i], bcast_index(ys, in[i].s, k));
-				if (!binary_i(op, acc, b, &acc, uns, n))
+				if (!d->eval_i2(acc, b, &acc, uns, n))
 					return false;
 			}
 			put_i(ydt, y, k, acc);
@@ -426,9 +312,9 @@ static bool reduce_axes(Infer *x, const Arg *in, int nin, unsigned *mask, bool *
 	return true;
 }
 
-static bool eval_reduce(Infer *x, const Arg *in, int nin, int ydt, int64_t ny, void *y)
+static bool eval_reduce(Infer *x, ReduceKind op, const Arg *in, int nin, int ydt, int64_t ny,
+                        void *y)
 {
-	int op = x->n->op;
 	const Shape *s = in[0].s;
 	unsigned mask;
 	bool noop;
@@ -443,8 +329,8 @@ static bool eval_reduce(Infer *x, const Arg *in, int nin, int ydt, int64_t ny, v
 	}
 	if (acc != ny)
 		return false;
-	bool fl = is_float(in[0].dt) || op == OP_ReduceMean || op == OP_ReduceL2 ||
-	          op == OP_ReduceLogSumExp || op == OP_ReduceLogSum;
+	bool fl = is_float(in[0].dt) || op == RD_MEAN || op == RD_L2 ||
+	          op == RD_LOG_SUM_EXP || op == RD_LOG_SUM;
 	double *accf = arena_array(x->a, (size_t)ny + 1, sizeof *accf);
 	int64_t *acci = arena_array(x->a, (size_t)ny + 1, sizeof *acci);
 	int64_t *cnt = arena_array(x->a, (size_t)ny + 1, sizeof *cnt);
@@ -459,44 +345,44 @@ static bool eval_reduce(Infer *x, const Arg *in, int nin, int ydt, int64_t ny, v
 		int64_t vi = get_i(&in[0], k);
 		bool first = cnt[o]++ == 0;
 		switch (op) {
-		case OP_ReduceSum: case OP_ReduceMean:
+		case RD_SUM: case RD_MEAN:
 			accf[o] += v;
 			acci[o] = (int64_t)((uint64_t)acci[o] + (uint64_t)vi);
 			break;
-		case OP_ReduceProd:
+		case RD_PROD:
 			accf[o] = first ? v : accf[o] * v;
 			acci[o] = first ? vi : (int64_t)((uint64_t)acci[o] * (uint64_t)vi);
 			break;
-		case OP_ReduceMin:
+		case RD_MIN:
 			accf[o] = first || v < accf[o] || isnan(v) ? v : accf[o];
 			acci[o] = first || vi < acci[o] ? vi : acci[o];
 			break;
-		case OP_ReduceMax:
+		case RD_MAX:
 			accf[o] = first || v > accf[o] || isnan(v) ? v : accf[o];
 			acci[o] = first || vi > acci[o] ? vi : acci[o];
 			break;
-		case OP_ReduceL1:
+		case RD_L1:
 			accf[o] += fabs(v);
 			acci[o] = (int64_t)((uint64_t)acci[o] + (vi < 0 ? 0 - (uint64_t)vi : (uint64_t)vi));
 			break;
-		case OP_ReduceL2: case OP_ReduceSumSquare:
+		case RD_L2: case RD_SUM_SQUARE:
 			accf[o] += v * v;
 			acci[o] = (int64_t)((uint64_t)acci[o] + (uint64_t)vi * (uint64_t)vi);
 			break;
-		case OP_ReduceLogSum: accf[o] += v; break;
-		case OP_ReduceLogSumExp: accf[o] += exp(v); break;
+		case RD_LOG_SUM: accf[o] += v; break;
+		case RD_LOG_SUM_EXP: accf[o] += exp(v); break;
 		default: return false;
 		}
 	}
 	for (int64_t o = 0; o < ny; o++) {
-		if (cnt[o] == 0 && (op == OP_ReduceMin || op == OP_ReduceMax))
+		if (cnt[o] == 0 && (op == RD_MIN || op == RD_MAX))
 			return false;  /* an empty reduction: leave it to run time */
 		double f = accf[o];
-		if (op == OP_ReduceMean)
+		if (op == RD_MEAN)
 			f = cnt[o] ? f / (double)cnt[o] : (double)NAN;
-		else if (op == OP_ReduceL2)
+		else if (op == RD_L2)
 			f = sqrt(f);
-		else if (op == OP_ReduceLogSum || op == OP_ReduceLogSumExp)
+		else if (op == RD_LOG_SUM || op == RD_LOG_SUM_EXP)
 			f = log(f);
 		if (fl)
 			put_f(ydt, y, o, f);
@@ -745,25 +631,8 @@ static bool eval_cumsum(Infer *x, const Arg *in, int ydt, const Shape *ys, void 
 
 static bool evaluable(int op)
 {
-	switch (op) {
-	case OP_Neg: case OP_Abs: case OP_Sign: case OP_Floor: case OP_Ceil: case OP_Round:
-	case OP_Sqrt: case OP_Reciprocal: case OP_Exp: case OP_Log: case OP_Relu: case OP_Sigmoid:
-	case OP_Tanh: case OP_Not: case OP_Identity: case OP_IsNaN: case OP_IsInf: case OP_Clip:
-	case OP_Add: case OP_Sub: case OP_Mul: case OP_Div: case OP_Mod: case OP_Pow:
-	case OP_Min: case OP_Max: case OP_Sum: case OP_Mean: case OP_Equal: case OP_Less:
-	case OP_Greater: case OP_LessOrEqual: case OP_GreaterOrEqual: case OP_And: case OP_Or:
-	case OP_Xor: case OP_BitShift: case OP_Where: case OP_Cast: case OP_CastLike:
-	case OP_BitwiseAnd: case OP_BitwiseOr: case OP_BitwiseXor: case OP_BitwiseNot:
-	case OP_ReduceSum: case OP_ReduceProd: case OP_ReduceMin: case OP_ReduceMax:
-	case OP_ReduceMean: case OP_ReduceL1: case OP_ReduceL2: case OP_ReduceSumSquare:
-	case OP_ReduceLogSum: case OP_ReduceLogSumExp: case OP_ArgMax: case OP_ArgMin:
-	case OP_Reshape: case OP_Flatten: case OP_Squeeze: case OP_Unsqueeze: case OP_Expand:
-	case OP_Gather: case OP_Slice: case OP_Concat: case OP_Transpose: case OP_Tile:
-	case OP_Trilu: case OP_Range: case OP_CumSum: case OP_ConstantOfShape:
-		return true;
-	default:
-		return false;
-	}
+	const OpDef *d = op_def(op);
+	return d && d->peval != PE_NONE;
 }
 
 /* Evaluate x's node if its inputs are known and its result has at most
@@ -801,33 +670,35 @@ static bool evaluate(Infer *x, int64_t max_float, int64_t max_int)
 		return false;
 	void *y = arena_alloc(x->a, (size_t)(ny ? ny : 1) * dtype_size(ydt));
 	bool ok;
-	switch (n->op) {
-	case OP_Reshape: case OP_Flatten: case OP_Squeeze: case OP_Unsqueeze:
+	const OpDef *d = op_def(n->op);
+	switch (d->peval) {
+	case PE_SAME_BYTES:
 		ok = ny == in[0].n && ydt == in[0].dt;
 		if (ok)
 			memcpy(y, in[0].p, (size_t)ny * dtype_size(ydt));
 		break;
-	case OP_Expand: case OP_Identity:
+	case PE_BROADCAST:
 		ok = ydt == in[0].dt;
 		for (int64_t k = 0; ok && k < ny; k++)
 			copy_elem(y, k, &in[0], bcast_index(ys, in[0].s, k));
 		break;
-	case OP_ReduceSum: case OP_ReduceProd: case OP_ReduceMin: case OP_ReduceMax:
-	case OP_ReduceMean: case OP_ReduceL1: case OP_ReduceL2: case OP_ReduceSumSquare:
-	case OP_ReduceLogSum: case OP_ReduceLogSumExp:
-		ok = eval_reduce(x, in, nin, ydt, ny, y);
-		break;
-	case OP_ArgMax: case OP_ArgMin: ok = eval_argminmax(x, in, ydt, ys, y); break;
-	case OP_Gather: ok = nin > 1 && in[1].p && eval_gather(x, in, ys, y); break;
-	case OP_Slice: ok = eval_slice(x, in, nin, ys, y); break;
-	case OP_Concat: ok = eval_concat(x, in, nin, ys, y); break;
-	case OP_Transpose: ok = eval_transpose(x, in, ys, y); break;
-	case OP_Tile: ok = eval_tile(in, ys, y); break;
-	case OP_Trilu: ok = eval_trilu(x, in, nin, ys, y); break;
-	case OP_Range: ok = nin == 3 && in[2].p && eval_range(in, ydt, ys, y); break;
-	case OP_CumSum: ok = nin > 1 && in[1].p && eval_cumsum(x, in, ydt, ys, y); break;
-	case OP_ConstantOfShape: ok = eval_constant_of_shape(x, ydt, ny, y); break;
-	default: ok = eval_elementwise(x, in, nin, ydt, ys, y); break;
+	case PE_MAP: case PE_MEAN: ok = eval_map(x, d, in, nin, ydt, ys, y); break;
+	case PE_CAST: ok = eval_cast(in, ydt, ny, y); break;
+	case PE_WHERE: ok = eval_where(in, ydt, ys, y); break;
+	case PE_CLIP: ok = eval_clip(x, in, nin, ydt, ny, y); break;
+	case PE_IS_NAN_INF: ok = eval_is_nan_inf(x, in, ydt, ny, y); break;
+	case PE_REDUCE: ok = eval_reduce(x, d->reduce, in, nin, ydt, ny, y); break;
+	case PE_ARG_EXTREMUM: ok = eval_argminmax(x, in, ydt, ys, y); break;
+	case PE_GATHER: ok = nin > 1 && in[1].p && eval_gather(x, in, ys, y); break;
+	case PE_SLICE: ok = eval_slice(x, in, nin, ys, y); break;
+	case PE_CONCAT: ok = eval_concat(x, in, nin, ys, y); break;
+	case PE_TRANSPOSE: ok = eval_transpose(x, in, ys, y); break;
+	case PE_TILE: ok = eval_tile(in, ys, y); break;
+	case PE_TRILU: ok = eval_trilu(x, in, nin, ys, y); break;
+	case PE_RANGE: ok = nin == 3 && in[2].p && eval_range(in, ydt, ys, y); break;
+	case PE_CUMSUM: ok = nin > 1 && in[1].p && eval_cumsum(x, in, ydt, ys, y); break;
+	case PE_CONSTANT_OF_SHAPE: ok = eval_constant_of_shape(x, ydt, ny, y); break;
+	default: ok = false; break;
 	}
 	if (ok)
 		infer_set_folded(x, 0, ydt, ny, y);

@@ -22,6 +22,7 @@
 #include <string.h>
 
 #include "kiln.h"
+#include "opdef.h"
 
 enum { PLAN_ALIGN = 64 };
 
@@ -55,15 +56,16 @@ static void check_arena(const Plan *p, const Sig *s, Arena *a, int64_t bytes)
 
 bool plan_is_view_op(int op)
 {
-	return op == OP_Reshape || op == OP_Flatten || op == OP_Squeeze || op == OP_Unsqueeze ||
-	       op == OP_Identity || op == OP_Dropout;
+	const OpDef *d = op_def(op);
+	return d && d->view;
 }
 
 /* Ops computing each output element from the same element of each input
  * (after broadcasting): they may write over an input that dies. */
 static bool is_elementwise_op(int op)
 {
-	return op_infer_hook(op) == ops_elementwise_infer;
+	const OpDef *d = op_def(op);
+	return d && d->in_place;
 }
 
 static bool same_shape(const Shape *a, const Shape *b)
@@ -119,18 +121,8 @@ int64_t node_scratch_bytes(const Sig *s, int node, Arena *a)
 	const Node *n = &s->g->nodes[node];
 	if (!sig_computes(s, n))  /* every output folded, or dead: it does not run */
 		return 0;
-	switch (n->op) {
-	case OP_RNN:
-	case OP_GRU:
-	case OP_LSTM: return rnn_scratch_bytes(s, node, a);
-	case OP_Conv:
-		return edgeconv_node(n) ? edgeconv_scratch_bytes(s, node, a)
-		                        : conv_scratch_bytes(s, node, a);
-	case OP_TopK: return knn_scratch_bytes(s, node);
-	case OP_Gemm: case OP_MatMul: return half_gemm_scratch_bytes(s, node);
-	case OP_Softmax: return node_attr(n, "kiln.attention") ? attention_scratch_bytes(s, node) : 0;
-	default: return 0;
-	}
+	const OpDef *d = op_def(n->op);
+	return d && d->scratch ? d->scratch(s, node, a) : 0;
 }
 
 void plan_build(Plan *p, const Sig *s, Arena *a)

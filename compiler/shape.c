@@ -19,6 +19,7 @@
 #include <string.h>
 
 #include "kiln.h"
+#include "opdef.h"
 
 /* ---- binding ---------------------------------------------------------- */
 
@@ -562,13 +563,8 @@ void shape_sig_init(Sig *s, Arena *a)
  * are checked before the op's hook reads any of them, outputs after. */
 static bool narrow_type_op(int op)
 {
-	switch (op) {
-	case OP_Cast: case OP_CastLike: case OP_QuantizeLinear: case OP_DequantizeLinear:
-	case OP_Identity: case OP_Reshape: case OP_Flatten: case OP_Squeeze: case OP_Unsqueeze:
-	case OP_Transpose: case OP_Shape: case OP_Size: case OP_Constant:
-		return true;
-	}
-	return false;
+	const OpDef *d = op_def(op);
+	return d && d->narrow_types;
 }
 
 static void narrow_type_guard(const Sig *s, const Node *n, bool outputs, Diag *d)

@@ -17,6 +17,7 @@
 #include <string.h>
 
 #include "kiln.h"
+#include "opdef.h"
 #include "kiln/run.h"
 
 enum { CALL_NS = 60, NODE_NS = 8 };
@@ -44,27 +45,30 @@ static double node_flops(const Sig *s, const Node *n)
 	for (int k = 0; k < n->nout; k++)
 		out += (double)nelem_of(s, n->out[k]);
 	int in0 = n->nin > 0 ? n->in[0] : NONE, in1 = n->nin > 1 ? n->in[1] : NONE;
-	switch (n->op) {
-	case OP_MatMul:
+	const OpDef *d = op_def(n->op);
+	switch (d ? d->cost : CK_ELEMENTS) {
+	case CK_MATMUL:
 		return 2 * out * (double)dim_or1(s, in0, -1);
-	case OP_Gemm: {
+	case CK_GEMM: {
 		const Attr *t = node_attr(n, "transA");
 		return 2 * out * (double)dim_or1(s, in0, t && t->i ? 0 : 1);
 	}
-	case OP_RNN: case OP_GRU: case OP_LSTM: {
+	case CK_RECURRENT: {
 		/* every step and row: W x and R h */
 		int64_t in_size = dim_or1(s, in0, -1) ? dim_or1(s, in0, -1) : 1;
 		int64_t rows = nelem_of(s, in0) / in_size;
 		int64_t r = n->nin > 2 ? nelem_of(s, n->in[2]) : 0;
 		return 2 * (double)rows * ((double)nelem_of(s, in1) + (double)r);
 	}
-	case OP_Conv: case OP_ConvTranspose: {
+	case CK_CONV: {
 		/* W is [Cout, Cin/group, k...] (Conv) or [Cin, Cout/group, k...]:
 		 * per output (Conv) or input (ConvTranspose) element, nelem(W)/W[0] */
 		int64_t w0 = in1 == NONE ? 1 : dim_or1(s, in1, 0);
 		int64_t per = in1 == NONE ? 1 : nelem_of(s, in1) / (w0 ? w0 : 1);
 		return 2 * (n->op == OP_Conv ? out : (double)nelem_of(s, in0)) * (double)per;
 	}
+	case CK_ELEMENTS:
+		break;
 	}
 	double in = (double)nelem_of(s, in0);
 	return in > out ? in : out;

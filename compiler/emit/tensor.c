@@ -18,6 +18,20 @@ void emit_copy(Emit *E)
 	emitf(E, "\tmemcpy(Y, X, %" PRIu64 ");\n", dtype_bytes(Y.dtype, Y.nelem));
 }
 
+/* Ops whose inference always folds their outputs (Shape, Size, Constant, and
+ * NonZero, Unique, NonMaxSuppression of known inputs): no code runs. */
+void emit_folded_only(Emit *E)
+{
+	emit_fail(E, "its outputs must be known at compile time");
+}
+
+/* Expand: input 0 broadcast to the output's shape. */
+void emit_expand(Emit *E)
+{
+	Operand X = in_op(E, 0), Y = out_op(E, 0);
+	emit_map(E, &Y, &X, 1, "x0");
+}
+
 void emit_transpose(Emit *E)
 {
 	Operand X = in_op(E, 0), Y = out_op(E, 0);

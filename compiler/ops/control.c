@@ -21,6 +21,9 @@
 #include <string.h>
 
 #include "control.h"
+#include "emit_c.h"
+#include "kiln.h"
+#include "opdef.h"
 
 /* ---- known scalars ---------------------------------------------------- */
 
@@ -656,3 +659,17 @@ void ops_control_infer(Infer *x)
 	default: infer_scan(x); return;
 	}
 }
+
+/* ---- the records (opdef.h) ---------------------------------------------- */
+
+const OpDef ops_control_defs[] = {
+	{.op = OP_If, .infer = ops_control_infer, .emit = emit_control, .batch = BK_CONTROL,
+	 .note = "also float8 values (opset 19; not 4-bit: ONNX Runtime 1.30 neither)"},
+	{.op = OP_Loop, .infer = ops_control_infer, .emit = emit_control, .batch = BK_CONTROL,
+	 .note = "also float8 values carried and stacked (opset 19; not 4-bit: ONNX Runtime 1.30 "
+	         "neither)"},
+	{.op = OP_Scan, .infer = ops_control_infer, .emit = emit_control, .batch = BK_CONTROL,
+	 .note = "also float8 values carried and scanned (opset 19; not 4-bit: ONNX Runtime 1.30 "
+	         "neither)"},
+	{.op = NONE},
+};

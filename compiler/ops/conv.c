@@ -11,7 +11,9 @@
 #include <stdint.h>
 #include <string.h>
 
+#include "emit_c.h"
 #include "kiln.h"
+#include "opdef.h"
 
 #define MAX_SPATIAL (KILN_MAX_RANK - 2)
 
@@ -352,3 +354,41 @@ void ops_conv_infer(Infer *x)
 		infer_pool(x);
 	}
 }
+
+/* ---- the records (opdef.h) ---------------------------------------------- */
+
+/* Conv's scratch: the fused EdgeConv's (passes/edgeconv.c) or the algorithm's. */
+static int64_t conv_node_scratch_bytes(const Sig *s, int node, Arena *a)
+{
+	return edgeconv_node(&s->g->nodes[node]) ? edgeconv_scratch_bytes(s, node, a)
+	                                         : conv_scratch_bytes(s, node, a);
+}
+
+const OpDef ops_conv_defs[] = {
+	{.op = OP_Conv, .infer = ops_conv_infer, .emit = emit_conv, .batch = BK_N_FIRST,
+	 .scratch = conv_node_scratch_bytes, .cost = CK_CONV, .types = OT_F32,
+	 .note = "1-D to 3-D; groups, dilations, auto_pad"},
+	{.op = OP_MaxPool, .infer = ops_conv_infer, .emit = emit_pool, .batch = BK_N_FIRST,
+	 .types = OT_F32 | OT_F64 | OT_F16 | OT_INTS,
+	 .note = "1-D to 3-D; the Indices output (storage_order 0 and 1)"},
+	{.op = OP_ConvTranspose, .infer = ops_conv_infer, .emit = emit_conv_transpose,
+	 .batch = BK_N_FIRST, .cost = CK_CONV, .types = OT_F32,
+	 .note = "1-D to 3-D; output_shape and output_padding"},
+	{.op = OP_DeformConv, .infer = ops_conv_infer, .emit = emit_deform_conv,
+	 .batch = BK_N_FIRST, .types = OT_F32,
+	 .note = "2-D (as ONNX Runtime); group, offset_group, mask, bias"},
+	{.op = OP_AveragePool, .infer = ops_conv_infer, .emit = emit_pool, .batch = BK_N_FIRST,
+	 .types = OT_F32,
+	 .note = "1-D to 3-D; count_include_pad, ceil_mode, dilations (opset 19)"},
+	{.op = OP_GlobalAveragePool, .infer = ops_conv_infer, .emit = emit_pool,
+	 .batch = BK_N_FIRST, .types = OT_F32},
+	{.op = OP_LpPool, .infer = ops_conv_infer, .emit = emit_pool, .batch = BK_N_FIRST,
+	 .types = OT_F32,
+	 .note = "1-D to 3-D; any whole p >= 1; dilations and ceil_mode (opset 18)"},
+	{.op = OP_GlobalLpPool, .infer = ops_conv_infer, .emit = emit_pool, .batch = BK_N_FIRST,
+	 .types = OT_F32,
+	 .note = "any whole p >= 1"},
+	{.op = OP_GlobalMaxPool, .infer = ops_conv_infer, .emit = emit_pool, .batch = BK_N_FIRST,
+	 .types = OT_F32},
+	{.op = NONE},
+};

@@ -8,9 +8,12 @@
  * results of small known tensors are folded, since exporters compute shapes
  * with Add/Sub/Mul/Div on Shape outputs.
  */
+#include <math.h>
 #include <string.h>
 
+#include "emit_c.h"
 #include "kiln.h"
+#include "opdef.h"
 
 static void broadcast(Infer *x, Shape *out, const Shape *a, const Shape *b)
 {
@@ -202,3 +205,292 @@ int ewchain_data_inputs(const Node *n)
 {
 	return n->op == OP_Clip ? 1 : n->nin;
 }
+
+/* ---- compile-time evaluation (peval.c's PE_MAP) ------------------------- */
+
+/* One element in double (floats) or int64_t (integers and bool; unsigned
+ * where the op says so), as the op computes it. Integer arithmetic wraps. */
+static double eval_neg_f(double x) { return -x; }
+static double eval_abs_f(double x) { return fabs(x); }
+static double eval_sign_f(double x) { return x > 0 ? 1 : x < 0 ? -1 : x; }
+static double eval_floor_f(double x) { return floor(x); }
+static double eval_ceil_f(double x) { return ceil(x); }
+static double eval_round_f(double x) { return nearbyint(x); }   /* half to even */
+static double eval_sqrt_f(double x) { return sqrt(x); }
+static double eval_reciprocal_f(double x) { return 1 / x; }
+static double eval_exp_f(double x) { return exp(x); }
+static double eval_log_f(double x) { return log(x); }
+static double eval_relu_f(double x) { return x > 0 ? x : 0; }
+static double eval_sigmoid_f(double x) { return 1 / (1 + exp(-x)); }
+static double eval_tanh_f(double x) { return tanh(x); }
+
+static int64_t eval_neg_i(int64_t x) { return (int64_t)(0 - (uint64_t)x); }
+static int64_t eval_abs_i(int64_t x) { return x < 0 ? (int64_t)(0 - (uint64_t)x) : x; }
+static int64_t eval_sign_i(int64_t x) { return (x > 0) - (x < 0); }
+static int64_t eval_relu_i(int64_t x) { return x > 0 ? x : 0; }
+static int64_t eval_not_i(int64_t x) { return !x; }
+static int64_t eval_bitwise_not_i(int64_t x) { return ~x; }
+static int64_t eval_same_i(int64_t x) { return x; }   /* Floor, Ceil, Round */
+
+static double eval_add_f(double a, double b, const Node *n) { (void)n; return a + b; }
+static double eval_sub_f(double a, double b, const Node *n) { (void)n; return a - b; }
+static double eval_mul_f(double a, double b, const Node *n) { (void)n; return a * b; }
+static double eval_div_f(double a, double b, const Node *n) { (void)n; return a / b; }
+static double eval_pow_f(double a, double b, const Node *n) { (void)n; return pow(a, b); }
+
+static double eval_min_f(double a, double b, const Node *n)
+{
+	(void)n;
+	return isnan(a) || isnan(b) ? (double)NAN : a < b ? a : b;
+}
+
+static double eval_max_f(double a, double b, const Node *n)
+{
+	(void)n;
+	return isnan(a) || isnan(b) ? (double)NAN : a > b ? a : b;
+}
+
+static bool c_style_mod(const Node *n)
+{
+	const Attr *a = node_attr(n, "fmod");
+	return a && a->i;
+}
+
+static double eval_mod_f(double a, double b, const Node *n)
+{
+	double m = fmod(a, b);
+	return c_style_mod(n) || m == 0 || (m < 0) == (b < 0) ? m : m + b;
+}
+
+static double eval_equal_f(double a, double b, const Node *n) { (void)n; return a == b; }
+static double eval_less_f(double a, double b, const Node *n) { (void)n; return a < b; }
+static double eval_greater_f(double a, double b, const Node *n) { (void)n; return a > b; }
+static double eval_less_or_equal_f(double a, double b, const Node *n) { (void)n; return a <= b; }
+
+static double eval_greater_or_equal_f(double a, double b, const Node *n)
+{
+	(void)n;
+	return a >= b;
+}
+
+#define EVAL_I(name, expr)                                                                    \
+	static bool eval_##name##_i(int64_t a, int64_t b, int64_t *r, bool uns, const Node *n)    \
+	{                                                                                         \
+		uint64_t ua = (uint64_t)a, ub = (uint64_t)b;                                          \
+		(void)ua, (void)ub, (void)uns, (void)n;                                               \
+		*r = (expr);                                                                          \
+		return true;                                                                          \
+	}
+EVAL_I(add, (int64_t)(ua + ub))
+EVAL_I(sub, (int64_t)(ua - ub))
+EVAL_I(mul, (int64_t)(ua * ub))
+EVAL_I(min, uns ? (int64_t)(ua < ub ? ua : ub) : a < b ? a : b)
+EVAL_I(max, uns ? (int64_t)(ua > ub ? ua : ub) : a > b ? a : b)
+EVAL_I(equal, a == b)
+EVAL_I(less, uns ? ua < ub : a < b)
+EVAL_I(greater, uns ? ua > ub : a > b)
+EVAL_I(less_or_equal, uns ? ua <= ub : a <= b)
+EVAL_I(greater_or_equal, uns ? ua >= ub : a >= b)
+EVAL_I(bitwise_and, a & b)
+EVAL_I(bitwise_or, a | b)
+EVAL_I(bitwise_xor, a ^ b)
+EVAL_I(and, a && b)
+EVAL_I(or, a || b)
+EVAL_I(xor, !a != !b)
+#undef EVAL_I
+
+static bool eval_div_i(int64_t a, int64_t b, int64_t *r, bool uns, const Node *n)
+{
+	(void)n;
+	if (b == 0 || (a == INT64_MIN && b == -1))
+		return false;
+	*r = uns ? (int64_t)((uint64_t)a / (uint64_t)b) : a / b;
+	return true;
+}
+
+static bool eval_mod_i(int64_t a, int64_t b, int64_t *r, bool uns, const Node *n)
+{
+	if (b == 0 || (a == INT64_MIN && b == -1))
+		return false;
+	if (uns) {
+		*r = (int64_t)((uint64_t)a % (uint64_t)b);
+	} else {
+		int64_t m = a % b;
+		*r = !c_style_mod(n) && m != 0 && ((m < 0) != (b < 0)) ? m + b : m;
+	}
+	return true;
+}
+
+static bool eval_pow_i(int64_t a, int64_t b, int64_t *r, bool uns, const Node *n)
+{
+	(void)uns, (void)n;
+	if (b < 0)
+		return false;
+	uint64_t p = 1;
+	for (int64_t k = 0; k < b && k < 64; k++)
+		p *= (uint64_t)a;
+	*r = (int64_t)p;
+	return true;
+}
+
+static bool eval_bit_shift_i(int64_t a, int64_t b, int64_t *r, bool uns, const Node *n)
+{
+	(void)uns;
+	uint64_t ua = (uint64_t)a, ub = (uint64_t)b;
+	const Attr *d = node_attr(n, "direction");
+	bool left = d && d->type == AT_STRING && d->s.len == 4 && memcmp(d->s.data, "LEFT", 4) == 0;
+	*r = ub >= 64 ? 0 : (int64_t)(left ? ua << ub : ua >> ub);
+	return true;
+}
+
+/* ---- the records (opdef.h) ---------------------------------------------- */
+
+const OpDef ops_elementwise_defs[] = {
+	{.op = OP_Add, .infer = ops_elementwise_infer, .emit = emit_binary, .peval = PE_MAP,
+	 .eval_f2 = eval_add_f, .eval_i2 = eval_add_i, .batch = BK_ELEMENTWISE, .in_place = true},
+	{.op = OP_Sub, .infer = ops_elementwise_infer, .emit = emit_binary, .peval = PE_MAP,
+	 .eval_f2 = eval_sub_f, .eval_i2 = eval_sub_i, .batch = BK_ELEMENTWISE, .in_place = true},
+	{.op = OP_Mul, .infer = ops_elementwise_infer, .emit = emit_binary, .peval = PE_MAP,
+	 .eval_f2 = eval_mul_f, .eval_i2 = eval_mul_i, .batch = BK_ELEMENTWISE, .in_place = true},
+	{.op = OP_Div, .infer = ops_elementwise_infer, .emit = emit_binary, .peval = PE_MAP,
+	 .eval_f2 = eval_div_f, .eval_i2 = eval_div_i, .batch = BK_ELEMENTWISE, .in_place = true},
+	{.op = OP_Pow, .infer = ops_elementwise_infer, .emit = emit_binary, .peval = PE_MAP,
+	 .eval_f2 = eval_pow_f, .eval_i2 = eval_pow_i, .batch = BK_ELEMENTWISE, .in_place = true},
+	{.op = OP_Where, .infer = ops_elementwise_infer, .emit = emit_binary, .peval = PE_WHERE,
+	 .batch = BK_ELEMENTWISE, .in_place = true},
+	{.op = OP_Relu, .infer = ops_elementwise_infer, .emit = emit_unary, .peval = PE_MAP,
+	 .eval_f1 = eval_relu_f, .eval_i1 = eval_relu_i, .batch = BK_ELEMENTWISE, .in_place = true},
+	{.op = OP_Sigmoid, .infer = ops_elementwise_infer, .emit = emit_unary, .peval = PE_MAP,
+	 .eval_f1 = eval_sigmoid_f, .batch = BK_ELEMENTWISE, .in_place = true},
+	{.op = OP_Tanh, .infer = ops_elementwise_infer, .emit = emit_unary, .peval = PE_MAP,
+	 .eval_f1 = eval_tanh_f, .batch = BK_ELEMENTWISE, .in_place = true},
+	{.op = OP_Selu, .infer = ops_elementwise_infer, .emit = emit_unary,
+	 .batch = BK_ELEMENTWISE, .in_place = true},
+	{.op = OP_Elu, .infer = ops_elementwise_infer, .emit = emit_unary, .batch = BK_ELEMENTWISE,
+	 .in_place = true},
+	{.op = OP_LeakyRelu, .infer = ops_elementwise_infer, .emit = emit_unary,
+	 .batch = BK_ELEMENTWISE, .in_place = true},
+	{.op = OP_Erf, .infer = ops_elementwise_infer, .emit = emit_unary, .batch = BK_ELEMENTWISE,
+	 .in_place = true},
+	{.op = OP_Sqrt, .infer = ops_elementwise_infer, .emit = emit_unary, .peval = PE_MAP,
+	 .eval_f1 = eval_sqrt_f, .batch = BK_ELEMENTWISE, .in_place = true},
+	{.op = OP_Exp, .infer = ops_elementwise_infer, .emit = emit_unary, .peval = PE_MAP,
+	 .eval_f1 = eval_exp_f, .batch = BK_ELEMENTWISE, .in_place = true},
+	{.op = OP_Log, .infer = ops_elementwise_infer, .emit = emit_unary, .peval = PE_MAP,
+	 .eval_f1 = eval_log_f, .batch = BK_ELEMENTWISE, .in_place = true},
+	{.op = OP_Clip, .infer = ops_elementwise_infer, .emit = emit_unary, .peval = PE_CLIP,
+	 .batch = BK_ELEMENTWISE, .in_place = true},
+	{.op = OP_Cast, .infer = ops_elementwise_infer, .emit = emit_cast, .peval = PE_CAST,
+	 .batch = BK_ELEMENTWISE, .in_place = true, .narrow_types = true,
+	 .note = "bfloat16 rounds to nearest even (see tests/conformance/known-differences.txt); "
+	         "also the four float8 types (opset 19, saturate; bit-exact) and int4/uint4 (21; "
+	         "into them as ONNX Runtime: rounded half away from zero, then the low four bits)"},
+	{.op = OP_Neg, .infer = ops_elementwise_infer, .emit = emit_unary, .peval = PE_MAP,
+	 .eval_f1 = eval_neg_f, .eval_i1 = eval_neg_i, .batch = BK_ELEMENTWISE, .in_place = true},
+	{.op = OP_Abs, .infer = ops_elementwise_infer, .emit = emit_unary, .peval = PE_MAP,
+	 .eval_f1 = eval_abs_f, .eval_i1 = eval_abs_i, .batch = BK_ELEMENTWISE, .in_place = true},
+	{.op = OP_Floor, .infer = ops_elementwise_infer, .emit = emit_unary, .peval = PE_MAP,
+	 .eval_f1 = eval_floor_f, .eval_i1 = eval_same_i, .batch = BK_ELEMENTWISE,
+	 .in_place = true},
+	{.op = OP_Ceil, .infer = ops_elementwise_infer, .emit = emit_unary, .peval = PE_MAP,
+	 .eval_f1 = eval_ceil_f, .eval_i1 = eval_same_i, .batch = BK_ELEMENTWISE, .in_place = true},
+	{.op = OP_Round, .infer = ops_elementwise_infer, .emit = emit_unary, .peval = PE_MAP,
+	 .eval_f1 = eval_round_f, .eval_i1 = eval_same_i, .batch = BK_ELEMENTWISE,
+	 .in_place = true},
+	{.op = OP_Sign, .infer = ops_elementwise_infer, .emit = emit_unary, .peval = PE_MAP,
+	 .eval_f1 = eval_sign_f, .eval_i1 = eval_sign_i, .batch = BK_ELEMENTWISE, .in_place = true},
+	{.op = OP_Reciprocal, .infer = ops_elementwise_infer, .emit = emit_unary, .peval = PE_MAP,
+	 .eval_f1 = eval_reciprocal_f, .batch = BK_ELEMENTWISE, .in_place = true},
+	{.op = OP_Sin, .infer = ops_elementwise_infer, .emit = emit_unary, .batch = BK_ELEMENTWISE,
+	 .in_place = true},
+	{.op = OP_Cos, .infer = ops_elementwise_infer, .emit = emit_unary, .batch = BK_ELEMENTWISE,
+	 .in_place = true},
+	{.op = OP_Tan, .infer = ops_elementwise_infer, .emit = emit_unary, .batch = BK_ELEMENTWISE,
+	 .in_place = true},
+	{.op = OP_Asin, .infer = ops_elementwise_infer, .emit = emit_unary,
+	 .batch = BK_ELEMENTWISE, .in_place = true},
+	{.op = OP_Acos, .infer = ops_elementwise_infer, .emit = emit_unary,
+	 .batch = BK_ELEMENTWISE, .in_place = true},
+	{.op = OP_Atan, .infer = ops_elementwise_infer, .emit = emit_unary,
+	 .batch = BK_ELEMENTWISE, .in_place = true},
+	{.op = OP_Sinh, .infer = ops_elementwise_infer, .emit = emit_unary,
+	 .batch = BK_ELEMENTWISE, .in_place = true},
+	{.op = OP_Cosh, .infer = ops_elementwise_infer, .emit = emit_unary,
+	 .batch = BK_ELEMENTWISE, .in_place = true},
+	{.op = OP_Asinh, .infer = ops_elementwise_infer, .emit = emit_unary,
+	 .batch = BK_ELEMENTWISE, .in_place = true},
+	{.op = OP_Acosh, .infer = ops_elementwise_infer, .emit = emit_unary,
+	 .batch = BK_ELEMENTWISE, .in_place = true},
+	{.op = OP_Atanh, .infer = ops_elementwise_infer, .emit = emit_unary,
+	 .batch = BK_ELEMENTWISE, .in_place = true},
+	{.op = OP_Softplus, .infer = ops_elementwise_infer, .emit = emit_unary,
+	 .batch = BK_ELEMENTWISE, .in_place = true},
+	{.op = OP_Softsign, .infer = ops_elementwise_infer, .emit = emit_unary,
+	 .batch = BK_ELEMENTWISE, .in_place = true},
+	{.op = OP_Mish, .infer = ops_elementwise_infer, .emit = emit_unary,
+	 .batch = BK_ELEMENTWISE, .in_place = true},
+	{.op = OP_Gelu, .infer = ops_elementwise_infer, .emit = emit_unary,
+	 .batch = BK_ELEMENTWISE, .in_place = true},
+	{.op = OP_BitwiseAnd, .infer = ops_elementwise_infer, .emit = emit_binary, .peval = PE_MAP,
+	 .eval_i2 = eval_bitwise_and_i, .batch = BK_ELEMENTWISE, .in_place = true},
+	{.op = OP_BitwiseOr, .infer = ops_elementwise_infer, .emit = emit_binary, .peval = PE_MAP,
+	 .eval_i2 = eval_bitwise_or_i, .batch = BK_ELEMENTWISE, .in_place = true},
+	{.op = OP_BitwiseXor, .infer = ops_elementwise_infer, .emit = emit_binary, .peval = PE_MAP,
+	 .eval_i2 = eval_bitwise_xor_i, .batch = BK_ELEMENTWISE, .in_place = true},
+	{.op = OP_BitwiseNot, .infer = ops_elementwise_infer, .emit = emit_unary, .peval = PE_MAP,
+	 .eval_i1 = eval_bitwise_not_i, .batch = BK_ELEMENTWISE, .in_place = true},
+	{.op = OP_HardSigmoid, .infer = ops_elementwise_infer, .emit = emit_unary,
+	 .batch = BK_ELEMENTWISE, .in_place = true},
+	{.op = OP_HardSwish, .infer = ops_elementwise_infer, .emit = emit_unary,
+	 .batch = BK_ELEMENTWISE, .in_place = true},
+	{.op = OP_ThresholdedRelu, .infer = ops_elementwise_infer, .emit = emit_unary,
+	 .batch = BK_ELEMENTWISE, .in_place = true},
+	{.op = OP_Celu, .infer = ops_elementwise_infer, .emit = emit_unary,
+	 .batch = BK_ELEMENTWISE, .in_place = true},
+	{.op = OP_Not, .infer = ops_elementwise_infer, .emit = emit_unary, .peval = PE_MAP,
+	 .eval_i1 = eval_not_i, .batch = BK_ELEMENTWISE, .in_place = true},
+	{.op = OP_IsNaN, .infer = ops_elementwise_infer, .emit = emit_unary,
+	 .peval = PE_IS_NAN_INF, .batch = BK_ELEMENTWISE, .in_place = true},
+	{.op = OP_IsInf, .infer = ops_elementwise_infer, .emit = emit_unary,
+	 .peval = PE_IS_NAN_INF, .batch = BK_ELEMENTWISE, .in_place = true},
+	{.op = OP_And, .infer = ops_elementwise_infer, .emit = emit_binary, .peval = PE_MAP,
+	 .eval_i2 = eval_and_i, .batch = BK_ELEMENTWISE, .in_place = true},
+	{.op = OP_Or, .infer = ops_elementwise_infer, .emit = emit_binary, .peval = PE_MAP,
+	 .eval_i2 = eval_or_i, .batch = BK_ELEMENTWISE, .in_place = true},
+	{.op = OP_Xor, .infer = ops_elementwise_infer, .emit = emit_binary, .peval = PE_MAP,
+	 .eval_i2 = eval_xor_i, .batch = BK_ELEMENTWISE, .in_place = true},
+	{.op = OP_Equal, .infer = ops_elementwise_infer, .emit = emit_binary, .peval = PE_MAP,
+	 .eval_f2 = eval_equal_f, .eval_i2 = eval_equal_i, .batch = BK_ELEMENTWISE,
+	 .in_place = true},
+	{.op = OP_Less, .infer = ops_elementwise_infer, .emit = emit_binary, .peval = PE_MAP,
+	 .eval_f2 = eval_less_f, .eval_i2 = eval_less_i, .batch = BK_ELEMENTWISE, .in_place = true},
+	{.op = OP_Greater, .infer = ops_elementwise_infer, .emit = emit_binary, .peval = PE_MAP,
+	 .eval_f2 = eval_greater_f, .eval_i2 = eval_greater_i, .batch = BK_ELEMENTWISE,
+	 .in_place = true},
+	{.op = OP_LessOrEqual, .infer = ops_elementwise_infer, .emit = emit_binary,
+	 .peval = PE_MAP, .eval_f2 = eval_less_or_equal_f, .eval_i2 = eval_less_or_equal_i,
+	 .batch = BK_ELEMENTWISE, .in_place = true},
+	{.op = OP_GreaterOrEqual, .infer = ops_elementwise_infer, .emit = emit_binary,
+	 .peval = PE_MAP, .eval_f2 = eval_greater_or_equal_f, .eval_i2 = eval_greater_or_equal_i,
+	 .batch = BK_ELEMENTWISE, .in_place = true},
+	{.op = OP_Mod, .infer = ops_elementwise_infer, .emit = emit_binary, .peval = PE_MAP,
+	 .eval_f2 = eval_mod_f, .eval_i2 = eval_mod_i, .batch = BK_ELEMENTWISE, .in_place = true},
+	{.op = OP_BitShift, .infer = ops_elementwise_infer, .emit = emit_binary, .peval = PE_MAP,
+	 .eval_i2 = eval_bit_shift_i, .batch = BK_ELEMENTWISE, .in_place = true},
+	{.op = OP_PRelu, .infer = ops_elementwise_infer, .emit = emit_binary,
+	 .batch = BK_ELEMENTWISE, .in_place = true},
+	{.op = OP_Min, .infer = ops_elementwise_infer, .emit = emit_binary, .peval = PE_MAP,
+	 .eval_f2 = eval_min_f, .eval_i2 = eval_min_i, .batch = BK_ELEMENTWISE, .in_place = true},
+	{.op = OP_Max, .infer = ops_elementwise_infer, .emit = emit_binary, .peval = PE_MAP,
+	 .eval_f2 = eval_max_f, .eval_i2 = eval_max_i, .batch = BK_ELEMENTWISE, .in_place = true},
+	{.op = OP_Sum, .infer = ops_elementwise_infer, .emit = emit_binary, .peval = PE_MAP,
+	 .eval_f2 = eval_add_f, .eval_i2 = eval_add_i, .batch = BK_ELEMENTWISE, .in_place = true},
+	{.op = OP_Mean, .infer = ops_elementwise_infer, .emit = emit_binary, .peval = PE_MEAN,
+	 .eval_f2 = eval_add_f, .batch = BK_ELEMENTWISE, .in_place = true},
+	{.op = OP_CastLike, .infer = ops_elementwise_infer, .emit = emit_cast, .peval = PE_CAST,
+	 .batch = BK_ELEMENTWISE, .shape_inputs = 1u << 1, .in_place = true, .narrow_types = true,
+	 .note = "as Cast: float8 (opset 19) and int4/uint4 (21)"},
+	{.op = OP_Shrink, .infer = ops_elementwise_infer, .emit = emit_unary,
+	 .batch = BK_ELEMENTWISE, .in_place = true},
+	{.op = NONE},
+};

@@ -6,7 +6,9 @@
  * numpy.matmul: 1-D operands gain and then lose a unit dim, and the leading
  * (batch) dims broadcast.
  */
+#include "emit_c.h"
 #include "kiln.h"
+#include "opdef.h"
 
 static void infer_gemm(Infer *x)
 {
@@ -98,3 +100,26 @@ void ops_matmul_infer(Infer *x)
 	else
 		infer_matmul(x);
 }
+
+/* ---- the records (opdef.h) ---------------------------------------------- */
+
+/* A float16 or bfloat16 Gemm/MatMul's float32 copies (emit/linalg.c). */
+static int64_t gemm_scratch_bytes(const Sig *s, int node, Arena *a)
+{
+	(void)a;
+	return half_gemm_scratch_bytes(s, node);
+}
+
+const OpDef ops_matmul_defs[] = {
+	{.op = OP_Gemm, .infer = ops_matmul_infer, .emit = emit_gemm, .batch = BK_GEMM,
+	 .scratch = gemm_scratch_bytes, .cost = CK_GEMM, .tile = TK_GEMM,
+	 .types = OT_F32 | OT_F16 | OT_BF16,
+	 .note = "runtime GEMM kernel; 16-bit floats computed in float32, the result rounded to "
+	         "nearest even"},
+	{.op = OP_MatMul, .infer = ops_matmul_infer, .emit = emit_matmul, .batch = BK_MATMUL,
+	 .scratch = gemm_scratch_bytes, .cost = CK_MATMUL, .tile = TK_GEMM,
+	 .types = OT_F32 | OT_F16 | OT_BF16,
+	 .note = "runtime GEMM kernel; batched with broadcasting; 16-bit floats computed in "
+	         "float32, the result rounded to nearest even"},
+	{.op = NONE},
+};

@@ -7,7 +7,9 @@
  * ReverseSequence keeps it too (its sequence_lens are read at run time, since
  * they only decide which elements move, never a shape).
  */
+#include "emit_c.h"
 #include "kiln.h"
+#include "opdef.h"
 
 static bool is_float_type(int dt)
 {
@@ -131,3 +133,19 @@ void ops_misc_infer(Infer *x)
 		infer_fail(x, KILN_INTERNAL, "ops_misc_infer called for %s", x->n->op_type);
 	}
 }
+
+/* ---- the records (opdef.h) ---------------------------------------------- */
+
+const OpDef ops_misc_defs[] = {
+	{.op = OP_Det, .infer = ops_misc_infer, .emit = emit_det, .batch = BK_DET,
+	 .note = "LU with partial pivoting in double; matrices up to 64x64"},
+	{.op = OP_MeanVarianceNormalization, .infer = ops_misc_infer, .emit = emit_mvn,
+	 .batch = BK_MVN,
+	 .note = "any axes; computed in double"},
+	{.op = OP_ReverseSequence, .infer = ops_misc_infer, .emit = emit_reverse_sequence,
+	 .note = "sequence_lens read at run time (checked)"},
+	{.op = OP_LpNormalization, .infer = ops_misc_infer, .emit = emit_lpnorm,
+	 .batch = BK_AXIS_ATTR, .types = OT_F32,
+	 .note = "p 1 or 2; norms summed in double (a zero norm gives zeros, as ONNX Runtime)"},
+	{.op = NONE},
+};

@@ -20,7 +20,9 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "emit_c.h"
 #include "kiln.h"
+#include "opdef.h"
 
 enum { MAX_TREE_NODES = 1 << 28 };
 
@@ -594,3 +596,42 @@ void ops_ml_infer(Infer *x)
 		return;
 	}
 }
+
+/* ---- the records (opdef.h) ---------------------------------------------- */
+
+const OpDef ops_ml_defs[] = {
+	{.op = OP_ML_TreeEnsembleClassifier, .infer = ops_ml_infer, .emit = emit_tree_ensemble,
+	 .batch = BK_ROWS_2D,
+	 .note = "int64 class labels (string labels refused); all node modes, missing-value "
+	         "tracks, base values, post-transforms; double thresholds (*_as_tensor) compared "
+	         "in double; node arrays in the weights object, runtime/kernels/f32-tree; see "
+	         "[trees.md](trees.md)"},
+	{.op = OP_ML_TreeEnsembleRegressor, .infer = ops_ml_infer, .emit = emit_tree_ensemble,
+	 .batch = BK_ROWS_2D,
+	 .note = "aggregate SUM, AVERAGE, MIN, MAX; post-transforms as the spec says where ONNX "
+	         "Runtime departs from it (it ignores LOGISTIC and SOFTMAX on one target and "
+	         "approximates PROBIT; kiln applies them, PROBIT exact); double thresholds "
+	         "compared in double (ONNX Runtime rounds them to float); see [trees.md](trees.md)"},
+	{.op = OP_ML_LinearClassifier, .infer = ops_ml_infer, .emit = emit_ml_linear,
+	 .batch = BK_ROWS_2D,
+	 .note = "int64 class labels; one score row for two classes gives [1 - p, p], p the "
+	         "transformed score, as ONNX Runtime does"},
+	{.op = OP_ML_LinearRegressor, .infer = ops_ml_infer, .emit = emit_ml_linear,
+	 .batch = BK_ROWS_2D},
+	{.op = OP_ML_Normalizer, .infer = ops_ml_infer, .emit = emit_ml_vector,
+	 .batch = BK_ROWS_2D,
+	 .note = "MAX, L1, L2; a row whose norm is 0 is copied"},
+	{.op = OP_ML_Scaler, .infer = ops_ml_infer, .emit = emit_ml_vector, .batch = BK_ROWS_2D},
+	{.op = OP_ML_Binarizer, .infer = ops_ml_infer, .emit = emit_ml_vector,
+	 .batch = BK_ROWS_AS_IS},
+	{.op = OP_ML_ArrayFeatureExtractor, .infer = ops_ml_infer, .emit = emit_ml_vector,
+	 .batch = BK_FEATURE_SELECT,
+	 .note = "the indices must be known at compile time"},
+	{.op = OP_ML_Imputer, .infer = ops_ml_infer, .emit = emit_ml_vector, .batch = BK_ROWS_2D,
+	 .types = OT_F32,
+	 .note = "float imputed values (imputed_value_floats)"},
+	{.op = OP_ML_ZipMap, .infer = ops_ml_infer, .emit = emit_zipmap, .batch = BK_ROWS_AS_IS,
+	 .note = "with --zipmap=tensor only (C has no maps): the output is the [N, C] float "
+	         "tensor, the map's keys in NAME.h (docs/models.md); refused without it"},
+	{.op = NONE},
+};

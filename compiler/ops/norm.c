@@ -6,7 +6,9 @@
  */
 #include <string.h>
 
+#include "emit_c.h"
 #include "kiln.h"
+#include "opdef.h"
 
 static void infer_batchnorm(Infer *x)
 {
@@ -145,3 +147,34 @@ void ops_norm_infer(Infer *x)
 	}
 	}
 }
+
+/* ---- the records (opdef.h) ---------------------------------------------- */
+
+/* Softmax's scratch: the fused attention's (passes/attention.c), else none. */
+static int64_t softmax_scratch_bytes(const Sig *s, int node, Arena *a)
+{
+	(void)a;
+	return node_attr(&s->g->nodes[node], "kiln.attention") ? attention_scratch_bytes(s, node)
+	                                                        : 0;
+}
+
+const OpDef ops_norm_defs[] = {
+	{.op = OP_GroupNormalization, .infer = ops_norm_infer, .emit = emit_group_norm,
+	 .batch = BK_N_FIRST, .types = OT_F32,
+	 .note = "scale and bias per group (opset 18) or per channel (21); statistics in double"},
+	{.op = OP_BatchNormalization, .infer = ops_norm_infer, .emit = emit_batchnorm,
+	 .batch = BK_N_FIRST, .types = OT_F32,
+	 .note = "inference; training mode from opset 14 (batch statistics, running mean/var with "
+	         "momentum)"},
+	{.op = OP_LayerNormalization, .infer = ops_norm_infer, .emit = emit_layernorm,
+	 .batch = BK_LAYER_NORM, .types = OT_F32},
+	{.op = OP_Softmax, .infer = ops_norm_infer, .emit = emit_softmax, .batch = BK_SOFTMAX,
+	 .scratch = softmax_scratch_bytes, .types = OT_F32},
+	{.op = OP_LogSoftmax, .infer = ops_norm_infer, .emit = emit_softmax, .batch = BK_SOFTMAX,
+	 .types = OT_F32},
+	{.op = OP_NegativeLogLikelihoodLoss, .infer = ops_norm_infer, .emit = emit_loss,
+	 .batch = BK_LOSS, .types = OT_F32 | OT_F64},
+	{.op = OP_SoftmaxCrossEntropyLoss, .infer = ops_norm_infer, .emit = emit_loss,
+	 .batch = BK_LOSS, .types = OT_F32 | OT_F64},
+	{.op = NONE},
+};

@@ -15,7 +15,9 @@
  */
 #include <string.h>
 
+#include "emit_c.h"
 #include "kiln.h"
+#include "opdef.h"
 
 static bool is_q8(int dt)
 {
@@ -443,3 +445,27 @@ void ops_quant_infer(Infer *x)
 	default: infer_dynamic_quant(x); return;
 	}
 }
+
+/* ---- the records (opdef.h) ---------------------------------------------- */
+
+const OpDef ops_quant_defs[] = {
+	{.op = OP_QuantizeLinear, .infer = ops_quant_infer, .emit = emit_quant,
+	 .batch = BK_ELEMENTWISE, .narrow_types = true,
+	 .note = "x float32, float16 or int32; to int8, uint8, int16, uint16, int4, uint4 (21; "
+	         "rounded half to even, clamped) and float8 (19; saturate, zero point 0); per "
+	         "tensor, per axis, blocked (block_size, 21); output_dtype (21)"},
+	{.op = OP_DequantizeLinear, .infer = ops_quant_infer, .emit = emit_quant,
+	 .batch = BK_ELEMENTWISE, .narrow_types = true,
+	 .note = "also int16, uint16, int4, uint4 (21; packed weights read in place) and the four "
+	         "float8 types (19; zero point 0); per tensor, per axis, blocked (block_size, 21; "
+	         "a last partial block); a float16 scale gives that output type (bfloat16 refused)"},
+	{.op = OP_MatMulInteger, .infer = ops_quant_infer, .emit = emit_qmatmul},
+	{.op = OP_QLinearMatMul, .infer = ops_quant_infer, .emit = emit_qmatmul,
+	 .batch = BK_QLINEAR_MATMUL,
+	 .note = "int8 and uint8 (float8, opset 21, refused: ONNX Runtime 1.30 has no kernel for "
+	         "it)"},
+	{.op = OP_ConvInteger, .infer = ops_quant_infer, .emit = emit_qconv, .batch = BK_N_FIRST},
+	{.op = OP_QLinearConv, .infer = ops_quant_infer, .emit = emit_qconv, .batch = BK_N_FIRST},
+	{.op = OP_DynamicQuantizeLinear, .infer = ops_quant_infer, .emit = emit_dynamic_quant},
+	{.op = NONE},
+};

@@ -6,7 +6,9 @@
  * be known at compile time. No axes means all axes, unless
  * noop_with_empty_axes is set (the input then passes through).
  */
+#include "emit_c.h"
 #include "kiln.h"
+#include "opdef.h"
 
 /* ArgMax/ArgMin: one axis, its index as int64. */
 static void infer_argext(Infer *x)
@@ -67,3 +69,43 @@ void ops_reduce_infer(Infer *x)
 	}
 	infer_set_output(x, 0, infer_dtype(x, 0), &y);
 }
+
+/* ---- the records (opdef.h) ---------------------------------------------- */
+
+const OpDef ops_reduce_defs[] = {
+	{.op = OP_ReduceMean, .infer = ops_reduce_infer, .emit = emit_reduce, .peval = PE_REDUCE,
+	 .reduce = RD_MEAN, .batch = BK_REDUCE, .shape_inputs = 1u << 1,
+	 .types = OT_F32 | OT_F64 | OT_INTS},
+	{.op = OP_ReduceSum, .infer = ops_reduce_infer, .emit = emit_reduce, .peval = PE_REDUCE,
+	 .reduce = RD_SUM, .batch = BK_REDUCE, .shape_inputs = 1u << 1,
+	 .types = OT_F32 | OT_F64 | OT_INTS},
+	{.op = OP_ReduceMax, .infer = ops_reduce_infer, .emit = emit_reduce, .peval = PE_REDUCE,
+	 .reduce = RD_MAX, .batch = BK_REDUCE, .shape_inputs = 1u << 1,
+	 .types = OT_F32 | OT_F64 | OT_INTS},
+	{.op = OP_ReduceMin, .infer = ops_reduce_infer, .emit = emit_reduce, .peval = PE_REDUCE,
+	 .reduce = RD_MIN, .batch = BK_REDUCE, .shape_inputs = 1u << 1,
+	 .types = OT_F32 | OT_F64 | OT_INTS},
+	{.op = OP_ReduceProd, .infer = ops_reduce_infer, .emit = emit_reduce, .peval = PE_REDUCE,
+	 .reduce = RD_PROD, .batch = BK_REDUCE, .shape_inputs = 1u << 1,
+	 .types = OT_F32 | OT_F64 | OT_INTS},
+	{.op = OP_ReduceSumSquare, .infer = ops_reduce_infer, .emit = emit_reduce,
+	 .peval = PE_REDUCE, .reduce = RD_SUM_SQUARE, .batch = BK_REDUCE, .shape_inputs = 1u << 1,
+	 .types = OT_F32 | OT_F64 | OT_INTS},
+	{.op = OP_ReduceL1, .infer = ops_reduce_infer, .emit = emit_reduce, .peval = PE_REDUCE,
+	 .reduce = RD_L1, .batch = BK_REDUCE, .shape_inputs = 1u << 1,
+	 .types = OT_F32 | OT_F64 | OT_INTS},
+	{.op = OP_ReduceL2, .infer = ops_reduce_infer, .emit = emit_reduce, .peval = PE_REDUCE,
+	 .reduce = RD_L2, .batch = BK_REDUCE, .shape_inputs = 1u << 1,
+	 .types = OT_F32 | OT_F64 | OT_INTS},
+	{.op = OP_ReduceLogSum, .infer = ops_reduce_infer, .emit = emit_reduce, .peval = PE_REDUCE,
+	 .reduce = RD_LOG_SUM, .batch = BK_REDUCE, .shape_inputs = 1u << 1,
+	 .types = OT_F32 | OT_F64 | OT_INTS},
+	{.op = OP_ReduceLogSumExp, .infer = ops_reduce_infer, .emit = emit_reduce,
+	 .peval = PE_REDUCE, .reduce = RD_LOG_SUM_EXP, .batch = BK_REDUCE, .shape_inputs = 1u << 1,
+	 .types = OT_F32 | OT_F64 | OT_INTS},
+	{.op = OP_ArgMax, .infer = ops_reduce_infer, .emit = emit_argext, .peval = PE_ARG_EXTREMUM,
+	 .batch = BK_ARG_EXTREMUM, .types = OT_F32 | OT_F64 | OT_INTS},
+	{.op = OP_ArgMin, .infer = ops_reduce_infer, .emit = emit_argext, .peval = PE_ARG_EXTREMUM,
+	 .batch = BK_ARG_EXTREMUM, .types = OT_F32 | OT_F64 | OT_INTS},
+	{.op = NONE},
+};

@@ -13,7 +13,9 @@
 #include <math.h>
 #include <string.h>
 
+#include "emit_c.h"
 #include "kiln.h"
+#include "opdef.h"
 
 /* Known float (or integer) contents of input i as doubles; NULL if absent
  * or empty. */
@@ -193,3 +195,18 @@ void ops_resize_infer(Infer *x)
 		y.dims[k].size = p.out[k];
 	infer_set_output(x, 0, infer_dtype(x, 0), &y);
 }
+
+/* ---- the records (opdef.h) ---------------------------------------------- */
+
+const OpDef ops_resize_defs[] = {
+	{.op = OP_Resize, .infer = ops_resize_infer, .emit = emit_resize, .batch = BK_N_FIRST,
+	 .shape_inputs = ~1u, .types = OT_F32,
+	 .note = "every mode; every coordinate transformation (opset 19's half_pixel_symmetric "
+	         "too); axes and keep_aspect_ratio_policy; antialias (18, any shrink); output "
+	         "sizes from scales computed in float as ONNX Runtime does (300 x 0.01 gives 3); "
+	         "scales/sizes must be known at compile time"},
+	{.op = OP_Upsample, .infer = ops_resize_infer, .emit = emit_resize, .batch = BK_N_FIRST,
+	 .shape_inputs = 1u << 1, .types = OT_F32,
+	 .note = "scales must be known at compile time"},
+	{.op = NONE},
+};

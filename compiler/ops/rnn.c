@@ -22,7 +22,9 @@
 #include <strings.h>
 #include <string.h>
 
+#include "emit_c.h"
 #include "kiln.h"
+#include "opdef.h"
 
 static const struct {
 	const char *name;
@@ -283,3 +285,22 @@ void ops_rnn_infer(Infer *x)
 	if (x->n->op == OP_LSTM)
 		infer_set_output(x, 2, dt, &st);
 }
+
+/* ---- the records (opdef.h) ---------------------------------------------- */
+
+const OpDef ops_rnn_defs[] = {
+	{.op = OP_RNN, .infer = ops_rnn_infer, .emit = emit_rnn, .emit_returns = true,
+	 .batch = BK_RECURRENT, .scratch = rnn_scratch_bytes, .cost = CK_RECURRENT,
+	 .types = OT_F32,
+	 .note = "forward, reverse, bidirectional; layout 0/1; every activation; clip; "
+	         "sequence_lens read at run time (checked)"},
+	{.op = OP_GRU, .infer = ops_rnn_infer, .emit = emit_rnn, .emit_returns = true,
+	 .batch = BK_RECURRENT, .scratch = rnn_scratch_bytes, .cost = CK_RECURRENT,
+	 .types = OT_F32,
+	 .note = "as RNN; linear_before_reset 0 and 1"},
+	{.op = OP_LSTM, .infer = ops_rnn_infer, .emit = emit_rnn, .emit_returns = true,
+	 .batch = BK_RECURRENT, .scratch = rnn_scratch_bytes, .cost = CK_RECURRENT,
+	 .types = OT_F32,
+	 .note = "as RNN; peepholes, input_forget"},
+	{.op = NONE},
+};

@@ -14,7 +14,9 @@
 #include <math.h>
 #include <string.h>
 
+#include "emit_c.h"
 #include "kiln.h"
+#include "opdef.h"
 
 /* The index of attribute `attr`'s string among names; fails naming both. */
 static int pick(Infer *x, const char *attr, const char *dflt, const char *const *names, int n)
@@ -392,3 +394,26 @@ void ops_sampling_infer(Infer *x)
 	default: infer_maxunpool(x); return;
 	}
 }
+
+/* ---- the records (opdef.h) ---------------------------------------------- */
+
+const OpDef ops_sampling_defs[] = {
+	{.op = OP_GridSample, .infer = ops_sampling_infer, .emit = emit_gridsample,
+	 .batch = BK_N_FIRST, .types = OT_F32,
+	 .note = "bilinear, nearest, bicubic; zeros, border, reflection; align_corners"},
+	{.op = OP_RoiAlign, .infer = ops_sampling_infer, .emit = emit_roialign, .types = OT_F32,
+	 .note = "avg and max (as ONNX Runtime), both coordinate modes, adaptive sampling"},
+	{.op = OP_MaxRoiPool, .infer = ops_sampling_infer, .emit = emit_maxroipool,
+	 .batch = BK_ROI_POOL, .types = OT_F32,
+	 .note = "bins as ONNX Runtime cuts them; a bin outside the image gives 0; batch indices "
+	         "checked at run time"},
+	{.op = OP_MaxUnpool, .infer = ops_sampling_infer, .emit = emit_maxunpool,
+	 .note = "output_shape must be known at compile time"},
+	{.op = OP_Col2Im, .infer = ops_sampling_infer, .emit = emit_col2im, .batch = BK_N_FIRST,
+	 .shape_inputs = 1u << 1 | 1u << 2, .types = OT_F32,
+	 .note = "1 to 6 spatial axes; image_shape and block_shape must be known at compile time"},
+	{.op = OP_AffineGrid, .infer = ops_sampling_infer, .emit = emit_affinegrid,
+	 .batch = BK_N_FIRST, .shape_inputs = 1u << 1, .types = OT_F32,
+	 .note = "2-D and 3-D; size must be known at compile time"},
+	{.op = NONE},
+};

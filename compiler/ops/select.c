@@ -15,7 +15,9 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "emit_c.h"
 #include "kiln.h"
+#include "opdef.h"
 #include "kiln/kernels.h"
 
 /* Folded results are small by construction (infer_foldable bounds inputs). */
@@ -385,3 +387,18 @@ void ops_select_infer(Infer *x)
 	default: KILN_ASSERT(!"ops_select_infer: not a data-dependent op");
 	}
 }
+
+/* ---- the records (opdef.h) ---------------------------------------------- */
+
+const OpDef ops_select_defs[] = {
+	{.op = OP_NonZero, .infer = ops_select_infer, .emit = emit_folded_only,
+	 .note = "the input must be known at compile time (--freeze): the output is a constant"},
+	{.op = OP_Unique, .infer = ops_select_infer, .emit = emit_folded_only,
+	 .note = "the input must be known at compile time (--freeze): the outputs are constants"},
+	{.op = OP_Compress, .infer = ops_select_infer, .emit = emit_compress,
+	 .note = "the condition must be known at compile time (--freeze); the data is read at run "
+	         "time"},
+	{.op = OP_NonMaxSuppression, .infer = ops_select_infer, .emit = emit_folded_only,
+	 .note = "every input must be known at compile time (--freeze): the output is a constant"},
+	{.op = NONE},
+};

@@ -13,7 +13,9 @@
 #include <math.h>
 #include <string.h>
 
+#include "emit_c.h"
 #include "kiln.h"
+#include "opdef.h"
 
 /* Axes for Squeeze/Unsqueeze/Split-like ops: the attribute before `since`,
  * the (compile-time) input at index `input` from then on. -1 if absent. */
@@ -1019,3 +1021,106 @@ void ops_shape_infer(Infer *x)
 		return;
 	}
 }
+
+/* ---- the records (opdef.h) ---------------------------------------------- */
+
+/* TopK's scratch: the fused kNN's (passes/edgeconv.c), else none. */
+static int64_t topk_scratch_bytes(const Sig *s, int node, Arena *a)
+{
+	(void)a;
+	return knn_scratch_bytes(s, node);
+}
+
+const OpDef ops_shape_defs[] = {
+	{.op = OP_Reshape, .infer = ops_shape_infer, .emit = emit_copy, .peval = PE_SAME_BYTES,
+	 .batch = BK_LAYOUT, .shape_inputs = 1u << 1, .view = true, .narrow_types = true,
+	 .note = "the shape input must be known at compile time; float8 and int4/uint4 values too "
+	         "(a view)"},
+	{.op = OP_Flatten, .infer = ops_shape_infer, .emit = emit_copy, .peval = PE_SAME_BYTES,
+	 .batch = BK_LAYOUT, .view = true, .narrow_types = true,
+	 .note = "also float8 and int4/uint4 values (a view)"},
+	{.op = OP_Transpose, .infer = ops_shape_infer, .emit = emit_transpose,
+	 .peval = PE_TRANSPOSE, .batch = BK_TRANSPOSE, .narrow_types = true,
+	 .note = "also float8 and int4/uint4 values (4-bit weights transposed at compile time "
+	         "stay packed)"},
+	{.op = OP_Concat, .infer = ops_shape_infer, .emit = emit_concat, .peval = PE_CONCAT,
+	 .batch = BK_CONCAT},
+	{.op = OP_Split, .infer = ops_shape_infer, .emit = emit_split, .batch = BK_SPLIT,
+	 .shape_inputs = 1u << 1,
+	 .note = "split sizes (or opset 18's num_outputs) known at compile time"},
+	{.op = OP_Slice, .infer = ops_shape_infer, .emit = emit_slice, .peval = PE_SLICE,
+	 .batch = BK_SLICE, .shape_inputs = ~1u,
+	 .note = "starts, ends, axes and steps must be known at compile time"},
+	{.op = OP_Gather, .infer = ops_shape_infer, .emit = emit_gather, .emit_returns = true,
+	 .peval = PE_GATHER, .batch = BK_GATHER, .tile = TK_TABLE},
+	{.op = OP_Squeeze, .infer = ops_shape_infer, .emit = emit_copy, .peval = PE_SAME_BYTES,
+	 .batch = BK_LAYOUT, .shape_inputs = 1u << 1, .view = true, .narrow_types = true,
+	 .note = "also float8 and int4/uint4 values (a view)"},
+	{.op = OP_Unsqueeze, .infer = ops_shape_infer, .emit = emit_copy, .peval = PE_SAME_BYTES,
+	 .batch = BK_LAYOUT, .shape_inputs = 1u << 1, .view = true, .narrow_types = true,
+	 .note = "also float8 and int4/uint4 values (a view)"},
+	{.op = OP_Shape, .infer = ops_shape_infer, .emit = emit_folded_only, .narrow_types = true},
+	{.op = OP_Constant, .infer = ops_shape_infer, .emit = emit_folded_only, .narrow_types = true},
+	{.op = OP_Identity, .infer = ops_shape_infer, .emit = emit_unary, .peval = PE_BROADCAST,
+	 .batch = BK_ELEMENTWISE, .view = true, .narrow_types = true,
+	 .note = "also float8 and int4/uint4 values (a view of the same bytes)"},
+	{.op = OP_Size, .infer = ops_shape_infer, .emit = emit_folded_only, .narrow_types = true},
+	{.op = OP_ConstantOfShape, .infer = ops_shape_infer, .emit = emit_constant_of_shape,
+	 .peval = PE_CONSTANT_OF_SHAPE, .shape_inputs = 1u << 0,
+	 .note = "the shape input must be known at compile time"},
+	{.op = OP_Range, .infer = ops_shape_infer, .emit = emit_range, .peval = PE_RANGE,
+	 .note = "start, limit and delta must be known at compile time"},
+	{.op = OP_Expand, .infer = ops_shape_infer, .emit = emit_expand, .peval = PE_BROADCAST,
+	 .batch = BK_REPEAT, .shape_inputs = 1u << 1,
+	 .note = "the shape input must be known at compile time"},
+	{.op = OP_Dropout, .infer = ops_shape_infer, .emit = emit_dropout, .batch = BK_DROPOUT,
+	 .view = true,
+	 .note = "a copy in inference and in training mode with ratio 0 (training_mode and ratio "
+	         "must be known at compile time); a ratio above 0 (random) is not supported"},
+	{.op = OP_GatherElements, .infer = ops_shape_infer, .emit = emit_gather_elements,
+	 .batch = BK_ELEMENTS},
+	{.op = OP_Tile, .infer = ops_shape_infer, .emit = emit_tile, .peval = PE_TILE,
+	 .batch = BK_REPEAT, .shape_inputs = 1u << 1,
+	 .note = "repeats must be known at compile time"},
+	{.op = OP_Pad, .infer = ops_shape_infer, .emit = emit_pad, .batch = BK_REPEAT,
+	 .shape_inputs = 1u << 1 | 1u << 3,
+	 .note = "pads (and opset 18's axes) must be known at compile time; constant, reflect, "
+	         "edge and wrap modes"},
+	{.op = OP_Trilu, .infer = ops_shape_infer, .emit = emit_trilu, .peval = PE_TRILU,
+	 .batch = BK_TRILU},
+	{.op = OP_CenterCropPad, .infer = ops_shape_infer, .emit = emit_pad, .batch = BK_REPEAT,
+	 .shape_inputs = 1u << 1,
+	 .note = "the shape input must be known at compile time"},
+	{.op = OP_Hardmax, .infer = ops_shape_infer, .emit = emit_hardmax, .batch = BK_SOFTMAX,
+	 .types = OT_F32},
+	{.op = OP_CumSum, .infer = ops_shape_infer, .emit = emit_cumsum, .peval = PE_CUMSUM,
+	 .batch = BK_ALONG_AXIS, .shape_inputs = 1u << 1, .types = OT_F32 | OT_F64 | OT_INTS},
+	{.op = OP_DepthToSpace, .infer = ops_shape_infer, .emit = emit_depth_space,
+	 .batch = BK_N_FIRST},
+	{.op = OP_SpaceToDepth, .infer = ops_shape_infer, .emit = emit_depth_space,
+	 .batch = BK_N_FIRST},
+	{.op = OP_OneHot, .infer = ops_shape_infer, .emit = emit_one_hot, .batch = BK_ONE_HOT,
+	 .shape_inputs = 1u << 1,
+	 .note = "depth must be known at compile time"},
+	{.op = OP_GatherND, .infer = ops_shape_infer, .emit = emit_gather_nd,
+	 .batch = BK_GATHER_ND},
+	{.op = OP_ScatterElements, .infer = ops_shape_infer, .emit = emit_scatter,
+	 .batch = BK_ELEMENTS,
+	 .note = "reduction add and mul not on float16/bfloat16 yet"},
+	{.op = OP_ScatterND, .infer = ops_shape_infer, .emit = emit_scatter,
+	 .note = "reduction add and mul not on float16/bfloat16 yet"},
+	{.op = OP_Scatter, .infer = ops_shape_infer, .emit = emit_scatter, .batch = BK_ELEMENTS},
+	{.op = OP_EyeLike, .infer = ops_shape_infer, .emit = emit_eye_like, .batch = BK_POSITION},
+	{.op = OP_TopK, .infer = ops_shape_infer, .emit = emit_topk, .batch = BK_ALONG_AXIS,
+	 .shape_inputs = 1u << 1, .scratch = topk_scratch_bytes,
+	 .types = OT_F32 | OT_F64 | OT_INTS,
+	 .note = "K must be known at compile time"},
+	{.op = OP_InstanceNormalization, .infer = ops_shape_infer, .emit = emit_instance_norm,
+	 .batch = BK_N_FIRST, .types = OT_F32},
+	{.op = OP_LRN, .infer = ops_shape_infer, .emit = emit_lrn, .batch = BK_N_FIRST,
+	 .types = OT_F32},
+	{.op = OP_Einsum, .infer = ops_shape_infer, .emit = emit_einsum, .batch = BK_EINSUM,
+	 .types = OT_F32 | OT_F64 | OT_INTS,
+	 .note = "any equation, with ellipsis; generated loops"},
+	{.op = NONE},
+};

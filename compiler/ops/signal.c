@@ -10,7 +10,9 @@
  * at run time. The transforms compute in float32 (kiln_f32_dft); windows
  * and mel matrices are written in any numeric output_datatype.
  */
+#include "emit_c.h"
 #include "kiln.h"
+#include "opdef.h"
 
 /* A known scalar length (int32 or int64) of at least min. */
 static int64_t known_length(Infer *x, int i, const char *what, int64_t min)
@@ -193,3 +195,17 @@ void ops_signal_infer(Infer *x)
 	default: infer_window(x); return;  /* HannWindow, HammingWindow, BlackmanWindow */
 	}
 }
+
+/* ---- the records (opdef.h) ---------------------------------------------- */
+
+const OpDef ops_signal_defs[] = {
+	{.op = OP_DFT, .infer = ops_signal_infer, .emit = emit_dft, .batch = BK_DFT,
+	 .types = OT_F32,
+	 .note = "dft_length and axis (an input from opset 20) must be known at compile time"},
+	{.op = OP_STFT, .infer = ops_signal_infer, .emit = emit_stft},
+	{.op = OP_HannWindow, .infer = ops_signal_infer, .emit = emit_window},
+	{.op = OP_HammingWindow, .infer = ops_signal_infer, .emit = emit_window},
+	{.op = OP_BlackmanWindow, .infer = ops_signal_infer, .emit = emit_window},
+	{.op = OP_MelWeightMatrix, .infer = ops_signal_infer, .emit = emit_mel_weight_matrix},
+	{.op = NONE},
+};

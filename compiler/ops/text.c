@@ -9,7 +9,9 @@
  */
 #include <string.h>
 
+#include "emit_c.h"
 #include "kiln.h"
+#include "opdef.h"
 
 enum { MAX_POOL = 1 << 16 };
 
@@ -93,3 +95,11 @@ void ops_text_infer(Infer *x)
 	y.dims[in->rank - 1] = (Dim){t.ncols, NULL};
 	infer_set_output(x, 0, DT_FLOAT, &y);
 }
+
+/* ---- the records (opdef.h) ---------------------------------------------- */
+
+const OpDef ops_text_defs[] = {
+	{.op = OP_TfIdfVectorizer, .infer = ops_text_infer, .emit = emit_tfidf,
+	 .note = "integer pools (pool_int64s); TF, IDF and TFIDF"},
+	{.op = NONE},
+};

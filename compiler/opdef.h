@@ -1,0 +1,160 @@
+/*
+ * opdef.h - the op record: everything a stage of the compiler knows about
+ * one operator, in one place.
+ *
+ * Each op family keeps its records in a table at the end of its inference
+ * file (compiler/ops/<family>.c, `const OpDef ops_<family>_defs[]`, ended by
+ * a row with op NONE); ops.c gathers the tables and op_def(op) finds an op's
+ * record. The stages call through the record and hold no per-op choice of
+ * their own: shape inference calls `infer`, partial evaluation picks its
+ * rule by `peval` (and the scalar functions for elementwise ops), the batch
+ * analysis its rule by `batch`, the planner asks `view` and `scratch`, the
+ * stitching model `cost`, the emitter calls `emit`, and `kiln ops` prints
+ * `types` and `note`. The rules a kind names are functions of the stage that
+ * applies them (peval.c, batchdep.c, stitch.c): a rule library the records
+ * point into.
+ *
+ * An op is supported exactly when it has a record; every record has both
+ * `infer` and `emit` (tests/unit/test_opdef.c checks it).
+ * docs/adding-an-op.md tells how to add one.
+ */
+#ifndef KILN_OPDEF_H
+#define KILN_OPDEF_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "kiln.h"
+
+struct Emit;
+typedef void (*EmitHook)(struct Emit *E);
+/* Bytes of arena scratch node needs while it runs (plan.c), 0 for none. */
+typedef int64_t (*ScratchHook)(const Sig *s, int node, Arena *a);
+
+/* Partial evaluation at compile time (peval.c): the rule that computes the
+ * op's output from known inputs; PE_NONE: never evaluated. */
+typedef enum PevalKind {
+	PE_NONE,
+	PE_MAP,              /* unary or binary (variadic, left to right): eval_f/eval_i */
+	PE_MEAN,             /* Mean: the sum (eval_f2) divided by the count */
+	PE_CAST,             /* Cast, CastLike */
+	PE_WHERE,
+	PE_CLIP,
+	PE_IS_NAN_INF,       /* IsNaN, IsInf */
+	PE_SAME_BYTES,       /* Reshape, Flatten, Squeeze, Unsqueeze */
+	PE_BROADCAST,        /* Expand, Identity */
+	PE_REDUCE,           /* by `reduce` */
+	PE_ARG_EXTREMUM,     /* ArgMax, ArgMin */
+	PE_GATHER,
+	PE_SLICE,
+	PE_CONCAT,
+	PE_TRANSPOSE,
+	PE_TILE,
+	PE_TRILU,
+	PE_RANGE,
+	PE_CUMSUM,
+	PE_CONSTANT_OF_SHAPE,
+} PevalKind;
+
+/* What a reduction accumulates (peval.c). */
+typedef enum ReduceKind {
+	RD_NONE, RD_SUM, RD_MEAN, RD_PROD, RD_MIN, RD_MAX, RD_L1, RD_L2, RD_SUM_SQUARE,
+	RD_LOG_SUM, RD_LOG_SUM_EXP,
+} ReduceKind;
+
+/* The batch-independence rule of the op (batchdep.c): how a batch axis of
+ * its inputs reaches its outputs, or why it mixes rows. BK_NONE: the
+ * analysis does not know the op (it may mix rows). */
+typedef enum BatchKind {
+	BK_NONE,
+	BK_ELEMENTWISE,      /* per element after broadcasting */
+	BK_DROPOUT,          /* elementwise unless in training mode */
+	BK_N_FIRST,          /* the first input is [N, C, ...], each n on its own */
+	BK_LAYOUT,           /* Reshape, Flatten, Squeeze, Unsqueeze */
+	BK_TRANSPOSE,
+	BK_CONCAT,
+	BK_SPLIT,
+	BK_SLICE,
+	BK_GATHER,
+	BK_ELEMENTS,         /* GatherElements, ScatterElements */
+	BK_GATHER_ND,
+	BK_MATMUL,
+	BK_QLINEAR_MATMUL,
+	BK_GEMM,
+	BK_EINSUM,
+	BK_SOFTMAX,          /* over an axis (Softmax, LogSoftmax, Hardmax) */
+	BK_LAYER_NORM,
+	BK_ROI_POOL,         /* MaxRoiPool: rois name their image */
+	BK_AXIS_ATTR,        /* works along the "axis" attribute (LpNormalization) */
+	BK_REDUCE,
+	BK_ARG_EXTREMUM,
+	BK_ALONG_AXIS,       /* CumSum (axis input), TopK (axis attribute) */
+	BK_DET,              /* matrices on the last two axes */
+	BK_TRILU,
+	BK_MVN,
+	BK_DFT,
+	BK_ONE_HOT,
+	BK_REPEAT,           /* Pad, Tile, Expand, CenterCropPad */
+	BK_RECURRENT,
+	BK_LOSS,
+	BK_ROWS_AS_IS,       /* every element on its own, any layout (ML Binarizer, ZipMap) */
+	BK_ROWS_2D,          /* each row of [N, F] on its own (ai.onnx.ml) */
+	BK_FEATURE_SELECT,   /* ML ArrayFeatureExtractor */
+	BK_POSITION,         /* writes values that depend on the row's position (EyeLike) */
+	BK_CONTROL,          /* If, Loop, Scan: not analysed */
+} BatchKind;
+
+/* The stitching model's cost (stitch.c): multiply-adds of the ops that
+ * dominate; CK_ELEMENTS: one op per element of its largest operand. */
+typedef enum CostKind { CK_ELEMENTS, CK_MATMUL, CK_GEMM, CK_RECURRENT, CK_CONV } CostKind;
+
+/* How batch tiling (batchtile.c) sees a node reading a large weight. */
+typedef enum TileKind { TK_NONE, TK_TABLE, TK_GEMM } TileKind;
+
+typedef struct OpDef {
+	int op;                        /* OP_x; NONE ends a family's table */
+	InferHook infer;               /* shape and type inference (shape.c) */
+	EmitHook emit;                 /* the node function's body (emit_c.c) */
+	bool emit_returns;             /* emit writes the function's return itself */
+	/* partial evaluation */
+	PevalKind peval;
+	ReduceKind reduce;
+	double (*eval_f1)(double x);   /* PE_MAP, one input: floats (computed in double) */
+	int64_t (*eval_i1)(int64_t x); /* ... integers and bool */
+	double (*eval_f2)(double a, double b, const Node *n);
+	/* false: not evaluated (a division by zero) */
+	bool (*eval_i2)(int64_t a, int64_t b, int64_t *r, bool is_unsigned, const Node *n);
+	/* batch analysis */
+	BatchKind batch;
+	unsigned shape_inputs;         /* bit i: input i is read as a shape, axes or count */
+	/* planning */
+	bool view;                     /* output 0 is input 0's bytes under another shape */
+	bool in_place;                 /* each output element from the same element of each
+	                                  input: may write over an input that dies */
+	bool narrow_types;             /* float8 and 4-bit values may pass (shape.c) */
+	ScratchHook scratch;
+	CostKind cost;
+	TileKind tile;
+	/* kiln ops */
+	unsigned types;                /* OT_* element types, 0: the schema's */
+	const char *note;
+} OpDef;
+
+/* OpDef.types: where kiln takes fewer element types than the schema. */
+enum {
+	OT_F32 = 1 << 0, OT_F64 = 1 << 1, OT_F16 = 1 << 2, OT_BF16 = 1 << 3,
+	OT_FLOATS = OT_F32 | OT_F64 | OT_F16 | OT_BF16,
+	OT_INTS = 1 << 4,     /* every integer type and bool the schema allows */
+	OT_ALL = OT_FLOATS | OT_INTS,
+};
+
+/* The record of op, NULL if kiln does not compile it. */
+const OpDef *op_def(int op);
+
+/* The family tables (compiler/ops/<family>.c). */
+extern const OpDef ops_elementwise_defs[], ops_matmul_defs[], ops_conv_defs[], ops_norm_defs[],
+	ops_reduce_defs[], ops_shape_defs[], ops_quant_defs[], ops_resize_defs[],
+	ops_sampling_defs[], ops_signal_defs[], ops_control_defs[], ops_misc_defs[],
+	ops_text_defs[], ops_select_defs[], ops_rnn_defs[], ops_ml_defs[];
+
+#endif
