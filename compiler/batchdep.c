@@ -63,12 +63,12 @@
 #include "opdef.h"
 
 /* What is known of an integer value's contents (see the header). */
-enum { IX_NONE, IX_BOUND, IX_BASE, IX_FLAT };
+enum { IX_NONE, IX_BOUND, IX_BASE, IX_FLAT, IX_POS, IX_TUPLE };
 typedef struct IdxFact {
 	int kind;
-	int axis;           /* IX_BASE: the axis holding n */
-	int64_t scale;      /* IX_BASE, IX_FLAT: the offset per sample */
-	int64_t bound;      /* IX_BOUND, IX_FLAT: elements (beyond the offset) in [0, bound) */
+	int axis;           /* IX_BASE: the axis holding n; IX_TUPLE: the component */
+	int64_t scale;      /* IX_BASE, IX_FLAT, IX_POS, IX_TUPLE: the offset per sample */
+	int64_t bound;      /* IX_BOUND, IX_FLAT, IX_TUPLE: elements (beyond the offset) in [0, bound) */
 } IdxFact;
 
 typedef struct BD {
@@ -76,6 +76,8 @@ typedef struct BD {
 	IdxFact *ix;        /* per value id */
 	Sig *p[2];          /* probe signatures at batch 2 and 3 */
 	int *ax;            /* per value id: BD_NONE, BD_GLOBAL or the batch axis */
+	int64_t *outer;     /* per value id with rows: blocks before the batch on its axis */
+	int64_t o;          /* the node's rows inputs' outer factor */
 	Arena *a;
 	const char *why;    /* the first reason rows mix */
 	Node *n;
@@ -262,8 +264,10 @@ static bool agree(BD *b, int *target, int axis)
 static void set_outputs(BD *b, int axis)
 {
 	for (int k = 0; k < b->n->nout; k++)
-		if (b->n->out[k] != NONE)
+		if (b->n->out[k] != NONE) {
 			b->ax[b->n->out[k]] = axis;
+			b->outer[b->n->out[k]] = axis >= 0 ? b->o : 1;
+		}
 }
 
 static int in_axis(BD *b, int i)
@@ -284,8 +288,14 @@ static void rule_elementwise(BD *b)
 	set_outputs(b, target);
 }
 
-/* Reshape and friends: rows stay whole when the elements before the batch
- * axis are as many before as after, so each sample's block maps onto one. */
+/* Reshape and friends. A value with rows on axis k of extent O * batch * I
+ * (outer factor O, see the header) is, flattened, [A, batch, B] with A the
+ * elements before the batch (the dims before k times O). Reshaping keeps
+ * the flat order, so the output holds the same [A, batch, B] when its
+ * batch axis j has O' = A / (dims before j) whole blocks before the batch
+ * and the rest after: a sequence-first attention's [P, N, C] ->
+ * [P, N*H, C/H] (O' = 1, the heads inner) and [P, N*H, C/H] -> [P*N, C]
+ * (O' = P) and back. Anything else interleaves samples' elements. */
 static void rule_layout(BD *b, int k)
 {
 	int in = b->n->in[0], out = b->n->out[0];
@@ -294,12 +304,21 @@ static void rule_layout(BD *b, int k)
 		mix(b, "reshapes the batch axis %d into other axes", k);
 		return;
 	}
-	for (int p = 0; p < 2; p++)
-		if (prod_before(b, p, in, k) != prod_before(b, p, out, j)) {
+	int64_t o = 1;
+	for (int p = 0; p < 2; p++) {
+		int64_t a = prod_before(b, p, in, k) * b->outer[in], before = prod_before(b, p, out, j);
+		int64_t per = dim_of(b, p, out, j) / probe_batch[p];
+		bool fits = a > 0 && before > 0 ? a % before == 0 && per % (a / before) == 0 &&
+		                                  (p == 0 || a / before == o)
+		                                : a == before;
+		if (!fits) {
 			mix(b, "reshapes across the batch axis %d: samples' elements would interleave", k);
 			return;
 		}
+		o = a > 0 && before > 0 ? a / before : 1;
+	}
 	set_outputs(b, j);
+	b->outer[out] = o;
 }
 
 /* The dim at axis k must be untouched (Pad, Tile, Slice, Resize on it). */
@@ -881,6 +900,7 @@ static void metadata_rule(BD *b)
 		} else if ((n->op == OP_ConstantOfShape || (n->op == OP_Expand && in_axis(b, 0) == BD_NONE))
 		           && find_axis(b, id) >= 0) {
 			b->ax[id] = find_axis(b, id);  /* rows of one constant: nothing to mix */
+			b->outer[id] = 1;
 		} else {
 			b->ax[id] = BD_GLOBAL;
 		}
@@ -932,7 +952,11 @@ static int64_t fixed_dim(BD *b, int id, int k)
 	return dim_of(b, 0, id, k);
 }
 
-/* Add(bounded, base) in either order: a flat index, rows on the base's axis. */
+/* Add(bounded, base) in either order: a flat index, rows on the base's axis.
+ * Any other sum with a base is a position-dependent value of unknown range
+ * (IX_POS): a batch-size dependent value as far as the rules go, so only its
+ * shape may be used (PyTorch's index_put adds its index tensors only to take
+ * the broadcast shape); as data it is refused with the reason. */
 static bool flat_add(BD *b)
 {
 	Node *n = b->n;
@@ -945,10 +969,9 @@ static bool flat_add(BD *b)
 	int R = rank_of(b, n->out[0]), at = base->axis + R - rank_of(b, n->in[bi]);
 	int kv = in_axis(b, 1 - bi);
 	if (v->kind != IX_BOUND || kv == BD_GLOBAL ||
-	    (kv >= 0 && kv + R - rank_of(b, n->in[1 - bi]) != at)) {
-		mix(b, "adds a per-sample offset n*%lld to indices not known to stay below it (a "
-		       "flat index into the batch needs indices in [0, %lld) on the same batch axis)",
-		    (long long)base->scale, (long long)base->scale);
+	    (kv >= 0 && (kv + R - rank_of(b, n->in[1 - bi]) != at || b->o != 1))) {
+		b->ax[n->out[0]] = BD_GLOBAL;
+		b->ix[n->out[0]] = (IdxFact){IX_POS, 0, base->scale, 0};
 		return true;
 	}
 	set_outputs(b, at);
@@ -974,7 +997,7 @@ static void flat_gather(BD *b)
 		return;
 	}
 	int64_t block = dim_of(b, 0, data, axis) / probe_batch[0];
-	if (f->bound > f->scale || block != f->scale) {
+	if (f->bound > f->scale || block != f->scale || b->outer[data] != 1) {
 		mix(b, "gathers along the batch axis %d at n*%lld + [0, %lld), which may leave each "
 		       "sample's block of %lld (an offset n*%lld with indices in [0, %lld) would stay "
 		       "within it)", axis, (long long)f->scale, (long long)f->bound, (long long)block,
@@ -984,29 +1007,153 @@ static void flat_gather(BD *b)
 	set_outputs(b, axis + ki);
 }
 
-/* Rules of nodes that see flat indices or make them; true if handled. */
+/* Concat along the last axis of index columns, one of them the sample's
+ * position (a base n*S, or a flat n*S + [0, B)), the others rows on the
+ * same axis, one tuple per sample there: ScatterND's or GatherND's indices
+ * as PyTorch's index_put and advanced indexing write them (Range over the
+ * batch, expanded, unsqueezed and concatenated with the other columns).
+ * False if no input is a position. */
+static bool tuple_concat(BD *b)
+{
+	Node *n = b->n;
+	int out = n->out[0], R = rank_of(b, out), pos = -1, at = BD_NONE;
+	if (n->op != OP_Concat || norm(attr_or(n, "axis", 0), R) != R - 1)
+		return false;
+	int64_t col = 0, c = 0;
+	for (int i = 0; i < n->nin; i++) {
+		const IdxFact *f = fact(b, i);
+		if (n->in[i] == NONE)
+			continue;
+		if (f->kind == IX_BASE || f->kind == IX_FLAT) {
+			if (pos >= 0) {
+				mix(b, "concatenates two indices that depend on the sample's position in the batch");
+				return true;
+			}
+			pos = i;
+			c = col;
+			at = f->kind == IX_BASE ? f->axis : in_axis(b, i);
+			if (dim_of(b, 0, n->in[i], R - 1) != 1)
+				at = -3;
+		}
+		col += dim_of(b, 0, n->in[i], R - 1);
+	}
+	if (pos < 0)
+		return false;
+	for (int i = 0; i < n->nin; i++) {
+		int k = in_axis(b, i);
+		if (n->in[i] == NONE || i == pos)
+			continue;
+		if (at < 0 || k != at || b->outer[n->in[i]] != 1 || fact(b, i)->kind > IX_BOUND) {
+			mix(b, "concatenates an index n*%lld + ... with columns that are not one tuple per "
+			       "sample on the same batch axis (input %d \"%s\")",
+			    (long long)fact(b, pos)->scale, i, b->g->values[n->in[i]].name);
+			return true;
+		}
+	}
+	b->o = 1;
+	set_outputs(b, at);
+	if (!scales_on(b, out, at) || dim_of(b, 0, out, at) != probe_batch[0]) {
+		mix(b, "output 0 \"%s\" is not one index tuple per sample on axis %d",
+		    b->g->values[out].name, at);
+		return true;
+	}
+	const IdxFact *f = fact(b, pos);
+	b->ix[out] = (IdxFact){IX_TUPLE, (int)c, f->scale, f->kind == IX_BASE ? 1 : f->bound};
+	return true;
+}
+
+/* ScatterND (data, indices, updates) or GatherND (data, indices) whose
+ * index tuples hold the sample's position in the component of the data's
+ * batch axis: sample n's tuples address n*S + [0, B) there, which stays in
+ * its own block when B <= S and the data's block is S, and its other
+ * components address the sample's other axes. ScatterND writes sample n's
+ * updates (the updates carry the batch where the indices do) into sample
+ * n's block; GatherND reads them from it. */
+static void tuple_nd(BD *b)
+{
+	Node *n = b->n;
+	const IdxFact *f = fact(b, 1);
+	int data = n->in[0], idx = n->in[1], kd = in_axis(b, 0), ki = in_axis(b, 1);
+	int q = (int)dim_of(b, 0, idx, rank_of(b, idx) - 1);
+	bool scatter = n->op == OP_ScatterND;
+	if (kd < 0 || ki < 0 || kd != f->axis || kd >= q || b->outer[data] != 1 ||
+	    (!scatter && attr_or(n, "batch_dims", 0) != 0)) {
+		mix(b, "indexes with tuples whose component %d is the sample's position (n*%lld + ...), "
+		       "which is not the data's batch axis %d", f->axis, (long long)f->scale, kd);
+		return;
+	}
+	if (scatter && (in_axis(b, 2) != ki || b->outer[n->in[2]] != 1)) {
+		mix(b, "scatters updates whose batch axis is not that of its indices (%d)", ki);
+		return;
+	}
+	int64_t block = dim_of(b, 0, data, kd) / probe_batch[0];
+	if (f->bound > f->scale || block != f->scale) {
+		mix(b, "%s the batch axis %d at n*%lld + [0, %lld), which may leave each sample's block "
+		       "of %lld (an offset n*%lld with indices in [0, %lld) would stay within it)",
+		    scatter ? "scatters along" : "gathers along", kd, (long long)f->scale,
+		    (long long)f->bound, (long long)block, (long long)block, (long long)block);
+		return;
+	}
+	b->o = 1;
+	set_outputs(b, scatter ? kd : ki);
+}
+
+/* Rules of nodes that see position-dependent indices or make them; true if
+ * handled. */
 static bool index_rule(BD *b)
 {
 	Node *n = b->n;
 	int flat = -1;
 	for (int i = 0; i < n->nin; i++)
-		if (fact(b, i)->kind == IX_FLAT)
+		if (fact(b, i)->kind == IX_FLAT || fact(b, i)->kind == IX_TUPLE) {
+			if (flat >= 0)
+				mix(b, "takes two indices that depend on the sample's position in the batch");
 			flat = i;
+		}
+	if (b->why || tuple_concat(b))
+		return true;
 	if (flat < 0)
 		return flat_add(b);
-	if (n->op == OP_Gather && flat == 1 && fact(b, 0)->kind != IX_FLAT) {
+	int kind = fact(b, flat)->kind;
+	if (n->op == OP_Gather && flat == 1 && kind == IX_FLAT) {
 		flat_gather(b);
 		return true;
 	}
+	if ((n->op == OP_ScatterND || n->op == OP_GatherND) && flat == 1 && kind == IX_TUPLE) {
+		tuple_nd(b);
+		return true;
+	}
 	bool moves = (n->op == OP_Reshape || n->op == OP_Flatten || n->op == OP_Squeeze ||
-	              n->op == OP_Unsqueeze || n->op == OP_Identity) && flat == 0;
-	if (!moves) {
+	              n->op == OP_Unsqueeze || n->op == OP_Identity) && flat == 0 && kind == IX_FLAT;
+	if (!moves && n->op != OP_Shape && n->op != OP_Size) {
 		mix(b, "input %d \"%s\" is an index that depends on the sample's position in the batch "
-		       "(n*%lld + ...): only a Gather along the batch axis may use it", flat,
-		    b->g->values[n->in[flat]].name, (long long)fact(b, flat)->scale);
+		       "(n*%lld + ...): only %s may use it", flat, b->g->values[n->in[flat]].name,
+		    (long long)fact(b, flat)->scale, kind == IX_FLAT ? "a Gather along the batch axis"
+		                                                     : "a ScatterND or GatherND");
 		return true;
 	}
 	return false;   /* the ordinary rule; the fact follows in index_facts */
+}
+
+/* A base moved by an op whose output's contents are not folded (too large
+ * to keep): the reshaping ops keep it when the elements before n are as
+ * many before as after, Expand when it broadcasts other axes only. */
+static void base_moves(BD *b)
+{
+	Node *n = b->n;
+	const IdxFact *f = fact(b, 0);
+	int in = n->in[0], out = n->out[0], j = find_axis(b, out);
+	bool moves = n->op == OP_Reshape || n->op == OP_Flatten || n->op == OP_Squeeze ||
+	             n->op == OP_Unsqueeze || n->op == OP_Identity;
+	if (f->kind != IX_BASE || j < 0 || (!moves && n->op != OP_Expand))
+		return;
+	if (n->op == OP_Expand && j != f->axis + rank_of(b, out) - rank_of(b, in))
+		return;
+	for (int p = 0; p < 2; p++)
+		if (dim_of(b, p, out, j) != probe_batch[p] ||
+		    (moves && prod_before(b, p, in, f->axis) != prod_before(b, p, out, j)))
+			return;
+	b->ix[out] = (IdxFact){IX_BASE, j, f->scale, 0};
 }
 
 /* Facts of the outputs of a node the ordinary rules passed. */
@@ -1036,14 +1183,36 @@ static void index_facts(BD *b)
 			b->ix[out] = *f;
 		break;
 	}
-	if (b->ax[out] == BD_GLOBAL)
-		is_base(b, out, &b->ix[out]);
+	if (b->ax[out] == BD_GLOBAL && !is_base(b, out, &b->ix[out]))
+		base_moves(b);
+}
+
+/* The outer factor the node's rows inputs share (1 if none); two rows
+ * inputs laid out differently would pair different samples' elements. */
+static bool rows_outer(BD *b)
+{
+	Node *n = b->n;
+	b->o = 0;
+	for (int i = 0; i < n->nin; i++) {
+		if (in_axis(b, i) < 0)
+			continue;
+		int64_t o = b->outer[n->in[i]];
+		if (b->o && o != b->o) {
+			mix(b, "combines rows laid out differently (%lld and %lld blocks before the batch "
+			       "on its axis)", (long long)b->o, (long long)o);
+			return false;
+		}
+		b->o = o;
+	}
+	if (!b->o)
+		b->o = 1;
+	return true;
 }
 
 static void analyse_rules(BD *b)
 {
 	Node *n = b->n;
-	if (index_rule(b))
+	if (!rows_outer(b) || index_rule(b))
 		return;
 	int k = BD_NONE;
 	bool global = false;
@@ -1063,8 +1232,14 @@ static void analyse_rules(BD *b)
 	}
 	for (int i = 0; i < n->nin; i++)
 		if (in_axis(b, i) == BD_GLOBAL && !shape_slot(n->op, i)) {
-			mix(b, "input %d \"%s\" depends on the batch size", i,
-			    b->g->values[n->in[i]].name);
+			if (fact(b, i)->kind == IX_POS)
+				mix(b, "input %d \"%s\" adds a per-sample offset n*%lld to values not known to "
+				       "stay below it (a flat index into the batch needs indices in [0, %lld) on "
+				       "the same batch axis)", i, b->g->values[n->in[i]].name,
+				    (long long)fact(b, i)->scale, (long long)fact(b, i)->scale);
+			else
+				mix(b, "input %d \"%s\" depends on the batch size", i,
+				    b->g->values[n->in[i]].name);
 			return;
 		}
 	rows_rule(b, k);
@@ -1127,8 +1302,11 @@ void batchdep_analyse(Model *m, const BindOptions *o, BatchDep *out)
 	}
 	b.ax = arena_array(m->arena, (size_t)g->nvalues, sizeof *b.ax);
 	b.ix = arena_array(m->arena, (size_t)g->nvalues, sizeof *b.ix);
-	for (int i = 0; i < g->nvalues; i++)
+	b.outer = arena_array(m->arena, (size_t)g->nvalues, sizeof *b.outer);
+	for (int i = 0; i < g->nvalues; i++) {
 		b.ax[i] = BD_NONE;
+		b.outer[i] = 1;
+	}
 	for (int i = 0; i < g->ninputs; i++) {
 		int id = g->inputs[i];
 		if (g->values[id].kind != VAL_INPUT)
@@ -1155,7 +1333,12 @@ void batchdep_analyse(Model *m, const BindOptions *o, BatchDep *out)
 		if (b.ax[id] == BD_GLOBAL && g->values[id].producer != NONE) {
 			b.n = &g->nodes[g->values[id].producer];
 			mix(&b, "graph output \"%s\" depends on the batch size", g->values[id].name);
-		} else if (b.ix[id].kind == IX_FLAT && g->values[id].producer != NONE) {
+		} else if (b.ax[id] >= 0 && b.outer[id] != 1 && g->values[id].producer != NONE) {
+			b.n = &g->nodes[g->values[id].producer];
+			mix(&b, "graph output \"%s\" interleaves samples (%lld blocks before the batch on "
+			    "axis %d)", g->values[id].name, (long long)b.outer[id], b.ax[id]);
+		} else if ((b.ix[id].kind == IX_FLAT || b.ix[id].kind == IX_TUPLE) &&
+		           g->values[id].producer != NONE) {
 			b.n = &g->nodes[g->values[id].producer];
 			mix(&b, "graph output \"%s\" depends on each sample's position in the batch",
 			    g->values[id].name);
