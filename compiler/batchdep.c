@@ -59,6 +59,7 @@
 #include <stdarg.h>
 #include <string.h>
 
+#include "control.h"
 #include "kiln.h"
 #include "opdef.h"
 
@@ -1124,12 +1125,14 @@ static bool index_rule(BD *b)
 		return true;
 	}
 	bool moves = (n->op == OP_Reshape || n->op == OP_Flatten || n->op == OP_Squeeze ||
-	              n->op == OP_Unsqueeze || n->op == OP_Identity) && flat == 0 && kind == IX_FLAT;
+	              n->op == OP_Unsqueeze || n->op == OP_Identity || n->op == OP_Expand) &&
+	             flat == 0 && kind == IX_FLAT;
 	if (!moves && n->op != OP_Shape && n->op != OP_Size) {
 		mix(b, "input %d \"%s\" is an index that depends on the sample's position in the batch "
 		       "(n*%lld + ...): only %s may use it", flat, b->g->values[n->in[flat]].name,
-		    (long long)fact(b, flat)->scale, kind == IX_FLAT ? "a Gather along the batch axis"
-		                                                     : "a ScatterND or GatherND");
+		    (long long)fact(b, flat)->scale,
+		    kind == IX_FLAT ? "a Gather along the batch axis or a ScatterND's or GatherND's tuple"
+		                    : "a ScatterND or GatherND");
 		return true;
 	}
 	return false;   /* the ordinary rule; the fact follows in index_facts */
@@ -1171,10 +1174,11 @@ static void index_facts(BD *b)
 	const IdxFact *f = fact(b, 0);
 	switch (n->op) {
 	case OP_Reshape: case OP_Flatten: case OP_Squeeze: case OP_Unsqueeze: case OP_Identity:
+	case OP_Expand:
 		if (f->kind == IX_FLAT && b->ax[out] >= 0)
 			b->ix[out] = *f;
 		/* fall through */
-	case OP_Slice: case OP_Transpose: case OP_Expand: case OP_Tile:
+	case OP_Slice: case OP_Transpose: case OP_Tile:
 		if (f->kind == IX_BOUND)
 			b->ix[out] = *f;
 		break;
@@ -1209,10 +1213,12 @@ static bool rows_outer(BD *b)
 	return true;
 }
 
+static bool rule_control(BD *b);
+
 static void analyse_rules(BD *b)
 {
 	Node *n = b->n;
-	if (!rows_outer(b) || index_rule(b))
+	if (!rows_outer(b) || rule_control(b) || index_rule(b))
 		return;
 	int k = BD_NONE;
 	bool global = false;
@@ -1262,6 +1268,82 @@ static void analyse_node(BD *b)
 	analyse_rules(b);
 	if (!b->why)
 		index_facts(b);
+}
+
+/* Does a subgraph of the node read a value of the graph that is not
+ * BD_NONE? (Deeper references pass through a VAL_OUTER in every graph
+ * between.) */
+static bool captures_batch(BD *b)
+{
+	const Node *n = b->n;
+	for (int k = 0; k < n->nattrs; k++) {
+		const Attr *at = &n->attrs[k];
+		for (int j = 0; (at->type == AT_GRAPH || at->type == AT_GRAPHS) && j < at->n; j++)
+			for (int i = 0; i < at->graphs[j]->nvalues; i++) {
+				const Value *v = &at->graphs[j]->values[i];
+				if (v->kind == VAL_OUTER && b->ax[v->outer_id] != BD_NONE)
+					return true;
+			}
+	}
+	return false;
+}
+
+/* If, Loop, Scan. An If whose condition is known at compile time, the same
+ * branch at both probes (PyTorch's squeeze of a dim it cannot prove is 1
+ * exports If(dim == 1, Squeeze, Identity)), is the branch: its nodes are
+ * analysed as the graph's, reading the values it captures with their
+ * states, and the If's outputs take the branch outputs' states. Any other
+ * control flow that sees rows or batch-size dependent values (as inputs or
+ * captured by its subgraphs) is not analysed: it may mix rows. True if
+ * handled. */
+static bool rule_control(BD *b)
+{
+	Node *n = b->n;
+	if (!node_has_subgraph(n))
+		return false;
+	int id = (int)(n - b->g->nodes);
+	const Control *c0 = control_of(b->p[0], id), *c1 = control_of(b->p[1], id);
+	if (n->op == OP_If && c0 && c1 && c0->nsubs == 1 && c1->nsubs == 1 &&
+	    c0->branch != NONE && c0->branch == c1->branch && in_axis(b, 0) == BD_NONE) {
+		BD sub = {.g = c0->subs[0].g, .a = b->a, .p = {&c0->subs[0], &c1->subs[0]}};
+		int nv = sub.g->nvalues;
+		sub.ax = arena_array(b->a, (size_t)nv, sizeof *sub.ax);
+		sub.outer = arena_array(b->a, (size_t)nv, sizeof *sub.outer);
+		sub.ix = arena_array(b->a, (size_t)nv, sizeof *sub.ix);
+		for (int i = 0; i < nv; i++) {
+			const Value *v = &sub.g->values[i];
+			bool outer = v->kind == VAL_OUTER;
+			sub.ax[i] = outer ? b->ax[v->outer_id] : BD_NONE;
+			sub.outer[i] = outer ? b->outer[v->outer_id] : 1;
+			if (outer)
+				sub.ix[i] = b->ix[v->outer_id];
+		}
+		for (int i = 0; i < sub.g->nnodes && !sub.why; i++) {
+			sub.n = &sub.g->nodes[i];
+			analyse_node(&sub);
+		}
+		if (sub.why) {   /* names the branch's node by its path through the If */
+			b->why = sub.why;
+			return true;
+		}
+		for (int k = 0; k < n->nout && k < sub.g->noutputs; k++) {
+			int o = n->out[k], so = sub.g->outputs[k];
+			if (o == NONE)
+				continue;
+			b->ax[o] = sub.ax[so];
+			b->outer[o] = sub.outer[so];
+			b->ix[o] = sub.ix[so];
+		}
+		return true;
+	}
+	bool batched = captures_batch(b);
+	for (int i = 0; i < n->nin; i++)
+		batched |= in_axis(b, i) != BD_NONE;
+	if (batched)
+		mix(b, "control flow is not analysed for batch independence yet: it may mix rows");
+	else
+		set_outputs(b, BD_NONE);
+	return true;
 }
 
 /* ---- the pass --------------------------------------------------------------- */

@@ -193,6 +193,38 @@ def inputs(batch, npf, nsv, seed=0, pf_dim=7, sv_dim=5):
     return dict(zip(NAMES, pf + sv))
 
 
+def jets(batch, npf, nsv, seed=0, pf_dim=7, sv_dim=5, empty_rows=()):
+    """Plausible jets: a jet axis (eta in [-2.4, 2.4], any phi, pt in [30,
+    1000] GeV), its particles (pt shares of the jet, pions or photons) and
+    secondary vertices (masses 0.5-5 GeV) within about 0.4 of the axis in
+    eta and phi, real ones first, sorted by pt, then zero padding (mask 0),
+    as the 4-vectors (px, py, pz, E) with m >= 0 that ParT's pair features
+    need (random 4-vectors give NaN). Rows in empty_rows have no particle."""
+    r = np.random.default_rng(seed)
+    eta0 = r.uniform(-2.4, 2.4, (batch, 1))
+    phi0 = r.uniform(-np.pi, np.pi, (batch, 1))
+    pt0 = r.uniform(30, 1000, (batch, 1))
+
+    def coll(p, c, lo, mass):
+        real = r.integers(lo, p + 1, batch)
+        real[list(empty_rows)] = 0
+        m = np.arange(p)[None, :] < real[:, None]
+        share = -np.sort(-r.exponential(1.0, (batch, p)) * m, axis=1)
+        pt = pt0 * share / np.maximum(share.sum(axis=1, keepdims=True), 1e-9)
+        eta = eta0 + r.normal(0, 0.15, (batch, p))
+        phi = phi0 + r.normal(0, 0.15, (batch, p))
+        mm = mass(p)
+        v = np.stack([pt * np.cos(phi), pt * np.sin(phi), pt * np.sinh(eta),
+                      np.sqrt((pt * np.cosh(eta)) ** 2 + mm ** 2)], axis=1)
+        x = r.standard_normal((batch, c, p))
+        m = m[:, None, :]
+        return [(a * m).astype(np.float32) for a in (x, v, m.astype(np.float64))]
+
+    pf = coll(npf, pf_dim, 1, lambda p: np.where(r.uniform(size=(batch, p)) < 0.7, 0.1396, 0.0))
+    sv = coll(nsv, sv_dim, 0, lambda p: r.uniform(0.5, 5.0, (batch, p)))
+    return dict(zip(NAMES, pf + sv))
+
+
 def _wrap(full):
     import torch
 

@@ -22,92 +22,28 @@ of a size that is not compiled must return KILN_BATCH_MIXING.
 usage: particlenet.py KILN SOURCE_ROOT LIBKILN_A OUTDIR [VARIANT...]
 (env CC, SANFLAGS; exits 77, "skipped", without ONNX Runtime)
 """
-import json
 import os
 import shutil
-import subprocess
 import sys
 
-import numpy as np
 import onnx
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
 import particlenet_weaver as pw  # noqa: E402
+from stitch_util import Stitcher, build, check_rows, ort, ort_available, run  # noqa: E402
+import stitch_util  # noqa: E402
 
-KILN, SRC, LIBKILN, OUT = sys.argv[1:5]
+ST = Stitcher(*sys.argv[1:4])
+KILN, OUT = sys.argv[1], sys.argv[4]
 WANTED = set(sys.argv[5:])
-CC = os.environ.get("CC", "cc").split()
-SAN = os.environ.get("SANFLAGS", "").split()
 ROWS = 64
 EMPTY = (3, 40)   # samples without particles
-failures = []
-
-
-def fail(msg):
-    print("FAIL:", msg)
-    failures.append(msg)
-
-
-def run(cmd, **kw):
-    return subprocess.run(cmd, capture_output=True, text=True, **kw)
-
-
-def ort_available():
-    r = run(["node", "-e", "require('onnxruntime-node')"])
-    return r.returncode == 0
-
-
-def ort(model_path, feed, d):
-    spec = {"model": model_path, "outdir": d, "inputs": []}
-    for i, (name, arr) in enumerate(feed.items()):
-        f = os.path.join(d, "ort_in%d.bin" % i)
-        np.ascontiguousarray(arr).tofile(f)
-        spec["inputs"].append({"name": name, "type": "float32", "dims": list(arr.shape), "file": f})
-    with open(os.path.join(d, "spec.json"), "w") as f:
-        json.dump(spec, f)
-    r = run(["node", os.path.join(HERE, "ort_ref.js"), os.path.join(d, "spec.json")])
-    if r.returncode:
-        raise RuntimeError("ONNX Runtime: " + r.stderr.strip())
-    with open(os.path.join(d, "outputs.json")) as f:
-        outs = json.load(f)
-    return [np.fromfile(os.path.join(d, "output_%d.bin" % i), np.float32).reshape(o["dims"])
-            for i, o in enumerate(outs)]
-
-
-def build(model_path, d, sizes, extra=(), warns=False):
-    """Compile and link stitch_rows; the executable's path or None."""
-    os.makedirs(d, exist_ok=True)
-    r = run([KILN, "compile", model_path, "--batch", sizes, "--name", "t", "-o", d] + list(extra))
-    if r.returncode or ("warning" in r.stderr) != warns:
-        fail("%s: kiln compile: %s" % (d, r.stderr.strip()))
-        return None
-    exe = os.path.join(d, "stitch_rows")
-    r = run(CC + ["-std=c11", "-O1", "-I", d, "-I", os.path.join(SRC, "include"),
-                  "-DMODEL=t_model", "-include", os.path.join(d, "t.h"),
-                  os.path.join(HERE, "stitch_rows.c"), os.path.join(d, "t.o"), LIBKILN, "-lm"]
-            + SAN + ["-o", exe])
-    if r.returncode:
-        fail("%s: cc: %s" % (d, r.stderr.strip()))
-        return None
-    return exe
+fail = ST.fail
 
 
 def stitched(exe, d, feed, ns, ncls):
-    """Outputs of kiln_run for each n (first n rows), then every row alone."""
-    ins = []
-    for i, arr in enumerate(feed.values()):
-        ins.append(os.path.join(d, "in%d.bin" % i))
-        np.ascontiguousarray(arr).tofile(ins[-1])
-    out = os.path.join(d, "out.bin")
-    r = run([exe, str(ROWS)] + ins + [out] + [str(n) for n in ns])
-    if r.returncode:
-        return None, r.stderr.strip()
-    y = np.fromfile(out, np.float32).reshape(-1, ncls)
-    res, at = {}, 0
-    for n in ns:
-        res[n], at = y[at:at + n], at + n
-    return (res, y[at:]), None
+    return stitch_util.stitched(exe, d, feed, ROWS, ns, ncls)
 
 
 def check_variant(name, sizes, fused_blocks, unfused=False, flags=()):
@@ -130,7 +66,7 @@ def check_variant(name, sizes, fused_blocks, unfused=False, flags=()):
     ns = sorted(set([0, 1, 5, 17, 57, ROWS] + compiled))
     forms = [("fused", tuple(flags))] + ([("unfused", tuple(flags) + ("--no-pass=edgeconv",))] if unfused else [])
     for form, extra in forms:
-        exe = build(path, os.path.join(d, form), sizes, extra)
+        exe = build(ST, path, os.path.join(d, form), sizes, extra)
         if not exe:
             continue
         with open(os.path.join(d, form, "t.c")) as f:
@@ -145,17 +81,7 @@ def check_variant(name, sizes, fused_blocks, unfused=False, flags=()):
         if err:
             fail("%s (%s): %s" % (name, form, err))
             continue
-        res, alone = got
-        if not np.allclose(alone, ref, rtol=1e-3, atol=1e-5):
-            fail("%s (%s): rows alone differ from ONNX Runtime by %.3g" % (
-                name, form, float(np.abs(alone - ref).max())))
-        for n in ns:
-            if not np.allclose(res[n], ref[:n], rtol=1e-3, atol=1e-5):
-                fail("%s (%s): kiln_run n=%d differs from ONNX Runtime by %.3g" % (
-                    name, form, n, float(np.abs(res[n] - ref[:n]).max())))
-            if not np.allclose(res[n], alone[:n], rtol=1e-4, atol=1e-6):
-                fail("%s (%s): kiln_run n=%d differs from the rows run alone by %.3g" % (
-                    name, form, n, float(np.abs(res[n] - alone[:n]).max())))
+        check_rows(ST, "%s (%s)" % (name, form), ref, got, ns)
     print("%s: sizes %s, n = %s and %d rows alone (%s)" % (
         name, sizes, ns, ROWS, ", ".join(f for f, _ in forms)))
 
@@ -172,7 +98,7 @@ def check_bad(name):
     if not line or "batch independent: no" not in line[0] or where not in line[0]:
         fail("bad %s: not refused at its %s: %s" % (name, where, line or r.stderr.strip()))
         return
-    exe = build(path, d, "1,4", warns=True)   # "only the compiled batch sizes can run"
+    exe = build(ST, path, d, "1,4", warns=True)   # "only the compiled batch sizes can run"
     if exe and name != "flat_as_data":
         feed = pw.inputs(pw.BAD[name][0], ROWS, pw.BAD[name][1], seed=5)
         got, err = stitched(exe, d, feed, [1, 3], 5)   # 1 compiled, 3 not
@@ -213,8 +139,8 @@ def main():
     for name in pw.BAD:
         if not WANTED or "bad_" + name in WANTED:
             check_bad(name)
-    if failures:
-        print("%d failures" % len(failures))
+    if ST.failures:
+        print("%d failures" % len(ST.failures))
         return 1
     return 0
 
