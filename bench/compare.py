@@ -35,12 +35,12 @@ ROOT = os.path.dirname(HERE)
 WORKLOADS = ["ff12_128", "ff25_256", "deepjet_like", "particlenet_like", "deepjet_test",
              "particlenet_test", "transformer_enc", "transformer_enc_einsum", "resnet18",
              "tied_embed_lm", "jet_tagger", "ff25_256+fp16w", "_probe_add", "mlp_bn_test",
-             "resnet1d_test", "interaction_test"]
+             "resnet1d_test", "interaction_test", "part_test"]
 # A workload NAME+VARIANT is NAME's model compiled with these extra kiln flags
 # (opt-in modes, reported as rows of their own; ORT runs the same float32 model).
 VARIANTS = {"fp16w": ["--weights-dtype", "fp16"]}
 TEST_MODELS = ("deepjet_test", "particlenet_test", "mlp_bn_test",
-               "resnet1d_test", "interaction_test")  # made by bench/test_models.py
+               "resnet1d_test", "interaction_test", "part_test")  # made by bench/test_models.py
 NOT_MADE = ("jet_tagger", "_probe_add") + TEST_MODELS  # not made by make_models.py
 MAX_BATCH = {"resnet18": 16, "_probe_add": 1, "ff25_256+fp16w": 1}
 # A cell fails the output check when max |kiln - ORT| > ATOL + RTOL * max |ORT|.
@@ -162,6 +162,11 @@ def make_inputs(name, specs, batch, in_dir, noise=False):
         spec = make_models.build_specs()[name]
         g = torch.Generator().manual_seed(1000 + batch)
         arrays = [t.numpy() for t in spec["inputs"](batch, g)]
+    elif not noise and name in TEST_MODELS:
+        sys.path.insert(0, HERE)
+        import test_models
+        if name in test_models.INPUTS:
+            arrays = test_models.INPUTS[name](batch, 1000 + batch)
     files = []
     rng = np.random.default_rng(1000 + batch)
     for k, (iname, dtype, dims) in enumerate(specs):

@@ -55,9 +55,38 @@ def interaction_test():
     return interaction_model.export()[0]
 
 
+PART = dict(npf=50, nsv=5, embed=128, heads=8, blocks=4, cls_blocks=2, pair_dims=(64, 64))
+
+
+def part_test():
+    """A Particle Transformer as weaver-core defines it (tests/realmodels/
+    part_model.py: particle and pair embeddings, the pair features over the
+    triangle of pairs, 4 particle and 2 class-attention blocks, d 128, 8
+    heads), exported at opset 17 with dynamic batch and particle axes, the
+    particle axes then fixed (50 pf, 5 sv) as --shape would."""
+    import part_model
+    m, _ = part_model.export(opset=17, **PART)
+    sizes = {"n_pf": PART["npf"], "n_sv": PART["nsv"]}
+    for vi in m.graph.input:
+        for d in vi.type.tensor_type.shape.dim:
+            if d.dim_param in sizes:
+                d.dim_value = sizes[d.dim_param]
+    return m
+
+
+def part_test_inputs(batch, seed):
+    """Plausible jets (physical 4-vectors: random ones give NaN pair
+    features), in the model's input order."""
+    import part_model
+    jets = part_model.jets(batch, PART["npf"], PART["nsv"], seed=seed)
+    return [jets[k] for k in part_model.NAMES]
+
+
 MAKERS = {"deepjet_test": deepjet_test, "particlenet_test": particlenet_test,
           "mlp_bn_test": mlp_bn_test, "resnet1d_test": resnet1d_test,
-          "interaction_test": interaction_test}
+          "interaction_test": interaction_test, "part_test": part_test}
+# Workloads whose inputs are not normal noise: name -> fn(batch, seed) -> arrays
+INPUTS = {"part_test": part_test_inputs}
 
 
 def main(names):

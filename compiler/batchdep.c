@@ -961,7 +961,7 @@ static int64_t fixed_dim(BD *b, int id, int k)
 static bool flat_add(BD *b)
 {
 	Node *n = b->n;
-	if (n->op != OP_Add || n->nin != 2)
+	if (n->op != OP_Add || n->nin != 2 || n->out[0] == NONE)
 		return false;
 	int bi = fact(b, 0)->kind == IX_BASE ? 0 : fact(b, 1)->kind == IX_BASE ? 1 : -1;
 	if (bi < 0)
@@ -1017,8 +1017,10 @@ static void flat_gather(BD *b)
 static bool tuple_concat(BD *b)
 {
 	Node *n = b->n;
+	if (n->op != OP_Concat || n->nout < 1 || n->out[0] == NONE)
+		return false;
 	int out = n->out[0], R = rank_of(b, out), pos = -1, at = BD_NONE;
-	if (n->op != OP_Concat || norm(attr_or(n, "axis", 0), R) != R - 1)
+	if (norm(attr_or(n, "axis", 0), R) != R - 1)
 		return false;
 	int64_t col = 0, c = 0;
 	for (int i = 0; i < n->nin; i++) {
