@@ -52,6 +52,33 @@
  * TopK over a longer axis, a flat index used as data or output) is refused as
  * before. The probes check every claim's shapes as for other rules.
  *
+ * The batch merged with other factors. A rows value also has an outer
+ * factor O (outer, 1 unless a reshape says otherwise): its batch axis has
+ * extent O * batch * I, position (o, n, i) belonging to sample n, as a
+ * sequence-first attention's [P, N*H, C/H] -> [P*N, C] makes (O = P). The
+ * reshaping ops work it out (rule_layout); every other rule treats the
+ * batch axis position by position, so holds for any O, as long as a node's
+ * rows inputs share one O (rows_outer). Flat indices, index tuples and the
+ * graph outputs need O = 1.
+ *
+ * Index tuples. ScatterND and GatherND address data with tuples along the
+ * indices' last axis; PyTorch's index_put (ParT's pair embedding, y[:, :,
+ * i, j] = el) concatenates Range(N), the other ranges and i, j expanded to
+ * one shape. A base or flat index keeps its fact through Expand and the
+ * reshaping ops (from the shapes when its contents are too large to fold),
+ * and a Concat along the last axis of one such column with rows columns
+ * makes IX_TUPLE: rows, one tuple per sample, component c = n*scale +
+ * [0, bound). ScatterND/GatherND at such tuples keep rows when c is the
+ * data's batch axis, bound <= scale and the data's block per sample there
+ * is scale (tuple_nd). Any other sum of a base is IX_POS: a batch-size
+ * dependent value that may only feed shapes (index_put adds its index
+ * tensors to take the broadcast shape), refused with the reason as data.
+ *
+ * Control flow. An If whose condition is known at compile time, the same
+ * branch at both probes, is analysed through its branch (the values it
+ * captures keep their states); other control flow that sees rows or batch
+ * size dependent values, as inputs or through its subgraphs, may mix rows.
+ *
  * The first failure is the verdict's reason, naming the node. The pass
  * never fails the compile: a model that mixes rows still compiles, and only
  * its compiled batch sizes run.
