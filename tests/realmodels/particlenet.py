@@ -23,7 +23,6 @@ usage: particlenet.py KILN SOURCE_ROOT LIBKILN_A OUTDIR [VARIANT...]
 (env CC, SANFLAGS; exits 77, "skipped", without ONNX Runtime)
 """
 import os
-import shutil
 import sys
 
 import onnx
@@ -31,7 +30,7 @@ import onnx
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
 import particlenet_weaver as pw  # noqa: E402
-from stitch_util import Stitcher, build, check_rows, ort, ort_available, run  # noqa: E402
+from stitch_util import Stitcher, build, check_rows, ort, run, start  # noqa: E402
 import stitch_util  # noqa: E402
 
 ST = Stitcher(*sys.argv[1:4])
@@ -108,12 +107,8 @@ def check_bad(name):
 
 
 def main():
-    if not ort_available():
-        print("SKIP: ONNX Runtime (node + onnxruntime-node) is not available: "
-              "NODE_PATH=$(scripts/install-ort.sh) to run these tests")
+    if not start(OUT):
         return 77
-    shutil.rmtree(OUT, ignore_errors=True)
-    os.makedirs(OUT)
     # name -> (compiled sizes, EdgeConv blocks the edgeconv pass must fuse, also unfused[, flags])
     plan = {
         "ak4_op11": ("1,16", 2, True),

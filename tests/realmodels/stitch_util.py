@@ -4,6 +4,7 @@ model linked with stitch_rows.c, and its kiln_run outputs for several n and
 for every row alone."""
 import json
 import os
+import shutil
 import subprocess
 
 import numpy as np
@@ -102,3 +103,15 @@ def check_rows(st, name, ref, got, ns, rtol=1e-3, atol=1e-5, rtol_alone=1e-4, at
         if not np.allclose(res[n], alone[:n], rtol=rtol_alone, atol=atol_alone):
             st.fail("%s: kiln_run n=%d differs from the rows run alone by %.3g" % (
                 name, n, float(np.abs(res[n] - alone[:n]).max())))
+
+
+def start(out):
+    """False (after saying why: the test is then skipped, exit 77) without
+    ONNX Runtime; else an empty out directory."""
+    if not ort_available():
+        print("SKIP: ONNX Runtime (node + onnxruntime-node) is not available: "
+              "NODE_PATH=$(scripts/install-ort.sh) to run these tests")
+        return False
+    shutil.rmtree(out, ignore_errors=True)
+    os.makedirs(out)
+    return True
