@@ -45,6 +45,11 @@ NOT_MADE = ("jet_tagger", "_probe_add") + TEST_MODELS  # not made by make_models
 MAX_BATCH = {"resnet18": 16, "_probe_add": 1, "ff25_256+fp16w": 1}
 # A cell fails the output check when max |kiln - ORT| > ATOL + RTOL * max |ORT|.
 ATOL, RTOL = 1e-4, 1e-3
+# Workloads whose outputs move with the last bit of their inputs: their own
+# ATOL. part_test's pair features (ln m^2 of nearly collinear pairs) are
+# ill-conditioned in float32: one ulp of its b64 inputs' 4-vectors moves
+# ORT's own outputs by 1.0e-3 to 1.7e-3 (3 draws).
+ATOL_FOR = {"part_test": 3e-3}
 
 
 def log(msg):
@@ -474,7 +479,7 @@ def main():
         if kdirs and any(p.get("ort") for p in c["passes"]):
             d, ref, err = compare_outputs(c["outputs"], kdirs[0], os.path.join(c["dir"], "ort_out"))
             c["max_abs_diff"], c["max_abs_ort"] = d, ref
-            if err or d > ATOL + RTOL * ref:
+            if err or d > ATOL_FOR.get(base_name(c["model"]), ATOL) + RTOL * ref:
                 c["check"] = "MISMATCH"
                 c["errors"].append(err or f"max |kiln - ORT| = {d:.3g} (max |ORT| = {ref:.3g})")
             else:
