@@ -43,12 +43,13 @@
  *              aligned by broadcasting.
  *
  * An IX_FLAT value depends on the sample's position in the batch, so it may
- * only be reshaped (Reshape, Flatten, Squeeze, Unsqueeze, Identity: it stays
- * IX_FLAT) or be the indices of a Gather along the data's batch axis, and
- * then only when bound <= scale and the data's block per sample on that axis
- * is exactly scale elements: every index of sample n is then in [n*scale,
- * (n+1)*scale), sample n's own block, and the output is rows on the axis the
- * indices bring. Anything else (an offset n*(P-1) or n*(P+1), indices from a
+ * only be reshaped or expanded (Reshape, Flatten, Squeeze, Unsqueeze,
+ * Identity, Expand: it stays IX_FLAT), be a column of index tuples (below)
+ * or be the indices of a Gather (GatherElements, ScatterElements) along the
+ * data's batch axis, and then only when bound <= scale and the data's block
+ * per sample on that axis is exactly scale elements: every index of sample n
+ * is then in [n*scale, (n+1)*scale), sample n's own block, and the output is
+ * rows on the axis the indices bring. Anything else (an offset n*(P-1) or n*(P+1), indices from a
  * TopK over a longer axis, a flat index used as data or output) is refused as
  * before. The probes check every claim's shapes as for other rules.
  *
@@ -1013,6 +1014,21 @@ static bool flat_add(BD *b)
 
 /* Gather along the batch axis of data at a flat index that stays in each
  * sample's block. */
+/* Does an index n*scale + [0, bound) along axis k of data stay in sample
+ * n's block there (the data rows on k, block == scale >= bound)? Else the
+ * reason, with verb ("gathers along"). */
+static bool in_block(BD *b, const char *verb, int data, int k, const IdxFact *f)
+{
+	int64_t block = dim_of(b, 0, data, k) / probe_batch[0];
+	if (f->bound <= f->scale && block == f->scale && b->outer[data] == 1)
+		return true;
+	mix(b, "%s the batch axis %d at n*%lld + [0, %lld), which may leave each sample's block of "
+	       "%lld (an offset n*%lld with indices in [0, %lld) would stay within it)", verb, k,
+	    (long long)f->scale, (long long)f->bound, (long long)block, (long long)block,
+	    (long long)block);
+	return false;
+}
+
 static void flat_gather(BD *b)
 {
 	Node *n = b->n;
@@ -1024,15 +1040,32 @@ static void flat_gather(BD *b)
 		       "other than along the data's batch axis", (long long)f->scale);
 		return;
 	}
-	int64_t block = dim_of(b, 0, data, axis) / probe_batch[0];
-	if (f->bound > f->scale || block != f->scale || b->outer[data] != 1) {
-		mix(b, "gathers along the batch axis %d at n*%lld + [0, %lld), which may leave each "
-		       "sample's block of %lld (an offset n*%lld with indices in [0, %lld) would stay "
-		       "within it)", axis, (long long)f->scale, (long long)f->bound, (long long)block,
-		    (long long)block, (long long)block);
+	if (in_block(b, "gathers along", data, axis, f))
+		set_outputs(b, axis + ki);
+}
+
+/* GatherElements (data, indices) or ScatterElements (data, indices,
+ * updates) along the data's batch axis at a flat index batched on that
+ * axis too: the element at sample n's positions reads (writes) position
+ * n*S + [0, B) of that axis, inside sample n's block when B <= S and the
+ * block is S; its other coordinates are its own position's. */
+static void flat_elements(BD *b)
+{
+	Node *n = b->n;
+	const IdxFact *f = fact(b, 1);
+	int data = n->in[0], kd = in_axis(b, 0), ki = in_axis(b, 1);
+	int axis = norm(attr_or(n, "axis", 0), rank_of(b, data));
+	bool scatter = n->op == OP_ScatterElements;
+	if (kd != axis || ki != axis ||
+	    (scatter && (in_axis(b, 2) != ki || b->outer[n->in[2]] != 1))) {
+		mix(b, "indexes along axis %d at an index n*%lld + ... while the data%s do not carry the "
+		       "batch on that axis", axis, (long long)f->scale, scatter ? ", indices or updates"
+		                                                                 : " or indices");
 		return;
 	}
-	set_outputs(b, axis + ki);
+	b->o = 1;
+	if (in_block(b, scatter ? "scatters along" : "gathers along", data, axis, f))
+		set_outputs(b, axis);
 }
 
 /* Concat along the last axis of index columns, one of them the sample's
@@ -1116,16 +1149,9 @@ static void tuple_nd(BD *b)
 		mix(b, "scatters updates whose batch axis is not that of its indices (%d)", ki);
 		return;
 	}
-	int64_t block = dim_of(b, 0, data, kd) / probe_batch[0];
-	if (f->bound > f->scale || block != f->scale) {
-		mix(b, "%s the batch axis %d at n*%lld + [0, %lld), which may leave each sample's block "
-		       "of %lld (an offset n*%lld with indices in [0, %lld) would stay within it)",
-		    scatter ? "scatters along" : "gathers along", kd, (long long)f->scale,
-		    (long long)f->bound, (long long)block, (long long)block, (long long)block);
-		return;
-	}
 	b->o = 1;
-	set_outputs(b, scatter ? kd : ki);
+	if (in_block(b, scatter ? "scatters along" : "gathers along", data, kd, f))
+		set_outputs(b, scatter ? kd : ki);
 }
 
 /* Rules of nodes that see position-dependent indices or make them; true if
@@ -1153,6 +1179,11 @@ static bool index_rule(BD *b)
 		tuple_nd(b);
 		return true;
 	}
+	if ((n->op == OP_GatherElements || n->op == OP_ScatterElements) && flat == 1 &&
+	    kind == IX_FLAT) {
+		flat_elements(b);
+		return true;
+	}
 	bool moves = (n->op == OP_Reshape || n->op == OP_Flatten || n->op == OP_Squeeze ||
 	              n->op == OP_Unsqueeze || n->op == OP_Identity || n->op == OP_Expand) &&
 	             flat == 0 && kind == IX_FLAT;
@@ -1160,7 +1191,8 @@ static bool index_rule(BD *b)
 		mix(b, "input %d \"%s\" is an index that depends on the sample's position in the batch "
 		       "(n*%lld + ...): only %s may use it", flat, b->g->values[n->in[flat]].name,
 		    (long long)fact(b, flat)->scale,
-		    kind == IX_FLAT ? "a Gather along the batch axis or a ScatterND's or GatherND's tuple"
+		    kind == IX_FLAT ? "a Gather, GatherElements or ScatterElements along the batch axis "
+		                      "or a ScatterND's or GatherND's tuple"
 		                    : "a ScatterND or GatherND");
 		return true;
 	}

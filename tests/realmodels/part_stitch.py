@@ -163,6 +163,33 @@ def nd_model(kind):
     return helper.make_model(g, opset_imports=[helper.make_opsetid("", 13)])
 
 
+def elements_model(kind):
+    """x [N, 4, 3] flattened to [N*4, 3]; the row of each sample's largest
+    x[n, :, 0] (TopK) at n*4 (n*3 for "elements_base3"), expanded to
+    [N, 3]: GatherElements of that row ("gather_elements"), or
+    ScatterElements of u [N, 3] into it, reshaped back to [N, 4, 3]."""
+    nodes = position(3 if kind == "elements_base3" else 4, "pos", 2)
+    nodes += [const("s0", [0]), const("s1", [1]), const("ax2", [2]), const("k1", [1]),
+              node("Slice", ["x", "s0", "s1", "ax2"], ["x0"]),
+              const("sq", [2]), node("Squeeze", ["x0", "sq"], ["x0s"]),
+              node("TopK", ["x0s", "k1"], ["tv", "ti"], axis=1),
+              node("Add", ["pos", "ti"], ["flat"]),
+              node("Expand", ["flat", "u_shape"], ["idx"]),
+              const("flat_shape", [-1, 3]), node("Reshape", ["x", "flat_shape"], ["xf"])]
+    if kind == "scatter_elements":
+        nodes += [node("ScatterElements", ["xf", "idx", "u"], ["sc"], axis=0),
+                  const("back", [-1, 4, 3]), node("Reshape", ["sc", "back"], ["y"])]
+        out = ["N", 4, 3]
+    else:
+        nodes += [node("GatherElements", ["xf", "idx"], ["g"], axis=0), node("Mul", ["g", "u"], ["y"])]
+        out = ["N", 3]
+    g = helper.make_graph(nodes, kind, [
+        helper.make_tensor_value_info("x", TensorProto.FLOAT, ["N", 4, 3]),
+        helper.make_tensor_value_info("u", TensorProto.FLOAT, ["N", 3])],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, out)])
+    return helper.make_model(g, opset_imports=[helper.make_opsetid("", 13)])
+
+
 def heads_model(kind):
     """x [N, P=4, C=6] -> [P, N, C] -> [P, N, H=2, 3] -> [P, H, N, 3] ->
     [P, H*N, 3] (the heads outside the batch), Softmax over the last axis,
@@ -215,12 +242,14 @@ def if_model(kind):
     return helper.make_model(g, opset_imports=[helper.make_opsetid("", 13)])
 
 
-GOOD = {"scatter": nd_model, "gather": nd_model, "heads_outer": heads_model, "if_static": if_model}
+GOOD = {"scatter": nd_model, "gather": nd_model, "gather_elements": elements_model,
+        "scatter_elements": elements_model, "heads_outer": heads_model, "if_static": if_model}
 # name -> (model, the node the refusal names, words of the reason)
 BAD = {
     "scatter_base2": (nd_model, "ScatterND", "may leave each sample's block"),
     "scatter_reach": (nd_model, "ScatterND", "n*1 + [0, 2)"),
     "scatter_component": (nd_model, "ScatterND", "not the data's batch axis"),
+    "elements_base3": (elements_model, "GatherElements", "n*3 + [0, 4)"),
     "heads_outer_wrong": (heads_model, "Reshape", "interleave"),
     "heads_interleaved_output": (heads_model, "Reshape", "interleaves samples"),
     "if_branch_mixes": (if_model, "If", "then_branch: node 1 \"\" (ReduceSum"),
