@@ -136,10 +136,29 @@ void emit_mvn(Emit *E)
 void emit_lpnorm(Emit *E)
 {
 	Operand X = in_op(E, 0), Y = out_op(E, 0);
-	require_f32(E, &X);
+	if (X.dtype != DT_DOUBLE)
+		require_f32(E, &X);
 	Infer inf = emit_infer(E);
 	LpNorm p;
 	misc_lpnorm_params(&inf, &p);
+	if (X.dtype == DT_DOUBLE) {
+		/* As the float32 kernel: the norm of each line, then each element
+		 * divided by it (a zero norm gives zeros). */
+		decl(E, "X", &X, false);
+		decl(E, "Y", &Y, true);
+		emitf(E, "\tfor (int64_t o = 0; o < %" PRId64 "; o++)\n"
+		       "\t\tfor (int64_t i = 0; i < %" PRId64 "; i++) {\n"
+		       "\t\t\tconst int64_t at = o * %" PRId64 " + i;\n\t\t\tdouble norm = 0;\n"
+		       "\t\t\tfor (int64_t j = 0; j < %" PRId64 "; j++)\n\t\t\t\tnorm += %s;\n",
+		    p.outer, p.inner, p.len * p.inner, p.len,
+		    p.p == 1 ? arena_printf(E->a, "fabs(X[at + j * %" PRId64 "])", p.inner)
+		             : arena_printf(E->a, "X[at + j * %" PRId64 "] * X[at + j * %" PRId64 "]",
+		                            p.inner, p.inner));
+		emitf(E, "%s\t\t\tfor (int64_t j = 0; j < %" PRId64 "; j++)\n"
+		       "\t\t\t\tY[at + j * %" PRId64 "] = norm == 0 ? 0 : X[at + j * %" PRId64 "] / norm;\n"
+		       "\t\t}\n", p.p == 1 ? "" : "\t\t\tnorm = sqrt(norm);\n", p.len, p.inner, p.inner);
+		return;
+	}
 	emitf(E, "\tkiln_f32_lpnorm(%s, %s, %" PRId64 ", %" PRId64 ", %" PRId64 ", %d);\n", X.expr,
 	    Y.expr, p.outer, p.len, p.inner, p.p);
 }

@@ -137,7 +137,8 @@ void emit_reduce(Emit *E)
 		    op == OP_ReduceMean ? "mean" : "sum", X.expr, Y.expr, outer, len, inner);
 		return;
 	}
-	if (dt == DT_FLOAT16 || dt == DT_BFLOAT16 || dt == DT_STRING || dt == DT_BOOL)
+	bool extremum = op == OP_ReduceMax || op == OP_ReduceMin;   /* bool too (opset 20) */
+	if (dt == DT_FLOAT16 || dt == DT_BFLOAT16 || dt == DT_STRING || (dt == DT_BOOL && !extremum))
 		emit_fail(E, "%s on %s is not supported by the code generator yet", E->n->op_type,
 		          dtype_name(dt));
 	/* Floats accumulate in double, integers in their own type widened. */
@@ -164,6 +165,14 @@ void emit_reduce(Emit *E)
 		fini = arena_printf(E->a, "r = (%s)log(acc);", t);
 		break;
 	case OP_ReduceMax: case OP_ReduceMin: {
+		if (dt == DT_BOOL) {
+			/* any and all; an empty reduction gives false and true, the
+			 * type's least and greatest values, as ONNX says */
+			acc_t = "int";
+			init = op == OP_ReduceMax ? "acc = 0;" : "acc = 1;";
+			step = op == OP_ReduceMax ? "acc = acc || x;" : "acc = acc && x;";
+			break;
+		}
 		const char *cmp = op == OP_ReduceMax ? ">" : "<";
 		acc_t = fl ? "double" : ctype(dt);
 		init = fl ? (op == OP_ReduceMax ? "acc = -(double)INFINITY;" : "acc = (double)INFINITY;")

@@ -465,6 +465,18 @@ void emit_gather_nd(Emit *E)
 	emitf(E, "\t\tmemcpy(Y + o * %" PRId64 ", D + at, %zu);\n\t}\n", slice, (size_t)slice * es);
 }
 
+/* Scatter's update of y by u: written, or reduced into y (opset 16's add
+ * and mul, 18's max and min; a NaN in y stays, one in u is passed over, as
+ * ONNX Runtime's std::max and std::min do). */
+static const char *scatter_update(Emit *E, const char *op, const char *y, const char *u)
+{
+	if (op[0] == '>')
+		return arena_printf(E->a, "if (%s < %s) %s = %s;", y, u, y, u);
+	if (op[0] == '<')
+		return arena_printf(E->a, "if (%s < %s) %s = %s;", u, y, y, u);
+	return arena_printf(E->a, "%s %s %s;", y, op, u);
+}
+
 /* ScatterElements and ScatterND: the output starts as the data, then the
  * updates are written (or added/multiplied, with reduction) at the indices. */
 void emit_scatter(Emit *E)
@@ -476,6 +488,10 @@ void emit_scatter(Emit *E)
 		op = "+=";
 	else if (ra && ra->type == AT_STRING && ra->s.len == 3 && memcmp(ra->s.data, "mul", 3) == 0)
 		op = "*=";
+	else if (ra && ra->type == AT_STRING && ra->s.len == 3 && memcmp(ra->s.data, "max", 3) == 0)
+		op = ">";
+	else if (ra && ra->type == AT_STRING && ra->s.len == 3 && memcmp(ra->s.data, "min", 3) == 0)
+		op = "<";
 	else if (ra && ra->type == AT_STRING && !(ra->s.len == 4 && memcmp(ra->s.data, "none", 4) == 0))
 		emit_fail(E, "reduction \"%.*s\" is not supported", (int)ra->s.len, ra->s.data);
 	if (op[0] != '=')  /* a reduction computes; plain scatter copies bits of any type */
@@ -493,8 +509,9 @@ void emit_scatter(Emit *E)
 		emitf(E, "%sint64_t j = (int64_t)I[%s];\n%sif (j < 0)\n%s\tj += %" PRId64 ";\n"
 		       "%sif (j < 0 || j >= %" PRId64 ")\n%s\treturn KILN_SHAPE_ERROR;\n",
 		    ind, linear_index(E, I.shape, -1, NULL), ind, ind, len, ind, len, ind);
-		emitf(E, "%sY[%s] %s U[%s];\n", ind, linear_index(E, D.shape, axis, "j"), op,
-		    linear_index(E, I.shape, -1, NULL));
+		emitf(E, "%s%s\n", ind, scatter_update(E, op,
+		    arena_printf(E->a, "Y[%s]", linear_index(E, D.shape, axis, "j")),
+		    arena_printf(E->a, "U[%s]", linear_index(E, I.shape, -1, NULL))));
 		close_loops(E, I.shape);
 		return;
 	}
@@ -510,8 +527,8 @@ void emit_scatter(Emit *E)
 	}
 	emitf(E, "\tfor (int64_t o = 0; o < %" PRId64 "; o++) {\n\t\tint64_t at = 0;\n", outer);
 	emit_index_tuple(E, D.shape, k, 0, st);
-	emitf(E, "\t\tfor (int64_t s = 0; s < %" PRId64 "; s++)\n\t\t\tY[at + s] %s U[o * %" PRId64
-	       " + s];\n\t}\n", slice, op, slice);
+	emitf(E, "\t\tfor (int64_t s = 0; s < %" PRId64 "; s++)\n\t\t\t%s\n\t}\n", slice,
+	    scatter_update(E, op, "Y[at + s]", arena_printf(E->a, "U[o * %" PRId64 " + s]", slice)));
 }
 
 

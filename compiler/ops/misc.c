@@ -145,7 +145,8 @@ const OpDef ops_misc_defs[] = {
 	{.op = OP_ReverseSequence, .infer = ops_misc_infer, .emit = emit_reverse_sequence,
 	 .note = "sequence_lens read at run time (checked)"},
 	{.op = OP_LpNormalization, .infer = ops_misc_infer, .emit = emit_lpnorm,
-	 .batch = BK_AXIS_ATTR, .types = OT_F32,
-	 .note = "p 1 or 2; norms summed in double (a zero norm gives zeros, as ONNX Runtime)"},
+	 .batch = BK_AXIS_ATTR, .types = OT_F32 | OT_F64,
+	 .note = "p 1 or 2; norms summed in double (a zero norm gives zeros, as ONNX Runtime); "
+	         "float64 in generated loops"},
 	{.op = NONE},
 };

@@ -211,3 +211,51 @@ def bitwise_18():
                "b": r.integers(-1000, 1000, (2, 4), dtype=np.int32),
                "u": r.integers(0, 255, (2, 3), dtype=np.uint8),
                "v": r.integers(0, 255, (2, 3), dtype=np.uint8)}
+
+
+@run
+def reduce_max_min_bool_20():
+    """ReduceMax and ReduceMin on bool (opset 20): any and all along an axis."""
+    B = TensorProto.BOOL
+    nodes = [helper.make_node("ReduceMax", ["x", "a1"], ["any"], keepdims=0),
+             helper.make_node("ReduceMin", ["x", "a1"], ["all"], keepdims=1),
+             helper.make_node("ReduceMin", ["x", "a2"], ["all2"], keepdims=0)]
+    m = model(nodes, [vi("x", ["N", 3, 4], B)],
+              [vi("any", ["N", 4], B), vi("all", ["N", 1, 4], B), vi("all2", ["N"], B)],
+              [const("a1", np.array([1], np.int64)), const("a2", np.array([1, 2], np.int64))],
+              opset=20)
+    x = np.random.default_rng(3).random((3, 3, 4)) > 0.3
+    x[1] = True   # one sample all true, one all false
+    x[2] = False
+    return m, {"x": x}
+
+
+@run
+def lpnorm_float64():
+    """LpNormalization on float64 (p 2 on the last axis, p 1 on axis 1; a zero line)."""
+    D = TensorProto.DOUBLE
+    nodes = [helper.make_node("LpNormalization", ["x"], ["y2"], axis=-1, p=2),
+             helper.make_node("LpNormalization", ["x"], ["y1"], axis=1, p=1)]
+    m = model(nodes, [vi("x", ["N", 3, 5], D)], [vi("y2", ["N", 3, 5], D), vi("y1", ["N", 3, 5], D)])
+    x = np.random.default_rng(4).standard_normal((2, 3, 5))
+    x[0, :, 1] = 0
+    x[1, 2, :] = 0
+    return m, {"x": x}
+
+
+@run
+def scatter_reduction_max_min_18():
+    """ScatterElements and ScatterND with reduction max and min (opset 18);
+    repeated indices reduce several updates into one element."""
+    idx = np.array([[0, 2, 2], [3, 3, 1]], np.int64)
+    nd = np.array([[1], [0], [1]], np.int64)
+    nodes = [helper.make_node("ScatterElements", ["x", "i", "u"], ["emax"], axis=1,
+                              reduction="max"),
+             helper.make_node("ScatterElements", ["x", "i", "u"], ["emin"], axis=1,
+                              reduction="min"),
+             helper.make_node("ScatterND", ["x", "j", "v"], ["nmax"], reduction="max"),
+             helper.make_node("ScatterND", ["x", "j", "v"], ["nmin"], reduction="min")]
+    m = model(nodes, [vi("x", [2, 4]), vi("u", [2, 3]), vi("v", [3, 4])],
+              [vi(y, [2, 4]) for y in ("emax", "emin", "nmax", "nmin")],
+              [const("i", idx), const("j", nd)])
+    return m, {"x": x_in((2, 4)), "u": x_in((2, 3), 1), "v": x_in((3, 4), 2)}
