@@ -50,6 +50,14 @@ typedef struct Emit {
 	int *uses_all, *uses_as_b[2];
 } Emit;
 
+/* Where a templated node's operand k lives (see "shared node functions"). */
+enum { SLOT_ARENA, SLOT_IN, SLOT_OUT, SLOT_CONST };
+typedef struct EmitSlot {
+	int kind;            /* SLOT_* */
+	int64_t off;         /* arena offset, or input/output index */
+	const char *sym;     /* SLOT_CONST: the weights symbol */
+} EmitSlot;
+
 /* A value as the generated code sees it. */
 typedef struct Operand {
 	const char *expr;    /* a C expression of type `T *` or `const T *` */
@@ -115,9 +123,17 @@ const char *open_loops(Emit *E, const Shape *s);
 void close_loops(Emit *E, const Shape *s);
 const char *linear_index(Emit *E, const Shape *s, int swap, const char *with);
 
-/* ---- nodes (emit_c.c) ---- */
+/* ---- nodes and run functions (emit/nodes.c) ---- */
 void emit_graph_functions(Emit *E);              /* every node function of E->g, in order */
 void emit_graph_calls(Emit *E, const char *indent);   /* their calls; `int st;` is declared */
+bool share_signature(Emit *E);    /* E->sig's nodes share functions (a large graph) */
+void emit_step_runner(Emit *E);   /* the runner of the tables of steps */
+void emit_signature(Emit *E);     /* NAME_run_bB of E->sig */
+void emit_tiled_run(Emit *E, const Sig *t);   /* E->sig's run as batch tiles of signature t */
+/* emit_c.c: the guards a --freeze'd input's run-time copy passes first */
+void emit_frozen_guards(Emit *E);
+/* name as a C identifier's characters (emit/helpers.c) */
+char *c_identifier(Arena *a, const char *name);
 
 /* ---- control flow (emit/control.c) ---- */
 void emit_control_functions(Emit *E, Node *n);   /* n's subgraphs, before n's function */

@@ -312,7 +312,7 @@ static bool reduce_axes(Infer *x, const Arg *in, int nin, unsigned *mask, bool *
 	return true;
 }
 
-static bool eval_reduce(Infer *x, ReduceKind op, const Arg *in, int nin, int ydt, int64_t ny,
+static bool eval_reduce(Infer *x, ReduceKind rk, const Arg *in, int nin, int ydt, int64_t ny,
                         void *y)
 {
 	const Shape *s = in[0].s;
@@ -329,8 +329,8 @@ static bool eval_reduce(Infer *x, ReduceKind op, const Arg *in, int nin, int ydt
 	}
 	if (acc != ny)
 		return false;
-	bool fl = is_float(in[0].dt) || op == RD_MEAN || op == RD_L2 ||
-	          op == RD_LOG_SUM_EXP || op == RD_LOG_SUM;
+	bool fl = is_float(in[0].dt) || rk == RD_MEAN || rk == RD_L2 ||
+	          rk == RD_LOG_SUM_EXP || rk == RD_LOG_SUM;
 	double *accf = arena_array(x->a, (size_t)ny + 1, sizeof *accf);
 	int64_t *acci = arena_array(x->a, (size_t)ny + 1, sizeof *acci);
 	int64_t *cnt = arena_array(x->a, (size_t)ny + 1, sizeof *cnt);
@@ -344,7 +344,7 @@ static bool eval_reduce(Infer *x, ReduceKind op, const Arg *in, int nin, int ydt
 		double v = get_f(&in[0], k);
 		int64_t vi = get_i(&in[0], k);
 		bool first = cnt[o]++ == 0;
-		switch (op) {
+		switch (rk) {
 		case RD_SUM: case RD_MEAN:
 			accf[o] += v;
 			acci[o] = (int64_t)((uint64_t)acci[o] + (uint64_t)vi);
@@ -375,14 +375,14 @@ static bool eval_reduce(Infer *x, ReduceKind op, const Arg *in, int nin, int ydt
 		}
 	}
 	for (int64_t o = 0; o < ny; o++) {
-		if (cnt[o] == 0 && (op == RD_MIN || op == RD_MAX))
+		if (cnt[o] == 0 && (rk == RD_MIN || rk == RD_MAX))
 			return false;  /* an empty reduction: leave it to run time */
 		double f = accf[o];
-		if (op == RD_MEAN)
+		if (rk == RD_MEAN)
 			f = cnt[o] ? f / (double)cnt[o] : (double)NAN;
-		else if (op == RD_L2)
+		else if (rk == RD_L2)
 			f = sqrt(f);
-		else if (op == RD_LOG_SUM || op == RD_LOG_SUM_EXP)
+		else if (rk == RD_LOG_SUM || rk == RD_LOG_SUM_EXP)
 			f = log(f);
 		if (fl)
 			put_f(ydt, y, o, f);
