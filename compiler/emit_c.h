@@ -175,6 +175,7 @@ void emit_einsum(Emit *E);
 void emit_softmax(Emit *E);
 void emit_attention(Emit *E);     /* emit/attention.c: Softmax with kiln.attention */
 void emit_batchnorm(Emit *E);
+void emit_image_scaler(Emit *E);
 void emit_layernorm(Emit *E);
 void emit_conv(Emit *E);
 /* emit/edgeconv.c: a Conv marked kiln.edgeconv (passes/edgeconv.c) */

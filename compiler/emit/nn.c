@@ -92,6 +92,31 @@ void emit_batchnorm(Emit *E)
 	    flit(E, node_attr_float(E->n, "epsilon", 1e-5f), DT_FLOAT));
 }
 
+/* ImageScaler: y = scale * x + bias[c] in float32 (the type ONNX Runtime
+ * runs it in), one multiply and one add as ONNX Runtime computes it. */
+void emit_image_scaler(Emit *E)
+{
+	Operand X = in_op(E, 0), Y = out_op(E, 0);
+	require_f32(E, &X);
+	int dt = DT_FLOAT;
+	int64_t n = X.shape->dims[0].size, c = X.shape->dims[1].size, spatial = 1;
+	for (int k = 2; k < X.shape->rank; k++)
+		spatial *= X.shape->dims[k].size;
+	const Attr *b = node_attr(E->n, "bias");
+	decl(E, "X", &X, false);
+	decl(E, "Y", &Y, true);
+	emitf(E, "\tstatic const %s bias[%" PRId64 "] = {", ctype(dt), c > 0 ? c : 1);
+	for (int64_t k = 0; k < c; k++)
+		emitf(E, "%s%s", k ? ", " : "", flit(E, b ? (double)b->floats[k] : 0.0, dt));
+	emitf(E, "%s};\n", c > 0 ? "" : "0");
+	emitf(E, "\tfor (int64_t i = 0; i < %" PRId64 "; i++)\n"
+	       "\t\tfor (int64_t c = 0; c < %" PRId64 "; c++)\n"
+	       "\t\t\tfor (int64_t s = 0; s < %" PRId64 "; s++) {\n"
+	       "\t\t\t\tconst int64_t at = (i * %" PRId64 " + c) * %" PRId64 " + s;\n"
+	       "\t\t\t\tY[at] = X[at] * %s + bias[c];\n\t\t\t}\n",
+	    n, c, spatial, c, spatial, flit(E, node_attr_float(E->n, "scale", 1.0f), dt));
+}
+
 void emit_layernorm(Emit *E)
 {
 	Operand X = in_op(E, 0), Y = out_op(E, 0), S = in_op(E, 1);

@@ -1,7 +1,7 @@
 /*
  * ops/norm.c - shape inference for the normalizations: BatchNormalization
- * (inference, and training mode from opset 14), LayerNormalization, Softmax
- * and LogSoftmax. Each output has the input's shape; what is checked is that
+ * (inference, and training mode from opset 14), LayerNormalization, Softmax,
+ * LogSoftmax and ImageScaler. Each output has the input's shape; what is checked is that
  * parameters fit.
  */
 #include <string.h>
@@ -119,6 +119,20 @@ static void infer_groupnorm(Infer *x)
 	infer_set_output(x, 0, infer_dtype(x, 0), in);
 }
 
+/* ImageScaler (an experimental op ONNX removed at opset 10; classic image
+ * models carry it): y = scale * x + bias[c] on [N, C, ...]. */
+static void infer_image_scaler(Infer *x)
+{
+	const Shape *in = infer_shape(x, 0);
+	if (in->rank < 2)
+		infer_fail(x, KILN_SHAPE_ERROR, "input must be (N, C, ...), got rank %d", in->rank);
+	const Attr *bias = node_attr(x->n, "bias");
+	if (bias && bias->n != in->dims[1].size)
+		infer_fail(x, KILN_SHAPE_ERROR, "bias has %d values; the input has %lld channels",
+		           bias->n, (long long)in->dims[1].size);
+	infer_set_output(x, 0, infer_dtype(x, 0), in);
+}
+
 void ops_norm_infer(Infer *x)
 {
 	if (x->n->op == OP_NegativeLogLikelihoodLoss || x->n->op == OP_SoftmaxCrossEntropyLoss) {
@@ -172,6 +186,9 @@ const OpDef ops_norm_defs[] = {
 	 .scratch = softmax_scratch_bytes, .types = OT_F32},
 	{.op = OP_LogSoftmax, .infer = ops_norm_infer, .emit = emit_softmax, .batch = BK_SOFTMAX,
 	 .types = OT_F32},
+	{.op = OP_ImageScaler, .infer = infer_image_scaler, .emit = emit_image_scaler,
+	 .batch = BK_N_FIRST, .types = OT_F32,
+	 .note = "experimental, opsets 1-9 (ONNX removed it at 10); bias per channel"},
 	{.op = OP_NegativeLogLikelihoodLoss, .infer = ops_norm_infer, .emit = emit_loss,
 	 .batch = BK_LOSS, .types = OT_F32 | OT_F64},
 	{.op = OP_SoftmaxCrossEntropyLoss, .infer = ops_norm_infer, .emit = emit_loss,

@@ -418,3 +418,46 @@ def add_on_float8_refused():
              helper.make_node("Add", ["q", "q"], ["s"]),
              helper.make_node("Cast", ["s"], ["y"], to=TensorProto.FLOAT)]
     return model(nodes, [vi("x", ["N", 4])], [vi("y", None)], opset=19)
+
+
+# ---- ImageScaler (experimental; ONNX removed it at opset 10) ------------------
+# Classic image models exported before ONNX 1.5 carry it; ONNX Runtime runs
+# it at opsets 1 to 9 and refuses it from 10 on, as kiln does.
+
+def image_scaler(shape, attrs, opset, elem=F):
+    n = helper.make_node("ImageScaler", ["x"], ["y"], name="scaler", **attrs)
+    m = model([n], [vi("x", list(shape), elem)], [vi("y", list(shape), elem)], opset=opset)
+    m.ir_version = 4 if opset < 9 else 6
+    return m
+
+
+@run
+def image_scaler_8():
+    """scale and a bias per channel, batch 2, at opset 8."""
+    m = image_scaler((2, 3, 4, 5), dict(bias=[1.0, -2.5, 0.125], scale=0.0078125), 8)
+    return m, {"x": x_in((2, 3, 4, 5)) * 255}
+
+
+@run
+def image_scaler_1_default_scale():
+    """No scale (1.0) at opset 1, one channel, a non-square image."""
+    m = image_scaler((1, 1, 3, 7), dict(bias=[-0.5]), 1)
+    return m, {"x": x_in((1, 1, 3, 7))}
+
+
+@run
+def image_scaler_9():
+    """At opset 9 (the last before ONNX removed it), batch 3."""
+    m = image_scaler((3, 2, 2, 2), dict(bias=[0.1, -0.2], scale=3.0), 9)
+    return m, {"x": x_in((3, 2, 2, 2))}
+
+
+@error('compile: node 0 "scaler" (ImageScaler, ai.onnx opset 8): bias has 2 values; the input '
+       'has 3 channels')
+def image_scaler_bias_length_refused():
+    return image_scaler((1, 3, 2, 2), dict(bias=[1.0, 2.0], scale=1.0), 8)
+
+
+@error('check: (ImageScaler, ai.onnx opset 10): ImageScaler-10 is deprecated')
+def image_scaler_10_refused():
+    return image_scaler((1, 3, 2, 2), dict(bias=[1.0, 2.0, 3.0], scale=1.0), 10)
