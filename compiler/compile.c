@@ -509,7 +509,8 @@ void compile_model(Model *m, const CompileOptions *o, CompileResult *res)
 		const char *so_tmp = outputs_stage_path(m, arena_printf(a, "%s.so", name), true, true);
 		res->so_path = arena_printf(a, "%s/%s.so", dir, name);
 		/* verify holds the generated C to its promise: no warnings. */
-		const char *more[] = {"-std=c11", opt, "-Wall", "-Wextra", "-Werror", "-fPIC", "-shared",
+		const char *more[] = {"-std=c11", opt, "-ffp-contract=off", "-Wall", "-Wextra", "-Werror",
+		                      "-fPIC", "-shared",
 		                      model, inc, "-o", so_tmp,
 		                      c_tmp, w_tmp, compile_runtime_lib(a), "-lm", NULL};
 		memcpy(argv + n, more, sizeof more);
@@ -519,7 +520,7 @@ void compile_model(Model *m, const CompileOptions *o, CompileResult *res)
 		return;
 	}
 	const char *code_o = outputs_stage_path(m, arena_printf(a, "%s_code.o", name), false, false);
-	const char *more[] = {"-std=c11", opt, "-fPIC", model, inc, NULL};
+	const char *more[] = {"-std=c11", opt, "-ffp-contract=off", "-fPIC", model, inc, NULL};
 	memcpy(argv + n, more, sizeof more);
 	n += (int)(sizeof more / sizeof more[0]) - 1;
 	n += tool_argv(a, "CFLAGS", "", argv + n, 120 - n);

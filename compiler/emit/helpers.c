@@ -523,9 +523,17 @@ bool is_unsigned(int dt)
 	return dt == DT_UINT8 || dt == DT_UINT16 || dt == DT_UINT32 || dt == DT_UINT64 || dt == DT_BOOL;
 }
 
-/* libm name for a float function in the operand's precision. */
+/* The C function for a float function in the operand's precision: kiln's
+ * own (kernels.h: the same bits on every machine and under every ISA) for
+ * float exp, tanh and erf, else libm's (docs/reproducibility.md says which
+ * results therefore still depend on the machine's libm). */
 const char *mathfn(Emit *E, const char *name, int dt)
 {
+	static const char *const own[] = {"exp", "tanh", "erf"};
+	if (dt == DT_FLOAT)
+		for (size_t k = 0; k < sizeof own / sizeof own[0]; k++)
+			if (strcmp(name, own[k]) == 0)
+				return arena_printf(E->a, "kiln_%sf", name);
 	return arena_printf(E->a, "%s%s", name, dt == DT_FLOAT ? "f" : "");
 }
 

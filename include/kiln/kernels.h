@@ -1004,6 +1004,15 @@ typedef enum kiln_unary {
 /* Y[i] = op(X[i]) for i < n; Y may be X. Same input, same ISA: same bits. */
 KILN_API void kiln_f32_unary(int op, const float *X, float *Y, int64_t n);
 
+/* kiln's own float elementary functions, which the generated C calls
+ * instead of libm's expf, tanhf and erff: the algorithms of kiln_f32_unary
+ * (f32-vmath/body.h) one value at a time, with fmaf wherever the vector
+ * code fuses, so they give the bits kiln_f32_unary gives under every ISA
+ * and on every machine, whatever its libm (docs/reproducibility.md). */
+KILN_API float kiln_expf(float x);
+KILN_API float kiln_tanhf(float x);
+KILN_API float kiln_erff(float x);
+
 #ifdef __cplusplus
 }
 #endif

@@ -22,6 +22,8 @@
  * kiln_gemm_tile_ref, at the end, is the portable micro-kernel: the ref
  * variant's tile for weights packed at compile time (pack.h).
  */
+#include <math.h>
+
 #include "gemm.h"
 
 enum {
@@ -269,7 +271,10 @@ void kiln_f32_gemm_ref(int64_t M, int64_t N, int64_t K, float alpha, const float
 		             b_col_stride, C, c_row_stride);
 }
 
-/* The portable micro-kernel (gemm.h): up to 4 rows by one panel. */
+/* The portable micro-kernel (gemm.h): up to 4 rows by one panel. Each sum
+ * one fused chain over k from 0 (fmaf: rounded once, as the SIMD tiles' FMA
+ * and f32-vmath's LSTM rows, which the ref variant's batch-1 LSTM step meets
+ * here). */
 void kiln_gemm_tile_ref(const GemmTile *t)
 {
 	for (int i = 0; i < t->mr; i++) {
@@ -278,7 +283,7 @@ void kiln_gemm_tile_ref(const GemmTile *t)
 		for (int64_t k = 0; k < t->K; k++) {
 			const float *b = t->B + k * t->ldb;
 			for (int j = 0; j < t->w; j++)
-				acc[j] += a[k] * b[j];
+				acc[j] = fmaf(a[k], b[j], acc[j]);
 		}
 		float *c = t->C + i * t->ldc;
 		for (int j = 0; j < t->w; j++) {

@@ -1,8 +1,11 @@
 /*
  * f32-vmath/ref.c - the portable variant of the vector math kernels: body.h
- * over one float lane in plain C11 (no FMA: a * b + c is rounded twice, and
- * x86-64's baseline has none). The reference the SIMD variants are tested
- * against, and what runs on targets without them.
+ * over one float lane in plain C11, with fmaf wherever the SIMD variants
+ * fuse (vfma: rounded once, as theirs), so that it computes the same bits as
+ * they do (issue 30; tests/repro/bits.py). The reference the SIMD variants
+ * are tested against, and what runs on targets without them. Also kiln's
+ * scalar elementary functions for the generated C (kiln_expf, kiln_tanhf,
+ * kiln_erff; kernels.h): the same algorithms, one value at a time.
  */
 #include <math.h>
 #include <stdint.h>
@@ -29,7 +32,7 @@ static inline V vsub(V a, V b) { return a - b; }
 static inline V vmul(V a, V b) { return a * b; }
 static inline V vdiv(V a, V b) { return a / b; }
 static inline V vrecip(V a) { return 1.0f / a; }
-static inline V vfma(V a, V b, V c) { return a * b + c; }
+static inline V vfma(V a, V b, V c) { return fmaf(a, b, c); }
 static inline V vmin(V a, V b) { return a < b ? a : b; }
 static inline V vmax(V a, V b) { return a > b ? a : b; }
 static inline VM vlt(V a, V b) { return a < b; }
@@ -55,6 +58,10 @@ static inline void dacc_add_at(Dacc *acc, const float *p) { *acc += (double)*p; 
 static inline double dacc_total(const Dacc *acc) { return *acc; }
 
 #include "body.h"
+
+float kiln_expf(float x) { return v_exp(x); }
+float kiln_tanhf(float x) { return v_tanh(x); }
+float kiln_erff(float x) { return v_erf(x); }
 
 const VmathOps kiln_vmath_ref = {
 	vmath_unary, vmath_act, vmath_softmax_line, vmath_layernorm_rows, vmath_batchnorm_plane,

@@ -7,10 +7,12 @@
  * float lanes and the handful of operations on it that body.h needs, then
  * includes body.h, which defines the functions below with the variant's
  * suffix. The algorithm is therefore the same in every variant: ref computes
- * it one lane at a time without FMA, so its results differ from the SIMD
- * variants' by at most about one ulp, and every variant's results depend only
- * on the input value (never on its position or on n), so a run is
- * deterministic for a given ISA.
+ * it one lane at a time with fmaf where the SIMD variants fuse, and every
+ * variant's results depend only on the input value (never on its position
+ * or on n). The elementwise functions (kiln_f32_unary, the activations)
+ * give the same bits in every variant; the lines and rows (Softmax's and
+ * LayerNorm's sums in W lanes, the LSTM cell's vrecip) do not yet
+ * (docs/reproducibility.md).
  */
 #ifndef KILN_F32_VMATH_H
 #define KILN_F32_VMATH_H
