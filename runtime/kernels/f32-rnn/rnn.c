@@ -85,21 +85,24 @@ KILN_API int64_t kiln_f32_rnn_work_floats(const kiln_rnn_params *p)
 	return fixed + chunk_of(p) * per_row;
 }
 
+/* A non-default activation, one value: kiln's own exp and tanh (kernels.h),
+ * never the machine's libm (docs/reproducibility.md; Softplus's log1p still
+ * is libm's). */
 static float activate(const kiln_rnn_activation *a, float x)
 {
 	switch (a->kind) {
 	case KILN_RNN_RELU: return x > 0.0f ? x : 0.0f;
-	case KILN_RNN_TANH: return tanhf(x);
-	case KILN_RNN_SIGMOID: return 1.0f / (1.0f + expf(-x));
+	case KILN_RNN_TANH: return kiln_tanhf(x);
+	case KILN_RNN_SIGMOID: return 1.0f / (1.0f + kiln_expf(-x));
 	case KILN_RNN_AFFINE: return a->alpha * x + a->beta;
 	case KILN_RNN_LEAKY_RELU: return x >= 0.0f ? x : a->alpha * x;
 	case KILN_RNN_THRESHOLDED_RELU: return x >= a->alpha ? x : 0.0f;
-	case KILN_RNN_SCALED_TANH: return a->alpha * tanhf(a->beta * x);
+	case KILN_RNN_SCALED_TANH: return a->alpha * kiln_tanhf(a->beta * x);
 	case KILN_RNN_HARD_SIGMOID: return fmaxf(0.0f, fminf(1.0f, a->alpha * x + a->beta));
-	case KILN_RNN_ELU: return x >= 0.0f ? x : a->alpha * (expf(x) - 1.0f);
+	case KILN_RNN_ELU: return x >= 0.0f ? x : a->alpha * (kiln_expf(x) - 1.0f);
 	case KILN_RNN_SOFTSIGN: return x / (1.0f + fabsf(x));
 	case KILN_RNN_SOFTPLUS: /* log(1 + e^x) without overflow for large x */
-		return x > 0.0f ? x + log1pf(expf(-x)) : log1pf(expf(x));
+		return x > 0.0f ? x + log1pf(kiln_expf(-x)) : log1pf(kiln_expf(x));
 	}
 	return x;
 }
