@@ -137,6 +137,7 @@ bool batch_tiles(Model *m, const Sig *sigs, const Plan *plans, int n, const Stit
 			ts->g = m->graph;
 			shape_infer(ts, o, m->arena, m->diag);
 			sig_dce(ts);
+			plan_choose_chains(ts);
 			plan_build(tp, ts, m->arena);
 			tile[i] = ts, tile_plan[i] = tp;
 		}

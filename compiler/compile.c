@@ -311,6 +311,7 @@ const int64_t *compile_signatures(Model *m, const CompileOptions *o, Sig **sigs_
 		sigs[i].g = m->graph;
 		shape_infer(&sigs[i], o->bind, a, m->diag);
 		sig_dce(&sigs[i]);
+		plan_choose_chains(&sigs[i]);
 		plan_build(&plans[i], &sigs[i], a);
 	}
 	*sigs_out = sigs;

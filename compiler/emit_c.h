@@ -95,8 +95,6 @@ Operand result(Emit *E, int id);
 Operand in_op(Emit *E, int i);                   /* input i of the node; fails if absent */
 Operand out_op(Emit *E, int i);
 void decl(Emit *E, const char *var, const Operand *op, bool writable);
-double node_attr_float(const Node *n, const char *name, float dflt);
-int64_t node_attr_int(const Node *n, const char *name, int64_t dflt);
 bool folded_scalar(Emit *E, int i, double *v);  /* a folded scalar input, widened */
 void require_f32(Emit *E, const Operand *x);
 /* The node as a shape hook sees it, for the ops/ *.c functions that read a

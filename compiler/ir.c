@@ -190,6 +190,27 @@ void shape_print(const Shape *s, FILE *out)
 
 /* ---- walking and printing --------------------------------------------- */
 
+const Attr *node_attr(const Node *n, const char *name)
+{
+	for (int i = 0; i < n->nattrs; i++)
+		if (strcmp(n->attrs[i].name, name) == 0)
+			return &n->attrs[i];
+	return NULL;
+}
+
+/* Float attributes are float32 in ONNX; returned widened for printing. */
+double node_attr_float(const Node *n, const char *name, float dflt)
+{
+	const Attr *a = node_attr(n, name);
+	return (double)(a && a->type == AT_FLOAT ? a->f : dflt);
+}
+
+int64_t node_attr_int(const Node *n, const char *name, int64_t dflt)
+{
+	const Attr *a = node_attr(n, name);
+	return a && a->type == AT_INT ? a->i : dflt;
+}
+
 bool node_has_subgraph(const Node *n)
 {
 	for (int k = 0; k < n->nattrs; k++)

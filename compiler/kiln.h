@@ -211,6 +211,17 @@ typedef struct Attr {
 } Attr;
 
 enum { DOMAIN_ONNX, DOMAIN_ML, DOMAIN_TRAINING, DOMAIN_OTHER };
+/* "ai.onnx", ...; NULL for DOMAIN_OTHER. Inline: the error messages
+ * (diag.c) name domains, and diag.c calls nothing above it. */
+static inline const char *domain_name(int domain_id)
+{
+	switch (domain_id) {
+	case DOMAIN_ONNX: return "ai.onnx";
+	case DOMAIN_ML: return "ai.onnx.ml";
+	case DOMAIN_TRAINING: return "ai.onnx.preview.training";
+	}
+	return NULL;
+}
 
 typedef struct Node {
 	int id;              /* index in graph->nodes */
@@ -299,6 +310,12 @@ int64_t shape_nelem(const Shape *s);   /* -1 if unknown or overflowing */
 /* Walk every graph (depth first, parents before children). */
 typedef void (*GraphVisit)(Graph *g, void *user);
 void graph_walk(Graph *g, GraphVisit visit, void *user);
+/* n's attribute of that name, or NULL. */
+const Attr *node_attr(const Node *n, const char *name);
+/* Its value when it is an INT (FLOAT, widened), else dflt: no type check (the
+ * hooks' attr_int fails on a wrong type; these serve later stages). */
+int64_t node_attr_int(const Node *n, const char *name, int64_t dflt);
+double node_attr_float(const Node *n, const char *name, float dflt);
 /* Whether n owns a subgraph (an If, Loop or Scan body: a GRAPH or GRAPHS attribute). */
 bool node_has_subgraph(const Node *n);
 
@@ -378,7 +395,6 @@ const OpVersion *op_version(int op, int since);
 /* The schema version a node of this op resolves to at opset: 0 if none. */
 int op_resolve(int op, int64_t opset);
 int op_max_opset(int domain_id);
-const char *domain_name(int domain_id);  /* "ai.onnx", ... */
 int domain_lookup(const char *domain);   /* DOMAIN_* */
 /* Is the op compiled by kiln? Returns NULL if so, else the reason. */
 const char *op_unsupported_reason(const Graph *g, const Node *n, char *buf, size_t bufsz);
@@ -457,6 +473,10 @@ typedef struct Infer {
 	Node *n;
 	Diag *d;
 	Arena *a;
+	/* The walk that runs the hooks (shape_infer_nodes), handed down so an
+	 * If/Loop/Scan hook infers its bodies with it (subgraph_infer) without
+	 * calling back up into shape.c; NULL outside shape inference. */
+	void (*infer_nodes)(Sig *s, Diag *d);
 } Infer;
 typedef void (*InferHook)(Infer *x);
 
@@ -514,7 +534,6 @@ void pad_amounts(Infer *x, int rank, int64_t *pads);
 double folded_elem(int dt, const void *data, int64_t k);
 bool infer_foldable(const Shape *s);
 int infer_axis(Infer *x, int64_t axis, int rank, const char *what);
-const Attr *node_attr(const Node *n, const char *name);
 int64_t attr_int(Infer *x, const char *name, int64_t dflt);
 float attr_float(Infer *x, const char *name, float dflt);
 int attr_ints(Infer *x, const char *name, int64_t *out, int max);
@@ -551,6 +570,9 @@ int64_t node_scratch_bytes(const Sig *s, int node, Arena *a);
 /* Plan the arena of a signature whose shapes are inferred (and dead nodes
  * marked, sig_dce). */
 void plan_build(Plan *p, const Sig *s, Arena *a);
+/* After sig_dce: whether s's elementwise chains run node by node
+ * (s->no_chains), because in one loop they would make its arena larger. */
+void plan_choose_chains(Sig *s);
 
 /* ---- sigdce.c: dead nodes of one signature ------------------------------ */
 
@@ -559,6 +581,8 @@ void plan_build(Plan *p, const Sig *s, Arena *a);
 void sig_dce(Sig *s);
 /* Whether sig_dce marked node n (a node of s->g) dead. */
 bool sig_node_dead(const Sig *s, const Node *n);
+/* Whether node n computes anything at s (not every output folded, not dead). */
+bool sig_computes(const Sig *s, const Node *n);
 /* Whether value id of s->g is computed inside its reader's loop at s (an
  * elementwise chain, passes/ewchain.c): it gets no storage, its producer no
  * code of its own, and what its producer reads is read at that reader. */
@@ -732,12 +756,26 @@ bool edgeconv_node(const Node *n);                /* a Conv marked kiln.edgeconv
 void edgeconv_infer(Infer *x);
 void edgeconv_params(Infer *x, kiln_edgeconv_params *p);   /* shapes only, no weights */
 int64_t edgeconv_scratch_bytes(const Sig *s, int node, Arena *a);   /* node_scratch_bytes */
+/* ops/conv_algo.c: which kernel a float Conv runs, for the plan and the emitter.
+ * A window op's geometry in three slots (D, H, W); an op with fewer spatial
+ * axes uses the last ones (1-D is W, 2-D is H and W) and size 1 elsewhere. */
+typedef struct WindowGeo {
+	int ns;
+	int64_t k[3], s[3], d[3], pb[3], pe[3], in[3], outsz[3];
+} WindowGeo;
+bool window_geometry(Infer *x_, const Shape *x, const Shape *y, const Shape *w, WindowGeo *g);
+/* A 2-D Conv over one-pixel-wide columns seen as one wide row: swaps H and W. */
+void column_as_row(WindowGeo *g);
+bool conv2d_params(Infer *inf, const Shape *x, const Shape *y, const Shape *w,
+                   kiln_conv2d_params *p);          /* false: not 2-D */
+bool winograd_wins(const kiln_conv2d_params *p);   /* Winograd over the packed path */
 int64_t conv_scratch_bytes(const Sig *s, int node, Arena *a);  /* node_scratch_bytes */
 bool knn_node(const Node *n);                     /* a TopK marked kiln.knn */
 void knn_infer(Infer *x);
 int64_t knn_scratch_bytes(const Sig *s, int node);   /* node_scratch_bytes */
-/* emit/linalg.c: a float16 or bfloat16 Gemm/MatMul's float32 copies, else 0 */
+/* ops/matmul.c: a float16 or bfloat16 Gemm/MatMul's float32 copies (emit/linalg.c), else 0 */
 int64_t half_gemm_scratch_bytes(const Sig *s, int node);   /* node_scratch_bytes */
+int64_t half_gemm_scratch_floats(int64_t nelem);          /* one copy's floats */
 /* ops/quant.c: MatMulInteger, QLinearMatMul, ConvInteger, QLinearConv, DynamicQuantizeLinear */
 void ops_quant_infer(Infer *x);
 /* How a quantized matmul's zero point or scale of input i maps onto its
@@ -852,8 +890,6 @@ typedef struct SigCost {
 	double ns;               /* the estimate: call overhead + flops + bytes, in ns */
 } SigCost;
 void sig_cost(const Sig *s, SigCost *out);
-/* Whether node n computes anything at s (not every output folded, not dead). */
-bool sig_computes(const Sig *s, const Node *n);
 
 typedef struct Stitch {
 	BatchDep dep;

@@ -141,23 +141,6 @@ static const Mapping *map_file(Loader *L, const char *path, const char *label)
 	return mp;
 }
 
-void model_track_file(Model *m, FILE *f)
-{
-	for (int i = 0; i < 8; i++)
-		if (!m->files[i]) {
-			m->files[i] = f;
-			return;
-		}
-	KILN_ASSERT(!"more than 8 files open at once");
-}
-
-void model_untrack_file(Model *m, FILE *f)
-{
-	for (int i = 0; i < 8; i++)
-		if (m->files[i] == f)
-			m->files[i] = NULL;
-}
-
 void model_warn(Model *m, const char *fmt, ...)
 {
 	if (m->nwarnings++ > 0)

@@ -383,6 +383,25 @@ void outputs_commit(Model *m)
 	m->outputs = NULL;
 }
 
+/* The output files open now, closed by model_close on any path (an error
+ * long-jumps past the writer's fclose). */
+void model_track_file(Model *m, FILE *f)
+{
+	for (int i = 0; i < 8; i++)
+		if (!m->files[i]) {
+			m->files[i] = f;
+			return;
+		}
+	KILN_ASSERT(!"more than 8 files open at once");
+}
+
+void model_untrack_file(Model *m, FILE *f)
+{
+	for (int i = 0; i < 8; i++)
+		if (m->files[i] == f)
+			m->files[i] = NULL;
+}
+
 void outputs_abort(Model *m)
 {
 	Outputs *o = m ? m->outputs : NULL;

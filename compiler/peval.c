@@ -743,3 +743,26 @@ const Folded *peval_demand(Infer *x, int id)
 	int budget = DEMAND_NODES;
 	return demand(x, id, 0, &budget);
 }
+
+/* ---- demanded values, for inference hooks ------------------------------
+ *
+ * infer_required and infer_require_ints (kiln.h): an input a hook cannot do
+ * without, evaluated on demand when it was left unfolded. They live here,
+ * above the hook helpers (infer.c), so infer.c never calls up into peval.c. */
+
+const Folded *infer_required(Infer *x, int i)
+{
+	const Folded *f = infer_folded(x, i);
+	if (f || !infer_has_input(x, i))
+		return f;
+	return peval_demand(x, x->n->in[i]);
+}
+
+const int64_t *infer_require_ints(Infer *x, int i, int64_t *n)
+{
+	infer_required(x, i);
+	const int64_t *v = infer_ints(x, i, n);
+	if (!v)
+		infer_fail_unknown(x, i, " (a constant, or computed from shapes)");
+	return v;
+}

@@ -21,7 +21,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "kiln.h"
+#include "control.h"
 #include "opdef.h"
 
 enum { PLAN_ALIGN = 64 };
@@ -319,4 +319,89 @@ void plan_build(Plan *p, const Sig *s, Arena *a)
 		}
 	}
 	KILN_ASSERT(p->arena_bytes >= p->lower_bound_bytes);
+}
+
+/* ---- elementwise chains at a signature ----------------------------------- */
+
+/* Chains run in one loop unless that makes this signature's arena larger:
+ * an operand a chain reads early lives until the chain's last node runs,
+ * which can cost more than the inner values' buffers save. Then they run
+ * node by node here (the same bits either way). */
+void plan_choose_chains(Sig *s)
+{
+	bool any = false;
+	s->no_chains = false;
+	for (int id = 0; id < s->g->nvalues && !any; id++)
+		any = sig_inline(s, id);
+	if (!any)
+		return;
+	Plan fused, apart;
+	plan_build(&fused, s, s->a);
+	s->no_chains = true;
+	plan_build(&apart, s, s->a);
+	s->no_chains = apart.arena_bytes < fused.arena_bytes;
+}
+
+/* ---- control flow: the regions subgraphs run in -------------------------
+ *
+ * Each subgraph is planned on its own, from offset 0. A control-flow node's
+ * region is the largest of its subgraphs' arenas (only one runs at a time),
+ * then the slots of carried values whose outputs are omitted. The enclosing
+ * plan places the region like a buffer live only at the node, which keeps
+ * it clear of everything the node reads or writes; the subgraph plans are
+ * then moved to it (subgraph_place). */
+
+int64_t subgraph_plan(const Sig *s, int node, Arena *a)
+{
+	Control *c = control_of(s, node);
+	if (!c)
+		return 0;
+	int64_t most = 0;
+	c->plans = arena_array(a, (size_t)c->nsubs, sizeof *c->plans);
+	for (int k = 0; k < c->nsubs; k++) {
+		plan_build(&c->plans[k], &c->subs[k], a);
+		if (c->plans[k].arena_bytes > most)
+			most = c->plans[k].arena_bytes;
+	}
+	int64_t bytes = align_up(most);
+	const Node *n = &s->g->nodes[node];
+	for (int k = 0; k < c->nstate; k++) {
+		if (n->out[k] != NONE)
+			continue;
+		/* The carried value has no output to live in: give it a slot. */
+		const Sig *b = &c->subs[0];
+		int id = b->g->outputs[c->op == OP_Loop ? k + 1 : k];
+		c->state_off[k] = bytes;
+		bytes += align_up((int64_t)dtype_bytes(b->dtypes[id], shape_nelem(&b->shapes[id])) *
+		                  (c->op == OP_Scan ? c->batch : 1));
+	}
+	c->region_bytes = bytes;
+	c->region_off = 0;
+	return bytes;
+}
+
+static void shift(Control *c, int64_t delta)
+{
+	c->region_off += delta;
+	for (int k = 0; k < c->nstate; k++)
+		if (c->state_off[k] >= 0)
+			c->state_off[k] += delta;
+	for (int k = 0; k < c->nsubs; k++) {
+		Plan *p = &c->plans[k];
+		for (int b = 0; b < p->nbufs; b++)
+			p->bufs[b].off += delta;
+		/* Nested regions were placed inside this one: they move with it. */
+		for (int i = 0; i < c->subs[k].g->nnodes; i++) {
+			Control *inner = control_of(&c->subs[k], i);
+			if (inner)
+				shift(inner, delta);
+		}
+	}
+}
+
+void subgraph_place(const Sig *s, int node, int64_t off)
+{
+	Control *c = control_of(s, node);
+	KILN_ASSERT(c);
+	shift(c, off - c->region_off);
 }

@@ -218,6 +218,7 @@ static Sig *infer_signatures(Model *m, const InfoOptions *o)
 		sigs[i].g = m->graph;
 		shape_infer(&sigs[i], o->bind, m->arena, m->diag);
 		sig_dce(&sigs[i]);
+		plan_choose_chains(&sigs[i]);
 	}
 	return sigs;
 }

@@ -22,28 +22,11 @@
  * elementwise chains the ewchain pass marked (passes/ewchain.c): a marked
  * value is computed inside its reader's loop at a signature unless it is
  * folded there or its producer is dead, or the chains would make the arena
- * larger there (choose_chains); the plan and the emitter ask.
+ * larger there (plan_choose_chains, plan.c); the plan and the emitter ask.
+ *
+ * sig_computes: whether a node runs at all at a signature.
  */
 #include "kiln.h"
-
-/* Chains run in one loop unless that makes this signature's arena larger:
- * an operand a chain reads early lives until the chain's last node runs,
- * which can cost more than the inner values' buffers save. Then they run
- * node by node here (the same bits either way). */
-static void choose_chains(Sig *s)
-{
-	bool any = false;
-	s->no_chains = false;
-	for (int id = 0; id < s->g->nvalues && !any; id++)
-		any = sig_inline(s, id);
-	if (!any)
-		return;
-	Plan fused, apart;
-	plan_build(&fused, s, s->a);
-	s->no_chains = true;
-	plan_build(&apart, s, s->a);
-	s->no_chains = apart.arena_bytes < fused.arena_bytes;
-}
 
 void sig_dce(Sig *s)
 {
@@ -80,7 +63,6 @@ void sig_dce(Sig *s)
 		subgraph_extend_uses(g, i, reader);
 	}
 	s->dead = any ? dead : NULL;
-	choose_chains(s);
 }
 
 bool sig_node_dead(const Sig *s, const Node *n)
@@ -115,4 +97,14 @@ int *sig_runs_at(const Sig *s, Arena *a)
 			at[i] = at[reader[n->out[0]]];
 	}
 	return at;
+}
+
+bool sig_computes(const Sig *s, const Node *n)
+{
+	if (sig_node_dead(s, n))
+		return false;
+	for (int k = 0; k < n->nout; k++)
+		if (n->out[k] != NONE && !s->folded[n->out[k]])
+			return true;
+	return false;
 }

@@ -74,16 +74,6 @@ static double node_flops(const Sig *s, const Node *n)
 	return in > out ? in : out;
 }
 
-bool sig_computes(const Sig *s, const Node *n)
-{
-	if (sig_node_dead(s, n))
-		return false;
-	for (int k = 0; k < n->nout; k++)
-		if (n->out[k] != NONE && !s->folded[n->out[k]])
-			return true;
-	return false;
-}
-
 void sig_cost(const Sig *s, SigCost *out)
 {
 	memset(out, 0, sizeof *out);

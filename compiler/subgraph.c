@@ -9,23 +9,12 @@
  * same constants as outside. The generated code reads such values where the
  * enclosing graph keeps them (the same weights symbol: emit/control.c).
  *
- * Each subgraph is planned on its own, from offset 0. A control-flow node's
- * region is the largest of its subgraphs' arenas (only one runs at a time),
- * then the slots of carried values whose outputs are omitted. The enclosing
- * plan places the region like a buffer live only at the node, which keeps
- * it clear of everything the node reads or writes; the subgraph plans are
- * then moved to it.
+ * The arena regions subgraphs run in are planned by plan.c (subgraph_plan),
+ * which plans each body with plan_build: the recursion stays in one file.
  */
 #include <string.h>
 
 #include "control.h"
-
-enum { ALIGN = 64 };
-
-static int64_t align_up(int64_t n)
-{
-	return (n + ALIGN - 1) / ALIGN * ALIGN;
-}
 
 bool control_sub_runs(const Control *c, int k)
 {
@@ -80,7 +69,8 @@ void subgraph_bind(Infer *x, Sig *s, int i, int dtype, const Shape *shape, const
 
 void subgraph_infer(Infer *x, Sig *s)
 {
-	shape_infer_nodes(s, x->d);
+	KILN_ASSERT(x->infer_nodes);
+	x->infer_nodes(s, x->d);
 	Graph *sub = s->g;
 	for (int i = 0; i < sub->noutputs; i++)
 		if (s->shapes[sub->outputs[i]].rank < 0)
@@ -105,59 +95,4 @@ void subgraph_extend_uses(const Graph *g, int node, int *last_use)
 					last_use[sub->values[i].outer_id] = node;
 		}
 	}
-}
-
-int64_t subgraph_plan(const Sig *s, int node, Arena *a)
-{
-	Control *c = control_of(s, node);
-	if (!c)
-		return 0;
-	int64_t most = 0;
-	c->plans = arena_array(a, (size_t)c->nsubs, sizeof *c->plans);
-	for (int k = 0; k < c->nsubs; k++) {
-		plan_build(&c->plans[k], &c->subs[k], a);
-		if (c->plans[k].arena_bytes > most)
-			most = c->plans[k].arena_bytes;
-	}
-	int64_t bytes = align_up(most);
-	const Node *n = &s->g->nodes[node];
-	for (int k = 0; k < c->nstate; k++) {
-		if (n->out[k] != NONE)
-			continue;
-		/* The carried value has no output to live in: give it a slot. */
-		const Sig *b = &c->subs[0];
-		int id = b->g->outputs[c->op == OP_Loop ? k + 1 : k];
-		c->state_off[k] = bytes;
-		bytes += align_up((int64_t)dtype_bytes(b->dtypes[id], shape_nelem(&b->shapes[id])) *
-		                  (c->op == OP_Scan ? c->batch : 1));
-	}
-	c->region_bytes = bytes;
-	c->region_off = 0;
-	return bytes;
-}
-
-static void shift(Control *c, int64_t delta)
-{
-	c->region_off += delta;
-	for (int k = 0; k < c->nstate; k++)
-		if (c->state_off[k] >= 0)
-			c->state_off[k] += delta;
-	for (int k = 0; k < c->nsubs; k++) {
-		Plan *p = &c->plans[k];
-		for (int b = 0; b < p->nbufs; b++)
-			p->bufs[b].off += delta;
-		/* Nested regions were placed inside this one: they move with it. */
-		for (int i = 0; i < c->subs[k].g->nnodes; i++) {
-			Control *inner = control_of(&c->subs[k], i);
-			if (inner)
-				shift(inner, delta);
-		}
-	}
-}
-
-void subgraph_place(const Sig *s, int node, int64_t off)
-{
-	Control *c = control_of(s, node);
-	KILN_ASSERT(c);
-	shift(c, off - c->region_off);
 }

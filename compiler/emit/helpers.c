@@ -13,7 +13,6 @@
 #include <string.h>
 
 #include "emit_c.h"
-#include "runtime/kernels/f32-gemm/pack.h"
 
 /* ---- small helpers ---------------------------------------------------- */
 
@@ -206,9 +205,9 @@ void emit_symbol_fill(const void *arg, void *dst)
 	switch (s->layout) {
 	case SYM_PACK_B32:
 		/* Weight bytes in the model file may sit at any offset (tests/fuzz
-		 * found it): pack.h reads its source through memcpy, so the weight is
+		 * found it): the packer reads its source through memcpy, so the weight is
 		 * packed where it is, without a copy. */
-		kiln_pack_b32(s->bytes, s->pack[2], s->pack[3], s->pack[0], s->pack[1], dst);
+		kiln_f32_gemm_pack_b32(s->bytes, s->pack[2], s->pack[3], s->pack[0], s->pack[1], dst);
 		break;
 	case SYM_PACK_CONV32: {
 		kiln_conv2d_params p = {.in_channels = s->pack[0], .out_channels = s->pack[1],
@@ -337,19 +336,6 @@ Operand out_op(Emit *E, int i)
 void decl(Emit *E, const char *var, const Operand *op, bool writable)
 {
 	emitf(E, "\t%s%s *%s = %s;\n", writable ? "" : "const ", ctype(op->dtype), var, op->expr);
-}
-
-/* Float attributes are float32 in ONNX; returned widened for printing. */
-double node_attr_float(const Node *n, const char *name, float dflt)
-{
-	const Attr *a = node_attr(n, name);
-	return (double)(a && a->type == AT_FLOAT ? a->f : dflt);
-}
-
-int64_t node_attr_int(const Node *n, const char *name, int64_t dflt)
-{
-	const Attr *a = node_attr(n, name);
-	return a && a->type == AT_INT ? a->i : dflt;
 }
 
 /* A scalar of a folded input (Clip bounds), as double; false if absent. */

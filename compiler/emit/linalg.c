@@ -69,22 +69,6 @@ static bool is_half(int dt)
 	return dt == DT_FLOAT16 || dt == DT_BFLOAT16;
 }
 
-static int64_t scratch_floats(int64_t nelem)
-{
-	return (nelem + 15) / 16 * 16;
-}
-
-int64_t half_gemm_scratch_bytes(const Sig *s, int node)
-{
-	const Node *n = &s->g->nodes[node];
-	if (n->nout < 1 || n->out[0] == NONE || !is_half(s->dtypes[n->out[0]]))
-		return 0;
-	int64_t floats = scratch_floats(shape_nelem(&s->shapes[n->out[0]]));
-	for (int k = 0; k < n->nin && k < 3; k++)
-		if (n->in[k] != NONE)
-			floats += scratch_floats(shape_nelem(&s->shapes[n->in[k]]));
-	return 4 * floats;
-}
 
 /* Operand x widened into the float32 scratch at *off (bytes), which moves on. */
 static Operand widened(Emit *E, const Operand *x, int64_t *off, bool load)
@@ -92,7 +76,7 @@ static Operand widened(Emit *E, const Operand *x, int64_t *off, bool load)
 	Operand w = *x;
 	w.dtype = DT_FLOAT;
 	w.expr = arena_printf(E->a, "((float *)(a + %" PRId64 "))", *off);
-	*off += 4 * scratch_floats(x->nelem);
+	*off += 4 * half_gemm_scratch_floats(x->nelem);
 	if (load) {  /* a block: its loop's names are the GEMM's own */
 		emitf(E, "\t{\n");
 		emit_map_widened(E, &w, x, 1, "x0", NULL);

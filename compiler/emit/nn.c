@@ -179,67 +179,7 @@ void emit_layernorm(Emit *E)
 
 /* ---- convolution and pooling ------------------------------------------ */
 
-enum { WINOGRAD_MIN_TILES = 64, WINOGRAD_MIN_WIDTH = 13 };
-
-/* Window geometry in three slots (D, H, W); an op with fewer spatial axes
- * uses the last ones (1-D is W, 2-D is H and W) and size 1 elsewhere. */
-typedef struct Geo {
-	int ns;
-	int64_t k[3], s[3], d[3], pb[3], pe[3], in[3], outsz[3];
-} Geo;
-
-/* The spatial geometry of a window op, as shape.c derived it (false: not 1-
- * to 3-D). */
-static bool window_geometry(Infer *x_, const Shape *x, const Shape *y, const Shape *w, Geo *g)
-{
-	int ns = x->rank - 2;
-	if (ns < 1 || ns > 3)
-		return false;
-	g->ns = ns;
-	Infer inf = *x_;
-	int64_t v[6];
-	for (int i = 0; i < 3; i++) {
-		g->k[i] = g->s[i] = g->d[i] = 1;
-		g->pb[i] = g->pe[i] = 0;
-		g->in[i] = g->outsz[i] = 1;
-	}
-	int off = 3 - ns;
-	for (int i = 0; i < ns; i++) {
-		g->in[off + i] = x->dims[2 + i].size;
-		g->outsz[off + i] = y->dims[2 + i].size;
-		g->k[off + i] = w ? w->dims[2 + i].size : 1;
-	}
-	if (!w) {
-		int nk = attr_ints(&inf, "kernel_shape", v, 6);
-		for (int i = 0; i < nk && i < ns; i++)
-			g->k[off + i] = v[i];
-	}
-	int n = attr_ints(&inf, "strides", v, 6);
-	for (int i = 0; i < n && i < ns; i++)
-		g->s[off + i] = v[i];
-	n = attr_ints(&inf, "dilations", v, 6);
-	for (int i = 0; i < n && i < ns; i++)
-		g->d[off + i] = v[i];
-	const char *ap = attr_string(&inf, "auto_pad", "NOTSET");
-	n = attr_ints(&inf, "pads", v, 6);
-	for (int i = 0; i < ns; i++) {
-		int j = off + i;
-		if (strncmp(ap, "SAME", 4) == 0) {
-			int64_t span = (g->k[j] - 1) * g->d[j] + 1;
-			int64_t total = (g->outsz[j] - 1) * g->s[j] + span - g->in[j];
-			if (total < 0)
-				total = 0;
-			g->pb[j] = ap[5] == 'U' ? total / 2 : total - total / 2;
-			g->pe[j] = total - g->pb[j];
-		} else if (strcmp(ap, "NOTSET") == 0 && n == 2 * ns) {
-			g->pb[j] = v[i];
-			g->pe[j] = v[ns + i];
-		}
-	}
-	return true;
-}
-
-static void geometry(Emit *E, const Shape *x, const Shape *y, const Shape *w, Geo *g)
+static void geometry(Emit *E, const Shape *x, const Shape *y, const Shape *w, WindowGeo *g)
 {
 	Infer inf = {.sig = (Sig *)E->sig, .g = E->g, .n = E->n, .d = E->d, .a = E->a};
 	if (!window_geometry(&inf, x, y, w, g))
@@ -247,7 +187,8 @@ static void geometry(Emit *E, const Shape *x, const Shape *y, const Shape *w, Ge
 }
 
 /* The 3-D params struct, shared by Conv and the pools. */
-static void emit_window3d(Emit *E, const Geo *g, int64_t n, int64_t c, int64_t m, int64_t group)
+static void emit_window3d(Emit *E, const WindowGeo *g, int64_t n, int64_t c, int64_t m,
+                          int64_t group)
 {
 	emitf(E, "\tstatic const kiln_window3d_params p = {\n"
 	       "\t\t.batch = %" PRId64 ", .channels = %" PRId64 ", .out_channels = %" PRId64
@@ -258,76 +199,6 @@ static void emit_window3d(Emit *E, const Geo *g, int64_t n, int64_t c, int64_t m
 		emitf(E, "\t\t.%s = {%" PRId64 ", %" PRId64 ", %" PRId64 "},\n", names[i], vals[i][0],
 		    vals[i][1], vals[i][2]);
 	emitf(E, "\t};\n");
-}
-
-/* A 1-D convolution written as 2-D over images one pixel wide ([N, C, P, 1],
- * kernel (k, 1): DeepBoostedJet's ResNet over particles) has the memory
- * layout of the same convolution over [N, C, 1, P] with kernel (1, k): the
- * rows become one wide row, the layout the kernels' row tiles are built for
- * (a Conv1d's). Swaps H and W in g when that is so. */
-static void column_as_row(Geo *g)
-{
-	if (g->ns != 2 || g->in[2] != 1 || g->k[2] != 1 || g->outsz[2] != 1 || g->pb[2] != 0 ||
-	    g->pe[2] != 0 || g->in[1] == 1)
-		return;
-	int64_t *f[] = {g->k, g->s, g->d, g->pb, g->pe, g->in, g->outsz};
-	for (int i = 0; i < 7; i++) {
-		int64_t t = f[i][1];
-		f[i][1] = f[i][2];
-		f[i][2] = t;
-	}
-}
-
-/* A 2-D Conv's parameters (false: not 2-D). */
-static bool conv2d_params(Infer *inf, const Shape *x, const Shape *y, const Shape *w,
-                          kiln_conv2d_params *p)
-{
-	Geo g;
-	if (!window_geometry(inf, x, y, w, &g) || g.ns != 2)
-		return false;
-	column_as_row(&g);
-	*p = (kiln_conv2d_params){
-		.batch = x->dims[0].size, .in_channels = x->dims[1].size, .in_h = g.in[1],
-		.in_w = g.in[2], .out_channels = y->dims[1].size,
-		.group = node_attr_int(inf->n, "group", 1), .kernel_h = g.k[1], .kernel_w = g.k[2],
-		.stride_h = g.s[1], .stride_w = g.s[2], .dilation_h = g.d[1], .dilation_w = g.d[2],
-		.pad_top = g.pb[1], .pad_left = g.pb[2], .pad_bottom = g.pe[1], .pad_right = g.pe[2],
-		.out_h = g.outsz[1], .out_w = g.outsz[2]};
-	return true;
-}
-
-/* A Conv the Winograd path takes and wins (measured on ResNet-18 against
- * the packed direct path, docs/kernels.md): enough 2x2 tiles per call that
- * the filters' transform, once per call, pays. */
-static bool winograd_wins(const kiln_conv2d_params *p)
-{
-	int64_t tiles = p->batch * ((p->out_h + 1) / 2) * ((p->out_w + 1) / 2);
-	return kiln_f32_conv2d_winograd_work(p) > 0 && tiles >= WINOGRAD_MIN_TILES &&
-	       p->out_w >= WINOGRAD_MIN_WIDTH;
-}
-
-/* A 2-D float Conv on a float weight takes the packed path
- * (kiln_f32_conv2d_packed) when the kernel does: its work memory is the
- * node's planned arena scratch (plan.c). */
-int64_t conv_scratch_bytes(const Sig *s, int node, Arena *a)
-{
-	Node *n = &s->g->nodes[node];
-	if (n->nin < 2 || n->in[0] == NONE || n->in[1] == NONE || n->nout < 1 || n->out[0] == NONE)
-		return 0;
-	int xi = n->in[0], wi = n->in[1], yi = n->out[0];
-	const Value *wv = &s->g->values[wi];
-	if (s->dtypes[xi] != DT_FLOAT || s->dtypes[wi] != DT_FLOAT || wv->kind != VAL_WEIGHT ||
-	    wv->dtype != DT_FLOAT || s->shapes[xi].rank != 4 || s->shapes[wi].rank != 4 ||
-	    s->shapes[yi].rank != 4)
-		return 0;
-	Infer inf = {.sig = (Sig *)s, .g = s->g, .n = n, .a = a};
-	kiln_conv2d_params p;
-	if (!conv2d_params(&inf, &s->shapes[xi], &s->shapes[yi], &s->shapes[wi], &p))
-		return 0;
-	/* the Winograd path's work also holds the packed path's (its AVX2 form) */
-	int64_t floats = winograd_wins(&p) ? kiln_f32_conv2d_winograd_work(&p)
-	                                   : kiln_f32_conv2d_packed_work(&p);
-	return floats > 0 ? floats * (int64_t)sizeof(float) : 0;
 }
 
 /* The Conv's weight packed at compile time (kiln_f32_conv2d_pack), or NULL:
@@ -364,7 +235,7 @@ static const char *packed_conv_weight(Emit *E, const kiln_conv2d_params *p)
  * with ReLU or no activation and no residual: DeepJet's 1x1 Conv1d stacks,
  * whose planes are too small for the GEMM core's panels
  * (kiln_f32_conv2d_small, runtime/kernels/f32-pointwise). */
-static bool small_pointwise(Emit *E, const Geo *g, const char *residual)
+static bool small_pointwise(Emit *E, const WindowGeo *g, const char *residual)
 {
 	const Attr *act = node_attr(E->n, "kiln.act");
 	if (residual || node_attr_int(E->n, "group", 1) != 1 || g->outsz[1] * g->outsz[2] > 32)
@@ -398,7 +269,7 @@ void emit_conv(Emit *E)
 	Operand W = packed ? (Operand){0} : in_op(E, 1);
 	if (packed)
 		W.shape = &E->sig->shapes[E->n->in[1]], W.dtype = DT_FLOAT, W.expr = packed;
-	Geo g;
+	WindowGeo g;
 	geometry(E, X.shape, Y.shape, W.shape, &g);
 	column_as_row(&g);
 	const char *bias = "NULL";
@@ -498,7 +369,7 @@ static void emit_maxpool_nd(Emit *E, const Operand *X, const Operand *Y, bool ha
 		emit_fail(E, "MaxPool on %s is not supported (ONNX defines float16, float, double, "
 		          "int8 and uint8)", dtype_name(X->dtype));
 	}
-	Geo g;
+	WindowGeo g;
 	geometry(E, X->shape, Y->shape, NULL, &g);
 	emit_window3d(E, &g, X->shape->dims[0].size, X->shape->dims[1].size, 0, 1);
 	emitf(E, "\tkiln_%s_maxpool_nd(&p, %d /* storage_order */, %s, %s, %s);\n", kind,
@@ -529,7 +400,7 @@ void emit_pool(Emit *E)
 		    X.nelem / (planes ? planes : 1));
 		return;
 	}
-	Geo g;
+	WindowGeo g;
 	geometry(E, X.shape, Y.shape, NULL, &g);
 	if (E->n->op == OP_AveragePool && E->n->since < 19)  /* dilations from opset 19 */
 		g.d[0] = g.d[1] = g.d[2] = 1;

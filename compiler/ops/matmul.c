@@ -93,6 +93,27 @@ static void infer_matmul(Infer *x)
 	infer_set_output(x, 0, infer_dtype(x, 0), &y);
 }
 
+/* A float16 or bfloat16 Gemm/MatMul computes in float32 copies of its
+ * operands and result, in the node's arena scratch (emit/linalg.c): each
+ * copy rounded up to 16 floats. */
+int64_t half_gemm_scratch_floats(int64_t nelem)
+{
+	return (nelem + 15) / 16 * 16;
+}
+
+int64_t half_gemm_scratch_bytes(const Sig *s, int node)
+{
+	const Node *n = &s->g->nodes[node];
+	int dt = n->nout >= 1 && n->out[0] != NONE ? s->dtypes[n->out[0]] : DT_UNDEFINED;
+	if (dt != DT_FLOAT16 && dt != DT_BFLOAT16)
+		return 0;
+	int64_t floats = half_gemm_scratch_floats(shape_nelem(&s->shapes[n->out[0]]));
+	for (int k = 0; k < n->nin && k < 3; k++)
+		if (n->in[k] != NONE)
+			floats += half_gemm_scratch_floats(shape_nelem(&s->shapes[n->in[k]]));
+	return 4 * floats;
+}
+
 void ops_matmul_infer(Infer *x)
 {
 	if (x->n->op == OP_Gemm)

@@ -820,6 +820,11 @@ KILN_API void kiln_f32_gemm_ep(int64_t M, int64_t N, int64_t K, float alpha,
 KILN_API void kiln_f32_gemm_pb(int64_t M, int64_t N, int64_t K, float alpha, const float *A,
                                int64_t lda, const float *Bp, float beta, float *C, int64_t ldc,
                                const kiln_epilogue *ep);
+/* B (K x N, element (k, n) at B[k * rs + n * cs], any alignment) into Bp
+ * (K * N floats) in the b32 layout kiln_f32_gemm_pb reads: how the compiler
+ * packs a weight at compile time, with the kernels' own code. */
+KILN_API void kiln_f32_gemm_pack_b32(const float *B, int64_t rs, int64_t cs, int64_t K,
+                                     int64_t N, float *Bp);
 
 /* kiln_f32_conv2d, then per output plane: += ep->residual, the activation
  * (ep->bias is not used: Conv has its own; ep may be NULL). */

@@ -479,6 +479,12 @@ void kiln_f32_gemm_ep(int64_t M, int64_t N, int64_t K, float alpha, const float 
 	kiln_gemm_run(M, N, K, A, a_row_stride, &src, C, c_row_stride, &e);
 }
 
+void kiln_f32_gemm_pack_b32(const float *B, int64_t rs, int64_t cs, int64_t K, int64_t N,
+                            float *Bp)
+{
+	kiln_pack_b32(B, rs, cs, K, N, Bp);
+}
+
 void kiln_f32_gemm_pb(int64_t M, int64_t N, int64_t K, float alpha, const float *A, int64_t lda,
                       const float *Bp, float beta, float *C, int64_t ldc, const kiln_epilogue *ep)
 {

@@ -1,0 +1,109 @@
+#!/usr/bin/env python3
+"""The compiler's call graph between its source files, and its cycles.
+
+Reads the object files of a build (nm: what each defines, what it calls),
+draws an arrow A -> B when A's object calls or reads a symbol that B's
+defines, and prints every strongly connected component of more than one
+file: a set of files that reach each other through calls.
+
+    scripts/call-cycles.py build            # the cycles, with the calls behind them
+    scripts/call-cycles.py build --count    # just "N cycles, M files in them"
+
+An arrow made only of a function pointer taken (a table of hooks) counts as
+a call: nm sees a reference either way.
+"""
+import os
+import subprocess
+import sys
+
+
+def objects(build):
+    """(source path under compiler/, object path) for every compiler object."""
+    root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    for d in ('libkilnc.a.p', 'libkiln_emit_obj.a.p', 'kiln.p'):
+        d = os.path.join(build, 'compiler', d)
+        if not os.path.isdir(d):
+            continue
+        for f in sorted(os.listdir(d)):
+            if not f.endswith('.c.o') or f.startswith('meson-generated_'):
+                continue
+            name = f[:-2]  # meson names compiler/emit/nn.c's object emit_nn.c.o
+            if not os.path.exists(os.path.join(root, 'compiler', name)) and '_' in name:
+                name = name.replace('_', '/', 1)
+            yield name, os.path.join(d, f)
+
+
+def symbols(path):
+    out = subprocess.run(['nm', '--defined-only', '-g', path], capture_output=True, text=True,
+                         check=True).stdout.split('\n')
+    defined = {l.split()[-1] for l in out if len(l.split()) == 3}
+    out = subprocess.run(['nm', '-u', path], capture_output=True, text=True, check=True).stdout
+    used = {l.split()[-1] for l in out.split('\n') if l.strip()}
+    return defined, used
+
+
+def sccs(nodes, edges):
+    index, low, stack, on, result, counter = {}, {}, [], set(), [], [0]
+
+    def visit(v):
+        index[v] = low[v] = counter[0]
+        counter[0] += 1
+        stack.append(v)
+        on.add(v)
+        for w in sorted(edges.get(v, ())):
+            if w not in index:
+                visit(w)
+                low[v] = min(low[v], low[w])
+            elif w in on:
+                low[v] = min(low[v], index[w])
+        if low[v] == index[v]:
+            comp = []
+            while True:
+                w = stack.pop()
+                on.discard(w)
+                comp.append(w)
+                if w == v:
+                    break
+            result.append(sorted(comp))
+
+    sys.setrecursionlimit(10000)
+    for v in sorted(nodes):
+        if v not in index:
+            visit(v)
+    return result
+
+
+def main():
+    build = sys.argv[1] if len(sys.argv) > 1 else 'build'
+    count_only = '--count' in sys.argv
+    files = dict(objects(build))
+    defs, uses = {}, {}
+    for f, path in files.items():
+        defs[f], uses[f] = symbols(path)
+    owner = {}
+    for f, ds in defs.items():
+        for s in ds:
+            owner[s] = f
+    edges, why = {}, {}
+    for f, us in uses.items():
+        for s in us:
+            g = owner.get(s)
+            if g and g != f:
+                edges.setdefault(f, set()).add(g)
+                why.setdefault((f, g), []).append(s)
+    cycles = [c for c in sccs(files, edges) if len(c) > 1]
+    cycles.sort(key=len, reverse=True)
+    if count_only:
+        print('%d cycles, %d files in them (of %d)' % (len(cycles), sum(map(len, cycles)), len(files)))
+        return
+    for c in cycles:
+        print('cycle of %d files:' % len(c))
+        members = set(c)
+        for f in c:
+            for g in sorted(edges.get(f, ())):
+                if g in members:
+                    print('  %s -> %s: %s' % (f, g, ', '.join(sorted(why[(f, g)]))))
+    print('%d cycles, %d files in them (of %d)' % (len(cycles), sum(map(len, cycles)), len(files)))
+
+
+main()
