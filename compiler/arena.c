@@ -8,10 +8,12 @@
  * memory that protobuf-c allocates is charged against the same cap.
  */
 #include <stdarg.h>
+#include <stdint.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "kiln.h"
+#include "arena.h"
 
 typedef struct ArenaBlock {
 	struct ArenaBlock *next;

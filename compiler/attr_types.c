@@ -15,7 +15,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "kiln.h"
+#include "infer.h"
 
 typedef struct AttrRow {
 	const char *domain, *op_type;

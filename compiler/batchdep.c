@@ -88,7 +88,8 @@
 #include <string.h>
 
 #include "control.h"
-#include "kiln.h"
+#include "ops/ops.h"
+#include "stitch.h"
 #include "opdef.h"
 
 /* What is known of an integer value's contents (see the header). */

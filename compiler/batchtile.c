@@ -24,7 +24,7 @@
  */
 #include <string.h>
 
-#include "kiln.h"
+#include "stitch.h"
 #include "opdef.h"
 
 enum {

@@ -27,7 +27,8 @@
 #include "compile.h"
 #include "emit.h"
 #include "emit_obj.h"
-#include "kiln.h"
+#include "load.h"
+#include "stitch.h"
 #include "passes/passes.h"
 #include "kiln/run.h"
 

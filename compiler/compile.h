@@ -4,7 +4,7 @@
 #ifndef KILN_COMPILE_H
 #define KILN_COMPILE_H
 
-#include "kiln.h"
+#include "plan.h"
 
 typedef struct CompileOptions {
 	const char *name;          /* C prefix; NULL: from the model's file name */

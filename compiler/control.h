@@ -20,7 +20,7 @@
 #ifndef KILN_CONTROL_H
 #define KILN_CONTROL_H
 
-#include "kiln.h"
+#include "plan.h"
 
 enum { CONTROL_MAX_UNROLL = 256 };   /* iterations a Loop body may be unrolled to */
 

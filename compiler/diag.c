@@ -11,7 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "kiln.h"
+#include "ir.h"
 
 /* Far above real models (the largest public ONNX models have ~10^4 nodes
  * and tensors of ~10^9 elements); docs/limits.md. */

@@ -5,7 +5,7 @@
 #ifndef KILN_EMIT_H
 #define KILN_EMIT_H
 
-#include "kiln.h"
+#include "stitch.h"
 
 typedef struct EmitOptions {
 	const char *name;        /* C prefix of every generated symbol */

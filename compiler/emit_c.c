@@ -30,6 +30,7 @@
 
 #include "emit_c.h"
 #include "kiln_version.h"
+#include "load.h"
 
 /* ---- files ------------------------------------------------------------ */
 

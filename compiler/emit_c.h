@@ -16,7 +16,8 @@
 #include <stdio.h>
 
 #include "emit.h"
-#include "kiln.h"
+#include "ops/ops.h"
+#include "plan.h"
 
 typedef struct Emit {
 	Model *m;

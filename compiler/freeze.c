@@ -15,7 +15,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "kiln.h"
+#include "sig.h"
 
 /* One number in the input's element type, little-endian, into p. */
 static bool store(int dtype, const char *s, const char *end, void *p)

@@ -12,7 +12,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "kiln.h"
+#include "infer.h"
 
 /* ---- signatures ------------------------------------------------------- */
 

@@ -9,7 +9,7 @@
  */
 #include <string.h>
 
-#include "kiln.h"
+#include "ir.h"
 
 /* ---- element types ---------------------------------------------------- */
 

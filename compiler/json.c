@@ -5,7 +5,7 @@
  * integers exactly, and strings as valid UTF-8 (bytes that are not are
  * replaced by U+FFFD, since model names are untrusted).
  */
-#include "kiln.h"
+#include "report.h"
 
 static void indent(Json *j)
 {

@@ -13,7 +13,8 @@
 
 #include "compile.h"
 #include "emit.h"
-#include "kiln.h"
+#include "load.h"
+#include "report.h"
 #include "kiln_version.h"
 #include "passes/passes.h"
 

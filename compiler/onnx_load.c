@@ -29,7 +29,8 @@
 
 #include <protobuf-c/protobuf-c.h>
 
-#include "kiln.h"
+#include "load.h"
+#include "schema.h"
 #include "onnx.pb-c.h"
 
 typedef struct Loader {

@@ -24,7 +24,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 
-#include "kiln.h"
+#include "sig.h"
 
 struct Emit;
 typedef void (*EmitHook)(struct Emit *E);

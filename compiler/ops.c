@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "opdef.h"
+#include "ops/ops.h"
 
 /* The op records (opdef.h), one table per family beside its inference. An op
  * is supported exactly when it has a record. */

@@ -12,7 +12,8 @@
  */
 #include <string.h>
 
-#include "kiln.h"
+#include "ops/ops.h"
+#include "report.h"
 #include "opdef.h"
 
 static const char *const schema_types[OP_COUNT] = {

@@ -47,7 +47,7 @@
 #include <unistd.h>
 
 #include "compile.h"
-#include "kiln.h"
+#include "load.h"
 
 enum { MAX_OUT = 16 };
 

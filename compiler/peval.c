@@ -30,7 +30,7 @@
 #include <math.h>
 #include <string.h>
 
-#include "kiln.h"
+#include "ops/ops.h"
 #include "kiln/kernels.h"
 #include "opdef.h"
 

@@ -23,6 +23,7 @@
 
 #include "control.h"
 #include "opdef.h"
+#include "ops/ops.h"
 
 enum { PLAN_ALIGN = 64 };
 

@@ -15,7 +15,7 @@
 #include <inttypes.h>
 #include <stdio.h>
 
-#include "kiln.h"
+#include "plan.h"
 
 enum { SVG_W = 960, LEFT = 90, RIGHT = 20, PANEL_H = 260, TITLE_H = 44, GAP = 44,
        NLABELS = 6 };

@@ -10,7 +10,9 @@
 #include <string.h>
 
 #include "compile.h"
-#include "kiln.h"
+#include "ops/ops.h"
+#include "report.h"
+#include "stitch.h"
 #include "kiln_version.h"
 #include "passes/passes.h"
 

@@ -10,7 +10,7 @@
  */
 #include <string.h>
 
-#include "kiln.h"
+#include "schema.h"
 
 enum { ONNX = DOMAIN_ONNX, ML = DOMAIN_ML, TRAINING = DOMAIN_TRAINING };
 

@@ -18,7 +18,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "kiln.h"
+#include "ops/ops.h"
 #include "opdef.h"
 
 /* ---- binding ---------------------------------------------------------- */

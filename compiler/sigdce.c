@@ -26,7 +26,7 @@
  *
  * sig_computes: whether a node runs at all at a signature.
  */
-#include "kiln.h"
+#include "plan.h"
 
 void sig_dce(Sig *s)
 {

@@ -16,7 +16,7 @@
  */
 #include <string.h>
 
-#include "kiln.h"
+#include "stitch.h"
 #include "opdef.h"
 #include "kiln/run.h"
 

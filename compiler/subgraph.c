@@ -15,6 +15,7 @@
 #include <string.h>
 
 #include "control.h"
+#include "infer.h"
 
 bool control_sub_runs(const Control *c, int k)
 {

@@ -21,7 +21,8 @@
 #include <unistd.h>
 
 #include "compile.h"
-#include "kiln.h"
+#include "load.h"
+#include "sig.h"
 #include "kiln/float8.h"
 #include "kiln/int4.h"
 #include "kiln/model.h"

@@ -10,7 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "kiln.h"
+#include "ir.h"
 
 static uint64_t rotl(uint64_t x, int r)
 {

@@ -22,7 +22,7 @@
 
 #include <protobuf-c/protobuf-c.h>
 
-#include "kiln.h"
+#include "load.h"
 #include "onnx.pb-c.h"
 
 enum { WT_VARINT = 0, WT_FIXED64 = 1, WT_LEN = 2, WT_SGROUP = 3, WT_EGROUP = 4, WT_FIXED32 = 5 };

@@ -9,6 +9,7 @@
 #include <string.h>
 
 #include "emit_c.h"
+#include "load.h"
 #include "opdef.h"
 
 /* ---- nodes ------------------------------------------------------------ */

@@ -14,7 +14,7 @@
  */
 #include <string.h>
 
-#include "kiln.h"
+#include "ops/ops.h"
 
 static const char *perm_of(const Node *n, const char *name, int64_t perm[4])
 {

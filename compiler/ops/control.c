@@ -22,7 +22,7 @@
 
 #include "control.h"
 #include "emit_c.h"
-#include "kiln.h"
+#include "ops/ops.h"
 #include "opdef.h"
 
 /* ---- known scalars ---------------------------------------------------- */

@@ -12,7 +12,7 @@
 #include <string.h>
 
 #include "emit_c.h"
-#include "kiln.h"
+#include "ops/ops.h"
 #include "opdef.h"
 
 #define MAX_SPATIAL (KILN_MAX_RANK - 2)

@@ -11,7 +11,7 @@
  */
 #include <string.h>
 
-#include "kiln.h"
+#include "ops/ops.h"
 
 enum { WINOGRAD_MIN_TILES = 64, WINOGRAD_MIN_WIDTH = 13 };
 

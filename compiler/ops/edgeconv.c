@@ -8,7 +8,7 @@
  * others' as Conv weights [Cl, C(l-1), 1, 1]. Output [N, CL, P] (with a
  * trailing 1 under kiln.edge_keepdims).
  */
-#include "kiln.h"
+#include "ops/ops.h"
 
 bool edgeconv_node(const Node *n)
 {

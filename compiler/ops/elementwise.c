@@ -12,7 +12,7 @@
 #include <string.h>
 
 #include "emit_c.h"
-#include "kiln.h"
+#include "ops/ops.h"
 #include "opdef.h"
 
 static void broadcast(Infer *x, Shape *out, const Shape *a, const Shape *b)

@@ -7,7 +7,7 @@
  * (batch) dims broadcast.
  */
 #include "emit_c.h"
-#include "kiln.h"
+#include "ops/ops.h"
 #include "opdef.h"
 
 static void infer_gemm(Infer *x)

@@ -8,7 +8,7 @@
  * they only decide which elements move, never a shape).
  */
 #include "emit_c.h"
-#include "kiln.h"
+#include "ops/ops.h"
 #include "opdef.h"
 
 static bool is_float_type(int dt)

@@ -21,7 +21,7 @@
 #include <string.h>
 
 #include "emit_c.h"
-#include "kiln.h"
+#include "ops/ops.h"
 #include "opdef.h"
 
 enum { MAX_TREE_NODES = 1 << 28 };

@@ -7,7 +7,7 @@
 #include <string.h>
 
 #include "emit_c.h"
-#include "kiln.h"
+#include "ops/ops.h"
 #include "opdef.h"
 
 static void infer_batchnorm(Infer *x)

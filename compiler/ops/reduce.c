@@ -7,7 +7,7 @@
  * noop_with_empty_axes is set (the input then passes through).
  */
 #include "emit_c.h"
-#include "kiln.h"
+#include "ops/ops.h"
 #include "opdef.h"
 
 /* ArgMax/ArgMin: one axis, its index as int64. */

@@ -14,7 +14,7 @@
 #include <string.h>
 
 #include "emit_c.h"
-#include "kiln.h"
+#include "ops/ops.h"
 #include "opdef.h"
 
 /* Known float (or integer) contents of input i as doubles; NULL if absent

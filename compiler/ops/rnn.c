@@ -23,7 +23,7 @@
 #include <string.h>
 
 #include "emit_c.h"
-#include "kiln.h"
+#include "ops/ops.h"
 #include "opdef.h"
 
 static const struct {

@@ -15,7 +15,7 @@
 #include <string.h>
 
 #include "emit_c.h"
-#include "kiln.h"
+#include "ops/ops.h"
 #include "opdef.h"
 
 /* The index of attribute `attr`'s string among names; fails naming both. */

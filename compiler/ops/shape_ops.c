@@ -14,7 +14,7 @@
 #include <string.h>
 
 #include "emit_c.h"
-#include "kiln.h"
+#include "ops/ops.h"
 #include "opdef.h"
 
 /* Axes for Squeeze/Unsqueeze/Split-like ops: the attribute before `since`,

@@ -11,7 +11,7 @@
  * and mel matrices are written in any numeric output_datatype.
  */
 #include "emit_c.h"
-#include "kiln.h"
+#include "ops/ops.h"
 #include "opdef.h"
 
 /* A known scalar length (int32 or int64) of at least min. */

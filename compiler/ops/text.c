@@ -10,7 +10,7 @@
 #include <string.h>
 
 #include "emit_c.h"
-#include "kiln.h"
+#include "ops/ops.h"
 #include "opdef.h"
 
 enum { MAX_POOL = 1 << 16 };

@@ -29,6 +29,7 @@
 #include <math.h>
 #include <string.h>
 
+#include "ops/ops.h"
 #include "rewrite.h"
 
 typedef struct Match {

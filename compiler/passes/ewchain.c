@@ -27,6 +27,7 @@
  * outside it; those may broadcast, and one may be read by several of its
  * nodes (x * Sigmoid(x)).
  */
+#include "ops/ops.h"
 #include "rewrite.h"
 
 enum { EW_MAX_NODES = 16 };

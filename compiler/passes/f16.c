@@ -15,6 +15,7 @@
  */
 #include <string.h>
 
+#include "kiln/kernels.h"
 #include "rewrite.h"
 
 /* Is input k of n read where the float16 bytes can be served without a

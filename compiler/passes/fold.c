@@ -19,6 +19,7 @@
 #include <sys/mman.h>
 #include <unistd.h>
 
+#include "kiln/kernels.h"
 #include "rewrite.h"
 
 /* A folded node's inputs that died: their pages in the model's mapping

@@ -44,6 +44,7 @@
 #include <math.h>
 #include <string.h>
 
+#include "ops/ops.h"
 #include "rewrite.h"
 
 static bool is_f32(PassCtx *c, int id)

@@ -22,7 +22,7 @@
 #ifndef KILN_PASSES_H
 #define KILN_PASSES_H
 
-#include "kiln.h"
+#include "sig.h"
 
 /* The passes, in the order one iteration runs them. */
 typedef enum PassId {

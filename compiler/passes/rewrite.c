@@ -11,6 +11,7 @@
 #include <math.h>
 #include <string.h>
 
+#include "kiln/kernels.h"
 #include "rewrite.h"
 
 /* ---- queries ---------------------------------------------------------- */
