@@ -9,7 +9,7 @@
  * Prints the CPU time per call (median and minimum of 7 runs of CALLS
  * calls each, after 2000 warm-up calls) and a sum of Y_h, which is the
  * same for two builds whose kernels do the same operations in the same
- * order (a quick check that a change kept the bits). docs/kernels.md
+ * order (a quick check that a change kept the bits). docs/kernels-log.md
  * ("Batch 1, the narrow block, bounded") has what it measured.
  *
  * build: cc -std=c11 -O2 -Iinclude bench/lstm_probe.c build/runtime/libkiln.a -lm -lpthread

@@ -16,7 +16,7 @@
  *            with -DDUMMY_SPREAD=N the same chain one FMA a row pair of
  *            the block's loop.
  * huge puts R^T in 2 MiB-aligned memory marked MADV_HUGEPAGE.
- * docs/kernels.md ("Batch 1, the cell in two halves") has what it measured.
+ * docs/kernels-log.md ("Batch 1, the cell in two halves") has what it measured.
  *
  * build: cc -std=c11 -O2 -mavx512f -mavx512vl -mavx512bw -mavx512dq -mfma -Iinclude
  *        -Iruntime/kernels/f32-vmath bench/lstm_step_probe.c -lm -o lstm_step_probe

@@ -26,7 +26,7 @@
  * median wall time per layer over the calls of the last run, so one sees
  * which level served each layer (a layer from L2 takes about a quarter of
  * one from the L3). The reads feed a sum that is printed, so they cannot be
- * dropped. docs/kernels.md ("Batch 1 beyond L2") has its results.
+ * dropped. docs/kernels-log.md ("GEMM: batch 1 beyond L2") has its results.
  *
  * build: cc -std=c11 -O2 -march=native bench/stream_probe.c -o stream_probe
  * usage: taskset -c 1 ./stream_probe [CALLS [DIST]]     (defaults 1000, 64)

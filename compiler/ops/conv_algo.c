@@ -7,7 +7,7 @@
  * code cannot disagree, and the planner never calls the emitter.
  *
  * The Winograd thresholds were measured on ResNet-18 against the packed
- * direct path (docs/kernels-log.md).
+ * direct path (docs/kernels.md, Winograd).
  */
 #include <string.h>
 

@@ -16,7 +16,13 @@
  *   - Outputs must not overlap inputs, except where a kernel says "in place":
  *     then Y may be exactly X (same pointer), but never a partial overlap.
  *   - Kernels keep no state and allocate nothing, so they are thread-safe.
- *     None needs scratch memory.
+ *     The few that need work memory take it from the caller as a `work`
+ *     argument of a size the header states: kiln_f32_attention,
+ *     kiln_f32_rnn, kiln_f32_conv2d_packed, kiln_f32_conv2d_winograd,
+ *     kiln_f32_edgeconv and kiln_f32_knn (the compiler plans it in the arena
+ *     as the node's scratch, live only while the node runs: `kiln info
+ *     --plan` shows it), and kiln_tree_ensemble_run/_leaves (2 * ntargets
+ *     doubles, a local array of the generated function).
  *   - Kernels that can fail on data (gather indices) return enum kiln_status;
  *     the others cannot fail given valid arguments and return void.
  *   - NaN inputs propagate through arithmetic as IEEE 754 says. How a max
