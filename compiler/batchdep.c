@@ -1225,7 +1225,9 @@ static void base_moves(BD *b)
 static void index_facts(BD *b)
 {
 	Node *n = b->n;
-	if (n->op == OP_TopK && n->nout > 1 && n->out[1] != NONE) {
+	const OpDef *d = op_def(n->op);
+	IndexFlow flow = d ? d->index : IF_NONE;
+	if (flow == IF_TOPK_INDICES && n->nout > 1 && n->out[1] != NONE) {
 		int64_t len = fixed_dim(b, n->in[0], norm(attr_or(n, "axis", -1), rank_of(b, n->in[0])));
 		if (len > 0)
 			b->ix[n->out[1]] = (IdxFact){IX_BOUND, 0, 0, len};
@@ -1234,19 +1236,20 @@ static void index_facts(BD *b)
 	if (out == NONE)
 		return;
 	const IdxFact *f = fact(b, 0);
-	switch (n->op) {
-	case OP_Reshape: case OP_Flatten: case OP_Squeeze: case OP_Unsqueeze: case OP_Identity:
-	case OP_Expand:
+	switch (flow) {
+	case IF_VIEW:
 		if (f->kind == IX_FLAT && b->ax[out] >= 0)
 			b->ix[out] = *f;
 		/* fall through */
-	case OP_Slice: case OP_Transpose: case OP_Tile:
+	case IF_BOUND:
 		if (f->kind == IX_BOUND)
 			b->ix[out] = *f;
 		break;
-	case OP_Gather:
+	case IF_GATHER:
 		if (f->kind == IX_BOUND && fact(b, 1)->kind != IX_FLAT)
 			b->ix[out] = *f;
+		break;
+	case IF_NONE: case IF_TOPK_INDICES:
 		break;
 	}
 	if (b->ax[out] == BD_GLOBAL && !is_base(b, out, &b->ix[out]))

@@ -104,6 +104,18 @@ typedef enum BatchKind {
 	BK_CONTROL,          /* If, Loop, Scan: not analysed */
 } BatchKind;
 
+/* How a fact about integer index values (batchdep.c: bounded in [0, B), a
+ * batch base n*S, or their flat sum) on input 0 reaches output 0, for the
+ * ops that move indices without computing on them. IF_NONE: no fact passes. */
+typedef enum IndexFlow {
+	IF_NONE,
+	IF_VIEW,             /* the same values, any layout: bound and flat pass (a flat
+	                        index only while the output keeps a batch axis) */
+	IF_BOUND,            /* a selection or copy of the values: a bound passes */
+	IF_GATHER,           /* Gather: a bound passes unless the indices are flat */
+	IF_TOPK_INDICES,     /* TopK: output 1 lies in [0, the axis' length) */
+} IndexFlow;
+
 /* The stitching model's cost (stitch.c): multiply-adds of the ops that
  * dominate; CK_ELEMENTS: one op per element of its largest operand. */
 typedef enum CostKind { CK_ELEMENTS, CK_MATMUL, CK_GEMM, CK_RECURRENT, CK_CONV } CostKind;
@@ -127,6 +139,7 @@ typedef struct OpDef {
 	/* batch analysis */
 	BatchKind batch;
 	unsigned shape_inputs;         /* bit i: input i is read as a shape, axes or count */
+	IndexFlow index;               /* index facts through the op (batchdep.c) */
 	/* planning */
 	bool view;                     /* output 0 is input 0's bytes under another shape */
 	bool in_place;                 /* each output element from the same element of each
