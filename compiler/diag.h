@@ -21,19 +21,9 @@ typedef struct Diag {
 	jmp_buf *protect;        /* where diag_fail jumps; NULL = abort (a bug) */
 } Diag;
 
-struct Graph;
-struct Node;
-
 /* Record an error naming the model file and long-jump to d->protect. */
 _Noreturn void diag_fail(Diag *d, enum kiln_status st, const char *fmt, ...)
 	__attribute__((format(printf, 3, 4)));
-/* The same, naming the node: `node 17 "conv1" (Conv, ai.onnx opset 13): ...`. */
-_Noreturn void diag_fail_node(Diag *d, const struct Graph *g, const struct Node *n,
-                              enum kiln_status st, const char *fmt, ...)
-	__attribute__((format(printf, 5, 6)));
-/* Format `node 3 "If_0" (If, ai.onnx opset 13) then_branch: node 1 ...`,
- * naming enclosing nodes first; returns the length it wanted (snprintf-style). */
-size_t diag_node_path(char *buf, size_t size, const struct Graph *g, const struct Node *n);
 /* Bugs, not user errors: report file:line and abort. */
 _Noreturn void kiln_die(const char *file, int line, const char *what);
 #define KILN_ASSERT(c) ((c) ? (void)0 : kiln_die(__FILE__, __LINE__, #c))

@@ -7,9 +7,59 @@
  * names a subgraph does not define climb to the enclosing graphs and leave a
  * VAL_OUTER value in each graph crossed, so every graph can be read alone.
  */
+#include <stdarg.h>
 #include <string.h>
 
 #include "ir.h"
+
+/* ---- limits and errors naming a node ------------------------------------ */
+
+/* Far above real models (the largest public ONNX models have ~10^4 nodes
+ * and tensors of ~10^9 elements); docs/limits.md. */
+const Limits kiln_default_limits = {
+	.max_nodes = 200000,
+	.max_elements = (int64_t)1 << 36,
+	.max_arena_bytes = (int64_t)16 << 30,
+	.max_c_bytes = (int64_t)256 << 20,
+	.max_depth = 20,
+};
+
+size_t diag_node_path(char *buf, size_t size, const Graph *g, const Node *n)
+{
+	size_t len = 0;
+	/* Outer graphs first, so the message reads from the top of the model. */
+	if (g->parent) {
+		len = diag_node_path(buf, size, g->parent, &g->parent->nodes[g->parent_node]);
+		len += (size_t)snprintf(buf + len, len < size ? size - len : 0, " %s: ",
+		                        g->parent_attr ? g->parent_attr : "subgraph");
+	}
+	if (len >= size)
+		return len;
+	len += (size_t)snprintf(buf + len, size - len, "node %d \"%s\" (%s", n->id,
+	                        n->name ? n->name : "", n->op_type ? n->op_type : "?");
+	if (len < size)
+		len += (size_t)snprintf(buf + len, size - len, ", %s opset %d)",
+		                        domain_name(n->domain_id) ? domain_name(n->domain_id)
+		                                                 : n->domain,
+		                        n->opset);
+	return len;
+}
+
+_Noreturn void diag_fail_node(Diag *d, const Graph *g, const Node *n, enum kiln_status st,
+                              const char *fmt, ...)
+{
+	char buf[sizeof d->msg];
+	size_t len = diag_node_path(buf, sizeof buf, g, n);
+	if (len + 2 < sizeof buf) {
+		memcpy(buf + len, ": ", 3);
+		len += 2;
+		va_list ap;
+		va_start(ap, fmt);
+		vsnprintf(buf + len, sizeof buf - len, fmt, ap);
+		va_end(ap);
+	}
+	diag_fail(d, st, "%s", buf);
+}
 
 /* ---- element types ---------------------------------------------------- */
 

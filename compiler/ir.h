@@ -196,6 +196,16 @@ typedef struct Graph {
 	struct NameMap *names;   /* name -> value id while loading */
 } Graph;
 
+/* ---- ir.c: errors naming a node --------------------------------------- */
+
+/* The same, naming the node: `node 17 "conv1" (Conv, ai.onnx opset 13): ...`. */
+_Noreturn void diag_fail_node(Diag *d, const Graph *g, const Node *n,
+                              enum kiln_status st, const char *fmt, ...)
+	__attribute__((format(printf, 5, 6)));
+/* Format `node 3 "If_0" (If, ai.onnx opset 13) then_branch: node 1 ...`,
+ * naming enclosing nodes first; returns the length it wanted (snprintf-style). */
+size_t diag_node_path(char *buf, size_t size, const Graph *g, const Node *n);
+
 typedef struct Opset {
 	const char *domain;  /* as written ("" = ai.onnx) */
 	int domain_id;
