@@ -6,8 +6,9 @@ of the compiler's operator tables:
     scripts/gen-op-types.py  > compiler/op-types.def    (element types, kiln ops)
     scripts/gen_attr_types.py > compiler/attr_types.def (attribute types)
 
-The attributes of the opset 18-21 versions not listed in LATER_ATTRS are in
-compiler/attr_types_later.def, written by hand.
+LATER_ATTRS holds the attributes of every opset 18-21 schema version kiln
+accepts that has attributes (a version without, such as Identity-19, has no
+row).
 """
 
 # ai.onnx opsets 18-21 (ONNX 1.13-1.16), which Debian's onnx 1.12 does not
@@ -76,14 +77,23 @@ LATER_TYPES = {
 }
 
 
-# Schemas of ai.onnx opsets 18-21 (ONNX 1.13-1.16) that onnx 1.12 does not
-# have, for the operators kiln compiles at those versions (from ONNX's
-# docs/Changelog.md).
+# The attributes of the ai.onnx opsets 18-21 schemas (ONNX 1.13-1.16) that
+# onnx 1.12 does not have, for the operators kiln compiles at those versions
+# (from ONNX's docs/Changelog.md); tests/hostile/catalogue.py mistypes
+# attributes of several of them.
 POOL = {"auto_pad": "STRING", "ceil_mode": "INT", "dilations": "INTS", "kernel_shape": "INTS",
         "pads": "INTS", "strides": "INTS"}
 RESIZE = {"antialias": "INT", "axes": "INTS", "coordinate_transformation_mode": "STRING",
           "cubic_coeff_a": "FLOAT", "exclude_outside": "INT", "extrapolation_value": "FLOAT",
           "keep_aspect_ratio_policy": "STRING", "mode": "STRING", "nearest_mode": "STRING"}
+CONSTANT = {"sparse_value": "SPARSE_TENSOR", "value": "TENSOR", "value_float": "FLOAT",
+            "value_floats": "FLOATS", "value_int": "INT", "value_ints": "INTS",
+            "value_string": "STRING", "value_strings": "STRINGS"}
+REDUCE = {"keepdims": "INT", "noop_with_empty_axes": "INT"}
+SCAN = {"body": "GRAPH", "num_scan_inputs": "INT", "scan_input_axes": "INTS",
+        "scan_input_directions": "INTS", "scan_output_axes": "INTS",
+        "scan_output_directions": "INTS"}
+BRANCHES = {"else_branch": "GRAPH", "then_branch": "GRAPH"}
 LATER_ATTRS = [
     ("AffineGrid", 20, {"align_corners": "INT"}),
     ("AveragePool", 19, dict(POOL, count_include_pad="INT")),
@@ -93,17 +103,58 @@ LATER_ATTRS = [
     ("CastLike", 21, {"saturate": "INT"}),
     ("CenterCropPad", 18, {"axes": "INTS"}),
     ("Col2Im", 18, {"dilations": "INTS", "pads": "INTS", "strides": "INTS"}),
+    ("Constant", 19, CONSTANT),
+    ("Constant", 21, CONSTANT),
+    ("ConstantOfShape", 20, {"value": "TENSOR"}),
+    ("ConstantOfShape", 21, {"value": "TENSOR"}),
     ("DFT", 20, {"inverse": "INT", "onesided": "INT"}),
     ("DeformConv", 19, {"dilations": "INTS", "group": "INT", "kernel_shape": "INTS",
                         "offset_group": "INT", "pads": "INTS", "strides": "INTS"}),
     ("DequantizeLinear", 19, {"axis": "INT"}),
     ("DequantizeLinear", 21, {"axis": "INT", "block_size": "INT"}),
+    ("Flatten", 21, {"axis": "INT"}),
+    ("Gelu", 20, {"approximate": "STRING"}),
+    ("GridSample", 20, {"align_corners": "INT", "mode": "STRING", "padding_mode": "STRING"}),
+    ("GroupNormalization", 18, {"epsilon": "FLOAT", "num_groups": "INT"}),
+    ("GroupNormalization", 21, {"epsilon": "FLOAT", "num_groups": "INT", "stash_type": "INT"}),
+    ("If", 19, BRANCHES),
+    ("If", 21, BRANCHES),
+    ("ImageDecoder", 20, {"pixel_format": "STRING"}),
+    ("IsInf", 20, {"detect_negative": "INT", "detect_positive": "INT"}),
+    ("Loop", 19, {"body": "GRAPH"}),
+    ("Loop", 21, {"body": "GRAPH"}),
     ("LpPool", 18, dict(POOL, p="INT")),
+    ("Pad", 18, {"mode": "STRING"}),
+    ("Pad", 19, {"mode": "STRING"}),
+    ("Pad", 21, {"mode": "STRING"}),
     ("QuantizeLinear", 19, {"axis": "INT", "saturate": "INT"}),
     ("QuantizeLinear", 21, {"axis": "INT", "block_size": "INT", "output_dtype": "INT",
                             "saturate": "INT"}),
+    ("ReduceL1", 18, REDUCE),
+    ("ReduceL2", 18, REDUCE),
+    ("ReduceLogSum", 18, REDUCE),
+    ("ReduceLogSumExp", 18, REDUCE),
+    ("ReduceMax", 18, REDUCE),
+    ("ReduceMax", 20, REDUCE),
+    ("ReduceMean", 18, REDUCE),
+    ("ReduceMin", 18, REDUCE),
+    ("ReduceMin", 20, REDUCE),
+    ("ReduceProd", 18, REDUCE),
+    ("ReduceSumSquare", 18, REDUCE),
+    ("RegexFullMatch", 20, {"pattern": "STRING"}),
+    ("Reshape", 19, {"allowzero": "INT"}),
+    ("Reshape", 21, {"allowzero": "INT"}),
     ("Resize", 18, RESIZE),
     ("Resize", 19, RESIZE),
+    ("Scan", 19, SCAN),
+    ("Scan", 21, SCAN),
+    ("ScatterElements", 18, {"axis": "INT", "reduction": "STRING"}),
+    ("ScatterND", 18, {"reduction": "STRING"}),
+    ("Shape", 19, {"end": "INT", "start": "INT"}),
+    ("Shape", 21, {"end": "INT", "start": "INT"}),
+    ("Split", 18, {"axis": "INT", "num_outputs": "INT"}),
+    ("StringSplit", 20, {"delimiter": "STRING", "maxsplit": "INT"}),
+    ("Transpose", 21, {"perm": "INTS"}),
 ]
 
 

@@ -198,8 +198,8 @@ def _():
     return unary("Cast", ["N", 4], to="float")
 
 
-# Schema versions of opsets 18-21 (compiler/attr_types_later.def: onnx 1.12
-# does not know them)
+# Schema versions of opsets 18-21 (scripts/onnx_extra.py's LATER_ATTRS: onnx
+# 1.12 does not know them)
 def unary18(op, opset, in_shape=("N", 4), extra_inputs=(), inits=(), **attrs):
     node = helper.make_node(op, ["X"] + list(extra_inputs), ["Y"], name="n0", **attrs)
     return model([node], [vi("X", list(in_shape))], [vi("Y", None)], inits, opset=opset)
