@@ -80,7 +80,7 @@ void comment_text(Emit *E, const char *s);       /* c_comment_escape(s), written
 const char *ctype(int dt);                       /* C element type, NULL if none */
 const char *flit(Emit *E, double v, int dt);     /* a float literal that round-trips */
 void shape_text(Emit *E, const Shape *s);
-const char *mathfn(Emit *E, const char *name, int dt);   /* kiln_expf/tanhf/erff, else libm, in dt's precision */
+const char *mathfn(Emit *E, const char *name, int dt);   /* kiln_expf, _logf, _powf, _sinf, ... for float, else libm, in dt's precision */
 bool is_float(int dt);
 bool is_unsigned(int dt);
 

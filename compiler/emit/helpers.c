@@ -515,7 +515,7 @@ bool is_unsigned(int dt)
  * results therefore still depend on the machine's libm). */
 const char *mathfn(Emit *E, const char *name, int dt)
 {
-	static const char *const own[] = {"exp", "tanh", "erf"};
+	static const char *const own[] = {"exp", "tanh", "erf", "log", "log1p", "pow", "sin", "cos", "tan"};
 	if (dt == DT_FLOAT)
 		for (size_t k = 0; k < sizeof own / sizeof own[0]; k++)
 			if (strcmp(name, own[k]) == 0)

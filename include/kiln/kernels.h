@@ -1023,6 +1023,17 @@ KILN_API void kiln_f32_unary(int op, const float *X, float *Y, int64_t n);
 KILN_API float kiln_expf(float x);
 KILN_API float kiln_tanhf(float x);
 KILN_API float kiln_erff(float x);
+/* And instead of libm's logf, log1pf, powf, sinf, cosf and tanf
+ * (f32-vmath/scalar.c): computed in double by one fixed sequence of
+ * operations and rounded once, the same bits on every machine; equal to
+ * libm's double result rounded to float on every float sampled (pow: within
+ * one unit in the last place). */
+KILN_API float kiln_logf(float x);
+KILN_API float kiln_log1pf(float x);
+KILN_API float kiln_powf(float x, float y);
+KILN_API float kiln_sinf(float x);
+KILN_API float kiln_cosf(float x);
+KILN_API float kiln_tanf(float x);
 
 #ifdef __cplusplus
 }
