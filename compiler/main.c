@@ -14,6 +14,7 @@
 #include "compile.h"
 #include "emit.h"
 #include "load.h"
+#include "padproof.h"
 #include "report.h"
 #include "kiln_version.h"
 #include "passes/passes.h"
@@ -53,6 +54,13 @@ static const HelpRow options_help[] = {
 	{"--dim=SYMBOL=V", "fix a symbolic dim in every input that has it\n"
 	                   "(repeatable): --dim P=100 for [N, 2, P] and [N, 4, P]",
 	 C_INFO | C_CHECK | C_DUMP | C_COMPILE},
+	{"--pad-check=SYMBOL=B1,...", "prove that zero-padding the symbolic dim SYMBOL to the\n"
+	                              "bucket sizes B1,... cannot change the outputs at real\n"
+	                              "positions (docs/batching.md); exit 1 if it may",
+	 C_CHECK},
+	{"--mask=INPUT", "with --pad-check: INPUT is a mask (1 real, 0 padded);\n"
+	                 "default: the inputs with the dim named *mask* (repeatable)",
+	 C_CHECK},
 	{"--batch-dim=INPUT=AXIS", "the batch axis of an input (default: axis 0 when\n"
 	                           "its first dim is symbolic) (repeatable)",
 	 C_INFO | C_CHECK | C_DUMP | C_COMPILE},
@@ -206,6 +214,11 @@ typedef struct Options {
 	Freeze freezes[MAX_LIST];
 	const char *rules[MAX_LIST];  /* --batch-rule */
 	int nrules;
+	char *pad_symbol;             /* check --pad-check SYMBOL=B1,... */
+	int64_t pad_buckets[MAX_LIST];
+	int npad_buckets;
+	const char *masks[MAX_LIST];  /* --mask */
+	int nmasks;
 	BindOptions bind;
 } Options;
 
@@ -541,6 +554,16 @@ static int parse_args(int argc, char **argv, Options *o)
 					return usage_error("--dim needs SYMBOL=VALUE, got '%s'", v);
 				o->dims[o->bind.ndims++] =
 					(DimValue){.symbol = strndup(v, (size_t)(eq - v)), .value = value};
+			} else if ((v = flag_value(argc, argv, &i, "--pad-check", &missing))) {
+				const char *eq = strrchr(v, '=');
+				if (!eq || eq == v || o->pad_symbol ||
+				    (o->npad_buckets = parse_int_list(eq + 1, o->pad_buckets, MAX_LIST, 1)) <= 0)
+					return usage_error("--pad-check needs SYMBOL=B1,B2,... once, got '%s'", v);
+				o->pad_symbol = strndup(v, (size_t)(eq - v));
+			} else if ((v = flag_value(argc, argv, &i, "--mask", &missing))) {
+				if (o->nmasks == MAX_LIST || !*v)
+					return usage_error("--mask needs an input name, got '%s'", v);
+				o->masks[o->nmasks++] = v;
 			} else if ((v = flag_value(argc, argv, &i, "--batch-dim", &missing))) {
 				const char *eq = strrchr(v, '=');
 				int64_t axis;
@@ -625,6 +648,10 @@ static int parse_args(int argc, char **argv, Options *o)
 		return usage_error("%s", "compile needs --batch, e.g. --batch=1,8");
 	if (!o->model)
 		return usage_error("'%s' needs a MODEL file", o->command);
+	if ((o->pad_symbol || o->nmasks) && strcmp(o->command, "check"))
+		return usage_error("--pad-check and --mask go with 'check', not '%s'", o->command);
+	if (o->nmasks && !o->pad_symbol)
+		return usage_error("%s", "--mask goes with --pad-check");
 	if (o->json && strcmp(o->command, "info"))
 		return usage_error("--json goes with 'info', not '%s'", o->command);
 	if (o->plan && (strcmp(o->command, "check") == 0 || strcmp(o->command, "verify") == 0))
@@ -737,6 +764,33 @@ static int check_signatures(const Options *o, Model *m)
 	return 0;
 }
 
+/* kiln check --pad-check SYMBOL=B1,...: padding proven harmless, or the
+ * node where it may leak (stderr, exit 1). Runs on the graph as loaded. */
+static int check_padding(const Options *o, Model *m)
+{
+	PadOptions po = {.symbol = o->pad_symbol, .buckets = o->pad_buckets,
+	                 .nbuckets = o->npad_buckets, .masks = o->masks, .nmasks = o->nmasks};
+	PadCheck pc;
+	pad_check(m, &o->bind, &po, &pc);
+	if (!pc.proven) {
+		fprintf(stderr, "kiln: error: %s: %s\n", o->model, pc.why);
+		return EXIT_UNSUPPORTED;
+	}
+	int64_t lo = o->pad_buckets[0];
+	for (int i = 1; i < o->npad_buckets; i++)
+		lo = o->pad_buckets[i] < lo ? o->pad_buckets[i] : lo;
+	if (lo < pc.minimum) {
+		fprintf(stderr, "kiln: error: %s: --pad-check %s: bucket %lld is smaller than %lld, the "
+		        "k of a TopK over %s\n", o->model, o->pad_symbol, (long long)lo,
+		        (long long)pc.minimum, o->pad_symbol);
+		return EXIT_UNSUPPORTED;
+	}
+	printf("%s: padding on %s proven harmless: outputs at real positions are the same at every "
+	       "bucket >= max(length, %lld) (masks: %s)\n", o->model, o->pad_symbol,
+	       (long long)pc.minimum, pc.nmask_inputs ? pc.masks : "none");
+	return 0;
+}
+
 static int run(const Options *o)
 {
 	if (strcmp(o->command, "ops") == 0)
@@ -786,6 +840,8 @@ static int run(const Options *o)
 			;
 		else if (strcmp(o->command, "check") == 0) {
 			rc = report_check(m, stdout, &o->bind) ? EXIT_UNSUPPORTED : 0;
+			if (rc == 0 && o->pad_symbol)
+				rc = check_padding(o, m);
 			if (rc == 0 && o->nbatches)
 				rc = check_signatures(o, m);
 		}
@@ -816,6 +872,7 @@ int main(int argc, char **argv)
 		free((char *)o.freezes[i].input);
 	for (int i = 0; i < o.bind.ndims; i++)
 		free((char *)o.dims[i].symbol);
+	free(o.pad_symbol);
 	if (fflush(stdout) != 0 || ferror(stdout)) {
 		fprintf(stderr, "kiln: error: writing output: %s\n", strerror(errno));
 		rc = EXIT_ERROR;
