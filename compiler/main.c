@@ -663,9 +663,16 @@ static int parse_args(int argc, char **argv, Options *o)
 		return usage_error("--shape, --dim, --batch-dim and --freeze go with 'info', 'check', "
 		                   "'dump' or 'compile', not '%s'; verify takes one --batch", o->command);
 	/* Shapes without --batch: one signature; the batch only matters for symbolic axes. */
-	if (!o->nbatches && (o->bind.nshapes || o->bind.nbatch_dims || o->bind.nfreezes ||
-	                     o->bind.ndims || o->plan))
+	if (!o->nbatches && !o->pad_symbol && (o->bind.nshapes || o->bind.nbatch_dims ||
+	                                       o->bind.nfreezes || o->bind.ndims || o->plan))
 		o->batches[o->nbatches++] = 1;
+	/* check --pad-check --batch: the signatures at the largest bucket */
+	if (o->pad_symbol && o->nbatches && o->bind.ndims < MAX_LIST) {
+		int64_t hi = 0;
+		for (int i = 0; i < o->npad_buckets; i++)
+			hi = o->pad_buckets[i] > hi ? o->pad_buckets[i] : hi;
+		o->dims[o->bind.ndims++] = (DimValue){.symbol = strdup(o->pad_symbol), .value = hi};
+	}
 	return -1;
 }
 

@@ -86,7 +86,12 @@ typedef struct PV {
 	bool dep;                        /* no padded axis, but depends on the bucket size */
 	bool pidx;                       /* indices into the padded axis: from a TopK over it,
 	                                    values < max(L, k) at real positions */
-	bool nonlinear;                  /* a dim that is not P * inner at both probes */
+	bool nonlinear;                  /* a dim that is not P * inner + off at both probes */
+	int64_t off[KILN_MAX_RANK];      /* positions besides the P * inner (a Concat along
+	                                    the dim of a padded and an unpadded tensor) */
+	uint32_t lay;                    /* which positions are where on axes with off > 0:
+	                                    the Concats that made them (0: none) */
+	const char *bad;                 /* not stable: why (naming the node), NULL if stable */
 } PV;
 
 typedef struct PP {
@@ -97,7 +102,8 @@ typedef struct PP {
 	PV *v;
 	Node *n;
 	const char *symbol;
-	const char *why;
+	const char *why;                 /* the verdict: the first unstable value used */
+	const char *nwhy;                /* the node's outputs are unstable: why */
 	int64_t minimum;
 	Arena *a;
 } PP;
@@ -107,7 +113,7 @@ static const Kind K_ANY = {PK_ANY, 0}, K_UNIF = {PK_UNIF, 0}, K_ZERO = {PK_CONST
 static void leak(PP *p, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 static void leak(PP *p, const char *fmt, ...)
 {
-	if (p->why)
+	if (p->nwhy)
 		return;
 	char where[512], what[512];
 	diag_node_path(where, sizeof where, p->g, p->n);
@@ -115,7 +121,7 @@ static void leak(PP *p, const char *fmt, ...)
 	va_start(ap, fmt);
 	vsnprintf(what, sizeof what, fmt, ap);
 	va_end(ap);
-	p->why = arena_printf(p->a, "%s: padding on %s reaches the outputs: %s", where, p->symbol, what);
+	p->nwhy = arena_printf(p->a, "%s: padding on %s reaches the outputs: %s", where, p->symbol, what);
 }
 
 /* ---- probe shapes and contents --------------------------------------------- */
@@ -145,9 +151,11 @@ static void find_axes(PP *p, int id)
 		int64_t d0 = s0->dims[k].size, d1 = s1->dims[k].size;
 		if (d0 == d1)
 			continue;
-		if (d0 > 0 && d0 % p->pv[0] == 0 && d0 / p->pv[0] * p->pv[1] == d1) {
+		int64_t inner = (d1 - d0) / (p->pv[1] - p->pv[0]);
+		if (inner > 0 && (d1 - d0) % (p->pv[1] - p->pv[0]) == 0 && d0 - p->pv[0] * inner >= 0) {
 			v->axes |= 1u << k;
-			v->inner[k] = d0 / p->pv[0];
+			v->inner[k] = inner;
+			v->off[k] = d0 - p->pv[0] * inner;
 			v->pad[k] = K_ANY;
 		} else {
 			v->nonlinear = true;
@@ -499,7 +507,8 @@ static void rule_layout(PP *p)
 		for (int j = 0; j < rank_of(p, o) && match < 0; j++) {
 			if (!(vo->axes >> j & 1u))
 				continue;
-			bool ok = true;
+			bool ok = vi->off[k] == 0 || (dim_of(p, 0, i, k) == dim_of(p, 0, o, j) &&
+			                              dim_of(p, 1, i, k) == dim_of(p, 1, o, j));
 			for (int q = 0; q < 2 && ok; q++) {
 				int64_t ai = 1, ao = 1;
 				for (int t = 0; t < k; t++)
@@ -636,7 +645,7 @@ static void rule_reduce(PP *p)
 		else if (!sums && op != OP_ReduceMax && op != OP_ReduceMin && op != OP_ReduceProd &&
 		         op != OP_ReduceLogSumExp)
 			leak(p, "reduces over the padded axis %d", a);
-		if (p->why)
+		if (p->nwhy)
 			return;
 	}
 	/* the padded axes that remain: their entries are reduced over other
@@ -762,7 +771,7 @@ static void rule_n_first(PP *p)
 			leak(p, "convolves along the padded axis %d with a stride or a change of length", a);
 			return;
 		}
-		if (kern != 1 && !(k.k == PK_CONST && k.c == 0)) {
+		if (kern != 1 && (!is_zero(k) || vi->off[a])) {
 			leak(p, "convolves across the padded axis %d (kernel %lld) over padded entries that "
 			        "are not 0", a, (long long)kern);
 			return;
@@ -788,7 +797,8 @@ static void rule_topk(PP *p)
 	}
 	Kind k = vi->pad[a];
 	int64_t K;
-	if (vi->inner[a] != 1 || (k.k != PK_CONST && k.k != PK_UNIF) || !int_at(p, 1, 0, &K)) {
+	if (vi->inner[a] != 1 || vi->off[a] || (k.k != PK_CONST && k.k != PK_UNIF) ||
+	    !int_at(p, 1, 0, &K)) {
 		leak(p, "selects over the padded axis %d whose padded entries are not all equal (shift "
 		        "the padded points away by the mask, as points * mask + shift * (1 - mask))", a);
 		return;
@@ -821,7 +831,7 @@ static void rule_gather(PP *p)
 	int axis = norm(attr_or(n, "axis", 0), rd);
 	if (vd->axes >> axis & 1u) {
 		Kind k = vd->pad[axis];
-		if (!vx->pidx || vd->inner[axis] != 1 || (k.k != PK_CONST && k.k != PK_UNIF) ||
+		if (!vx->pidx || vd->inner[axis] != 1 || vd->off[axis] || (k.k != PK_CONST && k.k != PK_UNIF) ||
 		    (vd->axes & ~(1u << axis))) {
 			leak(p, "gathers along the padded axis %d %s", axis,
 			     !vx->pidx ? "at indices that are not a TopK's over it"
@@ -851,7 +861,38 @@ static void rule_copy(PP *p)
 	Node *n = p->n;
 	int axis = norm(attr_or(n, "axis", 0), rank_of(p, n->out[0]));
 	if (n->op == OP_Concat && (out(p, 0)->axes >> axis & 1u)) {
-		leak(p, "concatenates along the padded axis %d", axis);
+		/* padded positions come from the padded input; the others are real */
+		PV *vo = out(p, 0);
+		int npadded = 0;
+		for (int i = 0; i < n->nin; i++)
+			npadded += (in(p, i)->axes >> axis & 1u) != 0;
+		if (npadded > 1) {
+			leak(p, "concatenates %d padded tensors along the padded axis %d", npadded, axis);
+			return;
+		}
+		for (int a = 0; a < rank_of(p, n->out[0]); a++) {
+			if (!(vo->axes >> a & 1u))
+				continue;
+			bool zero = true, unif = true, neg_all = true;
+			for (int i = 0; i < n->nin; i++) {
+				PV *v = in(p, i);
+				if (n->in[i] == NONE || !(v->axes >> a & 1u)) {
+					if (a != axis) {
+						leak(p, "makes the padded axis %d of data without it", a);
+						return;
+					}
+					continue;
+				}
+				if (a == axis && v->inner[a] != vo->inner[a]) {
+					leak(p, "concatenates positions of different sizes along the padded axis");
+					return;
+				}
+				zero &= is_zero(v->pad[a]);
+				unif &= v->pad[a].k == PK_CONST || v->pad[a].k == PK_UNIF;
+				neg_all &= neg(v->pad[a]);
+			}
+			vo->pad[a] = zero ? K_ZERO : neg_all ? (Kind){PK_NEG, 0} : unif && a != axis ? K_UNIF : K_ANY;
+		}
 		return;
 	}
 	int ndata = n->op == OP_Concat ? n->nin : 1;
@@ -993,7 +1034,7 @@ static void rule_make(PP *p)
 		return;
 	}
 	/* Range(0, P), Trilu of ones [P, P], ...: position-dependent, stable */
-	if (n->op == OP_Trilu && padded(in(p, 0))) {
+	if (n->op == OP_Trilu && padded(in(p, 0)) && !in(p, 0)->lay) {
 		same_axes(p, 0, true);
 		return;
 	}
@@ -1121,6 +1162,81 @@ static void analyse_node(PP *p)
 	leak(p, "is not analysed for padding (it may mix padded and real positions)");
 }
 
+static uint32_t mix32(uint32_t h, uint64_t x)
+{
+	for (int i = 0; i < 8; i++)
+		h = (h ^ (uint32_t)(x >> 8 * i & 0xff)) * 16777619u;
+	return h;
+}
+
+/* Which positions sit where along axes with an offset: a Concat along the
+ * padded axis makes a layout from its inputs' (in order); every other op
+ * passes its inputs' on, and two inputs laid out differently must not be
+ * paired position by position. Other ops make such axes only with the same
+ * entry at every position (ConstantOfShape, Expand: layout 0, any order);
+ * a Pad, Slice or Tile that would make them is refused by its rule. */
+static void layout(PP *p)
+{
+	Node *n = p->n;
+	uint32_t lay = 0;
+	bool offset = false;
+	for (int o = 0; o < n->nout; o++)
+		for (int a = 0; n->out[o] != NONE && a < KILN_MAX_RANK; a++)
+			offset |= (out(p, o)->axes >> a & 1u) && out(p, o)->off[a] > 0;
+	if (!offset)
+		return;
+	int axis = norm(attr_or(n, "axis", 0), rank_of(p, n->out[0]));
+	if (n->op == OP_Concat && (out(p, 0)->axes >> axis & 1u)) {
+		lay = 2166136261u;
+		for (int i = 0; i < n->nin; i++) {
+			PV *v = in(p, i);
+			bool has = v->axes >> axis & 1u;
+			lay = mix32(lay, v->lay);
+			lay = mix32(lay, has ? (uint64_t)v->inner[axis] : (uint64_t)-dim_of(p, 0, n->in[i], axis));
+		}
+		lay |= 1;
+	} else {
+		for (int i = 0; i < n->nin; i++) {
+			uint32_t l = in(p, i)->lay;
+			if (l && lay && l != lay && !(n->op == OP_Reshape && i == 1)) {
+				leak(p, "pairs positions of inputs laid out differently along the padded axis "
+				        "(concatenated in different orders)");
+				return;
+			}
+			lay = lay ? lay : l;
+		}
+		/* none: made by ConstantOfShape or Expand, the same at every position */
+	}
+	for (int o = 0; o < n->nout; o++)
+		if (n->out[o] != NONE)
+			out(p, o)->lay = lay;
+}
+
+/* A node: an unstable input used as data is the verdict; else the rule,
+ * whose refusal makes the outputs unstable (used only for their shapes,
+ * they are harmless). */
+static void analyse(PP *p)
+{
+	Node *n = p->n;
+	const OpDef *d = op_def(n->op);
+	for (int i = 0; i < n->nin; i++) {
+		PV *v = in(p, i);
+		bool shape_only = n->op == OP_Shape || n->op == OP_Size ||
+		                  (d && i < 32 && (d->shape_inputs >> i & 1u));
+		if (v->bad && !shape_only) {
+			p->why = v->bad;
+			return;
+		}
+	}
+	p->nwhy = NULL;
+	analyse_node(p);
+	if (!p->nwhy)
+		layout(p);
+	for (int o = 0; p->nwhy && o < n->nout; o++)
+		if (n->out[o] != NONE)
+			p->v[n->out[o]].bad = p->nwhy;
+}
+
 /* ---- the pass ------------------------------------------------------------------- */
 
 static bool is_mask(const PadOptions *po, const char *name)
@@ -1213,13 +1329,16 @@ void pad_check(Model *m, const BindOptions *o, const PadOptions *po, PadCheck *o
 	out->masks = names;
 	for (int i = 0; i < g->nnodes && !p.why; i++) {
 		p.n = &g->nodes[i];
-		analyse_node(&p);
+		analyse(&p);
 	}
 	for (int i = 0; i < g->noutputs && !p.why; i++) {
 		int id = g->outputs[i];
-		if (p.v[id].dep && g->values[id].producer != NONE) {
+		if (p.v[id].bad) {
+			p.why = p.v[id].bad;
+		} else if (p.v[id].dep && g->values[id].producer != NONE) {
 			p.n = &g->nodes[g->values[id].producer];
 			leak(&p, "graph output \"%s\" depends on the bucket size", g->values[id].name);
+			p.why = p.nwhy;
 		}
 	}
 	out->why = p.why;
