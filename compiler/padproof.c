@@ -45,12 +45,13 @@
  * entries are 0, a max when they are masked logits, a Softmax over the dim
  * when they are masked logits (it then gives 0 there), a "same" Conv along
  * the dim when they are 0 (what an exact-length evaluation pads with); a
- * TopK over the dim of values whose padded entries are all equal (kNN on
- * points shifted away by the mask) gives stable values and indices for
- * B >= k (ties go to the lower index, so the padded neighbours a short jet
- * gets are positions L, L+1, ..., whatever B is), and a Gather along the
- * dim at such indices of data whose padded entries are all equal is
- * stable. Everything else on the dim (ReduceMean, an unmasked Softmax or
+ * TopK over the dim of values whose padded entries are all equal and below
+ * every real entry (kNN distances to points shifted away by the mask: a
+ * masked logit whose slices are equal) gives stable values and indices for
+ * B >= k: a jet of L >= k never picks a padded point, a shorter one picks
+ * positions L, L+1, ... (ties go to the lower index) whatever B is; and a
+ * Gather along the dim at such indices of data whose padded entries are
+ * all equal is stable. Everything else on the dim (ReduceMean, an unmasked Softmax or
  * sum, LayerNormalization over it, Slice/Pad/Concat along it, positions
  * used as data, ops without a rule) is refused, naming the node.
  *
@@ -74,7 +75,8 @@
 enum { PK_ANY, PK_CONST, PK_UNIF, PK_NEG };   /* zeroed: unknown */
 typedef struct Kind {
 	int k;
-	double c;      /* PK_CONST */
+	double c;      /* PK_CONST: the value; PK_NEG: 1 if the padded slices are also
+	                  all equal (points shifted away: kNN distances), else 0 */
 } Kind;
 
 typedef struct PV {
@@ -366,10 +368,19 @@ static int data_inputs(const Node *n)
 	return n->op == OP_CastLike ? 1 : n->nin;
 }
 
+/* Padded slices all equal: a constant, PK_UNIF, or a masked logit that is. */
+static bool same(Kind k)
+{
+	return k.k == PK_CONST || k.k == PK_UNIF || (k.k == PK_NEG && k.c == 1);
+}
+
 static Kind combine(PP *p, const Kind *k, int nin)
 {
 	int op = p->n->op;
-	bool all_const = true, all_unif = true;
+	bool all_const = true, all_unif = true, all_same = true;
+	for (int i = 0; i < nin; i++)
+		all_same &= same(k[i]);
+	const Kind k_neg = {PK_NEG, all_same ? 1 : 0};
 	double c[8];
 	for (int i = 0; i < nin; i++) {
 		all_const &= k[i].k == PK_CONST;
@@ -386,13 +397,13 @@ static Kind combine(PP *p, const Kind *k, int nin)
 			if (k[i].k == PK_CONST && k[i].c == 0 && !neg(k[1 - i]))
 				return K_ZERO;   /* x * mask, x finite */
 			else if (neg(k[i]) && k[1 - i].k == PK_CONST && k[1 - i].c > 0)
-				return (Kind){PK_NEG, 0};
+				return k_neg;
 	}
 	if (op == OP_Div && nin == 2 && k[1].k == PK_CONST && k[1].c != 0 && !isnan(k[1].c)) {
 		if (k[0].k == PK_CONST && k[0].c == 0)
 			return K_ZERO;
 		if (neg(k[0]) && k[1].c > 0)
-			return (Kind){PK_NEG, 0};
+			return k_neg;
 	}
 	if (op == OP_Neg && nin == 1 && k[0].k == PK_CONST && k[0].c == 0)
 		return K_ZERO;
@@ -407,7 +418,7 @@ static Kind combine(PP *p, const Kind *k, int nin)
 			up |= hi;
 		}
 		if (any_neg && !up)
-			return (Kind){PK_NEG, 0};
+			return k_neg;
 	}
 	return all_unif ? K_UNIF : K_ANY;
 }
@@ -607,6 +618,26 @@ static void rule_layernorm(PP *p)
 	same_axes(p, 0, false);
 }
 
+/* A reduction over unpadded axes (set) of padded entries of kind k: a
+ * constant stays one (|x|^2 of a point shifted to (1e9, 1e9) is 2e18). */
+static Kind reduce_const(PP *p, Kind k, unsigned set)
+{
+	if (k.k != PK_CONST)
+		return per_position(k);
+	double count = 1;
+	for (int a = 0; a < rank_of(p, p->n->in[0]); a++)
+		if (set >> a & 1u)
+			count *= (double)dim_of(p, 0, p->n->in[0], a);
+	switch (p->n->op) {
+	case OP_ReduceSum: return (Kind){PK_CONST, k.c * count};
+	case OP_ReduceSumSquare: return (Kind){PK_CONST, k.c * k.c * count};
+	case OP_ReduceMean: case OP_ReduceMax: case OP_ReduceMin: return k;
+	case OP_ReduceL1: return (Kind){PK_CONST, fabs(k.c) * count};
+	case OP_ReduceL2: return (Kind){PK_CONST, sqrt(k.c * k.c * count)};
+	}
+	return K_UNIF;
+}
+
 static void rule_reduce(PP *p)
 {
 	Node *n = p->n;
@@ -656,11 +687,8 @@ static void rule_reduce(PP *p)
 			j += keep;
 			continue;
 		}
-		if ((vi->axes >> a & 1u) && (vo->axes >> j & 1u)) {
-			Kind k = vi->pad[a];
-			vo->pad[j] = !hit && (k.k == PK_CONST && k.c == 0) && op != OP_ReduceLogSum
-			                     ? K_ZERO : (!hit ? per_position(k) : K_ANY);
-		}
+		if ((vi->axes >> a & 1u) && (vo->axes >> j & 1u))
+			vo->pad[j] = hit ? K_ANY : reduce_const(p, vi->pad[a], set);
 		j++;
 	}
 }
@@ -751,6 +779,11 @@ static void rule_n_first(PP *p)
 		same_axes(p, 0, false);
 		return;
 	}
+	if (n->op == OP_InstanceNormalization) {
+		leak(p, "normalizes over the padded axis %d (its statistics count the padded positions)",
+		     first_axis(vi->axes));
+		return;
+	}
 	if (n->op != OP_Conv) {
 		if (padded(vi))
 			leak(p, "is not analysed for padding along axis %d", first_axis(vi->axes));
@@ -797,10 +830,13 @@ static void rule_topk(PP *p)
 	}
 	Kind k = vi->pad[a];
 	int64_t K;
-	if (vi->inner[a] != 1 || vi->off[a] || (k.k != PK_CONST && k.k != PK_UNIF) ||
-	    !int_at(p, 1, 0, &K)) {
-		leak(p, "selects over the padded axis %d whose padded entries are not all equal (shift "
-		        "the padded points away by the mask, as points * mask + shift * (1 - mask))", a);
+	bool largest = attr_or(n, "largest", 1) != 0;
+	bool worse = largest ? neg(k) : k.k == PK_CONST && k.c >= 1e4;
+	if (vi->inner[a] != 1 || vi->off[a] || !same(k) || !worse || !int_at(p, 1, 0, &K)) {
+		leak(p, "selects over the padded axis %d whose padded entries are not all equal and %s "
+		        "every real entry (shift the padded points away by the mask, as points * mask + "
+		        "1e9 * (1 - mask), so that they are never a real point's neighbours)", a,
+		     largest ? "below" : "above");
 		return;
 	}
 	if (K > p->minimum)

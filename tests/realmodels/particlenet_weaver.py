@@ -123,7 +123,8 @@ def _net(input_dims=8, conv_params=((16, (32, 32, 32)), (16, (64, 64, 64))), fc_
         def forward(self, points, features, mask):
             points = points * mask
             features = features * mask
-            shift = (mask == 0) * 1e9
+            shift = (mask == 0) * (0.0 if bad == "no_shift" else 1e9)   # no_shift: padded points
+            # at the origin, neighbours of real points (padproof.py)
             if self.use_counts:
                 counts = mask.float().sum(dim=-1)
                 counts = torch.max(counts, torch.ones_like(counts))
