@@ -68,6 +68,8 @@ typedef struct VerifyOptions {
  * Returns 0 if every case passed. */
 int verify_run(const VerifyOptions *vo, char **dirs, int ndirs, FILE *out);
 const char *compile_include_dir(Arena *a);
+/* Remove a temporary build folder and what it holds (best effort). */
+void compile_remove_tree(const char *dir);
 const char *compile_runtime_lib(Arena *a);
 /* Open a file (NULL path: a temporary one) that the Model closes if an error
  * long-jumps; compile_close closes it normally and reports write errors. */

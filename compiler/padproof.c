@@ -1296,17 +1296,16 @@ void pad_check(Model *m, const BindOptions *o, const PadOptions *po, PadCheck *o
 	out->masks = "";
 	Graph *g = m->graph;
 	PP p = {.m = m, .g = g, .a = m->arena, .symbol = po->symbol, .minimum = 1};
-	int64_t lo = 0, next = 0;
+	int64_t hi = 0;   /* probes: the largest bucket and twice it (a bucket below a
+	                     kNN's k fails only the minimum, with its own message) */
 	for (int i = 0; i < po->nbuckets; i++)
-		if (po->buckets[i] > 0 && (!lo || po->buckets[i] < lo))
-			lo = po->buckets[i];
-	for (int i = 0; i < po->nbuckets; i++)
-		if (po->buckets[i] > lo && (!next || po->buckets[i] < next))
-			next = po->buckets[i];
-	if (!lo)
-		diag_fail(m->diag, KILN_USAGE, "--pad-check %s: no bucket size", po->symbol);
-	p.pv[0] = lo;
-	p.pv[1] = next ? next : lo + 1;
+		if (po->buckets[i] > hi)
+			hi = po->buckets[i];
+	if (hi < 1 || hi > (1 << 28))
+		diag_fail(m->diag, KILN_USAGE, "--pad-check %s: no bucket size, or one too large",
+		          po->symbol);
+	p.pv[0] = hi;
+	p.pv[1] = 2 * hi;
 	/* every input carrying the symbol; the masks among them */
 	bool found = false;
 	for (int i = 0; i < g->ninputs; i++) {

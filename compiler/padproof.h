@@ -25,10 +25,21 @@ typedef struct PadCheck {
 } PadCheck;
 
 /* Analyse the graph (as loaded, before the optimizer) at batch 1 and two
- * probe sizes of the dim (the two smallest buckets, or B and B + 1).
+ * probe sizes of the dim (the largest bucket B and 2B).
  * Never fails for a model it cannot prove: the reason is in why. Fails
  * (diag) on bad options: an unknown symbol or mask, shapes that do not
  * infer at a bucket. */
 void pad_check(Model *m, const BindOptions *o, const PadOptions *po, PadCheck *out);
+
+/* padtest.c: the check by evaluation, for what the rules cannot prove. The
+ * model (reloaded from m->path for each size) is compiled at batch 1 and
+ * each bucket size and each of a few exact lengths L (1, half the smallest
+ * bucket, the smallest bucket, between it and the largest), run on inputs
+ * that are the same at every real position whatever the size (0 and mask 0
+ * at padded ones), and every output at real positions compared: |a - b|
+ * <= 1e-6 + 1e-4 |b|. True if they agree; else *why says where they do
+ * not. *tested: the lengths and sizes compared. */
+bool pad_evaluate(Model *m, const BindOptions *o, const PadOptions *po, const char **why,
+                  const char **tested);
 
 #endif

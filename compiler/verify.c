@@ -137,7 +137,7 @@ static bool freezable(const Tensor *t)
 	       t->w.nelem <= 64;
 }
 
-static void remove_tree(const char *dir)
+void compile_remove_tree(const char *dir)
 {
 	char cmd[600];
 	snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
@@ -186,7 +186,7 @@ static void verify_case(const char *dir, Arena *a, Diag *d, Outcome *o, const Ve
 				dlclose(so);
 			so = NULL;
 			if (tmp)
-				remove_tree(tmp);
+				compile_remove_tree(tmp);
 			tmp = NULL;
 			model_close(m);
 			m = NULL;
@@ -334,7 +334,7 @@ retry:;
 		if (vo->keep)
 			fprintf(stderr, "verify: kept %s\n", tmp);
 		else
-			remove_tree(tmp);
+			compile_remove_tree(tmp);
 		tmp = NULL;
 	}
 	o->kind = V_PASS;
@@ -345,7 +345,7 @@ done:
 	if (tmp && vo->keep)
 		fprintf(stderr, "verify: kept %s\n", tmp);
 	else if (tmp)
-		remove_tree(tmp);
+		compile_remove_tree(tmp);
 	model_close(m);
 }
 
