@@ -180,7 +180,7 @@ static bool elem(const Folded *f, int64_t i, double *x)
 {
 	const unsigned char *b = (const unsigned char *)f->data;
 	switch (f->dtype) {
-	case DT_FLOAT: { float y; memcpy(&y, b + 4 * i, 4); *x = y; return true; }
+	case DT_FLOAT: { float y; memcpy(&y, b + 4 * i, 4); *x = (double)y; return true; }
 	case DT_DOUBLE: memcpy(x, b + 8 * i, 8); return true;
 	case DT_INT64: { int64_t y; memcpy(&y, b + 8 * i, 8); *x = (double)y; return true; }
 	case DT_INT32: { int32_t y; memcpy(&y, b + 4 * i, 4); *x = y; return true; }
@@ -1275,7 +1275,7 @@ static void analyse(PP *p)
 
 /* ---- the pass ------------------------------------------------------------------- */
 
-static bool is_mask(const PadOptions *po, const char *name)
+bool pad_is_mask(const PadOptions *po, const char *name)
 {
 	if (po->nmasks) {
 		for (int i = 0; i < po->nmasks; i++)
@@ -1353,7 +1353,7 @@ void pad_check(Model *m, const BindOptions *o, const PadOptions *po, PadCheck *o
 			continue;
 		for (int a = 0; a < KILN_MAX_RANK; a++)
 			pv->pad[a] = K_ZERO;   /* features 0, masks 0 */
-		if (is_mask(po, v->name)) {
+		if (pad_is_mask(po, v->name)) {
 			pv->has_real = true;
 			pv->real = 1;
 			out->nmask_inputs++;

@@ -24,6 +24,10 @@ typedef struct PadCheck {
 	const char *masks;         /* their names, comma-separated ("" if none) */
 } PadCheck;
 
+/* Is the input of that name a mask (PadOptions.masks; none given: the name
+ * contains "mask", any case)? For inputs carrying the dim. */
+bool pad_is_mask(const PadOptions *po, const char *name);
+
 /* Analyse the graph (as loaded, before the optimizer) at batch 1 and two
  * probe sizes of the dim (the largest bucket B and 2B).
  * Never fails for a model it cannot prove: the reason is in why. Fails

@@ -23,7 +23,6 @@
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
-#include <strings.h>
 #include <unistd.h>
 
 #include "compile.h"
@@ -108,13 +107,13 @@ static bool store(void *p, int dt, int64_t i, double v)
 static double load(const void *p, int dt, int64_t i)
 {
 	switch (dt) {
-	case KILN_FLOAT32: return ((const float *)p)[i];
+	case KILN_FLOAT32: return (double)((const float *)p)[i];
 	case KILN_FLOAT64: return ((const double *)p)[i];
 	case KILN_INT64: return (double)((const int64_t *)p)[i];
 	case KILN_INT32: return ((const int32_t *)p)[i];
 	case KILN_BOOL: case KILN_UINT8: return ((const uint8_t *)p)[i];
 	}
-	return NAN;
+	return (double)NAN;
 }
 
 static size_t elem_bytes(int dt)
@@ -140,19 +139,6 @@ static unsigned sym_axes(const Value *v, const char *symbol)
 	return s;
 }
 
-static bool is_mask_input(const PadOptions *po, const char *name)
-{
-	for (int i = 0; i < po->nmasks; i++)
-		if (strcmp(po->masks[i], name) == 0)
-			return true;
-	if (po->nmasks)
-		return false;
-	for (const char *s = name; *s; s++)
-		if (strncasecmp(s, "mask", 4) == 0)
-			return true;
-	return false;
-}
-
 /* Coordinates of flat element i of dims (rank r). */
 static void coords(int64_t i, const int64_t *dims, int r, int64_t *c)
 {
@@ -176,7 +162,7 @@ static const char *run(Model *m, const PadOptions *po, const Built *b, int64_t L
 			gi++;
 		const Value *v = &g->values[g->inputs[gi++]];
 		unsigned ax = sym_axes(v, po->symbol);
-		bool mask = ax && is_mask_input(po, v->name);
+		bool mask = ax && pad_is_mask(po, v->name);
 		int64_t n = count(t), c[8];
 		void *p = arena_alloc(m->arena, (size_t)n * elem_bytes(t->dtype) + 64);
 		for (int64_t e = 0; e < n; e++) {
