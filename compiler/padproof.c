@@ -1301,9 +1301,11 @@ void pad_check(Model *m, const BindOptions *o, const PadOptions *po, PadCheck *o
 	for (int i = 0; i < po->nbuckets; i++)
 		if (po->buckets[i] > hi)
 			hi = po->buckets[i];
-	if (hi < 1 || hi > (1 << 28))
-		diag_fail(m->diag, KILN_USAGE, "--pad-check %s: no bucket size, or one too large",
-		          po->symbol);
+	if (hi < 1)
+		diag_fail(m->diag, KILN_USAGE, "--pad-check %s: no bucket size", po->symbol);
+	if (hi > (1 << 28))
+		diag_fail(m->diag, KILN_LIMIT, "--pad-check %s: bucket %lld is larger than 2^28",
+		          po->symbol, (long long)hi);
 	p.pv[0] = hi;
 	p.pv[1] = 2 * hi;
 	/* every input carrying the symbol; the masks among them */
