@@ -4,7 +4,7 @@
  * positions, so that a model compiled at a few sizes of that dim (buckets)
  * may run every sample at the smallest bucket that holds it.
  *
- * The property proved, for a sample of length L (positions 0..L-1 real,
+ * The property proved, for a sample of length L >= 1 (positions 0..L-1 real,
  * the rest padding: features 0, mask inputs 0) and the minimum M the proof
  * finds (TopK's k over the dim, else 1):
  *

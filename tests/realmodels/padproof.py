@@ -1,7 +1,7 @@
 #!/usr/bin/python3
 """Padding proven harmless (compiler/padproof.c, issue 31): `kiln check
-MODEL --pad-check SYMBOL=B1,B2` on real exports, each verdict confirmed
-numerically with torch.
+MODEL --pad-check SYMBOL=B1,B2` on real exports, verdicts confirmed
+numerically with torch (and ONNX Runtime for ParT with pairs).
 
 Accepted (kiln must say "proven harmless"):
   - weaver's ParticleNet (particlenet_weaver.py) with a dynamic particle
