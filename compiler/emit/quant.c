@@ -44,6 +44,17 @@ static const char *exact_fields(Emit *E)
 	return f;
 }
 
+/* The node's work memory for the integer kernels (kiln_i8_work_bytes,
+ * planned arena scratch), or NULL when it has none (16-bit operands). */
+static const char *work_expr(Emit *E)
+{
+	int buf = E->plan->scratch_of[(int)(E->n - E->g->nodes)];
+	if (buf == NONE)
+		return "NULL";
+	const PlanBuf *scratch = &E->plan->bufs[buf];
+	return arena_printf(E->a, "a + %" PRId64, scratch->off);
+}
+
 /* ---- matrix products ---- */
 
 /* One pointer the batch loop moves: an operand, or a zero point or scale
@@ -93,6 +104,7 @@ void emit_qmatmul(Emit *E)
 	int64_t M = g.M, K = g.K, N = g.N, nb = g.nb;
 	int br = g.ob.rank;
 	const Shape ob = g.ob, ab = g.ab, bb = g.bb;
+	const char *work = work_expr(E);
 	Moving mv[6];
 	int nmv = 0;
 	mv[nmv] = (Moving){.field = "qa.data", .base = A.expr};
@@ -121,12 +133,12 @@ void emit_qmatmul(Emit *E)
 		    has_input(E, 7) ? in_op(E, 7).expr : "NULL", in_op(E, 6).expr, wide_field(Y.dtype),
 		    exact_fields(E));
 		call = arena_printf(E->a, "kiln_q8_gemm(%" PRId64 ", %" PRId64 ", %" PRId64
-		                    ", &qa, %" PRId64 ", &qb, %" PRId64 ", &qy, %" PRId64 ");",
-		                    M, N, K, K, N, N);
+		                    ", &qa, %" PRId64 ", &qb, %" PRId64 ", &qy, %" PRId64 ", %s);",
+		                    M, N, K, K, N, N, work);
 	} else {
 		call = arena_printf(E->a, "kiln_i8_gemm(%" PRId64 ", %" PRId64 ", %" PRId64
-		                    ", &qa, %" PRId64 ", &qb, %" PRId64 ", Y, %" PRId64 ");",
-		                    M, N, K, K, N, N);
+		                    ", &qa, %" PRId64 ", &qb, %" PRId64 ", Y, %" PRId64 ", %s);",
+		                    M, N, K, K, N, N, work);
 	}
 	if (nb == 1) {
 		if (!ql)
@@ -161,8 +173,8 @@ void emit_qmatmul(Emit *E)
 		emitf(E, "\t\tint32_t *Y = %s + i * %" PRId64 ";\n", Y.expr, M * N);
 	if (ql)
 		call = arena_printf(E->a, "kiln_q8_gemm(%" PRId64 ", %" PRId64 ", %" PRId64
-		                    ", &qa, %" PRId64 ", &qb, %" PRId64 ", &qyi, %" PRId64 ");",
-		                    M, N, K, K, N, N);
+		                    ", &qa, %" PRId64 ", &qb, %" PRId64 ", &qyi, %" PRId64 ", %s);",
+		                    M, N, K, K, N, N, work);
 	emitf(E, "\t\t%s\n\t}\n", call);
 }
 
@@ -207,7 +219,7 @@ void emit_qconv(Emit *E)
 		    X.expr, X.dtype == DT_INT8, zx);
 		emitf(E, "\tconst kiln_q8_operand qw = {.data = %s, .is_signed = %d, .zero = %s, "
 		       ".zero_stride = %" PRId64 "};\n", W.expr, W.dtype == DT_INT8, zw, zw_stride);
-		emitf(E, "\tkiln_i8_conv(&p, &qx, &qw, %s);\n", Y.expr);
+		emitf(E, "\tkiln_i8_conv(&p, &qx, &qw, %s, %s);\n", Y.expr, work_expr(E));
 		return;
 	}
 	Operand WS = in_op(E, 4);
@@ -223,8 +235,8 @@ void emit_qconv(Emit *E)
 	    has_input(E, 7) ? in_op(E, 7).expr : "NULL", in_op(E, 6).expr, wide_field(Y.dtype),
 	    exact_fields(E));
 	/* kiln.qdq: the bias goes with its scale in qy. */
-	emitf(E, "\tkiln_q8_conv(&p, &qx, &qw, %s, &qy);\n",
-	    has_input(E, 8) && !qdq ? in_op(E, 8).expr : "NULL");
+	emitf(E, "\tkiln_q8_conv(&p, &qx, &qw, %s, &qy, %s);\n",
+	    has_input(E, 8) && !qdq ? in_op(E, 8).expr : "NULL", work_expr(E));
 }
 
 /* ---- DynamicQuantizeLinear ---- */

@@ -448,6 +448,35 @@ void ops_quant_infer(Infer *x)
 
 /* ---- the records (opdef.h) ---------------------------------------------- */
 
+/* The integer products' work memory (kiln_i8_work_bytes): A's rows by K for
+ * a matrix product, the output channels by (channels / group) * kernel
+ * volume for a convolution; none for 16-bit operands (a kiln.qdq node's),
+ * which the blocked kernels do not take. */
+static int64_t quant_scratch_bytes(const Sig *s, int node, Arena *a)
+{
+	Node *n = &s->g->nodes[node];
+	Infer inf = {.sig = (Sig *)s, .g = s->g, .n = n, .a = a};
+	bool ql = n->op == OP_QLinearMatMul || n->op == OP_QLinearConv;
+	int ia = 0, ib = ql ? 3 : 1;
+	for (int k = 0; k < 2; k++) {
+		int dt = infer_dtype(&inf, k ? ib : ia);
+		if (dt != DT_INT8 && dt != DT_UINT8)
+			return 0;
+	}
+	const Shape *A = infer_shape(&inf, ia), *B = infer_shape(&inf, ib);
+	int64_t M, K;
+	if (n->op == OP_ConvInteger || n->op == OP_QLinearConv) {
+		M = B->dims[0].size;
+		K = 1;
+		for (int k = 1; k < B->rank; k++)
+			K *= B->dims[k].size;
+	} else {
+		M = A->rank >= 2 ? A->dims[A->rank - 2].size : 1;
+		K = A->dims[A->rank - 1].size;
+	}
+	return kiln_i8_work_bytes(M, K);
+}
+
 const OpDef ops_quant_defs[] = {
 	{.op = OP_QuantizeLinear, .infer = ops_quant_infer, .emit = emit_quant,
 	 .batch = BK_ELEMENTWISE, .narrow_types = true,
@@ -459,13 +488,16 @@ const OpDef ops_quant_defs[] = {
 	 .note = "also int16, uint16, int4, uint4 (21; packed weights read in place) and the four "
 	         "float8 types (19; zero point 0); per tensor, per axis, blocked (block_size, 21; "
 	         "a last partial block); a float16 scale gives that output type (bfloat16 refused)"},
-	{.op = OP_MatMulInteger, .infer = ops_quant_infer, .emit = emit_qmatmul},
+	{.op = OP_MatMulInteger, .infer = ops_quant_infer, .emit = emit_qmatmul,
+	 .scratch = quant_scratch_bytes},
 	{.op = OP_QLinearMatMul, .infer = ops_quant_infer, .emit = emit_qmatmul,
-	 .batch = BK_QLINEAR_MATMUL,
+	 .batch = BK_QLINEAR_MATMUL, .scratch = quant_scratch_bytes,
 	 .note = "int8 and uint8 (float8, opset 21, refused: ONNX Runtime 1.30 has no kernel for "
 	         "it)"},
-	{.op = OP_ConvInteger, .infer = ops_quant_infer, .emit = emit_qconv, .batch = BK_N_FIRST},
-	{.op = OP_QLinearConv, .infer = ops_quant_infer, .emit = emit_qconv, .batch = BK_N_FIRST},
+	{.op = OP_ConvInteger, .infer = ops_quant_infer, .emit = emit_qconv, .batch = BK_N_FIRST,
+	 .scratch = quant_scratch_bytes},
+	{.op = OP_QLinearConv, .infer = ops_quant_infer, .emit = emit_qconv, .batch = BK_N_FIRST,
+	 .scratch = quant_scratch_bytes},
 	{.op = OP_DynamicQuantizeLinear, .infer = ops_quant_infer, .emit = emit_dynamic_quant},
 	{.op = NONE},
 };

@@ -425,6 +425,18 @@ typedef struct kiln_q8_output {
 } kiln_q8_output;
 
 /*
+ * Work memory of the four integer products below: `work` is NULL or
+ * kiln_i8_work_bytes(M, K) bytes (any alignment) that the call may
+ * overwrite, with M the rows of A (GEMM) or the output channels and K the
+ * row length of A, or (channels / group) * kernel volume (convolution).
+ * With it, 8-bit operands and K <= 32768, the AVX2 and AVX-512 variants
+ * run blocked (the operands minus their zero points as int16, exact int32
+ * sums); otherwise, and in the ref variant, the reference loops run. The
+ * results are the same bits either way.
+ */
+KILN_API int64_t kiln_i8_work_bytes(int64_t M, int64_t K);
+
+/*
  * ONNX MatMulInteger on one [M, K] x [K, N] matrix pair:
  *   C[m, n] = sum_k (A[m, k] - za[m]) * (B[k, n] - zb[n])
  * with element (m, k) of A at a_row_stride * m + k, (k, n) of B at
@@ -436,7 +448,7 @@ typedef struct kiln_q8_output {
 KILN_API void kiln_i8_gemm(int64_t M, int64_t N, int64_t K,
                            const kiln_q8_operand *A, int64_t a_row_stride,
                            const kiln_q8_operand *B, int64_t b_row_stride,
-                           int32_t *C, int64_t c_row_stride);
+                           int32_t *C, int64_t c_row_stride, void *work);
 
 /*
  * ONNX QLinearMatMul on one matrix pair: the int32 sums of kiln_i8_gemm,
@@ -449,7 +461,7 @@ KILN_API void kiln_i8_gemm(int64_t M, int64_t N, int64_t K,
 KILN_API void kiln_q8_gemm(int64_t M, int64_t N, int64_t K,
                            const kiln_q8_operand *A, int64_t a_row_stride,
                            const kiln_q8_operand *B, int64_t b_row_stride,
-                           const kiln_q8_output *Y, int64_t y_row_stride);
+                           const kiln_q8_output *Y, int64_t y_row_stride, void *work);
 
 /*
  * ONNX ConvInteger in 1 to 3 spatial dims, with the geometry of
@@ -461,7 +473,7 @@ KILN_API void kiln_q8_gemm(int64_t M, int64_t N, int64_t K,
  * kiln_i8_gemm.
  */
 KILN_API void kiln_i8_conv(const kiln_window3d_params *p, const kiln_q8_operand *X,
-                           const kiln_q8_operand *W, int32_t *Y);
+                           const kiln_q8_operand *W, int32_t *Y, void *work);
 
 /*
  * ONNX QLinearConv: the sums of kiln_i8_conv plus bias[m] (int32, NULL for
@@ -470,7 +482,7 @@ KILN_API void kiln_i8_conv(const kiln_window3d_params *p, const kiln_q8_operand 
  */
 KILN_API void kiln_q8_conv(const kiln_window3d_params *p, const kiln_q8_operand *X,
                            const kiln_q8_operand *W, const int32_t *bias,
-                           const kiln_q8_output *Y);
+                           const kiln_q8_output *Y, void *work);
 
 /* ---- recurrent layers (RNN, GRU, LSTM) -------------------------------- */
 

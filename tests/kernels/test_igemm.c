@@ -68,10 +68,12 @@ static void gemm_case(int64_t M, int64_t N, int64_t K, int as, int bs, int zmode
 	unsigned char *C = guarded_alloc(&g, cbytes, quant ? 1 : 4);
 	memset(C, 0x5a, cbytes);
 	kiln_q8_output qy = {C, ys, &zy, &sy, 0, 0, NULL, NULL, 0, 0};
+	Guarded gw;
+	void *work = guarded_alloc(&gw, (size_t)kiln_i8_work_bytes(M, K), 1);
 	if (quant)
-		kiln_q8_gemm(M, N, K, &qa, lda, &qb, ldb, &qy, ldc);
+		kiln_q8_gemm(M, N, K, &qa, lda, &qb, ldb, &qy, ldc, work);
 	else
-		kiln_i8_gemm(M, N, K, &qa, lda, &qb, ldb, (int32_t *)(void *)C, ldc);
+		kiln_i8_gemm(M, N, K, &qa, lda, &qb, ldb, (int32_t *)(void *)C, ldc, work);
 	int64_t bad = 0;
 	for (int64_t m = 0; m < M; m++)
 		for (int64_t n = 0; n < N; n++) {
@@ -99,8 +101,9 @@ static void gemm_case(int64_t M, int64_t N, int64_t K, int as, int bs, int zmode
 	snprintf(what, sizeof what, "%s M=%lld N=%lld K=%lld a%s b%s za=%d zb=%d y%s",
 	         quant ? "q8_gemm" : "i8_gemm", (long long)M, (long long)N, (long long)K,
 	         as ? "s8" : "u8", bs ? "s8" : "u8", zmode_a, zmode_b, ys ? "s8" : "u8");
-	CHECK(bad == 0 && guarded_intact(&g), what);
+	CHECK(bad == 0 && guarded_intact(&g) && guarded_intact(&gw), what);
 	guarded_free(&g);
+	guarded_free(&gw);
 	free(A), free(B), free(za), free(zb), free(sa), free(sb);
 }
 
@@ -113,7 +116,8 @@ static void gemm_overflow(void)
 	memset(B, 255, K);
 	kiln_q8_operand qa = {A, 0, NULL, 0, NULL, 0, 0}, qb = {B, 0, NULL, 0, NULL, 0, 0};
 	int32_t c = 0;
-	kiln_i8_gemm(1, 1, K, &qa, K, &qb, 1, &c, 1);
+	static unsigned char work[4 * K];
+	kiln_i8_gemm(1, 1, K, &qa, K, &qb, 1, &c, 1, work);
 	CHECK(c == wrap((int64_t)K * 255 * 255), "i8_gemm wraps in 32 bits");
 }
 
@@ -128,29 +132,31 @@ static void requant_ties(void)
 	int8_t y8[6];
 	int8_t zy = 0;
 	kiln_q8_output qy = {y8, 1, &zy, &s_one, 0, 0, NULL, NULL, 0, 0};
-	kiln_q8_gemm(1, 6, 1, &qa, 1, &qb, 6, &qy, 6);
+	kiln_q8_gemm(1, 6, 1, &qa, 1, &qb, 6, &qy, 6, NULL);
 	int8_t want[6] = {2, 2, -2, -2, 64, -64};
 	CHECK(memcmp(y8, want, 6) == 0, "q8_gemm rounds half to even (int8 out)");
 	uint8_t u8[6], zu = 100;
 	float s_big = 4.0f;
 	kiln_q8_operand qa2 = {A, 0, NULL, 0, &s_big, 0, 0};
 	kiln_q8_output qu = {u8, 0, &zu, &s_one, 0, 0, NULL, NULL, 0, 0};
-	kiln_q8_gemm(1, 6, 1, &qa2, 1, &qb, 6, &qu, 6);
+	kiln_q8_gemm(1, 6, 1, &qa2, 1, &qb, 6, &qu, 6, NULL);
 	uint8_t wantu[6] = {112, 120, 88, 80, 255, 0};
 	CHECK(memcmp(u8, wantu, 6) == 0, "q8_gemm saturates (uint8 out)");
 }
 
 /* ---- convolution ---- */
 
+/* big: channels and sizes that take several panels, K blocks and tiles of
+ * the blocked kernels (i8-gemm/core.h) */
 static void conv_case(int ns, int64_t group, int xs, int ws, int zw_per_channel, int quant,
-                      int ys, int with_bias)
+                      int ys, int with_bias, int big)
 {
 	kiln_window3d_params p = {.batch = rng_int(1, 2), .group = group};
-	p.channels = group * rng_int(1, 3);
-	p.out_channels = group * rng_int(1, 3);
+	p.channels = group * (big ? rng_int(60, 80) : rng_int(1, 3));
+	p.out_channels = group * (big ? rng_int(9, 20) : rng_int(1, 3));
 	for (int a = 0; a < 3; a++) {
 		bool used = a >= 3 - ns;
-		p.in[a] = used ? rng_int(1, 7) : 1;
+		p.in[a] = used ? (big ? rng_int(5, 40) : rng_int(1, 7)) : 1;
 		p.kernel[a] = used ? rng_int(1, 3) : 1;
 		p.stride[a] = used ? rng_int(1, 2) : 1;
 		p.dilation[a] = used ? rng_int(1, 2) : 1;
@@ -187,10 +193,12 @@ static void conv_case(int ns, int64_t group, int xs, int ws, int zw_per_channel,
 	Guarded g;
 	unsigned char *Y = guarded_alloc(&g, (size_t)ny * (quant ? 1 : 4), quant ? 3 : 4);
 	kiln_q8_output qy = {Y, ys, &zy, &sy, 0, 0, NULL, NULL, 0, 0};
+	Guarded gw;
+	void *work = guarded_alloc(&gw, (size_t)kiln_i8_work_bytes(M, cg * kvol), 1);
 	if (quant)
-		kiln_q8_conv(&p, &qx, &qw, with_bias ? bias : NULL, &qy);
+		kiln_q8_conv(&p, &qx, &qw, with_bias ? bias : NULL, &qy, work);
 	else
-		kiln_i8_conv(&p, &qx, &qw, (int32_t *)(void *)Y);
+		kiln_i8_conv(&p, &qx, &qw, (int32_t *)(void *)Y, work);
 	int64_t bad = 0;
 	for (int64_t n = 0; n < p.batch; n++)
 		for (int64_t m = 0; m < M; m++)
@@ -233,15 +241,16 @@ static void conv_case(int ns, int64_t group, int xs, int ws, int zw_per_channel,
 	snprintf(what, sizeof what, "%s %dD group=%lld x%s w%s zw_per_channel=%d y%s bias=%d",
 	         quant ? "q8_conv" : "i8_conv", ns, (long long)group, xs ? "s8" : "u8",
 	         ws ? "s8" : "u8", zw_per_channel, ys ? "s8" : "u8", with_bias);
-	CHECK(bad == 0 && guarded_intact(&g), what);
+	CHECK(bad == 0 && guarded_intact(&g) && guarded_intact(&gw), what);
 	guarded_free(&g);
+	guarded_free(&gw);
 	free(X), free(W), free(zw), free(bias), free(swv);
 }
 
 int main(void)
 {
 	const int64_t sizes[][3] = {{1, 1, 1}, {0, 3, 2}, {3, 0, 2}, {2, 3, 0}, {4, 2, 3},
-	                            {5, 300, 7}, {3, 17, 260}};
+	                            {5, 300, 7}, {3, 17, 260}, {9, 70, 1100}, {17, 33, 511}};
 	for (size_t s = 0; s < sizeof sizes / sizeof sizes[0]; s++)
 		for (int combo = 0; combo < 4; combo++)
 			for (int za = 0; za < 3; za++)
@@ -259,8 +268,10 @@ int main(void)
 		for (int combo = 0; combo < 4; combo++)
 			for (int rep = 0; rep < 4; rep++) {
 				int64_t group = rep == 3 ? 2 : 1;
-				conv_case(ns, group, combo & 1, combo >> 1, rep & 1, 0, 0, 0);
-				conv_case(ns, group, combo & 1, combo >> 1, rep & 1, 1, rep >> 1 & 1, rep & 1);
+				conv_case(ns, group, combo & 1, combo >> 1, rep & 1, 0, 0, 0, 0);
+				conv_case(ns, group, combo & 1, combo >> 1, rep & 1, 1, rep >> 1 & 1, rep & 1, 0);
+				if (ns < 3 && rep < 2)
+					conv_case(ns, 1, combo & 1, combo >> 1, rep, rep, combo & 1, 1, 1);
 			}
 	return harness_report();
 }

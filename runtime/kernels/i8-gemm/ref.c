@@ -1,5 +1,5 @@
 /*
- * i8-gemm.c - reference integer products of int8/uint8 operands: the GEMM of
+ * i8-gemm/ref.c - reference integer products of int8/uint8 operands: the GEMM of
  * MatMulInteger and QLinearMatMul, and the direct convolution of ConvInteger
  * and QLinearConv.
  *
@@ -21,32 +21,21 @@
  * operands may occur (|x - zx| <= 65535, so the sums are kept in 64 bits
  * throughout; the low 32 bits are what the 32-bit ops wrap to) and the
  * requantization is the chain's float64 arithmetic (kiln_q8_output).
+ *
+ * This file is also the one dispatch point: with work memory, 8-bit
+ * operands and K <= KILN_I8_MAX_K, the AVX2 and AVX-512 variants compute
+ * the same sums blocked (i8gemm.h, core.h) and hand them back a row at a
+ * time to kiln_i8_store_row here, which requantizes them with the same
+ * functions as the loops below: the results are identical bit for bit.
  */
 #include <math.h>
 #include <string.h>
 
-#include "kiln/kernels.h"
+#include "../isa.h"
+#include "i8gemm.h"
 
 /* Columns of C computed at once: the accumulators live on the stack. */
 enum { BLOCK_N = 256 };
-
-static inline int32_t q8_at(const void *p, int is_signed, int64_t i)
-{
-	return is_signed ? (int32_t)((const int8_t *)p)[i] : (int32_t)((const uint8_t *)p)[i];
-}
-
-/* Element i of 8- or 16-bit data. */
-static inline int32_t q_at(const void *p, int is_signed, int wide, int64_t i)
-{
-	if (!wide)
-		return q8_at(p, is_signed, i);
-	return is_signed ? (int32_t)((const int16_t *)p)[i] : (int32_t)((const uint16_t *)p)[i];
-}
-
-static inline int32_t zero_at(const kiln_q8_operand *q, int64_t i)
-{
-	return q->zero ? q_at(q->zero, q->is_signed, q->wide, i * q->zero_stride) : 0;
-}
 
 static inline float scale_at(const kiln_q8_operand *q, int64_t i)
 {
@@ -113,6 +102,94 @@ static inline void store_q8(const kiln_q8_output *Y, int64_t i, int32_t sum, flo
 		((uint8_t *)Y->data)[i] = (uint8_t)v;
 }
 
+/* ---- the blocked path (i8gemm.h) ---- */
+
+int64_t kiln_i8_work_bytes(int64_t M, int64_t K)
+{
+	return 128 + M * (K + (K & 1)) * 2 + M * I8_NR * 4;
+}
+
+void kiln_i8_store_row(const I8Out *o, int64_t m, int64_t n0, int64_t w, const int32_t *sums,
+                       int64_t at)
+{
+	if (o->y32) {
+		memcpy(o->y32 + at, sums, (size_t)w * sizeof *sums);
+		return;
+	}
+	const kiln_q8_output *Y = o->y8;
+	if (o->conv) {
+		/* as conv(): X (cb) per tensor, W (ra) per output channel m */
+		if (Y->exact) {
+			for (int64_t j = 0; j < w; j++)
+				store_exact(Y, at + j, sums[j], scale_at(o->cb, 0), scale_at(o->ra, m), m);
+			return;
+		}
+		float mult = scale_at(o->cb, 0) * scale_at(o->ra, m) / Y->scale[0];
+		int32_t zy = Y->zero && !Y->wide ? q8_at(Y->zero, Y->is_signed, 0) : 0;
+		for (int64_t j = 0; j < w; j++) {
+			uint64_t s = (uint64_t)(int64_t)sums[j];
+			if (o->bias)
+				s += (uint32_t)o->bias[m];
+			store_q8(Y, at + j, wrap32((uint32_t)s), mult, zy);
+		}
+		return;
+	}
+	/* as kiln_q8_gemm: A (ra) per row m, B (cb) per column */
+	float sa = scale_at(o->ra, m);
+	if (Y->exact) {
+		for (int64_t j = 0; j < w; j++)
+			store_exact(Y, at + j, sums[j], sa, scale_at(o->cb, n0 + j), n0 + j);
+		return;
+	}
+	int32_t zy = Y->zero ? q8_at(Y->zero, Y->is_signed, 0) : 0;
+	float sy = Y->scale[0];
+	for (int64_t j = 0; j < w; j++) {
+		float mult = sa * scale_at(o->cb, n0 + j) / sy;
+		store_q8(Y, at + j, sums[j], mult, zy);
+	}
+}
+
+/* 1 for the AVX-512 variant, 2 for AVX2, 0 for the loops below: the
+ * blocked sums fit int32 only for 8-bit operands and K <= KILN_I8_MAX_K. */
+static int blocked(const kiln_q8_operand *a, const kiln_q8_operand *b, int64_t K, void *work)
+{
+	if (!work || a->wide || b->wide || K > KILN_I8_MAX_K)
+		return 0;
+#ifdef KILN_HAVE_X86_VARIANTS
+	if (kiln_isa() == KILN_ISA_AVX512)
+		return 1;
+	if (kiln_isa() == KILN_ISA_AVX2)
+		return 2;
+#endif
+	return 0;
+}
+
+static int gemm_blocked(const I8Gemm *g, void *work)
+{
+	int v = blocked(g->A, g->B, g->K, work);
+#ifdef KILN_HAVE_X86_VARIANTS
+	if (v == 1)
+		kiln_i8b_gemm_avx512(g, work);
+	else if (v == 2)
+		kiln_i8b_gemm_avx2(g, work);
+#endif
+	return v;
+}
+
+static int conv_blocked(const I8Conv *c, void *work)
+{
+	const kiln_window3d_params *p = c->p;
+	int64_t K = p->channels / p->group * p->kernel[0] * p->kernel[1] * p->kernel[2];
+	int v = blocked(c->W, c->X, K, work);
+#ifdef KILN_HAVE_X86_VARIANTS
+	if (v == 1)
+		kiln_i8b_conv_avx512(c, work);
+	else if (v == 2)
+		kiln_i8b_conv_avx2(c, work);
+#endif
+	return v;
+}
+
 /* ---- GEMM ---- */
 
 /* acc[j] += a * (B[k, n0 + j] - zb[j]) for j < nb: the inner loop, with
@@ -166,8 +243,12 @@ static void row_block(int64_t m, int64_t n0, int64_t nb, int64_t K, const kiln_q
 
 void kiln_i8_gemm(int64_t M, int64_t N, int64_t K, const kiln_q8_operand *A, int64_t a_row_stride,
                   const kiln_q8_operand *B, int64_t b_row_stride, int32_t *C,
-                  int64_t c_row_stride)
+                  int64_t c_row_stride, void *work)
 {
+	I8Out o = {.y32 = C, .ra = A, .cb = B};
+	I8Gemm g = {M, N, K, A, B, a_row_stride, b_row_stride, c_row_stride, &o};
+	if (gemm_blocked(&g, work))
+		return;
 	uint64_t acc[BLOCK_N];
 	for (int64_t m = 0; m < M; m++)
 		for (int64_t n0 = 0; n0 < N; n0 += BLOCK_N) {
@@ -180,8 +261,12 @@ void kiln_i8_gemm(int64_t M, int64_t N, int64_t K, const kiln_q8_operand *A, int
 
 void kiln_q8_gemm(int64_t M, int64_t N, int64_t K, const kiln_q8_operand *A, int64_t a_row_stride,
                   const kiln_q8_operand *B, int64_t b_row_stride, const kiln_q8_output *Y,
-                  int64_t y_row_stride)
+                  int64_t y_row_stride, void *work)
 {
+	I8Out o = {.y8 = Y, .ra = A, .cb = B};
+	I8Gemm g = {M, N, K, A, B, a_row_stride, b_row_stride, y_row_stride, &o};
+	if (gemm_blocked(&g, work))
+		return;
 	uint64_t acc[BLOCK_N];
 	int32_t zy = Y->zero ? q8_at(Y->zero, Y->is_signed, 0) : 0;
 	float sy = Y->scale[0];
@@ -310,13 +395,22 @@ static void conv(const kiln_window3d_params *p, const kiln_q8_operand *X,
 }
 
 void kiln_i8_conv(const kiln_window3d_params *p, const kiln_q8_operand *X,
-                  const kiln_q8_operand *W, int32_t *Y)
+                  const kiln_q8_operand *W, int32_t *Y, void *work)
 {
+	I8Out o = {.conv = 1, .y32 = Y, .ra = W, .cb = X};
+	I8Conv c = {p, X, W, &o};
+	if (conv_blocked(&c, work))
+		return;
 	conv(p, X, W, NULL, Y, NULL);
 }
 
 void kiln_q8_conv(const kiln_window3d_params *p, const kiln_q8_operand *X,
-                  const kiln_q8_operand *W, const int32_t *bias, const kiln_q8_output *Y)
+                  const kiln_q8_operand *W, const int32_t *bias, const kiln_q8_output *Y,
+                  void *work)
 {
+	I8Out o = {.conv = 1, .y8 = Y, .ra = W, .cb = X, .bias = bias};
+	I8Conv c = {p, X, W, &o};
+	if (conv_blocked(&c, work))
+		return;
 	conv(p, X, W, bias, NULL, Y);
 }

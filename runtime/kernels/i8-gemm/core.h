@@ -1,0 +1,245 @@
+/*
+ * i8-gemm/core.h - the blocked integer GEMM and convolution (i8gemm.h),
+ * included by each variant file after it defines
+ *   I8_MR                      rows of its micro-kernel
+ *   i8_tile(mr, a, lda, panel, kp, c, acc)
+ *                              c[r][0, 32) (+)= sum over kp pairs of rows
+ *                              of a (r < mr <= I8_MR) times the panel
+ *   I8_GEMM_NAME, I8_CONV_NAME the entry points' names
+ * so the packing loops are compiled (and vectorized) for the variant's
+ * instructions too. Every sum is exact (i8gemm.h), so the order of the
+ * blocks does not matter to the result.
+ */
+#include <stddef.h>
+#include <string.h>
+
+#include "i8gemm.h"
+
+/* K rounded up to whole pairs: the row stride of A' in work. */
+static inline int64_t i8_kpad(int64_t K)
+{
+	return K + (K & 1);
+}
+
+/* Row m of the row operand minus its zero point, as int16, into dst
+ * (K + 1 elements when K is odd: the pad is 0). */
+static void i8_convert_row(const kiln_q8_operand *A, int64_t m, int64_t lda, int64_t K,
+                           int16_t *dst)
+{
+	int32_t z = zero_at(A, m);
+	if (A->is_signed) {
+		const int8_t *s = (const int8_t *)A->data + m * lda;
+		for (int64_t k = 0; k < K; k++)
+			dst[k] = (int16_t)(s[k] - z);
+	} else {
+		const uint8_t *s = (const uint8_t *)A->data + m * lda;
+		for (int64_t k = 0; k < K; k++)
+			dst[k] = (int16_t)(s[k] - z);
+	}
+	if (K & 1)
+		dst[K] = 0;
+}
+
+/* Work memory: A' (rows * kpad int16) then the panel's sums (rows x 32
+ * int32), both 64-byte aligned. */
+static void i8_work(void *work, int64_t rows, int64_t K, int16_t **a, int32_t **c)
+{
+	uintptr_t p = ((uintptr_t)work + 63) & ~(uintptr_t)63;
+	*a = (int16_t *)p;
+	p += (uintptr_t)(rows * i8_kpad(K) * 2);
+	p = (p + 63) & ~(uintptr_t)63;
+	*c = (int32_t *)p;
+}
+
+/* Two rows of 32 int16 into the pair layout of one k pair. */
+static inline void i8_interleave(const int16_t *r0, const int16_t *r1, int16_t *out)
+{
+	for (int j = 0; j < I8_NR; j++) {
+		out[2 * j] = r0[j];
+		out[2 * j + 1] = r1[j];
+	}
+}
+
+/* Every tile of rows [0, M) of A' (lda apart, from column k0) over the
+ * panel of kp pairs, into c (rows 32 apart); acc: add to c. */
+static void i8_tiles(const int16_t *a, int64_t lda, int64_t M, const int16_t *panel, int64_t kp,
+                     int32_t *c, int acc)
+{
+	for (int64_t m = 0; m < M; m += I8_MR) {
+		int mr = M - m < I8_MR ? (int)(M - m) : I8_MR;
+		i8_tile(mr, a + m * lda, lda, panel, kp, c + m * I8_NR, acc);
+	}
+}
+
+/* ---- GEMM ---- */
+
+/* Row k of B minus the columns' zero points zb, columns [n0, n0 + w), as
+ * int16; 0 past w (and for k >= K). */
+static inline void i8_b_row(const kiln_q8_operand *B, int64_t k, int64_t K, int64_t ldb,
+                            int64_t n0, int64_t w, const int16_t *zb, int16_t *out)
+{
+	int64_t j = 0;
+	if (k < K) {
+		if (B->is_signed) {
+			const int8_t *s = (const int8_t *)B->data + k * ldb + n0;
+			for (; j < w; j++)
+				out[j] = (int16_t)(s[j] - zb[j]);
+		} else {
+			const uint8_t *s = (const uint8_t *)B->data + k * ldb + n0;
+			for (; j < w; j++)
+				out[j] = (int16_t)(s[j] - zb[j]);
+		}
+	}
+	for (; j < I8_NR; j++)
+		out[j] = 0;
+}
+
+void I8_GEMM_NAME(const I8Gemm *g, void *work)
+{
+	int64_t M = g->M, N = g->N, K = g->K, lda2 = i8_kpad(K);
+	int16_t *a;
+	int32_t *c;
+	i8_work(work, M, K, &a, &c);
+	for (int64_t m = 0; m < M; m++)
+		i8_convert_row(g->A, m, g->lda, K, a + m * lda2);
+	_Alignas(64) int16_t panel[I8_KC * I8_NR];
+	int16_t r0[I8_NR], r1[I8_NR], zb[I8_NR];
+	for (int64_t n0 = 0; n0 < N; n0 += I8_NR) {
+		int64_t w = N - n0 < I8_NR ? N - n0 : I8_NR;
+		for (int64_t j = 0; j < w; j++)
+			zb[j] = (int16_t)zero_at(g->B, n0 + j);
+		int64_t k0 = 0;
+		do {
+			int64_t kb = K - k0 < I8_KC ? K - k0 : I8_KC, kp = (kb + 1) / 2;
+			for (int64_t p = 0; p < kp; p++) {
+				i8_b_row(g->B, k0 + 2 * p, K, g->ldb, n0, w, zb, r0);
+				i8_b_row(g->B, k0 + 2 * p + 1, K, g->ldb, n0, w, zb, r1);
+				i8_interleave(r0, r1, panel + p * 2 * I8_NR);
+			}
+			i8_tiles(a + k0, lda2, M, panel, kp, c, k0 > 0);
+			k0 += kb;
+		} while (k0 < K);
+		for (int64_t m = 0; m < M; m++)
+			kiln_i8_store_row(g->out, m, n0, w, c + m * I8_NR, m * g->ldy + n0);
+	}
+}
+
+/* ---- convolution (implicit im2col) ---- */
+
+/* A run of the panel's columns: len outputs along the last axis, from
+ * output (o0, o1, o2) on, at column j of the panel. */
+typedef struct I8Run {
+	int64_t j, len, o[3];
+} I8Run;
+
+/* out[u] = X[row + i + u * step] - zx where 0 <= i + u * step < n, else 0,
+ * for u < len; X's signedness a constant after inlining. */
+static inline void i8_x_run(int16_t *out, const void *row, int sgn, int64_t i, int64_t step,
+                            int64_t n, int64_t len, int32_t zx)
+{
+	if (step == 1) {
+		int64_t lo = i >= 0 ? 0 : -i, hi = n - i;
+		lo = lo < len ? lo : len;
+		hi = hi < lo ? lo : hi > len ? len : hi;
+		for (int64_t u = 0; u < lo; u++)
+			out[u] = 0;
+		if (sgn) {
+			const int8_t *s = row;
+			for (int64_t u = lo; u < hi; u++)
+				out[u] = (int16_t)(s[i + u] - zx);
+		} else {
+			const uint8_t *s = row;
+			for (int64_t u = lo; u < hi; u++)
+				out[u] = (int16_t)(s[i + u] - zx);
+		}
+		for (int64_t u = hi; u < len; u++)
+			out[u] = 0;
+		return;
+	}
+	for (int64_t u = 0; u < len; u++, i += step)
+		out[u] = (int16_t)(i >= 0 && i < n ? q8_at(row, sgn, i) - zx : 0);
+}
+
+/* Row k of the im2col matrix of image plane x (channel c of k's), the
+ * panel's runs, as int16 minus zx; 0 in the padding and past the runs. */
+static void i8_im2col_row(const kiln_window3d_params *p, const kiln_q8_operand *X,
+                          const void *xg, int64_t k, int64_t K, const I8Run *runs, int nruns,
+                          int32_t zx, int16_t *out)
+{
+	memset(out, 0, I8_NR * sizeof *out);
+	if (k >= K)
+		return;
+	const int64_t *in = p->in, *kd = p->kernel, *d = p->dilation, *s = p->stride;
+	int64_t kvol = kd[0] * kd[1] * kd[2], t = k % kvol;
+	int64_t t0 = t / (kd[1] * kd[2]), t1 = t / kd[2] % kd[1], t2 = t % kd[2];
+	int64_t plane = in[0] * in[1] * in[2];
+	const unsigned char *xc = (const unsigned char *)xg + (k / kvol) * plane; /* 1-byte elements */
+	for (int r = 0; r < nruns; r++) {
+		const I8Run *u = &runs[r];
+		int64_t i0 = u->o[0] * s[0] - p->pad_begin[0] + t0 * d[0];
+		int64_t i1 = u->o[1] * s[1] - p->pad_begin[1] + t1 * d[1];
+		if (i0 < 0 || i0 >= in[0] || i1 < 0 || i1 >= in[1])
+			continue;
+		const unsigned char *row = xc + (i0 * in[1] + i1) * in[2];
+		int64_t i2 = u->o[2] * s[2] - p->pad_begin[2] + t2 * d[2];
+		if (X->is_signed)
+			i8_x_run(out + u->j, row, 1, i2, s[2], in[2], u->len, zx);
+		else
+			i8_x_run(out + u->j, row, 0, i2, s[2], in[2], u->len, zx);
+	}
+}
+
+/* The runs of output columns [n0, n0 + w). */
+static int i8_runs(const kiln_window3d_params *p, int64_t n0, int64_t w, I8Run *runs)
+{
+	int nr = 0;
+	for (int64_t j = 0; j < w;) {
+		int64_t o = n0 + j, o2 = o % p->out[2], o1 = o / p->out[2] % p->out[1];
+		int64_t o0 = o / (p->out[1] * p->out[2]);
+		int64_t len = p->out[2] - o2 < w - j ? p->out[2] - o2 : w - j;
+		runs[nr++] = (I8Run){.j = j, .len = len, .o = {o0, o1, o2}};
+		j += len;
+	}
+	return nr;
+}
+
+void I8_CONV_NAME(const I8Conv *cv, void *work)
+{
+	const kiln_window3d_params *p = cv->p;
+	int64_t M = p->out_channels, cg = p->channels / p->group, mg = M / p->group;
+	int64_t K = cg * p->kernel[0] * p->kernel[1] * p->kernel[2], lda2 = i8_kpad(K);
+	int64_t ovol = p->out[0] * p->out[1] * p->out[2], plane = p->in[0] * p->in[1] * p->in[2];
+	int16_t *a;
+	int32_t *c;
+	i8_work(work, M, K, &a, &c);
+	for (int64_t m = 0; m < M; m++)
+		i8_convert_row(cv->W, m, K, K, a + m * lda2);
+	int32_t zx = zero_at(cv->X, 0);
+	_Alignas(64) int16_t panel[I8_KC * I8_NR];
+	int16_t r0[I8_NR], r1[I8_NR];
+	I8Run runs[I8_NR];
+	for (int64_t n = 0; n < p->batch; n++)
+		for (int64_t g = 0; g < p->group; g++) {
+			const unsigned char *xg = (const unsigned char *)cv->X->data +
+			                          (n * p->channels + g * cg) * plane;
+			for (int64_t n0 = 0; n0 < ovol; n0 += I8_NR) {
+				int64_t w = ovol - n0 < I8_NR ? ovol - n0 : I8_NR;
+				int nruns = i8_runs(p, n0, w, runs);
+				int64_t k0 = 0;
+				do {
+					int64_t kb = K - k0 < I8_KC ? K - k0 : I8_KC, kp = (kb + 1) / 2;
+					for (int64_t q = 0; q < kp; q++) {
+						i8_im2col_row(p, cv->X, xg, k0 + 2 * q, K, runs, nruns, zx, r0);
+						i8_im2col_row(p, cv->X, xg, k0 + 2 * q + 1, K, runs, nruns, zx, r1);
+						i8_interleave(r0, r1, panel + q * 2 * I8_NR);
+					}
+					i8_tiles(a + g * mg * lda2 + k0, lda2, mg, panel, kp, c, k0 > 0);
+					k0 += kb;
+				} while (k0 < K);
+				for (int64_t r = 0; r < mg; r++) {
+					int64_t m = g * mg + r;
+					kiln_i8_store_row(cv->out, m, n0, w, c + r * I8_NR, (n * M + m) * ovol + n0);
+				}
+			}
+		}
+}
