@@ -51,6 +51,28 @@ static void i8_tile(int mr, const int16_t *a, int64_t lda, const int16_t *panel,
 	}
 }
 
+/* Exact mode's requantization of 32 sums (I8Exact), 4 doubles at a time:
+ * the same IEEE operations as store_exact in ref.c. vmaxpd returns its
+ * second operand when the first is NaN, which is store_exact's
+ * "!(v >= lo): lo"; rounding to nearest is rint in the default mode. */
+static void i8_requant(const I8Exact *e, double sa, double sab, double bt, int percol,
+                       const int32_t *sums, int32_t *r)
+{
+	const __m256d vsy = _mm256_set1_pd(e->sy), vzy = _mm256_set1_pd(e->zy);
+	const __m256d vlo = _mm256_set1_pd(e->lo), vhi = _mm256_set1_pd(e->hi);
+	for (int i = 0; i < I8_NR; i += 4) {
+		__m256d s = _mm256_cvtepi32_pd(_mm_loadu_si128((const __m128i *)(sums + i)));
+		__m256d m = percol ? _mm256_mul_pd(_mm256_set1_pd(sa), _mm256_loadu_pd(e->sbv + i))
+		                   : _mm256_set1_pd(sab);
+		__m256d v = _mm256_mul_pd(s, m);
+		if (e->has_bias)
+			v = _mm256_add_pd(v, percol ? _mm256_loadu_pd(e->btv + i) : _mm256_set1_pd(bt));
+		v = _mm256_round_pd(_mm256_div_pd(v, vsy), _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+		v = _mm256_min_pd(_mm256_max_pd(_mm256_add_pd(v, vzy), vlo), vhi);
+		_mm_storeu_si128((__m128i *)(r + i), _mm256_cvtpd_epi32(v));
+	}
+}
+
 #define I8_GEMM_NAME kiln_i8b_gemm_avx2
 #define I8_CONV_NAME kiln_i8b_conv_avx2
 #include "core.h"

@@ -52,6 +52,28 @@ static void i8_tile(int mr, const int16_t *a, int64_t lda, const int16_t *panel,
 	}
 }
 
+/* Exact mode's requantization of 32 sums (I8Exact), 8 doubles at a time:
+ * the same IEEE operations as store_exact in ref.c. vmaxpd returns its
+ * second operand when the first is NaN, which is store_exact's
+ * "!(v >= lo): lo"; roundscale to nearest is rint in the default mode. */
+static void i8_requant(const I8Exact *e, double sa, double sab, double bt, int percol,
+                       const int32_t *sums, int32_t *r)
+{
+	const __m512d vsy = _mm512_set1_pd(e->sy), vzy = _mm512_set1_pd(e->zy);
+	const __m512d vlo = _mm512_set1_pd(e->lo), vhi = _mm512_set1_pd(e->hi);
+	for (int i = 0; i < I8_NR; i += 8) {
+		__m512d s = _mm512_cvtepi32_pd(_mm256_loadu_si256((const __m256i *)(sums + i)));
+		__m512d m = percol ? _mm512_mul_pd(_mm512_set1_pd(sa), _mm512_loadu_pd(e->sbv + i))
+		                   : _mm512_set1_pd(sab);
+		__m512d v = _mm512_mul_pd(s, m);
+		if (e->has_bias)
+			v = _mm512_add_pd(v, percol ? _mm512_loadu_pd(e->btv + i) : _mm512_set1_pd(bt));
+		v = _mm512_roundscale_pd(_mm512_div_pd(v, vsy), _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+		v = _mm512_min_pd(_mm512_max_pd(_mm512_add_pd(v, vzy), vlo), vhi);
+		_mm256_storeu_si256((__m256i *)(r + i), _mm512_cvtpd_epi32(v));
+	}
+}
+
 #define I8_GEMM_NAME kiln_i8b_gemm_avx512
 #define I8_CONV_NAME kiln_i8b_conv_avx512
 #include "core.h"

@@ -5,6 +5,11 @@
  *   i8_tile(mr, a, lda, panel, kp, c, acc)
  *                              c[r][0, 32) (+)= sum over kp pairs of rows
  *                              of a (r < mr <= I8_MR) times the panel
+ *   i8_requant(e, sa, sab, bt, percol, sums, r)
+ *                              exact mode's requantization of 32 sums into
+ *                              r (int32), as I8Exact says: percol, sb and
+ *                              the bias term from e per column, else sab
+ *                              (sa * sb) and bt for the whole row
  *   I8_GEMM_NAME, I8_CONV_NAME the entry points' names
  * so the packing loops are compiled (and vectorized) for the variant's
  * instructions too. Every sum is exact (i8gemm.h), so the order of the
@@ -60,6 +65,46 @@ static inline void i8_interleave(const int16_t *r0, const int16_t *r1, int16_t *
 	}
 }
 
+/* Exact mode (kiln_q8_output.exact): the per-call constants of
+ * store_exact (ref.c) into e; 0 for any other output. */
+static int i8_exact_setup(const I8Out *o, I8Exact *e)
+{
+	const kiln_q8_output *Y = o->y8;
+	if (!Y || !Y->exact)
+		return 0;
+	e->zy = (double)(Y->zero ? q_at(Y->zero, Y->is_signed, Y->wide, 0) : 0);
+	e->sy = (double)Y->scale[0];
+	e->lo = Y->is_signed ? (Y->wide ? -32768.0 : -128.0) : 0.0;
+	e->hi = Y->is_signed ? (Y->wide ? 32767.0 : 127.0) : (Y->wide ? 65535.0 : 255.0);
+	if (Y->relu && e->zy > e->lo)
+		e->lo = e->zy < e->hi ? e->zy : e->hi;
+	e->has_bias = Y->bias != NULL;
+	return 1;
+}
+
+/* The bias term of output channel / column ch. */
+static inline double i8_bias_term(const kiln_q8_output *Y, int64_t ch)
+{
+	return (double)Y->bias[ch] * (double)Y->bias_scale[ch * Y->bias_scale_stride];
+}
+
+/* r[0, w) (already requantized) into Y's elements [at, at + w). */
+static void i8_store_narrow(const kiln_q8_output *Y, const int32_t *r, int64_t w, int64_t at)
+{
+	if (Y->wide && Y->is_signed)
+		for (int64_t j = 0; j < w; j++)
+			((int16_t *)Y->data)[at + j] = (int16_t)r[j];
+	else if (Y->wide)
+		for (int64_t j = 0; j < w; j++)
+			((uint16_t *)Y->data)[at + j] = (uint16_t)r[j];
+	else if (Y->is_signed)
+		for (int64_t j = 0; j < w; j++)
+			((int8_t *)Y->data)[at + j] = (int8_t)r[j];
+	else
+		for (int64_t j = 0; j < w; j++)
+			((uint8_t *)Y->data)[at + j] = (uint8_t)r[j];
+}
+
 /* Every tile of rows [0, M) of A' (lda apart, from column k0) over the
  * panel of kp pairs, into c (rows 32 apart); acc: add to c. */
 static void i8_tiles(const int16_t *a, int64_t lda, int64_t M, const int16_t *panel, int64_t kp,
@@ -104,10 +149,17 @@ void I8_GEMM_NAME(const I8Gemm *g, void *work)
 		i8_convert_row(g->A, m, g->lda, K, a + m * lda2);
 	_Alignas(64) int16_t panel[I8_KC * I8_NR];
 	int16_t r0[I8_NR], r1[I8_NR], zb[I8_NR];
+	_Alignas(64) I8Exact e;
+	int exact = i8_exact_setup(g->out, &e);
+	int32_t r[I8_NR];
 	for (int64_t n0 = 0; n0 < N; n0 += I8_NR) {
 		int64_t w = N - n0 < I8_NR ? N - n0 : I8_NR;
 		for (int64_t j = 0; j < w; j++)
 			zb[j] = (int16_t)zero_at(g->B, n0 + j);
+		for (int64_t j = 0; exact && j < I8_NR; j++) {
+			e.sbv[j] = j < w ? (double)scale_at(g->B, n0 + j) : 0.0;
+			e.btv[j] = j < w && e.has_bias ? i8_bias_term(g->out->y8, n0 + j) : 0.0;
+		}
 		int64_t k0 = 0;
 		do {
 			int64_t kb = K - k0 < I8_KC ? K - k0 : I8_KC, kp = (kb + 1) / 2;
@@ -119,8 +171,14 @@ void I8_GEMM_NAME(const I8Gemm *g, void *work)
 			i8_tiles(a + k0, lda2, M, panel, kp, c, k0 > 0);
 			k0 += kb;
 		} while (k0 < K);
-		for (int64_t m = 0; m < M; m++)
-			kiln_i8_store_row(g->out, m, n0, w, c + m * I8_NR, m * g->ldy + n0);
+		for (int64_t m = 0; m < M; m++) {
+			if (!exact) {
+				kiln_i8_store_row(g->out, m, n0, w, c + m * I8_NR, m * g->ldy + n0);
+				continue;
+			}
+			i8_requant(&e, (double)scale_at(g->A, m), 0.0, 0.0, 1, c + m * I8_NR, r);
+			i8_store_narrow(g->out->y8, r, w, m * g->ldy + n0);
+		}
 	}
 }
 
@@ -160,32 +218,56 @@ static inline void i8_x_run(int16_t *out, const void *row, int sgn, int64_t i, i
 		out[u] = (int16_t)(i >= 0 && i < n ? q8_at(row, sgn, i) - zx : 0);
 }
 
-/* Row k of the im2col matrix of image plane x (channel c of k's), the
- * panel's runs, as int16 minus zx; 0 in the padding and past the runs. */
-static void i8_im2col_row(const kiln_window3d_params *p, const kiln_q8_operand *X,
-                          const void *xg, int64_t k, int64_t K, const I8Run *runs, int nruns,
-                          int32_t zx, int16_t *out)
+/* Row k of the im2col matrix: its channel's offset in the group's planes
+ * and its tap's offsets along the three axes (dilated). */
+typedef struct I8Tap {
+	int64_t plane, d[3];
+} I8Tap;
+
+/* The taps of rows [k0, k0 + kb) into tap, counted up without divisions
+ * past the first. */
+static void i8_taps(const kiln_window3d_params *p, int64_t k0, int64_t kb, I8Tap *tap)
 {
-	memset(out, 0, I8_NR * sizeof *out);
-	if (k >= K)
-		return;
-	const int64_t *in = p->in, *kd = p->kernel, *d = p->dilation, *s = p->stride;
-	int64_t kvol = kd[0] * kd[1] * kd[2], t = k % kvol;
+	const int64_t *kd = p->kernel;
+	int64_t kvol = kd[0] * kd[1] * kd[2], plane = p->in[0] * p->in[1] * p->in[2];
+	int64_t c = k0 / kvol, t = k0 % kvol;
 	int64_t t0 = t / (kd[1] * kd[2]), t1 = t / kd[2] % kd[1], t2 = t % kd[2];
-	int64_t plane = in[0] * in[1] * in[2];
-	const unsigned char *xc = (const unsigned char *)xg + (k / kvol) * plane; /* 1-byte elements */
+	for (int64_t k = 0; k < kb; k++) {
+		tap[k] = (I8Tap){c * plane, {t0 * p->dilation[0], t1 * p->dilation[1],
+		                             t2 * p->dilation[2]}};
+		if (++t2 == kd[2]) {
+			t2 = 0;
+			if (++t1 == kd[1]) {
+				t1 = 0;
+				if (++t0 == kd[0])
+					t0 = 0, c++;
+			}
+		}
+	}
+}
+
+/* A row of the im2col matrix of the group's planes xg at tap (NULL: past
+ * K), the panel's runs (whose input starts, before the tap, are in at), as
+ * int16 minus zx; 0 in the padding. Columns past the runs are not written. */
+static void i8_im2col_row(const kiln_window3d_params *p, const kiln_q8_operand *X,
+                          const void *xg, const I8Tap *tap, const I8Run *runs,
+                          const int64_t (*at)[3], int nruns, int32_t zx, int16_t *out)
+{
+	const int64_t *in = p->in;
 	for (int r = 0; r < nruns; r++) {
 		const I8Run *u = &runs[r];
-		int64_t i0 = u->o[0] * s[0] - p->pad_begin[0] + t0 * d[0];
-		int64_t i1 = u->o[1] * s[1] - p->pad_begin[1] + t1 * d[1];
-		if (i0 < 0 || i0 >= in[0] || i1 < 0 || i1 >= in[1])
+		int64_t i0 = tap ? at[r][0] + tap->d[0] : -1, i1 = tap ? at[r][1] + tap->d[1] : -1;
+		if (i0 < 0 || i0 >= in[0] || i1 < 0 || i1 >= in[1]) {
+			memset(out + u->j, 0, (size_t)u->len * sizeof *out);
 			continue;
-		const unsigned char *row = xc + (i0 * in[1] + i1) * in[2];
-		int64_t i2 = u->o[2] * s[2] - p->pad_begin[2] + t2 * d[2];
+		}
+		const unsigned char *row = (const unsigned char *)xg + tap->plane +
+		                           (i0 * in[1] + i1) * in[2]; /* 1-byte elements */
+		int64_t i2 = at[r][2] + tap->d[2];
 		if (X->is_signed)
-			i8_x_run(out + u->j, row, 1, i2, s[2], in[2], u->len, zx);
+			i8_x_run(out + u->j, row, 1, i2, p->stride[2], in[2], u->len, zx);
 		else
-			i8_x_run(out + u->j, row, 0, i2, s[2], in[2], u->len, zx);
+			i8_x_run(out + u->j, row, 0, i2, p->stride[2], in[2], u->len, zx);
 	}
 }
 
@@ -218,6 +300,12 @@ void I8_CONV_NAME(const I8Conv *cv, void *work)
 	_Alignas(64) int16_t panel[I8_KC * I8_NR];
 	int16_t r0[I8_NR], r1[I8_NR];
 	I8Run runs[I8_NR];
+	int64_t at[I8_NR][3];
+	I8Tap tap[I8_KC];
+	int64_t tap_k0 = -1;  /* the first row of tap */
+	_Alignas(64) I8Exact e;
+	int exact = i8_exact_setup(cv->out, &e);
+	int32_t res[I8_NR];
 	for (int64_t n = 0; n < p->batch; n++)
 		for (int64_t g = 0; g < p->group; g++) {
 			const unsigned char *xg = (const unsigned char *)cv->X->data +
@@ -225,20 +313,37 @@ void I8_CONV_NAME(const I8Conv *cv, void *work)
 			for (int64_t n0 = 0; n0 < ovol; n0 += I8_NR) {
 				int64_t w = ovol - n0 < I8_NR ? ovol - n0 : I8_NR;
 				int nruns = i8_runs(p, n0, w, runs);
+				for (int r = 0; r < nruns; r++)
+					for (int ax = 0; ax < 3; ax++)
+						at[r][ax] = runs[r].o[ax] * p->stride[ax] - p->pad_begin[ax];
+				for (int64_t j = w; j < I8_NR; j++)
+					r0[j] = r1[j] = 0;
 				int64_t k0 = 0;
 				do {
 					int64_t kb = K - k0 < I8_KC ? K - k0 : I8_KC, kp = (kb + 1) / 2;
+					if (tap_k0 != k0)
+						i8_taps(p, k0, kb, tap);
+					tap_k0 = k0;
 					for (int64_t q = 0; q < kp; q++) {
-						i8_im2col_row(p, cv->X, xg, k0 + 2 * q, K, runs, nruns, zx, r0);
-						i8_im2col_row(p, cv->X, xg, k0 + 2 * q + 1, K, runs, nruns, zx, r1);
+						i8_im2col_row(p, cv->X, xg, &tap[2 * q], runs, at, nruns, zx, r0);
+						i8_im2col_row(p, cv->X, xg, 2 * q + 1 < kb ? &tap[2 * q + 1] : NULL,
+						              runs, at, nruns, zx, r1);
 						i8_interleave(r0, r1, panel + q * 2 * I8_NR);
 					}
 					i8_tiles(a + g * mg * lda2 + k0, lda2, mg, panel, kp, c, k0 > 0);
 					k0 += kb;
 				} while (k0 < K);
 				for (int64_t r = 0; r < mg; r++) {
-					int64_t m = g * mg + r;
-					kiln_i8_store_row(cv->out, m, n0, w, c + r * I8_NR, (n * M + m) * ovol + n0);
+					int64_t m = g * mg + r, o = (n * M + m) * ovol + n0;
+					if (!exact) {
+						kiln_i8_store_row(cv->out, m, n0, w, c + r * I8_NR, o);
+						continue;
+					}
+					/* as store_exact(Y, o, sum, sx, sw[m], m) */
+					double sab = (double)scale_at(cv->X, 0) * (double)scale_at(cv->W, m);
+					double bt = e.has_bias ? i8_bias_term(cv->out->y8, m) : 0.0;
+					i8_requant(&e, 0.0, sab, bt, 0, c + r * I8_NR, res);
+					i8_store_narrow(cv->out->y8, res, w, o);
 				}
 			}
 		}

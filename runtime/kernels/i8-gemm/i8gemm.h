@@ -52,6 +52,24 @@ static inline int32_t zero_at(const kiln_q8_operand *q, int64_t i)
 	return q->zero ? q_at(q->zero, q->is_signed, q->wide, i * q->zero_stride) : 0;
 }
 
+static inline float scale_at(const kiln_q8_operand *q, int64_t i)
+{
+	return q->scale[i * q->scale_stride];
+}
+
+/* Exact mode's requantization (ref.c store_exact) as the variants compute
+ * it a row of sums at a time, with the same double operations in the same
+ * order (so the same bits): per element
+ *   v = (double)sum * ((double)sa * (double)sb)   [+ (double)bias * bias_scale]
+ *   v = rint(v / sy) + zy, clamped to [lo, hi] (NaN to lo)
+ * sb and the bias term per column (GEMM: sbv, btv, I8_NR each) or one per
+ * row (convolution). */
+typedef struct I8Exact {
+	double sy, zy, lo, hi;
+	int has_bias;
+	double sbv[I8_NR], btv[I8_NR];  /* GEMM: per column of the panel */
+} I8Exact;
+
 /* Where a row of sums goes (kiln_i8_store_row). */
 typedef struct I8Out {
 	int conv;                        /* 1: convolution (A = W, B = X); 0: GEMM */

@@ -37,11 +37,6 @@
 /* Columns of C computed at once: the accumulators live on the stack. */
 enum { BLOCK_N = 256 };
 
-static inline float scale_at(const kiln_q8_operand *q, int64_t i)
-{
-	return q->scale[i * q->scale_stride];
-}
-
 /* Wrap an unsigned 32-bit sum to int32 without relying on an
  * implementation-defined conversion. */
 static inline int32_t wrap32(uint32_t u)
