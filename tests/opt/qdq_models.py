@@ -300,3 +300,29 @@ def mlp(name, opset, act, wt=np.int8, symmetric=True, seed=1, act_symmetric=Fals
               params=b.last_params)
     g = b.node("Gemm", [h, b.weight(r.standard_normal((120, 16)) * 0.1, 1, wt, symmetric)])
     return b.model(b.qdq(g), first)
+
+
+def odd(name, opset, act, wt=np.int8, seed=12):
+    """Sizes that leave tails in every blocked loop of the integer kernels
+    (runtime/kernels/i8-gemm/core.h) and weight zero points at the low end
+    of their range: [N, 5, 13, 13] through Conv 11 x 3x3 (K = 45, 169
+    outputs a channel), its Relu in the quantization (x's zero point at the
+    low end for the next layer), Conv 37 x 3x3 stride 2 (K = 99), Reshape,
+    MatMul by [1813, 19] (K in several blocks). Weights are non-negative and
+    asymmetric, so their zero points are the type's lowest value."""
+    b = Builder(name, opset, [5, 13, 13], act, seed)
+    r = b.rng
+    x = b.qdq("x")
+    xs = b.last_params[0]
+    c = b.node("Conv", [x, b.weight(np.abs(r.standard_normal((11, 5, 3, 3))) * 0.2, 0, wt, False),
+                        b.bias(r.standard_normal(11) * 0.1, xs)], pads=[1, 1, 1, 1])
+    h = first = b.qdq(c, relu=True)
+    hs = b.last_params[0]
+    c2 = b.node("Conv", [h, b.weight(np.abs(r.standard_normal((37, 11, 3, 3))) * 0.1, 0, wt, False),
+                         b.bias(r.standard_normal(37) * 0.1, hs)], pads=[1, 1, 1, 1],
+                strides=[2, 2])
+    h = b.qdq(c2)
+    h = b.qdq(b.node("Reshape", [h, b.init("shape", np.array([0, -1], np.int64))]),
+              params=b.last_params)
+    m = b.node("MatMul", [h, b.weight(np.abs(r.standard_normal((1813, 19))) * 0.02, 1, wt, False)])
+    return b.model(b.qdq(m), first)
