@@ -6,7 +6,8 @@ Models (tests/opt/qdq_models.py's builder, as ONNX Runtime's quantization
 tool writes them):
   conv:   x [1, 32, 28, 28] uint8 activations, Conv 64 x 3x3 (pads 1),
           int8 weights per output channel, int32 bias, Q to uint8;
-  matmul: x [1, 64, 512] uint8, MatMul by [512, 512] int8 per column, Q.
+  matmul: x [1, 64, 512] uint8, MatMul by [512, 512] int8 per column, Q;
+  conv_i16, matmul_i16: the same with int16 activations (opset 21).
 Each engine runs alone on one core (taskset -c CORE) with bench/kiln_time.c
 or bench/ort_time.js (one thread); the three alternate for PASSES passes.
 Printed per model: each engine's CPU-time median per pass, the median over
@@ -34,8 +35,8 @@ sys.path.insert(0, os.path.join(ROOT, "tests", "opt"))
 import qdq_models as qm  # noqa: E402
 
 
-def conv_model():
-    b = qm.Builder("qdq_conv", 13, [32, 28, 28], np.uint8, 1)
+def conv_model(act=np.uint8, opset=13):
+    b = qm.Builder("qdq_conv", opset, [32, 28, 28], act, 1)
     r = b.rng
     x = b.qdq("x")
     xs = b.last_params[0]
@@ -45,8 +46,8 @@ def conv_model():
     return b.model(y, y)
 
 
-def matmul_model():
-    b = qm.Builder("qdq_matmul", 13, [64, 512], np.uint8, 2)
+def matmul_model(act=np.uint8, opset=13):
+    b = qm.Builder("qdq_matmul", opset, [64, 512], act, 2)
     r = b.rng
     x = b.qdq("x")
     m = b.node("MatMul", [x, b.weight(r.standard_normal((512, 512)) * 0.05, 1)])
@@ -82,11 +83,17 @@ def main():
     ap.add_argument("--passes", type=int, default=3)
     ap.add_argument("--min-time", type=float, default=1.0)
     ap.add_argument("--out", default=os.path.join(ROOT, "build", "bench-qdq"))
+    ap.add_argument("--only", help="the models whose name contains this")
     ap.add_argument("--kiln", default=os.path.join(ROOT, "build", "compiler", "kiln"))
     ap.add_argument("--libkiln", default=os.path.join(ROOT, "build", "runtime", "libkiln.a"))
     args = ap.parse_args()
     pin = ["taskset", "-c", str(args.core)]
-    for name, make in (("conv", conv_model), ("matmul", matmul_model)):
+    models = (("conv", conv_model), ("matmul", matmul_model),
+              ("conv_i16", lambda: conv_model(np.int16, 21)),
+              ("matmul_i16", lambda: matmul_model(np.int16, 21)))
+    for name, make in models:
+        if args.only and args.only not in name:
+            continue
         d = os.path.join(args.out, name)
         os.makedirs(d, exist_ok=True)
         model = make()

@@ -45,7 +45,7 @@ static const char *exact_fields(Emit *E)
 }
 
 /* The node's work memory for the integer kernels (kiln_i8_work_bytes,
- * planned arena scratch), or NULL when it has none (16-bit operands). */
+ * planned arena scratch), or NULL when it has none. */
 static const char *work_expr(Emit *E)
 {
 	int buf = E->plan->scratch_of[(int)(E->n - E->g->nodes)];

@@ -450,18 +450,16 @@ void ops_quant_infer(Infer *x)
 
 /* The integer products' work memory (kiln_i8_work_bytes): A's rows by K for
  * a matrix product, the output channels by (channels / group) * kernel
- * volume for a convolution; none for 16-bit operands (a kiln.qdq node's),
- * which the blocked kernels do not take. */
+ * volume for a convolution; more for 16-bit operands (a kiln.qdq node's). */
 static int64_t quant_scratch_bytes(const Sig *s, int node, Arena *a)
 {
 	Node *n = &s->g->nodes[node];
 	Infer inf = {.sig = (Sig *)s, .g = s->g, .n = n, .a = a};
 	bool ql = n->op == OP_QLinearMatMul || n->op == OP_QLinearConv;
-	int ia = 0, ib = ql ? 3 : 1;
+	int ia = 0, ib = ql ? 3 : 1, wide = 0;
 	for (int k = 0; k < 2; k++) {
 		int dt = infer_dtype(&inf, k ? ib : ia);
-		if (dt != DT_INT8 && dt != DT_UINT8)
-			return 0;
+		wide |= dt == DT_INT16 || dt == DT_UINT16;
 	}
 	const Shape *A = infer_shape(&inf, ia), *B = infer_shape(&inf, ib);
 	int64_t M, K;
@@ -474,7 +472,7 @@ static int64_t quant_scratch_bytes(const Sig *s, int node, Arena *a)
 		M = A->rank >= 2 ? A->dims[A->rank - 2].size : 1;
 		K = A->dims[A->rank - 1].size;
 	}
-	return kiln_i8_work_bytes(M, K);
+	return kiln_i8_work_bytes(M, K, wide);
 }
 
 const OpDef ops_quant_defs[] = {

@@ -426,15 +426,16 @@ typedef struct kiln_q8_output {
 
 /*
  * Work memory of the four integer products below: `work` is NULL or
- * kiln_i8_work_bytes(M, K) bytes (any alignment) that the call may
+ * kiln_i8_work_bytes(M, K, wide) bytes (any alignment) that the call may
  * overwrite, with M the rows of A (GEMM) or the output channels and K the
- * row length of A, or (channels / group) * kernel volume (convolution).
- * With it, 8-bit operands and K <= 32768, the AVX2 and AVX-512 variants
- * run blocked (the operands minus their zero points as int16, exact int32
- * sums); otherwise, and in the ref variant, the reference loops run. The
- * results are the same bits either way.
+ * row length of A, or (channels / group) * kernel volume (convolution);
+ * wide 1 if an operand is 16-bit. With it and K <= 32767, the AVX2 and
+ * AVX-512 variants run blocked (the operands minus their zero points as
+ * int16, a 16-bit one in two parts; exact int32 sums); otherwise, and in
+ * the ref variant, the reference loops run. The results are the same bits
+ * either way.
  */
-KILN_API int64_t kiln_i8_work_bytes(int64_t M, int64_t K);
+KILN_API int64_t kiln_i8_work_bytes(int64_t M, int64_t K, int wide);
 
 /*
  * ONNX MatMulInteger on one [M, K] x [K, N] matrix pair:

@@ -69,7 +69,7 @@ static void gemm_case(int64_t M, int64_t N, int64_t K, int as, int bs, int zmode
 	memset(C, 0x5a, cbytes);
 	kiln_q8_output qy = {C, ys, &zy, &sy, 0, 0, NULL, NULL, 0, 0};
 	Guarded gw;
-	void *work = guarded_alloc(&gw, (size_t)kiln_i8_work_bytes(M, K), 1);
+	void *work = guarded_alloc(&gw, (size_t)kiln_i8_work_bytes(M, K, 0), 1);
 	if (quant)
 		kiln_q8_gemm(M, N, K, &qa, lda, &qb, ldb, &qy, ldc, work);
 	else
@@ -194,7 +194,7 @@ static void conv_case(int ns, int64_t group, int xs, int ws, int zw_per_channel,
 	unsigned char *Y = guarded_alloc(&g, (size_t)ny * (quant ? 1 : 4), quant ? 3 : 4);
 	kiln_q8_output qy = {Y, ys, &zy, &sy, 0, 0, NULL, NULL, 0, 0};
 	Guarded gw;
-	void *work = guarded_alloc(&gw, (size_t)kiln_i8_work_bytes(M, cg * kvol), 1);
+	void *work = guarded_alloc(&gw, (size_t)kiln_i8_work_bytes(M, cg * kvol, 0), 1);
 	if (quant)
 		kiln_q8_conv(&p, &qx, &qw, with_bias ? bias : NULL, &qy, work);
 	else
@@ -249,54 +249,67 @@ static void conv_case(int ns, int64_t group, int xs, int ws, int zw_per_channel,
 
 /* ---- exact mode (QDQ chains): blocked against the reference loops ---- */
 
-/* An 8-bit zero point: an extreme of the range (ext 1: low, 2: high) or
- * random. */
-static unsigned char zero_q8(int is_signed, int ext)
+/* Element i of 8- or 16-bit data. */
+static int32_t elem(const void *p, int is_signed, int wide, int64_t i)
 {
-	if (ext == 1)
-		return is_signed ? (unsigned char)(uint8_t)(int8_t)-128 : 0;
-	if (ext == 2)
-		return is_signed ? 127 : 255;
-	unsigned char z;
-	fill_q8(&z, 1, is_signed);
-	return z;
+	if (!wide)
+		return val(p, is_signed, i);
+	return is_signed ? (int32_t)((const int16_t *)p)[i] : (int32_t)((const uint16_t *)p)[i];
+}
+
+/* n random elements of 8- or 16-bit data; a zero point (n = 1) at an
+ * extreme of the range with ext (1: low, 2: high). */
+static void *fill_q(int64_t n, int is_signed, int wide, int ext)
+{
+	void *p = xmalloc((size_t)n * (wide ? 2 : 1));
+	int64_t lo = is_signed ? (wide ? -32768 : -128) : 0;
+	int64_t hi = is_signed ? (wide ? 32767 : 127) : (wide ? 65535 : 255);
+	for (int64_t i = 0; i < n; i++) {
+		int64_t v = ext == 1 ? lo : ext == 2 ? hi : rng_int(lo, hi);
+		if (wide)
+			((uint16_t *)p)[i] = (uint16_t)(is_signed ? (uint16_t)(int16_t)v : (uint16_t)v);
+		else
+			((uint8_t *)p)[i] = (uint8_t)(is_signed ? (uint8_t)(int8_t)v : (uint8_t)v);
+	}
+	return p;
 }
 
 /* Y's bytes with `work` (the blocked kernels under KILN_ISA=avx2/avx512)
  * equal those of the reference loops (work NULL), bit for bit, for the
  * exact requantization in double: output types int8 to uint16, Relu,
  * bias per tensor / per channel, per-channel scales and zero points,
- * zero points at the extremes, saturation, a NaN scale. conv: a 2-D (ns 2) or 1-D convolution with
- * M output channels and K = channels * kernel; else an M x N x K GEMM. */
-static void exact_case(int conv, int64_t M, int64_t N, int64_t K, int xs, int ws, int ydt,
-                       int relu, int bias_mode, int ext)
+ * 8- and 16-bit operands (xw, ww), zero points at the extremes,
+ * saturation, a NaN scale. conv: a 1-D convolution (kernel 3, pad 1 when
+ * 3 divides K) with M output channels and K = channels * kernel, batch 2;
+ * else an M x N x K GEMM. */
+static void exact_case(int conv, int64_t M, int64_t N, int64_t K, int xs, int ws, int xw, int ww,
+                       int ydt, int relu, int bias_mode, int ext)
 {
 	int y_signed = ydt & 1, y_wide = ydt >> 1, ysz = y_wide ? 2 : 1;
 	kiln_window3d_params p = {.batch = 2, .group = 1};
-	int64_t nx, nw, ny, nchan, kw_taps = 1;
+	int64_t nx, nw, ny, nchan, kt = 1;
 	if (conv) {
-		/* K = channels * taps; N the output width (1-D, stride 1, pad 1) */
-		kw_taps = K % 3 == 0 ? 3 : 1;
-		p.channels = K / kw_taps;
+		kt = K % 3 == 0 ? 3 : 1;
+		p.channels = K / kt;
 		p.out_channels = M;
 		for (int a = 0; a < 3; a++) {
 			p.in[a] = p.kernel[a] = p.stride[a] = p.dilation[a] = p.out[a] = 1;
 			p.pad_begin[a] = p.pad_end[a] = 0;
 		}
-		p.in[2] = N;
-		p.kernel[2] = kw_taps;
-		p.pad_begin[2] = p.pad_end[2] = kw_taps / 2;
-		p.out[2] = N;
+		p.in[2] = p.out[2] = N;
+		p.kernel[2] = kt;
+		p.pad_begin[2] = p.pad_end[2] = kt / 2;
 		nx = p.batch * p.channels * N, nw = M * K, ny = p.batch * M * N, nchan = M;
 	} else {
 		nx = M * K, nw = K * N, ny = M * N, nchan = N;
 	}
-	unsigned char *X = xmalloc((size_t)nx), *W = xmalloc((size_t)nw);
-	unsigned char zx = zero_q8(xs, ext), *zw = xmalloc((size_t)nchan);
-	fill_q8(X, nx, xs);
-	fill_q8(W, nw, ws);
-	for (int64_t i = 0; i < nchan; i++)
-		zw[i] = zero_q8(ws, i % 3 == 0 ? ext : 0);
+	void *X = fill_q(nx, xs, xw, 0), *W = fill_q(nw, ws, ww, 0), *zx = fill_q(1, xs, xw, ext);
+	void *zw = xmalloc((size_t)nchan * 2);
+	for (int64_t i = 0; i < nchan; i++) {
+		void *z = fill_q(1, ws, ww, i % 3 == 0 ? ext : 0);
+		memcpy((char *)zw + i * (ww ? 2 : 1), z, ww ? 2 : 1);
+		free(z);
+	}
 	float *sw = xmalloc((size_t)nchan * sizeof *sw), *bs = xmalloc((size_t)nchan * sizeof *bs);
 	int32_t *bias = xmalloc((size_t)nchan * sizeof *bias);
 	float sx = rng_float(0.002f, 0.03f);
@@ -307,19 +320,31 @@ static void exact_case(int conv, int64_t M, int64_t N, int64_t K, int xs, int ws
 	}
 	if (ext == 2 && nchan > 2)
 		sw[1] = NAN;  /* a NaN scale saturates to the low end */
-	kiln_q8_operand qx = {X, xs, &zx, 0, &sx, 0, 0};
-	kiln_q8_operand qw = {W, ws, zw, 1, sw, 1, 0};
-	/* y's scale and zero point from the range of the values (the int32
-	 * sums of the reference loops), so most outputs land inside Y's range */
-	int32_t *sums = xmalloc((size_t)ny * sizeof *sums);
-	if (conv)
-		kiln_i8_conv(&p, &qx, &qw, sums, NULL);
-	else
-		kiln_i8_gemm(M, N, K, &qx, K, &qw, N, sums, N, NULL);
+	kiln_q8_operand qx = {X, xs, zx, 0, &sx, 0, xw};
+	kiln_q8_operand qw = {W, ws, zw, 1, sw, 1, ww};
+	/* y's scale and zero point from the range of the values (the exact
+	 * sums, in int64 here), so most outputs land inside Y's range */
 	double vlo = 0.0, vhi = 0.0;
+	int32_t zxv = elem(zx, xs, xw, 0);
 	for (int64_t i = 0; i < ny; i++) {
-		int64_t ch = conv ? i / N % M : i % N;
-		double v = sums[i] * ((double)sx * (double)sw[ch]) + (bias_mode ? bias[ch] * (double)bs[ch] : 0.0);
+		int64_t ch = conv ? i / N % M : i % N, sum = 0;
+		int32_t zwv = elem(zw, ws, ww, ch);
+		if (conv) {
+			int64_t n = i / (N * M), o = i % N;
+			for (int64_t c = 0; c < p.channels; c++)
+				for (int64_t t = 0; t < kt; t++) {
+					int64_t at = o + t - kt / 2;
+					if (at >= 0 && at < N)
+						sum += (int64_t)(elem(X, xs, xw, (n * p.channels + c) * N + at) - zxv) *
+						       (elem(W, ws, ww, (ch * p.channels + c) * kt + t) - zwv);
+				}
+		} else {
+			for (int64_t k = 0; k < K; k++)
+				sum += (int64_t)(elem(X, xs, xw, i / N * K + k) - zxv) *
+				       (elem(W, ws, ww, k * N + ch) - zwv);
+		}
+		double v = (double)sum * ((double)sx * (double)sw[ch]) +
+		           (bias_mode ? bias[ch] * (double)bs[ch] : 0.0);
 		vlo = v < vlo ? v : vlo;
 		vhi = v > vhi ? v : vhi;
 	}
@@ -331,10 +356,9 @@ static void exact_case(int conv, int64_t M, int64_t N, int64_t K, int xs, int ws
 	zyd = zyd < qlo ? qlo : zyd > qhi ? qhi : zyd;
 	uint16_t zy16 = (uint16_t)(y_signed ? (uint16_t)(int16_t)zyd : (uint16_t)zyd);
 	unsigned char zy8 = (unsigned char)(y_signed ? (uint8_t)(int8_t)zyd : (uint8_t)zyd);
-	free(sums);
 	unsigned char *Y[2];
 	Guarded gy[2], gw;
-	void *work = guarded_alloc(&gw, (size_t)kiln_i8_work_bytes(conv ? M : M, K), 3);
+	void *work = guarded_alloc(&gw, (size_t)kiln_i8_work_bytes(M, K, xw || ww), 3);
 	for (int r = 0; r < 2; r++) {
 		Y[r] = guarded_alloc(&gy[r], (size_t)ny * (size_t)ysz, (size_t)ysz);
 		memset(Y[r], 0x5a, (size_t)ny * (size_t)ysz);
@@ -349,24 +373,21 @@ static void exact_case(int conv, int64_t M, int64_t N, int64_t K, int xs, int ws
 	/* enough outputs strictly inside the range for the test to mean something */
 	int64_t inside = 0;
 	for (int64_t i = 0; i < ny; i++) {
-		int32_t v = y_wide ? (y_signed ? (int32_t)((int16_t *)(void *)Y[0])[i]
-		                               : (int32_t)((uint16_t *)(void *)Y[0])[i])
-		                   : val(Y[0], y_signed, i);
-		int32_t lo = y_signed ? (y_wide ? -32768 : -128) : 0;
-		int32_t hi = y_signed ? (y_wide ? 32767 : 127) : (y_wide ? 65535 : 255);
-		inside += v > lo && v < hi;
+		int32_t v = elem(Y[0], y_signed, y_wide, i);
+		inside += v > qlo && v < qhi;
 	}
 	char what[200];
-	snprintf(what, sizeof what, "exact %s M=%lld N=%lld K=%lld x%s w%s y%s%s relu=%d bias=%d "
-	         "ext=%d (%lld of %lld inside)", conv ? "conv" : "gemm", (long long)M, (long long)N,
-	         (long long)K, xs ? "s8" : "u8", ws ? "s8" : "u8", y_signed ? "s" : "u",
-	         y_wide ? "16" : "8", relu, bias_mode, ext, (long long)inside, (long long)ny);
+	snprintf(what, sizeof what, "exact %s M=%lld N=%lld K=%lld x%s%d w%s%d y%s%d relu=%d "
+	         "bias=%d ext=%d (%lld of %lld inside)", conv ? "conv" : "gemm", (long long)M,
+	         (long long)N, (long long)K, xs ? "s" : "u", xw ? 16 : 8, ws ? "s" : "u",
+	         ww ? 16 : 8, y_signed ? "s" : "u", y_wide ? 16 : 8, relu, bias_mode, ext,
+	         (long long)inside, (long long)ny);
 	CHECK(memcmp(Y[0], Y[1], (size_t)ny * (size_t)ysz) == 0 && (ny < 16 || inside * 4 > ny) &&
 	      guarded_intact(&gy[0]) && guarded_intact(&gy[1]) && guarded_intact(&gw), what);
 	for (int r = 0; r < 2; r++)
 		guarded_free(&gy[r]);
 	guarded_free(&gw);
-	free(X), free(W), free(zw), free(sw), free(bs), free(bias);
+	free(X), free(W), free(zx), free(zw), free(sw), free(bs), free(bias);
 }
 
 int main(void)
@@ -397,10 +418,14 @@ int main(void)
 			}
 	const int64_t exact_sizes[][3] = {{1, 1, 1}, {7, 33, 5}, {9, 70, 1101}, {17, 31, 513},
 	                                  {64, 40, 288}, {3, 65, 2}};
+	/* v: conv, x and w signedness, x and w 16-bit (both: every other size) */
 	for (size_t s = 0; s < sizeof exact_sizes / sizeof exact_sizes[0]; s++)
-		for (int v = 0; v < 8; v++) {
+		for (int v = 0; v < 32; v++) {
 			const int64_t *z = exact_sizes[s];
-			exact_case(v & 1, z[0], z[1], z[2], v >> 1 & 1, v >> 2 & 1, (int)(s + v) % 4,
+			int xw = v >> 3 & 1, ww = v >> 4 & 1;
+			if (xw && ww && (s & 1))
+				continue;
+			exact_case(v & 1, z[0], z[1], z[2], v >> 1 & 1, v >> 2 & 1, xw, ww, (int)(s + v) % 4,
 			           (int)(s + v) % 3 == 0, (int)(s + 2 * v) % 3, (int)(s + v) % 3);
 		}
 	return harness_report();

@@ -53,16 +53,17 @@ static void i8_tile(int mr, const int16_t *a, int64_t lda, const int16_t *panel,
 }
 
 /* Exact mode's requantization of 32 sums (I8Exact), 8 doubles at a time:
- * the same IEEE operations as store_exact in ref.c. vmaxpd returns its
+ * the same IEEE operations as store_exact in ref.c (sd: the sums of a
+ * 16-bit operand's parts, exact doubles). vmaxpd returns its
  * second operand when the first is NaN, which is store_exact's
  * "!(v >= lo): lo"; roundscale to nearest is rint in the default mode. */
 static void i8_requant(const I8Exact *e, double sa, double sab, double bt, int percol,
-                       const int32_t *sums, int32_t *r)
+                       const int32_t *sums, const double *sd, int32_t *r)
 {
 	const __m512d vsy = _mm512_set1_pd(e->sy), vzy = _mm512_set1_pd(e->zy);
 	const __m512d vlo = _mm512_set1_pd(e->lo), vhi = _mm512_set1_pd(e->hi);
 	for (int i = 0; i < I8_NR; i += 8) {
-		__m512d s = _mm512_cvtepi32_pd(_mm256_loadu_si256((const __m256i *)(sums + i)));
+		__m512d s = sd ? _mm512_loadu_pd(sd + i) : _mm512_cvtepi32_pd(_mm256_loadu_si256((const __m256i *)(sums + i)));
 		__m512d m = percol ? _mm512_mul_pd(_mm512_set1_pd(sa), _mm512_loadu_pd(e->sbv + i))
 		                   : _mm512_set1_pd(sab);
 		__m512d v = _mm512_mul_pd(s, m);

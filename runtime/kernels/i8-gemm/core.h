@@ -5,15 +5,24 @@
  *   i8_tile(mr, a, lda, panel, kp, c, acc)
  *                              c[r][0, 32) (+)= sum over kp pairs of rows
  *                              of a (r < mr <= I8_MR) times the panel
- *   i8_requant(e, sa, sab, bt, percol, sums, r)
- *                              exact mode's requantization of 32 sums into
- *                              r (int32), as I8Exact says: percol, sb and
- *                              the bias term from e per column, else sab
- *                              (sa * sb) and bt for the whole row
+ *   i8_requant(e, sa, sab, bt, percol, sums, sd, r)
+ *                              exact mode's requantization of 32 sums (the
+ *                              int32 sums, or their exact doubles sd when
+ *                              not NULL) into r (int32), as I8Exact says:
+ *                              percol, sb and the bias term from e per
+ *                              column, else sab (sa * sb) and bt for the row
  *   I8_GEMM_NAME, I8_CONV_NAME the entry points' names
  * so the packing loops are compiled (and vectorized) for the variant's
  * instructions too. Every sum is exact (i8gemm.h), so the order of the
  * blocks does not matter to the result.
+ *
+ * A 16-bit operand (exact mode only) minus its zero point, v in
+ * [-65535, 65535], is split into two parts that fit the int16 pipeline:
+ * v = 256 hi + lo with lo in [0, 255] and hi in [-256, 255]. Each pair of
+ * parts (row part pa, column part pb) is one product of operands at most
+ * 256 in magnitude (sums of K <= KILN_I8_MAX_K fit int32), and the sum is
+ * sum over the pairs of 256^(pa + pb) times its product, below 2^48: exact
+ * in double, which is what the requantization takes.
  */
 #include <stddef.h>
 #include <string.h>
@@ -26,12 +35,30 @@ static inline int64_t i8_kpad(int64_t K)
 	return K + (K & 1);
 }
 
+/* v = 256 hi + lo, lo in [0, 255] (a 16-bit operand minus its zero point). */
+static inline void i8_split(int32_t v, int16_t *lo, int16_t *hi)
+{
+	int32_t l = v % 256;
+	if (l < 0)
+		l += 256;
+	*lo = (int16_t)l;
+	*hi = (int16_t)((v - l) / 256);
+}
+
 /* Row m of the row operand minus its zero point, as int16, into dst
- * (K + 1 elements when K is odd: the pad is 0). */
+ * (K + 1 elements when K is odd: the pad is 0); a 16-bit operand as its
+ * low parts into dst and its high parts into dst_hi. */
 static void i8_convert_row(const kiln_q8_operand *A, int64_t m, int64_t lda, int64_t K,
-                           int16_t *dst)
+                           int16_t *dst, int16_t *dst_hi)
 {
 	int32_t z = zero_at(A, m);
+	if (A->wide) {
+		for (int64_t k = 0; k < K; k++)
+			i8_split(q_at(A->data, A->is_signed, 1, m * lda + k) - z, &dst[k], &dst_hi[k]);
+		if (K & 1)
+			dst[K] = dst_hi[K] = 0;
+		return;
+	}
 	if (A->is_signed) {
 		const int8_t *s = (const int8_t *)A->data + m * lda;
 		for (int64_t k = 0; k < K; k++)
@@ -45,15 +72,41 @@ static void i8_convert_row(const kiln_q8_operand *A, int64_t m, int64_t lda, int
 		dst[K] = 0;
 }
 
-/* Work memory: A' (rows * kpad int16) then the panel's sums (rows x 32
- * int32), both 64-byte aligned. */
-static void i8_work(void *work, int64_t rows, int64_t K, int16_t **a, int32_t **c)
+/* Work memory (kiln_i8_work_bytes): A' (na parts of rows x kpad int16)
+ * then the panel's sums (na * nb parts of rows x 32 int32), 64-byte
+ * aligned. */
+static void i8_work(void *work, int64_t rows, int64_t K, int na, int16_t **a, int32_t **c)
 {
 	uintptr_t p = ((uintptr_t)work + 63) & ~(uintptr_t)63;
 	*a = (int16_t *)p;
-	p += (uintptr_t)(rows * i8_kpad(K) * 2);
+	p += (uintptr_t)(na * rows * i8_kpad(K) * 2);
 	p = (p + 63) & ~(uintptr_t)63;
 	*c = (int32_t *)p;
+}
+
+/* Two rows of 32 int32 (a 16-bit operand minus its zero point) split into
+ * the pair layout of one k pair of the low panel and of the high panel. */
+static inline void i8_interleave_split(const int32_t *r0, const int32_t *r1, int16_t *lo,
+                                       int16_t *hi)
+{
+	for (int j = 0; j < I8_NR; j++) {
+		i8_split(r0[j], &lo[2 * j], &hi[2 * j]);
+		i8_split(r1[j], &lo[2 * j + 1], &hi[2 * j + 1]);
+	}
+}
+
+/* The sums of parts c (na * nb of them, each rows x 32, part (pa, pb) at
+ * pa * nb + pb) of row r, as exact doubles: sum of 256^(pa + pb) c. */
+static void i8_combine(const int32_t *c, int np, int nb, int64_t rows, int64_t r, double *sd)
+{
+	for (int j = 0; j < I8_NR; j++)
+		sd[j] = 0.0;
+	for (int q = 0; q < np; q++) {
+		double f = (q / nb + q % nb) == 0 ? 1.0 : (q / nb + q % nb) == 1 ? 256.0 : 65536.0;
+		const int32_t *cq = c + (q * rows + r) * I8_NR;
+		for (int j = 0; j < I8_NR; j++)
+			sd[j] += f * (double)cq[j];
+	}
 }
 
 /* Two rows of 32 int16 into the pair layout of one k pair. */
@@ -106,14 +159,21 @@ static void i8_store_narrow(const kiln_q8_output *Y, const int32_t *r, int64_t w
 }
 
 /* Every tile of rows [0, M) of A' (lda apart, from column k0) over the
- * panel of kp pairs, into c (rows 32 apart); acc: add to c. */
+ * panel of kp pairs, into c (rows 32 apart); acc: add to c. With parts
+ * (na row parts apart by astep, nb panels apart by pstep), every pair of
+ * parts into its part of c (M x 32 apart). */
 static void i8_tiles(const int16_t *a, int64_t lda, int64_t M, const int16_t *panel, int64_t kp,
-                     int32_t *c, int acc)
+                     int32_t *c, int acc, int na, int64_t astep, int nb, int64_t pstep)
 {
-	for (int64_t m = 0; m < M; m += I8_MR) {
-		int mr = M - m < I8_MR ? (int)(M - m) : I8_MR;
-		i8_tile(mr, a + m * lda, lda, panel, kp, c + m * I8_NR, acc);
-	}
+	for (int pa = 0; pa < na; pa++)
+		for (int pb = 0; pb < nb; pb++) {
+			int32_t *cq = c + (pa * nb + pb) * M * I8_NR;
+			for (int64_t m = 0; m < M; m += I8_MR) {
+				int mr = M - m < I8_MR ? (int)(M - m) : I8_MR;
+				i8_tile(mr, a + pa * astep + m * lda, lda, panel + pb * pstep, kp,
+				        cq + m * I8_NR, acc);
+			}
+		}
 }
 
 /* ---- GEMM ---- */
@@ -139,36 +199,57 @@ static inline void i8_b_row(const kiln_q8_operand *B, int64_t k, int64_t K, int6
 		out[j] = 0;
 }
 
+/* The same for a 16-bit B: int32 values, 0 past w and for k >= K. */
+static void i8_b_row_wide(const kiln_q8_operand *B, int64_t k, int64_t K, int64_t ldb,
+                          int64_t n0, int64_t w, const int32_t *zb, int32_t *out)
+{
+	for (int64_t j = 0; j < I8_NR; j++)
+		out[j] = k < K && j < w ? q_at(B->data, B->is_signed, 1, k * ldb + n0 + j) - zb[j] : 0;
+}
+
 void I8_GEMM_NAME(const I8Gemm *g, void *work)
 {
 	int64_t M = g->M, N = g->N, K = g->K, lda2 = i8_kpad(K);
+	int na = g->A->wide ? 2 : 1, nb = g->B->wide ? 2 : 1, np = na * nb;
+	int64_t kc = I8_KC / nb, pstep = kc * I8_NR;
 	int16_t *a;
 	int32_t *c;
-	i8_work(work, M, K, &a, &c);
+	i8_work(work, M, K, na, &a, &c);
 	for (int64_t m = 0; m < M; m++)
-		i8_convert_row(g->A, m, g->lda, K, a + m * lda2);
+		i8_convert_row(g->A, m, g->lda, K, a + m * lda2, a + (M + m) * lda2);
 	_Alignas(64) int16_t panel[I8_KC * I8_NR];
 	int16_t r0[I8_NR], r1[I8_NR], zb[I8_NR];
+	int32_t w0[I8_NR], w1[I8_NR], zb32[I8_NR];
 	_Alignas(64) I8Exact e;
 	int exact = i8_exact_setup(g->out, &e);
 	int32_t r[I8_NR];
+	double sd[I8_NR];
 	for (int64_t n0 = 0; n0 < N; n0 += I8_NR) {
 		int64_t w = N - n0 < I8_NR ? N - n0 : I8_NR;
-		for (int64_t j = 0; j < w; j++)
-			zb[j] = (int16_t)zero_at(g->B, n0 + j);
+		for (int64_t j = 0; j < w; j++) {
+			zb32[j] = zero_at(g->B, n0 + j);
+			zb[j] = (int16_t)(nb == 1 ? zb32[j] : 0);
+		}
 		for (int64_t j = 0; exact && j < I8_NR; j++) {
 			e.sbv[j] = j < w ? (double)scale_at(g->B, n0 + j) : 0.0;
 			e.btv[j] = j < w && e.has_bias ? i8_bias_term(g->out->y8, n0 + j) : 0.0;
 		}
 		int64_t k0 = 0;
 		do {
-			int64_t kb = K - k0 < I8_KC ? K - k0 : I8_KC, kp = (kb + 1) / 2;
+			int64_t kb = K - k0 < kc ? K - k0 : kc, kp = (kb + 1) / 2;
 			for (int64_t p = 0; p < kp; p++) {
+				int16_t *o = panel + p * 2 * I8_NR;
+				if (nb == 2) {
+					i8_b_row_wide(g->B, k0 + 2 * p, K, g->ldb, n0, w, zb32, w0);
+					i8_b_row_wide(g->B, k0 + 2 * p + 1, K, g->ldb, n0, w, zb32, w1);
+					i8_interleave_split(w0, w1, o, o + pstep);
+					continue;
+				}
 				i8_b_row(g->B, k0 + 2 * p, K, g->ldb, n0, w, zb, r0);
 				i8_b_row(g->B, k0 + 2 * p + 1, K, g->ldb, n0, w, zb, r1);
-				i8_interleave(r0, r1, panel + p * 2 * I8_NR);
+				i8_interleave(r0, r1, o);
 			}
-			i8_tiles(a + k0, lda2, M, panel, kp, c, k0 > 0);
+			i8_tiles(a + k0, lda2, M, panel, kp, c, k0 > 0, na, M * lda2, nb, pstep);
 			k0 += kb;
 		} while (k0 < K);
 		for (int64_t m = 0; m < M; m++) {
@@ -176,7 +257,10 @@ void I8_GEMM_NAME(const I8Gemm *g, void *work)
 				kiln_i8_store_row(g->out, m, n0, w, c + m * I8_NR, m * g->ldy + n0);
 				continue;
 			}
-			i8_requant(&e, (double)scale_at(g->A, m), 0.0, 0.0, 1, c + m * I8_NR, r);
+			if (np > 1)
+				i8_combine(c, np, nb, M, m, sd);
+			i8_requant(&e, (double)scale_at(g->A, m), 0.0, 0.0, 1, c + m * I8_NR,
+			           np > 1 ? sd : NULL, r);
 			i8_store_narrow(g->out->y8, r, w, m * g->ldy + n0);
 		}
 	}
@@ -271,6 +355,25 @@ static void i8_im2col_row(const kiln_window3d_params *p, const kiln_q8_operand *
 	}
 }
 
+/* The same for a 16-bit X (elements from xe, an element index): int32
+ * values, 0 in the padding and for tap NULL. */
+static void i8_im2col_row_wide(const kiln_window3d_params *p, const kiln_q8_operand *X,
+                               int64_t xe, const I8Tap *tap, const I8Run *runs,
+                               const int64_t (*at)[3], int nruns, int32_t zx, int32_t *out)
+{
+	const int64_t *in = p->in;
+	for (int r = 0; r < nruns; r++) {
+		const I8Run *u = &runs[r];
+		int64_t i0 = tap ? at[r][0] + tap->d[0] : -1, i1 = tap ? at[r][1] + tap->d[1] : -1;
+		int inside = i0 >= 0 && i0 < in[0] && i1 >= 0 && i1 < in[1];
+		int64_t row = inside ? xe + tap->plane + (i0 * in[1] + i1) * in[2] : 0;
+		int64_t i = inside ? at[r][2] + tap->d[2] : 0;
+		for (int64_t v = 0; v < u->len; v++, i += p->stride[2])
+			out[u->j + v] = inside && i >= 0 && i < in[2] ?
+			                q_at(X->data, X->is_signed, 1, row + i) - zx : 0;
+	}
+}
+
 /* The runs of output columns [n0, n0 + w). */
 static int i8_runs(const kiln_window3d_params *p, int64_t n0, int64_t w, I8Run *runs)
 {
@@ -291,14 +394,18 @@ void I8_CONV_NAME(const I8Conv *cv, void *work)
 	int64_t M = p->out_channels, cg = p->channels / p->group, mg = M / p->group;
 	int64_t K = cg * p->kernel[0] * p->kernel[1] * p->kernel[2], lda2 = i8_kpad(K);
 	int64_t ovol = p->out[0] * p->out[1] * p->out[2], plane = p->in[0] * p->in[1] * p->in[2];
+	int na = cv->W->wide ? 2 : 1, nb = cv->X->wide ? 2 : 1, np = na * nb;
+	int64_t kc = I8_KC / nb, pstep = kc * I8_NR;
 	int16_t *a;
 	int32_t *c;
-	i8_work(work, M, K, &a, &c);
+	i8_work(work, M, K, na, &a, &c);
 	for (int64_t m = 0; m < M; m++)
-		i8_convert_row(cv->W, m, K, K, a + m * lda2);
+		i8_convert_row(cv->W, m, K, K, a + m * lda2, a + (M + m) * lda2);
 	int32_t zx = zero_at(cv->X, 0);
 	_Alignas(64) int16_t panel[I8_KC * I8_NR];
 	int16_t r0[I8_NR], r1[I8_NR];
+	int32_t w0[I8_NR], w1[I8_NR];
+	double sd[I8_NR];
 	I8Run runs[I8_NR];
 	int64_t at[I8_NR][3];
 	I8Tap tap[I8_KC];
@@ -308,8 +415,8 @@ void I8_CONV_NAME(const I8Conv *cv, void *work)
 	int32_t res[I8_NR];
 	for (int64_t n = 0; n < p->batch; n++)
 		for (int64_t g = 0; g < p->group; g++) {
-			const unsigned char *xg = (const unsigned char *)cv->X->data +
-			                          (n * p->channels + g * cg) * plane;
+			int64_t xe = (n * p->channels + g * cg) * plane;  /* elements */
+			const unsigned char *xg = (const unsigned char *)cv->X->data + xe * nb;
 			for (int64_t n0 = 0; n0 < ovol; n0 += I8_NR) {
 				int64_t w = ovol - n0 < I8_NR ? ovol - n0 : I8_NR;
 				int nruns = i8_runs(p, n0, w, runs);
@@ -317,20 +424,28 @@ void I8_CONV_NAME(const I8Conv *cv, void *work)
 					for (int ax = 0; ax < 3; ax++)
 						at[r][ax] = runs[r].o[ax] * p->stride[ax] - p->pad_begin[ax];
 				for (int64_t j = w; j < I8_NR; j++)
-					r0[j] = r1[j] = 0;
+					r0[j] = r1[j] = 0, w0[j] = w1[j] = 0;
 				int64_t k0 = 0;
 				do {
-					int64_t kb = K - k0 < I8_KC ? K - k0 : I8_KC, kp = (kb + 1) / 2;
+					int64_t kb = K - k0 < kc ? K - k0 : kc, kp = (kb + 1) / 2;
 					if (tap_k0 != k0)
 						i8_taps(p, k0, kb, tap);
 					tap_k0 = k0;
 					for (int64_t q = 0; q < kp; q++) {
+						const I8Tap *t1 = 2 * q + 1 < kb ? &tap[2 * q + 1] : NULL;
+						int16_t *o = panel + q * 2 * I8_NR;
+						if (nb == 2) {
+							i8_im2col_row_wide(p, cv->X, xe, &tap[2 * q], runs, at, nruns, zx, w0);
+							i8_im2col_row_wide(p, cv->X, xe, t1, runs, at, nruns, zx, w1);
+							i8_interleave_split(w0, w1, o, o + pstep);
+							continue;
+						}
 						i8_im2col_row(p, cv->X, xg, &tap[2 * q], runs, at, nruns, zx, r0);
-						i8_im2col_row(p, cv->X, xg, 2 * q + 1 < kb ? &tap[2 * q + 1] : NULL,
-						              runs, at, nruns, zx, r1);
-						i8_interleave(r0, r1, panel + q * 2 * I8_NR);
+						i8_im2col_row(p, cv->X, xg, t1, runs, at, nruns, zx, r1);
+						i8_interleave(r0, r1, o);
 					}
-					i8_tiles(a + g * mg * lda2 + k0, lda2, mg, panel, kp, c, k0 > 0);
+					i8_tiles(a + g * mg * lda2 + k0, lda2, mg, panel, kp, c, k0 > 0, na,
+					         M * lda2, nb, pstep);
 					k0 += kb;
 				} while (k0 < K);
 				for (int64_t r = 0; r < mg; r++) {
@@ -342,7 +457,9 @@ void I8_CONV_NAME(const I8Conv *cv, void *work)
 					/* as store_exact(Y, o, sum, sx, sw[m], m) */
 					double sab = (double)scale_at(cv->X, 0) * (double)scale_at(cv->W, m);
 					double bt = e.has_bias ? i8_bias_term(cv->out->y8, m) : 0.0;
-					i8_requant(&e, 0.0, sab, bt, 0, c + r * I8_NR, res);
+					if (np > 1)
+						i8_combine(c, np, nb, mg, r, sd);
+					i8_requant(&e, 0.0, sab, bt, 0, c + r * I8_NR, np > 1 ? sd : NULL, res);
 					i8_store_narrow(cv->out->y8, res, w, o);
 				}
 			}

@@ -8,7 +8,8 @@
  * operands) and int32 sums: a product is at most 255^2 = 65025 in
  * magnitude, so a sum of K <= KILN_I8_MAX_K of them fits int32 and is the
  * exact sum, in any order (bit for bit the reference's 64-bit sum). 16-bit
- * operands, longer K, or no work memory take the reference loops.
+ * operands are split in two 8-bit parts (core.h). Longer K, or no work
+ * memory, take the reference loops.
  *
  * A' is converted once per call into the caller's work memory (M rows of
  * K rounded up to even, int16); B' is packed on the fly, 32 columns and at
@@ -30,9 +31,9 @@ enum {
 	I8_KC = 512,     /* rows of a panel packed at once (32 KiB of int16) */
 };
 
-/* K for which a sum of K products of [-255, 255] operands fits int32:
- * 32768 * 65025 < 2^31. */
-#define KILN_I8_MAX_K 32768
+/* K for which a sum of K products of [-256, 256] operands fits int32:
+ * 32767 * 65536 < 2^31. */
+#define KILN_I8_MAX_K 32767
 
 static inline int32_t q8_at(const void *p, int is_signed, int64_t i)
 {

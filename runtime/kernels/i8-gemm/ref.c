@@ -99,9 +99,11 @@ static inline void store_q8(const kiln_q8_output *Y, int64_t i, int32_t sum, flo
 
 /* ---- the blocked path (i8gemm.h) ---- */
 
-int64_t kiln_i8_work_bytes(int64_t M, int64_t K)
+int64_t kiln_i8_work_bytes(int64_t M, int64_t K, int wide)
 {
-	return 128 + M * (K + (K & 1)) * 2 + M * I8_NR * 4;
+	/* A' (two parts of a 16-bit operand), the sums (four parts), alignment */
+	int64_t parts = wide ? 2 : 1;
+	return 128 + parts * M * (K + (K & 1)) * 2 + parts * parts * M * I8_NR * 4;
 }
 
 void kiln_i8_store_row(const I8Out *o, int64_t m, int64_t n0, int64_t w, const int32_t *sums,
@@ -145,10 +147,14 @@ void kiln_i8_store_row(const I8Out *o, int64_t m, int64_t n0, int64_t w, const i
 }
 
 /* 1 for the AVX-512 variant, 2 for AVX2, 0 for the loops below: the
- * blocked sums fit int32 only for 8-bit operands and K <= KILN_I8_MAX_K. */
-static int blocked(const kiln_q8_operand *a, const kiln_q8_operand *b, int64_t K, void *work)
+ * blocked sums fit int32 only for K <= KILN_I8_MAX_K; 16-bit operands
+ * (split in two parts, core.h) only in exact mode, with work for them. */
+static int blocked(const kiln_q8_operand *a, const kiln_q8_operand *b, int64_t K, void *work,
+                   const I8Out *o)
 {
-	if (!work || a->wide || b->wide || K > KILN_I8_MAX_K)
+	if (!work || K > KILN_I8_MAX_K)
+		return 0;
+	if ((a->wide || b->wide) && !(o->y8 && o->y8->exact))
 		return 0;
 #ifdef KILN_HAVE_X86_VARIANTS
 	if (kiln_isa() == KILN_ISA_AVX512)
@@ -161,7 +167,7 @@ static int blocked(const kiln_q8_operand *a, const kiln_q8_operand *b, int64_t K
 
 static int gemm_blocked(const I8Gemm *g, void *work)
 {
-	int v = blocked(g->A, g->B, g->K, work);
+	int v = blocked(g->A, g->B, g->K, work, g->out);
 #ifdef KILN_HAVE_X86_VARIANTS
 	if (v == 1)
 		kiln_i8b_gemm_avx512(g, work);
@@ -175,7 +181,7 @@ static int conv_blocked(const I8Conv *c, void *work)
 {
 	const kiln_window3d_params *p = c->p;
 	int64_t K = p->channels / p->group * p->kernel[0] * p->kernel[1] * p->kernel[2];
-	int v = blocked(c->W, c->X, K, work);
+	int v = blocked(c->W, c->X, K, work, c->out);
 #ifdef KILN_HAVE_X86_VARIANTS
 	if (v == 1)
 		kiln_i8b_conv_avx512(c, work);
