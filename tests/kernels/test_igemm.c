@@ -280,26 +280,31 @@ static void *fill_q(int64_t n, int is_signed, int wide, int ext)
  * bias per tensor / per channel, per-channel scales and zero points,
  * 8- and 16-bit operands (xw, ww), zero points at the extremes,
  * saturation, a NaN scale. conv: a 1-D convolution (kernel 3, pad 1 when
- * 3 divides K) with M output channels and K = channels * kernel, batch 2;
+ * 3 divides K; stride 2 for odd M) with M output channels and K =
+ * channels * kernel, batch 2;
  * else an M x N x K GEMM. */
 static void exact_case(int conv, int64_t M, int64_t N, int64_t K, int xs, int ws, int xw, int ww,
                        int ydt, int relu, int bias_mode, int ext)
 {
 	int y_signed = ydt & 1, y_wide = ydt >> 1, ysz = y_wide ? 2 : 1;
 	kiln_window3d_params p = {.batch = 2, .group = 1};
-	int64_t nx, nw, ny, nchan, kt = 1;
+	int64_t nx, nw, ny, nchan, kt = 1, st = 1, on = N;  /* conv: kernel, stride, outputs */
 	if (conv) {
 		kt = K % 3 == 0 ? 3 : 1;
+		st = M % 2 + 1;
+		on = (N + 2 * (kt / 2) - kt) / st + 1;
 		p.channels = K / kt;
 		p.out_channels = M;
 		for (int a = 0; a < 3; a++) {
 			p.in[a] = p.kernel[a] = p.stride[a] = p.dilation[a] = p.out[a] = 1;
 			p.pad_begin[a] = p.pad_end[a] = 0;
 		}
-		p.in[2] = p.out[2] = N;
+		p.in[2] = N;
+		p.out[2] = on;
+		p.stride[2] = st;
 		p.kernel[2] = kt;
 		p.pad_begin[2] = p.pad_end[2] = kt / 2;
-		nx = p.batch * p.channels * N, nw = M * K, ny = p.batch * M * N, nchan = M;
+		nx = p.batch * p.channels * N, nw = M * K, ny = p.batch * M * on, nchan = M;
 	} else {
 		nx = M * K, nw = K * N, ny = M * N, nchan = N;
 	}
@@ -327,13 +332,13 @@ static void exact_case(int conv, int64_t M, int64_t N, int64_t K, int xs, int ws
 	double vlo = 0.0, vhi = 0.0;
 	int32_t zxv = elem(zx, xs, xw, 0);
 	for (int64_t i = 0; i < ny; i++) {
-		int64_t ch = conv ? i / N % M : i % N, sum = 0;
+		int64_t ch = conv ? i / on % M : i % N, sum = 0;
 		int32_t zwv = elem(zw, ws, ww, ch);
 		if (conv) {
-			int64_t n = i / (N * M), o = i % N;
+			int64_t n = i / (on * M), o = i % on;
 			for (int64_t c = 0; c < p.channels; c++)
 				for (int64_t t = 0; t < kt; t++) {
-					int64_t at = o + t - kt / 2;
+					int64_t at = o * st + t - kt / 2;
 					if (at >= 0 && at < N)
 						sum += (int64_t)(elem(X, xs, xw, (n * p.channels + c) * N + at) - zxv) *
 						       (elem(W, ws, ww, (ch * p.channels + c) * kt + t) - zwv);

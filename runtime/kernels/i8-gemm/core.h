@@ -38,11 +38,9 @@ static inline int64_t i8_kpad(int64_t K)
 /* v = 256 hi + lo, lo in [0, 255] (a 16-bit operand minus its zero point). */
 static inline void i8_split(int32_t v, int16_t *lo, int16_t *hi)
 {
-	int32_t l = v % 256;
-	if (l < 0)
-		l += 256;
+	int32_t l = (int32_t)((uint32_t)v & 255u);  /* v mod 256 */
 	*lo = (int16_t)l;
-	*hi = (int16_t)((v - l) / 256);
+	*hi = (int16_t)((v - l) / 256);               /* exact */
 }
 
 /* Row m of the row operand minus its zero point, as int16, into dst
@@ -361,16 +359,33 @@ static void i8_im2col_row_wide(const kiln_window3d_params *p, const kiln_q8_oper
                                int64_t xe, const I8Tap *tap, const I8Run *runs,
                                const int64_t (*at)[3], int nruns, int32_t zx, int32_t *out)
 {
-	const int64_t *in = p->in;
+	const int64_t *in = p->in, st = p->stride[2];
 	for (int r = 0; r < nruns; r++) {
 		const I8Run *u = &runs[r];
+		int32_t *o = out + u->j;
 		int64_t i0 = tap ? at[r][0] + tap->d[0] : -1, i1 = tap ? at[r][1] + tap->d[1] : -1;
-		int inside = i0 >= 0 && i0 < in[0] && i1 >= 0 && i1 < in[1];
-		int64_t row = inside ? xe + tap->plane + (i0 * in[1] + i1) * in[2] : 0;
-		int64_t i = inside ? at[r][2] + tap->d[2] : 0;
-		for (int64_t v = 0; v < u->len; v++, i += p->stride[2])
-			out[u->j + v] = inside && i >= 0 && i < in[2] ?
-			                q_at(X->data, X->is_signed, 1, row + i) - zx : 0;
+		if (i0 < 0 || i0 >= in[0] || i1 < 0 || i1 >= in[1]) {
+			memset(o, 0, (size_t)u->len * sizeof *o);
+			continue;
+		}
+		int64_t row = xe + tap->plane + (i0 * in[1] + i1) * in[2], i = at[r][2] + tap->d[2];
+		/* outputs v with 0 <= i + v * st < in[2]: [lo, hi) */
+		int64_t lo = i >= 0 ? 0 : (-i + st - 1) / st, hi = in[2] - i <= 0 ? 0 : (in[2] - i - 1) / st + 1;
+		lo = lo < u->len ? lo : u->len;
+		hi = hi < lo ? lo : hi > u->len ? u->len : hi;
+		for (int64_t v = 0; v < lo; v++)
+			o[v] = 0;
+		if (X->is_signed) {
+			const int16_t *s = (const int16_t *)X->data + row;
+			for (int64_t v = lo; v < hi; v++)
+				o[v] = s[i + v * st] - zx;
+		} else {
+			const uint16_t *s = (const uint16_t *)X->data + row;
+			for (int64_t v = lo; v < hi; v++)
+				o[v] = s[i + v * st] - zx;
+		}
+		for (int64_t v = hi; v < u->len; v++)
+			o[v] = 0;
 	}
 }
 
