@@ -82,6 +82,18 @@ static void i8_work(void *work, int64_t rows, int64_t K, int na, int16_t **a, in
 	*c = (int32_t *)p;
 }
 
+/* The row operand A (M rows lda apart, K long) minus its zero points into
+ * work as A' (i8_convert_row, two parts if A is 16-bit), and where the
+ * panel's sums go. */
+static void i8_prepare(const kiln_q8_operand *A, int64_t M, int64_t lda, int64_t K, void *work,
+                       int16_t **a, int32_t **c)
+{
+	int64_t lda2 = i8_kpad(K);
+	i8_work(work, M, K, A->wide ? 2 : 1, a, c);
+	for (int64_t m = 0; m < M; m++)
+		i8_convert_row(A, m, lda, K, *a + m * lda2, *a + (M + m) * lda2);
+}
+
 /* Two rows of 32 int32 (a 16-bit operand minus its zero point) split into
  * the pair layout of one k pair of the low panel and of the high panel. */
 static inline void i8_interleave_split(const int32_t *r0, const int32_t *r1, int16_t *lo,
@@ -212,9 +224,7 @@ void I8_GEMM_NAME(const I8Gemm *g, void *work)
 	int64_t kc = I8_KC / nb, pstep = kc * I8_NR;
 	int16_t *a;
 	int32_t *c;
-	i8_work(work, M, K, na, &a, &c);
-	for (int64_t m = 0; m < M; m++)
-		i8_convert_row(g->A, m, g->lda, K, a + m * lda2, a + (M + m) * lda2);
+	i8_prepare(g->A, M, g->lda, K, work, &a, &c);
 	_Alignas(64) int16_t panel[I8_KC * I8_NR];
 	int16_t r0[I8_NR], r1[I8_NR], zb[I8_NR];
 	int32_t w0[I8_NR], w1[I8_NR], zb32[I8_NR];
@@ -413,9 +423,7 @@ void I8_CONV_NAME(const I8Conv *cv, void *work)
 	int64_t kc = I8_KC / nb, pstep = kc * I8_NR;
 	int16_t *a;
 	int32_t *c;
-	i8_work(work, M, K, na, &a, &c);
-	for (int64_t m = 0; m < M; m++)
-		i8_convert_row(cv->W, m, K, K, a + m * lda2, a + (M + m) * lda2);
+	i8_prepare(cv->W, M, K, K, work, &a, &c);
 	int32_t zx = zero_at(cv->X, 0);
 	_Alignas(64) int16_t panel[I8_KC * I8_NR];
 	int16_t r0[I8_NR], r1[I8_NR];
