@@ -359,8 +359,12 @@ static void exact_case(int conv, int64_t M, int64_t N, int64_t K, int xs, int ws
 	float sy = (float)((vhi - vlo) / (qhi - qlo) * 0.8 + 1e-6);
 	double zyd = rint((qlo + qhi) / 2 - (vlo + vhi) / 2 / (double)sy);
 	zyd = zyd < qlo ? qlo : zyd > qhi ? qhi : zyd;
-	uint16_t zy16 = (uint16_t)(y_signed ? (uint16_t)(int16_t)zyd : (uint16_t)zyd);
-	unsigned char zy8 = (unsigned char)(y_signed ? (uint8_t)(int8_t)zyd : (uint8_t)zyd);
+	uint16_t zy16 = 0;
+	unsigned char zy8 = 0;
+	if (y_wide)
+		zy16 = (uint16_t)(y_signed ? (uint16_t)(int16_t)zyd : (uint16_t)zyd);
+	else
+		zy8 = (unsigned char)(y_signed ? (uint8_t)(int8_t)zyd : (uint8_t)zyd);
 	unsigned char *Y[2];
 	Guarded gy[2], gw;
 	void *work = guarded_alloc(&gw, (size_t)kiln_i8_work_bytes(M, K, xw || ww), 3);
