@@ -134,6 +134,7 @@ bool batch_tiles(Model *m, const Sig *sigs, const Plan *plans, int n, const Stit
 			Plan *tp = arena_alloc(m->arena, sizeof *tp);
 			memset(ts, 0, sizeof *ts);
 			ts->batch = t;
+			ts->bucket = sigs[i].bucket;
 			ts->g = m->graph;
 			shape_infer(ts, o, m->arena, m->diag);
 			sig_dce(ts);

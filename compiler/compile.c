@@ -291,6 +291,39 @@ static void copy_passthrough_outputs(Model *m)
 		g->values[g->outputs[i]].is_output = true;
 }
 
+/* The bindings of each bucket: the caller's with the bucketed dim at each
+ * value (ascending), or the caller's alone when there are no buckets. */
+static const BindOptions *bucket_binds(Model *m, const CompileOptions *o, int *n)
+{
+	*n = 1;
+	if (o->nbuckets < 2 || !o->bucket_symbol || !o->bind)
+		return o->bind;
+	BindOptions *b = arena_array(m->arena, (size_t)o->nbuckets, sizeof *b);
+	for (int j = 0; j < o->nbuckets; j++) {
+		b[j] = *o->bind;
+		DimValue *dv = arena_array(m->arena, (size_t)o->bind->ndims + 1, sizeof *dv);
+		memcpy(dv, o->bind->dims, (size_t)o->bind->ndims * sizeof *dv);
+		for (int k = 0; k < b[j].ndims; k++)
+			if (strcmp(dv[k].symbol, o->bucket_symbol) == 0)
+				dv[k].value = o->bucket_values[j];
+		b[j].dims = dv;
+	}
+	*n = o->nbuckets;
+	return b;
+}
+
+/* Is padding on `symbol` harmless: can the zeros kiln_run_lengths puts past a
+ * sample's length (and into its mask inputs) change that sample's outputs?
+ * The padding-leak proof answers here for a bucketed compile, before the
+ * optimizer, and refuses a model where padding leaks, naming the first node
+ * (compiler/padproof.c's pad_check, once it lands). Until then nothing is
+ * refused: the tests compare every length with ONNX Runtime at that length
+ * (docs/batching.md, "Buckets"). */
+static void check_padding(Model *m, const char *symbol, Diag *d)
+{
+	(void)m, (void)symbol, (void)d;
+}
+
 const int64_t *compile_signatures(Model *m, const CompileOptions *o, Sig **sigs_out,
                                   Plan **plans_out)
 {
@@ -301,16 +334,22 @@ const int64_t *compile_signatures(Model *m, const CompileOptions *o, Sig **sigs_
 	memcpy(batches, o->batches, (size_t)o->nbatches * sizeof *batches);
 	qsort(batches, (size_t)o->nbatches, sizeof *batches, cmp_i64);
 	copy_passthrough_outputs(m);
+	int nbk;
+	const BindOptions *binds = bucket_binds(m, o, &nbk);
+	if (nbk > 1)
+		check_padding(m, o->bucket_symbol, m->diag);
 	/* The optimizer rewrites the graph once, for exactly these signatures. */
-	passes_run(m, o->passes, batches, o->nbatches, o->bind, o->pass_report);
+	passes_run_binds(m, o->passes, batches, o->nbatches, binds, nbk, o->pass_report);
 	stage(o, "graph optimizer");
 
-	Sig *sigs = arena_array(a, (size_t)o->nbatches, sizeof *sigs);
-	Plan *plans = arena_array(a, (size_t)o->nbatches, sizeof *plans);
-	for (int i = 0; i < o->nbatches; i++) {
-		sigs[i].batch = batches[i];
+	int nsigs = nbk * o->nbatches;
+	Sig *sigs = arena_array(a, (size_t)nsigs, sizeof *sigs);
+	Plan *plans = arena_array(a, (size_t)nsigs, sizeof *plans);
+	for (int i = 0; i < nsigs; i++) {
+		sigs[i].batch = batches[i % o->nbatches];
+		sigs[i].bucket = nbk > 1 ? o->bucket_values[i / o->nbatches] : 0;
 		sigs[i].g = m->graph;
-		shape_infer(&sigs[i], o->bind, a, m->diag);
+		shape_infer(&sigs[i], &binds[i / o->nbatches], a, m->diag);
 		sig_dce(&sigs[i]);
 		plan_choose_chains(&sigs[i]);
 		plan_build(&plans[i], &sigs[i], a);
@@ -318,6 +357,51 @@ const int64_t *compile_signatures(Model *m, const CompileOptions *o, Sig **sigs_
 	*sigs_out = sigs;
 	*plans_out = plans;
 	return batches;
+}
+
+/* What stitching needs, per bucket (one without buckets): the independence
+ * proof, costs and context bytes, and the batch sizes that run as tiles
+ * (batchtile.c: the tile's signature, an internal one unless it is compiled
+ * anyway; the tile's arena is the size's). Fills eo's stitch, tiles and
+ * buckets; returns the top model's Stitch. */
+static Stitch *compile_stitch(Model *m, const CompileOptions *o, Sig *sigs, Plan *plans,
+                              EmitOptions *eo)
+{
+	Arena *a = m->arena;
+	int nbk, nb = o->nbatches;
+	const BindOptions *binds = bucket_binds(m, o, &nbk);
+	Bucket *bk = arena_array(a, (size_t)nbk, sizeof *bk);
+	const Sig **tile = arena_array(a, (size_t)(nb * nbk), sizeof *tile);
+	const Plan **tile_plan = arena_array(a, (size_t)(nb * nbk), sizeof *tile_plan);
+	for (int j = 0; j < nbk; j++) {
+		Bucket *b = &bk[j];
+		b->value = nbk > 1 ? o->bucket_values[j] : 0;
+		b->bind = &binds[j];
+		b->sigs = sigs + j * nb;
+		b->plans = plans + j * nb;
+		stitch_build(m, b->sigs, b->plans, nb, b->bind, &b->stitch);
+		if (batch_tiles(m, b->sigs, b->plans, nb, &b->stitch, b->bind, tile + j * nb,
+		                tile_plan + j * nb)) {
+			for (int i = 0; i < nb; i++)
+				if (tile[j * nb + i])
+					b->plans[i].arena_bytes = tile_plan[j * nb + i]->arena_bytes;
+			stitch_arenas(m, b->plans, nb, &b->stitch);
+		}
+	}
+	eo->tile = tile;
+	eo->tile_plan = tile_plan;
+	if (nbk == 1) {
+		eo->stitch = &bk[0].stitch;
+		return &bk[0].stitch;
+	}
+	Stitch *top = arena_alloc(a, sizeof *top);
+	eo->bucket_axis = buckets_axes(m, bk, nbk, o->bucket_symbol);
+	buckets_stitch(m, bk, nbk, top);
+	eo->stitch = top;
+	eo->buckets = bk;
+	eo->nbuckets = nbk;
+	eo->bucket_symbol = o->bucket_symbol;
+	return top;
 }
 
 uint64_t compile_max_weights(const Model *m)
@@ -405,6 +489,7 @@ void compile_model(Model *m, const CompileOptions *o, CompileResult *res)
 	Sig *sigs;
 	Plan *plans;
 	const int64_t *batches = compile_signatures(m, o, &sigs, &plans);
+	int nsigs = o->nbatches * (o->nbuckets > 1 ? o->nbuckets : 1);
 
 	const char *dir = o->outdir ? o->outdir : ".";
 	if (!exists(dir) && mkdir(dir, 0777) != 0)
@@ -417,10 +502,12 @@ void compile_model(Model *m, const CompileOptions *o, CompileResult *res)
 	FILE *h = outputs_open(m, arena_printf(a, "%s.h", name), &res->h_path, NULL);
 	FILE *c = outputs_open(m, arena_printf(a, "%s.c", name), &res->c_path, &c_tmp);
 	FILE *scratch = compile_open(m, NULL, "w+");
-	/* What batch stitching needs: the independence proof, costs, context
-	 * bytes; baked rules are checked here, not when the program runs. */
-	Stitch *stitch = arena_alloc(a, sizeof *stitch);
-	stitch_build(m, sigs, plans, o->nbatches, o->bind, stitch);
+	/* What batch stitching needs; baked rules are checked here, not when
+	 * the program runs. */
+	EmitOptions eo = {.name = name, .rules = o->rules, .nrules = o->nrules,
+	                  .export_api = o->export_api || o->shared, .trees = o->trees,
+	                  .shared_entry = o->shared};
+	Stitch *stitch = compile_stitch(m, o, sigs, plans, &eo);
 	for (int i = 0; i < o->nrules; i++) {
 		kiln_rule rule;
 		int st = kiln_rule_parse(o->rules[i], batches, o->nbatches, &rule);
@@ -440,27 +527,12 @@ void compile_model(Model *m, const CompileOptions *o, CompileResult *res)
 	}
 	if (o->nrules > KILN_MAX_RULES)
 		diag_fail(d, KILN_USAGE, "--batch-rule: at most %d rules", KILN_MAX_RULES);
-	/* Batch sizes that run as tiles of fewer samples (batchtile.c): the
-	 * tile's signature (an internal one unless it is compiled anyway), and
-	 * the tile's arena is the size's. */
-	const Sig **tile = arena_array(a, (size_t)o->nbatches, sizeof *tile);
-	const Plan **tile_plan = arena_array(a, (size_t)o->nbatches, sizeof *tile_plan);
-	bool tiled = batch_tiles(m, sigs, plans, o->nbatches, stitch, o->bind, tile, tile_plan);
-	for (int i = 0; i < o->nbatches; i++)
-		if (tile[i])
-			plans[i].arena_bytes = tile_plan[i]->arena_bytes;
-	if (tiled)
-		stitch_arenas(m, plans, o->nbatches, stitch);
 	res->context_bytes = stitch->context_bytes;
 	res->batch_independent = stitch->dep.independent;
 	res->batch_mixing = stitch->dep.why;
-	EmitOptions eo = {.name = name, .stitch = stitch, .tile = tile, .tile_plan = tile_plan,
-	                  .rules = o->rules, .nrules = o->nrules,
-	                  .export_api = o->export_api || o->shared, .trees = o->trees,
-	                  .shared_entry = o->shared};
 	EmitResult er;
 	stage(o, "shapes and buffer plans");
-	emit_c(m, sigs, plans, o->nbatches, &eo, h, c, scratch, &er);
+	emit_c(m, sigs, plans, nsigs, &eo, h, c, scratch, &er);
 	compile_close(m, scratch, "a temporary file");
 	compile_close(m, c, res->c_path);
 	compile_close(m, h, res->h_path);
@@ -487,7 +559,7 @@ void compile_model(Model *m, const CompileOptions *o, CompileResult *res)
 		res->weight_bytes += er.syms[i].nbytes;
 	res->nsymbols = er.nsyms;
 	res->arena_bytes = 0;
-	for (int i = 0; i < o->nbatches; i++)
+	for (int i = 0; i < nsigs; i++)
 		if (plans[i].arena_bytes > res->arena_bytes)
 			res->arena_bytes = plans[i].arena_bytes;
 
@@ -551,22 +623,13 @@ void compile_check(Model *m, const CompileOptions *o)
 	Sig *sigs;
 	Plan *plans;
 	compile_signatures(m, o, &sigs, &plans);
-	Stitch *stitch = arena_alloc(a, sizeof *stitch);
-	stitch_build(m, sigs, plans, o->nbatches, o->bind, stitch);
-	const Sig **tile = arena_array(a, (size_t)o->nbatches, sizeof *tile);
-	const Plan **tile_plan = arena_array(a, (size_t)o->nbatches, sizeof *tile_plan);
-	if (batch_tiles(m, sigs, plans, o->nbatches, stitch, o->bind, tile, tile_plan)) {
-		for (int i = 0; i < o->nbatches; i++)
-			if (tile[i])
-				plans[i].arena_bytes = tile_plan[i]->arena_bytes;
-		stitch_arenas(m, plans, o->nbatches, stitch);
-	}
-	EmitOptions eo = {.name = "model", .stitch = stitch, .tile = tile,
-	                  .tile_plan = tile_plan, .trees = o->trees};
+	EmitOptions eo = {.name = "model", .trees = o->trees};
+	compile_stitch(m, o, sigs, plans, &eo);
 	FILE *h = compile_open(m, NULL, "w+"), *c = compile_open(m, NULL, "w+");
 	FILE *scratch = compile_open(m, NULL, "w+");
 	EmitResult er;
-	emit_c(m, sigs, plans, o->nbatches, &eo, h, c, scratch, &er);
+	emit_c(m, sigs, plans, o->nbatches * (o->nbuckets > 1 ? o->nbuckets : 1), &eo, h, c,
+	       scratch, &er);
 	compile_close(m, scratch, "a temporary file");
 	compile_close(m, c, "a temporary file");
 	compile_close(m, h, "a temporary file");

@@ -26,6 +26,10 @@ typedef struct CompileOptions {
 	const char *depfile;       /* --depfile: make rule naming the files read; NULL: none */
 	uint64_t max_weight_bytes; /* --max-weights; 0: the default (compile_max_weights) */
 	int trees;                 /* --trees: EmitTrees (emit.h) */
+	const char *bucket_symbol; /* --dim SYMBOL=v1,v2,...: compiled at each value (buckets,
+	                              kiln_run_lengths); with nbuckets < 2, none */
+	const int64_t *bucket_values;   /* ascending */
+	int nbuckets;
 	/* If not NULL, called after each stage (the CLI reports long compiles). */
 	void (*stage)(void *ud, const char *what);
 	void *stage_ud;
@@ -47,7 +51,8 @@ typedef struct CompileResult {
 void compile_model(Model *m, const CompileOptions *o, CompileResult *res);
 /* compile_model's stages before it writes anything: the optimizer, then per
  * batch size (sorted; the array returned) shape inference, the nodes dead at
- * that signature and the buffer plan. `kiln check --batch` runs exactly
+ * that signature and the buffer plan; with buckets, per bucket (ascending)
+ * and batch size, nbuckets * nbatches signatures, bucket by bucket. `kiln check --batch` runs exactly
  * these, so a model it passes does not fail compile on a shape or a plan. */
 const int64_t *compile_signatures(Model *m, const CompileOptions *o, Sig **sigs, Plan **plans);
 /* compile_model up to and including code generation, writing nothing:

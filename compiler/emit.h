@@ -18,6 +18,12 @@ typedef struct EmitOptions {
 	bool export_api;         /* default visibility for NAME_model and NAME_run*; else hidden */
 	int trees;               /* EmitTrees: how tree ensembles are emitted (--trees) */
 	bool shared_entry;       /* define kiln_shared_model(), exported (kiln compile --shared) */
+	/* Buckets (compile --dim SYMBOL=v1,v2,...): the signatures are nbuckets
+	 * blocks of one per batch size; stitch is the top model's (buckets.c). */
+	const Bucket *buckets;
+	int nbuckets;            /* 0: none */
+	const char *bucket_symbol;
+	const int *bucket_axis;  /* per value id (buckets_axes) */
 } EmitOptions;
 
 /* --trees: straight-line C (nested if/else per tree) or node arrays walked by

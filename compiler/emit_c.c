@@ -143,8 +143,14 @@ static void banner(FILE *f, Emit *E, const Sig *sigs, int nsigs)
 		                                                          : "ai.onnx"),
 		        E->m->opsets[i].version);
 	fprintf(f, "%s.\n * Batch sizes:", E->m->nopsets ? ")" : "");
-	for (int i = 0; i < nsigs; i++)
+	int nbk = E->o->nbuckets;
+	for (int i = 0; i < (nbk ? nsigs / nbk : nsigs); i++)
 		fprintf(f, " %" PRId64, sigs[i].batch);
+	if (nbk) {
+		fprintf(f, ". Buckets of %s:", c_comment_escape(E->a, E->o->bucket_symbol));
+		for (int j = 0; j < nbk; j++)
+			fprintf(f, " %" PRId64, E->o->buckets[j].value);
+	}
 	fprintf(f, ". Do not edit: regenerate with kiln compile.\n */\n");
 }
 
@@ -202,6 +208,8 @@ static void emit_io_constants(Emit *E, FILE *h, const char *guard, const Sig *si
 			        : DT_IS_FLOAT8(dt) ? ", one uint8_t bit pattern each (kiln/float8.h)" : "");
 			fprintf(h, "#define %s_ELEMS %" PRId64 "\n#define %s_RANK %d\n#define %s_BATCH_AXIS %d\n",
 			        io, elems, io, sh->rank, io, E->o->stitch->axis[id]);
+			if (E->o->nbuckets)
+				fprintf(h, "#define %s_BUCKET_AXIS %d\n", io, E->o->bucket_axis[id]);
 			fprintf(h, "#define %s_SHAPE {", io);
 			for (int d = 0; d < sh->rank; d++)
 				fprintf(h, "%s%" PRId64, d ? ", " : "", sample_dim(E, s0, id, d));
@@ -211,6 +219,17 @@ static void emit_io_constants(Emit *E, FILE *h, const char *guard, const Sig *si
 			if (pass)
 				emit_zipmap_keys(E, h, io, id);
 		}
+	}
+	if (E->o->nbuckets) {
+		fprintf(h, "/* Buckets of the dim \"");
+		comment_text(E, E->o->bucket_symbol);
+		fprintf(h, "\" (kiln_run_lengths): the dims above are at the largest;\n"
+		           " * BUCKET_AXIS is the axis that carries it (-1: none). */\n");
+		fprintf(h, "#define %s_NUM_BUCKETS %d\n#define %s_BUCKETS {", guard, E->o->nbuckets,
+		        guard);
+		for (int j = 0; j < E->o->nbuckets; j++)
+			fprintf(h, "%s%" PRId64, j ? ", " : "", E->o->buckets[j].value);
+		fprintf(h, "}\n");
 	}
 	fputc('\n', h);
 	E->c = saved;
@@ -223,6 +242,7 @@ static void emit_header(Emit *E, FILE *h, const Sig *sigs, const Plan *plans, in
 	const Stitch *st = E->o->stitch;
 	banner(h, E, sigs, nsigs);
 	const char *guard = upper(E, N);
+	const Sig *top = E->o->nbuckets ? sigs + nsigs - nsigs / E->o->nbuckets : sigs;
 	/* Not NAME_H: --name KILN_MODEL would be kiln/model.h's guard, and a
 	 * user's net.h may use NET_H (compile.c is_reserved). */
 	const char *once = arena_printf(E->a, "%s_KILN_H_%08" PRIx32, guard, (uint32_t)name_hash(N));
@@ -241,7 +261,7 @@ static void emit_header(Emit *E, FILE *h, const Sig *sigs, const Plan *plans, in
 	           "#define %s_MODEL_API __attribute__((visibility(\"%s\")))\n#else\n"
 	           "#define %s_MODEL_API\n#endif\n#endif\n\n",
 	        guard, guard, E->o->export_api ? "default" : "hidden", guard);
-	emit_io_constants(E, h, guard, sigs);
+	emit_io_constants(E, h, guard, top);
 	fprintf(h, "/* Bytes of arena one call needs at the largest compiled batch size;\n"
 	           " * align it to 64 bytes. Each thread needs its own. */\n");
 	fprintf(h, "#define %s_ARENA_BYTES %" PRId64 "\n", guard, st->max_arena_bytes);
@@ -268,10 +288,30 @@ static void emit_header(Emit *E, FILE *h, const Sig *sigs, const Plan *plans, in
 		fprintf(h, ", %s *%s", ctype(sigs[0].dtypes[g->outputs[k]]),
 		        E->iface[g->outputs[k]]);
 	fprintf(h, ");\n\n");
+	if (E->o->nbuckets) {
+		fprintf(h, "/* n samples of their own lengths along the bucketed dim (kiln_run_lengths):\n"
+		           " * tensors that carry it hold n samples at lmax (lmax < 0: the longest\n"
+		           " * length); outputs past a sample's length are zero. */\n");
+		fprintf(h, "%s_MODEL_API int %s_run_lengths(kiln_context *ctx, int64_t n, "
+		           "const int64_t *lengths, int64_t lmax", guard, N);
+		for (int k = 0; k < g->ninputs; k++) {
+			int id = g->inputs[k];
+			if (g->values[id].kind == VAL_INPUT)
+				fprintf(h, ", const %s *%s", ctype(sigs[0].dtypes[id]), E->iface[id]);
+		}
+		for (int k = 0; k < g->noutputs; k++)
+			fprintf(h, ", %s *%s", ctype(sigs[0].dtypes[g->outputs[k]]),
+			        E->iface[g->outputs[k]]);
+		fprintf(h, ");\n\n");
+	}
 	for (int i = 0; i < nsigs; i++) {
-		fprintf(h, "/* Batch %" PRId64 ": arena %" PRId64 " bytes. Returns 0 or a kiln_status. */\n",
-		        sigs[i].batch, plans[i].arena_bytes);
-		fprintf(h, "%s_MODEL_API int %s_run_b%" PRId64 "(void *arena", guard, N, sigs[i].batch);
+		if (sigs[i].bucket)
+			fprintf(h, "/* Batch %" PRId64 " at bucket %" PRId64 ": arena %" PRId64 " bytes. Returns 0 "
+			        "or a kiln_status. */\n", sigs[i].batch, sigs[i].bucket, plans[i].arena_bytes);
+		else
+			fprintf(h, "/* Batch %" PRId64 ": arena %" PRId64 " bytes. Returns 0 or a kiln_status. */\n",
+			        sigs[i].batch, plans[i].arena_bytes);
+		fprintf(h, "%s_MODEL_API int %s_run_%s(void *arena", guard, N, sig_tag(E->a, &sigs[i]));
 		for (int k = 0; k < g->ninputs; k++) {
 			int id = g->inputs[k];
 			if (g->values[id].kind == VAL_INPUT)
@@ -291,12 +331,47 @@ static void emit_cstring(Emit *E, const char *s)
 	fputs(c_string_escape(E->a, s), E->c);
 }
 
-static void emit_descriptor(Emit *E, const Sig *sigs, const Plan *plans, int nsigs)
+/* A smaller bucket's descriptor and arrays: NAME_d16. */
+static const char *bucket_prefix(Emit *E, int j)
+{
+	return arena_printf(E->a, "%s_d%" PRId64, E->o->name, E->o->buckets[j].value);
+}
+
+/* The top model's bucket fields: the values, each bucket's descriptor (the
+ * last is the top model itself) and, per input then output, the axis that
+ * carries the bucketed dim. */
+static void emit_bucket_arrays(Emit *E)
+{
+	const char *N = E->o->name;
+	Graph *g = E->g;
+	int nbk = E->o->nbuckets;
+	emitf(E, "static const int64_t %s_buckets[] = {", N);
+	for (int j = 0; j < nbk; j++)
+		emitf(E, "%s%" PRId64, j ? ", " : "", E->o->buckets[j].value);
+	emitf(E, "};\nstatic const kiln_model *const %s_bucket_models[] = {", N);
+	for (int j = 0; j + 1 < nbk; j++)
+		emitf(E, "&%s_model, ", bucket_prefix(E, j));
+	emitf(E, "&%s_model};\nstatic const int %s_bucket_axis[] = {", N, N);
+	int k = 0;
+	for (int i = 0; i < g->ninputs; i++)
+		if (g->values[g->inputs[i]].kind == VAL_INPUT)
+			emitf(E, "%s%d", k++ ? ", " : "", E->o->bucket_axis[g->inputs[i]]);
+	for (int i = 0; i < g->noutputs; i++)
+		emitf(E, "%s%d", k++ ? ", " : "", E->o->bucket_axis[g->outputs[i]]);
+	emitf(E, "%s};\n", k ? "" : "0");
+}
+
+/* The kiln_model P_model over the nsigs signatures of one bucket, or of a
+ * model without buckets, its arrays prefixed P: the top model (P is NAME;
+ * with buckets, the largest bucket's, which lists the others) is exported,
+ * a smaller bucket's is static. */
+static void emit_model_desc(Emit *E, const char *P, const Sig *sigs, const Plan *plans, int nsigs,
+                            const Stitch *st)
 {
 	Graph *g = E->g;
 	const char *N = E->o->name;
 	const Sig *s0 = &sigs[0];
-	const Stitch *st = E->o->stitch;
+	bool top = strcmp(P, N) == 0;
 	for (int pass = 0; pass < 2; pass++) {
 		int count = pass ? g->noutputs : g->ninputs;
 		for (int k = 0, j = 0; k < count; k++) {
@@ -304,7 +379,7 @@ static void emit_descriptor(Emit *E, const Sig *sigs, const Plan *plans, int nsi
 			if (!pass && g->values[id].kind != VAL_INPUT)
 				continue;
 			/* Per-sample shape: the batch axis at 1 sample's extent. */
-			emitf(E, "static const int64_t %s_dims_%s%d[] = {", N, pass ? "out" : "in", j++);
+			emitf(E, "static const int64_t %s_dims_%s%d[] = {", P, pass ? "out" : "in", j++);
 			const Shape *sh = &s0->shapes[id];
 			for (int d = 0; d < sh->rank; d++)
 				emitf(E, "%s%" PRId64, d ? ", " : "", sample_dim(E, s0, id, d));
@@ -312,7 +387,7 @@ static void emit_descriptor(Emit *E, const Sig *sigs, const Plan *plans, int nsi
 		}
 	}
 	for (int pass = 0; pass < 2; pass++) {
-		emitf(E, "static const kiln_tensor_desc %s_%s[] = {\n", N, pass ? "outputs" : "inputs");
+		emitf(E, "static const kiln_tensor_desc %s_%s[] = {\n", P, pass ? "outputs" : "inputs");
 		int count = pass ? g->noutputs : g->ninputs;
 		for (int k = 0, j = 0; k < count; k++) {
 			int id = pass ? g->outputs[k] : g->inputs[k];
@@ -320,34 +395,34 @@ static void emit_descriptor(Emit *E, const Sig *sigs, const Plan *plans, int nsi
 				continue;
 			emitf(E, "\t{\"");
 			emit_cstring(E, g->values[id].name);
-			emitf(E, "\", %d, %d, %s_dims_%s%d, %d},\n", s0->dtypes[id], s0->shapes[id].rank, N,
+			emitf(E, "\", %d, %d, %s_dims_%s%d, %d},\n", s0->dtypes[id], s0->shapes[id].rank, P,
 			    pass ? "out" : "in", j, st->axis[id]);
 			j++;
 		}
 		emitf(E, "%s};\n", count ? "" : "\t{0}\n");
 	}
-	emitf(E, "static const int64_t %s_batches[] = {", N);
+	emitf(E, "static const int64_t %s_batches[] = {", P);
 	for (int i = 0; i < nsigs; i++)
 		emitf(E, "%s%" PRId64, i ? ", " : "", sigs[i].batch);
-	emitf(E, "};\nstatic const uint64_t %s_arena_bytes[] = {", N);
+	emitf(E, "};\nstatic const uint64_t %s_arena_bytes[] = {", P);
 	for (int i = 0; i < nsigs; i++)
 		emitf(E, "%s%" PRId64, i ? ", " : "", plans[i].arena_bytes);
-	emitf(E, "};\nstatic const kiln_run_fn %s_run_fns[] = {", N);
+	emitf(E, "};\nstatic const kiln_run_fn %s_run_fns[] = {", P);
 	for (int i = 0; i < nsigs; i++)
-		emitf(E, "%s%s_run_generic_b%" PRId64, i ? ", " : "", N, sigs[i].batch);
+		emitf(E, "%s%s_run_generic_%s", i ? ", " : "", N, sig_tag(E->a, &sigs[i]));
 	/* The cost model's estimate per size (stitch.c); %a keeps it exact. */
-	emitf(E, "};\nstatic const double %s_cost[] = {", N);
+	emitf(E, "};\nstatic const double %s_cost[] = {", P);
 	for (int i = 0; i < nsigs; i++)
 		emitf(E, "%s%a", i ? ", " : "", st->cost[i].ns);
-	emitf(E, "};\nstatic const uint64_t %s_flops[] = {", N);
+	emitf(E, "};\nstatic const uint64_t %s_flops[] = {", P);
 	for (int i = 0; i < nsigs; i++)
 		emitf(E, "%s%" PRIu64, i ? ", " : "", st->cost[i].flops);
-	emitf(E, "};\nstatic const uint64_t %s_traffic_bytes[] = {", N);
+	emitf(E, "};\nstatic const uint64_t %s_traffic_bytes[] = {", P);
 	for (int i = 0; i < nsigs; i++)
 		emitf(E, "%s%" PRIu64, i ? ", " : "", st->cost[i].bytes);
 	emitf(E, "};\n");
 	if (E->o->nrules) {
-		emitf(E, "static const char *const %s_rules[] = {", N);
+		emitf(E, "static const char *const %s_rules[] = {", P);
 		for (int i = 0; i < E->o->nrules; i++) {
 			emitf(E, "%s\"", i ? ", " : "");
 			emit_cstring(E, E->o->rules[i]);
@@ -355,15 +430,20 @@ static void emit_descriptor(Emit *E, const Sig *sigs, const Plan *plans, int nsi
 		}
 		emitf(E, "};\n");
 	}
-	emitf(E, "\n%s_MODEL_API const kiln_model %s_model = {\n", upper(E, N), N);
+	if (top && E->o->nbuckets)
+		emit_bucket_arrays(E);
+	if (top)
+		emitf(E, "\n%s_MODEL_API const kiln_model %s_model = {\n", upper(E, N), N);
+	else
+		emitf(E, "\nstatic const kiln_model %s_model = {\n", P);
 	emitf(E, "\t.struct_bytes = sizeof(kiln_model),\n\t.kiln_version = %d,\n\t.name = \"%s\",\n",
 	    KILN_VERSION_NUM, N);
 	emitf(E, "\t.ninputs = %d, .noutputs = %d,\n", ninputs(g), g->noutputs);
-	emitf(E, "\t.inputs = %s_inputs, .outputs = %s_outputs,\n", N, N);
+	emitf(E, "\t.inputs = %s_inputs, .outputs = %s_outputs,\n", P, P);
 	emitf(E, "\t.nbatches = %d, .batches = %s_batches, .arena_bytes = %s_arena_bytes, "
-	       ".run = %s_run_fns,\n", nsigs, N, N, N);
+	       ".run = %s_run_fns,\n", nsigs, P, P, P);
 	emitf(E, "\t.max_arena_bytes = %" PRId64 ",\n", st->max_arena_bytes);
-	emitf(E, "\t.cost = %s_cost, .flops = %s_flops, .traffic_bytes = %s_traffic_bytes,\n", N, N, N);
+	emitf(E, "\t.cost = %s_cost, .flops = %s_flops, .traffic_bytes = %s_traffic_bytes,\n", P, P, P);
 	emitf(E, "\t.batch_independent = %d,\n", st->dep.independent ? 1 : 0);
 	if (!st->dep.independent) {
 		emitf(E, "\t.batch_mixing = \"");
@@ -371,12 +451,29 @@ static void emit_descriptor(Emit *E, const Sig *sigs, const Plan *plans, int nsi
 		emitf(E, "\",\n");
 	}
 	if (E->o->nrules)
-		emitf(E, "\t.nrules = %d, .rules = %s_rules,\n", E->o->nrules, N);
+		emitf(E, "\t.nrules = %d, .rules = %s_rules,\n", E->o->nrules, P);
 	emitf(E, "\t.plan_bound = %" PRId64 ", .staging_bytes = %" PRIu64 ", .context_bytes = %" PRIu64
-	       ",\n};\n\n", st->plan_bound, st->staging_bytes, st->context_bytes);
-	/* The typed entry for any n: views over the caller's buffers, through
-	 * a context made for this very descriptor. */
-	emitf(E, "%s_MODEL_API int %s_run(kiln_context *ctx, int64_t n", upper(E, N), N);
+	       ",\n", st->plan_bound, st->staging_bytes, st->context_bytes);
+	if (top && E->o->nbuckets) {
+		emitf(E, "\t.bucket_symbol = \"");
+		emit_cstring(E, E->o->bucket_symbol);
+		emitf(E, "\", .nbuckets = %d, .buckets = %s_buckets,\n\t.bucket_models = "
+		      "%s_bucket_models, .bucket_axis = %s_bucket_axis,\n", E->o->nbuckets, N, N, N);
+	}
+	emitf(E, "};\n\n");
+}
+
+/* The typed entry for any n (NAME_run, or NAME_run_lengths with buckets):
+ * views over the caller's buffers, through a context made for this very
+ * descriptor. With lengths, a tensor that carries the bucketed dim holds
+ * its samples at lmax. */
+static void emit_typed_entry(Emit *E, const Sig *s0, bool lengths)
+{
+	Graph *g = E->g;
+	const char *N = E->o->name;
+	const Stitch *st = E->o->stitch;
+	emitf(E, "%s_MODEL_API int %s_run%s(kiln_context *ctx, int64_t n%s", upper(E, N), N,
+	      lengths ? "_lengths" : "", lengths ? ", const int64_t *lengths, int64_t lmax" : "");
 	for (int k = 0; k < g->ninputs; k++) {
 		int id = g->inputs[k];
 		if (g->values[id].kind == VAL_INPUT)
@@ -387,6 +484,9 @@ static void emit_descriptor(Emit *E, const Sig *sigs, const Plan *plans, int nsi
 		    E->iface[g->outputs[k]]);
 	emitf(E, ")\n{\n\tif (n < 0 || !ctx)\n\t\treturn KILN_USAGE;\n");
 	emitf(E, "\tif (kiln_context_model(ctx) != &%s_model)\n\t\treturn KILN_WRONG_MODEL;\n", N);
+	if (lengths)
+		emitf(E, "\tif (lmax < 0)\n\t\tlmax = kiln_lengths_max(n, lengths);\n"
+		      "\tconst uint64_t l = lmax > 0 ? (uint64_t)lmax : 0;\n");
 	for (int pass = 0; pass < 2; pass++) {
 		int count = pass ? g->noutputs : g->ninputs, j = 0;
 		emitf(E, "\tconst kiln_%s %s[%d] = {\n", pass ? "output" : "input", pass ? "out" : "in",
@@ -396,23 +496,44 @@ static void emit_descriptor(Emit *E, const Sig *sigs, const Plan *plans, int nsi
 			if (!pass && g->values[id].kind != VAL_INPUT)
 				continue;
 			const Shape *sh = &s0->shapes[id];
+			int baxis = lengths ? E->o->bucket_axis[id] : -1;
 			int64_t per = 1;
 			for (int d = 0; d < sh->rank; d++)
-				per *= d == st->axis[id] ? sh->dims[d].size / s0->batch : sh->dims[d].size;
+				per *= d == baxis ? 1
+				     : d == st->axis[id] ? sh->dims[d].size / s0->batch : sh->dims[d].size;
+			const char *times = arena_printf(E->a, "%s%s", st->axis[id] >= 0 ? " * (uint64_t)n" : "",
+			                                 baxis >= 0 ? " * l" : "");
 			if (DT_IS_4BIT(s0->dtypes[id]))   /* packed: (elements + 1) / 2 bytes */
 				emitf(E, "\t\t{%s, %d, ((uint64_t)%" PRId64 "%s + 1) / 2},\n", E->iface[id],
-				    s0->dtypes[id], per, st->axis[id] >= 0 ? " * (uint64_t)n" : "");
+				    s0->dtypes[id], per, times);
 			else
 				emitf(E, "\t\t{%s, %d, (uint64_t)%" PRId64 " * sizeof(%s)%s},\n",
-				    E->iface[id], s0->dtypes[id], per, ctype(s0->dtypes[id]),
-				    st->axis[id] >= 0 ? " * (uint64_t)n" : "");
+				    E->iface[id], s0->dtypes[id], per, ctype(s0->dtypes[id]), times);
 			j++;
 		}
 		if (!j)
 			emitf(E, "\t\t{0},\n");
 		emitf(E, "\t};\n");
 	}
-	emitf(E, "\treturn kiln_run(ctx, n, in, out);\n}\n\n");
+	if (lengths)
+		emitf(E, "\treturn kiln_run_lengths(ctx, n, lengths, lmax, in, out);\n}\n\n");
+	else
+		emitf(E, "\treturn kiln_run(ctx, n, in, out);\n}\n\n");
+}
+
+static void emit_descriptor(Emit *E, const Sig *sigs, const Plan *plans, int nsigs)
+{
+	const char *N = E->o->name;
+	const Stitch *st = E->o->stitch;
+	int nbk = E->o->nbuckets, nb = nbk ? nsigs / nbk : nsigs;
+	for (int j = 0; j + 1 < nbk; j++)
+		emit_model_desc(E, bucket_prefix(E, j), sigs + j * nb, plans + j * nb, nb,
+		                &E->o->buckets[j].stitch);
+	sigs += nsigs - nb;
+	emit_model_desc(E, N, sigs, plans + nsigs - nb, nb, st);
+	emit_typed_entry(E, &sigs[0], false);
+	if (nbk)
+		emit_typed_entry(E, &sigs[0], true);
 	if (E->o->shared_entry) {
 		/* kiln compile --shared: the one symbol every model's shared object
 		 * exports under the same name, so a loader (the Python module) finds
@@ -421,6 +542,15 @@ static void emit_descriptor(Emit *E, const Sig *sigs, const Plan *plans, int nsi
 		      "__attribute__((visibility(\"default\"))) const kiln_model *kiln_shared_model(void);\n"
 		      "const kiln_model *kiln_shared_model(void)\n{\n\treturn &%s_model;\n}\n\n", N);
 	}
+}
+
+/* ", n_pf 16" after a bucketed signature's batch in a comment, else "". */
+static const char *bucket_note(Emit *E, const Sig *s)
+{
+	if (!s->bucket)
+		return "";
+	return arena_printf(E->a, ", %s %" PRId64, c_comment_escape(E->a, E->o->bucket_symbol),
+	                    s->bucket);
 }
 
 void emit_c(Model *m, const Sig *sigs, const Plan *plans, int nsigs, const EmitOptions *o,
@@ -459,20 +589,21 @@ void emit_c(Model *m, const Sig *sigs, const Plan *plans, int nsigs, const EmitO
 		if (internal && !done) {
 			E->sig = t;
 			E->plan = o->tile_plan[i];
-			emitf(E, "/* ==== batch %" PRId64 " (tiles of batch %" PRId64 " only): arena %" PRId64
-			      " bytes ==== */\n\n", t->batch, sigs[i].batch, E->plan->arena_bytes);
+			emitf(E, "/* ==== batch %" PRId64 " (tiles of batch %" PRId64 " only)%s: arena %" PRId64
+			      " bytes ==== */\n\n", t->batch, sigs[i].batch, bucket_note(E, t),
+			      E->plan->arena_bytes);
 			emit_signature(E);
 		}
 		E->sig = &sigs[i];
 		E->plan = &plans[i];
-		emitf(E, "/* ==== batch %" PRId64 ": arena %" PRId64 " bytes ==== */\n\n", sigs[i].batch,
-		    plans[i].arena_bytes);
+		emitf(E, "/* ==== batch %" PRId64 "%s: arena %" PRId64 " bytes ==== */\n\n", sigs[i].batch,
+		    bucket_note(E, &sigs[i]), plans[i].arena_bytes);
 		if (t)
 			emit_tiled_run(E, t);
 		else
 			emit_signature(E);
-		emitf(E, "%s_MODEL_API int %s_run_b%" PRId64 "(void *arena", upper(E, o->name), o->name,
-		    sigs[i].batch);
+		emitf(E, "%s_MODEL_API int %s_run_%s(void *arena", upper(E, o->name), o->name,
+		    sig_tag(E->a, &sigs[i]));
 		int nin = 0, nout = 0;
 		for (int k = 0; k < g->ninputs; k++) {
 			int id = g->inputs[k];
@@ -492,8 +623,8 @@ void emit_c(Model *m, const Sig *sigs, const Plan *plans, int nsigs, const EmitO
 		emitf(E, "%s};\n\tvoid *out[%d] = {", nin ? "" : "0", nout ? nout : 1);
 		for (int k = 0; k < g->noutputs; k++)
 			emitf(E, "%s%s", k ? ", " : "", E->iface[g->outputs[k]]);
-		emitf(E, "%s};\n\treturn %s_run_generic_b%" PRId64 "(arena, in, out);\n}\n\n",
-		    nout ? "" : "0", o->name, sigs[i].batch);
+		emitf(E, "%s};\n\treturn %s_run_generic_%s(arena, in, out);\n}\n\n",
+		    nout ? "" : "0", o->name, sig_tag(E->a, &sigs[i]));
 	}
 	if (E->tfile) {
 		model_untrack_file(m, E->tfile);

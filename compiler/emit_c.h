@@ -133,6 +133,9 @@ void emit_tiled_run(Emit *E, const Sig *t);   /* E->sig's run as batch tiles of 
 void emit_frozen_guards(Emit *E);
 /* name as a C identifier's characters (emit/helpers.c) */
 char *c_identifier(Arena *a, const char *name);
+/* A signature's name in generated symbols: "b8", or "d16_b8" for a bucketed
+ * dim at 16 (the node functions' prefix, NAME_run_generic_TAG, NAME_run_TAG). */
+const char *sig_tag(Arena *a, const Sig *s);
 
 /* ---- control flow (emit/control.c) ---- */
 void emit_control_functions(Emit *E, Node *n);   /* n's subgraphs, before n's function */

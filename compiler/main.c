@@ -18,6 +18,7 @@
 #include "report.h"
 #include "kiln_version.h"
 #include "passes/passes.h"
+#include "kiln/run.h"
 
 enum { EXIT_UNSUPPORTED = 1, EXIT_ERROR = 2 };
 
@@ -52,7 +53,9 @@ static const HelpRow options_help[] = {
 	                        "be N: the batch axis (--shape x=N,50,16)",
 	 C_INFO | C_CHECK | C_DUMP | C_COMPILE},
 	{"--dim=SYMBOL=V", "fix a symbolic dim in every input that has it\n"
-	                   "(repeatable): --dim P=100 for [N, 2, P] and [N, 4, P]",
+	                   "(repeatable): --dim P=100 for [N, 2, P] and [N, 4, P];\n"
+	                   "several values (one dim) compile buckets for\n"
+	                   "kiln_run_lengths: --dim P=16,32,64,100 (info: the largest)",
 	 C_INFO | C_CHECK | C_DUMP | C_COMPILE},
 	{"--pad-check=SYMBOL=B1,...", "prove that zero-padding the symbolic dim SYMBOL to the\n"
 	                              "bucket sizes B1,... cannot change the outputs at real\n"
@@ -211,6 +214,9 @@ typedef struct Options {
 	ShapeOverride shapes[MAX_LIST];
 	BatchDim batch_dims[MAX_LIST];
 	DimValue dims[MAX_LIST];
+	int64_t buckets[MAX_LIST];    /* --dim SYMBOL=v1,v2,...: the one dim with several values */
+	int nbuckets;
+	const char *bucket_symbol;
 	Freeze freezes[MAX_LIST];
 	const char *rules[MAX_LIST];  /* --batch-rule */
 	int nrules;
@@ -221,6 +227,12 @@ typedef struct Options {
 	int nmasks;
 	BindOptions bind;
 } Options;
+
+static int cmp_int64(const void *a, const void *b)
+{
+	int64_t x = *(const int64_t *)a, y = *(const int64_t *)b;
+	return (x > y) - (x < y);
+}
 
 /* Parses "N" or "N,N,...": positive integers; returns the count or -1. */
 static int parse_int_list(const char *s, int64_t *out, int max, int64_t min)
@@ -548,12 +560,28 @@ static int parse_args(int argc, char **argv, Options *o)
 					(Freeze){.input = strndup(v, (size_t)(eq - v)), .text = eq + 1};
 			} else if ((v = flag_value(argc, argv, &i, "--dim", &missing))) {
 				const char *eq = strrchr(v, '=');
-				int64_t value;
-				if (!eq || eq == v || o->bind.ndims == MAX_LIST ||
-				    parse_int_list(eq + 1, &value, 1, 0) != 1)
-					return usage_error("--dim needs SYMBOL=VALUE, got '%s'", v);
+				int64_t values[MAX_LIST];
+				int nv = eq ? parse_int_list(eq + 1, values, MAX_LIST, 0) : -1;
+				if (!eq || eq == v || o->bind.ndims == MAX_LIST || nv < 1)
+					return usage_error("--dim needs SYMBOL=VALUE or SYMBOL=V1,V2,..., got '%s'", v);
+				if (nv > 1) {   /* buckets: compiled at each value (docs/batching.md) */
+					if (o->nbuckets)
+						return usage_error("--dim '%s': only one dim may have several values "
+						                   "(buckets)", v);
+					qsort(values, (size_t)nv, sizeof values[0], cmp_int64);
+					for (int k = 0; k < nv; k++)
+						if (values[k] < 1 || (k && values[k] == values[k - 1]))
+							return usage_error("--dim '%s': bucket sizes must be distinct and "
+							                   "positive", v);
+					if (nv > KILN_MAX_BUCKETS)
+						return usage_error("--dim '%s': at most 16 buckets (KILN_MAX_BUCKETS)", v);
+					memcpy(o->buckets, values, (size_t)nv * sizeof values[0]);
+					o->nbuckets = nv;
+				}
 				o->dims[o->bind.ndims++] =
-					(DimValue){.symbol = strndup(v, (size_t)(eq - v)), .value = value};
+					(DimValue){.symbol = strndup(v, (size_t)(eq - v)), .value = values[nv - 1]};
+				if (nv > 1)
+					o->bucket_symbol = o->dims[o->bind.ndims - 1].symbol;
 			} else if ((v = flag_value(argc, argv, &i, "--pad-check", &missing))) {
 				const char *eq = strrchr(v, '=');
 				if (!eq || eq == v || o->pad_symbol ||
@@ -720,7 +748,8 @@ static int run_compile(const Options *o, Model *m, Stages *stages)
 	                     .passes = &o->popts, .export_api = o->export_api, .no_cc = o->no_cc,
 	                     .trees = o->trees, .depfile = o->depfile,
 	                     .max_weight_bytes = o->max_weight_bytes, .shared = o->shared,
-	                     .stage = stage_done, .stage_ud = stages};
+	                     .bucket_symbol = o->bucket_symbol, .bucket_values = o->buckets,
+	                     .nbuckets = o->nbuckets, .stage = stage_done, .stage_ud = stages};
 	CompileResult cr;
 	compile_model(m, &co, &cr);
 	printf("%s\n%s\n%s (%d symbols, %llu bytes)\n", cr.h_path, cr.c_path, cr.weights_path,
@@ -750,7 +779,9 @@ static int check_signatures(const Options *o, Model *m)
 	jmp_buf jb, *outer = d->protect;
 	CompileOptions co = {.batches = o->batches, .nbatches = o->nbatches, .bind = &o->bind,
 	                     .passes = &o->popts, .trees = o->trees,
-	                     .max_weight_bytes = o->max_weight_bytes};
+	                     .max_weight_bytes = o->max_weight_bytes,
+	                     .bucket_symbol = o->bucket_symbol, .bucket_values = o->buckets,
+	                     .nbuckets = o->nbuckets};
 	char sizes[256];
 	size_t len = 0;
 	for (int i = 0; i < o->nbatches && len < sizeof sizes; i++)

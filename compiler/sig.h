@@ -60,6 +60,8 @@ typedef struct Folded {
 /* One batch signature of the top graph: static shapes per value id. */
 typedef struct Sig {
 	int64_t batch;
+	int64_t bucket;      /* the value of a bucketed dim (compile --dim SYMBOL=v1,v2,...)
+	                        this signature is for, or 0: not bucketed */
 	Graph *g;
 	Shape *shapes;       /* per value id */
 	int *dtypes;         /* per value id */

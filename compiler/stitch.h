@@ -47,6 +47,25 @@ void stitch_build(Model *m, const Sig *sigs, const Plan *plans, int nsigs, const
 /* The arena and context bytes again, after plans' arena_bytes changed. */
 void stitch_arenas(Model *m, const Plan *plans, int nsigs, Stitch *out);
 
+/* ---- buckets.c: one symbolic dim compiled at several values ------------- */
+
+/* One value of a bucketed dim (kiln compile --dim SYMBOL=v1,v2,...): the
+ * signatures of every batch size with the dim at that value. */
+typedef struct Bucket {
+	int64_t value;
+	const BindOptions *bind;   /* the caller's bindings with the dim at value */
+	Sig *sigs;                 /* per compiled batch size, ascending */
+	Plan *plans;
+	Stitch stitch;
+} Bucket;
+/* Per interface value id, the axis that carries the bucketed dim, or -1:
+ * checked to be the same in every bucket, one axis per tensor, equal to the
+ * bucket's value there, after a batch axis 0. Fails naming the tensor. */
+int *buckets_axes(Model *m, const Bucket *b, int nbuckets, const char *symbol);
+/* The top model's Stitch (the largest bucket's, with the largest arena and
+ * staging of any bucket) and the bytes of a context for every bucket. */
+void buckets_stitch(Model *m, const Bucket *b, int nbuckets, Stitch *out);
+
 /* ---- batchtile.c: a batch size run as tiles of fewer samples ------------ */
 
 /* The samples of one tile when batch s->batch runs best as tiles of them

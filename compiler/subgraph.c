@@ -31,6 +31,7 @@ Sig *subgraph_sig(Infer *x, Graph *sub)
 	KILN_ASSERT(sub->parent == x->g);
 	Sig *s = arena_alloc(x->a, sizeof *s);
 	s->batch = x->sig->batch;
+	s->bucket = x->sig->bucket;
 	s->g = sub;
 	shape_sig_init(s, x->a);
 	for (int i = 0; i < sub->nvalues; i++) {

@@ -11,6 +11,14 @@
  *   staging                   every input and output at the largest size
  *   arena                     the largest signature's arena
  *
+ * and for a bucketed model (kiln_run_lengths), after those:
+ *
+ *   per bucket but the last   a context's header, cost[], best[] and choice[],
+ *                             for that bucket's model, sharing the staging
+ *                             area and the arena above
+ *   lstage                    every input and output at the largest size: one
+ *                             bucket's samples, packed at its length
+ *
  * The plan of n is a shortest cover: best[n] = min_i cost[i] + best[n - b_i]
  * (best of a non-positive rest is 0: that chunk is the padded last one).
  * The table is filled once per cost change, so kiln_run only walks it and
@@ -48,6 +56,8 @@ struct kiln_context {
 	Rule rules[KILN_MAX_RULES];
 	const void *in_ptr[KILN_MAX_IO];
 	void *out_ptr[KILN_MAX_IO];
+	kiln_context *bucket[KILN_MAX_BUCKETS];   /* per bucket: its context (the last: this) */
+	unsigned char *lstage;     /* kiln_run_lengths' packed samples */
 };
 
 _Static_assert(sizeof(struct kiln_context) <= KILN_CONTEXT_HEADER_BYTES,
@@ -186,8 +196,11 @@ KILN_API uint64_t kiln_context_bytes(const kiln_model *m)
 {
 	if (!m || m->nbatches < 1)
 		return 0;
-	return KILN_CONTEXT_BYTES(m->nbatches, plan_bound(m),
-	                          staging_offset(m, m->ninputs + m->noutputs), m->max_arena_bytes);
+	uint64_t staging = staging_offset(m, m->ninputs + m->noutputs);
+	uint64_t bytes = KILN_CONTEXT_BYTES(m->nbatches, plan_bound(m), staging, m->max_arena_bytes);
+	if (m->nbuckets >= 2)
+		bytes += KILN_BUCKET_CONTEXT_BYTES(m->nbuckets, m->nbatches, plan_bound(m), staging);
+	return bytes;
 }
 
 /* Fill best[] and choice[] from cost[]. The first chunk of n is the largest
@@ -226,6 +239,68 @@ static void make_plans(kiln_context *c)
 			c->cheapest = i;
 }
 
+/* A context's header and tables for m at p (64-byte aligned); returns the
+ * end. The staging area and arena are the caller's to set. */
+static unsigned char *context_tables(kiln_context **out, const kiln_model *m, unsigned char *p)
+{
+	kiln_context *c = (kiln_context *)(void *)p;
+	memset(c, 0, sizeof *c);
+	c->m = m;
+	c->bound = plan_bound(m);
+	p += KILN_CONTEXT_HEADER_BYTES;
+	c->cost = (double *)(void *)p;
+	p += KILN_ALIGN64(8u * (uint64_t)m->nbatches);
+	c->best = (double *)(void *)p;
+	c->choice = (uint16_t *)(void *)(p + 8u * ((uint64_t)c->bound + 1u));
+	p += KILN_ALIGN64(10u * ((uint64_t)c->bound + 1u));
+	*out = c;
+	return p;
+}
+
+static int context_setup(kiln_context *c);
+
+/* A bucket's model must fit the top model's context: the same batch sizes
+ * and interface, an arena and staging area no larger. */
+static int bucket_fits(const kiln_model *top, const kiln_model *b)
+{
+	if (!b || b->kiln_version != KILN_VERSION_NUM || b->struct_bytes < sizeof(kiln_model) ||
+	    b->nbatches != top->nbatches || b->ninputs != top->ninputs ||
+	    b->noutputs != top->noutputs || b->max_arena_bytes > top->max_arena_bytes ||
+	    staging_offset(b, b->ninputs + b->noutputs) >
+	        staging_offset(top, top->ninputs + top->noutputs))
+		return 0;
+	for (int i = 0; i < b->nbatches; i++)
+		if (b->batches[i] != top->batches[i])
+			return 0;
+	return 1;
+}
+
+/* The contexts of a bucketed model's smaller buckets, from p, sharing c's
+ * staging area and arena, and the packing area after them. */
+static int bucket_contexts(kiln_context *c, unsigned char *p)
+{
+	const kiln_model *m = c->m;
+	if (m->nbuckets > KILN_MAX_BUCKETS || !m->buckets || !m->bucket_models || !m->bucket_axis ||
+	    m->bucket_models[m->nbuckets - 1] != m)
+		return KILN_USAGE;
+	for (int j = 0; j + 1 < m->nbuckets; j++) {
+		if (!bucket_fits(m, m->bucket_models[j]))
+			return KILN_USAGE;
+		kiln_context *b;
+		p = context_tables(&b, m->bucket_models[j], p);
+		b->staging = c->staging;
+		b->staging_bytes = staging_offset(b->m, b->m->ninputs + b->m->noutputs);
+		b->arena = c->arena;
+		int st = context_setup(b);
+		if (st != KILN_OK)
+			return st;
+		c->bucket[j] = b;
+	}
+	c->bucket[m->nbuckets - 1] = c;
+	c->lstage = p;
+	return KILN_OK;
+}
+
 KILN_API int kiln_context_init(kiln_context **ctx, const kiln_model *m, void *mem, uint64_t bytes)
 {
 	if (!ctx || !m || !mem)
@@ -240,21 +315,26 @@ KILN_API int kiln_context_init(kiln_context **ctx, const kiln_model *m, void *me
 	uint64_t need = kiln_context_bytes(m);
 	if (bytes < need)
 		return KILN_USAGE;
-	unsigned char *p = (unsigned char *)KILN_ALIGN64((uintptr_t)mem);
-	kiln_context *c = (kiln_context *)(void *)p;
-	memset(c, 0, sizeof *c);
-	c->m = m;
-	c->bound = plan_bound(m);
-	p += KILN_CONTEXT_HEADER_BYTES;
-	c->cost = (double *)(void *)p;
-	p += KILN_ALIGN64(8u * (uint64_t)m->nbatches);
-	c->best = (double *)(void *)p;
-	c->choice = (uint16_t *)(void *)(p + 8u * ((uint64_t)c->bound + 1u));
-	p += KILN_ALIGN64(10u * ((uint64_t)c->bound + 1u));
+	kiln_context *c;
+	unsigned char *p = context_tables(&c, m, (unsigned char *)KILN_ALIGN64((uintptr_t)mem));
 	c->staging = p;
 	c->staging_bytes = staging_offset(m, m->ninputs + m->noutputs);
 	p += KILN_ALIGN64(c->staging_bytes);
 	c->arena = p;
+	p += KILN_ALIGN64(m->max_arena_bytes);
+	int st = context_setup(c);
+	if (st == KILN_OK && m->nbuckets >= 2)
+		st = bucket_contexts(c, p);
+	if (st != KILN_OK)
+		return st;
+	*ctx = c;
+	return KILN_OK;
+}
+
+/* Costs, plans and baked rules of a context whose memory is laid out. */
+static int context_setup(kiln_context *c)
+{
+	const kiln_model *m = c->m;
 	c->inplace = 1;
 	for (int i = 0; i < m->ninputs + m->noutputs; i++) {
 		const kiln_tensor_desc *t = i < m->ninputs ? &m->inputs[i] : &m->outputs[i - m->ninputs];
@@ -274,7 +354,6 @@ KILN_API int kiln_context_init(kiln_context **ctx, const kiln_model *m, void *me
 		if (st != KILN_OK && st != KILN_BATCH_MIXING)
 			return st;
 	}
-	*ctx = c;
 	return KILN_OK;
 }
 
@@ -612,6 +691,169 @@ KILN_API int kiln_run(kiln_context *ctx, int64_t n, const kiln_input *inputs,
 			return st;
 		r += rows;
 	}
+	return KILN_OK;
+}
+
+/* ---- per-sample lengths (buckets) ---------------------------------------------- */
+
+KILN_API int64_t kiln_lengths_max(int64_t n, const int64_t *lengths)
+{
+	int64_t most = 0;
+	for (int64_t i = 0; lengths && i < n; i++)
+		if (lengths[i] > most)
+			most = lengths[i];
+	return most;
+}
+
+/* A tensor that carries the bucketed dim on axis a (batch on axis 0): one
+ * sample is [pre][L][post] elements, pre counting axes 0 to a - 1 (axis
+ * 0 at the sample's extent). A tensor without the dim is one sample of
+ * `post` elements (pre 1, L 1). */
+typedef struct LGeom {
+	uint64_t pre, post;
+	Geom g;
+	int bucketed;
+} LGeom;
+
+static LGeom lgeom(const kiln_tensor_desc *t, int axis)
+{
+	LGeom l = {1, 1, geom(t), axis >= 1 && axis < t->rank};
+	for (int k = 0; k < t->rank; k++) {
+		if (l.bucketed && k < axis)
+			l.pre *= (uint64_t)t->dims[k];
+		else if (!l.bucketed || k > axis)
+			l.post *= (uint64_t)t->dims[k];
+	}
+	return l;
+}
+
+/* Copy sample s of a tensor at length ls (len valid positions) to sample d
+ * of one at length ld; positions len..ld of d are zeroed. */
+static void move_sample(const LGeom *l, unsigned char *dst, uint64_t d, uint64_t ld,
+                        const unsigned char *src, uint64_t s, uint64_t ls, uint64_t len)
+{
+	for (uint64_t p = 0; p < l->pre; p++) {
+		uint64_t di = ((d * l->pre + p) * ld) * l->post, si = ((s * l->pre + p) * ls) * l->post;
+		copy_elems(&l->g, dst, di, src, si, len * l->post);
+		zero_elems(&l->g, dst, di + len * l->post, (ld - len) * l->post);
+	}
+}
+
+/* The bucket of a length: the smallest that fits. */
+static int bucket_of(const kiln_model *m, int64_t len)
+{
+	int j = 0;
+	while (m->buckets[j] < len)
+		j++;
+	return j;
+}
+
+/* Samples of bucket j from *next on, up to the largest compiled batch,
+ * packed into lstage and run there; their outputs copied back. */
+static int run_bucket_chunk(kiln_context *c, int j, int64_t n, const int64_t *lengths,
+                            uint64_t lmax, int64_t *next, const kiln_input *in,
+                            const kiln_output *out)
+{
+	const kiln_model *m = c->m;
+	kiln_context *bc = c->bucket[j];
+	const kiln_model *bm = bc->m;
+	uint64_t L = (uint64_t)m->buckets[j];
+	int nio = m->ninputs + m->noutputs;
+	int64_t start = *next, g = 0, i = start;
+	for (; i < n && g < max_batch(m); i++) {
+		if (bucket_of(m, lengths[i]) != j)
+			continue;
+		for (int t = 0; t < m->ninputs; t++) {
+			LGeom l = lgeom(&bm->inputs[t], m->bucket_axis[t]);
+			if (l.g.batched)
+				move_sample(&l, c->lstage + staging_offset(bm, t), (uint64_t)g, l.bucketed ? L : 1,
+				            in[t].data, (uint64_t)i, l.bucketed ? lmax : 1,
+				            l.bucketed ? (uint64_t)lengths[i] : 1);
+		}
+		g++;
+	}
+	*next = i;
+	if (!g)
+		return KILN_OK;
+	kiln_input vin[KILN_MAX_IO];
+	kiln_output vout[KILN_MAX_IO];
+	for (int t = 0; t < nio; t++) {
+		const kiln_tensor_desc *d = t < m->ninputs ? &bm->inputs[t] : &bm->outputs[t - m->ninputs];
+		int batched = d->batch_axis >= 0;
+		unsigned char *p = c->lstage + staging_offset(bm, t);
+		uint64_t bytes = kiln_tensor_bytes(d, g);
+		if (t < m->ninputs)
+			vin[t] = batched ? (kiln_input){p, d->dtype, bytes} : in[t];
+		else
+			vout[t - m->ninputs] = batched ? (kiln_output){p, d->dtype, bytes}
+			                               : out[t - m->ninputs];
+	}
+	int st = kiln_run(bc, g, vin, vout);
+	if (st != KILN_OK)
+		return st;
+	for (int64_t k = 0, s = start; k < g; s++) {
+		if (bucket_of(m, lengths[s]) != j)
+			continue;
+		for (int t = 0; t < m->noutputs; t++) {
+			LGeom l = lgeom(&bm->outputs[t], m->bucket_axis[m->ninputs + t]);
+			if (l.g.batched)
+				move_sample(&l, out[t].data, (uint64_t)s, l.bucketed ? lmax : 1,
+				            vout[t].data, (uint64_t)k, l.bucketed ? L : 1,
+				            l.bucketed ? (uint64_t)lengths[s] : 1);
+		}
+		k++;
+	}
+	return KILN_OK;
+}
+
+/* The bytes of a caller's tensor of n samples at lmax along its bucketed
+ * axis (as kiln_tensor_bytes otherwise); UINT64_MAX on overflow. */
+static uint64_t lengths_bytes(const kiln_tensor_desc *t, int axis, int64_t n, uint64_t lmax)
+{
+	LGeom l = lgeom(t, axis);
+	if (!l.bucketed)
+		return kiln_tensor_bytes(t, n);
+	uint64_t per = l.pre * l.post, most = l.g.esize ? UINT64_MAX / l.g.esize : UINT64_MAX;
+	if (per && lmax && ((uint64_t)n > most / per || (uint64_t)n * per > most / lmax))
+		return UINT64_MAX;
+	return bytes_of(&l.g, (uint64_t)n * per * lmax);
+}
+
+KILN_API int kiln_run_lengths(kiln_context *ctx, int64_t n, const int64_t *lengths,
+                              int64_t lmax, const kiln_input *inputs,
+                              const kiln_output *outputs)
+{
+	if (!ctx || n < 0 || ctx->m->nbuckets < 2)
+		return KILN_USAGE;
+	if (n == 0)
+		return KILN_OK;
+	const kiln_model *m = ctx->m;
+	if (!lengths || (m->ninputs && !inputs) || (m->noutputs && !outputs))
+		return KILN_USAGE;
+	int64_t most = kiln_lengths_max(n, lengths);
+	if (lmax < 0)
+		lmax = most;
+	for (int64_t i = 0; i < n; i++)
+		if (lengths[i] < 0 || lengths[i] > lmax || lengths[i] > m->buckets[m->nbuckets - 1])
+			return KILN_LENGTH;
+	for (int t = 0; t < m->ninputs + m->noutputs; t++) {
+		const kiln_tensor_desc *d = t < m->ninputs ? &m->inputs[t] : &m->outputs[t - m->ninputs];
+		const void *data = t < m->ninputs ? inputs[t].data : outputs[t - m->ninputs].data;
+		int dtype = t < m->ninputs ? inputs[t].dtype : outputs[t - m->ninputs].dtype;
+		uint64_t bytes = t < m->ninputs ? inputs[t].bytes : outputs[t - m->ninputs].bytes;
+		uint64_t need = lengths_bytes(d, m->bucket_axis[t], n, (uint64_t)lmax);
+		if (need == UINT64_MAX)
+			return KILN_LIMIT;
+		if (dtype != d->dtype || bytes < need || (!data && need) ||
+		    (d->batch_axis > 0 || (m->bucket_axis[t] >= 0 && d->batch_axis != 0)))
+			return KILN_USAGE;
+	}
+	for (int j = 0; j < m->nbuckets; j++)
+		for (int64_t next = 0; next < n;) {
+			int st = run_bucket_chunk(ctx, j, n, lengths, (uint64_t)lmax, &next, inputs, outputs);
+			if (st != KILN_OK)
+				return st;
+		}
 	return KILN_OK;
 }
 

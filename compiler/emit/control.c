@@ -29,7 +29,7 @@
 
 static const char *prefix_of(Emit *E)
 {
-	return E->fn_prefix ? E->fn_prefix : arena_printf(E->a, "b%" PRId64, E->sig->batch);
+	return E->fn_prefix ? E->fn_prefix : sig_tag(E->a, E->sig);
 }
 
 /* The emitter of sub k of control node n: the same files and symbols, the

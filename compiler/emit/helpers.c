@@ -37,6 +37,13 @@ _Noreturn void emit_fail(Emit *E, const char *fmt, ...)
 }
 
 /* A C identifier fragment from any ONNX name: [A-Za-z0-9_], at most 40 chars. */
+const char *sig_tag(Arena *a, const Sig *s)
+{
+	if (s->bucket > 0)
+		return arena_printf(a, "d%" PRId64 "_b%" PRId64, s->bucket, s->batch);
+	return arena_printf(a, "b%" PRId64, s->batch);
+}
+
 char *c_identifier(Arena *a, const char *name)
 {
 	size_t n = strlen(name);

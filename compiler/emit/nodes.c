@@ -76,8 +76,7 @@ static bool node_has_code(Emit *E, const Node *n)
 static const char *fn_name(Emit *E, const Node *n)
 {
 	/* Subgraph functions carry their node path: b1_n004_body_n002_add. */
-	const char *prefix = E->fn_prefix ? E->fn_prefix
-	                                  : arena_printf(E->a, "b%" PRId64, E->sig->batch);
+	const char *prefix = E->fn_prefix ? E->fn_prefix : sig_tag(E->a, E->sig);
 	return arena_printf(E->a, "%s_n%03d_%s", prefix, n->id,
 	                    c_identifier(E->a, n->name[0] ? n->name : n->op_type));
 }
@@ -298,13 +297,13 @@ static void emit_shared_signature(Emit *E)
 		}
 		check_c_size(E, n);
 	}
-	int64_t b = E->sig->batch;
-	emitf(E, "static const %s_slot b%" PRId64 "_slots[] = {\n", N, b);
+	const char *b = sig_tag(E->a, E->sig);
+	emitf(E, "static const %s_slot %s_slots[] = {\n", N, b);
 	for (int i = 0; i < nslots; i++)
 		emitf(E, "\t{%d, %" PRId64 ", %s},\n", slots[i].kind, slots[i].off,
 		      slots[i].sym ? slots[i].sym : "NULL");
 	emitf(E, "%s};\n", nslots ? "" : "\t{0, 0, NULL},\n");
-	emitf(E, "static const %s_step b%" PRId64 "_steps[] = {\n", N, b);
+	emitf(E, "static const %s_step %s_steps[] = {\n", N, b);
 	int nsteps = 0;
 	int *step_of = arena_array(E->a, (size_t)g->nnodes, sizeof *step_of);
 	for (int k = 0; k < g->nnodes; k++) {
@@ -322,7 +321,7 @@ static void emit_shared_signature(Emit *E)
 		check_c_size(E, n);
 	}
 	emitf(E, "%s};\n\n", nsteps ? "" : "\t{NULL, 0, 0},\n");
-	emitf(E, "static int %s_run_generic_b%" PRId64 "(void *arena, const void *const *in, "
+	emitf(E, "static int %s_run_generic_%s(void *arena, const void *const *in, "
 	         "void *const *out)\n{\n\tunsigned char *a = arena;\n\tint st;\n", N, b);
 	emit_frozen_guards(E);
 	for (int k = 0; k < g->nnodes;) {
@@ -344,8 +343,8 @@ static void emit_shared_signature(Emit *E)
 		for (int j = k; j < upto; j++)
 			if (node_has_code(E, &g->nodes[j]))
 				to = step_of[j] + 1;
-		emitf(E, "\tif ((st = %s_steps(a, in, out, b%" PRId64 "_steps + %d, %d, b%" PRId64
-		         "_slots)) != 0)\n\t\treturn st;\n", N, b, from, to - from, b);
+		emitf(E, "\tif ((st = %s_steps(a, in, out, %s_steps + %d, %d, %s_slots)) != 0)\n"
+		         "\t\treturn st;\n", N, b, from, to - from, b);
 		k = upto;
 	}
 	emitf(E, "\treturn 0;\n}\n\n");
@@ -362,9 +361,9 @@ void emit_signature(Emit *E)
 	for (int k = 0; k < g->nnodes; k++)
 		if (node_has_code(E, &g->nodes[k]))
 			emit_node(E, &g->nodes[k]);
-	emitf(E, "static int %s_run_generic_b%" PRId64 "(void *arena, const void *const *in, "
+	emitf(E, "static int %s_run_generic_%s(void *arena, const void *const *in, "
 	      "void *const *out)\n{\n\tunsigned char *a = arena;\n\tint st;\n", E->o->name,
-	      E->sig->batch);
+	      sig_tag(E->a, E->sig));
 	emit_frozen_guards(E);
 	for (int k = 0; k < g->nnodes; k++) {
 		Node *n = &g->nodes[k];
@@ -387,8 +386,8 @@ void emit_tiled_run(Emit *E, const Sig *t)
 	emitf(E, "/* Batch %" PRId64 " as %" PRId64 " tiles of %" PRId64 " samples, one after the "
 	      "other through\n * every node, so that a tile's activations stay in cache. */\n",
 	      B, B / t->batch, t->batch);
-	emitf(E, "static int %s_run_generic_b%" PRId64 "(void *arena, const void *const *in, "
-	      "void *const *out)\n{\n", E->o->name, B);
+	emitf(E, "static int %s_run_generic_%s(void *arena, const void *const *in, "
+	      "void *const *out)\n{\n", E->o->name, sig_tag(E->a, E->sig));
 	int nin = 0, nout = g->noutputs;
 	for (int k = 0; k < g->ninputs; k++)
 		nin += g->values[g->inputs[k]].kind == VAL_INPUT;
@@ -411,9 +410,9 @@ void emit_tiled_run(Emit *E, const Sig *t)
 		uint64_t tb = (uint64_t)shape_nelem(&t->shapes[id]) * dtype_size(t->dtypes[id]);
 		emitf(E, "%s(unsigned char *)out[%d] + i * %" PRIu64, k ? ", " : "", k, tb);
 	}
-	emitf(E, "%s};\n\t\tint st = %s_run_generic_b%" PRId64 "(arena, tin, tout);\n"
+	emitf(E, "%s};\n\t\tint st = %s_run_generic_%s(arena, tin, tout);\n"
 	      "\t\tif (st != 0)\n\t\t\treturn st;\n\t}\n\treturn 0;\n}\n\n",
-	      nout ? "" : "0", E->o->name, t->batch);
+	      nout ? "" : "0", E->o->name, sig_tag(E->a, t));
 }
 
 /* The node functions of a subgraph (emit/control.c sets up E). */

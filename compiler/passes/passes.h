@@ -85,6 +85,10 @@ bool weights_dtype_parse(const char *s, WeightsDtype *out);
  * a second call on the same model does nothing (m->is_optimized). */
 void passes_run(Model *m, const PassOptions *o, const int64_t *batches, int nbatches,
                 const BindOptions *bind, PassReport *r);
+/* The same for every batch size under each of nbinds bindings (the buckets of
+ * compile --dim SYMBOL=v1,v2,...): a rewrite must hold in all of them. */
+void passes_run_binds(Model *m, const PassOptions *o, const int64_t *batches, int nbatches,
+                      const BindOptions *binds, int nbinds, PassReport *r);
 void passes_print(const PassReport *r, FILE *out);
 
 /* Unique bytes of the weights that nodes of m's graphs read (what the

@@ -139,19 +139,21 @@ uint64_t passes_weight_bytes(Graph *g)
 
 /* Shapes of every signature, or nsigs = 0 if inference fails anywhere. The
  * failure is not an error here: compile's own inference will report it. */
-static void infer_shapes(PassCtx *c, const int64_t *batches, int nbatches, const BindOptions *bind)
+static void infer_shapes(PassCtx *c, const int64_t *batches, int nbatches,
+                         const BindOptions *binds, int nbinds)
 {
 	static const BindOptions no_bind;
 	Diag *d = c->d;
 	jmp_buf jb, *saved = d->protect;
-	Sig *sigs = arena_array(c->a, (size_t)nbatches, sizeof *sigs);
+	int nsigs = nbatches * nbinds;
+	Sig *sigs = arena_array(c->a, (size_t)nsigs, sizeof *sigs);
 	volatile int ok = 0;
 	d->protect = &jb;
 	if (setjmp(jb) == 0) {
-		for (int k = 0; k < nbatches; k++) {
-			sigs[k].batch = batches[k];
+		for (int k = 0; k < nsigs; k++) {
+			sigs[k].batch = batches[k % nbatches];
 			sigs[k].g = c->g;
-			shape_infer(&sigs[k], bind ? bind : &no_bind, c->a, d);
+			shape_infer(&sigs[k], binds ? &binds[k / nbatches] : &no_bind, c->a, d);
 		}
 		ok = 1;
 	}
@@ -161,7 +163,7 @@ static void infer_shapes(PassCtx *c, const int64_t *batches, int nbatches, const
 		d->msg[0] = 0;
 	}
 	c->sigs = ok ? sigs : NULL;
-	c->nsigs = ok ? nbatches : 0;
+	c->nsigs = ok ? nsigs : 0;
 	c->nvalues_shaped = c->g->nvalues;
 }
 
@@ -183,6 +185,12 @@ static int run_one(PassCtx *c, PassReport *r, int id)
 
 void passes_run(Model *m, const PassOptions *o, const int64_t *batches, int nbatches,
                 const BindOptions *bind, PassReport *r)
+{
+	passes_run_binds(m, o, batches, nbatches, bind, 1, r);
+}
+
+void passes_run_binds(Model *m, const PassOptions *o, const int64_t *batches, int nbatches,
+                      const BindOptions *binds, int nbinds, PassReport *r)
 {
 	static const PassOptions defaults;
 	static const int64_t one = 1;
@@ -209,7 +217,7 @@ void passes_run(Model *m, const PassOptions *o, const int64_t *batches, int nbat
 	                               PASS_FOLD, PASS_QDQ, PASS_LASTPOS, PASS_ATTENTION, PASS_FUSE, PASS_ADDNORM, PASS_EDGECONV,
 	                               PASS_DCE, PASS_EWCHAIN};
 	for (int iter = 0; iter < 16; iter++) {
-		infer_shapes(&c, batches, nbatches, bind);
+		infer_shapes(&c, batches, nbatches, binds, nbinds);
 		int changed = 0;
 		/* ewchain only marks values, afresh each time, and no pass reads
 		 * the marks: they never call for another iteration. */

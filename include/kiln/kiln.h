@@ -56,7 +56,8 @@ enum kiln_status {
 	KILN_RULE_PADDING,   /* a batch rule pads as much as its last size or more */
 	/* generated code */
 	KILN_FROZEN_INPUT,   /* an input frozen at compile time (--freeze) got other values */
-	KILN_WRONG_MODEL     /* a typed NAME_run got a context initialised for another model */
+	KILN_WRONG_MODEL,    /* a typed NAME_run got a context initialised for another model */
+	KILN_LENGTH          /* kiln_run_lengths: a length < 0, above the largest bucket or lmax */
 };
 
 /* A fixed English sentence for a status; never NULL. */

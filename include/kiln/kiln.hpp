@@ -223,6 +223,31 @@ inline void run(kiln_context *ctx, const kiln_model &m, std::int64_t n, std::ini
 		throw Error(st, where(&m, "run") + " (n = " + std::to_string(n) + ")");
 }
 
+/* kiln_run_lengths on ctx (a bucketed model); throws on failure. A buffer
+ * given as a bare pointer is trusted to hold what lmax needs. */
+inline void run_lengths(kiln_context *ctx, const kiln_model &m, std::int64_t n,
+                        const std::int64_t *lengths, std::int64_t lmax,
+                        std::initializer_list<In> in, std::initializer_list<Out> out)
+{
+	if (in.size() != static_cast<std::size_t>(m.ninputs) ||
+	    out.size() != static_cast<std::size_t>(m.noutputs) || n < 0)
+		throw Error(KILN_USAGE, where(&m, "run_lengths") + " (" + std::to_string(in.size()) +
+		                            " inputs and " + std::to_string(out.size()) +
+		                            " outputs for a model of " + std::to_string(m.ninputs) +
+		                            " and " + std::to_string(m.noutputs) + ")");
+	kiln_input ins[KILN_MAX_IO];
+	kiln_output outs[KILN_MAX_IO];
+	int i = 0;
+	for (const In &x : in)
+		ins[i++] = {x.data, x.dtype, x.bytes};   /* unknown_bytes: any size */
+	i = 0;
+	for (const Out &y : out)
+		outs[i++] = {y.data, y.dtype, y.bytes};
+	int st = kiln_run_lengths(ctx, n, lengths, lmax, ins, outs);
+	if (st != KILN_OK)
+		throw Error(st, where(&m, "run_lengths") + " (n = " + std::to_string(n) + ")");
+}
+
 /* Memory from the aligned operator new, 64-byte aligned. */
 struct Memory {
 	void *p = nullptr;
@@ -271,6 +296,14 @@ public:
 	void run(std::int64_t n, std::initializer_list<In> in, std::initializer_list<Out> out)
 	{
 		detail::run(ctx_, model(), n, in, out);
+	}
+	/* n samples of their own lengths along a bucketed dim (kiln compile
+	 * --dim SYMBOL=v1,...,vk): tensors that carry it at lmax (< 0: the
+	 * longest length), see kiln_run_lengths. */
+	void run_lengths(std::int64_t n, const std::int64_t *lengths, std::int64_t lmax,
+	                 std::initializer_list<In> in, std::initializer_list<Out> out)
+	{
+		detail::run_lengths(ctx_, model(), n, lengths, lmax, in, out);
 	}
 	/* A batch rule "B:s1,...,sk" (kiln/run.h). */
 	void set_rule(const char *rule)

@@ -74,6 +74,16 @@ typedef struct kiln_model {
 	int64_t plan_bound;            /* plans are tabulated for n up to this */
 	uint64_t staging_bytes;        /* the padded chunk's inputs and outputs at the largest size */
 	uint64_t context_bytes;        /* KILN_CONTEXT_BYTES of this model */
+
+	/* ---- buckets (kiln compile --dim SYMBOL=v1,...,vk; kiln_run_lengths) ---- */
+	const char *bucket_symbol;     /* the bucketed dim's name; NULL: no buckets */
+	int nbuckets;                  /* k >= 2, or 0 */
+	const int64_t *buckets;        /* the values, ascending; this model's own dims are
+	                                  at the largest */
+	const struct kiln_model *const *bucket_models;  /* per value: the model compiled at it
+	                                  (the same batch sizes; the last is this one) */
+	const int *bucket_axis;        /* per input, then per output: the axis of its dims
+	                                  that is SYMBOL, or -1 */
 } kiln_model;
 
 #ifdef __cplusplus

@@ -79,6 +79,18 @@ typedef struct kiln_output {
 	 KILN_ALIGN64(10u * ((uint64_t)(plan_bound) + 1u)) + KILN_ALIGN64(staging_bytes) +   \
 	 KILN_ALIGN64(arena_bytes))
 
+/* A bucketed model's context (kiln compile --dim SYMBOL=v1,...,vk) adds, per
+ * bucket but the largest, the header, costs and plans of a context that
+ * shares the arena and staging area above, and a second staging area where
+ * kiln_run_lengths packs one bucket's samples (every input and output at
+ * the largest size). */
+#define KILN_MAX_BUCKETS 16
+#define KILN_BUCKET_CONTEXT_BYTES(nbuckets, nbatches, plan_bound, staging_bytes)          \
+	((uint64_t)((nbuckets) - 1) *                                                        \
+	     ((uint64_t)KILN_CONTEXT_HEADER_BYTES + KILN_ALIGN64(8u * (uint64_t)(nbatches)) + \
+	      KILN_ALIGN64(10u * ((uint64_t)(plan_bound) + 1u))) +                            \
+	 KILN_ALIGN64(staging_bytes))
+
 typedef struct kiln_context kiln_context;
 
 /* The bytes of one dense tensor of the model at batch n (its per-sample
@@ -120,6 +132,23 @@ KILN_API uint64_t kiln_context_bytes_max(const kiln_model *const *models, int n)
  * the model mixes rows), or the status of a generated run function. */
 KILN_API int kiln_run(kiln_context *ctx, int64_t n, const kiln_input *inputs,
                       const kiln_output *outputs);
+
+/* Run n samples of their own lengths along a bucketed dim (a model compiled
+ * with kiln compile --dim SYMBOL=v1,...,vk; KILN_USAGE for another).
+ * lengths[i] is sample i's length, 0 <= lengths[i] <= min(lmax, vk); lmax
+ * < 0 means the longest length. Every input and output that carries the dim
+ * (m->bucket_axis) holds n samples at lmax along it: the caller's padded
+ * layout ([n, C, lmax]); the others hold n samples as for kiln_run. Each
+ * sample runs in the smallest bucket that fits it, positions from its length
+ * up to the bucket's set to zero (mask inputs too), the samples of one
+ * bucket stitched into batches as kiln_run does; outputs are written in the
+ * caller's order, positions past a sample's length zeroed. Nothing is
+ * allocated. KILN_LENGTH for a length out of range (nothing is run). */
+KILN_API int kiln_run_lengths(kiln_context *ctx, int64_t n, const int64_t *lengths,
+                              int64_t lmax, const kiln_input *inputs,
+                              const kiln_output *outputs);
+/* The largest of n lengths (0 for none): kiln_run_lengths' lmax < 0. */
+KILN_API int64_t kiln_lengths_max(int64_t n, const int64_t *lengths);
 
 /* The chunk sizes kiln_run uses for n, in order (the last may be padded):
  * writes at most max to chunks and the count to *nchunks (saturated at

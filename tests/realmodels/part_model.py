@@ -193,20 +193,23 @@ def inputs(batch, npf, nsv, seed=0, pf_dim=7, sv_dim=5):
     return dict(zip(NAMES, pf + sv))
 
 
-def jets(batch, npf, nsv, seed=0, pf_dim=7, sv_dim=5, empty_rows=()):
+def jets(batch, npf, nsv, seed=0, pf_dim=7, sv_dim=5, empty_rows=(), pf_real=None):
     """Plausible jets: a jet axis (eta in [-2.4, 2.4], any phi, pt in [30,
     1000] GeV), its particles (pt shares of the jet, pions or photons) and
     secondary vertices (masses 0.5-5 GeV) within about 0.4 of the axis in
     eta and phi, real ones first, sorted by pt, then zero padding (mask 0),
     as the 4-vectors (px, py, pz, E) with m >= 0 that ParT's pair features
-    need (random 4-vectors give NaN). Rows in empty_rows have no particle."""
+    need (random 4-vectors give NaN). Rows in empty_rows have no particle;
+    pf_real, if given, is each jet's count of pf particles."""
     r = np.random.default_rng(seed)
     eta0 = r.uniform(-2.4, 2.4, (batch, 1))
     phi0 = r.uniform(-np.pi, np.pi, (batch, 1))
     pt0 = r.uniform(30, 1000, (batch, 1))
 
-    def coll(p, c, lo, mass):
+    def coll(p, c, lo, mass, fixed=None):
         real = r.integers(lo, p + 1, batch)
+        if fixed is not None:
+            real = np.asarray(fixed)
         real[list(empty_rows)] = 0
         m = np.arange(p)[None, :] < real[:, None]
         share = -np.sort(-r.exponential(1.0, (batch, p)) * m, axis=1)
@@ -220,7 +223,8 @@ def jets(batch, npf, nsv, seed=0, pf_dim=7, sv_dim=5, empty_rows=()):
         m = m[:, None, :]
         return [(a * m).astype(np.float32) for a in (x, v, m.astype(np.float64))]
 
-    pf = coll(npf, pf_dim, 1, lambda p: np.where(r.uniform(size=(batch, p)) < 0.7, 0.1396, 0.0))
+    pf = coll(npf, pf_dim, 1, lambda p: np.where(r.uniform(size=(batch, p)) < 0.7, 0.1396, 0.0),
+              pf_real)
     sv = coll(nsv, sv_dim, 0, lambda p: r.uniform(0.5, 5.0, (batch, p)))
     return dict(zip(NAMES, pf + sv))
 
