@@ -619,7 +619,6 @@ void compile_model(Model *m, const CompileOptions *o, CompileResult *res)
  * Only the host C compiler's run, and writing the outputs, are left out. */
 void compile_check(Model *m, const CompileOptions *o)
 {
-	Arena *a = m->arena;
 	Sig *sigs;
 	Plan *plans;
 	compile_signatures(m, o, &sigs, &plans);

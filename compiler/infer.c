@@ -44,6 +44,9 @@ _Noreturn void infer_fail(Infer *x, enum kiln_status st, const char *fmt, ...)
 	va_start(ap, fmt);
 	vsnprintf(msg, sizeof msg, fmt, ap);
 	va_end(ap);
+	if (x->sig->bucket)   /* compile --dim SYMBOL=v1,v2,...: the bucket's value */
+		diag_fail_node(x->d, x->g, x->n, st, "%s (batch %lld, bucket %lld)", msg,
+		               (long long)x->sig->batch, (long long)x->sig->bucket);
 	diag_fail_node(x->d, x->g, x->n, st, "%s (batch %lld)", msg, (long long)x->sig->batch);
 }
 
