@@ -142,10 +142,19 @@ static int last_axis_reduce(PassCtx *c, const Node *r, bool *keepdims)
 	return r->op == OP_ReduceMax;
 }
 
-/* base holds n*P at row n, shaped [N, 1, 1], in every signature. */
-static bool is_sample_base(PassCtx *c, int base, int64_t P)
+/* The points P of x [N, C, P] in signature k: with buckets on the particle
+ * axis (compile --dim P=16,32,...) it differs between signatures. */
+static int64_t points_in(PassCtx *c, int x, int k)
+{
+	const Shape *s = rw_shape_in(c, x, k);
+	return s && s->rank == 3 ? s->dims[2].size : -1;
+}
+
+/* base holds n*P at row n, shaped [N, 1, 1], in every signature (P of x's). */
+static bool is_sample_base(PassCtx *c, int base, int x)
 {
 	for (int k = 0; k < c->nsigs; k++) {
+		int64_t P = points_in(c, x, k);
 		const Folded *f = c->sigs[k].folded[base];
 		const Shape *s = rw_shape_in(c, base, k);
 		int64_t N = c->sigs[k].batch;
@@ -164,7 +173,7 @@ static bool is_sample_base(PassCtx *c, int base, int64_t P)
 
 /* idx [N, P, k] int64 comes from TopK's indices over an axis of P elements
  * (directly or through a Slice of them): every value is in [0, P). */
-static bool local_indices(PassCtx *c, int idx, int64_t P)
+static bool local_indices(PassCtx *c, int idx, int x)
 {
 	const Node *s = made_by(c, idx, OP_Slice);
 	int from = s ? s->in[0] : idx;
@@ -172,6 +181,7 @@ static bool local_indices(PassCtx *c, int idx, int64_t P)
 	if (!t || t->nout < 2 || t->out[1] != from)
 		return false;
 	for (int k = 0; k < c->nsigs; k++) {
+		int64_t P = points_in(c, x, k);
 		const Shape *in = rw_shape_in(c, t->in[0], k);
 		if (!in || in->rank < 1)
 			return false;
@@ -347,16 +357,16 @@ static bool edge_features(PassCtx *c, const Node *cat, Match *m)
 		add = ir ? made_by(c, ir->in[0], OP_Add) : NULL;
 		if (!add)
 			return false;
-		bool swapped = !is_sample_base(c, add->in[1], m->P);
+		bool swapped = !is_sample_base(c, add->in[1], m->x);
 		m->idx = add->in[swapped ? 1 : 0];
-		if (swapped && !is_sample_base(c, add->in[0], m->P))
+		if (swapped && !is_sample_base(c, add->in[0], m->x))
 			return false;
 	}
-	if (rw_dtype(c, m->idx) != DT_INT64 || !local_indices(c, m->idx, m->P) || m->C < 1 ||
+	if (rw_dtype(c, m->idx) != DT_INT64 || !local_indices(c, m->idx, m->x) || m->C < 1 ||
 	    m->P < 1 || m->k < 1)
 		return false;
 	for (int k = 0; k < c->nsigs; k++) {
-		int64_t N = c->sigs[k].batch, C = m->C, P = m->P, K = m->k;
+		int64_t N = c->sigs[k].batch, C = m->C, P = points_in(c, m->x, k), K = m->k;
 		int64_t dx[3] = {N, C, P}, de[4] = {N, C, P, K};
 		int64_t di[3] = {N, P, K}, dir[1] = {N * P * K};
 		if (!dims_are(c, m->x, k, dx, 3) || !dims_are(c, e, k, de, 4) ||
@@ -423,7 +433,7 @@ static bool fuse_edgeconv(PassCtx *c, int i)
 	}
 	const Node *last = m.conv[n - 1];
 	for (int k = 0; k < c->nsigs; k++) {
-		int64_t dl[4] = {c->sigs[k].batch, m.width[n - 1], m.P, m.k};
+		int64_t dl[4] = {c->sigs[k].batch, m.width[n - 1], points_in(c, m.x, k), m.k};
 		if (!dims_are(c, last->out[0], k, dl, 4))
 			return false;
 	}
