@@ -11,13 +11,10 @@
  *   staging                   every input and output at the largest size
  *   arena                     the largest signature's arena
  *
- * and for a bucketed model (kiln_run_lengths), after those:
- *
- *   per bucket but the last   a context's header, cost[], best[] and choice[],
- *                             for that bucket's model, sharing the staging
- *                             area and the arena above
- *   lstage                    every input and output at the largest size: one
- *                             bucket's samples, packed at its length
+ * and for a bucketed model (kiln_run_lengths), after those, per bucket but
+ * the last: a context's header, cost[], best[] and choice[] for that
+ * bucket's model, sharing the staging area (where its samples are packed)
+ * and the arena above.
  *
  * The plan of n is a shortest cover: best[n] = min_i cost[i] + best[n - b_i]
  * (best of a non-positive rest is 0: that chunk is the padded last one).
@@ -57,7 +54,6 @@ struct kiln_context {
 	const void *in_ptr[KILN_MAX_IO];
 	void *out_ptr[KILN_MAX_IO];
 	kiln_context *bucket[KILN_MAX_BUCKETS];   /* per bucket: its context (the last: this) */
-	unsigned char *lstage;     /* kiln_run_lengths' packed samples */
 };
 
 _Static_assert(sizeof(struct kiln_context) <= KILN_CONTEXT_HEADER_BYTES,
@@ -199,7 +195,7 @@ KILN_API uint64_t kiln_context_bytes(const kiln_model *m)
 	uint64_t staging = staging_offset(m, m->ninputs + m->noutputs);
 	uint64_t bytes = KILN_CONTEXT_BYTES(m->nbatches, plan_bound(m), staging, m->max_arena_bytes);
 	if (m->nbuckets >= 2)
-		bytes += KILN_BUCKET_CONTEXT_BYTES(m->nbuckets, m->nbatches, plan_bound(m), staging);
+		bytes += KILN_BUCKET_CONTEXT_BYTES(m->nbuckets, m->nbatches, plan_bound(m));
 	return bytes;
 }
 
@@ -276,7 +272,7 @@ static int bucket_fits(const kiln_model *top, const kiln_model *b)
 }
 
 /* The contexts of a bucketed model's smaller buckets, from p, sharing c's
- * staging area and arena, and the packing area after them. */
+ * staging area and arena. */
 static int bucket_contexts(kiln_context *c, unsigned char *p)
 {
 	const kiln_model *m = c->m;
@@ -297,7 +293,6 @@ static int bucket_contexts(kiln_context *c, unsigned char *p)
 		c->bucket[j] = b;
 	}
 	c->bucket[m->nbuckets - 1] = c;
-	c->lstage = p;
 	return KILN_OK;
 }
 
@@ -748,60 +743,82 @@ static int bucket_of(const kiln_model *m, int64_t len)
 	return j;
 }
 
-/* Samples of bucket j from *next on, up to the largest compiled batch,
- * packed into lstage and run there; their outputs copied back. */
-static int run_bucket_chunk(kiln_context *c, int j, int64_t n, const int64_t *lengths,
-                            uint64_t lmax, int64_t *next, const kiln_input *in,
-                            const kiln_output *out)
+/* One chunk of bucket j at its compiled size i: the next `rows` samples of
+ * the bucket from *next on packed into the staging area at the bucket's
+ * length (zero past each sample's length, rows past `rows` zero), run, and
+ * their outputs copied back to the caller's layout at lmax. */
+static int lengths_chunk(kiln_context *c, int j, int i, int64_t rows, const int64_t *lengths,
+                         uint64_t lmax, int64_t *next, const kiln_input *in,
+                         const kiln_output *out)
 {
 	const kiln_model *m = c->m;
 	kiln_context *bc = c->bucket[j];
 	const kiln_model *bm = bc->m;
-	uint64_t L = (uint64_t)m->buckets[j];
-	int nio = m->ninputs + m->noutputs;
-	int64_t start = *next, g = 0, i = start;
-	for (; i < n && g < max_batch(m); i++) {
-		if (bucket_of(m, lengths[i]) != j)
+	uint64_t L = (uint64_t)m->buckets[j], s = (uint64_t)bm->batches[i];
+	int64_t start = *next, at = start;
+	for (int64_t g = 0; g < rows; at++) {
+		if (bucket_of(m, lengths[at]) != j)
 			continue;
 		for (int t = 0; t < m->ninputs; t++) {
 			LGeom l = lgeom(&bm->inputs[t], m->bucket_axis[t]);
 			if (l.g.batched)
-				move_sample(&l, c->lstage + staging_offset(bm, t), (uint64_t)g, l.bucketed ? L : 1,
-				            in[t].data, (uint64_t)i, l.bucketed ? lmax : 1,
-				            l.bucketed ? (uint64_t)lengths[i] : 1);
+				move_sample(&l, bc->staging + staging_offset(bm, t), (uint64_t)g,
+				            l.bucketed ? L : 1, in[t].data, (uint64_t)at, l.bucketed ? lmax : 1,
+				            l.bucketed ? (uint64_t)lengths[at] : 1);
 		}
 		g++;
 	}
-	*next = i;
-	if (!g)
-		return KILN_OK;
-	kiln_input vin[KILN_MAX_IO];
-	kiln_output vout[KILN_MAX_IO];
-	for (int t = 0; t < nio; t++) {
-		const kiln_tensor_desc *d = t < m->ninputs ? &bm->inputs[t] : &bm->outputs[t - m->ninputs];
-		int batched = d->batch_axis >= 0;
-		unsigned char *p = c->lstage + staging_offset(bm, t);
-		uint64_t bytes = kiln_tensor_bytes(d, g);
-		if (t < m->ninputs)
-			vin[t] = batched ? (kiln_input){p, d->dtype, bytes} : in[t];
-		else
-			vout[t - m->ninputs] = batched ? (kiln_output){p, d->dtype, bytes}
-			                               : out[t - m->ninputs];
+	*next = at;
+	for (int t = 0; t < m->ninputs; t++) {
+		LGeom l = lgeom(&bm->inputs[t], m->bucket_axis[t]);
+		unsigned char *p = bc->staging + staging_offset(bm, t);
+		uint64_t per = l.pre * (l.bucketed ? L : 1) * l.post;
+		if (l.g.batched)
+			zero_elems(&l.g, p, (uint64_t)rows * per, (s - (uint64_t)rows) * per);
+		bc->in_ptr[t] = l.g.batched ? p : in[t].data;
 	}
-	int st = kiln_run(bc, g, vin, vout);
+	for (int t = 0; t < m->noutputs; t++)
+		bc->out_ptr[t] = bm->outputs[t].batch_axis >= 0
+		                     ? bc->staging + staging_offset(bm, m->ninputs + t)
+		                     : out[t].data;
+	int st = call(bc, i);
 	if (st != KILN_OK)
 		return st;
-	for (int64_t k = 0, s = start; k < g; s++) {
-		if (bucket_of(m, lengths[s]) != j)
+	for (int64_t k = 0, smp = start; k < rows; smp++) {
+		if (bucket_of(m, lengths[smp]) != j)
 			continue;
 		for (int t = 0; t < m->noutputs; t++) {
 			LGeom l = lgeom(&bm->outputs[t], m->bucket_axis[m->ninputs + t]);
 			if (l.g.batched)
-				move_sample(&l, out[t].data, (uint64_t)s, l.bucketed ? lmax : 1,
-				            vout[t].data, (uint64_t)k, l.bucketed ? L : 1,
-				            l.bucketed ? (uint64_t)lengths[s] : 1);
+				move_sample(&l, out[t].data, (uint64_t)smp, l.bucketed ? lmax : 1,
+				            bc->out_ptr[t], (uint64_t)k, l.bucketed ? L : 1,
+				            l.bucketed ? (uint64_t)lengths[smp] : 1);
 		}
 		k++;
+	}
+	return KILN_OK;
+}
+
+/* The samples of bucket j, G of them, as kiln_run would run G rows: a
+ * compiled size in one call, else the chunks of the bucket's plan (or its
+ * rule for G), each packed and padded in the staging area. */
+static int run_bucket(kiln_context *c, int j, int64_t n, const int64_t *lengths, uint64_t lmax,
+                      const kiln_input *in, const kiln_output *out)
+{
+	kiln_context *bc = c->bucket[j];
+	int64_t G = 0;
+	for (int64_t i = 0; i < n; i++)
+		G += bucket_of(c->m, lengths[i]) == j;
+	const Rule *rule = find_rule(bc, G);
+	int direct = rule ? -1 : find_size(bc->m, G);
+	int64_t next = 0, left = G;
+	for (int64_t k = 0; left > 0; k++) {
+		int i = direct >= 0 ? direct : next_chunk(bc, rule, k, left);
+		int64_t s = bc->m->batches[i], rows = s < left ? s : left;
+		int st = lengths_chunk(c, j, i, rows, lengths, lmax, &next, in, out);
+		if (st != KILN_OK)
+			return st;
+		left -= rows;
 	}
 	return KILN_OK;
 }
@@ -848,12 +865,11 @@ KILN_API int kiln_run_lengths(kiln_context *ctx, int64_t n, const int64_t *lengt
 		    (d->batch_axis > 0 || (m->bucket_axis[t] >= 0 && d->batch_axis != 0)))
 			return KILN_USAGE;
 	}
-	for (int j = 0; j < m->nbuckets; j++)
-		for (int64_t next = 0; next < n;) {
-			int st = run_bucket_chunk(ctx, j, n, lengths, (uint64_t)lmax, &next, inputs, outputs);
-			if (st != KILN_OK)
-				return st;
-		}
+	for (int j = 0; j < m->nbuckets; j++) {
+		int st = run_bucket(ctx, j, n, lengths, (uint64_t)lmax, inputs, outputs);
+		if (st != KILN_OK)
+			return st;
+	}
 	return KILN_OK;
 }
 

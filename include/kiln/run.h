@@ -81,15 +81,13 @@ typedef struct kiln_output {
 
 /* A bucketed model's context (kiln compile --dim SYMBOL=v1,...,vk) adds, per
  * bucket but the largest, the header, costs and plans of a context that
- * shares the arena and staging area above, and a second staging area where
- * kiln_run_lengths packs one bucket's samples (every input and output at
- * the largest size). */
+ * shares the arena and the staging area above (where kiln_run_lengths packs
+ * one chunk of a bucket's samples at a time). */
 #define KILN_MAX_BUCKETS 16
-#define KILN_BUCKET_CONTEXT_BYTES(nbuckets, nbatches, plan_bound, staging_bytes)          \
+#define KILN_BUCKET_CONTEXT_BYTES(nbuckets, nbatches, plan_bound)                         \
 	((uint64_t)((nbuckets) - 1) *                                                        \
-	     ((uint64_t)KILN_CONTEXT_HEADER_BYTES + KILN_ALIGN64(8u * (uint64_t)(nbatches)) + \
-	      KILN_ALIGN64(10u * ((uint64_t)(plan_bound) + 1u))) +                            \
-	 KILN_ALIGN64(staging_bytes))
+	 ((uint64_t)KILN_CONTEXT_HEADER_BYTES + KILN_ALIGN64(8u * (uint64_t)(nbatches)) +     \
+	  KILN_ALIGN64(10u * ((uint64_t)(plan_bound) + 1u))))
 
 typedef struct kiln_context kiln_context;
 
