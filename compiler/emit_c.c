@@ -235,6 +235,21 @@ static void emit_io_constants(Emit *E, FILE *h, const char *guard, const Sig *si
 	E->c = saved;
 }
 
+/* ", const float *in_x, ..., float *out_y);" and a blank line: a typed
+ * entry's buffers in the header. */
+static void header_params(Emit *E, FILE *h, const Sig *s)
+{
+	Graph *g = E->g;
+	for (int k = 0; k < g->ninputs; k++) {
+		int id = g->inputs[k];
+		if (g->values[id].kind == VAL_INPUT)
+			fprintf(h, ", const %s *%s", ctype(s->dtypes[id]), E->iface[id]);
+	}
+	for (int k = 0; k < g->noutputs; k++)
+		fprintf(h, ", %s *%s", ctype(s->dtypes[g->outputs[k]]), E->iface[g->outputs[k]]);
+	fprintf(h, ");\n\n");
+}
+
 static void emit_header(Emit *E, FILE *h, const Sig *sigs, const Plan *plans, int nsigs)
 {
 	Graph *g = E->g;
@@ -279,30 +294,14 @@ static void emit_header(Emit *E, FILE *h, const Sig *sigs, const Plan *plans, in
 		fprintf(h, "/* Through a context (kiln/run.h), at the compiled batch sizes only:\n"
 		           " * the model is not batch independent (see %s_model.batch_mixing). */\n", N);
 	fprintf(h, "%s_MODEL_API int %s_run(kiln_context *ctx, int64_t n", guard, N);
-	for (int k = 0; k < g->ninputs; k++) {
-		int id = g->inputs[k];
-		if (g->values[id].kind == VAL_INPUT)
-			fprintf(h, ", const %s *%s", ctype(sigs[0].dtypes[id]), E->iface[id]);
-	}
-	for (int k = 0; k < g->noutputs; k++)
-		fprintf(h, ", %s *%s", ctype(sigs[0].dtypes[g->outputs[k]]),
-		        E->iface[g->outputs[k]]);
-	fprintf(h, ");\n\n");
+	header_params(E, h, &sigs[0]);
 	if (E->o->nbuckets) {
 		fprintf(h, "/* n samples of their own lengths along the bucketed dim (kiln_run_lengths):\n"
 		           " * tensors that carry it hold n samples at lmax (lmax < 0: the longest\n"
 		           " * length); outputs past a sample's length are zero. */\n");
 		fprintf(h, "%s_MODEL_API int %s_run_lengths(kiln_context *ctx, int64_t n, "
 		           "const int64_t *lengths, int64_t lmax", guard, N);
-		for (int k = 0; k < g->ninputs; k++) {
-			int id = g->inputs[k];
-			if (g->values[id].kind == VAL_INPUT)
-				fprintf(h, ", const %s *%s", ctype(sigs[0].dtypes[id]), E->iface[id]);
-		}
-		for (int k = 0; k < g->noutputs; k++)
-			fprintf(h, ", %s *%s", ctype(sigs[0].dtypes[g->outputs[k]]),
-			        E->iface[g->outputs[k]]);
-		fprintf(h, ");\n\n");
+		header_params(E, h, &sigs[0]);
 	}
 	for (int i = 0; i < nsigs; i++) {
 		if (sigs[i].bucket)
