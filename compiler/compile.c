@@ -28,6 +28,7 @@
 #include "emit.h"
 #include "emit_obj.h"
 #include "load.h"
+#include "padproof.h"
 #include "stitch.h"
 #include "passes/passes.h"
 #include "kiln/run.h"
@@ -312,16 +313,30 @@ static const BindOptions *bucket_binds(Model *m, const CompileOptions *o, int *n
 	return b;
 }
 
-/* Is padding on `symbol` harmless: can the zeros kiln_run_lengths puts past a
- * sample's length (and into its mask inputs) change that sample's outputs?
- * The padding-leak proof answers here for a bucketed compile, before the
- * optimizer, and refuses a model where padding leaks, naming the first node
- * (compiler/padproof.c's pad_check, once it lands). Until then nothing is
- * refused: the tests compare every length with ONNX Runtime at that length
- * (docs/batching.md, "Buckets"). */
-static void check_padding(Model *m, const char *symbol, Diag *d)
+/* Is padding on the bucketed dim harmless: can the zeros kiln_run_lengths
+ * puts past a sample's length (and into its mask inputs) change that
+ * sample's outputs? padproof.c's rules answer on the graph as loaded, before
+ * the optimizer; what they cannot prove padtest.c tests by evaluation. A
+ * model where padding may leak is refused, naming the node where the rules
+ * stopped and the first output that differs (docs/batching.md). */
+static void check_padding(Model *m, const CompileOptions *o)
 {
-	(void)m, (void)symbol, (void)d;
+	PadOptions po = {.symbol = o->bucket_symbol, .buckets = o->bucket_values,
+	                 .nbuckets = o->nbuckets, .masks = o->masks, .nmasks = o->nmasks};
+	PadCheck pc;
+	pad_check(m, o->bind, &po, &pc);
+	if (!pc.proven) {   /* what the rules cannot prove is tested by evaluation */
+		const char *diff, *tested;
+		if (!pad_evaluate(m, o->bind, &po, &diff, &tested))
+			diag_fail(m->diag, KILN_UNSUPPORTED, "%s; evaluated: %s (buckets on %s need "
+			          "padding that cannot reach the outputs: docs/batching.md)", pc.why,
+			          diff ? diff : "no bucket run to compare", o->bucket_symbol);
+		return;
+	}
+	if (o->bucket_values[0] < pc.minimum)
+		diag_fail(m->diag, KILN_UNSUPPORTED, "--dim %s: bucket %lld is smaller than %lld, the k "
+		          "of a TopK over %s", o->bucket_symbol, (long long)o->bucket_values[0],
+		          (long long)pc.minimum, o->bucket_symbol);
 }
 
 const int64_t *compile_signatures(Model *m, const CompileOptions *o, Sig **sigs_out,
@@ -337,7 +352,7 @@ const int64_t *compile_signatures(Model *m, const CompileOptions *o, Sig **sigs_
 	int nbk;
 	const BindOptions *binds = bucket_binds(m, o, &nbk);
 	if (nbk > 1)
-		check_padding(m, o->bucket_symbol, m->diag);
+		check_padding(m, o);
 	/* The optimizer rewrites the graph once, for exactly these signatures. */
 	passes_run_binds(m, o->passes, batches, o->nbatches, binds, nbk, o->pass_report);
 	stage(o, "graph optimizer");

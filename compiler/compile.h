@@ -30,6 +30,8 @@ typedef struct CompileOptions {
 	                              kiln_run_lengths); with nbuckets < 2, none */
 	const int64_t *bucket_values;   /* ascending */
 	int nbuckets;
+	const char *const *masks;  /* --mask INPUT: the bucketed dim's mask inputs (padproof.h) */
+	int nmasks;
 	/* If not NULL, called after each stage (the CLI reports long compiles). */
 	void (*stage)(void *ud, const char *what);
 	void *stage_ud;

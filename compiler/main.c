@@ -61,9 +61,10 @@ static const HelpRow options_help[] = {
 	                              "bucket sizes B1,... cannot change the outputs at real\n"
 	                              "positions (docs/batching.md); exit 1 if it may",
 	 C_CHECK},
-	{"--mask=INPUT", "with --pad-check: INPUT is a mask (1 real, 0 padded);\n"
-	                 "default: the inputs with the dim named *mask* (repeatable)",
-	 C_CHECK},
+	{"--mask=INPUT", "with --pad-check or buckets: INPUT is a mask (1 real,\n"
+	                 "0 padded); default: the inputs with the dim named\n"
+	                 "*mask* (repeatable)",
+	 C_CHECK | C_COMPILE},
 	{"--batch-dim=INPUT=AXIS", "the batch axis of an input (default: axis 0 when\n"
 	                           "its first dim is symbolic) (repeatable)",
 	 C_INFO | C_CHECK | C_DUMP | C_COMPILE},
@@ -676,10 +677,10 @@ static int parse_args(int argc, char **argv, Options *o)
 		return usage_error("%s", "compile needs --batch, e.g. --batch=1,8");
 	if (!o->model)
 		return usage_error("'%s' needs a MODEL file", o->command);
-	if ((o->pad_symbol || o->nmasks) && strcmp(o->command, "check"))
-		return usage_error("--pad-check and --mask go with 'check', not '%s'", o->command);
-	if (o->nmasks && !o->pad_symbol)
-		return usage_error("%s", "--mask goes with --pad-check");
+	if (o->pad_symbol && strcmp(o->command, "check"))
+		return usage_error("--pad-check goes with 'check', not '%s'", o->command);
+	if (o->nmasks && !o->pad_symbol && !o->nbuckets)
+		return usage_error("%s", "--mask goes with --pad-check or with buckets (--dim SYMBOL=V1,V2,...)");
 	if (o->json && strcmp(o->command, "info"))
 		return usage_error("--json goes with 'info', not '%s'", o->command);
 	if (o->plan && (strcmp(o->command, "check") == 0 || strcmp(o->command, "verify") == 0))
@@ -749,7 +750,7 @@ static int run_compile(const Options *o, Model *m, Stages *stages)
 	                     .trees = o->trees, .depfile = o->depfile,
 	                     .max_weight_bytes = o->max_weight_bytes, .shared = o->shared,
 	                     .bucket_symbol = o->bucket_symbol, .bucket_values = o->buckets,
-	                     .nbuckets = o->nbuckets, .stage = stage_done, .stage_ud = stages};
+	                     .nbuckets = o->nbuckets, .masks = o->masks, .nmasks = o->nmasks, .stage = stage_done, .stage_ud = stages};
 	CompileResult cr;
 	compile_model(m, &co, &cr);
 	printf("%s\n%s\n%s (%d symbols, %llu bytes)\n", cr.h_path, cr.c_path, cr.weights_path,
@@ -781,7 +782,7 @@ static int check_signatures(const Options *o, Model *m)
 	                     .passes = &o->popts, .trees = o->trees,
 	                     .max_weight_bytes = o->max_weight_bytes,
 	                     .bucket_symbol = o->bucket_symbol, .bucket_values = o->buckets,
-	                     .nbuckets = o->nbuckets};
+	                     .nbuckets = o->nbuckets, .masks = o->masks, .nmasks = o->nmasks};
 	char sizes[256];
 	size_t len = 0;
 	for (int i = 0; i < o->nbatches && len < sizeof sizes; i++)
