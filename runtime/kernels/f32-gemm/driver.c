@@ -231,8 +231,7 @@ void kiln_gemm_run(int64_t M, int64_t N, int64_t K, const float *A, int64_t lda,
 	int64_t nt = (M + MR - 1) / MR;
 	/* K in blocks of at most GEMM_KBLOCK rows, spread evenly; the first
 	 * applies beta, the last the epilogue, C accumulates in between. */
-	int64_t nkb = (K + GEMM_KBLOCK - 1) / GEMM_KBLOCK;
-	int64_t kc = nkb > 1 ? (K + nkb - 1) / nkb : K;
+	int64_t kc = kiln_gemm_kc(K);
 	if (!b->packed && !b->direct) {
 		/* B packed here: each (K block, panel) is packed once and every tile
 		 * of A passes over it; A's block (M x kc, often a convolution's

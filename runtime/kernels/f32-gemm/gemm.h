@@ -49,6 +49,18 @@ typedef struct GemmTile {
  * tile's rows of A (12 KiB) stay in L1 while B's panels stream past. */
 enum { GEMM_KBLOCK = 256 };
 
+/* The rows of each K block: K cut into ceil(K / GEMM_KBLOCK) blocks spread
+ * evenly (the last one shorter), each summed as one FMA chain from 0 and
+ * added to the blocks before it (C = acc + C), the bias last. Every variant
+ * and every M sums a packed B's product in these blocks (f32-gemv's batch-1
+ * products too), so the bits do not depend on the ISA or the batch size
+ * (docs/reproducibility.md). */
+static inline int64_t kiln_gemm_kc(int64_t K)
+{
+	int64_t nkb = (K + GEMM_KBLOCK - 1) / GEMM_KBLOCK;
+	return nkb > 1 ? (K + nkb - 1) / nkb : K;
+}
+
 typedef void (*gemm_tile_fn)(const GemmTile *t);
 
 /* Micro-kernels: avx512 MR = 12 (two zmm per row), avx2 MR = 6 (the panel as

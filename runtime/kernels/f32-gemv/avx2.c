@@ -1,12 +1,12 @@
 /*
  * f32-gemv/avx2.c - gemv.h's product with AVX2 + FMA: a 32-column panel is
  * four ymm per row of K; two panels at a time into eight accumulators, each
- * column one chain over k (the GEMM tiles' order). A narrower last panel
- * goes through masked loads.
+ * column one chain over k in each of kiln_gemm_kc's K blocks (the GEMM tiles'
+ * order). A narrower last panel goes through masked loads.
  */
 #include <immintrin.h>
 
-#include "../f32-gemm/pack.h"
+#include "../f32-gemm/gemm.h"
 #include "gemv.h"
 
 static __m256i lanes(int64_t n)
@@ -16,53 +16,59 @@ static __m256i lanes(int64_t n)
 }
 
 /* Panels n0 and n0 + 32 (w0 and w1 columns, w1 0 if there is none): each
- * column's sum one FMA chain over k from 0, as the GEMM tiles sum it
- * (docs/reproducibility.md), the latency hidden by the two panels' eight
+ * column's sum one FMA chain over the k of a K block from 0 (kiln_gemm_kc's
+ * blocks, added to the blocks before), then + bias, as the GEMM tiles sum
+ * it (docs/reproducibility.md), the latency hidden by the two panels' eight
  * independent chains instead of by splitting k. */
 static void panel_pair(int64_t K, const float *x, const float *b0, const float *b1, int64_t w0,
                        int64_t w1, const float *bias, float *y)
 {
-	/* named accumulators: an array would live on the stack */
-	__m256 a0 = _mm256_setzero_ps(), a1 = a0, a2 = a0, a3 = a0, a4 = a0, a5 = a0, a6 = a0,
-	       a7 = a0;
+	__m256 acc[8], tot[8];
 	__m256i m[8];
 	for (int q = 0; q < 4; q++) {
 		m[q] = lanes(w0 - 8 * q);
 		m[4 + q] = lanes(w1 - 8 * q);
 	}
-	if (w0 == KILN_PACK_NR && w1 == KILN_PACK_NR)
-		for (int64_t k = 0; k < K; k++) {
-			const float *r0 = b0 + k * KILN_PACK_NR, *r1 = b1 + k * KILN_PACK_NR;
-			__m256 xv = _mm256_set1_ps(x[k]);
-			a0 = _mm256_fmadd_ps(xv, _mm256_loadu_ps(r0), a0);
-			a1 = _mm256_fmadd_ps(xv, _mm256_loadu_ps(r0 + 8), a1);
-			a2 = _mm256_fmadd_ps(xv, _mm256_loadu_ps(r0 + 16), a2);
-			a3 = _mm256_fmadd_ps(xv, _mm256_loadu_ps(r0 + 24), a3);
-			a4 = _mm256_fmadd_ps(xv, _mm256_loadu_ps(r1), a4);
-			a5 = _mm256_fmadd_ps(xv, _mm256_loadu_ps(r1 + 8), a5);
-			a6 = _mm256_fmadd_ps(xv, _mm256_loadu_ps(r1 + 16), a6);
-			a7 = _mm256_fmadd_ps(xv, _mm256_loadu_ps(r1 + 24), a7);
-		}
-	else
-		for (int64_t k = 0; k < K; k++) {
-			const float *r0 = b0 + k * w0, *r1 = b1 + k * w1;
-			__m256 xv = _mm256_set1_ps(x[k]);
-			a0 = _mm256_fmadd_ps(xv, _mm256_maskload_ps(r0, m[0]), a0);
-			a1 = _mm256_fmadd_ps(xv, _mm256_maskload_ps(r0 + 8, m[1]), a1);
-			a2 = _mm256_fmadd_ps(xv, _mm256_maskload_ps(r0 + 16, m[2]), a2);
-			a3 = _mm256_fmadd_ps(xv, _mm256_maskload_ps(r0 + 24, m[3]), a3);
-			if (w1 > 0) {
-				a4 = _mm256_fmadd_ps(xv, _mm256_maskload_ps(r1, m[4]), a4);
-				a5 = _mm256_fmadd_ps(xv, _mm256_maskload_ps(r1 + 8, m[5]), a5);
-				a6 = _mm256_fmadd_ps(xv, _mm256_maskload_ps(r1 + 16, m[6]), a6);
-				a7 = _mm256_fmadd_ps(xv, _mm256_maskload_ps(r1 + 24, m[7]), a7);
+	const int64_t kc = kiln_gemm_kc(K);
+#pragma GCC unroll 8
+	for (int q = 0; q < 8; q++)
+		tot[q] = _mm256_setzero_ps();  /* (K >= 1: the first block sets them) */
+	for (int64_t k0 = 0; k0 < K; k0 += kc) {
+		int64_t k1 = K - k0 < kc ? K : k0 + kc;
+#pragma GCC unroll 8
+		for (int q = 0; q < 8; q++)
+			acc[q] = _mm256_setzero_ps();
+		if (w0 == KILN_PACK_NR && w1 == KILN_PACK_NR)
+			for (int64_t k = k0; k < k1; k++) {
+				const float *r0 = b0 + k * KILN_PACK_NR, *r1 = b1 + k * KILN_PACK_NR;
+				__m256 xv = _mm256_set1_ps(x[k]);
+#pragma GCC unroll 4
+				for (int q = 0; q < 4; q++) {
+					acc[q] = _mm256_fmadd_ps(xv, _mm256_loadu_ps(r0 + 8 * q), acc[q]);
+					acc[4 + q] = _mm256_fmadd_ps(xv, _mm256_loadu_ps(r1 + 8 * q), acc[4 + q]);
+				}
 			}
-		}
-	__m256 sum[8] = {a0, a1, a2, a3, a4, a5, a6, a7};
+		else
+			for (int64_t k = k0; k < k1; k++) {
+				const float *r0 = b0 + k * w0, *r1 = b1 + k * w1;
+				__m256 xv = _mm256_set1_ps(x[k]);
+#pragma GCC unroll 4
+				for (int q = 0; q < 4; q++)
+					acc[q] = _mm256_fmadd_ps(xv, _mm256_maskload_ps(r0 + 8 * q, m[q]), acc[q]);
+				if (w1 > 0)
+#pragma GCC unroll 4
+					for (int q = 0; q < 4; q++)
+						acc[4 + q] = _mm256_fmadd_ps(
+							xv, _mm256_maskload_ps(r1 + 8 * q, m[4 + q]), acc[4 + q]);
+			}
+#pragma GCC unroll 8
+		for (int q = 0; q < 8; q++)
+			tot[q] = k0 == 0 ? acc[q] : _mm256_add_ps(acc[q], tot[q]);
+	}
 	for (int q = 0; q < 8; q++) {
 		if (bias)
-			sum[q] = _mm256_add_ps(sum[q], _mm256_maskload_ps(bias + 8 * q, m[q]));
-		_mm256_maskstore_ps(y + 8 * q, m[q], sum[q]);
+			tot[q] = _mm256_add_ps(tot[q], _mm256_maskload_ps(bias + 8 * q, m[q]));
+		_mm256_maskstore_ps(y + 8 * q, m[q], tot[q]);
 	}
 }
 

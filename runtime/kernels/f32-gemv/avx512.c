@@ -1,16 +1,14 @@
 /*
- * f32-gemv/avx512.c - gemv.h's product with AVX-512. Full 32-column panels go
- * two at a time (two streams of B, which the L2 serves faster than one: at
- * batch 1 the step is bound by reading B from L2), two rows of K at a time
- * into eight accumulators; a lone full panel four rows at a time. A narrower
- * last panel (w columns, rows w apart) is read flat as whole vectors when
- * its rows repeat every 1 to 4 vectors (flat_panel_of), else through masked
- * loads, also four rows at a time, so its chains do not wait on the FMA
- * latency either.
+ * f32-gemv/avx512.c - gemv.h's product with AVX-512. Up to four 32-column
+ * panels at a time (four streams of B: at batch 1 the step is bound by
+ * reading B from L2), each column one FMA chain over k in the GEMM tiles'
+ * order (so batch 1 gives the same bits as every batch size and variant),
+ * the panels' chains side by side to hide the FMA latency. A narrower last
+ * panel goes through masked loads in the last group.
  */
 #include <immintrin.h>
 
-#include "../f32-gemm/pack.h"
+#include "../f32-gemm/gemm.h"
 #include "gemv.h"
 
 static __mmask16 lanes(int64_t n)
@@ -41,169 +39,71 @@ static inline __attribute__((always_inline)) void store(float *y, const float *b
 	_mm512_mask_storeu_ps(y + 16, m1, hi);
 }
 
-/* Two full panels b and c (K rows of 32 each) to y[0..64). */
-static void two_panels(int64_t K, const float *x, const float *b, const float *c,
-                       const float *bias, float *y)
+/* P (1 to 4) panels side by side from b, panel p at b + 32 K p, the last w
+ * <= 32 columns wide (rows w apart; the others full), to y[0..32 (P - 1) + w):
+ * each column one FMA chain over the k of a K block from 0 (kiln_gemm_kc's
+ * blocks, added to the blocks before), then + bias: the GEMM tiles' order,
+ * so the same bits as every variant's tiled product. 2P accumulators, the
+ * FMA latency hidden by the panels' chains side by side (P streams of B). */
+static inline __attribute__((always_inline)) void panels(int64_t K, int64_t w, const float *x,
+                                                         const float *b, const float *bias,
+                                                         float *y, const int P)
 {
-	/* named accumulators: an array would live on the stack */
-	__m512 a0 = _mm512_setzero_ps(), a1 = a0, a2 = a0, a3 = a0, a4 = a0, a5 = a0, a6 = a0,
-	       a7 = a0;
-	int64_t k = 0;
-	for (; k + 2 <= K; k += 2) {
-		const float *r = b + k * KILN_PACK_NR, *s = c + k * KILN_PACK_NR;
-		__m512 x0 = _mm512_set1_ps(x[k]), x1 = _mm512_set1_ps(x[k + 1]);
-		a0 = _mm512_fmadd_ps(x0, _mm512_loadu_ps(r), a0);
-		a1 = _mm512_fmadd_ps(x0, _mm512_loadu_ps(r + 16), a1);
-		a4 = _mm512_fmadd_ps(x0, _mm512_loadu_ps(s), a4);
-		a5 = _mm512_fmadd_ps(x0, _mm512_loadu_ps(s + 16), a5);
-		a2 = _mm512_fmadd_ps(x1, _mm512_loadu_ps(r + 32), a2);
-		a3 = _mm512_fmadd_ps(x1, _mm512_loadu_ps(r + 48), a3);
-		a6 = _mm512_fmadd_ps(x1, _mm512_loadu_ps(s + 32), a6);
-		a7 = _mm512_fmadd_ps(x1, _mm512_loadu_ps(s + 48), a7);
-	}
-	if (k < K) {
-		const float *r = b + k * KILN_PACK_NR, *s = c + k * KILN_PACK_NR;
-		__m512 x0 = _mm512_set1_ps(x[k]);
-		a0 = _mm512_fmadd_ps(x0, _mm512_loadu_ps(r), a0);
-		a1 = _mm512_fmadd_ps(x0, _mm512_loadu_ps(r + 16), a1);
-		a4 = _mm512_fmadd_ps(x0, _mm512_loadu_ps(s), a4);
-		a5 = _mm512_fmadd_ps(x0, _mm512_loadu_ps(s + 16), a5);
-	}
-	store(y, bias, KILN_PACK_NR, _mm512_add_ps(a0, a2), _mm512_add_ps(a1, a3));
-	store(y + KILN_PACK_NR, bias ? bias + KILN_PACK_NR : NULL, KILN_PACK_NR,
-	      _mm512_add_ps(a4, a6), _mm512_add_ps(a5, a7));
-}
-
-/* One panel of w <= 32 columns (rows w apart) to y[0..w). */
-static void one_panel(int64_t K, int64_t w, const float *x, const float *b, const float *bias,
-                      float *y)
-{
-	__m512 a0 = _mm512_setzero_ps(), a1 = a0, a2 = a0, a3 = a0, a4 = a0, a5 = a0, a6 = a0,
-	       a7 = a0;
+	const int64_t kc = kiln_gemm_kc(K), ps = KILN_PACK_NR * K;
+	const float *last = b + (P - 1) * ps;
 	__mmask16 m0 = lanes(w), m1 = lanes(w - 16);
-	int64_t k = 0;
-	for (; k + 4 <= K; k += 4) {
-		const float *r = b + k * w;
-		__m512 x0 = _mm512_set1_ps(x[k]), x1 = _mm512_set1_ps(x[k + 1]);
-		__m512 x2 = _mm512_set1_ps(x[k + 2]), x3 = _mm512_set1_ps(x[k + 3]);
-		a0 = _mm512_fmadd_ps(x0, _mm512_maskz_loadu_ps(m0, r), a0);
-		a1 = _mm512_fmadd_ps(x0, _mm512_maskz_loadu_ps(m1, r + 16), a1);
-		a2 = _mm512_fmadd_ps(x1, _mm512_maskz_loadu_ps(m0, r + w), a2);
-		a3 = _mm512_fmadd_ps(x1, _mm512_maskz_loadu_ps(m1, r + w + 16), a3);
-		a4 = _mm512_fmadd_ps(x2, _mm512_maskz_loadu_ps(m0, r + 2 * w), a4);
-		a5 = _mm512_fmadd_ps(x2, _mm512_maskz_loadu_ps(m1, r + 2 * w + 16), a5);
-		a6 = _mm512_fmadd_ps(x3, _mm512_maskz_loadu_ps(m0, r + 3 * w), a6);
-		a7 = _mm512_fmadd_ps(x3, _mm512_maskz_loadu_ps(m1, r + 3 * w + 16), a7);
-	}
-	for (; k < K; k++) {
-		__m512 xv = _mm512_set1_ps(x[k]);
-		const float *r = b + k * w;
-		a0 = _mm512_fmadd_ps(xv, _mm512_maskz_loadu_ps(m0, r), a0);
-		a1 = _mm512_fmadd_ps(xv, _mm512_maskz_loadu_ps(m1, r + 16), a1);
-	}
-	store(y, bias, w, _mm512_add_ps(_mm512_add_ps(a0, a2), _mm512_add_ps(a4, a6)),
-	      _mm512_add_ps(_mm512_add_ps(a1, a3), _mm512_add_ps(a5, a7)));
-}
-
-/* A narrow panel read flat: its K rows of w < 32 columns are K w floats
- * one after the other, read as whole vectors of 16 (aligned where the panel
- * is, none split across cache lines, no lanes masked off but at the end).
- * Lane l of the vector at float 16 v holds column (16 v + l) mod w, which
- * repeats every L = w / gcd(16, w) vectors (one "cycle": Q = 16 L / w rows),
- * so L accumulators, one per phase p, each keep a fixed column in every lane;
- * each is multiplied by x of its lanes' rows, x[k0 .. k0+Q) spread by a
- * permutation (lane l of phase p: row (16 p + l) / w of the cycle). Two sets
- * of accumulators take alternate cycles (with L = 1, four), so the chains
- * do not wait on the FMA latency. At the end the sets are added, the L
- * vectors stored as the Q rows of one cycle, and the Q rows added.
- * NL: L (1 to 4), NS: sets. */
-static inline __attribute__((always_inline)) void flat_panel_of(int64_t K, int64_t w,
-                                                               const float *x, const float *b,
-                                                               const float *bias, float *y,
-                                                               const int NL, const int NS)
-{
-	const int64_t Q = 16 * NL / w;
-	/* (16 p + l) / w, as floor((16 p + l + 1/2) / w): exact in float for
-	 * these small integers, and no integer division */
-	__m512i idx[4];
-	const __m512 lane = _mm512_set_ps(15.5f, 14.5f, 13.5f, 12.5f, 11.5f, 10.5f, 9.5f, 8.5f, 7.5f,
-	                                  6.5f, 5.5f, 4.5f, 3.5f, 2.5f, 1.5f, 0.5f);
-	const __m512 inv_w = _mm512_set1_ps(1.0f / (float)w);
+	__m512 tot[8], acc[8];
+#pragma GCC unroll 8
+	for (int v = 0; v < 2 * P; v++)
+		tot[v] = _mm512_setzero_ps();  /* (K >= 1: the first block sets them) */
+	for (int64_t k0 = 0; k0 < K; k0 += kc) {
+		int64_t k1 = K - k0 < kc ? K : k0 + kc;
+#pragma GCC unroll 8
+		for (int v = 0; v < 2 * P; v++)
+			acc[v] = _mm512_setzero_ps();
+		for (int64_t k = k0; k < k1; k++) {
+			__m512 xv = _mm512_set1_ps(x[k]);
 #pragma GCC unroll 4
-	for (int p = 0; p < NL; p++)
-		idx[p] = _mm512_cvttps_epi32(
-			_mm512_mul_ps(_mm512_add_ps(lane, _mm512_set1_ps(16.0f * (float)p)), inv_w));
-	__m512 acc[4][4];
-#pragma GCC unroll 4
-	for (int s = 0; s < NS; s++)
-#pragma GCC unroll 4
-		for (int p = 0; p < NL; p++)
-			acc[s][p] = _mm512_setzero_ps();
-	__mmask16 mq = lanes(Q);
-	int64_t k = 0;
-	for (; k + NS * Q <= K; k += NS * Q)
-#pragma GCC unroll 4
-		for (int s = 0; s < NS; s++) {
-			__m512 xs = _mm512_maskz_loadu_ps(mq, x + k + s * Q);
-			const float *r = b + (k + s * Q) * w;
-#pragma GCC unroll 4
-			for (int p = 0; p < NL; p++)
-				acc[s][p] = _mm512_fmadd_ps(_mm512_permutexvar_ps(idx[p], xs),
-				                            _mm512_loadu_ps(r + 16 * p), acc[s][p]);
+			for (int p = 0; p + 1 < P; p++) {
+				const float *r = b + p * ps + k * KILN_PACK_NR;
+				acc[2 * p] = _mm512_fmadd_ps(xv, _mm512_loadu_ps(r), acc[2 * p]);
+				acc[2 * p + 1] = _mm512_fmadd_ps(xv, _mm512_loadu_ps(r + 16), acc[2 * p + 1]);
+			}
+			const float *r = last + k * w;
+			acc[2 * P - 2] = _mm512_fmadd_ps(xv, _mm512_maskz_loadu_ps(m0, r), acc[2 * P - 2]);
+			acc[2 * P - 1] =
+				_mm512_fmadd_ps(xv, _mm512_maskz_loadu_ps(m1, r + 16), acc[2 * P - 1]);
 		}
-	for (; k < K; k += Q) {  /* the cycles left, the last perhaps partial */
-		int64_t left = (K - k) * w;
-		__m512 xs = _mm512_maskz_loadu_ps(lanes(K - k), x + k);
-		const float *r = b + k * w;
-#pragma GCC unroll 4
-		for (int p = 0; p < NL; p++)
-			acc[0][p] = _mm512_fmadd_ps(_mm512_permutexvar_ps(idx[p], xs),
-			                            _mm512_maskz_loadu_ps(lanes(left - 16 * p), r + 16 * p),
-			                            acc[0][p]);
+#pragma GCC unroll 8
+		for (int v = 0; v < 2 * P; v++)
+			tot[v] = k0 == 0 ? acc[v] : _mm512_add_ps(acc[v], tot[v]);
 	}
-	float cyc[64];
 #pragma GCC unroll 4
-	for (int p = 0; p < NL; p++) {
-		__m512 a = acc[0][p];
-#pragma GCC unroll 4
-		for (int s = 1; s < NS; s++)
-			a = _mm512_add_ps(a, acc[s][p]);
-		_mm512_storeu_ps(cyc + 16 * p, a);
-	}
-	__mmask16 m0 = lanes(w), m1 = lanes(w - 16);
-	__m512 lo = _mm512_maskz_loadu_ps(m0, cyc), hi = _mm512_maskz_loadu_ps(m1, cyc + 16);
-	for (int64_t q = 1; q < Q; q++) {
-		lo = _mm512_add_ps(lo, _mm512_maskz_loadu_ps(m0, cyc + q * w));
-		hi = _mm512_add_ps(hi, _mm512_maskz_loadu_ps(m1, cyc + q * w + 16));
-	}
-	store(y, bias, w, lo, hi);
+	for (int p = 0; p + 1 < P; p++)
+		store(y + p * KILN_PACK_NR, bias ? bias + p * KILN_PACK_NR : NULL, KILN_PACK_NR,
+		      tot[2 * p], tot[2 * p + 1]);
+	store(y + (P - 1) * KILN_PACK_NR, bias ? bias + (P - 1) * KILN_PACK_NR : NULL, w,
+	      tot[2 * P - 2], tot[2 * P - 1]);
 }
 
-/* One panel of w <= 32 columns: flat (flat_panel_of) where a cycle is at
- * most four vectors, else rows through masked loads (one_panel). */
-static void narrow_panel(int64_t K, int64_t w, const float *x, const float *b,
-                         const float *bias, float *y)
-{
-	int64_t g = w % 16 == 0 ? 16 : w % 8 == 0 ? 8 : w % 4 == 0 ? 4 : w % 2 == 0 ? 2 : 1;
-	switch (w < KILN_PACK_NR ? w / g : 0) {
-	case 1: flat_panel_of(K, w, x, b, bias, y, 1, 4); return;
-	case 2: flat_panel_of(K, w, x, b, bias, y, 2, 2); return;
-	case 3: flat_panel_of(K, w, x, b, bias, y, 3, 2); return;
-	case 4: flat_panel_of(K, w, x, b, bias, y, 4, 2); return;
-	default: one_panel(K, w, x, b, bias, y); return;
-	}
-}
-
+/* Panels in groups of at most four (the last group the fewest, with the
+ * narrow last panel if there is one). */
 void kiln_gemv_avx512(int64_t N, int64_t K, const float *x, const float *Bp,
                           const float *bias, float *y)
 {
-	int64_t n0 = 0;
-	for (; n0 + 2 * KILN_PACK_NR <= N; n0 += 2 * KILN_PACK_NR)
-		two_panels(K, x, Bp + n0 * K, Bp + (n0 + KILN_PACK_NR) * K, bias ? bias + n0 : NULL,
-		           y + n0);
-	for (; n0 < N; n0 += KILN_PACK_NR)
-		narrow_panel(K, kiln_pack_b32_width(N, n0), x, Bp + n0 * K, bias ? bias + n0 : NULL,
-		             y + n0);
+	int64_t np = (N + KILN_PACK_NR - 1) / KILN_PACK_NR;
+	for (int64_t p0 = 0; p0 < np;) {
+		int64_t n0 = p0 * KILN_PACK_NR, g = np - p0 < 4 ? np - p0 : 4;
+		int64_t w = kiln_pack_b32_width(N, n0 + (g - 1) * KILN_PACK_NR);
+		const float *b = Bp + n0 * K, *bn = bias ? bias + n0 : NULL;
+		switch (g) {
+		case 4: panels(K, w, x, b, bn, y + n0, 4); break;
+		case 3: panels(K, w, x, b, bn, y + n0, 3); break;
+		case 2: panels(K, w, x, b, bn, y + n0, 2); break;
+		default: panels(K, w, x, b, bn, y + n0, 1); break;
+		}
+		p0 += g;
+	}
 }
 
 /* R rows of Y = X B + bias over P (1 or 2) panels side by side, the last

@@ -6,11 +6,11 @@
  * A Gemm or MatMul at batch 1, and every time step of a recurrent layer at
  * batch 1, is this vector-matrix product, and the GEMM core's tile of one
  * row keeps only two accumulator chains, so it waits on the FMA latency.
- * AVX2 keeps one FMA chain per column over k from 0, the GEMM tiles' order
- * (the same bits as the tiled GEMM and the ref tile: docs/reproducibility.md),
- * two panels at a time for eight independent chains; AVX-512 keeps two
- * chains per column (even and odd k) added in a fixed order, so a result
- * depends only on the inputs and the variant. f32-gemm/driver.c and
+ * Both variants keep one FMA chain per column over the k of each K block
+ * (kiln_gemm_kc), the GEMM tiles' order (the same bits as the tiled GEMM and
+ * the ref tile at every batch size: docs/reproducibility.md), the FMA
+ * latency hidden by several panels' chains side by side (AVX2 two panels,
+ * eight chains; AVX-512 up to four, eight chains). f32-gemm/driver.c and
  * f32-rnn/rnn.c call them when kiln_isa() picks the variant; the ref variant
  * runs the GEMM core. kiln_gemv_f16t_* and kiln_gemv_f16_* are the product
  * on float16 weights, stored transposed or not (kiln_f32_gemm_f16b at batch
