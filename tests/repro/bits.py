@@ -22,7 +22,8 @@ in docs/reproducibility.md). A check in KNOWN that now holds is reported
 The models: an elementwise model of the math functions the generated C and
 the vector kernels compute (exp, log, log1p, pow, tanh, sigmoid, erf, sin,
 cos, softplus), a transformer encoder block (MatMul, Softmax, LayerNorm, erf
-GELU), and, when python3-torch is there, bench/test_models.py's DeepJet-,
+GELU), Softmax/LayerNorm/ReduceMean/GlobalAveragePool alone (reduce_norm),
+2-D and 1-D convolutions (conv), and, when python3-torch is there, bench/test_models.py's DeepJet-,
 ParticleNet- and MLP-style exports (tests/realmodels patterns). --models DIR
 adds every DIR/*.onnx (e.g. bench's deepjet_like, particlenet_like,
 transformer_enc: `BENCH_MODELS_DIR=DIR bench/make_models.py`); --only NAME,...
@@ -52,12 +53,13 @@ _K = ("sums other than the packed GEMM's (one FMA chain over k per K block, the 
       "LSTM steps")
 _B = ("batch 1 of an LSTM takes f32-vmath's fused AVX-512 step forms (the product over "
       "R^T in two chains per column, row k in chain k mod 2, narrow blocks read flat)")
-_N = "the other reductions: Softmax/LayerNorm lanes, attention's exp2, convolution forms"
+_N = "the other reductions: attention's exp2, convolution forms (direct, implicit GEMM, Winograd)"
 KNOWN = {}
 # model, whether its n = 64 run differs across ISAs too (isa64), the ISAs
 # whose batch-1 rows differ from the n = 64 run's
 for _m, _isa64, _batch in (
         ("transformer_block", True, ()),
+        ("conv", True, ()),
         ("deepjet_test", True, ("avx512",)),
         ("particlenet_test", True, ()),
         # bench workloads (--models DIR)
@@ -200,6 +202,55 @@ def transformer_model():
     return helper.make_model(g, opset_imports=[helper.make_opsetid("", 17)])
 
 
+def reduce_norm_model():
+    """x [N, 6, 100] -> Gemm-free sums of every kind: Softmax over the
+    contiguous last axis and over the strided middle one, LayerNormalization
+    (100 = three steps of 32 and 4 more), ReduceMean and GlobalAveragePool
+    over the last axis: each output sums in its kernel's fixed order."""
+    r = np.random.default_rng(32)
+    C, L = 6, 100
+    inits = [numpy_helper.from_array(r.standard_normal(L).astype(np.float32), "g"),
+             numpy_helper.from_array(r.standard_normal(L).astype(np.float32), "be")]
+    n = [helper.make_node("Softmax", ["x"], ["s"], axis=-1),
+         helper.make_node("Softmax", ["x"], ["s1"], axis=1),
+         helper.make_node("LayerNormalization", ["x", "g", "be"], ["ln"], axis=-1, epsilon=1e-5),
+         helper.make_node("ReduceMean", ["x"], ["m"], axes=[2], keepdims=0),
+         helper.make_node("GlobalAveragePool", ["x"], ["gap"])]
+    outs = [("s", [C, L]), ("s1", [C, L]), ("ln", [C, L]), ("m", [C]), ("gap", [C, 1])]
+    g = helper.make_graph(n, "reduce_norm", [helper.make_tensor_value_info("x", TensorProto.FLOAT, ["N", C, L])],
+                          [helper.make_tensor_value_info(o, TensorProto.FLOAT, ["N"] + d) for o, d in outs],
+                          inits)
+    return helper.make_model(g, opset_imports=[helper.make_opsetid("", 17)])
+
+
+def conv_model():
+    """x [N, 3, 16, 16] -> Conv 3x3 (8, pad 1) -> Relu -> Conv 3x3 (8) -> Relu
+    -> GlobalAveragePool -> Flatten -> Gemm to 4, and a 1-D Conv (kernel 3)
+    over x's rows: the convolution forms of each ISA."""
+    r = np.random.default_rng(33)
+    inits = [numpy_helper.from_array(_w(r, 8, 3, 3, 3, scale=0.3), "w1"),
+             numpy_helper.from_array(_w(r, 8, scale=0.1), "b1"),
+             numpy_helper.from_array(_w(r, 8, 8, 3, 3, scale=0.15), "w2"),
+             numpy_helper.from_array(_w(r, 8, scale=0.1), "b2"),
+             numpy_helper.from_array(_w(r, 8, 4), "wh"),
+             numpy_helper.from_array(_w(r, 4, scale=0.1), "bh"),
+             numpy_helper.from_array(np.array([0, 48, 16], np.int64), "shp"),
+             numpy_helper.from_array(_w(r, 16, 48, 3, scale=0.1), "w3")]
+    n = [helper.make_node("Conv", ["x", "w1", "b1"], ["c1"], pads=[1, 1, 1, 1]),
+         helper.make_node("Relu", ["c1"], ["r1"]),
+         helper.make_node("Conv", ["r1", "w2", "b2"], ["c2"]),
+         helper.make_node("Relu", ["c2"], ["r2"]),
+         helper.make_node("GlobalAveragePool", ["r2"], ["p"]),
+         helper.make_node("Flatten", ["p"], ["f"]),
+         helper.make_node("Gemm", ["f", "wh", "bh"], ["y"]),
+         helper.make_node("Reshape", ["x", "shp"], ["x1"]),
+         helper.make_node("Conv", ["x1", "w3"], ["y1"], pads=[1, 1])]
+    g = helper.make_graph(n, "conv", [helper.make_tensor_value_info("x", TensorProto.FLOAT, ["N", 3, 16, 16])],
+                          [helper.make_tensor_value_info("y", TensorProto.FLOAT, ["N", 4]),
+                           helper.make_tensor_value_info("y1", TensorProto.FLOAT, ["N", 16, 16])], inits)
+    return helper.make_model(g, opset_imports=[helper.make_opsetid("", 17)])
+
+
 def torch_models():
     """bench/test_models.py's exports (tests/realmodels patterns), if torch is there."""
     try:
@@ -328,7 +379,8 @@ def main():
     print("bits: ISAs on this machine: %s" % ", ".join(isas))
 
     models = {"pointwise": pointwise_model(), "math": math_model(),
-              "transformer_block": transformer_model()}
+              "transformer_block": transformer_model(), "reduce_norm": reduce_norm_model(),
+              "conv": conv_model()}
     if only is None or only - set(models):
         models.update(torch_models())
     if models_dir:

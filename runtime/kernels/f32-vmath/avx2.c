@@ -55,25 +55,32 @@ static inline V vexp2i(V n)
 }
 
 static inline V vkeep_n(V a, int64_t n) { return _mm256_and_ps(a, _mm256_castsi256_ps(lanes_below(n))); }
-/* double lanes: the low and high four floats widened */
-typedef struct { __m256d lo, hi; } Dacc;
-static inline void dacc_zero(Dacc *acc) { acc->lo = acc->hi = _mm256_setzero_pd(); }
-/* acc += the 8 floats at p, widened as they are loaded (no shuffle) */
-static inline void dacc_add_at(Dacc *acc, const float *p)
+/* body.h's 16 double lanes as four vectors: q[0] lanes 0-3, q[1] 4-7,
+ * q[2] 8-11, q[3] 12-15; the 8 floats at element i (a multiple of 8) go to
+ * q[0], q[1] or to q[2], q[3] as i % 16 is 0 or 8 */
+typedef struct { __m256d q[4]; } Dacc;
+static inline void dacc_zero(Dacc *acc) { acc->q[0] = acc->q[1] = acc->q[2] = acc->q[3] = _mm256_setzero_pd(); }
+static inline void dacc_add2(Dacc *acc, __m128 lo, __m128 hi, int64_t i)
 {
-	acc->lo = _mm256_add_pd(acc->lo, _mm256_cvtps_pd(_mm_loadu_ps(p)));
-	acc->hi = _mm256_add_pd(acc->hi, _mm256_cvtps_pd(_mm_loadu_ps(p + 4)));
+	int h = (i & 8) ? 2 : 0;
+	acc->q[h] = _mm256_add_pd(acc->q[h], _mm256_cvtps_pd(lo));
+	acc->q[h + 1] = _mm256_add_pd(acc->q[h + 1], _mm256_cvtps_pd(hi));
 }
-static inline void dacc_add(Dacc *acc, V a)
+/* acc += the 8 floats at p (element i), widened as they are loaded (no shuffle) */
+static inline void dacc_add_at(Dacc *acc, const float *p, int64_t i)
 {
-	acc->lo = _mm256_add_pd(acc->lo, _mm256_cvtps_pd(_mm256_castps256_ps128(a)));
-	acc->hi = _mm256_add_pd(acc->hi, _mm256_cvtps_pd(_mm256_extractf128_ps(a, 1)));
+	dacc_add2(acc, _mm_loadu_ps(p), _mm_loadu_ps(p + 4), i);
+}
+static inline void dacc_add(Dacc *acc, V a, int64_t i)
+{
+	dacc_add2(acc, _mm256_castps256_ps128(a), _mm256_extractf128_ps(a, 1), i);
 }
 static inline double dacc_total(const Dacc *acc)
 {
-	double lanes[4];
-	_mm256_storeu_pd(lanes, _mm256_add_pd(acc->lo, acc->hi));
-	return (lanes[0] + lanes[1]) + (lanes[2] + lanes[3]);
+	double t[8];
+	_mm256_storeu_pd(t, _mm256_add_pd(acc->q[0], acc->q[2]));
+	_mm256_storeu_pd(t + 4, _mm256_add_pd(acc->q[1], acc->q[3]));
+	return ((t[0] + t[1]) + (t[2] + t[3])) + ((t[4] + t[5]) + (t[6] + t[7]));
 }
 
 #include "body.h"

@@ -68,26 +68,29 @@ static inline void dinv_sqrt(double *v, int k)
 }
 
 static inline V vkeep_n(V a, int64_t n) { return _mm512_maskz_mov_ps(lanes_below(n), a); }
-/* double lanes: the low and high eight floats widened */
+/* body.h's 16 double lanes: the low and high eight floats widened (element
+ * i, a multiple of 16, needs no position) */
 typedef struct { __m512d lo, hi; } Dacc;
 static inline void dacc_zero(Dacc *acc) { acc->lo = acc->hi = _mm512_setzero_pd(); }
 /* acc += the 16 floats at p, widened as they are loaded (no shuffle) */
-static inline void dacc_add_at(Dacc *acc, const float *p)
+static inline void dacc_add_at(Dacc *acc, const float *p, int64_t i)
 {
+	(void)i;
 	acc->lo = _mm512_add_pd(acc->lo, _mm512_cvtps_pd(_mm256_loadu_ps(p)));
 	acc->hi = _mm512_add_pd(acc->hi, _mm512_cvtps_pd(_mm256_loadu_ps(p + 8)));
 }
-static inline void dacc_add(Dacc *acc, V a)
+static inline void dacc_add(Dacc *acc, V a, int64_t i)
 {
+	(void)i;
 	acc->lo = _mm512_add_pd(acc->lo, _mm512_cvtps_pd(_mm512_castps512_ps256(a)));
 	acc->hi = _mm512_add_pd(acc->hi, _mm512_cvtps_pd(_mm256_castpd_ps(_mm512_extractf64x4_pd(_mm512_castps_pd(a), 1))));
 }
+/* lanes j and j + 8 added, then the eight in body.h's tree */
 static inline double dacc_total(const Dacc *acc)
 {
-	double lanes[8];
-	_mm512_storeu_pd(lanes, _mm512_add_pd(acc->lo, acc->hi));
-	return ((lanes[0] + lanes[1]) + (lanes[2] + lanes[3])) +
-	       ((lanes[4] + lanes[5]) + (lanes[6] + lanes[7]));
+	double t[8];
+	_mm512_storeu_pd(t, _mm512_add_pd(acc->lo, acc->hi));
+	return ((t[0] + t[1]) + (t[2] + t[3])) + ((t[4] + t[5]) + (t[6] + t[7]));
 }
 
 #include "body.h"

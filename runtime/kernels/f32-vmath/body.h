@@ -12,9 +12,10 @@
  *   or instead VMATH_SCALEF(p, n) = p * 2^n rounded once (AVX-512's vscalefps),
  *   which exp then takes for its two vexp2i factors (the same result)
  *   vkeep_n(a, n): lanes >= n set to 0
- *   Dacc, an accumulator of double lanes: dacc_zero, dacc_add(acc, a) (+= a),
- *   dacc_add_at(acc, p) (+= the W floats at p),
- *   dacc_total (the lanes summed in a fixed order),
+ *   Dacc, the 16 double lanes of the summation order below: dacc_zero,
+ *   dacc_add(acc, a, i) (+= a, the W floats of elements i .. i+W-1, i a
+ *   multiple of W), dacc_add_at(acc, p, i) (+= the W floats at p),
+ *   dacc_total (the lanes summed in the fixed tree below),
  *   and optionally LN_ROWS (LayerNorm rows at a time; 2 if not defined) with
  *   dinv_sqrt(v, k): v[i] = 1 / sqrt(v[i]) in double for i < k <= LN_ROWS
  *
@@ -49,6 +50,18 @@
  * Special values: NaN gives NaN; exp(-inf) = 0, exp(inf) = inf, tanh and
  * erf of +-inf are +-1, sigmoid of -inf/inf is 0/1; odd functions keep -0.
  * Every result depends only on the input value, never on its position.
+ *
+ * The summation order of Softmax's and LayerNorm's sums (issue 30: the same
+ * in every variant, whatever W, so the same bits; docs/reproducibility.md):
+ * element i of a line is widened to double and added into lane i % 16 of 16
+ * double lanes, in increasing i; the total is t_j = lane j + lane j + 8
+ * (j < 8), then ((t0 + t1) + (t2 + t3)) + ((t4 + t5) + (t6 + t7)). W = 16
+ * keeps the lanes as two vectors, W = 8 as four (elements i with i % 16 = 8
+ * go to the second pair), W = 1 as an array. LayerNorm's variance first sums
+ * d^2 in 32 float chains (element i of a step of 32 in chain i % 32, by FMA),
+ * LN_FBLOCK steps at a time, then adds chain j into lane j % 16 (chains 0-15,
+ * then 16-31); the elements after the last whole step of 32 go into the
+ * lanes one by one (d * d rounded, then added).
  */
 
 /* ---- the elementary functions ---- */
@@ -268,8 +281,8 @@ static float vmath_max(const float *x, int64_t n)
 static void vmath_map_sub2(const float *x, float *y, int64_t n, V a, V b);
 
 /* One contiguous line of a Softmax (is_log 0) or LogSoftmax: the maximum
- * subtracted, the exponentials summed in double lanes (dacc_*: a fixed
- * order, so deterministic), then one more pass to scale or shift. */
+ * subtracted, the exponentials summed in the 16 double lanes (the order
+ * above, the same in every variant), then one more pass to scale or shift. */
 static void vmath_softmax_line(const float *x, float *y, int64_t len, int is_log)
 {
 	V max = vset(vmath_max(x, len));
@@ -280,13 +293,13 @@ static void vmath_softmax_line(const float *x, float *y, int64_t len, int is_log
 		V e = v_exp(vsub(vload(x + i), max));
 		if (!is_log)
 			vstore(y + i, e);
-		dacc_add(&acc, e);
+		dacc_add(&acc, e, i);
 	}
-	if (i < len) {
+	if (i < len) {  /* the missing lanes add +0 (no lane is -0) */
 		V e = vkeep_n(v_exp(vsub(vload_n(x + i, len - i), max)), len - i);
 		if (!is_log)
 			vstore_n(y + i, e, len - i);
-		dacc_add(&acc, e);
+		dacc_add(&acc, e, i);
 	}
 	double sum = dacc_total(&acc);
 	if (is_log) {
@@ -332,17 +345,18 @@ static VMATH_INLINE V ln_in(const float *x, const float *res, float *y, int64_t 
 	return v;
 }
 
-/* Vectors of d^2 a float chain of the variance sums before it is added into
- * double lanes (ln_rows) */
+/* Steps of 32 elements a float chain of the variance sums before it is
+ * added into double lanes (ln_rows), and the vectors of a step */
 #define LN_FBLOCK 4
+enum { LN_STEP = 32, LN_NV = LN_STEP / W };
 
 /* K (1 .. LN_ROWS) LayerNorm rows, n apart. The mean is summed in double lanes
  * and split into two floats hi + lo, so d = (x - hi) - lo keeps the digits
  * float would lose when the mean is large next to the spread (x - hi is exact
  * near the mean). The variance is the sum of d^2 in a second pass (never
- * E[x^2] - E[x]^2): d^2 added by FMA into float lanes, in two chains (even
- * and odd vectors), each added into double lanes after at most LN_FBLOCK
- * vectors; the K rows' 1 / sqrt(var + epsilon) together (dinv_sqrt), in
+ * E[x^2] - E[x]^2): d^2 added by FMA into 32 float chains (the order at the
+ * top), each added into double lanes after at most LN_FBLOCK steps; the K
+ * rows' 1 / sqrt(var + epsilon) together (dinv_sqrt), in
  * double; y = d * (inv_std * scale) + bias in float. The bound: d is within
  * 2 u of x - mean (u = 2^-24), d^2 within 4 u, a chain adds at most
  * LN_FBLOCK roundings (u each, every term >= 0), the double lanes nothing
@@ -368,7 +382,7 @@ static VMATH_INLINE void ln_rows(int K, const float *x, const float *res, const 
                                  const float *bias, float *y, int64_t n, float epsilon)
 {
 	Dacc acc[LN_ROWS];
-	V hi[LN_ROWS], lo[LN_ROWS], inv_std[LN_ROWS], s0[LN_ROWS], s1[LN_ROWS];
+	V hi[LN_ROWS], lo[LN_ROWS], inv_std[LN_ROWS], s[LN_ROWS][LN_NV];
 	double var[LN_ROWS], inv_n = 1.0 / (double)n;
 	const float *xr[LN_ROWS];
 #pragma GCC unroll 8
@@ -381,47 +395,51 @@ static VMATH_INLINE void ln_rows(int K, const float *x, const float *res, const 
 #pragma GCC unroll 8
 		for (int k = 0; k < K; k++) {
 			if (res)
-				dacc_add(&acc[k], ln_in(x + k * n, res + k * n, y + k * n, i, W));
+				dacc_add(&acc[k], ln_in(x + k * n, res + k * n, y + k * n, i, W), i);
 			else
-				dacc_add_at(&acc[k], xr[k] + i);
+				dacc_add_at(&acc[k], xr[k] + i, i);
 		}
 #pragma GCC unroll 8
 	for (int k = 0; k < K; k++) {
-		if (i < n)  /* the missing lanes load as 0 */
-			dacc_add(&acc[k], ln_in(x + k * n, res ? res + k * n : NULL, y + k * n, i, n - i));
+		if (i < n)  /* the missing lanes load as 0 and add +0 (no lane is -0) */
+			dacc_add(&acc[k], ln_in(x + k * n, res ? res + k * n : NULL, y + k * n, i, n - i),
+			         i);
 		double mean = dacc_total(&acc[k]) * inv_n;
 		float mean_hi = (float)mean;
 		hi[k] = vset(mean_hi), lo[k] = vset((float)(mean - (double)mean_hi));
 		dacc_zero(&acc[k]);
 	}
-	for (i = 0; i + 2 * W <= n;) {
+	for (i = 0; i + LN_STEP <= n;) {
+		int64_t i0 = i;
 #pragma GCC unroll 8
 		for (int k = 0; k < K; k++)
-			s0[k] = s1[k] = vset(0.0f);
-		for (int b = 0; b < LN_FBLOCK && i + 2 * W <= n; b++, i += 2 * W)
+#pragma GCC unroll 32
+			for (int v = 0; v < LN_NV; v++)
+				s[k][v] = vset(0.0f);
+		for (int b = 0; b < LN_FBLOCK && i + LN_STEP <= n; b++, i += LN_STEP)
 #pragma GCC unroll 8
-			for (int k = 0; k < K; k++) {
-				V d0 = vsub(vsub(vload(xr[k] + i), hi[k]), lo[k]);
-				V d1 = vsub(vsub(vload(xr[k] + i + W), hi[k]), lo[k]);
-				s0[k] = vfma(d0, d0, s0[k]);
-				s1[k] = vfma(d1, d1, s1[k]);
-			}
+			for (int k = 0; k < K; k++)
+#pragma GCC unroll 32
+				for (int v = 0; v < LN_NV; v++) {
+					V d = vsub(vsub(vload(xr[k] + i + v * W), hi[k]), lo[k]);
+					s[k][v] = vfma(d, d, s[k][v]);
+				}
 #pragma GCC unroll 8
-		for (int k = 0; k < K; k++) {
-			dacc_add(&acc[k], s0[k]);
-			dacc_add(&acc[k], s1[k]);
-		}
+		for (int k = 0; k < K; k++)
+#pragma GCC unroll 32
+			for (int v = 0; v < LN_NV; v++)
+				dacc_add(&acc[k], s[k][v], i0 + v * W);
 	}
-	int64_t full = i + W <= n ? i + W : i;
 #pragma GCC unroll 8
 	for (int k = 0; k < K; k++) {
-		if (full > i) {
-			V d = vsub(vsub(vload(xr[k] + i), hi[k]), lo[k]);
-			dacc_add(&acc[k], vmul(d, d));
+		int64_t j = i;
+		for (; j + W <= n; j += W) {
+			V d = vsub(vsub(vload(xr[k] + j), hi[k]), lo[k]);
+			dacc_add(&acc[k], vmul(d, d), j);
 		}
-		if (full < n) {
-			V d = vkeep_n(vsub(vsub(vload_n(xr[k] + full, n - full), hi[k]), lo[k]), n - full);
-			dacc_add(&acc[k], vmul(d, d));
+		if (j < n) {
+			V d = vkeep_n(vsub(vsub(vload_n(xr[k] + j, n - j), hi[k]), lo[k]), n - j);
+			dacc_add(&acc[k], vmul(d, d), j);
 		}
 		var[k] = dacc_total(&acc[k]) * inv_n + (double)epsilon;
 	}

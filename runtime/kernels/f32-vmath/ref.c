@@ -51,11 +51,21 @@ static inline V vexp2i(V n)
 }
 
 static inline V vkeep_n(V a, int64_t n) { (void)n; return a; }
-typedef double Dacc;
-static inline void dacc_zero(Dacc *acc) { *acc = 0.0; }
-static inline void dacc_add(Dacc *acc, V a) { *acc += (double)a; }
-static inline void dacc_add_at(Dacc *acc, const float *p) { *acc += (double)*p; }
-static inline double dacc_total(const Dacc *acc) { return *acc; }
+/* the 16 double lanes of body.h's summation order: element i in lane i % 16 */
+typedef struct { double d[16]; } Dacc;
+static inline void dacc_zero(Dacc *acc) { memset(acc->d, 0, sizeof acc->d); }
+static inline void dacc_add(Dacc *acc, V a, int64_t i) { acc->d[i % 16] += (double)a; }
+static inline void dacc_add_at(Dacc *acc, const float *p, int64_t i)
+{
+	acc->d[i % 16] += (double)*p;
+}
+static inline double dacc_total(const Dacc *acc)
+{
+	double t[8];
+	for (int j = 0; j < 8; j++)
+		t[j] = acc->d[j] + acc->d[j + 8];
+	return ((t[0] + t[1]) + (t[2] + t[3])) + ((t[4] + t[5]) + (t[6] + t[7]));
+}
 
 #include "body.h"
 
