@@ -229,9 +229,9 @@ void kiln_gemm_run(int64_t M, int64_t N, int64_t K, const float *A, int64_t lda,
 	GemmTile t = {.ldc = ldc, .ldres = e->ldres, .act = late_act ? KILN_ACT_NONE : act,
 	              .act_alpha = ep ? ep->alpha : 0.0f, .act_beta = ep ? ep->beta : 0.0f};
 	int64_t nt = (M + MR - 1) / MR;
-	/* K in kiln_gemm_kc's blocks; the first applies beta, the last the
-	 * epilogue, C accumulates in between. */
-	int64_t kc = kiln_gemm_kc(K, N);
+	/* K in blocks of at most GEMM_KBLOCK rows, spread evenly; the first
+	 * applies beta, the last the epilogue, C accumulates in between. */
+	int64_t kc = kiln_gemm_kc(K);
 	if (!b->packed && !b->direct) {
 		/* B packed here: each (K block, panel) is packed once and every tile
 		 * of A passes over it; A's block (M x kc, often a convolution's

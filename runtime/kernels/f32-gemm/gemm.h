@@ -49,26 +49,15 @@ typedef struct GemmTile {
  * tile's rows of A (12 KiB) stay in L1 while B's panels stream past. */
 enum { GEMM_KBLOCK = 256 };
 
-/* The rows of each K block of a product with N columns: K cut into
- * ceil(K / GEMM_KBLOCK) blocks spread evenly (the last one shorter), each
- * summed as one FMA chain from 0 and added to the blocks before it (C = acc
- * + C), the bias last. A narrow product (fewer than eight 16-column vectors:
- * N <= 96) is cut into more blocks, up to 8 / vectors of them of at least
- * GEMM_KMIN rows each, so that a batch-1 product (f32-gemv) can run those
- * blocks' chains side by side instead of waiting on one chain's FMA latency.
- * Every variant and every M sums a packed B's product in these blocks, so
- * the bits do not depend on the ISA or the batch size, only on K and N
+/* The rows of each K block: K cut into ceil(K / GEMM_KBLOCK) blocks spread
+ * evenly (the last one shorter), each summed as one FMA chain from 0 and
+ * added to the blocks before it (C = acc + C), the bias last. Every variant
+ * and every M sums a packed B's product in these blocks (f32-gemv's batch-1
+ * products too), so the bits do not depend on the ISA or the batch size
  * (docs/reproducibility.md). */
-enum { GEMM_KMIN = 16 };
-static inline int64_t kiln_gemm_kc(int64_t K, int64_t N)
+static inline int64_t kiln_gemm_kc(int64_t K)
 {
 	int64_t nkb = (K + GEMM_KBLOCK - 1) / GEMM_KBLOCK;
-	int64_t vecs = 2 * ((N + KILN_PACK_NR - 1) / KILN_PACK_NR);
-	if (vecs < 8) {
-		int64_t want = (8 + vecs - 1) / vecs, cap = K / GEMM_KMIN;
-		want = want < cap ? want : cap;
-		nkb = want > nkb ? want : nkb;
-	}
 	return nkb > 1 ? (K + nkb - 1) / nkb : K;
 }
 

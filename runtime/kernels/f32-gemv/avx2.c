@@ -20,7 +20,7 @@ static __m256i lanes(int64_t n)
  * blocks, added to the blocks before), then + bias, as the GEMM tiles sum
  * it (docs/reproducibility.md), the latency hidden by the two panels' eight
  * independent chains instead of by splitting k. */
-static void panel_pair(int64_t N, int64_t K, const float *x, const float *b0, const float *b1, int64_t w0,
+static void panel_pair(int64_t K, const float *x, const float *b0, const float *b1, int64_t w0,
                        int64_t w1, const float *bias, float *y)
 {
 	__m256 acc[8], tot[8];
@@ -29,7 +29,7 @@ static void panel_pair(int64_t N, int64_t K, const float *x, const float *b0, co
 		m[q] = lanes(w0 - 8 * q);
 		m[4 + q] = lanes(w1 - 8 * q);
 	}
-	const int64_t kc = kiln_gemm_kc(K, N);
+	const int64_t kc = kiln_gemm_kc(K);
 #pragma GCC unroll 8
 	for (int q = 0; q < 8; q++)
 		tot[q] = _mm256_setzero_ps();  /* (K >= 1: the first block sets them) */
@@ -78,6 +78,6 @@ void kiln_gemv_avx2(int64_t N, int64_t K, const float *x, const float *Bp, const
 	for (int64_t n0 = 0; n0 < N; n0 += 2 * KILN_PACK_NR) {
 		int64_t n1 = n0 + KILN_PACK_NR;
 		int64_t w0 = kiln_pack_b32_width(N, n0), w1 = n1 < N ? kiln_pack_b32_width(N, n1) : 0;
-		panel_pair(N, K, x, Bp + n0 * K, Bp + n1 * K, w0, w1, bias ? bias + n0 : NULL, y + n0);
+		panel_pair(K, x, Bp + n0 * K, Bp + n1 * K, w0, w1, bias ? bias + n0 : NULL, y + n0);
 	}
 }

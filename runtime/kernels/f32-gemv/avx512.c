@@ -39,85 +39,44 @@ static inline __attribute__((always_inline)) void store(float *y, const float *b
 	_mm512_mask_storeu_ps(y + 16, m1, hi);
 }
 
-/* acc[u][v] += x[k0_u + k] B[k0_u + k] over k < len for NB blocks of K at
- * once (block u from row k0 + u kc): P panels side by side from b, panel p
- * at b + ps p, the last w <= 32 columns wide (rows w apart; m0, m1 its
- * lanes), 2P vectors a row. */
-static inline __attribute__((always_inline)) void blocks_rows(
-	int64_t k0, int64_t kc, int64_t len, int64_t w, const float *x, const float *b, int64_t ps,
-	__mmask16 m0, __mmask16 m1, __m512 (*acc)[8], const int P, const int NB)
-{
-	const float *last = b + (P - 1) * ps;
-	for (int64_t k = 0; k < len; k++)
-#pragma GCC unroll 4
-		for (int u = 0; u < NB; u++) {
-			int64_t r = k0 + u * kc + k;
-			__m512 xv = _mm512_set1_ps(x[r]);
-#pragma GCC unroll 4
-			for (int p = 0; p + 1 < P; p++) {
-				const float *q = b + p * ps + r * KILN_PACK_NR;
-				acc[u][2 * p] = _mm512_fmadd_ps(xv, _mm512_loadu_ps(q), acc[u][2 * p]);
-				acc[u][2 * p + 1] =
-					_mm512_fmadd_ps(xv, _mm512_loadu_ps(q + 16), acc[u][2 * p + 1]);
-			}
-			const float *q = last + r * w;
-			acc[u][2 * P - 2] =
-				_mm512_fmadd_ps(xv, _mm512_maskz_loadu_ps(m0, q), acc[u][2 * P - 2]);
-			acc[u][2 * P - 1] =
-				_mm512_fmadd_ps(xv, _mm512_maskz_loadu_ps(m1, q + 16), acc[u][2 * P - 1]);
-		}
-}
-
 /* P (1 to 4) panels side by side from b, panel p at b + 32 K p, the last w
  * <= 32 columns wide (rows w apart; the others full), to y[0..32 (P - 1) + w):
- * each column one FMA chain over the k of each of kiln_gemm_kc's K blocks
- * from 0, the blocks added in order (tot = acc + tot), then + bias: the GEMM
- * tiles' order, so the same bits as every variant's tiled product. The FMA
- * latency is hidden by the panels' chains side by side (P streams of B) and,
- * for NB > 1 (a narrow product, whose K blocks kiln_gemm_kc makes short for
- * this), by NB blocks' chains side by side: 2 P NB accumulators. */
-static inline __attribute__((always_inline)) void panels(int64_t N, int64_t K, int64_t w,
-                                                         const float *x, const float *b,
-                                                         const float *bias, float *y,
-                                                         const int P, const int NB)
+ * each column one FMA chain over the k of a K block from 0 (kiln_gemm_kc's
+ * blocks, added to the blocks before), then + bias: the GEMM tiles' order,
+ * so the same bits as every variant's tiled product. 2P accumulators, the
+ * FMA latency hidden by the panels' chains side by side (P streams of B). */
+static inline __attribute__((always_inline)) void panels(int64_t K, int64_t w, const float *x,
+                                                         const float *b, const float *bias,
+                                                         float *y, const int P)
 {
-	const int64_t kc = kiln_gemm_kc(K, N), ps = KILN_PACK_NR * K;
+	const int64_t kc = kiln_gemm_kc(K), ps = KILN_PACK_NR * K;
+	const float *last = b + (P - 1) * ps;
 	__mmask16 m0 = lanes(w), m1 = lanes(w - 16);
-	__m512 tot[8], acc[4][8];
+	__m512 tot[8], acc[8];
 #pragma GCC unroll 8
 	for (int v = 0; v < 2 * P; v++)
 		tot[v] = _mm512_setzero_ps();  /* (K >= 1: the first block sets them) */
-	for (int64_t k0 = 0; k0 < K; k0 += NB * kc) {
-		/* NB blocks (or those left), each kc rows but the last of K */
-		int64_t nb = (K - k0 + kc - 1) / kc, lastlen;
-		nb = nb < NB ? nb : NB;
-		lastlen = K - (k0 + (nb - 1) * kc) < kc ? K - (k0 + (nb - 1) * kc) : kc;
-#pragma GCC unroll 4
-		for (int u = 0; u < NB; u++)
+	for (int64_t k0 = 0; k0 < K; k0 += kc) {
+		int64_t k1 = K - k0 < kc ? K : k0 + kc;
 #pragma GCC unroll 8
-			for (int v = 0; v < 2 * P; v++)
-				acc[u][v] = _mm512_setzero_ps();
-		if (nb == NB) {
-			/* every block's first lastlen rows together, then the rows
-			 * left of all but the last */
-			blocks_rows(k0, kc, lastlen, w, x, b, ps, m0, m1, acc, P, NB);
-			if (NB > 1 && lastlen < kc)
-				blocks_rows(k0 + lastlen, kc, kc - lastlen, w, x, b, ps, m0, m1, acc, P,
-				            NB > 1 ? NB - 1 : 1);
-		} else {
-			/* fewer blocks left than NB: one at a time */
+		for (int v = 0; v < 2 * P; v++)
+			acc[v] = _mm512_setzero_ps();
+		for (int64_t k = k0; k < k1; k++) {
+			__m512 xv = _mm512_set1_ps(x[k]);
 #pragma GCC unroll 4
-			for (int u = 0; u < NB; u++)
-				if (u < nb)
-					blocks_rows(k0 + u * kc, kc, u + 1 < nb ? kc : lastlen, w, x, b, ps, m0,
-					            m1, acc + u, P, 1);
+			for (int p = 0; p + 1 < P; p++) {
+				const float *r = b + p * ps + k * KILN_PACK_NR;
+				acc[2 * p] = _mm512_fmadd_ps(xv, _mm512_loadu_ps(r), acc[2 * p]);
+				acc[2 * p + 1] = _mm512_fmadd_ps(xv, _mm512_loadu_ps(r + 16), acc[2 * p + 1]);
+			}
+			const float *r = last + k * w;
+			acc[2 * P - 2] = _mm512_fmadd_ps(xv, _mm512_maskz_loadu_ps(m0, r), acc[2 * P - 2]);
+			acc[2 * P - 1] =
+				_mm512_fmadd_ps(xv, _mm512_maskz_loadu_ps(m1, r + 16), acc[2 * P - 1]);
 		}
-#pragma GCC unroll 4
-		for (int u = 0; u < NB; u++)
 #pragma GCC unroll 8
-			for (int v = 0; v < 2 * P; v++)
-				if (u < nb)
-					tot[v] = k0 == 0 && u == 0 ? acc[u][v] : _mm512_add_ps(acc[u][v], tot[v]);
+		for (int v = 0; v < 2 * P; v++)
+			tot[v] = k0 == 0 ? acc[v] : _mm512_add_ps(acc[v], tot[v]);
 	}
 #pragma GCC unroll 4
 	for (int p = 0; p + 1 < P; p++)
@@ -128,9 +87,7 @@ static inline __attribute__((always_inline)) void panels(int64_t N, int64_t K, i
 }
 
 /* Panels in groups of at most four (the last group the fewest, with the
- * narrow last panel if there is one); a product of one to three panels runs
- * 4, 2 or 2 of its K blocks side by side (kiln_gemm_kc cuts it into that
- * many or more when K allows). */
+ * narrow last panel if there is one). */
 void kiln_gemv_avx512(int64_t N, int64_t K, const float *x, const float *Bp,
                           const float *bias, float *y)
 {
@@ -139,14 +96,11 @@ void kiln_gemv_avx512(int64_t N, int64_t K, const float *x, const float *Bp,
 		int64_t n0 = p0 * KILN_PACK_NR, g = np - p0 < 4 ? np - p0 : 4;
 		int64_t w = kiln_pack_b32_width(N, n0 + (g - 1) * KILN_PACK_NR);
 		const float *b = Bp + n0 * K, *bn = bias ? bias + n0 : NULL;
-		switch (np == 1 ? 1 : np == 2 ? 2 : np == 3 ? 3 : 4 + g) {
-		case 1: panels(N, K, w, x, b, bn, y + n0, 1, 4); break;
-		case 2: panels(N, K, w, x, b, bn, y + n0, 2, 2); break;
-		case 3: panels(N, K, w, x, b, bn, y + n0, 3, 2); break;
-		case 8: panels(N, K, w, x, b, bn, y + n0, 4, 1); break;
-		case 7: panels(N, K, w, x, b, bn, y + n0, 3, 1); break;
-		case 6: panels(N, K, w, x, b, bn, y + n0, 2, 1); break;
-		default: panels(N, K, w, x, b, bn, y + n0, 1, 1); break;
+		switch (g) {
+		case 4: panels(K, w, x, b, bn, y + n0, 4); break;
+		case 3: panels(K, w, x, b, bn, y + n0, 3); break;
+		case 2: panels(K, w, x, b, bn, y + n0, 2); break;
+		default: panels(K, w, x, b, bn, y + n0, 1); break;
 		}
 		p0 += g;
 	}
