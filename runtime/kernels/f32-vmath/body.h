@@ -790,8 +790,10 @@ static VMATH_INLINE void lstm_narrow(int64_t K, const float *x, const LstmNarrow
  * panels: K rows of 32, then K rows of 32) + xw[16 q + e]; then the cell of
  * vmath_lstm_cell with P the block's peepholes (16 apart) or NULL. Each sum
  * runs over its BLOCK_KU chains (row k in chain k mod BLOCK_KU), added in
- * chain order, then xw: with BLOCK_KU = 2 the same sums as the one-row
- * product of f32-gemv/avx512.c. h may alias nothing else (x neither).
+ * chain order, then xw (with BLOCK_KU = 2 not the GEMM tiles' one chain
+ * over k, which f32-gemv now keeps: an AVX-512 LSTM's batch-1 bits differ
+ * from its tiled batches', docs/reproducibility.md). h may alias nothing
+ * else (x neither).
  *
  * With NV > 0 (VMATH_COLS variants, BLOCK_KU = 2: NV = w / 2 vectors, the
  * narrow block nb), the same loop also reads nb's rows k and k + 1 flat, as
@@ -1280,7 +1282,7 @@ static VMATH_INLINE void small_rows(int64_t K, const float *x, const float *R, i
  * narrow block of NV vectors of two rows (w = 2 NV units, 0 to 8), H = K
  * even: the product over all 4H columns with every sum in a register from
  * k = 0 to the cell (NB whole blocks: 8 NB chains, row k in chain k mod 2,
- * as f32-gemv's two_panels; the narrow block: 2 NV chains of pairs of rows,
+ * as lstm_block_nv; the narrow block: 2 NV chains of pairs of rows,
  * as lstm_narrow), then the cells straight from the registers, every
  * group's together (lstm_cells_n). The same sums in the same order as
  * lstm_row_split and the product then lstm_cells_2pass (the same bits),
