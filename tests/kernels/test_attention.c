@@ -17,8 +17,8 @@
  * Tolerance: |err| <= 3e-5 * bound, bound = sum_j p_j |v_jc| (1 + s), where
  * s = max_j (|scale| sum_d |q_d k_jd| + |mask_j|) (a score's rounding error
  * moves p_j by that much relatively); exp is f32-vmath/exp.h's 2^x of the scores
- * times log2 e in the SIMD variants (v_exp2_nonpos_frac, 1.53 ulp, in
- * AVX-512; v_exp2_nonpos, 0.95 ulp, in AVX2; tests/kernels/test_exp2.c).
+ * times log2 e in the SIMD variants (v_exp2_nonpos, 0.95 ulp, in AVX2 and
+ * AVX-512 alike; tests/kernels/test_exp2.c).
  */
 #include "kiln/kernels.h"
 

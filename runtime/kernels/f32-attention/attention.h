@@ -14,8 +14,8 @@
  *      in tiles of keys by vectors of query rows, and their maximum over j
  *      per lane: Softmax runs down the columns of P, lane-wise, with no
  *      horizontal reduction;
- *   3. P = 2^(P - max) (f32-vmath/exp.h: v_exp2_nonpos_frac, 1.53 ulp, in
- *      AVX-512; v_exp2_nonpos, 0.95 ulp, in AVX2), the
+ *   3. P = 2^(P - max) (f32-vmath/exp.h: v_exp2_nonpos, 0.95 ulp, in
+ *      AVX2 and AVX-512 alike, so that the two give the same bits), the
  *      sums per lane in float in the order of j, linv = 1 / sum (on the
  *      stack);
  *   4. Y[r, c] = linv[r] * sum_j P[j * R + r] V[j, c] in tiles of query rows

@@ -23,7 +23,8 @@ static inline V vfma(V a, V b, V c) { return _mm512_fmadd_ps(a, b, c); }
 static inline V vmin(V a, V b) { return _mm512_min_ps(a, b); }
 static inline V vmax(V a, V b) { return _mm512_max_ps(a, b); }
 #define VMATH_SCALEF(p, n) _mm512_scalef_ps(p, n)
-#define VMATH_FRAC(x) _mm512_reduce_ps(x, _MM_FROUND_TO_NEG_INF | _MM_FROUND_NO_EXC)
+/* no VMATH_FRAC: exp2 is v_exp2_nonpos, AVX2's algorithm, so that the two
+ * give the same bits (docs/reproducibility.md) */
 #define VMATH_ROUND(x) _mm512_roundscale_ps(x, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC)
 
 /* r[i] = row i of a 16 x 16 block in, column i out. After the 32- and
