@@ -103,7 +103,8 @@ def main():
     shutil.rmtree(out, ignore_errors=True)
     lib = build_runtime(bits.SRC, os.path.join(out, "rt"))
     models = {"pointwise": bits.pointwise_model(), "math": bits.math_model(),
-              "transformer_block": bits.transformer_model()}
+              "transformer_block": bits.transformer_model(), "reduce_norm": bits.reduce_norm_model(),
+              "conv": bits.conv_model()}
     if only is None or only - set(models):
         models.update(bits.torch_models())
     if only:
