@@ -636,7 +636,7 @@ static void rule_n_first(BD *b, int k)
 		/* GridSample's grid, DeformConv's offset and mask, a fused EdgeConv's
 		 * neighbours (within each sample: passes/edgeconv.c) and a Conv's fused
 		 * residual (added plane by plane: passes/fuse.c) are rows like the data */
-		bool rows = (n->op == OP_GridSample || edgeconv_node(n)) && i == 1;
+		bool rows = (n->op == OP_GridSample || n->op == OP_KilnEdgeConv) && i == 1;
 		rows |= n->op == OP_DeformConv && (i == 2 || i == 4);
 		rows |= n->op == OP_Conv && i == 3 && node_attr(n, "kiln.residual");
 		if (ki != BD_NONE && !(rows && ki == 0)) {
@@ -699,10 +699,6 @@ static void rule_attention(BD *b)
 static void rule_softmax(BD *b, int k)
 {
 	Node *n = b->n;
-	if (n->op == OP_Softmax && node_attr(n, "kiln.attention")) {
-		rule_attention(b);
-		return;
-	}
 	int r = rank_of(b, n->in[0]);
 	bool coerced = n->since < 13;   /* older versions flatten to 2-D at axis */
 	int axis = norm(attr_or(n, "axis", coerced ? 1 : -1), r);
@@ -791,6 +787,7 @@ static void rows_rule(BD *b, int k)
 	case BK_GEMM: rule_gemm(b); return;
 	case BK_EINSUM: rule_einsum(b); return;
 	case BK_SOFTMAX: rule_softmax(b, k); return;
+	case BK_ATTENTION: rule_attention(b); return;
 	case BK_LAYER_NORM: {
 		int axis = norm(attr_or(n, "axis", -1), rank_of(b, n->in[0]));
 		if (k >= axis || in_axis(b, 1) != BD_NONE || in_axis(b, 2) != BD_NONE ||
@@ -821,13 +818,14 @@ static void rows_rule(BD *b, int k)
 		return;
 	}
 	case BK_ALONG_AXIS: {
-		int64_t axis = op == OP_TopK ? attr_or(n, "axis", -1) : 0;
+		bool topk = op == OP_TopK || op == OP_KilnKnn;
+		int64_t axis = topk ? attr_or(n, "axis", -1) : 0;
 		if (op == OP_CumSum && !folded_int(b, 0, 1, 0, &axis)) {
 			mix(b, "sums along an axis that is not known at compile time");
 			return;
 		}
 		if (norm(axis, rank_of(b, n->in[0])) == k)
-			mix(b, "%s along the batch axis %d", op == OP_TopK ? "sorts" : "sums", k);
+			mix(b, "%s along the batch axis %d", topk ? "sorts" : "sums", k);
 		else
 			set_outputs(b, k);
 		return;

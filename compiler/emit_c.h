@@ -175,14 +175,14 @@ void emit_matmul(Emit *E);
 void emit_einsum(Emit *E);
 /* emit/nn.c */
 void emit_softmax(Emit *E);
-void emit_attention(Emit *E);     /* emit/attention.c: Softmax with kiln.attention */
+void emit_attention(Emit *E);     /* emit/attention.c: KilnAttention */
 void emit_batchnorm(Emit *E);
 void emit_image_scaler(Emit *E);
 void emit_layernorm(Emit *E);
 void emit_conv(Emit *E);
-/* emit/edgeconv.c: a Conv marked kiln.edgeconv (passes/edgeconv.c) */
+/* emit/edgeconv.c: KilnEdgeConv and KilnKnn (passes/edgeconv.c) */
 void emit_edgeconv(Emit *E);
-void emit_knn(Emit *E);      /* a TopK marked kiln.knn */
+void emit_knn(Emit *E);
 void emit_conv_transpose(Emit *E);
 void emit_pool(Emit *E);
 void emit_dropout(Emit *E);

@@ -151,7 +151,9 @@ typedef struct Attr {
 	struct Graph **graphs;  /* AT_GRAPH (n = 1), AT_GRAPHS */
 } Attr;
 
-enum { DOMAIN_ONNX, DOMAIN_ML, DOMAIN_TRAINING, DOMAIN_OTHER };
+/* DOMAIN_KILN: kiln's own fused ops (ops_kiln.def), made only by the
+ * optimizer's passes; no domain a model names maps to it (domain_lookup). */
+enum { DOMAIN_ONNX, DOMAIN_ML, DOMAIN_TRAINING, DOMAIN_OTHER, DOMAIN_KILN };
 /* "ai.onnx", ...; NULL for DOMAIN_OTHER. Inline: the error messages
  * (diag.c) name domains, and diag.c calls nothing above it. */
 static inline const char *domain_name(int domain_id)
@@ -160,6 +162,7 @@ static inline const char *domain_name(int domain_id)
 	case DOMAIN_ONNX: return "ai.onnx";
 	case DOMAIN_ML: return "ai.onnx.ml";
 	case DOMAIN_TRAINING: return "ai.onnx.preview.training";
+	case DOMAIN_KILN: return "kiln";
 	}
 	return NULL;
 }

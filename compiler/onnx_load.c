@@ -1147,8 +1147,15 @@ static void load_node(Loader *L, Graph *g, const Onnx__NodeProto *np, int index)
 	/* Attributes (and so subgraphs) before outputs: a body cannot see them. */
 	n->nattrs = (int)np->n_attribute;
 	n->attrs = arena_array(L->a, np->n_attribute, sizeof *n->attrs);
-	for (size_t i = 0; i < np->n_attribute; i++)
+	for (size_t i = 0; i < np->n_attribute; i++) {
 		load_attr(L, g, n, np->attribute[i], &n->attrs[i]);
+		/* kiln.* attributes are the optimizer's own (fused members, epilogues,
+		 * the parameters of kiln's fused ops): a model never sets them. */
+		if (strncmp(n->attrs[i].name, "kiln.", 5) == 0)
+			diag_fail_node(L->d, g, n, KILN_INVALID_MODEL,
+			               "attribute \"%s\": names starting with \"kiln.\" are reserved for "
+			               "kiln's optimizer", n->attrs[i].name);
+	}
 
 	n->nout = (int)np->n_output;
 	n->out = arena_array(L->a, np->n_output, sizeof *n->out);

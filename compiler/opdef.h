@@ -83,12 +83,13 @@ typedef enum BatchKind {
 	BK_GEMM,
 	BK_EINSUM,
 	BK_SOFTMAX,          /* over an axis (Softmax, LogSoftmax, Hardmax) */
+	BK_ATTENTION,        /* KilnAttention: batch and heads apart, K and V rows per query */
 	BK_LAYER_NORM,
 	BK_ROI_POOL,         /* MaxRoiPool: rois name their image */
 	BK_AXIS_ATTR,        /* works along the "axis" attribute (LpNormalization) */
 	BK_REDUCE,
 	BK_ARG_EXTREMUM,
-	BK_ALONG_AXIS,       /* CumSum (axis input), TopK (axis attribute) */
+	BK_ALONG_AXIS,       /* CumSum (axis input), TopK and KilnKnn (axis attribute) */
 	BK_DET,              /* matrices on the last two axes */
 	BK_TRILU,
 	BK_MVN,
@@ -168,6 +169,7 @@ const OpDef *op_def(int op);
 extern const OpDef ops_elementwise_defs[], ops_matmul_defs[], ops_conv_defs[], ops_norm_defs[],
 	ops_reduce_defs[], ops_shape_defs[], ops_quant_defs[], ops_resize_defs[],
 	ops_sampling_defs[], ops_signal_defs[], ops_control_defs[], ops_misc_defs[],
-	ops_text_defs[], ops_select_defs[], ops_rnn_defs[], ops_ml_defs[];
+	ops_text_defs[], ops_select_defs[], ops_rnn_defs[], ops_ml_defs[],
+	ops_attention_defs[], ops_edgeconv_defs[];   /* kiln's own fused ops (ops_kiln.def) */
 
 #endif

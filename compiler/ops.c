@@ -15,6 +15,7 @@ static const OpDef *const families[] = {
 	ops_elementwise_defs, ops_matmul_defs, ops_conv_defs, ops_norm_defs, ops_reduce_defs,
 	ops_shape_defs, ops_quant_defs, ops_resize_defs, ops_sampling_defs, ops_signal_defs,
 	ops_control_defs, ops_misc_defs, ops_text_defs, ops_select_defs, ops_rnn_defs, ops_ml_defs,
+	ops_attention_defs, ops_edgeconv_defs,   /* kiln's own fused ops (ops_kiln.def) */
 };
 
 /* Records by op id, indexed once (threads share it afterwards). */
@@ -77,12 +78,8 @@ const char *op_unsupported_reason(const Graph *g, const Node *n, char *buf, size
 	/* The optimizer's fused residual is one input past the schema's
 	 * (passes/fuse.c: Conv + Add; docs/optimizer.md). */
 	int extra_in = node_attr(n, "kiln.residual") ? 1 : 0;
-	if (edgeconv_node(n))   /* passes/edgeconv.c: x, idx and two per layer */
-		extra_in = n->nin;
 	if ((n->op == OP_QLinearConv || n->op == OP_QLinearMatMul) && node_attr(n, "kiln.qdq"))
 		extra_in = n->op == OP_QLinearConv ? 1 : 2;  /* passes/qdq.c: bias, its scale */
-	if (n->op == OP_Softmax && node_attr(n, "kiln.attention"))
-		extra_in = 3;  /* passes/attention.c: Q, K, V, mask */
 	if (n->nin < v->min_in || n->nin > v->max_in + extra_in) {
 		snprintf(buf, bufsz, "has %d inputs; %s-%d takes %d to %d", n->nin, n->op_type, v->since,
 		         v->min_in, v->max_in);

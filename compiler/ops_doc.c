@@ -86,6 +86,8 @@ int report_ops(FILE *out, bool markdown)
 {
 	int nsupported = 0, nknown = 0;
 	for (int op = 0; op < op_count(); op++) {
+		if (op_info(op)->domain_id == DOMAIN_KILN)
+			continue;   /* kiln's own fused ops: listed apart (markdown) */
 		nknown++;
 		nsupported += op_def(op) != NULL;
 	}
@@ -113,7 +115,7 @@ int report_ops(FILE *out, bool markdown)
 	}
 	for (int op = 0; op < op_count(); op++) {
 		const OpDef *d = op_def(op);
-		if (!d)
+		if (!d || op_info(op)->domain_id == DOMAIN_KILN)
 			continue;
 		const OpInfo *info = op_info(op);
 		char versions[256], types[256];
@@ -152,6 +154,18 @@ int report_ops(FILE *out, bool markdown)
 		else
 			fprintf(out, "| %s.%s | %s | %s |\n", domain_name(info->domain_id), info->op_type,
 			        versions, why ? why : "not implemented yet");
+	}
+	fprintf(out, "\n## kiln's own fused ops\n\n"
+	             "The optimizer (see [optimizer.md](optimizer.md)) replaces some patterns by "
+	             "one node of an op of kiln's own, in an internal domain no model can name "
+	             "(a model that uses it, or an attribute whose name starts with `kiln.`, is "
+	             "refused). `kiln info --passes` says which ran.\n\n"
+	             "| Operator | What it computes |\n|---|---|\n");
+	for (int op = 0; op < op_count(); op++) {
+		const OpDef *d = op_def(op);
+		if (!d || op_info(op)->domain_id != DOMAIN_KILN)
+			continue;
+		fprintf(out, "| %s | %s |\n", op_info(op)->op_type, d->note ? d->note : "");
 	}
 	return 0;
 }

@@ -12,7 +12,7 @@
 
 #include "schema.h"
 
-enum { ONNX = DOMAIN_ONNX, ML = DOMAIN_ML, TRAINING = DOMAIN_TRAINING };
+enum { ONNX = DOMAIN_ONNX, ML = DOMAIN_ML, TRAINING = DOMAIN_TRAINING, KILN = DOMAIN_KILN };
 
 static const OpVersion versions[] = {
 #define OP(id, name, dom)
@@ -20,6 +20,7 @@ static const OpVersion versions[] = {
 #define OPV_DEPRECATED(id, since, a, b, c, d) {since, a, b, c, d, true},
 #define OPSET_MAX(dom, n)
 #include "ops.def"
+#include "ops_kiln.def"
 #undef OP
 #undef OPV
 #undef OPV_DEPRECATED
@@ -33,6 +34,7 @@ static const int version_op[] = {
 #define OPV_DEPRECATED(id, since, a, b, c, d) OP_##id,
 #define OPSET_MAX(dom, n)
 #include "ops.def"
+#include "ops_kiln.def"
 #undef OP
 #undef OPV
 #undef OPV_DEPRECATED
@@ -45,6 +47,7 @@ static const OpInfo ops[OP_COUNT] = {
 #define OPV_DEPRECATED(id, since, a, b, c, d)
 #define OPSET_MAX(dom, n)
 #include "ops.def"
+#include "ops_kiln.def"
 #undef OP
 #undef OPV
 #undef OPV_DEPRECATED
@@ -57,6 +60,7 @@ static const int opset_max[] = {
 #define OPV_DEPRECATED(id, since, a, b, c, d)
 #define OPSET_MAX(dom, n) [dom] = n,
 #include "ops.def"
+#include "ops_kiln.def"
 #undef OP
 #undef OPV
 #undef OPV_DEPRECATED

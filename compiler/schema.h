@@ -16,6 +16,7 @@ enum {
 #define OPV_DEPRECATED(id, since, a, b, c, d)
 #define OPSET_MAX(dom, n)
 #include "ops.def"
+#include "ops_kiln.def"
 #undef OP
 #undef OPV
 #undef OPV_DEPRECATED

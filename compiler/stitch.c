@@ -65,7 +65,7 @@ static double node_flops(const Sig *s, const Node *n)
 		 * per output (Conv) or input (ConvTranspose) element, nelem(W)/W[0] */
 		int64_t w0 = in1 == NONE ? 1 : dim_or1(s, in1, 0);
 		int64_t per = in1 == NONE ? 1 : nelem_of(s, in1) / (w0 ? w0 : 1);
-		return 2 * (n->op == OP_Conv ? out : (double)nelem_of(s, in0)) * (double)per;
+		return 2 * (n->op == OP_ConvTranspose ? (double)nelem_of(s, in0) : out) * (double)per;
 	}
 	case CK_ELEMENTS:
 		break;

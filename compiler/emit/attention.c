@@ -26,7 +26,7 @@ void emit_attention(Emit *E)
 	const char *why = attention_layout(n, Q.shape, K.shape, V.shape, masked ? M.shape : NULL, &p,
 	                                   &y);
 	if (why)
-		emit_fail(E, "kiln.attention: %s", why);
+		emit_fail(E, "KilnAttention: %s", why);
 	int node = (int)(E->n - E->g->nodes);
 	int buf = E->plan->scratch_of[node];
 	KILN_ASSERT(buf != NONE);

@@ -74,7 +74,7 @@ void emit_edgeconv(Emit *E)
 	    I.expr, Y.expr, scratch->off);
 }
 
-/* The fused kNN (a TopK marked kiln.knn): one kiln_f32_knn call. */
+/* The fused kNN (KilnKnn): one kiln_f32_knn call. */
 void emit_knn(Emit *E)
 {
 	Operand X = in_op(E, 0), I = out_op(E, 1);

@@ -12,10 +12,6 @@
 
 void emit_softmax(Emit *E)
 {
-	if (node_attr(E->n, "kiln.attention")) {
-		emit_attention(E);
-		return;
-	}
 	Operand X = in_op(E, 0), Y = out_op(E, 0);
 	require_f32(E, &X);
 	const Shape *s = X.shape;
@@ -218,7 +214,7 @@ static const char *packed_conv_weight(Emit *E, const kiln_conv2d_params *p)
 		const Node *n = &E->g->nodes[i];
 		for (int j = 0; j < n->nin; j++)
 			if (n->in[j] == id) {
-				if (j != 1 || n->op != OP_Conv || edgeconv_node(n))
+				if (j != 1 || n->op != OP_Conv)
 					return NULL;
 				uses++;
 			}
@@ -251,10 +247,6 @@ static bool small_pointwise(Emit *E, const WindowGeo *g, const char *residual)
 
 void emit_conv(Emit *E)
 {
-	if (edgeconv_node(E->n)) {
-		emit_edgeconv(E);
-		return;
-	}
 	Operand X = in_op(E, 0), Y = out_op(E, 0);
 	require_f32(E, &X);
 	int node = (int)(E->n - E->g->nodes);

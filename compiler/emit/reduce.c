@@ -244,10 +244,6 @@ void emit_cumsum(Emit *E)
  * element; ties go to the lower index, as ONNX specifies. */
 void emit_topk(Emit *E)
 {
-	if (knn_node(E->n)) {
-		emit_knn(E);
-		return;
-	}
 	Operand X = in_op(E, 0), V = out_op(E, 0), I = out_op(E, 1);
 	require_not_half(E, &X);
 	int rank = X.shape->rank;

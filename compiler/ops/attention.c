@@ -1,7 +1,7 @@
 /*
- * ops/attention.c - the fused attention node: a Softmax carrying
- * kiln.attention = 1, made by passes/attention.c from MatMul, scale, mask
- * Add, Softmax and MatMul (docs/optimizer.md). Its inputs are Q, K and V as
+ * ops/attention.c - the fused attention node: kiln's own op KilnAttention
+ * (ops_kiln.def), made by passes/attention.c from MatMul, scale, mask Add,
+ * Softmax and MatMul (docs/optimizer.md), and its record. Its inputs are Q, K and V as
  * the 4-D tensors the head split reads (before its Transposes) and an
  * optional mask; the attributes say how to read them:
  *   kiln.perm_q, kiln.perm_k, kiln.perm_v  the logical [batch, heads, len,
@@ -9,12 +9,15 @@
  *   kiln.perm_y  the output is Transpose(logical [batch, heads, q_len,
  *       v_dim], perm), whose last axis stays last (the head merge);
  *   kiln.scale   the factor on Q . K.
- * A model may carry these attribute names itself: everything is checked
- * here as for any node, with one error line naming it.
+ * No model can name the op (the loader refuses kiln.* attributes and no
+ * domain maps to kiln's); everything is still checked here as for any node,
+ * with one error line naming it.
  */
 #include <string.h>
 
+#include "emit_c.h"
 #include "ops/ops.h"
+#include "opdef.h"
 
 static const char *perm_of(const Node *n, const char *name, int64_t perm[4])
 {
@@ -117,27 +120,28 @@ const char *attention_layout(const Node *n, const Shape *q, const Shape *k, cons
 	return attention_view(perm, sc && sc->type == AT_FLOAT ? sc->f : 1.0f, q, k, v, mask, p, out);
 }
 
-void attention_infer(Infer *x)
+static void attention_infer(Infer *x)
 {
 	Node *n = x->n;
 	if (n->nin < 3 || n->nin > 4 || n->nout != 1)
-		infer_fail(x, KILN_INVALID_MODEL, "kiln.attention needs inputs Q, K, V and an optional "
+		infer_fail(x, KILN_INVALID_MODEL, "KilnAttention needs inputs Q, K, V and an optional "
 		           "mask, and one output");
 	for (int i = 0; i < n->nin; i++)
 		if (n->in[i] == NONE || infer_dtype(x, i) != DT_FLOAT)
-			infer_fail(x, KILN_UNSUPPORTED, "kiln.attention: input %d must be float32", i);
+			infer_fail(x, KILN_UNSUPPORTED, "KilnAttention: input %d must be float32", i);
 	kiln_attention_params p;
 	Shape y;
 	const char *why = attention_layout(n, infer_shape(x, 0), infer_shape(x, 1),
 	                                   infer_shape(x, 2), n->nin > 3 ? infer_shape(x, 3) : NULL,
 	                                   &p, &y);
 	if (why)
-		infer_fail(x, KILN_SHAPE_ERROR, "kiln.attention: %s", why);
+		infer_fail(x, KILN_SHAPE_ERROR, "KilnAttention: %s", why);
 	infer_set_output(x, 0, DT_FLOAT, &y);
 }
 
-int64_t attention_scratch_bytes(const Sig *s, int node)
+static int64_t attention_scratch_bytes(const Sig *s, int node, Arena *a)
 {
+	(void)a;
 	const Node *n = &s->g->nodes[node];
 	kiln_attention_params p;
 	Shape y;
@@ -146,3 +150,14 @@ int64_t attention_scratch_bytes(const Sig *s, int node)
 		return 0;
 	return kiln_attention_work_floats(p.head_dim, p.kv_len, p.v_dim) * (int64_t)sizeof(float);
 }
+
+/* ---- the record (opdef.h) ------------------------------------------------ */
+
+const OpDef ops_attention_defs[] = {
+	{.op = OP_KilnAttention, .infer = attention_infer, .emit = emit_attention,
+	 .batch = BK_ATTENTION, .scratch = attention_scratch_bytes, .types = OT_F32,
+	 .note = "softmax(scale Q Kᵀ + mask) V over [batch, heads, len, dim] views of its "
+	         "inputs (the head split's Transposes as strides), from MatMul, scale, mask Add, "
+	         "Softmax, MatMul (passes/attention.c)"},
+	{.op = NONE},
+};

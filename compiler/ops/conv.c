@@ -328,10 +328,7 @@ void ops_conv_infer(Infer *x)
 {
 	switch (x->n->op) {
 	case OP_Conv:
-		if (edgeconv_node(x->n))
-			edgeconv_infer(x);
-		else
-			infer_conv(x);
+		infer_conv(x);
 		return;
 	case OP_ConvTranspose:
 		infer_conv_transpose(x);
@@ -357,16 +354,9 @@ void ops_conv_infer(Infer *x)
 
 /* ---- the records (opdef.h) ---------------------------------------------- */
 
-/* Conv's scratch: the fused EdgeConv's (passes/edgeconv.c) or the algorithm's. */
-static int64_t conv_node_scratch_bytes(const Sig *s, int node, Arena *a)
-{
-	return edgeconv_node(&s->g->nodes[node]) ? edgeconv_scratch_bytes(s, node, a)
-	                                         : conv_scratch_bytes(s, node, a);
-}
-
 const OpDef ops_conv_defs[] = {
 	{.op = OP_Conv, .infer = ops_conv_infer, .emit = emit_conv, .batch = BK_N_FIRST,
-	 .scratch = conv_node_scratch_bytes, .cost = CK_CONV, .types = OT_F32,
+	 .scratch = conv_scratch_bytes, .cost = CK_CONV, .types = OT_F32,
 	 .note = "1-D to 3-D; groups, dilations, auto_pad"},
 	{.op = OP_MaxPool, .infer = ops_conv_infer, .emit = emit_pool, .batch = BK_N_FIRST,
 	 .types = OT_F32 | OT_F64 | OT_F16 | OT_INTS,

@@ -1,26 +1,23 @@
 /*
- * ops/edgeconv.c - the fused kNN EdgeConv node that passes/edgeconv.c makes
- * (a Conv marked kiln.edgeconv = L): its shape inference, its kernel
- * parameters and its arena scratch.
+ * ops/edgeconv.c - the fused kNN EdgeConv and kNN nodes that
+ * passes/edgeconv.c makes (kiln's own ops KilnEdgeConv and KilnKnn,
+ * ops_kiln.def): their shape inference, kernel parameters, arena scratch and
+ * records.
  *
  * Inputs: x [N, C, P] float32, idx [N, P, k] int64, then per layer l its
  * weight and optional bias: layer 0's as [2 C1, C] ([Wa - Wb; Wb]), the
- * others' as Conv weights [Cl, C(l-1), 1, 1]. Output [N, CL, P] (with a
- * trailing 1 under kiln.edge_keepdims).
+ * others' as Conv weights [Cl, C(l-1), 1, 1], so L = (inputs - 2) / 2.
+ * Output [N, CL, P] (with a trailing 1 under kiln.edge_keepdims).
  */
+#include "emit_c.h"
 #include "ops/ops.h"
-
-bool edgeconv_node(const Node *n)
-{
-	return n->op == OP_Conv && node_attr(n, "kiln.edgeconv") != NULL;
-}
+#include "opdef.h"
 
 /* The shape part of the kernel's parameters (weights are the emitter's). */
 static void params(Infer *x, kiln_edgeconv_params *p)
 {
 	const Node *n = x->n;
-	const Attr *a = node_attr(n, "kiln.edgeconv");
-	int L = a && a->type == AT_INT ? (int)a->i : 0;
+	int L = (n->nin - 2) / 2;
 	if (L < 1 || L > KILN_EDGECONV_MAX_LAYERS || n->nin != 2 + 2 * L || n->nout != 1)
 		infer_fail(x, KILN_INVALID_MODEL, "malformed fused EdgeConv node");
 	const Shape *xs = infer_shape(x, 0), *is = infer_shape(x, 1);
@@ -51,7 +48,7 @@ void edgeconv_params(Infer *x, kiln_edgeconv_params *p)
 	params(x, p);
 }
 
-void edgeconv_infer(Infer *x)
+static void edgeconv_infer(Infer *x)
 {
 	kiln_edgeconv_params p;
 	params(x, &p);
@@ -65,25 +62,18 @@ void edgeconv_infer(Infer *x)
 	infer_set_output(x, 0, DT_FLOAT, &y);
 }
 
-int64_t edgeconv_scratch_bytes(const Sig *s, int node, Arena *a)
+static int64_t edgeconv_scratch_bytes(const Sig *s, int node, Arena *a)
 {
 	Node *n = &s->g->nodes[node];
-	if (!edgeconv_node(n))
-		return 0;
 	Infer inf = {.sig = (Sig *)s, .g = s->g, .n = n, .a = a};
 	kiln_edgeconv_params p;
 	params(&inf, &p);
 	return kiln_f32_edgeconv_work(&p) * (int64_t)sizeof(float);
 }
 
-/* ---- the fused kNN: a TopK marked kiln.knn reading pts [N, C, P] ---- */
+/* ---- the fused kNN: KilnKnn reading pts [N, C, P] and k ------------------ */
 
-bool knn_node(const Node *n)
-{
-	return n->op == OP_TopK && node_attr(n, "kiln.knn") != NULL;
-}
-
-void knn_infer(Infer *x)
+static void knn_infer(Infer *x)
 {
 	const Shape *in = infer_shape(x, 0);
 	int64_t n;
@@ -98,12 +88,28 @@ void knn_infer(Infer *x)
 	infer_set_output(x, 1, DT_INT64, &y);
 }
 
-int64_t knn_scratch_bytes(const Sig *s, int node)
+static int64_t knn_scratch_bytes(const Sig *s, int node, Arena *a)
 {
+	(void)a;
 	const Node *n = &s->g->nodes[node];
-	if (!knn_node(n))
-		return 0;
 	const Shape *in = &s->shapes[n->in[0]], *y = &s->shapes[n->out[1]];
 	return kiln_f32_knn_work(in->dims[1].size, in->dims[2].size, y->dims[2].size) *
 	       (int64_t)sizeof(float);
 }
+
+/* ---- the records (opdef.h) ----------------------------------------------- */
+
+const OpDef ops_edgeconv_defs[] = {
+	{.op = OP_KilnEdgeConv, .infer = edgeconv_infer, .emit = emit_edgeconv,
+	 .batch = BK_N_FIRST, .scratch = edgeconv_scratch_bytes, .cost = CK_CONV,
+	 .types = OT_F32,
+	 .note = "ParticleNet's kNN EdgeConv block: neighbours' features [x_i, x_j - x_i], up to 8 "
+	         "1x1 Conv layers with Relu or none, mean or max over the k neighbours "
+	         "(passes/edgeconv.c)"},
+	{.op = OP_KilnKnn, .infer = knn_infer, .emit = emit_knn, .batch = BK_ALONG_AXIS,
+	 .index = IF_TOPK_INDICES, .shape_inputs = 1u << 1, .scratch = knn_scratch_bytes,
+	 .types = OT_F32,
+	 .note = "the indices of the k nearest points of each point of pts [N, C, P] (output 1; "
+	         "output 0 unused), from TopK of the pairwise distance (passes/edgeconv.c)"},
+	{.op = NONE},
+};

@@ -150,10 +150,6 @@ void ops_norm_infer(Infer *x)
 		infer_groupnorm(x);
 		return;
 	default: { /* Softmax, LogSoftmax: opset < 13 default axis 1, else -1 */
-		if (x->n->op == OP_Softmax && node_attr(x->n, "kiln.attention")) {
-			attention_infer(x);
-			return;
-		}
 		const Shape *in = infer_shape(x, 0);
 		if (in->rank > 0)
 			infer_axis(x, attr_int(x, "axis", x->n->since < 13 ? 1 : -1), in->rank, "axis");
@@ -163,14 +159,6 @@ void ops_norm_infer(Infer *x)
 }
 
 /* ---- the records (opdef.h) ---------------------------------------------- */
-
-/* Softmax's scratch: the fused attention's (passes/attention.c), else none. */
-static int64_t softmax_scratch_bytes(const Sig *s, int node, Arena *a)
-{
-	(void)a;
-	return node_attr(&s->g->nodes[node], "kiln.attention") ? attention_scratch_bytes(s, node)
-	                                                        : 0;
-}
 
 const OpDef ops_norm_defs[] = {
 	{.op = OP_GroupNormalization, .infer = ops_norm_infer, .emit = emit_group_norm,
@@ -183,7 +171,7 @@ const OpDef ops_norm_defs[] = {
 	{.op = OP_LayerNormalization, .infer = ops_norm_infer, .emit = emit_layernorm,
 	 .batch = BK_LAYER_NORM, .types = OT_F32},
 	{.op = OP_Softmax, .infer = ops_norm_infer, .emit = emit_softmax, .batch = BK_SOFTMAX,
-	 .scratch = softmax_scratch_bytes, .types = OT_F32},
+	 .types = OT_F32},
 	{.op = OP_LogSoftmax, .infer = ops_norm_infer, .emit = emit_softmax, .batch = BK_SOFTMAX,
 	 .types = OT_F32},
 	{.op = OP_ImageScaler, .infer = infer_image_scaler, .emit = emit_image_scaler,

@@ -45,8 +45,8 @@ int64_t pool_lp_norm(Infer *x);   /* LpPool's p, checked */
 void conv_deform_params(Infer *x, kiln_deformconv_params *p);
 void ops_norm_infer(Infer *x);          /* BatchNormalization, LayerNormalization, Softmax, LogSoftmax */
 void ops_reduce_infer(Infer *x);        /* ReduceMean, ReduceSum */
-/* ops/attention.c: the fused attention node, a Softmax with kiln.attention
- * = 1 that passes/attention.c makes (inputs Q, K, V as 4-D tensors, an
+/* ops/attention.c: the fused attention node KilnAttention that
+ * passes/attention.c makes (inputs Q, K, V as 4-D tensors, an
  * optional mask; kiln.perm_q/k/v: the logical [batch, heads, len, dim] view
  * of each as a Transpose of it; kiln.perm_y: the output as a Transpose of the
  * logical [batch, heads, q_len, v_dim] result; kiln.scale). NULL if the
@@ -55,8 +55,6 @@ const char *attention_view(const int64_t perm[4][4], float scale, const Shape *q
                            const Shape *v, const Shape *mask, kiln_attention_params *p, Shape *out);
 const char *attention_layout(const Node *n, const Shape *q, const Shape *k, const Shape *v,
                              const Shape *mask, kiln_attention_params *p, Shape *out);
-void attention_infer(Infer *x);
-int64_t attention_scratch_bytes(const Sig *s, int node);
 void ops_resize_infer(Infer *x);        /* Resize, Upsample */
 void ops_signal_infer(Infer *x);        /* DFT, STFT, Hann/Hamming/BlackmanWindow, MelWeightMatrix */
 void ops_misc_infer(Infer *x);          /* Det, MeanVarianceNormalization, ReverseSequence,
@@ -164,11 +162,8 @@ void rnn_node(Infer *x, RnnNode *r);
  * work memory, -1 if a single batch row needs more than kiln allows. */
 int64_t rnn_chunk(RnnNode *r);
 int64_t rnn_scratch_bytes(const Sig *s, int node, Arena *a);   /* node_scratch_bytes */
-/* ops/edgeconv.c: the fused kNN EdgeConv node (passes/edgeconv.c) */
-bool edgeconv_node(const Node *n);                /* a Conv marked kiln.edgeconv */
-void edgeconv_infer(Infer *x);
+/* ops/edgeconv.c: the fused kNN EdgeConv node KilnEdgeConv (passes/edgeconv.c) */
 void edgeconv_params(Infer *x, kiln_edgeconv_params *p);   /* shapes only, no weights */
-int64_t edgeconv_scratch_bytes(const Sig *s, int node, Arena *a);   /* node_scratch_bytes */
 /* ops/conv_algo.c: which kernel a float Conv runs, for the plan and the emitter.
  * A window op's geometry in three slots (D, H, W); an op with fewer spatial
  * axes uses the last ones (1-D is W, 2-D is H and W) and size 1 elsewhere. */
@@ -183,9 +178,6 @@ bool conv2d_params(Infer *inf, const Shape *x, const Shape *y, const Shape *w,
                    kiln_conv2d_params *p);          /* false: not 2-D */
 bool winograd_wins(const kiln_conv2d_params *p);   /* Winograd over the packed path */
 int64_t conv_scratch_bytes(const Sig *s, int node, Arena *a);  /* node_scratch_bytes */
-bool knn_node(const Node *n);                     /* a TopK marked kiln.knn */
-void knn_infer(Infer *x);
-int64_t knn_scratch_bytes(const Sig *s, int node);   /* node_scratch_bytes */
 /* ops/matmul.c: a float16 or bfloat16 Gemm/MatMul's float32 copies (emit/linalg.c), else 0 */
 int64_t half_gemm_scratch_bytes(const Sig *s, int node);   /* node_scratch_bytes */
 int64_t half_gemm_scratch_floats(int64_t nelem);          /* one copy's floats */

@@ -1006,10 +1006,7 @@ void ops_shape_infer(Infer *x)
 	case OP_EyeLike: infer_eye_like(x); return;
 	case OP_Einsum: infer_einsum(x); return;
 	case OP_TopK:
-		if (knn_node(x->n))
-			knn_infer(x);
-		else
-			infer_topk(x);
+		infer_topk(x);
 		return;
 	case OP_InstanceNormalization: case OP_LRN: infer_same_shape(x); return;
 	case OP_SpaceToDepth: infer_depth_space(x, false); return;
@@ -1023,13 +1020,6 @@ void ops_shape_infer(Infer *x)
 }
 
 /* ---- the records (opdef.h) ---------------------------------------------- */
-
-/* TopK's scratch: the fused kNN's (passes/edgeconv.c), else none. */
-static int64_t topk_scratch_bytes(const Sig *s, int node, Arena *a)
-{
-	(void)a;
-	return knn_scratch_bytes(s, node);
-}
 
 const OpDef ops_shape_defs[] = {
 	{.op = OP_Reshape, .infer = ops_shape_infer, .emit = emit_copy, .peval = PE_SAME_BYTES,
@@ -1116,7 +1106,7 @@ const OpDef ops_shape_defs[] = {
 	{.op = OP_EyeLike, .infer = ops_shape_infer, .emit = emit_eye_like, .batch = BK_POSITION},
 	{.op = OP_TopK, .infer = ops_shape_infer, .emit = emit_topk, .batch = BK_ALONG_AXIS,
 	 .index = IF_TOPK_INDICES,
-	 .shape_inputs = 1u << 1, .scratch = topk_scratch_bytes,
+	 .shape_inputs = 1u << 1,
 	 .types = OT_F32 | OT_F64 | OT_INTS,
 	 .note = "K must be known at compile time"},
 	{.op = OP_InstanceNormalization, .infer = ops_shape_infer, .emit = emit_instance_norm,

@@ -1,6 +1,6 @@
 /*
  * passes/attention.c - scaled dot-product attention as exporters write it
- * becomes one fused node (a Softmax with kiln.attention, ops/attention.c),
+ * becomes one fused node (kiln's own op KilnAttention, ops/attention.c),
  * which runs kiln_f32_attention: scores of a few query rows of one head at
  * a time, never the [batch, heads, q_len, kv_len] tensor.
  *
@@ -190,8 +190,7 @@ static bool scores(PassCtx *c, int x, Match *m, int depth)
 
 static bool softmax_last_axis(PassCtx *c, const Node *sm)
 {
-	if (sm->nin != 1 || sm->nout != 1 || rw_attr(sm, "kiln.attention") ||
-	    rw_dtype(c, sm->in[0]) != DT_FLOAT)
+	if (sm->nin != 1 || sm->nout != 1 || rw_dtype(c, sm->in[0]) != DT_FLOAT)
 		return false;
 	int r = rank_all(c, sm->in[0]);
 	if (r != 4 && r != 3)
@@ -307,8 +306,7 @@ static bool fuse_one(PassCtx *c, int i)
 	for (int k = 0; k < m.nkill; k++)
 		rw_kill(c, m.kill[k]);
 	int in[4] = {base[0], base[1], base[2], m.mask};
-	Attr at[7] = {
-		rw_int_attr(c, "kiln.attention", 1),
+	Attr at[6] = {
 		rw_ints_attr(c, "kiln.perm_q", perm[0], 4),
 		rw_ints_attr(c, "kiln.perm_k", perm[1], 4),
 		rw_ints_attr(c, "kiln.perm_v", perm[2], 4),
@@ -317,8 +315,8 @@ static bool fuse_one(PassCtx *c, int i)
 		rw_string_attr(c, "kiln.fused", fused),
 	};
 	int tmp = rw_new_value(c, name, DT_FLOAT);
-	int at_pending = rw_add_node(c, last, "Softmax", in, m.mask != NONE ? 4 : 3, &tmp, 1, at, 7,
-	                             name);
+	int at_pending = rw_add_fused(c, last, OP_KilnAttention, in, m.mask != NONE ? 4 : 3, &tmp, 1,
+	                              at, 6, name);
 	c->pending[at_pending].node.out[0] = out;
 	c->stat->fused += m.nkill - 1;
 	return true;

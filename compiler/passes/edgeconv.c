@@ -26,8 +26,9 @@
  *
  * The Gather then reads neighbours of the same sample only, so the fused
  * node takes idx itself: the flat index arithmetic dies and the node is
- * batch-independent. The result is a Conv node marked kiln.edgeconv = L
- * (layers) with inputs (x, idx, W0', b0, W1, b1, ...), kiln.edge_relu (per
+ * batch-independent. The result is a KilnEdgeConv node (kiln's own op,
+ * ops/edgeconv.c) with inputs (x, idx, W0', b0, W1, b1, ...) for its L
+ * layers, kiln.edge_relu (per
  * layer), kiln.edge_max (0: mean) and kiln.edge_keepdims; W0' [2 C1, C] =
  * [Wa - Wb; Wb] replaces W0 = [Wa Wb] (the same bytes count: W0 must have no
  * other reader). Layers must be float32 1x1 Convs (group 1, no padding,
@@ -36,7 +37,7 @@
  * output read once. Anything else leaves the graph as it is.
  *
  * Needs shapes (skipped without them); guarantees nothing else; fuse.c
- * leaves a kiln.edgeconv node alone.
+ * matches Conv only, so it leaves a KilnEdgeConv node alone.
  */
 #include <string.h>
 
@@ -87,7 +88,7 @@ static bool dims_are(PassCtx *c, int id, int k, const int64_t *d, int rank)
 static bool plain_1x1(PassCtx *c, const Node *n, int64_t cin, int64_t *cout, bool *relu)
 {
 	if (n->op != OP_Conv || n->nout != 1 || n->nin < 2 || n->nin > 3 ||
-	    rw_attr(n, "kiln.residual") || rw_attr(n, "kiln.edgeconv") ||
+	    rw_attr(n, "kiln.residual") ||
 	    rw_attr_int(n, "group", 1) != 1)
 		return false;
 	static const char *const ones[] = {"strides", "dilations"};
@@ -177,7 +178,9 @@ static bool local_indices(PassCtx *c, int idx, int x)
 {
 	const Node *s = made_by(c, idx, OP_Slice);
 	int from = s ? s->in[0] : idx;
-	const Node *t = made_by(c, from, OP_TopK);
+	const Node *t = made_by(c, from, OP_TopK), *knn = made_by(c, from, OP_KilnKnn);
+	if (knn)
+		t = knn;
 	if (!t || t->nout < 2 || t->out[1] != from)
 		return false;
 	for (int k = 0; k < c->nsigs; k++) {
@@ -185,7 +188,7 @@ static bool local_indices(PassCtx *c, int idx, int x)
 		const Shape *in = rw_shape_in(c, t->in[0], k);
 		if (!in || in->rank < 1)
 			return false;
-		if (rw_attr(t, "kiln.knn")) {   /* fuse_knn's: over pts' P points */
+		if (knn) {   /* fuse_knn's: over pts' P points */
 			if (in->rank != 3 || in->dims[2].size != P)
 				return false;
 			continue;
@@ -449,8 +452,8 @@ static bool fuse_edgeconv(PassCtx *c, int i)
 	int64_t relu[MAX_LAYERS];
 	for (int l = 0; l < n; l++)
 		relu[l] = m.relu[l];
-	Attr at4[5] = {
-		rw_int_attr(c, "kiln.edgeconv", n), rw_ints_attr(c, "kiln.edge_relu", relu, n),
+	Attr at4[4] = {
+		rw_ints_attr(c, "kiln.edge_relu", relu, n),
 		rw_int_attr(c, "kiln.edge_max", how), rw_int_attr(c, "kiln.edge_keepdims", keepdims),
 		rw_string_attr(c, "kiln.fused",
 		               arena_printf(c->a, "kNN EdgeConv: Gather, Sub, Concat, %d Conv, %s \"%s\"",
@@ -459,7 +462,7 @@ static bool fuse_edgeconv(PassCtx *c, int i)
 	int y = red->out[0];
 	/* the reduction's output moves to the new node */
 	rw_kill(c, i);
-	rw_add_node(c, i, "Conv", in, 2 + 2 * n, &y, 1, at4, 5, name);
+	rw_add_fused(c, i, OP_KilnEdgeConv, in, 2 + 2 * n, &y, 1, at4, 4, name);
 	for (int l = 0; l < n; l++)
 		rw_kill(c, (int)(m.conv[l] - g->nodes));
 	c->stat->fused += n + 1;
@@ -580,14 +583,14 @@ static bool dist_terms(PassCtx *c, int id, double coef, Dist *d, int depth)
 /* TopK(K, largest, sorted, last axis) of 2 pts^T pts - |x_j|^2 - |x_i|^2
  * written in any order (the bench's (2 mm - sq) - sq^T, weaver's
  * (-sq - (-2 mm)) - sq^T, with Mul or Pow squares): its indices from one
- * kiln_f32_knn (a TopK marked kiln.knn reading pts), the [N, P, P] matrix
+ * kiln_f32_knn (a KilnKnn node reading pts), the [N, P, P] matrix
  * and its Mul, Sub, Transpose never made. The values must be unused. */
 static bool fuse_knn(PassCtx *c, int i)
 {
 	Graph *g = c->g;
 	Node *t = &g->nodes[i];
 	if (t->op != OP_TopK || t->since < 11 || t->nin != 2 || t->nout != 2 ||
-	    rw_attr(t, "kiln.knn") || rw_attr_int(t, "largest", 1) != 1 ||
+	    rw_attr_int(t, "largest", 1) != 1 ||
 	    rw_attr_int(t, "sorted", 1) != 1 || t->out[1] == NONE ||
 	    (t->out[0] != NONE && (g->values[t->out[0]].nuse != 0 || rw_pinned(c, t->out[0]))))
 		return false;
@@ -609,14 +612,14 @@ static bool fuse_knn(PassCtx *c, int i)
 	}
 	int out[2] = {NONE, t->out[1]};
 	int in[2] = {pts, t->in[1]};
-	Attr at[3] = {
-		rw_int_attr(c, "kiln.knn", 1), rw_int_attr(c, "axis", -1),
+	Attr at[2] = {
+		rw_int_attr(c, "axis", -1),
 		rw_string_attr(c, "kiln.fused", arena_printf(c->a, "kNN: MatMul, ReduceSum, Mul, Sub, "
 		                                             "Sub, Transpose, TopK \"%s\"", t->name)),
 	};
 	const char *name = t->name[0] ? t->name : "knn";
 	rw_kill(c, i);
-	rw_add_node(c, i, "TopK", in, 2, out, 2, at, 3, name);
+	rw_add_fused(c, i, OP_KilnKnn, in, 2, out, 2, at, 2, name);
 	c->stat->fused += 7;
 	return true;
 }

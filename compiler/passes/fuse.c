@@ -603,7 +603,7 @@ static bool fuse_bn(PassCtx *c, int j)
 	Node *pn = &g->nodes[p];
 	/* Not after a fused residual: BatchNorm would then apply to the sum. */
 	if ((pn->op != OP_Conv && pn->op != OP_Gemm) || pn->nout != 1 || rw_attr(pn, "kiln.act") ||
-	    rw_attr(pn, "kiln.residual") || edgeconv_node(pn))
+	    rw_attr(pn, "kiln.residual"))
 		return false;
 	int w = pn->in[1], b = pn->nin > 2 ? pn->in[2] : NONE;
 	if (!rw_is_const(c, w) || g->values[w].dtype != DT_FLOAT || !dies_with(c, w, p) ||
@@ -687,7 +687,7 @@ static int fuse_bn_into_conv(PassCtx *c, int j)
 		return NONE;
 	Node *cv = &g->nodes[q];
 	if (cv->op != OP_Conv || cv->nin < 2 || cv->in[0] != y || cv->nout != 1 ||
-	    edgeconv_node(cv) || rw_attr_int(cv, "group", 1) != 1)
+	    rw_attr_int(cv, "group", 1) != 1)
 		return NONE;
 	for (int k = 1; k < cv->nin; k++)
 		if (cv->in[k] == y)
@@ -807,8 +807,7 @@ static int epilogue_host(PassCtx *c, int x, int *last)
 			return NONE;
 	}
 	Node *pn = &g->nodes[p];
-	if ((pn->op != OP_Conv && pn->op != OP_Gemm) || pn->nout != 1 || rw_attr(pn, "kiln.act") ||
-	    edgeconv_node(pn))
+	if ((pn->op != OP_Conv && pn->op != OP_Gemm) || pn->nout != 1 || rw_attr(pn, "kiln.act"))
 		return NONE;
 	if (pn->op == OP_Conv) {
 		const Shape *ws = rw_static_shape(c, pn->in[1]);

@@ -374,9 +374,12 @@ static int onnx_opset(const Model *m)
 	return 1;
 }
 
-int rw_add_node(PassCtx *c, int before, const char *op_type, const int *in, int nin,
-                const int *out, int nout, const Attr *attrs, int nattrs, const char *name)
+/* A new node of op (domain_id, opset) queued before node `before`. */
+static int add_node(PassCtx *c, int before, int op, int domain_id, int opset, const int *in,
+                    int nin, const int *out, int nout, const Attr *attrs, int nattrs,
+                    const char *name)
 {
+	KILN_ASSERT(op != NONE);
 	c->pending = arena_grow(c->a, c->pending, c->npending, &c->cappending, sizeof *c->pending);
 	PendingNode *p = &c->pending[c->npending];
 	memset(p, 0, sizeof *p);
@@ -384,12 +387,11 @@ int rw_add_node(PassCtx *c, int before, const char *op_type, const int *in, int 
 	Node *n = &p->node;
 	n->name = arena_strdup(c->a, name ? name : "");
 	n->synthetic = true;
-	n->op_type = op_type;
-	n->domain = "";
-	n->domain_id = DOMAIN_ONNX;
-	n->op = op_lookup(op_type, DOMAIN_ONNX);
-	KILN_ASSERT(n->op != NONE);
-	n->opset = onnx_opset(c->m);
+	n->op_type = op_info(op)->op_type;
+	n->domain = domain_id == DOMAIN_KILN ? "kiln" : "";
+	n->domain_id = domain_id;
+	n->op = op;
+	n->opset = opset;
 	n->since = op_resolve(n->op, n->opset);
 	n->nin = nin;
 	n->in = arena_array(c->a, (size_t)(nin ? nin : 1), sizeof *n->in);
@@ -406,6 +408,21 @@ int rw_add_node(PassCtx *c, int before, const char *op_type, const int *in, int 
 			c->g->values[in[k]].nuse++;
 	c->stat->added++;
 	return c->npending++;
+}
+
+int rw_add_node(PassCtx *c, int before, const char *op_type, const int *in, int nin,
+                const int *out, int nout, const Attr *attrs, int nattrs, const char *name)
+{
+	return add_node(c, before, op_lookup(op_type, DOMAIN_ONNX), DOMAIN_ONNX, onnx_opset(c->m),
+	                in, nin, out, nout, attrs, nattrs, name);
+}
+
+int rw_add_fused(PassCtx *c, int before, int op, const int *in, int nin, const int *out, int nout,
+                 const Attr *attrs, int nattrs, const char *name)
+{
+	KILN_ASSERT(op >= 0 && op_info(op)->domain_id == DOMAIN_KILN);
+	return add_node(c, before, op, DOMAIN_KILN, op_max_opset(DOMAIN_KILN), in, nin, out, nout,
+	                attrs, nattrs, name);
 }
 
 Attr rw_int_attr(PassCtx *c, const char *name, int64_t v)

@@ -85,6 +85,10 @@ void rw_make_const(PassCtx *c, int id, int dtype, const Shape *s, const void *by
  * Attributes are copied. Returns its pending index. */
 int rw_add_node(PassCtx *c, int before, const char *op_type, const int *in, int nin,
                 const int *out, int nout, const Attr *attrs, int nattrs, const char *name);
+/* The same for one of kiln's own fused ops (op: OP_KilnAttention, ...;
+ * ops_kiln.def), in the internal domain no model can name. */
+int rw_add_fused(PassCtx *c, int before, int op, const int *in, int nin, const int *out, int nout,
+                 const Attr *attrs, int nattrs, const char *name);
 /* Attribute builders (arena-backed). */
 Attr rw_int_attr(PassCtx *c, const char *name, int64_t v);
 Attr rw_float_attr(PassCtx *c, const char *name, float v);

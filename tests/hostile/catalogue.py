@@ -491,6 +491,46 @@ def _():
     return roipool(rois_dt=I64, pooled_shape=[2, 2])
 
 
+# ---- kiln's own fused ops and kiln.* attributes: never from a model (issue 28) ----
+# The optimizer's fused ops (KilnAttention, KilnEdgeConv, KilnKnn) live in a
+# domain no model can name, and their parameters and the other passes'
+# marks are kiln.* attributes a model must not set: each is refused.
+def attention_marked(**attrs):
+    """A Softmax carrying the attribute the fused attention once was, with
+    the fused node's inputs (Q, K, V)."""
+    node = helper.make_node("Softmax", ["Q", "K", "V"], ["Y"], name="n0", **attrs)
+    return model([node], [vi(x, ["N", 2, 4, 8]) for x in "QKV"], [vi("Y", ["N", 2, 4, 8])])
+
+
+@case("kiln_attr_attention", "error", '"n0" (Softmax', '"kiln.attention"', "reserved")
+def _():
+    return attention_marked(**{"kiln.attention": 1, "kiln.perm_q": [0, 1, 2, 3]})
+
+
+@case("kiln_attr_residual", "error", '"n0" (Conv', '"kiln.residual"', "reserved")
+def _():
+    node = helper.make_node("Conv", ["X", "W", "", "R"], ["Y"], name="n0",
+                            **{"kiln.residual": 1})
+    return model([node], [vi("X", ["N", 1, 4, 4]), vi("R", ["N", 1, 4, 4])],
+                 [vi("Y", ["N", 1, 4, 4])], [const("W", np.ones((1, 1, 1, 1)), np.float32)])
+
+
+@case("kiln_domain_op", "error", '"n0" (KilnAttention', 'domain "kiln" is not an ONNX operator set')
+def _():
+    node = helper.make_node("KilnAttention", ["Q", "K", "V"], ["Y"], name="n0", domain="kiln")
+    g = helper.make_graph([node], "g", [vi(x, ["N", 2, 4, 8]) for x in "QKV"],
+                          [vi("Y", ["N", 2, 4, 8])])
+    m = helper.make_model(g, opset_imports=[helper.make_opsetid("", 13),
+                                            helper.make_opsetid("kiln", 1)])
+    m.ir_version = 8
+    return m.SerializeToString()
+
+
+@case("kiln_op_in_onnx", "error", '"n0" (KilnKnn', "ai.onnx has no operator KilnKnn")
+def _():
+    return unary("KilnKnn", ["N", 3, 16], extra_inputs=["k"], inits=[const("k", [4])])
+
+
 STAGE_LINE = re.compile(r"^kiln: [^:]+: [0-9]+\.[0-9]+ s( \([0-9]+\.[0-9]+ s so far\))?$")
 
 

@@ -37,6 +37,16 @@ int main(void)
 	CHECK(op_def(NONE) == NULL && op_def(op_count()) == NULL);
 	CHECK(op_def(op_lookup("Add", DOMAIN_ONNX))->peval == PE_MAP);
 	CHECK(op_def(op_lookup("Bernoulli", DOMAIN_ONNX)) == NULL);
+	/* kiln's own fused ops: records of their own, in a domain no model's
+	 * domain string reaches, and not under their names in ai.onnx */
+	static const char *const fused[] = {"KilnAttention", "KilnEdgeConv", "KilnKnn"};
+	for (int i = 0; i < 3; i++) {
+		int op = op_lookup(fused[i], DOMAIN_KILN);
+		CHECK(op != NONE && op_def(op) != NULL && op_info(op)->domain_id == DOMAIN_KILN);
+		CHECK(op_lookup(fused[i], DOMAIN_ONNX) == NONE);
+	}
+	CHECK(domain_lookup("kiln") == DOMAIN_OTHER && domain_lookup("") == DOMAIN_ONNX);
+	CHECK(op_def(op_lookup("KilnAttention", DOMAIN_KILN))->batch == BK_ATTENTION);
 	printf("%d op records\n", nrecords);
 	return check_report("test_opdef");
 }
