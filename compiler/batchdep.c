@@ -663,11 +663,16 @@ static void rule_n_first(BD *b, int k)
 /* The fused attention (ops/attention.c): every batch and head is computed
  * on its own, and every query row; a batch axis in K's or V's rows would
  * mix samples. Inputs read through kiln.perm_*: logical axis L of input i is
- * its axis perm[L]. */
+ * its axis perm[L]. In the 3-D form (Q 3-D) each input is read with a
+ * leading unit axis, and a 3-D mask [B, q, kv] as [B, 1, q, kv]; the output
+ * drops the leading unit axis. A batch axis with heads merged into it (an
+ * outer factor, rows_outer) is read position by position, as the kernel
+ * reads the merged axis. */
 static void rule_attention(BD *b)
 {
 	Node *n = b->n;
 	static const char *const perms[3] = {"kiln.perm_q", "kiln.perm_k", "kiln.perm_v"};
+	bool three = rank_of(b, n->in[0]) == 3;
 	int target = BD_NONE;
 	for (int i = 0; i < n->nin; i++) {
 		int k = in_axis(b, i), L = -1;
@@ -676,8 +681,10 @@ static void rule_attention(BD *b)
 		if (i < 3) {
 			const Attr *p = node_attr(n, perms[i]);
 			for (int d = 0; p && d < p->n && d < 4; d++)
-				if (p->ints[d] == k)
+				if (p->ints[d] == k + three)
 					L = d;
+		} else if (three && rank_of(b, n->in[i]) == 3) {
+			L = k == 0 ? 0 : k + 1;
 		} else {
 			L = k + 4 - rank_of(b, n->in[i]);
 		}
@@ -692,7 +699,7 @@ static void rule_attention(BD *b)
 	const Attr *py = node_attr(n, "kiln.perm_y");
 	for (int d = 0; target != BD_NONE && py && d < py->n && d < 4; d++)
 		if (py->ints[d] == target)
-			out = d;
+			out = d - three;
 	set_outputs(b, out);
 }
 

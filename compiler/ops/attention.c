@@ -9,6 +9,12 @@
  *   kiln.perm_y  the output is Transpose(logical [batch, heads, q_len,
  *       v_dim], perm), whose last axis stays last (the head merge);
  *   kiln.scale   the factor on Q . K.
+ * The 3-D form (sequence-first nn.MultiheadAttention, ParT: batch and heads
+ * merged into one axis, [len, batch*heads, dim]): Q, K and V all 3-D, each
+ * read as 4-D with a leading unit axis, so heads = 1 and the perms keep
+ * their 4-D meaning (the logical heads axis is that unit axis 0; perm_y[0]
+ * must be 1, the output being the 4-D result without its leading unit
+ * axis); a 3-D mask [batch*heads, q_len, kv_len] is read as [b, 1, q, kv].
  * No model can name the op (the loader refuses kiln.* attributes and no
  * domain maps to kiln's); everything is still checked here as for any node,
  * with one error line naming it.
@@ -48,14 +54,35 @@ static void view(const Shape *s, const int64_t perm[4], int64_t size[4], int64_t
 	}
 }
 
+/* s with a unit axis inserted at axis `at`. */
+static Shape unit_at(const Shape *s, int at)
+{
+	Shape r = {.rank = s->rank + 1};
+	for (int d = 0, j = 0; d < r.rank; d++)
+		r.dims[d] = d == at ? (Dim){1, NULL} : s->dims[j++];
+	return r;
+}
+
 const char *attention_view(const int64_t perm[4][4], float scale, const Shape *q, const Shape *k,
                            const Shape *v, const Shape *mask, kiln_attention_params *p, Shape *out)
 {
 	const int64_t *pq = perm[0], *pk = perm[1], *pv = perm[2], *py = perm[3];
 	if (py[3] != 3)
 		return "kiln.perm_y must keep the last axis last";
+	bool three = q->rank == 3;
+	if (three && (k->rank != 3 || v->rank != 3 || py[0] != 1))
+		return "a 3-D attention needs Q, K and V 3-D and kiln.perm_y[0] = 1";
+	Shape q4, k4, v4, m4;
+	if (three) {
+		q4 = unit_at(q, 0), k4 = unit_at(k, 0), v4 = unit_at(v, 0);
+		q = &q4, k = &k4, v = &v4;
+		if (mask && mask->rank == 3) {
+			m4 = unit_at(mask, 1);
+			mask = &m4;
+		}
+	}
 	if (q->rank != 4 || k->rank != 4 || v->rank != 4)
-		return "Q, K and V must be 4-D";
+		return "Q, K and V must be 4-D (or all 3-D)";
 	for (int d = 0; d < 4; d++)
 		if (q->dims[d].size < 0 || k->dims[d].size < 0 || v->dims[d].size < 0)
 			return "Q, K and V need known shapes";
@@ -88,6 +115,11 @@ const char *attention_view(const int64_t perm[4][4], float scale, const Shape *q
 	}
 	for (int d = 0; d < 3; d++)
 		p->y_stride[d] = yst[d];
+	if (three) {   /* without the leading unit axis (py[0] = 1: heads, 1) */
+		out->rank = 3;
+		for (int d = 0; d < 3; d++)
+			out->dims[d] = out->dims[d + 1];
+	}
 	if (mask) {
 		int64_t want[4] = {p->batch, p->heads, p->q_len, p->kv_len};
 		if (mask->rank < 0 || mask->rank > 4)

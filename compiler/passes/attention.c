@@ -36,6 +36,8 @@ typedef struct Match {
 	int nkill;
 	int kill[16];
 	float scale;
+	bool three;          /* the 3-D form: Q, K, V [B*H, len, dim] transposed from 3-D
+	                        tensors, heads = 1 (ops/attention.c) */
 	bool swap;           /* the scores are (A . B) transposed: Q = B^T, K = A */
 	int mm;              /* the scores MatMul */
 	int mask;
@@ -68,18 +70,36 @@ static int rank_all(PassCtx *c, int id)
 	return r;
 }
 
-static bool perm4(const Node *t, int64_t p[4])
+/* Transpose t's perm of rank r (3 or 4), checked to be one. */
+static bool perm_r(const Node *t, int r, int64_t *p)
 {
 	const Attr *a = rw_attr(t, "perm");
-	for (int k = 0; k < 4; k++)
-		p[k] = 3 - k;
+	bool seen[4] = {false, false, false, false};
+	for (int k = 0; k < r; k++)
+		p[k] = r - 1 - k;
 	if (!a)
 		return true;
-	if (a->type != AT_INTS || a->n != 4)
+	if (a->type != AT_INTS || a->n != r)
 		return false;
-	for (int k = 0; k < 4; k++)
+	for (int k = 0; k < r; k++) {
+		if (a->ints[k] < 0 || a->ints[k] >= r || seen[a->ints[k]])
+			return false;
+		seen[a->ints[k]] = true;
 		p[k] = a->ints[k];
+	}
 	return true;
+}
+
+static bool perm4(const Node *t, int64_t p[4])
+{
+	return perm_r(t, 4, p);
+}
+
+/* The 3-D form's perm t of [B*H, len, dim] in the 4-D convention of
+ * ops/attention.c (a leading unit axis, the logical heads): [t0+1, 0, t1+1, t2+1]. */
+static void perm3_as4(const int64_t t[3], int64_t p[4])
+{
+	p[0] = t[0] + 1, p[1] = 0, p[2] = t[1] + 1, p[3] = t[2] + 1;
 }
 
 /* y = Reshape(x) with x [a, b, c, d] and y [a*b, c, d] (merge) or the other
@@ -94,33 +114,6 @@ static bool merges(PassCtx *c, int x4, int y3)
 			return false;
 	}
 	return true;
-}
-
-/* A MatMul operand as Transpose(base, perm) of a float32 4-D tensor. */
-static bool operand(PassCtx *c, int id, int *base, int64_t perm[4])
-{
-	for (int k = 0; k < 4; k++)
-		perm[k] = k;
-	int r = rank_all(c, id);
-	if (r == 3) {
-		const Node *rs = made_by(c, id, OP_Reshape);
-		if (!rs || !merges(c, rs->in[0], id))
-			return false;
-		id = rs->in[0];
-	} else if (r != 4) {
-		return false;
-	}
-	for (const Node *t; (t = made_by(c, id, OP_Transpose)) && t->nin == 1;) {
-		int64_t tp[4], np[4];
-		if (!perm4(t, tp))
-			return false;
-		for (int k = 0; k < 4; k++)
-			np[k] = tp[perm[k]];
-		memcpy(perm, np, sizeof np);
-		id = t->in[0];
-	}
-	*base = id;
-	return rw_dtype(c, id) == DT_FLOAT && rank_all(c, id) == 4;
 }
 
 static void kill_later(Match *m, const Node *n, PassCtx *c)
@@ -142,33 +135,91 @@ static bool scalar(PassCtx *c, int id, double *v)
 	return true;
 }
 
+/* x = Mul(y, s), Mul(s, y) or Div(y, s) by a scalar constant s (not 0),
+ * read only by the pattern: y, and s applied to m's scale. */
+static const Node *scaled(PassCtx *c, Match *m, int x, int *y)
+{
+	const Node *n;
+	double v;
+	if (!inner(c, x))
+		return NULL;
+	if ((n = made_by(c, x, OP_Mul)) && n->nin == 2)
+		for (int o = 0; o < 2; o++)
+			if (scalar(c, n->in[o], &v)) {
+				m->scale *= (float)v;
+				*y = n->in[1 - o];
+				return n;
+			}
+	if ((n = made_by(c, x, OP_Div)) && n->nin == 2 && scalar(c, n->in[1], &v) && v != 0.0) {
+		m->scale /= (float)v;
+		*y = n->in[0];
+		return n;
+	}
+	return NULL;
+}
+
+/* A MatMul operand as Transpose(base, perm) of a float32 4-D tensor (or, in
+ * the 3-D form, of a 3-D one, perm in the 4-D convention: perm3_as4). With
+ * scale (Q and K, not V), a Mul or Div by a scalar constant on the way (ParT
+ * scales Q before the product) multiplies m->scale and dies with the pattern. */
+static bool operand(PassCtx *c, Match *m, int id, bool scale, int *base, int64_t perm[4])
+{
+	int R = m->three ? 3 : 4;
+	int64_t p[4] = {0, 1, 2, 3};
+	int r = rank_all(c, id);
+	if (r == 3 && !m->three) {
+		const Node *rs = made_by(c, id, OP_Reshape);
+		if (!rs || !merges(c, rs->in[0], id))
+			return false;
+		id = rs->in[0];
+	} else if (r != R) {
+		return false;
+	}
+	for (;;) {
+		const Node *t = made_by(c, id, OP_Transpose), *s;
+		int y;
+		if (t && t->nin == 1) {
+			int64_t tp[4], np[4];
+			if (!perm_r(t, R, tp))
+				return false;
+			for (int k = 0; k < R; k++)
+				np[k] = tp[p[k]];
+			memcpy(p, np, sizeof np);
+			id = t->in[0];
+		} else if (scale && m->nkill < 12 && rank_all(c, id) == R &&
+		           (s = scaled(c, m, id, &y))) {
+			kill_later(m, s, c);
+			id = y;
+		} else {
+			break;
+		}
+	}
+	if (m->three)
+		perm3_as4(p, perm);
+	else
+		memcpy(perm, p, sizeof p);
+	*base = id;
+	return rw_dtype(c, id) == DT_FLOAT && rank_all(c, id) == R;
+}
+
 /* x: the scores (or what they are made of), read once. */
 static bool scores(PassCtx *c, int x, Match *m, int depth)
 {
 	if (depth > 8 || !inner(c, x) || m->nkill >= 14)
 		return false;
 	const Node *n;
-	double v;
-	if ((n = made_by(c, x, OP_Mul))) {
-		for (int o = 0; o < 2; o++)
-			if (scalar(c, n->in[o], &v)) {
-				m->scale *= (float)v;
-				kill_later(m, n, c);
-				return scores(c, n->in[1 - o], m, depth + 1);
-			}
-		return false;
-	}
-	if ((n = made_by(c, x, OP_Div))) {
-		if (!scalar(c, n->in[1], &v) || v == 0.0)
-			return false;
-		m->scale /= (float)v;
+	int y;
+	if ((n = scaled(c, m, x, &y))) {
 		kill_later(m, n, c);
-		return scores(c, n->in[0], m, depth + 1);
+		return scores(c, y, m, depth + 1);
 	}
+	if (made_by(c, x, OP_Mul) || made_by(c, x, OP_Div))
+		return false;
 	if ((n = made_by(c, x, OP_Transpose))) {
 		int64_t p[4];
-		if (rank_all(c, x) != 4 || !perm4(n, p) || p[0] != 0 || p[1] != 1 || p[2] != 3 ||
-		    p[3] != 2)
+		int R = m->three ? 3 : 4;   /* the two last axes swapped */
+		if (rank_all(c, x) != R || !perm_r(n, R, p) || p[R - 1] != R - 2 || p[R - 2] != R - 1 ||
+		    p[0] != 0 || (R == 4 && p[1] != 1))
 			return false;
 		m->swap = !m->swap;
 		kill_later(m, n, c);
@@ -203,8 +254,10 @@ static bool fuse_one(PassCtx *c, int i)
 {
 	Graph *g = c->g;
 	const Node *sm = &g->nodes[i];
-	if (!softmax_last_axis(c, sm) || rank_all(c, sm->in[0]) != 4)
+	if (!softmax_last_axis(c, sm))
 		return false;
+	/* 4-D scores [batch, heads, q, kv], or the 3-D form's [batch*heads, q, kv] */
+	bool three = rank_all(c, sm->in[0]) == 3;
 	Match m;
 	int x = sm->in[0];
 	const Node *add = made_by(c, x, OP_Add);
@@ -212,6 +265,7 @@ static bool fuse_one(PassCtx *c, int i)
 	for (int o = 0; add && o < 2 && !ok; o++) {
 		memset(&m, 0, sizeof m);
 		m.scale = 1.0f;
+		m.three = three;
 		m.mask = add->in[1 - o];
 		ok = inner(c, x) && rw_dtype(c, m.mask) == DT_FLOAT && scores(c, add->in[o], &m, 0);
 		if (ok)
@@ -220,6 +274,7 @@ static bool fuse_one(PassCtx *c, int i)
 	if (!ok) {
 		memset(&m, 0, sizeof m);
 		m.scale = 1.0f;
+		m.three = three;
 		m.mask = NONE;
 		if (!scores(c, x, &m, 0))
 			return false;
@@ -230,7 +285,7 @@ static bool fuse_one(PassCtx *c, int i)
 	int base[4];
 	int64_t perm[4][4], pa[4], pb[4];
 	int a, b;
-	if (!operand(c, mm->in[0], &a, pa) || !operand(c, mm->in[1], &b, pb))
+	if (!operand(c, &m, mm->in[0], true, &a, pa) || !operand(c, &m, mm->in[1], true, &b, pb))
 		return false;
 	int64_t *pq = perm[0], *pk = perm[1];
 	if (!m.swap) {  /* Q = A, K = B^T */
@@ -253,11 +308,27 @@ static bool fuse_one(PassCtx *c, int i)
 		u = &g->nodes[rw_sole_user(c, y)];
 	}
 	if (u->op != OP_MatMul || u->nin != 2 || u->in[0] != y || u->in[1] == y ||
-	    !operand(c, u->in[1], &base[2], perm[2]))
+	    !operand(c, &m, u->in[1], false, &base[2], perm[2]))
 		return false;
 	kill_later(&m, u, c);
 	int out = u->out[0];
-	if (rank_all(c, out) == 3) {
+	if (three) {
+		/* the 3-D result [B, q, v_dim] as a Transpose of the 4-D one without its
+		 * unit axis (perm3_as4), then a Transpose keeping the last axis last */
+		int64_t t[3] = {0, 1, 2};
+		const Node *tn = inner(c, out) ? &g->nodes[rw_sole_user(c, out)] : NULL;
+		if (tn && tn->op == OP_Transpose && tn->nin == 1 && tn->nout == 1 &&
+		    perm_r(tn, 3, t) && t[2] == 2) {
+			kill_later(&m, tn, c);
+			out = tn->out[0];
+		} else {
+			t[0] = 0, t[1] = 1, t[2] = 2;
+		}
+		static const int64_t logical[3] = {0, 2, 3};   /* [B, q, v] in the 4-D result */
+		perm[3][0] = 1;
+		for (int k = 0; k < 3; k++)
+			perm[3][k + 1] = logical[t[k]];
+	} else if (rank_all(c, out) == 3) {
 		if (!inner(c, out))
 			return false;
 		const Node *r = &g->nodes[rw_sole_user(c, out)];
@@ -266,9 +337,9 @@ static bool fuse_one(PassCtx *c, int i)
 		kill_later(&m, r, c);
 		out = r->out[0];
 	}
-	for (int k = 0; k < 4; k++)
+	for (int k = 0; k < 4 && !three; k++)
 		perm[3][k] = k;
-	if (inner(c, out)) {
+	if (!three && inner(c, out)) {
 		const Node *t = &g->nodes[rw_sole_user(c, out)];
 		int64_t tp[4];
 		if (t->op == OP_Transpose && t->nin == 1 && t->nout == 1 && perm4(t, tp) && tp[3] == 3) {

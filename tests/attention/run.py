@@ -92,7 +92,7 @@ class EinsumAttn(nn.Module):
 
 
 class SingleHead(nn.Module):
-    """3-D attention without a head split: not the pattern, must fall back."""
+    """3-D attention without a head split: the 3-D form (heads = 1)."""
 
     def __init__(self, d=16):
         super().__init__()
@@ -101,6 +101,24 @@ class SingleHead(nn.Module):
     def forward(self, x):
         s = torch.matmul(self.q(x), self.k(x).transpose(1, 2)) * 0.25
         return torch.matmul(torch.softmax(s, dim=-1), self.v(x))
+
+
+class SeqFirst(nn.Module):
+    """nn.MultiheadAttention sequence-first, as Particle Transformer calls it
+    (issue 29): [S, N, E], heads merged with the batch ([S, N*H, E/H]), Q
+    scaled before the product, a boolean key padding mask [N, S] (True:
+    padded, as ParT's) and an additive attn_mask, merged into one additive
+    [N*H, S, S] mask added by baddbmm before the Softmax."""
+
+    def __init__(self, d=32, h=4, seq=9, mask=None):
+        super().__init__()
+        self.mha = nn.MultiheadAttention(d, h)
+        self.mask = mask
+
+    def forward(self, x, pad):
+        t = x.transpose(0, 1)
+        y = self.mha(t, t, t, key_padding_mask=pad, attn_mask=self.mask, need_weights=False)[0]
+        return y.transpose(0, 1)
 
 
 class ExposedScores(nn.Module):
@@ -150,7 +168,9 @@ CASES = [
      {"x": randn(2, 7, 24, seed=3), "pad": np.where(randn(2, 7, seed=4) > 0.5, -1e4, 0).astype(np.float32)}, 1, 0),
     ("einsum_keras", lambda: EinsumAttn(), {"x": randn(2, 9, 32, seed=5)}, 1, 0),
     ("mask_before_scale", lambda: Mha(mask=causal(10), mask_first=True), {"x": randn(2, 10, 32, seed=6)}, 0, 1),
-    ("single_head", lambda: SingleHead(), {"x": randn(2, 5, 16, seed=7)}, 0, 0),
+    ("single_head", lambda: SingleHead(), {"x": randn(2, 5, 16, seed=7)}, 1, 0),
+    ("seq_first_mha", lambda: SeqFirst(mask=causal(9)),
+     {"x": randn(3, 9, 32, seed=11), "pad": np.arange(9) >= np.array([[9], [6], [2]])}, 1, 0),
     ("exposed_scores", lambda: ExposedScores(), {"x": randn(2, 6, 16, seed=8)}, 0, 0),
     ("pre_ln_residual", lambda: PreLn(), {"x": randn(2, 6, 16, seed=9)}, 0, 0),
     # 16 MiB of arena at batch 256: runs as 64 tiles of 4 samples (compiler/batchtile.c),

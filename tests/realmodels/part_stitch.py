@@ -106,7 +106,20 @@ def check_export(name):
     onnx.save(model, path)
     names = [i.name for i in model.graph.input]
     jets = part_model.jets(ROWS, NPF, NSV, seed=13)
+    check_fused(name, path, sizes, shapes(names))
     check_model(name, path, {k: jets[k] for k in names}, sizes, shapes(names), TOL_EXPORTS)
+
+
+def check_fused(name, path, sizes, flags):
+    """Every attention of the export (the two particle blocks' sequence-first
+    nn.MultiheadAttention with its key padding and pair masks, and the
+    class-attention block's) becomes one fused node (issue 29)."""
+    r = run([KILN, "info", "--passes", "--batch", sizes, path] + list(flags))
+    row = [ln.split() for ln in r.stdout.splitlines() if ln.split()[:1] == ["attention"]]
+    added = int(row[0][4]) if row and len(row[0]) > 4 else None
+    if added != 3:
+        ST.fail("%s: %s attention nodes fused, want 3: %s" % (
+            name, added, row or r.stderr.strip()))
 
 
 def check_large_p():
