@@ -87,7 +87,7 @@ void buckets_stitch(Model *m, const Bucket *b, int nb, Stitch *out)
 	}
 	out->context_bytes = KILN_CONTEXT_BYTES(nbatches, out->plan_bound, out->staging_bytes,
 	                                        out->max_arena_bytes) +
-	                     KILN_BUCKET_CONTEXT_BYTES(nb, nbatches, out->plan_bound);
+	                     KILN_CONTEXT_BYTES_BUCKETED(nb, nbatches, out->plan_bound);
 	if (out->context_bytes > (uint64_t)m->limits.max_arena_bytes)
 		diag_fail(m->diag, KILN_LIMIT, "one kiln_run context for %d buckets needs %" PRIu64
 		          " bytes, more than the limit of %lld MiB (raise it with --max-arena)", nb,

@@ -574,8 +574,8 @@ static int parse_args(int argc, char **argv, Options *o)
 						if (values[k] < 1 || (k && values[k] == values[k - 1]))
 							return usage_error("--dim '%s': bucket sizes must be distinct and "
 							                   "positive", v);
-					if (nv > KILN_MAX_BUCKETS)
-						return usage_error("--dim '%s': at most 16 buckets (KILN_MAX_BUCKETS)", v);
+					if (nv > KILN_BUCKETS_MAX)
+						return usage_error("--dim '%s': at most 16 buckets (KILN_BUCKETS_MAX)", v);
 					memcpy(o->buckets, values, (size_t)nv * sizeof values[0]);
 					o->nbuckets = nv;
 				}

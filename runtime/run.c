@@ -53,7 +53,7 @@ struct kiln_context {
 	Rule rules[KILN_MAX_RULES];
 	const void *in_ptr[KILN_MAX_IO];
 	void *out_ptr[KILN_MAX_IO];
-	kiln_context *bucket[KILN_MAX_BUCKETS];   /* per bucket: its context (the last: this) */
+	kiln_context *bucket[KILN_BUCKETS_MAX];   /* per bucket: its context (the last: this) */
 };
 
 _Static_assert(sizeof(struct kiln_context) <= KILN_CONTEXT_HEADER_BYTES,
@@ -195,7 +195,7 @@ KILN_API uint64_t kiln_context_bytes(const kiln_model *m)
 	uint64_t staging = staging_offset(m, m->ninputs + m->noutputs);
 	uint64_t bytes = KILN_CONTEXT_BYTES(m->nbatches, plan_bound(m), staging, m->max_arena_bytes);
 	if (m->nbuckets >= 2)
-		bytes += KILN_BUCKET_CONTEXT_BYTES(m->nbuckets, m->nbatches, plan_bound(m));
+		bytes += KILN_CONTEXT_BYTES_BUCKETED(m->nbuckets, m->nbatches, plan_bound(m));
 	return bytes;
 }
 
@@ -276,7 +276,7 @@ static int bucket_fits(const kiln_model *top, const kiln_model *b)
 static int bucket_contexts(kiln_context *c, unsigned char *p)
 {
 	const kiln_model *m = c->m;
-	if (m->nbuckets > KILN_MAX_BUCKETS || !m->buckets || !m->bucket_models || !m->bucket_axis ||
+	if (m->nbuckets > KILN_BUCKETS_MAX || !m->buckets || !m->bucket_models || !m->bucket_axis ||
 	    m->bucket_models[m->nbuckets - 1] != m)
 		return KILN_USAGE;
 	for (int j = 0; j + 1 < m->nbuckets; j++) {

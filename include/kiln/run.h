@@ -83,8 +83,8 @@ typedef struct kiln_output {
  * bucket but the largest, the header, costs and plans of a context that
  * shares the arena and the staging area above (where kiln_run_lengths packs
  * one chunk of a bucket's samples at a time). */
-#define KILN_MAX_BUCKETS 16
-#define KILN_BUCKET_CONTEXT_BYTES(nbuckets, nbatches, plan_bound)                         \
+#define KILN_BUCKETS_MAX 16
+#define KILN_CONTEXT_BYTES_BUCKETED(nbuckets, nbatches, plan_bound)                       \
 	((uint64_t)((nbuckets) - 1) *                                                        \
 	 ((uint64_t)KILN_CONTEXT_HEADER_BYTES + KILN_ALIGN64(8u * (uint64_t)(nbatches)) +     \
 	  KILN_ALIGN64(10u * ((uint64_t)(plan_bound) + 1u))))

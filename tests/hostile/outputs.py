@@ -417,6 +417,19 @@ def guards():
     with open(os.path.join(d, "net.h")) as f:
         mine = re.findall(r"^#define (\w+)", f.read(), re.M)
     suffixes = {m[len("NET"):] for m in mine if m.startswith("NET_")}
+    # and a bucketed model's (kiln compile --dim): NET_BUCKETS, NET_IN0_BUCKET_AXIS, ...
+    g = helper.make_graph([helper.make_node("Relu", ["x"], ["y"])], "bk",
+                          [helper.make_tensor_value_info("x", TensorProto.FLOAT, ["N", "P"])],
+                          [helper.make_tensor_value_info("y", TensorProto.FLOAT, ["N", "P"])])
+    bk = os.path.join(OUT, "bucketed.onnx")
+    with open(bk, "wb") as f:
+        f.write(helper.make_model(g, opset_imports=[helper.make_opsetid("", 13)]).SerializeToString())
+    d = os.path.join(OUT, "guard-bucketed")
+    r = compile_(bk, d, "--no-cc", "--dim", "P=2,4")
+    check(r.returncode == 0, "guards: a bucketed model: %s" % r.stderr.decode()[:300])
+    with open(os.path.join(d, "net.h")) as f:
+        suffixes |= {m[len("NET"):] for m in re.findall(r"^#define (\w+)", f.read(), re.M)
+                     if m.startswith("NET_")}
     theirs = set()
     for h in KILN_HEADERS:
         with open(os.path.join(SRC, "include/kiln", h)) as f:
@@ -431,14 +444,15 @@ def guards():
                 names.add(hit.group(1))
     tried = 0
     for name in sorted(names):
-        d = os.path.join(OUT, "guard-any-" + name)
-        r = compile_(MA, d, "--no-cc", name=name)
-        if r.returncode == 2 and "--name" in r.stderr.decode():
-            continue  # refused as a usage error: fine
-        tried += 1
-        check(r.returncode == 0, "guards: --name %s: %s" % (name, r.stderr.decode()[:300]))
-        err = builds_with_kiln_headers(d, name)
-        check(not err, "guards: --name %s does not build: %s" % (name, err))
+        for what, model, more in (("", MA, ()), ("bucketed ", bk, ("--dim", "P=2,4"))):
+            d = os.path.join(OUT, "guard-any-%s%s" % (what[:1], name))
+            r = compile_(model, d, "--no-cc", *more, name=name)
+            if r.returncode == 2 and "--name" in r.stderr.decode():
+                continue  # refused as a usage error: fine
+            tried += 1
+            check(r.returncode == 0, "guards: %s--name %s: %s" % (what, name, r.stderr.decode()[:300]))
+            err = builds_with_kiln_headers(d, name)
+            check(not err, "guards: %s--name %s does not build: %s" % (what, name, err))
     # A user's own NET_H, the guard kiln used to write.
     err = builds_with_kiln_headers(os.path.join(OUT, "guard-net"), "net", user_guard="NET_H")
     check(not err, "guards: a user's NET_H hides net.h: %s" % err)
