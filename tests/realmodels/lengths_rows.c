@@ -116,5 +116,10 @@ int main(int argc, char **argv)
 		}
 	}
 	kiln_context_destroy(ctx);
+	for (int i = 0; i < ni; i++)
+		free((void *)in[i].data);
+	for (int i = 0; i < no; i++)
+		free(out[i].data);
+	free(len);
 	return 0;
 }
