@@ -327,7 +327,10 @@ static void check_padding(Model *m, const CompileOptions *o)
 	pad_check(m, o->bind, &po, &pc);
 	if (!pc.proven) {   /* what the rules cannot prove is tested by evaluation */
 		const char *diff, *tested;
-		if (!pad_evaluate(m, o->bind, &po, &diff, &tested))
+		if (!o->evaluate_padding)
+			diag_fail(m->diag, KILN_UNSUPPORTED, "%s (buckets on %s need padding that "
+			          "cannot reach the outputs: docs/batching.md)", pc.why, o->bucket_symbol);
+		if (!o->evaluate_padding(m, o->bind, &po, &diff, &tested))
 			diag_fail(m->diag, KILN_UNSUPPORTED, "%s; evaluated: %s (buckets on %s need "
 			          "padding that cannot reach the outputs: docs/batching.md)", pc.why,
 			          diff ? diff : "no bucket run to compare", o->bucket_symbol);

@@ -6,6 +6,8 @@
 
 #include "plan.h"
 
+struct PadOptions;   /* padproof.h */
+
 typedef struct CompileOptions {
 	const char *name;          /* C prefix; NULL: from the model's file name */
 	const char *outdir;        /* NULL: "." */
@@ -32,6 +34,12 @@ typedef struct CompileOptions {
 	int nbuckets;
 	const char *const *masks;  /* --mask INPUT: the bucketed dim's mask inputs (padproof.h) */
 	int nmasks;
+	/* padtest.c's pad_evaluate, for buckets the padding rules cannot prove.
+	 * It compiles the model again, so compile.c does not call it by name
+	 * (that would be a circle); the CLI hands it in. NULL: such a model is
+	 * refused. */
+	bool (*evaluate_padding)(Model *m, const BindOptions *o, const struct PadOptions *po,
+	                         const char **why, const char **tested);
 	/* If not NULL, called after each stage (the CLI reports long compiles). */
 	void (*stage)(void *ud, const char *what);
 	void *stage_ud;
@@ -75,7 +83,8 @@ typedef struct VerifyOptions {
  * Returns 0 if every case passed. */
 int verify_run(const VerifyOptions *vo, char **dirs, int ndirs, FILE *out);
 const char *compile_include_dir(Arena *a);
-/* Remove a temporary build folder and what it holds (best effort). */
+/* outputs.c: remove a temporary build folder and what it holds, never
+ * following a link (best effort). */
 void compile_remove_tree(const char *dir);
 const char *compile_runtime_lib(Arena *a);
 /* Open a file (NULL path: a temporary one) that the Model closes if an error

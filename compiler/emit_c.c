@@ -34,26 +34,6 @@
 
 /* ---- files ------------------------------------------------------------ */
 
-/* An input frozen at compile time (--freeze, or by kiln verify) decided
- * shapes or folded values: the code is only right for exactly those values,
- * so the run refuses any other instead of computing something wrong. */
-void emit_frozen_guards(Emit *E)
-{
-	const Graph *g = E->g;
-	for (int k = 0; k < g->ninputs; k++) {
-		int id = g->inputs[k];
-		const Folded *f = E->sig->folded[id];
-		if (g->values[id].kind != VAL_INPUT || !f || E->in_index[id] == NONE)
-			continue;
-		uint64_t nbytes = dtype_bytes(f->dtype, f->nelem);
-		int s = symbol_for(E, f->dtype, f->data, nbytes, g->values[id].name);
-		emitf(E, "	if (memcmp(in[%d], %s, %" PRIu64 ") != 0) /* \"", E->in_index[id],
-		      E->syms[s].name, nbytes);
-		comment_text(E, g->values[id].name);
-		emitf(E, "\" was frozen at compile time */\n\t\treturn KILN_FROZEN_INPUT;\n");
-	}
-}
-
 /* The parameter names of the graph's inputs and outputs: in_/out_ and the
  * sanitized name, made unique in interface order by a suffix _2, _3, ...
  * ("a-b" and "a.b", or two names alike in their first 40 characters, would
@@ -123,7 +103,7 @@ static void index_interface(Emit *E)
 	name_interface(E);
 }
 
-static int ninputs(const Graph *g)
+static int count_inputs(const Graph *g)
 {
 	int n = 0;
 	for (int i = 0; i < g->ninputs; i++)
@@ -437,7 +417,7 @@ static void emit_model_desc(Emit *E, const char *P, const Sig *sigs, const Plan 
 		emitf(E, "\nstatic const kiln_model %s_model = {\n", P);
 	emitf(E, "\t.struct_bytes = sizeof(kiln_model),\n\t.kiln_version = %d,\n\t.name = \"%s\",\n",
 	    KILN_VERSION_NUM, N);
-	emitf(E, "\t.ninputs = %d, .noutputs = %d,\n", ninputs(g), g->noutputs);
+	emitf(E, "\t.ninputs = %d, .noutputs = %d,\n", count_inputs(g), g->noutputs);
 	emitf(E, "\t.inputs = %s_inputs, .outputs = %s_outputs,\n", P, P);
 	emitf(E, "\t.nbatches = %d, .batches = %s_batches, .arena_bytes = %s_arena_bytes, "
 	       ".run = %s_run_fns,\n", nsigs, P, P, P);
@@ -557,7 +537,8 @@ void emit_c(Model *m, const Sig *sigs, const Plan *plans, int nsigs, const EmitO
 {
 	/* The code goes to scratch first: the weight symbols it names are only
 	 * known once it is written, and their declarations come first in NAME.c. */
-	Emit E0 = {.m = m, .g = m->graph, .d = m->diag, .a = m->arena, .o = o, .c = scratch};
+	Emit E0 = {.m = m, .g = m->graph, .d = m->diag, .a = m->arena, .o = o, .c = scratch,
+	           .graph_functions = emit_graph_functions, .graph_calls = emit_graph_calls};
 	Emit *E = &E0;
 	Graph *g = m->graph;
 	index_interface(E);

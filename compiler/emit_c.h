@@ -1,6 +1,9 @@
 /*
- * emit_c.h - the C emitter's insides, shared by emit_c.c (files, nodes,
- * operands, constants) and the per-family op emitters in compiler/emit/.
+ * emit_c.h - the C emitter's functions, shared by emit_c.c (NAME.h, the
+ * descriptor, the entry), emit/nodes.c (node functions and run functions),
+ * emit/helpers.c (printing, operands, constants, loops) and the per-family
+ * op emitters in compiler/emit/. The types they work with are in
+ * emit/emitter.h.
  *
  * An op emitter writes the body of one node function: it asks for operands
  * (in_op, out_op: C pointer expressions into the caller's buffers, the
@@ -15,65 +18,13 @@
 #include <stdint.h>
 #include <stdio.h>
 
-#include "emit.h"
-#include "ops/ops.h"
-#include "plan.h"
+#include "emit/emitter.h"
 
-typedef struct Emit {
-	Model *m;
-	Graph *g;
-	Diag *d;
-	Arena *a;
-	const EmitOptions *o;
-	FILE *c;
-	const Sig *sig;
-	const Plan *plan;
-	int *in_index, *out_index;   /* value id -> position in the run arrays, or NONE */
-	const char **iface;          /* value id -> its parameter name ("in_x", "out_y_2"), or NULL */
-	EmitSymbol *syms;
-	int nsyms, capsyms;
-	int *sym_of_weight;          /* value id -> symbol, for initializers (all signatures) */
-	Node *n;                     /* the node being emitted, for errors */
-	struct Emit *parent;         /* a subgraph's: the enclosing graph's emitter, else NULL */
-	const char *fn_prefix;       /* a subgraph's function name prefix, else NULL ("b8") */
-	/* Shared node functions (large graphs, emit_c.c): while `templating`,
-	 * operands are written as slot[k] and where they live is recorded. */
-	bool templating;
-	struct EmitSlot *slots;
-	int nslots, capslots;
-	struct EmitTemplate *tmpls;
-	int ntmpls, captmpls;
-	FILE *tfile;                 /* where a template body is written first (tracked) */
-	/* Per value of gemm_uses_of: how many node inputs read it, and how many
-	 * as a GEMM's B untransposed / transposed (emit/linalg.c), counted once
-	 * per graph rather than for every GEMM. */
-	const Graph *gemm_uses_of;
-	int *uses_all, *uses_as_b[2];
-} Emit;
-
-/* Where a templated node's operand k lives (see "shared node functions"). */
-enum { SLOT_ARENA, SLOT_IN, SLOT_OUT, SLOT_CONST };
-typedef struct EmitSlot {
-	int kind;            /* SLOT_* */
-	int64_t off;         /* arena offset, or input/output index */
-	const char *sym;     /* SLOT_CONST: the weights symbol */
-} EmitSlot;
-
-/* A value as the generated code sees it. */
-typedef struct Operand {
-	const char *expr;    /* a C expression of type `T *` or `const T *` */
-	int dtype;
-	const Shape *shape;
-	int64_t nelem;
-} Operand;
-
-enum { MAX_MAP_OPERANDS = 8 };
-
-/* ---- printing (emit_c.c) ---- */
+/* ---- printing (emit/helpers.c) ---- */
 void emitf(Emit *E, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 _Noreturn void emit_fail(Emit *E, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 /* The only ways a model's string reaches the C: escaped for a comment or
- * for a string literal's contents (see emit_c.c). */
+ * for a string literal's contents (see emit/helpers.c). */
 char *c_comment_escape(Arena *a, const char *s);
 char *c_string_escape(Arena *a, const char *s);
 void comment_text(Emit *E, const char *s);       /* c_comment_escape(s), written */
@@ -84,7 +35,7 @@ const char *mathfn(Emit *E, const char *name, int dt);   /* kiln_expf, _logf, _p
 bool is_float(int dt);
 bool is_unsigned(int dt);
 
-/* ---- operands and constants (emit_c.c) ---- */
+/* ---- operands and constants (emit/helpers.c) ---- */
 int symbol_for(Emit *E, int dtype, const void *bytes, uint64_t nbytes, const char *hint);
 int symbol_in_layout(Emit *E, int dtype, const void *bytes, uint64_t nbytes, const char *hint,
                      SymLayout layout, const int64_t pack[4]);
@@ -103,7 +54,7 @@ void require_f32(Emit *E, const Operand *x);
 Infer emit_infer(Emit *E);
 void require_not_half(Emit *E, const Operand *x);   /* "float16 not supported by OP yet" */
 
-/* ---- loops (emit_c.c) ---- */
+/* ---- loops (emit/helpers.c) ---- */
 void bcast_strides(const Shape *in, const Shape *outs, int64_t *st);
 /* y's dims merged where y and every xs[j] step contiguously (dims of 1
  * dropped): md[k] the sizes, ms[0][k] y's strides and ms[j + 1][k] xs[j]'s
@@ -129,8 +80,6 @@ bool share_signature(Emit *E);    /* E->sig's nodes share functions (a large gra
 void emit_step_runner(Emit *E);   /* the runner of the tables of steps */
 void emit_signature(Emit *E);     /* NAME_run_bB of E->sig */
 void emit_tiled_run(Emit *E, const Sig *t);   /* E->sig's run as batch tiles of signature t */
-/* emit_c.c: the guards a --freeze'd input's run-time copy passes first */
-void emit_frozen_guards(Emit *E);
 /* name as a C identifier's characters (emit/helpers.c) */
 char *c_identifier(Arena *a, const char *name);
 /* A signature's name in generated symbols: "b8", or "d16_b8" for a bucketed
@@ -140,7 +89,9 @@ const char *sig_tag(Arena *a, const Sig *s);
 /* ---- control flow (emit/control.c) ---- */
 void emit_control_functions(Emit *E, Node *n);   /* n's subgraphs, before n's function */
 void emit_control(Emit *E);                      /* If, Loop, Scan */
-const char *emit_outer_expr(Emit *E, int id);    /* a VAL_OUTER value where its graph keeps it */
+/* A subgraph's emitter and its parent share one symbol table, kept current
+ * only by the one in use: hand it from C to E (emit/helpers.c). */
+void emit_adopt_symbols(Emit *E, const Emit *C);
 
 /* ---- op emitters, one per family file ---- */
 /* emit/elementwise.c */
@@ -148,12 +99,6 @@ void emit_unary(Emit *E);
 void emit_binary(Emit *E);
 bool op_is_binary(int op);                       /* emit_binary's op (else emit_unary's) */
 void emit_cast(Emit *E);
-/* An elementwise chain (passes/ewchain.c) at E->sig: its nodes in order
- * (ids, the last one last) and the values it reads from outside, once each. */
-typedef struct EwChain {
-	int *nodes, nnodes;
-	int ext[EWCHAIN_MAX_OPERANDS], next;
-} EwChain;
 int ewchain_collect(Emit *E, const Node *last, EwChain *ch);   /* its nnodes (1: none) */
 /* "node 3 "sub" (Sub), ..." for every node of ch but the last, after sep. */
 void ewchain_names(Emit *E, const EwChain *ch, const char *sep);
@@ -165,10 +110,6 @@ bool emit_ewchain(Emit *E);
 const char *emit_epilogue(Emit *E, const char *bias, const char *residual);
 bool emit_has_act(const Node *n);
 /* emit/linalg.c */
-typedef struct MatmulGeo {
-	int64_t M, K, N, nb;   /* nb batch matrices of M x K times K x N */
-	Shape ob, ab, bb;      /* batch dims of the output and of A and B */
-} MatmulGeo;
 void matmul_geometry(const Shape *a, const Shape *b, MatmulGeo *g);
 void emit_gemm(Emit *E);
 void emit_matmul(Emit *E);

@@ -13,6 +13,7 @@
 #include <string.h>
 
 #include "infer.h"
+#include "kiln/kernels.h"
 
 /* ---- signatures ------------------------------------------------------- */
 
@@ -325,4 +326,48 @@ int infer_axis(Infer *x, int64_t axis, int rank, const char *what)
 		infer_fail(x, KILN_SHAPE_ERROR, "%s %lld is out of range for rank %d", what,
 		           (long long)axis, rank);
 	return (int)(axis < 0 ? axis + rank : axis);
+}
+
+/* Element k of little-endian data of type dt, as double. */
+double folded_elem(int dt, const void *data, int64_t k)
+{
+	const unsigned char *p = (const unsigned char *)data + (size_t)k * dtype_size(dt);
+	union { float f; double d; int8_t i8; uint8_t u8; int16_t i16; uint16_t u16; int32_t i32;
+	        uint32_t u32; int64_t i64; uint64_t u64; } v;
+	memcpy(&v, p, dtype_size(dt));
+	switch (dt) {
+	case DT_FLOAT: return (double)v.f;
+	case DT_DOUBLE: return v.d;
+	case DT_FLOAT16: return (double)kiln_f16_to_f32(v.u16);
+	case DT_BFLOAT16: return (double)kiln_bf16_to_f32(v.u16);
+	case DT_INT8: return v.i8;
+	case DT_UINT8: case DT_BOOL: return v.u8;
+	case DT_INT16: return v.i16;
+	case DT_UINT16: return v.u16;
+	case DT_INT32: return v.i32;
+	case DT_UINT32: return v.u32;
+	case DT_INT64: return (double)v.i64;
+	case DT_UINT64: return (double)v.u64;
+	default: return 0;
+	}
+}
+
+/* An input a hook cannot do without, evaluated on demand when it was left
+ * unfolded: through the demand function the caller handed in (shape.c hands
+ * peval_demand), so the hook helpers never call up into peval.c. */
+const Folded *infer_required(Infer *x, int i)
+{
+	const Folded *f = infer_folded(x, i);
+	if (f || !infer_has_input(x, i) || !x->demand)
+		return f;
+	return x->demand(x, x->n->in[i]);
+}
+
+const int64_t *infer_require_ints(Infer *x, int i, int64_t *n)
+{
+	infer_required(x, i);
+	const int64_t *v = infer_ints(x, i, n);
+	if (!v)
+		infer_fail_unknown(x, i, " (a constant, or computed from shapes)");
+	return v;
 }

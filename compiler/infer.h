@@ -20,7 +20,8 @@ void infer_set_output(Infer *x, int i, int dtype, const Shape *s);
 const Folded *infer_folded(Infer *x, int i);
 /* infer_folded for an input the op cannot do without: a value left unfolded
  * because it was large (ConstantOfShape -> Trilu -> NonZero) is evaluated on
- * demand (peval_demand). NULL if it cannot be known. */
+ * demand (Infer.demand: peval_demand in shape inference). NULL if it cannot
+ * be known. */
 const Folded *infer_required(Infer *x, int i);
 const int64_t *infer_ints(Infer *x, int i, int64_t *n);
 const int64_t *infer_require_ints(Infer *x, int i, int64_t *n);

@@ -750,7 +750,8 @@ static int run_compile(const Options *o, Model *m, Stages *stages)
 	                     .trees = o->trees, .depfile = o->depfile,
 	                     .max_weight_bytes = o->max_weight_bytes, .shared = o->shared,
 	                     .bucket_symbol = o->bucket_symbol, .bucket_values = o->buckets,
-	                     .nbuckets = o->nbuckets, .masks = o->masks, .nmasks = o->nmasks, .stage = stage_done, .stage_ud = stages};
+	                     .nbuckets = o->nbuckets, .masks = o->masks, .nmasks = o->nmasks,
+	                     .evaluate_padding = pad_evaluate, .stage = stage_done, .stage_ud = stages};
 	CompileResult cr;
 	compile_model(m, &co, &cr);
 	printf("%s\n%s\n%s (%d symbols, %llu bytes)\n", cr.h_path, cr.c_path, cr.weights_path,
@@ -782,7 +783,8 @@ static int check_signatures(const Options *o, Model *m)
 	                     .passes = &o->popts, .trees = o->trees,
 	                     .max_weight_bytes = o->max_weight_bytes,
 	                     .bucket_symbol = o->bucket_symbol, .bucket_values = o->buckets,
-	                     .nbuckets = o->nbuckets, .masks = o->masks, .nmasks = o->nmasks};
+	                     .nbuckets = o->nbuckets, .masks = o->masks, .nmasks = o->nmasks,
+	                     .evaluate_padding = pad_evaluate};
 	char sizes[256];
 	size_t len = 0;
 	for (int i = 0; i < o->nbatches && len < sizeof sizes; i++)

@@ -148,6 +148,9 @@ typedef struct OpDef {
 	bool narrow_types;             /* float8 and 4-bit values may pass (shape.c) */
 	ScratchHook scratch;
 	CostKind cost;
+	/* The cost where no kind describes it (a fused op): multiply-adds x 2
+	 * of node n at signature s; NULL: from `cost`. */
+	double (*flops)(const struct Sig *s, const Node *n);
 	TileKind tile;
 	/* kiln ops */
 	unsigned types;                /* OT_* element types, 0: the schema's */
@@ -166,8 +169,8 @@ enum {
 const OpDef *op_def(int op);
 
 /* The family tables (compiler/ops/<family>.c). */
-extern const OpDef ops_elementwise_defs[], ops_matmul_defs[], ops_conv_defs[], ops_norm_defs[],
-	ops_reduce_defs[], ops_shape_defs[], ops_quant_defs[], ops_resize_defs[],
+extern const OpDef ops_elementwise_defs[], ops_linalg_defs[], ops_conv_defs[], ops_norm_defs[],
+	ops_reduce_defs[], ops_tensor_defs[], ops_quant_defs[], ops_resize_defs[],
 	ops_sampling_defs[], ops_signal_defs[], ops_control_defs[], ops_misc_defs[],
 	ops_text_defs[], ops_select_defs[], ops_rnn_defs[], ops_ml_defs[],
 	ops_attention_defs[], ops_edgeconv_defs[];   /* kiln's own fused ops (ops_kiln.def) */

@@ -419,3 +419,32 @@ void outputs_abort(Model *m)
 	stop_cleaner(o);
 	m->outputs = NULL;
 }
+
+/* ---- temporary build folders ------------------------------------------ */
+
+/* Remove name (in folder dfd) and, if it is a folder, all it holds: links
+ * are removed, never followed. depth bounds the recursion. */
+static void remove_at(int dfd, const char *name, int depth)
+{
+	if (unlinkat(dfd, name, 0) == 0 || depth > 32)
+		return;
+	int fd = openat(dfd, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+	if (fd < 0)
+		return;
+	DIR *d = fdopendir(fd);
+	if (!d) {
+		close(fd);
+		return;
+	}
+	struct dirent *e;
+	while ((e = readdir(d)))
+		if (strcmp(e->d_name, ".") && strcmp(e->d_name, ".."))
+			remove_at(dirfd(d), e->d_name, depth + 1);
+	closedir(d);
+	unlinkat(dfd, name, AT_REMOVEDIR);
+}
+
+void compile_remove_tree(const char *dir)
+{
+	remove_at(AT_FDCWD, dir, 0);
+}

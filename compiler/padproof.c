@@ -332,23 +332,36 @@ static Kind kind_on(PP *p, int i, int a, int R)
 	return v->has_real && !padded(v) ? (Kind){PK_CONST, v->real} : K_UNIF;
 }
 
-/* Evaluate an elementwise op on constants; false if kiln has no scalar rule. */
+static bool is_unsigned_type(int dt)
+{
+	return dt == DT_UINT8 || dt == DT_UINT16 || dt == DT_UINT32 || dt == DT_UINT64 ||
+	       dt == DT_BOOL;
+}
+
+/* x as an integer, if it is one that int64 holds. */
+static bool as_int(double x, int64_t *v)
+{
+	if (!(x >= -9.2e18 && x <= 9.2e18) || x != (double)(int64_t)x)
+		return false;
+	*v = (int64_t)x;
+	return true;
+}
+
+/* Evaluate an elementwise op on constants through its record's scalar rule
+ * (opdef.h); false if it has none. */
 static bool eval(PP *p, const double *x, int nin, double *r)
 {
 	const Node *n = p->n;
 	const OpDef *d = op_def(n->op);
-	switch (n->op) {
-	case OP_Where: *r = x[0] != 0 ? x[1] : x[2]; return true;
-	case OP_Not: *r = x[0] == 0; return true;
-	case OP_Identity: case OP_CastLike: *r = x[0]; return true;
-	case OP_Cast:
+	switch (d ? d->peval : PE_NONE) {
+	case PE_WHERE: *r = x[0] != 0 ? x[1] : x[2]; return true;
+	case PE_BROADCAST: *r = x[0]; return true;     /* Identity */
+	case PE_CAST:                                   /* Cast, CastLike */
 		*r = attr_or(n, "to", 0) == DT_BOOL ? x[0] != 0 : x[0];
 		return true;
-	case OP_And: *r = x[0] != 0 && x[1] != 0; return true;
-	case OP_Or: *r = x[0] != 0 || x[1] != 0; return true;
+	case PE_MAP: break;
+	default: return false;
 	}
-	if (!d || d->peval != PE_MAP)
-		return false;
 	if (nin == 1 && d->eval_f1) {
 		*r = d->eval_f1(x[0]);
 		return true;
@@ -357,6 +370,20 @@ static bool eval(PP *p, const double *x, int nin, double *r)
 		*r = x[0];
 		for (int i = 1; i < nin; i++)
 			*r = d->eval_f2(*r, x[i], n);
+		return true;
+	}
+	/* integer-only rules (Not, And, Or, Xor, ...) on integer constants */
+	int64_t a, b;
+	bool uns = is_unsigned_type(p->p[0]->dtypes[n->in[0]]);
+	if (nin == 1 && d->eval_i1 && as_int(x[0], &a)) {
+		*r = (double)d->eval_i1(a);
+		return true;
+	}
+	if (nin >= 2 && d->eval_i2 && as_int(x[0], &a)) {
+		for (int i = 1; i < nin; i++)
+			if (!as_int(x[i], &b) || !d->eval_i2(a, b, &a, uns, n))
+				return false;
+		*r = (double)a;
 		return true;
 	}
 	return false;
@@ -628,12 +655,14 @@ static Kind reduce_const(PP *p, Kind k, unsigned set)
 	for (int a = 0; a < rank_of(p, p->n->in[0]); a++)
 		if (set >> a & 1u)
 			count *= (double)dim_of(p, 0, p->n->in[0], a);
-	switch (p->n->op) {
-	case OP_ReduceSum: return (Kind){PK_CONST, k.c * count};
-	case OP_ReduceSumSquare: return (Kind){PK_CONST, k.c * k.c * count};
-	case OP_ReduceMean: case OP_ReduceMax: case OP_ReduceMin: return k;
-	case OP_ReduceL1: return (Kind){PK_CONST, fabs(k.c) * count};
-	case OP_ReduceL2: return (Kind){PK_CONST, sqrt(k.c * k.c * count)};
+	const OpDef *d = op_def(p->n->op);
+	switch (d ? d->reduce : RD_NONE) {
+	case RD_SUM: return (Kind){PK_CONST, k.c * count};
+	case RD_SUM_SQUARE: return (Kind){PK_CONST, k.c * k.c * count};
+	case RD_MEAN: case RD_MAX: case RD_MIN: return k;
+	case RD_L1: return (Kind){PK_CONST, fabs(k.c) * count};
+	case RD_L2: return (Kind){PK_CONST, sqrt(k.c * k.c * count)};
+	default: break;
 	}
 	return K_UNIF;
 }

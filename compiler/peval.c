@@ -59,29 +59,6 @@ static bool is_unsigned(int dt)
 	       dt == DT_BOOL;
 }
 
-double folded_elem(int dt, const void *data, int64_t k)
-{
-	const unsigned char *p = (const unsigned char *)data + (size_t)k * dtype_size(dt);
-	union { float f; double d; int8_t i8; uint8_t u8; int16_t i16; uint16_t u16; int32_t i32;
-	        uint32_t u32; int64_t i64; uint64_t u64; } v;
-	memcpy(&v, p, dtype_size(dt));
-	switch (dt) {
-	case DT_FLOAT: return (double)v.f;
-	case DT_DOUBLE: return v.d;
-	case DT_FLOAT16: return (double)kiln_f16_to_f32(v.u16);
-	case DT_BFLOAT16: return (double)kiln_bf16_to_f32(v.u16);
-	case DT_INT8: return v.i8;
-	case DT_UINT8: case DT_BOOL: return v.u8;
-	case DT_INT16: return v.i16;
-	case DT_UINT16: return v.u16;
-	case DT_INT32: return v.i32;
-	case DT_UINT32: return v.u32;
-	case DT_INT64: return (double)v.i64;
-	case DT_UINT64: return (double)v.u64;
-	default: return 0;
-	}
-}
-
 /* Element k as an integer (exact for every integer type; floats truncate). */
 static int64_t get_i(const Arg *a, int64_t k)
 {
@@ -730,7 +707,7 @@ static const Folded *demand(Infer *x, int id, int depth, int *budget)
 	Node *p = &x->g->nodes[v->producer];
 	if (!evaluable(p->op) || p->nout != 1 || shape_nelem(&s->shapes[id]) > DEMAND_ELEMS)
 		return NULL;
-	Infer y = {.sig = s, .g = x->g, .n = p, .d = x->d, .a = x->a};
+	Infer y = {.sig = s, .g = x->g, .n = p, .d = x->d, .a = x->a, .demand = x->demand};
 	for (int k = 0; k < p->nin; k++)
 		if (infer_has_input(&y, k) && !infer_folded(&y, k) &&
 		    !demand(&y, p->in[k], depth + 1, budget))
@@ -742,27 +719,4 @@ const Folded *peval_demand(Infer *x, int id)
 {
 	int budget = DEMAND_NODES;
 	return demand(x, id, 0, &budget);
-}
-
-/* ---- demanded values, for inference hooks ------------------------------
- *
- * infer_required and infer_require_ints (kiln.h): an input a hook cannot do
- * without, evaluated on demand when it was left unfolded. They live here,
- * above the hook helpers (infer.c), so infer.c never calls up into peval.c. */
-
-const Folded *infer_required(Infer *x, int i)
-{
-	const Folded *f = infer_folded(x, i);
-	if (f || !infer_has_input(x, i))
-		return f;
-	return peval_demand(x, x->n->in[i]);
-}
-
-const int64_t *infer_require_ints(Infer *x, int i, int64_t *n)
-{
-	infer_required(x, i);
-	const int64_t *v = infer_ints(x, i, n);
-	if (!v)
-		infer_fail_unknown(x, i, " (a constant, or computed from shapes)");
-	return v;
 }

@@ -266,7 +266,8 @@ void shape_infer_nodes(Sig *s, Diag *d)
 			diag_fail(d, KILN_LIMIT, "weight \"%s\": %s", g->values[i].name, reason);
 	for (int i = 0; i < g->nnodes; i++) {
 		Node *n = &g->nodes[i];
-		Infer x = {.sig = s, .g = g, .n = n, .d = d, .a = s->a, .infer_nodes = shape_infer_nodes};
+		Infer x = {.sig = s, .g = g, .n = n, .d = d, .a = s->a, .infer_nodes = shape_infer_nodes,
+		           .demand = peval_demand};
 		const char *why = op_unsupported_reason(g, n, reason, sizeof reason);
 		if (why)
 			diag_fail_node(d, g, n, KILN_UNSUPPORTED, "%s", why);

@@ -86,6 +86,10 @@ typedef struct Infer {
 	 * If/Loop/Scan hook infers its bodies with it (subgraph_infer) without
 	 * calling back up into shape.c; NULL outside shape inference. */
 	void (*infer_nodes)(Sig *s, Diag *d);
+	/* Evaluates value id on demand when a hook requires it unfolded
+	 * (infer_required): shape inference hands peval_demand; NULL elsewhere,
+	 * where only what is folded already is known. */
+	const struct Folded *(*demand)(struct Infer *x, int id);
 } Infer;
 typedef void (*InferHook)(Infer *x);
 

@@ -46,6 +46,8 @@ static double node_flops(const Sig *s, const Node *n)
 		out += (double)nelem_of(s, n->out[k]);
 	int in0 = n->nin > 0 ? n->in[0] : NONE, in1 = n->nin > 1 ? n->in[1] : NONE;
 	const OpDef *d = op_def(n->op);
+	if (d && d->flops)
+		return d->flops(s, n);
 	switch (d ? d->cost : CK_ELEMENTS) {
 	case CK_MATMUL:
 		return 2 * out * (double)dim_or1(s, in0, -1);

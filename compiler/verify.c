@@ -137,14 +137,6 @@ static bool freezable(const Tensor *t)
 	       t->w.nelem <= 64;
 }
 
-void compile_remove_tree(const char *dir)
-{
-	char cmd[600];
-	snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
-	if (system(cmd) != 0) { /* best effort: a leftover temporary folder */
-	}
-}
-
 static void verify_case(const char *dir, Arena *a, Diag *d, Outcome *o, const VerifyOptions *vo)
 {
 	jmp_buf jb;

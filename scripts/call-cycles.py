@@ -8,6 +8,12 @@ file: a set of files that reach each other through calls.
 
     scripts/call-cycles.py build            # the cycles, with the calls behind them
     scripts/call-cycles.py build --count    # just "N cycles, M files in them"
+    scripts/call-cycles.py build --check    # exit 1 unless every cycle is one op
+                                            # family: ops/F.c and emit/F.c
+
+The one kind of cycle kept on purpose is a family's two files side by side:
+ops/F.c's records name F's emitters in emit/F.c, and those emitters read
+the parameters that ops/F.c resolves (docs/architecture.md, "Cycles").
 
 An arrow made only of a function pointer taken (a table of hooks) counts as
 a call: nm sees a reference either way.
@@ -33,13 +39,18 @@ def objects(build):
             yield name, os.path.join(d, f)
 
 
-def symbols(path):
-    out = subprocess.run(['nm', '--defined-only', '-g', path], capture_output=True, text=True,
-                         check=True).stdout.split('\n')
-    defined = {l.split()[-1] for l in out if len(l.split()) == 3}
-    out = subprocess.run(['nm', '-u', path], capture_output=True, text=True, check=True).stdout
-    used = {l.split()[-1] for l in out.split('\n') if l.strip()}
-    return defined, used
+def symbols(paths):
+    """{path: (defined, used)} for every object, with two runs of nm."""
+    result = {p: (set(), set()) for p in paths}
+    for k, flags in ((0, ['--defined-only', '-g']), (1, ['-u'])):
+        out = subprocess.run(['nm', '-A'] + flags + list(paths), capture_output=True,
+                             text=True, check=True).stdout
+        for line in out.split('\n'):
+            path, sep, rest = line.partition(':')
+            f = rest.split()
+            if sep and path in result and f and (k == 1 or len(f) == 3):
+                result[path][k].add(f[-1])
+    return result
 
 
 def sccs(nodes, edges):
@@ -73,13 +84,24 @@ def sccs(nodes, edges):
     return result
 
 
+def family_pair(c):
+    """Is cycle c exactly ops/F.c and emit/F.c?"""
+    if len(c) != 2:
+        return False
+    a, b = c
+    return a.startswith('emit/') and b.startswith('ops/') and a[5:] == b[4:]
+
+
 def main():
-    build = sys.argv[1] if len(sys.argv) > 1 else 'build'
+    args = [a for a in sys.argv[1:] if not a.startswith('--')]
+    build = args[0] if args else 'build'
     count_only = '--count' in sys.argv
+    check = '--check' in sys.argv
     files = dict(objects(build))
     defs, uses = {}, {}
+    syms = symbols(files.values())
     for f, path in files.items():
-        defs[f], uses[f] = symbols(path)
+        defs[f], uses[f] = syms[path]
     owner = {}
     for f, ds in defs.items():
         for s in ds:
@@ -93,6 +115,20 @@ def main():
                 why.setdefault((f, g), []).append(s)
     cycles = [c for c in sccs(files, edges) if len(c) > 1]
     cycles.sort(key=len, reverse=True)
+    if not files:
+        sys.exit('call-cycles: no compiler objects under %s/compiler' % build)
+    if check:
+        bad = [c for c in cycles if not family_pair(c)]
+        for c in bad:
+            print('cycle of %d files that is not one op family: %s' % (len(c), ' '.join(c)))
+            members = set(c)
+            for f in c:
+                for g in sorted(edges.get(f, ())):
+                    if g in members:
+                        print('  %s -> %s: %s' % (f, g, ', '.join(sorted(why[(f, g)]))))
+        print('%d cycles, %d of them one op family (ops/F.c and emit/F.c)' %
+              (len(cycles), len(cycles) - len(bad)))
+        sys.exit(1 if bad else 0)
     if count_only:
         print('%d cycles, %d files in them (of %d)' % (len(cycles), sum(map(len, cycles)), len(files)))
         return

@@ -16,7 +16,7 @@
  *     overwrites, whatever the body aliases.
  * Subgraph code reads values of enclosing graphs where those graphs keep
  * them: the caller's in[]/out[], the same arena offsets, and the same weights
- * symbols (emit_outer_expr), so a weight used inside and outside a branch
+ * symbols (operand, emit/helpers.c), so a weight used inside and outside a branch
  * is stored once. Subgraph functions take the top-level (a, in, out).
  */
 #include <inttypes.h>
@@ -34,7 +34,7 @@ static const char *prefix_of(Emit *E)
 
 /* The emitter of sub k of control node n: the same files and symbols, the
  * subgraph's signature and plan. The parent's symbol table is stale while a
- * child is in use; adopt() hands it back. */
+ * child is in use; emit_adopt_symbols hands it back. */
 static Emit child(Emit *E, Node *n, const Control *c, int k)
 {
 	Emit C = *E;
@@ -52,23 +52,6 @@ static Emit child(Emit *E, Node *n, const Control *c, int k)
 	for (int i = 0; i < nv; i++)
 		C.in_index[i] = C.out_index[i] = C.sym_of_weight[i] = NONE;
 	return C;
-}
-
-static void adopt(Emit *E, const Emit *C)
-{
-	E->syms = C->syms;
-	E->nsyms = C->nsyms;
-	E->capsyms = C->capsyms;
-}
-
-const char *emit_outer_expr(Emit *E, int id)
-{
-	KILN_ASSERT(E->parent && E->g->values[id].kind == VAL_OUTER);
-	Emit P = *E->parent;
-	adopt(&P, E);
-	Operand op = operand(&P, E->g->values[id].outer_id, false);
-	adopt(E, &P);
-	return op.expr;
 }
 
 /* Does emit_node write a body for n? (Not when its outputs are all known
@@ -95,8 +78,8 @@ void emit_control_functions(Emit *E, Node *n)
 		if (!control_sub_runs(c, k))
 			continue;
 		Emit C = child(E, n, c, k);
-		emit_graph_functions(&C);
-		adopt(E, &C);
+		C.graph_functions(&C);
+		emit_adopt_symbols(E, &C);
 	}
 	E->n = n;
 }
@@ -161,7 +144,7 @@ static void emit_branch(Emit *E, const Control *c, int k, const char *ind)
 {
 	Node *n = E->n;
 	Emit C = child(E, n, c, k);
-	emit_graph_calls(&C, ind);
+	C.graph_calls(&C, ind);
 	/* An output known at compile time is a constant its readers take from
 	 * the weights: it is copied only when it is the caller's. */
 	bool *wanted = arena_array(E->a, (size_t)n->nout + 1, sizeof *wanted);
@@ -172,7 +155,7 @@ static void emit_branch(Emit *E, const Control *c, int k, const char *ind)
 		if (wanted[i])
 			src[i] = operand(&C, C.g->outputs[i], false).expr;
 	}
-	adopt(E, &C);
+	emit_adopt_symbols(E, &C);
 	for (int i = 0; i < n->nout; i++)
 		if (wanted[i])
 			copy(E, ind, out_op(E, i).expr, NULL, src[i], NULL, bytes_of(E->sig, n->out[i]));
@@ -216,7 +199,7 @@ static void loop_iteration(Emit *E, const Control *c, int k, const char *iter, c
 		if (C.plan->buf_of[id] != NONE)
 			copy(&C, ind, result(&C, id).expr, NULL, state[i], NULL, bytes_of(C.sig, id));
 	}
-	emit_graph_calls(&C, ind);
+	C.graph_calls(&C, ind);
 	for (int j = 0; j < K; j++) {
 		int id = b->outputs[1 + N + j];
 		int64_t slice = bytes_of(C.sig, id);
@@ -233,7 +216,7 @@ static void loop_iteration(Emit *E, const Control *c, int k, const char *iter, c
 	if (!C.sig->folded[b->outputs[0]])
 		emitf(&C, "%sif (!(%s)[0]) /* the body's condition */\n%s\tbreak;\n", ind,
 		    operand(&C, b->outputs[0], false).expr, ind);
-	adopt(E, &C);
+	emit_adopt_symbols(E, &C);
 }
 
 static void emit_loop(Emit *E, const Control *c)
@@ -329,7 +312,7 @@ static void emit_scan(Emit *E, const Control *c)
 		if (C.plan->buf_of[id] != NONE)
 			copy(&C, ind, result(&C, id).expr, NULL, state[k], soff[k], bytes_of(C.sig, id));
 	}
-	emit_graph_calls(&C, ind);
+	C.graph_calls(&C, ind);
 	for (int j = 0; j < K; j++) {
 		int id = b->outputs[N + j];
 		if (!scan_dst[j])
@@ -345,7 +328,7 @@ static void emit_scan(Emit *E, const Control *c)
 		int id = b->outputs[k];
 		copy(&C, ind, state[k], soff[k], operand(&C, id, false).expr, NULL, bytes_of(C.sig, id));
 	}
-	adopt(E, &C);
+	emit_adopt_symbols(E, &C);
 	emitf(E, "%.*s}\n", (int)strlen(ind) - 1, ind);
 	if (c->batch > 1)
 		emitf(E, "\t}\n");

@@ -249,6 +249,26 @@ const char *symbol_expr(Emit *E, int sym, const char *t)
 	              E->syms[sym].name, t, true);
 }
 
+void emit_adopt_symbols(Emit *E, const Emit *C)
+{
+	E->syms = C->syms;
+	E->nsyms = C->nsyms;
+	E->capsyms = C->capsyms;
+}
+
+/* A VAL_OUTER value of a subgraph (emit/control.c) where its enclosing
+ * graph keeps it: the parent's operand, with the symbol table handed up and
+ * back. */
+static const char *outer_expr(Emit *E, int id)
+{
+	KILN_ASSERT(E->parent && E->g->values[id].kind == VAL_OUTER);
+	Emit P = *E->parent;
+	emit_adopt_symbols(&P, E);
+	Operand op = operand(&P, E->g->values[id].outer_id, false);
+	emit_adopt_symbols(E, &P);
+	return op.expr;
+}
+
 /* Where value id lives, as a C pointer expression. */
 Operand operand(Emit *E, int id, bool writable)
 {
@@ -269,7 +289,7 @@ Operand operand(Emit *E, int id, bool writable)
 	if (v->kind == VAL_OUTER) {
 		/* A subgraph reads an enclosing graph's value where that graph keeps
 		 * it: an outer weight is the same symbol inside and outside. */
-		op.expr = emit_outer_expr(E, id);
+		op.expr = outer_expr(E, id);
 		return op;
 	}
 	/* Folded values are constants, except the caller's frozen inputs (a
@@ -284,7 +304,7 @@ Operand operand(Emit *E, int id, bool writable)
 	int root = E->plan->root[id];
 	const Value *rv = &E->g->values[root];
 	if (rv->kind == VAL_OUTER) {
-		op.expr = emit_outer_expr(E, root);  /* a view of an enclosing graph's value */
+		op.expr = outer_expr(E, root);  /* a view of an enclosing graph's value */
 	} else if (E->in_index[root] != NONE) {
 		op.expr = placed(E, arena_printf(E->a, "(const %s *)in[%d]", t, E->in_index[root]),
 		                 SLOT_IN, E->in_index[root], NULL, t, true);

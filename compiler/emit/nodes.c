@@ -269,6 +269,26 @@ void emit_step_runner(Emit *E)
 	         "\t}\n\treturn 0;\n}\n\n");
 }
 
+/* An input frozen at compile time (--freeze, or by kiln verify) decided
+ * shapes or folded values: the code is only right for exactly those values,
+ * so the run refuses any other instead of computing something wrong. */
+static void frozen_guards(Emit *E)
+{
+	const Graph *g = E->g;
+	for (int k = 0; k < g->ninputs; k++) {
+		int id = g->inputs[k];
+		const Folded *f = E->sig->folded[id];
+		if (g->values[id].kind != VAL_INPUT || !f || E->in_index[id] == NONE)
+			continue;
+		uint64_t nbytes = dtype_bytes(f->dtype, f->nelem);
+		int s = symbol_for(E, f->dtype, f->data, nbytes, g->values[id].name);
+		emitf(E, "	if (memcmp(in[%d], %s, %" PRIu64 ") != 0) /* \"", E->in_index[id],
+		      E->syms[s].name, nbytes);
+		comment_text(E, g->values[id].name);
+		emitf(E, "\" was frozen at compile time */\n\t\treturn KILN_FROZEN_INPUT;\n");
+	}
+}
+
 /* One signature's node functions, steps tables and run function, sharing
  * functions between nodes. */
 static void emit_shared_signature(Emit *E)
@@ -323,7 +343,7 @@ static void emit_shared_signature(Emit *E)
 	emitf(E, "%s};\n\n", nsteps ? "" : "\t{NULL, 0, 0},\n");
 	emitf(E, "static int %s_run_generic_%s(void *arena, const void *const *in, "
 	         "void *const *out)\n{\n\tunsigned char *a = arena;\n\tint st;\n", N, b);
-	emit_frozen_guards(E);
+	frozen_guards(E);
 	for (int k = 0; k < g->nnodes;) {
 		Node *n = &g->nodes[k];
 		if (!node_has_code(E, n)) {
@@ -364,7 +384,7 @@ void emit_signature(Emit *E)
 	emitf(E, "static int %s_run_generic_%s(void *arena, const void *const *in, "
 	      "void *const *out)\n{\n\tunsigned char *a = arena;\n\tint st;\n", E->o->name,
 	      sig_tag(E->a, E->sig));
-	emit_frozen_guards(E);
+	frozen_guards(E);
 	for (int k = 0; k < g->nnodes; k++) {
 		Node *n = &g->nodes[k];
 		if (!node_has_code(E, n))

@@ -18,6 +18,20 @@ void emit_copy(Emit *E)
 	emitf(E, "\tmemcpy(Y, X, %" PRIu64 ");\n", dtype_bytes(Y.dtype, Y.nelem));
 }
 
+/* Dropout in inference: a copy (none when the plan made the output a view
+ * of the input) and a mask of ones. */
+void emit_dropout(Emit *E)
+{
+	int y = E->n->out[0];
+	if (E->plan->root[y] == y) /* the output is the caller's: copy */
+		emit_copy(E);
+	if (E->n->nout > 1 && E->n->out[1] != NONE) {
+		Operand M = out_op(E, 1);
+		emitf(E, "\tmemset(%s, 1, %" PRId64 "); /* inference: every element kept */\n", M.expr,
+		    M.nelem);
+	}
+}
+
 /* Ops whose inference always folds their outputs (Shape, Size, Constant, and
  * NonZero, Unique, NonMaxSuppression of known inputs): no code runs. */
 void emit_folded_only(Emit *E)

@@ -71,6 +71,25 @@ static int64_t edgeconv_scratch_bytes(const Sig *s, int node, Arena *a)
 	return kiln_f32_edgeconv_work(&p) * (int64_t)sizeof(float);
 }
 
+/* The stitching model's cost: layer 0 as two products per point (the
+ * point's and its neighbours' halves, [Wa - Wb; Wb]), every later layer
+ * once per point and neighbour, the aggregation once per edge. */
+static double edgeconv_flops(const Sig *s, const Node *n)
+{
+	const Shape *xs = &s->shapes[n->in[0]], *is = &s->shapes[n->in[1]];
+	if (xs->rank != 3 || is->rank != 3)
+		return 0;
+	double points = (double)xs->dims[0].size * (double)xs->dims[2].size;
+	double k = (double)is->dims[2].size, flops = 0, cin = (double)xs->dims[1].size;
+	for (int l = 0; 2 + 2 * l < n->nin; l++) {
+		const Shape *w = &s->shapes[n->in[2 + 2 * l]];
+		double width = (double)(l == 0 ? w->dims[0].size / 2 : w->dims[0].size);
+		flops += l == 0 ? 2 * points * 2 * width * cin : 2 * points * k * width * cin;
+		cin = width;
+	}
+	return flops + points * k * cin;
+}
+
 /* ---- the fused kNN: KilnKnn reading pts [N, C, P] and k ------------------ */
 
 static void knn_infer(Infer *x)
@@ -88,6 +107,18 @@ static void knn_infer(Infer *x)
 	infer_set_output(x, 1, DT_INT64, &y);
 }
 
+/* Pairwise distances (a product of the points with themselves) and the
+ * selection of k per point. */
+static double knn_flops(const Sig *s, const Node *n)
+{
+	const Shape *in = &s->shapes[n->in[0]];
+	if (in->rank != 3)
+		return 0;
+	double N = (double)in->dims[0].size, C = (double)in->dims[1].size,
+	       P = (double)in->dims[2].size;
+	return 2 * N * P * P * C + N * P * P;
+}
+
 static int64_t knn_scratch_bytes(const Sig *s, int node, Arena *a)
 {
 	(void)a;
@@ -101,12 +132,14 @@ static int64_t knn_scratch_bytes(const Sig *s, int node, Arena *a)
 
 const OpDef ops_edgeconv_defs[] = {
 	{.op = OP_KilnEdgeConv, .infer = edgeconv_infer, .emit = emit_edgeconv,
-	 .batch = BK_N_FIRST, .scratch = edgeconv_scratch_bytes, .cost = CK_CONV,
+	 .emit_returns = true, .batch = BK_N_FIRST, .scratch = edgeconv_scratch_bytes,
+	 .flops = edgeconv_flops,
 	 .types = OT_F32,
 	 .note = "ParticleNet's kNN EdgeConv block: neighbours' features [x_i, x_j - x_i], up to 8 "
 	         "1x1 Conv layers with Relu or none, mean or max over the k neighbours "
 	         "(passes/edgeconv.c)"},
-	{.op = OP_KilnKnn, .infer = knn_infer, .emit = emit_knn, .batch = BK_ALONG_AXIS,
+	{.op = OP_KilnKnn, .infer = knn_infer, .emit = emit_knn, .emit_returns = true,
+	 .flops = knn_flops, .batch = BK_ALONG_AXIS,
 	 .index = IF_TOPK_INDICES, .shape_inputs = 1u << 1, .scratch = knn_scratch_bytes,
 	 .types = OT_F32,
 	 .note = "the indices of the k nearest points of each point of pts [N, C, P] (output 1; "

@@ -149,6 +149,9 @@ void ops_norm_infer(Infer *x)
 	case OP_GroupNormalization:
 		infer_groupnorm(x);
 		return;
+	case OP_Hardmax: case OP_InstanceNormalization: case OP_LRN:
+		infer_set_output(x, 0, infer_dtype(x, 0), infer_shape(x, 0));
+		return;
 	default: { /* Softmax, LogSoftmax: opset < 13 default axis 1, else -1 */
 		const Shape *in = infer_shape(x, 0);
 		if (in->rank > 0)
@@ -181,5 +184,11 @@ const OpDef ops_norm_defs[] = {
 	 .batch = BK_LOSS, .types = OT_F32 | OT_F64},
 	{.op = OP_SoftmaxCrossEntropyLoss, .infer = ops_norm_infer, .emit = emit_loss,
 	 .batch = BK_LOSS, .types = OT_F32 | OT_F64},
+	{.op = OP_Hardmax, .infer = ops_norm_infer, .emit = emit_hardmax, .batch = BK_SOFTMAX,
+	 .types = OT_F32},
+	{.op = OP_InstanceNormalization, .infer = ops_norm_infer, .emit = emit_instance_norm,
+	 .batch = BK_N_FIRST, .types = OT_F32},
+	{.op = OP_LRN, .infer = ops_norm_infer, .emit = emit_lrn, .batch = BK_N_FIRST,
+	 .types = OT_F32},
 	{.op = NONE},
 };

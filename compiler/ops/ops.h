@@ -29,8 +29,8 @@ bool ewchain_op(const Node *n);
 int ewchain_data_inputs(const Node *n);
 /* The broadcast shape [C,1,...] of a legacy (opset < 7) per-channel PRelu slope. */
 Shape prelu_channel_shape(const Shape *x);
-void ops_matmul_infer(Infer *x);        /* Gemm, MatMul */
-/* ops/matmul.c, shared with the integer MatMuls: a 1-D operand as a matrix
+void ops_linalg_infer(Infer *x);        /* Gemm, MatMul */
+/* ops/linalg.c, shared with the integer MatMuls: a 1-D operand as a matrix
  * (A: [1, K], B: [K, 1]), and numpy.matmul's output shape (fails if none). */
 Shape matmul_operand(const Shape *s, bool is_a);
 void matmul_output_shape(Infer *x, const Shape *a, const Shape *b, Shape *y);
@@ -145,7 +145,7 @@ typedef struct CompressSel {
 } CompressSel;
 void compress_selection(Infer *x, CompressSel *c);
 void ops_control_infer(Infer *x);       /* If, Loop, Scan (ops/control.c) */
-void ops_shape_infer(Infer *x);         /* Reshape, Flatten, Transpose, Concat, Split, Slice,
+void ops_tensor_infer(Infer *x);         /* Reshape, Flatten, Transpose, Concat, Split, Slice,
                                            Gather, Squeeze, Unsqueeze, Shape, Constant, Identity */
 void ops_rnn_infer(Infer *x);           /* RNN, GRU, LSTM */
 /* An RNN, GRU or LSTM node as the kernel sees it (ops/rnn.c). */
@@ -178,7 +178,7 @@ bool conv2d_params(Infer *inf, const Shape *x, const Shape *y, const Shape *w,
                    kiln_conv2d_params *p);          /* false: not 2-D */
 bool winograd_wins(const kiln_conv2d_params *p);   /* Winograd over the packed path */
 int64_t conv_scratch_bytes(const Sig *s, int node, Arena *a);  /* node_scratch_bytes */
-/* ops/matmul.c: a float16 or bfloat16 Gemm/MatMul's float32 copies (emit/linalg.c), else 0 */
+/* ops/linalg.c: a float16 or bfloat16 Gemm/MatMul's float32 copies (emit/linalg.c), else 0 */
 int64_t half_gemm_scratch_bytes(const Sig *s, int node);   /* node_scratch_bytes */
 int64_t half_gemm_scratch_floats(int64_t nelem);          /* one copy's floats */
 /* ops/quant.c: MatMulInteger, QLinearMatMul, ConvInteger, QLinearConv, DynamicQuantizeLinear */
@@ -207,7 +207,7 @@ typedef struct QdqGeometry {
 	bool saturate;      /* float8 outputs of QuantizeLinear (opset 19) */
 } QdqGeometry;
 void qdq_geometry(Infer *x, QdqGeometry *g);
-/* ops/shape_ops.c: Pad's begin and end pads for every axis (2 * rank values). */
+/* ops/tensor.c: Pad's begin and end pads for every axis (2 * rank values). */
 void pad_amounts(Infer *x, int rank, int64_t *pads);
 
 #endif

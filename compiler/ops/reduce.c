@@ -26,10 +26,42 @@ static void infer_argext(Infer *x)
 	infer_set_output(x, 0, DT_INT64, &y);
 }
 
+/* TopK: K known; values and int64 indices with the axis cut to K. */
+static void infer_topk(Infer *x)
+{
+	const Shape *in = infer_shape(x, 0);
+	int axis = infer_axis(x, attr_int(x, "axis", -1), in->rank, "axis");
+	int64_t k;
+	if (x->n->since < 10) {
+		k = attr_int(x, "k", -1);
+	} else {
+		int64_t n;
+		const int64_t *v = infer_require_ints(x, 1, &n);
+		if (n != 1)
+			infer_fail(x, KILN_SHAPE_ERROR, "K must have one element");
+		k = v[0];
+	}
+	if (k < 0 || k > in->dims[axis].size)
+		infer_fail(x, KILN_SHAPE_ERROR, "K = %lld is out of range for axis %d of size %lld",
+		           (long long)k, axis, (long long)in->dims[axis].size);
+	Shape y = *in;
+	y.dims[axis].size = k;
+	infer_set_output(x, 0, infer_dtype(x, 0), &y);
+	infer_set_output(x, 1, DT_INT64, &y);
+}
+
 void ops_reduce_infer(Infer *x)
 {
 	if (x->n->op == OP_ArgMax || x->n->op == OP_ArgMin) {
 		infer_argext(x);
+		return;
+	}
+	if (x->n->op == OP_TopK) {
+		infer_topk(x);
+		return;
+	}
+	if (x->n->op == OP_CumSum) {   /* the input's shape */
+		infer_set_output(x, 0, infer_dtype(x, 0), infer_shape(x, 0));
 		return;
 	}
 	const Shape *in = infer_shape(x, 0);
@@ -107,5 +139,12 @@ const OpDef ops_reduce_defs[] = {
 	 .batch = BK_ARG_EXTREMUM, .types = OT_F32 | OT_F64 | OT_INTS},
 	{.op = OP_ArgMin, .infer = ops_reduce_infer, .emit = emit_argext, .peval = PE_ARG_EXTREMUM,
 	 .batch = BK_ARG_EXTREMUM, .types = OT_F32 | OT_F64 | OT_INTS},
+	{.op = OP_CumSum, .infer = ops_reduce_infer, .emit = emit_cumsum, .peval = PE_CUMSUM,
+	 .batch = BK_ALONG_AXIS, .shape_inputs = 1u << 1, .types = OT_F32 | OT_F64 | OT_INTS},
+	{.op = OP_TopK, .infer = ops_reduce_infer, .emit = emit_topk, .batch = BK_ALONG_AXIS,
+	 .index = IF_TOPK_INDICES,
+	 .shape_inputs = 1u << 1,
+	 .types = OT_F32 | OT_F64 | OT_INTS,
+	 .note = "K must be known at compile time"},
 	{.op = NONE},
 };

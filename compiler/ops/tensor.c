@@ -1,5 +1,5 @@
 /*
- * ops/shape_ops.c - shape inference for the ops that move or reinterpret
+ * ops/tensor.c - shape inference for the ops that move or reinterpret
  * data without arithmetic: Reshape, Flatten, Transpose, Concat, Split, Slice,
  * Gather, Squeeze, Unsqueeze, Shape, Constant and Identity.
  *
@@ -835,148 +835,7 @@ static void infer_eye_like(Infer *x)
 	infer_set_output(x, 0, dt, in);
 }
 
-/* TopK: K known; values and int64 indices with the axis cut to K. */
-static void infer_topk(Infer *x)
-{
-	const Shape *in = infer_shape(x, 0);
-	int axis = infer_axis(x, attr_int(x, "axis", -1), in->rank, "axis");
-	int64_t k;
-	if (x->n->since < 10) {
-		k = attr_int(x, "k", -1);
-	} else {
-		int64_t n;
-		const int64_t *v = infer_require_ints(x, 1, &n);
-		if (n != 1)
-			infer_fail(x, KILN_SHAPE_ERROR, "K must have one element");
-		k = v[0];
-	}
-	if (k < 0 || k > in->dims[axis].size)
-		infer_fail(x, KILN_SHAPE_ERROR, "K = %lld is out of range for axis %d of size %lld",
-		           (long long)k, axis, (long long)in->dims[axis].size);
-	Shape y = *in;
-	y.dims[axis].size = k;
-	infer_set_output(x, 0, infer_dtype(x, 0), &y);
-	infer_set_output(x, 1, DT_INT64, &y);
-}
-
-/* Einsum: parse the equation into one letter per axis of each operand and
- * of the output. An ellipsis stands for the same leading axes in every
- * operand, named by the internal letters '0'..'7'; without "->" the output
- * is the ellipsis axes, then the letters used once, in alphabetical order. */
-void einsum_parse(Infer *x, Einsum *e)
-{
-	const char *eq = attr_string(x, "equation", "");
-	char clean[256];
-	size_t n = 0;
-	for (const char *p = eq; *p && n + 1 < sizeof clean; p++)
-		if (*p != ' ')
-			clean[n++] = *p;
-	clean[n] = 0;
-	const char *arrow = strstr(clean, "->");
-	memset(e, 0, sizeof *e);
-	int64_t size[128];
-	for (int i = 0; i < 128; i++)
-		size[i] = -1;
-	int nell = -1;
-	const char *p = clean;
-	for (int k = 0;; k++) {
-		if (k >= x->n->nin || k >= EINSUM_MAX_OPERANDS)
-			infer_fail(x, KILN_INVALID_MODEL, "equation \"%s\" does not match the inputs", eq);
-		const Shape *s = infer_shape(x, k);
-		char *t = e->term[k];
-		int len = 0;
-		for (; *p && *p != ',' && (!arrow || p < arrow); p++) {
-			if (p[0] == '.' && p[1] == '.' && p[2] == '.') {
-				int explicit_letters = 0;
-				for (const char *q = p + 3; *q && *q != ',' && (!arrow || q < arrow); q++)
-					explicit_letters += *q != '.';
-				int ne = s->rank - len - explicit_letters;
-				if (ne < 0 || (nell >= 0 && ne != nell))
-					infer_fail(x, KILN_SHAPE_ERROR, "the ellipsis does not fit operand %d", k);
-				nell = ne;
-				for (int i = 0; i < ne; i++)
-					t[len++] = (char)('0' + i);
-				p += 2;
-			} else if ((*p >= 'a' && *p <= 'z') || (*p >= 'A' && *p <= 'Z')) {
-				t[len++] = *p;
-			} else {
-				infer_fail(x, KILN_INVALID_MODEL, "bad character in equation \"%s\"", eq);
-			}
-			if (len > KILN_MAX_RANK)
-				infer_fail(x, KILN_LIMIT, "operand %d has too many axes", k);
-		}
-		t[len] = 0;
-		if (len != s->rank)
-			infer_fail(x, KILN_SHAPE_ERROR, "operand %d has rank %d; the equation gives %d", k,
-			           s->rank, len);
-		for (int i = 0; i < len; i++) {
-			int64_t d = s->dims[i].size, *have = &size[(unsigned char)t[i]];
-			if (*have >= 0 && *have != d && *have != 1 && d != 1)
-				infer_fail(x, KILN_SHAPE_ERROR, "axis '%c' is %lld in one operand and %lld in another",
-				           t[i], (long long)*have, (long long)d);
-			if (*have < 0 || *have == 1)
-				*have = d;
-		}
-		e->noperands = k + 1;
-		if (*p != ',')
-			break;
-		p++;
-	}
-	if (e->noperands != x->n->nin)
-		infer_fail(x, KILN_INVALID_MODEL, "equation has %d operands for %d inputs", e->noperands,
-		           x->n->nin);
-	/* The output, like the operands: letters and one ellipsis, at most
-	 * KILN_MAX_RANK axes (found by tests/fuzz: any byte used to index size[]). */
-	int olen = 0;
-	if (arrow) {
-		for (const char *q = arrow + 2; *q; q++) {
-			if (q[0] == '.' && q[1] == '.' && q[2] == '.') {
-				for (int i = 0; i < (nell > 0 ? nell : 0) && olen <= KILN_MAX_RANK; i++)
-					e->out[olen++] = (char)('0' + i);
-				q += 2;
-			} else if ((*q >= 'a' && *q <= 'z') || (*q >= 'A' && *q <= 'Z')) {
-				e->out[olen++] = *q;
-			} else {
-				infer_fail(x, KILN_INVALID_MODEL, "bad character in equation \"%s\"", eq);
-			}
-			if (olen > KILN_MAX_RANK)
-				infer_fail(x, KILN_LIMIT, "the output has more than %d axes", KILN_MAX_RANK);
-		}
-	} else {
-		for (int i = 0; i < (nell > 0 ? nell : 0); i++)
-			e->out[olen++] = (char)('0' + i);
-		for (int c = 'A'; c <= 'z'; c++) {
-			int uses = 0;
-			for (int k = 0; k < e->noperands; k++)
-				for (const char *q = e->term[k]; *q; q++)
-					uses += *q == c;
-			if (uses == 1 && ((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z')))
-				e->out[olen++] = (char)c;
-			if (olen > KILN_MAX_RANK)
-				infer_fail(x, KILN_LIMIT, "the output has more than %d axes", KILN_MAX_RANK);
-		}
-	}
-	e->out[olen] = 0;
-	for (int i = 0; i < 128; i++)
-		e->size[i] = size[i];
-	for (int i = 0; i < olen; i++)
-		if (size[(unsigned char)e->out[i]] < 0)
-			infer_fail(x, KILN_INVALID_MODEL, "output axis '%c' is in no operand", e->out[i]);
-}
-
-static void infer_einsum(Infer *x)
-{
-	Einsum e;
-	einsum_parse(x, &e);
-	Shape y = {.rank = (int)strlen(e.out)};
-	if (y.rank > KILN_MAX_RANK)
-		infer_fail(x, KILN_LIMIT, "output rank exceeds %d", KILN_MAX_RANK);
-	for (int i = 0; i < y.rank; i++)
-		y.dims[i].size = e.size[(unsigned char)e.out[i]];
-	infer_set_output(x, 0, infer_dtype(x, 0), &y);
-}
-
-void ops_shape_infer(Infer *x)
+void ops_tensor_infer(Infer *x)
 {
 	switch (x->n->op) {
 	case OP_Reshape: infer_reshape(x); return;
@@ -998,17 +857,12 @@ void ops_shape_infer(Infer *x)
 	case OP_GatherElements: infer_gather_elements(x); return;
 	case OP_Tile: infer_tile(x); return;
 	case OP_Pad: case OP_CenterCropPad: infer_pad(x); return;
-	case OP_Trilu: case OP_Hardmax: case OP_CumSum:
+	case OP_Trilu:
 		infer_same_shape(x);
 		return;
 	case OP_ScatterElements: case OP_ScatterND: case OP_Scatter: infer_scatter(x); return;
 	case OP_DepthToSpace: infer_depth_space(x, true); return;
 	case OP_EyeLike: infer_eye_like(x); return;
-	case OP_Einsum: infer_einsum(x); return;
-	case OP_TopK:
-		infer_topk(x);
-		return;
-	case OP_InstanceNormalization: case OP_LRN: infer_same_shape(x); return;
 	case OP_SpaceToDepth: infer_depth_space(x, false); return;
 	case OP_OneHot: infer_one_hot(x); return;
 	case OP_GatherND: infer_gather_nd(x); return;
@@ -1021,100 +875,84 @@ void ops_shape_infer(Infer *x)
 
 /* ---- the records (opdef.h) ---------------------------------------------- */
 
-const OpDef ops_shape_defs[] = {
-	{.op = OP_Reshape, .infer = ops_shape_infer, .emit = emit_copy, .peval = PE_SAME_BYTES,
+const OpDef ops_tensor_defs[] = {
+	{.op = OP_Reshape, .infer = ops_tensor_infer, .emit = emit_copy, .peval = PE_SAME_BYTES,
 	 .batch = BK_LAYOUT, .shape_inputs = 1u << 1, .view = true, .narrow_types = true,
 	 .index = IF_VIEW,
 	 .note = "the shape input must be known at compile time; float8 and int4/uint4 values too "
 	         "(a view)"},
-	{.op = OP_Flatten, .infer = ops_shape_infer, .emit = emit_copy, .peval = PE_SAME_BYTES,
+	{.op = OP_Flatten, .infer = ops_tensor_infer, .emit = emit_copy, .peval = PE_SAME_BYTES,
 	 .batch = BK_LAYOUT, .index = IF_VIEW, .view = true, .narrow_types = true,
 	 .note = "also float8 and int4/uint4 values (a view)"},
-	{.op = OP_Transpose, .infer = ops_shape_infer, .emit = emit_transpose,
+	{.op = OP_Transpose, .infer = ops_tensor_infer, .emit = emit_transpose,
 	 .peval = PE_TRANSPOSE, .batch = BK_TRANSPOSE, .index = IF_BOUND, .narrow_types = true,
 	 .note = "also float8 and int4/uint4 values (4-bit weights transposed at compile time "
 	         "stay packed)"},
-	{.op = OP_Concat, .infer = ops_shape_infer, .emit = emit_concat, .peval = PE_CONCAT,
+	{.op = OP_Concat, .infer = ops_tensor_infer, .emit = emit_concat, .peval = PE_CONCAT,
 	 .batch = BK_CONCAT},
-	{.op = OP_Split, .infer = ops_shape_infer, .emit = emit_split, .batch = BK_SPLIT,
+	{.op = OP_Split, .infer = ops_tensor_infer, .emit = emit_split, .batch = BK_SPLIT,
 	 .shape_inputs = 1u << 1,
 	 .note = "split sizes (or opset 18's num_outputs) known at compile time"},
-	{.op = OP_Slice, .infer = ops_shape_infer, .emit = emit_slice, .peval = PE_SLICE,
+	{.op = OP_Slice, .infer = ops_tensor_infer, .emit = emit_slice, .peval = PE_SLICE,
 	 .batch = BK_SLICE, .index = IF_BOUND, .shape_inputs = ~1u,
 	 .note = "starts, ends, axes and steps must be known at compile time"},
-	{.op = OP_Gather, .infer = ops_shape_infer, .emit = emit_gather, .emit_returns = true,
+	{.op = OP_Gather, .infer = ops_tensor_infer, .emit = emit_gather, .emit_returns = true,
 	 .peval = PE_GATHER, .batch = BK_GATHER, .index = IF_GATHER, .tile = TK_TABLE},
-	{.op = OP_Squeeze, .infer = ops_shape_infer, .emit = emit_copy, .peval = PE_SAME_BYTES,
+	{.op = OP_Squeeze, .infer = ops_tensor_infer, .emit = emit_copy, .peval = PE_SAME_BYTES,
 	 .batch = BK_LAYOUT, .shape_inputs = 1u << 1, .view = true, .narrow_types = true,
 	 .index = IF_VIEW,
 	 .note = "also float8 and int4/uint4 values (a view)"},
-	{.op = OP_Unsqueeze, .infer = ops_shape_infer, .emit = emit_copy, .peval = PE_SAME_BYTES,
+	{.op = OP_Unsqueeze, .infer = ops_tensor_infer, .emit = emit_copy, .peval = PE_SAME_BYTES,
 	 .batch = BK_LAYOUT, .shape_inputs = 1u << 1, .view = true, .narrow_types = true,
 	 .index = IF_VIEW,
 	 .note = "also float8 and int4/uint4 values (a view)"},
-	{.op = OP_Shape, .infer = ops_shape_infer, .emit = emit_folded_only, .narrow_types = true},
-	{.op = OP_Constant, .infer = ops_shape_infer, .emit = emit_folded_only, .narrow_types = true},
-	{.op = OP_Identity, .infer = ops_shape_infer, .emit = emit_unary, .peval = PE_BROADCAST,
+	{.op = OP_Shape, .infer = ops_tensor_infer, .emit = emit_folded_only, .narrow_types = true},
+	{.op = OP_Constant, .infer = ops_tensor_infer, .emit = emit_folded_only, .narrow_types = true},
+	{.op = OP_Identity, .infer = ops_tensor_infer, .emit = emit_unary, .peval = PE_BROADCAST,
 	 .batch = BK_ELEMENTWISE, .index = IF_VIEW, .view = true, .narrow_types = true,
 	 .note = "also float8 and int4/uint4 values (a view of the same bytes)"},
-	{.op = OP_Size, .infer = ops_shape_infer, .emit = emit_folded_only, .narrow_types = true},
-	{.op = OP_ConstantOfShape, .infer = ops_shape_infer, .emit = emit_constant_of_shape,
+	{.op = OP_Size, .infer = ops_tensor_infer, .emit = emit_folded_only, .narrow_types = true},
+	{.op = OP_ConstantOfShape, .infer = ops_tensor_infer, .emit = emit_constant_of_shape,
 	 .peval = PE_CONSTANT_OF_SHAPE, .shape_inputs = 1u << 0,
 	 .note = "the shape input must be known at compile time"},
-	{.op = OP_Range, .infer = ops_shape_infer, .emit = emit_range, .peval = PE_RANGE,
+	{.op = OP_Range, .infer = ops_tensor_infer, .emit = emit_range, .peval = PE_RANGE,
 	 .note = "start, limit and delta must be known at compile time"},
-	{.op = OP_Expand, .infer = ops_shape_infer, .emit = emit_expand, .peval = PE_BROADCAST,
+	{.op = OP_Expand, .infer = ops_tensor_infer, .emit = emit_expand, .peval = PE_BROADCAST,
 	 .batch = BK_REPEAT, .index = IF_VIEW, .shape_inputs = 1u << 1,
 	 .note = "the shape input must be known at compile time"},
-	{.op = OP_Dropout, .infer = ops_shape_infer, .emit = emit_dropout, .batch = BK_DROPOUT,
+	{.op = OP_Dropout, .infer = ops_tensor_infer, .emit = emit_dropout, .batch = BK_DROPOUT,
 	 .view = true,
 	 .note = "a copy in inference and in training mode with ratio 0 (training_mode and ratio "
 	         "must be known at compile time); a ratio above 0 (random) is not supported"},
-	{.op = OP_GatherElements, .infer = ops_shape_infer, .emit = emit_gather_elements,
+	{.op = OP_GatherElements, .infer = ops_tensor_infer, .emit = emit_gather_elements,
 	 .batch = BK_ELEMENTS},
-	{.op = OP_Tile, .infer = ops_shape_infer, .emit = emit_tile, .peval = PE_TILE,
+	{.op = OP_Tile, .infer = ops_tensor_infer, .emit = emit_tile, .peval = PE_TILE,
 	 .batch = BK_REPEAT, .index = IF_BOUND, .shape_inputs = 1u << 1,
 	 .note = "repeats must be known at compile time"},
-	{.op = OP_Pad, .infer = ops_shape_infer, .emit = emit_pad, .batch = BK_REPEAT,
+	{.op = OP_Pad, .infer = ops_tensor_infer, .emit = emit_pad, .batch = BK_REPEAT,
 	 .shape_inputs = 1u << 1 | 1u << 3,
 	 .note = "pads (and opset 18's axes) must be known at compile time; constant, reflect, "
 	         "edge and wrap modes"},
-	{.op = OP_Trilu, .infer = ops_shape_infer, .emit = emit_trilu, .peval = PE_TRILU,
+	{.op = OP_Trilu, .infer = ops_tensor_infer, .emit = emit_trilu, .peval = PE_TRILU,
 	 .batch = BK_TRILU},
-	{.op = OP_CenterCropPad, .infer = ops_shape_infer, .emit = emit_pad, .batch = BK_REPEAT,
+	{.op = OP_CenterCropPad, .infer = ops_tensor_infer, .emit = emit_pad, .batch = BK_REPEAT,
 	 .shape_inputs = 1u << 1,
 	 .note = "the shape input must be known at compile time"},
-	{.op = OP_Hardmax, .infer = ops_shape_infer, .emit = emit_hardmax, .batch = BK_SOFTMAX,
-	 .types = OT_F32},
-	{.op = OP_CumSum, .infer = ops_shape_infer, .emit = emit_cumsum, .peval = PE_CUMSUM,
-	 .batch = BK_ALONG_AXIS, .shape_inputs = 1u << 1, .types = OT_F32 | OT_F64 | OT_INTS},
-	{.op = OP_DepthToSpace, .infer = ops_shape_infer, .emit = emit_depth_space,
+	{.op = OP_DepthToSpace, .infer = ops_tensor_infer, .emit = emit_depth_space,
 	 .batch = BK_N_FIRST},
-	{.op = OP_SpaceToDepth, .infer = ops_shape_infer, .emit = emit_depth_space,
+	{.op = OP_SpaceToDepth, .infer = ops_tensor_infer, .emit = emit_depth_space,
 	 .batch = BK_N_FIRST},
-	{.op = OP_OneHot, .infer = ops_shape_infer, .emit = emit_one_hot, .batch = BK_ONE_HOT,
+	{.op = OP_OneHot, .infer = ops_tensor_infer, .emit = emit_one_hot, .batch = BK_ONE_HOT,
 	 .shape_inputs = 1u << 1,
 	 .note = "depth must be known at compile time"},
-	{.op = OP_GatherND, .infer = ops_shape_infer, .emit = emit_gather_nd,
+	{.op = OP_GatherND, .infer = ops_tensor_infer, .emit = emit_gather_nd,
 	 .batch = BK_GATHER_ND},
-	{.op = OP_ScatterElements, .infer = ops_shape_infer, .emit = emit_scatter,
+	{.op = OP_ScatterElements, .infer = ops_tensor_infer, .emit = emit_scatter,
 	 .batch = BK_ELEMENTS,
 	 .note = "reduction add, mul, max and min (opset 18), not on float16/bfloat16 yet"},
-	{.op = OP_ScatterND, .infer = ops_shape_infer, .emit = emit_scatter,
+	{.op = OP_ScatterND, .infer = ops_tensor_infer, .emit = emit_scatter,
 	 .note = "reduction add, mul, max and min (opset 18), not on float16/bfloat16 yet"},
-	{.op = OP_Scatter, .infer = ops_shape_infer, .emit = emit_scatter, .batch = BK_ELEMENTS},
-	{.op = OP_EyeLike, .infer = ops_shape_infer, .emit = emit_eye_like, .batch = BK_POSITION},
-	{.op = OP_TopK, .infer = ops_shape_infer, .emit = emit_topk, .batch = BK_ALONG_AXIS,
-	 .index = IF_TOPK_INDICES,
-	 .shape_inputs = 1u << 1,
-	 .types = OT_F32 | OT_F64 | OT_INTS,
-	 .note = "K must be known at compile time"},
-	{.op = OP_InstanceNormalization, .infer = ops_shape_infer, .emit = emit_instance_norm,
-	 .batch = BK_N_FIRST, .types = OT_F32},
-	{.op = OP_LRN, .infer = ops_shape_infer, .emit = emit_lrn, .batch = BK_N_FIRST,
-	 .types = OT_F32},
-	{.op = OP_Einsum, .infer = ops_shape_infer, .emit = emit_einsum, .batch = BK_EINSUM,
-	 .types = OT_F32 | OT_F64 | OT_INTS,
-	 .note = "any equation, with ellipsis; generated loops"},
+	{.op = OP_Scatter, .infer = ops_tensor_infer, .emit = emit_scatter, .batch = BK_ELEMENTS},
+	{.op = OP_EyeLike, .infer = ops_tensor_infer, .emit = emit_eye_like, .batch = BK_POSITION},
 	{.op = NONE},
 };

@@ -1,11 +1,13 @@
 /*
- * ops/matmul.c - shape inference for Gemm and MatMul.
+ * ops/linalg.c - shape inference for Gemm and MatMul.
  *
  * Gemm: Y[M,N] = alpha * op(A) op(B) + beta * C, with op() an optional
  * transpose and C unidirectionally broadcastable to [M,N]. MatMul follows
  * numpy.matmul: 1-D operands gain and then lose a unit dim, and the leading
  * (batch) dims broadcast.
  */
+#include <string.h>
+
 #include "emit_c.h"
 #include "ops/ops.h"
 #include "opdef.h"
@@ -114,10 +116,129 @@ int64_t half_gemm_scratch_bytes(const Sig *s, int node)
 	return 4 * floats;
 }
 
-void ops_matmul_infer(Infer *x)
+/* Einsum: parse the equation into one letter per axis of each operand and
+ * of the output. An ellipsis stands for the same leading axes in every
+ * operand, named by the internal letters '0'..'7'; without "->" the output
+ * is the ellipsis axes, then the letters used once, in alphabetical order. */
+void einsum_parse(Infer *x, Einsum *e)
+{
+	const char *eq = attr_string(x, "equation", "");
+	char clean[256];
+	size_t n = 0;
+	for (const char *p = eq; *p && n + 1 < sizeof clean; p++)
+		if (*p != ' ')
+			clean[n++] = *p;
+	clean[n] = 0;
+	const char *arrow = strstr(clean, "->");
+	memset(e, 0, sizeof *e);
+	int64_t size[128];
+	for (int i = 0; i < 128; i++)
+		size[i] = -1;
+	int nell = -1;
+	const char *p = clean;
+	for (int k = 0;; k++) {
+		if (k >= x->n->nin || k >= EINSUM_MAX_OPERANDS)
+			infer_fail(x, KILN_INVALID_MODEL, "equation \"%s\" does not match the inputs", eq);
+		const Shape *s = infer_shape(x, k);
+		char *t = e->term[k];
+		int len = 0;
+		for (; *p && *p != ',' && (!arrow || p < arrow); p++) {
+			if (p[0] == '.' && p[1] == '.' && p[2] == '.') {
+				int explicit_letters = 0;
+				for (const char *q = p + 3; *q && *q != ',' && (!arrow || q < arrow); q++)
+					explicit_letters += *q != '.';
+				int ne = s->rank - len - explicit_letters;
+				if (ne < 0 || (nell >= 0 && ne != nell))
+					infer_fail(x, KILN_SHAPE_ERROR, "the ellipsis does not fit operand %d", k);
+				nell = ne;
+				for (int i = 0; i < ne; i++)
+					t[len++] = (char)('0' + i);
+				p += 2;
+			} else if ((*p >= 'a' && *p <= 'z') || (*p >= 'A' && *p <= 'Z')) {
+				t[len++] = *p;
+			} else {
+				infer_fail(x, KILN_INVALID_MODEL, "bad character in equation \"%s\"", eq);
+			}
+			if (len > KILN_MAX_RANK)
+				infer_fail(x, KILN_LIMIT, "operand %d has too many axes", k);
+		}
+		t[len] = 0;
+		if (len != s->rank)
+			infer_fail(x, KILN_SHAPE_ERROR, "operand %d has rank %d; the equation gives %d", k,
+			           s->rank, len);
+		for (int i = 0; i < len; i++) {
+			int64_t d = s->dims[i].size, *have = &size[(unsigned char)t[i]];
+			if (*have >= 0 && *have != d && *have != 1 && d != 1)
+				infer_fail(x, KILN_SHAPE_ERROR, "axis '%c' is %lld in one operand and %lld in another",
+				           t[i], (long long)*have, (long long)d);
+			if (*have < 0 || *have == 1)
+				*have = d;
+		}
+		e->noperands = k + 1;
+		if (*p != ',')
+			break;
+		p++;
+	}
+	if (e->noperands != x->n->nin)
+		infer_fail(x, KILN_INVALID_MODEL, "equation has %d operands for %d inputs", e->noperands,
+		           x->n->nin);
+	/* The output, like the operands: letters and one ellipsis, at most
+	 * KILN_MAX_RANK axes (found by tests/fuzz: any byte used to index size[]). */
+	int olen = 0;
+	if (arrow) {
+		for (const char *q = arrow + 2; *q; q++) {
+			if (q[0] == '.' && q[1] == '.' && q[2] == '.') {
+				for (int i = 0; i < (nell > 0 ? nell : 0) && olen <= KILN_MAX_RANK; i++)
+					e->out[olen++] = (char)('0' + i);
+				q += 2;
+			} else if ((*q >= 'a' && *q <= 'z') || (*q >= 'A' && *q <= 'Z')) {
+				e->out[olen++] = *q;
+			} else {
+				infer_fail(x, KILN_INVALID_MODEL, "bad character in equation \"%s\"", eq);
+			}
+			if (olen > KILN_MAX_RANK)
+				infer_fail(x, KILN_LIMIT, "the output has more than %d axes", KILN_MAX_RANK);
+		}
+	} else {
+		for (int i = 0; i < (nell > 0 ? nell : 0); i++)
+			e->out[olen++] = (char)('0' + i);
+		for (int c = 'A'; c <= 'z'; c++) {
+			int uses = 0;
+			for (int k = 0; k < e->noperands; k++)
+				for (const char *q = e->term[k]; *q; q++)
+					uses += *q == c;
+			if (uses == 1 && ((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z')))
+				e->out[olen++] = (char)c;
+			if (olen > KILN_MAX_RANK)
+				infer_fail(x, KILN_LIMIT, "the output has more than %d axes", KILN_MAX_RANK);
+		}
+	}
+	e->out[olen] = 0;
+	for (int i = 0; i < 128; i++)
+		e->size[i] = size[i];
+	for (int i = 0; i < olen; i++)
+		if (size[(unsigned char)e->out[i]] < 0)
+			infer_fail(x, KILN_INVALID_MODEL, "output axis '%c' is in no operand", e->out[i]);
+}
+
+static void infer_einsum(Infer *x)
+{
+	Einsum e;
+	einsum_parse(x, &e);
+	Shape y = {.rank = (int)strlen(e.out)};
+	if (y.rank > KILN_MAX_RANK)
+		infer_fail(x, KILN_LIMIT, "output rank exceeds %d", KILN_MAX_RANK);
+	for (int i = 0; i < y.rank; i++)
+		y.dims[i].size = e.size[(unsigned char)e.out[i]];
+	infer_set_output(x, 0, infer_dtype(x, 0), &y);
+}
+
+void ops_linalg_infer(Infer *x)
 {
 	if (x->n->op == OP_Gemm)
 		infer_gemm(x);
+	else if (x->n->op == OP_Einsum)
+		infer_einsum(x);
 	else
 		infer_matmul(x);
 }
@@ -131,16 +252,19 @@ static int64_t gemm_scratch_bytes(const Sig *s, int node, Arena *a)
 	return half_gemm_scratch_bytes(s, node);
 }
 
-const OpDef ops_matmul_defs[] = {
-	{.op = OP_Gemm, .infer = ops_matmul_infer, .emit = emit_gemm, .batch = BK_GEMM,
+const OpDef ops_linalg_defs[] = {
+	{.op = OP_Gemm, .infer = ops_linalg_infer, .emit = emit_gemm, .batch = BK_GEMM,
 	 .scratch = gemm_scratch_bytes, .cost = CK_GEMM, .tile = TK_GEMM,
 	 .types = OT_F32 | OT_F16 | OT_BF16,
 	 .note = "runtime GEMM kernel; 16-bit floats computed in float32, the result rounded to "
 	         "nearest even"},
-	{.op = OP_MatMul, .infer = ops_matmul_infer, .emit = emit_matmul, .batch = BK_MATMUL,
+	{.op = OP_MatMul, .infer = ops_linalg_infer, .emit = emit_matmul, .batch = BK_MATMUL,
 	 .scratch = gemm_scratch_bytes, .cost = CK_MATMUL, .tile = TK_GEMM,
 	 .types = OT_F32 | OT_F16 | OT_BF16,
 	 .note = "runtime GEMM kernel; batched with broadcasting; 16-bit floats computed in "
 	         "float32, the result rounded to nearest even"},
+	{.op = OP_Einsum, .infer = ops_linalg_infer, .emit = emit_einsum, .batch = BK_EINSUM,
+	 .types = OT_F32 | OT_F64 | OT_INTS,
+	 .note = "any equation, with ellipsis; generated loops"},
 	{.op = NONE},
 };
