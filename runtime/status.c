@@ -22,8 +22,8 @@ static const char *const status_text[] = {
 	[KILN_RULE_PADDING] = "batch rule pads as many rows as its last size or more",
 	[KILN_FROZEN_INPUT] = "an input frozen at compile time got different values",
 	[KILN_WRONG_MODEL] = "the context was initialised for another model",
-	[KILN_LENGTH] = "a sample's length is negative, longer than the largest compiled bucket or "
-	                "than the call's padded length",
+	[KILN_LENGTH] = ("a sample's length is negative, longer than the largest compiled bucket "
+	                 "or than the call's padded length"),
 };
 
 KILN_API const char *kiln_status_string(enum kiln_status status)
