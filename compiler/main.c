@@ -99,8 +99,8 @@ static const HelpRow options_help[] = {
 	{"--keep", "keep verify's build folders", C_VERIFY},
 	{"--no-opt", "compile without the graph optimizer", C_COMPILE | C_VERIFY},
 	{"--no-pass=NAME", "skip one optimizer pass: noop, dedup, cse, einsum, fold,\n"
-	                   "lastpos, attention, fuse, addnorm, edgeconv, dce, ewchain,\n"
-	                   "f16 (repeatable)", C_COMPILE | C_VERIFY | C_INFO | C_CHECK | C_DUMP},
+	                   "lastpos, mlpconv, attention, fuse, addnorm, edgeconv, dce,\n"
+	                   "ewchain, f16 (repeatable)", C_COMPILE | C_VERIFY | C_INFO | C_CHECK | C_DUMP},
 	{"--qdq=exact|float", "QDQ-quantized Conv/MatMul/Gemm chains: exact integer\n"
 	                      "arithmetic (slower), or float32 as written (default float)",
 	 C_COMPILE | C_VERIFY | C_INFO | C_CHECK | C_DUMP},
@@ -483,7 +483,8 @@ static int parse_args(int argc, char **argv, Options *o)
 				int id = pass_lookup(v);
 				if (id == NONE && !missing)
 					return usage_error("--no-pass: unknown pass '%s' (noop, dedup, cse, einsum, "
-					                   "fold, lastpos, attention, fuse, addnorm, edgeconv, dce, ewchain, "
+					                   "fold, lastpos, mlpconv, attention, fuse, addnorm, edgeconv, dce, "
+					                   "ewchain, "
 					                   "f16)", v);
 				if (id != NONE)
 					o->popts.disabled[id] = true;

@@ -324,7 +324,8 @@ def main():
         model = os.path.join(root, "fold", "model.onnx")
         for args, want in (
                 (["--no-pass=bogus"], "kiln: error: --no-pass: unknown pass 'bogus' (noop, dedup, "
-                                      "cse, einsum, fold, lastpos, attention, fuse, addnorm, edgeconv, "
+                                      "cse, einsum, fold, lastpos, mlpconv, attention, fuse, addnorm, "
+                                      "edgeconv, "
                                       "dce, ewchain, f16)"),
                 (["--weights-dtype", "fp8"], "kiln: error: --weights-dtype needs fp32, fp16 or keep, "
                                              "got 'fp8'"),

@@ -1,0 +1,155 @@
+#!/usr/bin/python3
+"""The mlpconv pass (compiler/passes/mlpconv.c) on models exported by
+PyTorch (Debian's python3-torch, torch.onnx.export), against ONNX Runtime.
+
+Linear layers applied to the rows of a transposed [N, C, R] tensor (the
+interaction network's edge and object MLPs, tests/realmodels/
+interaction_model.py, and small variants written other ways: permute or
+transpose, view or reshape with a shape computed from x.shape, Tanh /
+LeakyRelu / Sigmoid / Elu, transposed back or not) must become 1x1 Convs on
+the untransposed tensor; `kiln info --passes` says how many nodes the pass
+removed (the Transpose, the Reshape, each Gemm and activation, and the
+closing Reshape + Transpose when there is one), which must be the number
+expected. Where the rewrite would not pay or is not exact (more outputs
+than inputs with nothing transposing back, a value read twice, a Linear of
+a 3-D tensor, the transpose over another axis) it must not happen (0).
+ONNX Runtime 1.30 (node, onnxruntime-node) computes the reference outputs,
+written as ONNX backend-test folders (tests/realmodels/run.py's write_case)
+that `kiln verify` compiles with the whole optimizer, runs and compares
+(rtol 1e-3, atol 1e-5) at batch 1 and 3; each rewritten model must also
+still compile as batch-independent ("any batch size").
+
+usage: run.py KILN OUTDIR   (exits 77, "skipped", without ORT)
+"""
+import os
+import re
+import subprocess
+import sys
+
+import numpy as np
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, os.path.join(HERE, "..", "realmodels"))
+from run import ort_available, write_case  # noqa: E402
+import interaction_model  # noqa: E402
+import torch_util  # noqa: E402
+
+import onnx  # noqa: E402
+import torch  # noqa: E402
+from torch import nn  # noqa: E402
+
+C, R = 12, 20
+
+
+class RowMlp(nn.Module):
+    """x [N, C, R] -> an MLP on each of the R columns, written as PyTorch
+    users write it; `how` picks the spelling."""
+
+    def __init__(self, how, widths=(16, 8), act=nn.ReLU):
+        super().__init__()
+        self.how = how
+        layers, c = [], C
+        for w in widths:
+            layers += [nn.Linear(c, w), act()]
+            c = w
+        self.mlp = nn.Sequential(*layers)
+        self.d = c
+
+    def forward(self, x):
+        n = x.shape[0]
+        if self.how == "transpose_back":       # the edge MLP's form
+            h = self.mlp(x.transpose(1, 2).contiguous().view(-1, C))
+            return h.view(-1, R, self.d).transpose(1, 2).contiguous() * 2.0
+        if self.how == "permute_reshape":      # shapes from x.shape, permute back
+            h = self.mlp(x.permute(0, 2, 1).reshape(n * R, C))
+            return h.reshape(n, R, self.d).permute(0, 2, 1) + 1.0
+        if self.how == "rows_out":             # the object MLP's form: summed over R
+            h = self.mlp(x.transpose(1, 2).reshape(-1, C))
+            return h.view(-1, R, self.d).sum(dim=1)
+        if self.how == "read_twice":           # the transposed rows are read again
+            t = x.transpose(1, 2).reshape(-1, C)
+            return self.mlp(t).sum(dim=1, keepdim=True) + t[:, :1]
+        if self.how == "linear_3d":            # Linear on [N, R, C]: MatMul + Add, not a Gemm
+            h = self.mlp(x.transpose(1, 2))
+            return h.transpose(1, 2)
+        if self.how == "other_axis":           # the transpose swaps N and C
+            h = self.mlp(x.permute(1, 0, 2).reshape(C, -1).t())
+            return h.sum(dim=0, keepdim=True)
+        raise ValueError(self.how)
+
+
+def row_mlp(how, **kw):
+    def make(opset):
+        torch.manual_seed(3)
+        x = np.random.default_rng(0).standard_normal((2, C, R), dtype=np.float32)
+        return torch_util.export_x(RowMlp(how, **kw).eval(), x, opset)[0]
+    return make
+
+
+def interaction(opset):
+    return interaction_model.export(opset=opset)[0]
+
+
+# name, model maker, opset, nodes mlpconv removes (0: none).
+# The interaction network: edge MLP 3 Gemm + 3 Relu between two transposes
+# (2 + 6 + 2), object MLP 3 Gemm + 2 Relu, 24 -> 8 (2 + 5).
+CASES = [
+    ("interaction_opset11", interaction, 11, 17),
+    ("interaction_opset13", interaction, 13, 17),
+    ("interaction_opset17", interaction, 17, 17),
+    ("transpose_back_relu", row_mlp("transpose_back"), 13, 2 + 4 + 2),
+    ("transpose_back_tanh", row_mlp("transpose_back", act=nn.Tanh), 15, 2 + 4 + 2),
+    ("permute_reshape_leaky", row_mlp("permute_reshape", act=nn.LeakyReLU), 13, 2 + 4 + 2),
+    ("permute_reshape_wide", row_mlp("permute_reshape", widths=(32, 24)), 17, 2 + 4 + 2),
+    ("rows_out_sigmoid", row_mlp("rows_out", act=nn.Sigmoid), 11, 2 + 4),
+    ("rows_out_elu_3", row_mlp("rows_out", widths=(16, 16, 4), act=nn.ELU), 13, 2 + 6),
+    ("rows_out_wider", row_mlp("rows_out", widths=(16, 16)), 13, 0),
+    ("read_twice", row_mlp("read_twice"), 13, 0),
+    ("linear_3d", row_mlp("linear_3d"), 13, 0),
+    ("other_axis", row_mlp("other_axis"), 13, 0),
+]
+
+
+def removed_by_pass(kiln, path):
+    r = subprocess.run([kiln, "info", path, "--passes", "--batch", "1,3"],
+                       capture_output=True, text=True)
+    m = re.search(r"^\s*mlpconv\s+(\d+)\s+(\d+)", r.stdout, re.M)
+    return int(m.group(2)) if m and r.returncode == 0 else None
+
+
+def main():
+    kiln, outdir = sys.argv[1], sys.argv[2]
+    if not ort_available():
+        print("SKIP: ONNX Runtime (node + onnxruntime-node) is not available: "
+              "NODE_PATH=$(scripts/install-ort.sh) to run these tests")
+        return 77
+    os.makedirs(outdir, exist_ok=True)
+    failures, dirs = 0, []
+    for name, make, opset, want in CASES:
+        model = make(opset)
+        shape = [d.dim_value for d in model.graph.input[0].type.tensor_type.shape.dim[1:]]
+        for batch in (1, 3):
+            x = np.random.default_rng(batch).standard_normal([batch] + shape, dtype=np.float32)
+            dirs.append(write_case(outdir, f"{name}_b{batch}", model, {"x": x}))
+        path = os.path.join(outdir, name + ".onnx")
+        onnx.save(model, path)
+        got = removed_by_pass(kiln, path)
+        ok = got == want
+        print(f"{'PASS' if ok else 'FAIL'} {name}: mlpconv removed {got} nodes (want {want})")
+        failures += not ok
+        if want:
+            r = subprocess.run([kiln, "compile", path, "--batch", "1,3", "-o", path + "-out"],
+                               capture_output=True, text=True)
+            ok = r.returncode == 0 and "(any batch size)" in r.stdout and not r.stderr.strip()
+            print(f"{'PASS' if ok else 'FAIL'} {name}: "
+                  f"{'batch-independent' if ok else (r.stderr.strip() or r.stdout.strip())}")
+            failures += not ok
+    r = subprocess.run([kiln, "verify"] + dirs, capture_output=True, text=True)
+    print(r.stdout, end="")
+    print(r.stderr, end="", file=sys.stderr)
+    failures += r.returncode != 0
+    return 1 if failures else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
