@@ -209,6 +209,10 @@ int main(void)
 	run_knn(2, 3, 1, 1);
 	run_knn(1, 7, 50, 1);
 	run_knn(1, 4, 60, 40);   /* K > 32: avx512.c falls back to ref.c */
+	run_knn(4, 3, 20, 4);    /* P <= 32: avx512.c ranks the row in one pass */
+	run_knn(2, 6, 32, 16);
+	run_knn(2, 2, 16, 16);
+	run_knn(2, 2, 33, 4);    /* P = 33: the two passes again */
 
 	static const Case cases[] = {
 		{2, 16, 100, 16, 3, {32, 32, 32}, KILN_ACT_RELU, KILN_EDGECONV_MEAN},

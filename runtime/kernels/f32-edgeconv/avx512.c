@@ -70,20 +70,28 @@ static void top_k(const float *v, int64_t P, int64_t K, int64_t *ix, float *best
 		kiln_edge_top_k_ref(v, P, K, ix, best);
 		return;
 	}
-	/* the K-th best of the 32 maxima: K of them, so K elements, are >= it */
+	/* the K-th best of the 32 maxima: K of them, so K elements, are >= it.
+	 * With P <= 32 the maxima are the row itself (lane q holds element q),
+	 * so the rank computed here is each element's rank in the row: those of
+	 * rank < K are the answer, and the second pass is not needed. */
 	float gm[32], tk = -__builtin_inff();
 	_mm512_storeu_ps(gm, g0);
 	_mm512_storeu_ps(gm + 16, g1);
-	for (int q = 0; q < 32; q++) {
+	const int whole = P <= 32;
+	for (int q = 0; q < (whole ? (int)P : 32); q++) {
 		__m512 x = _mm512_set1_ps(gm[q]);
 		__mmask16 b0 = q >= 16 ? (__mmask16)0xFFFF : lanes(q), b1 = q > 16 ? lanes(q - 16) : 0;
 		int64_t better = __builtin_popcount(_mm512_cmp_ps_mask(g0, x, _CMP_GT_OQ)) +
 		                 __builtin_popcount(_mm512_cmp_ps_mask(g1, x, _CMP_GT_OQ)) +
 		                 __builtin_popcount(_mm512_mask_cmp_ps_mask(b0, g0, x, _CMP_EQ_OQ)) +
 		                 __builtin_popcount(_mm512_mask_cmp_ps_mask(b1, g1, x, _CMP_EQ_OQ));
+		if (whole && better < K)
+			ix[better] = q;
 		if (better == K - 1)
 			tk = gm[q];
 	}
+	if (whole)
+		return;
 	__m512 t = _mm512_set1_ps(tk);
 	float *cv = best, *ci = best + P;
 	int64_t nc = 0;
