@@ -101,6 +101,24 @@ static void row2_ref(float *d, const float *s, int64_t n)
 		d[u] = s[2 * u];
 }
 
+/* n zeros at d: a row's padding, mostly a float or two (1-D convolutions
+ * copy one row per channel: two calls of memset per row cost as much as
+ * the copy) */
+static inline void zero_edge(float *d, int64_t n)
+{
+	if (n > 4) {
+		memset(d, 0, (size_t)n * sizeof *d);
+		return;
+	}
+	switch (n) {
+	case 4: d[3] = 0.0f; /* fall through */
+	case 3: d[2] = 0.0f; /* fall through */
+	case 2: d[1] = 0.0f; /* fall through */
+	case 1: d[0] = 0.0f; /* fall through */
+	default: break;
+	}
+}
+
 /* Image x (C planes of H x W) into its phase planes at dst. */
 static void copy_image(const kiln_conv2d_params *p, const Geo *g, const float *x, float *dst,
                        conv_row2_fn row2)
@@ -127,7 +145,7 @@ static void copy_image(const kiln_conv2d_params *p, const Geo *g, const float *x
 						continue;
 					}
 					const float *s = x + (c * H + iy) * W + base;
-					memset(d, 0, (size_t)lo * sizeof *d);
+					zero_edge(d, lo);
 					if (sW == 1)
 						memcpy(d + lo, s + lo, (size_t)(hi - lo) * sizeof *d);
 					else if (sW == 2)
@@ -135,7 +153,7 @@ static void copy_image(const kiln_conv2d_params *p, const Geo *g, const float *x
 					else
 						for (int64_t u = lo; u < hi; u++)
 							d[u] = s[u * sW];
-					memset(d + hi, 0, (size_t)(g->Wq - hi) * sizeof *d);
+					zero_edge(d + hi, g->Wq - hi);
 				}
 			}
 	}
@@ -217,14 +235,19 @@ void kiln_f32_conv2d_packed(const kiln_conv2d_params *p, const float *X, const f
 	const int64_t kH = p->kernel_h, kW = p->kernel_w, sH = p->stride_h, sW = p->stride_w;
 	int64_t *koff = (int64_t *)(void *)work;
 	float *planes = work + 2 * K;
+	/* each tap's offset once (its divisions), then per channel a sum: at
+	 * batch 1 the divisions per column of W cost as much as a small layer's
+	 * tiles */
+	int64_t tap[CONV_MAX_TAPS];
+	for (int64_t i = 0, t = 0; i < kH; i++)
+		for (int64_t j = 0; j < kW; j++, t++) {
+			int64_t dy = i * p->dilation_h, dx = j * p->dilation_w;
+			tap[t] = (g.used_y[dy % sH] * g.nph_x + g.used_x[dx % sW]) * g.plane +
+			         dy / sH * g.Wq + dx / sW;
+		}
 	for (int64_t c = 0, k = 0; c < C; c++)
-		for (int64_t i = 0; i < kH; i++)
-			for (int64_t j = 0; j < kW; j++, k++) {
-				int64_t dy = i * p->dilation_h, dx = j * p->dilation_w;
-				koff[k] = c * g.cplane +
-				          (g.used_y[dy % sH] * g.nph_x + g.used_x[dx % sW]) * g.plane +
-				          dy / sH * g.Wq + dx / sW;
-			}
+		for (int64_t t = 0; t < kH * kW; t++, k++)
+			koff[k] = c * g.cplane + tap[t];
 	int64_t ngroups = (M + CONV_MR - 1) / CONV_MR;
 	int64_t blk = A_BLOCK_BYTES / (int64_t)sizeof(float) / (CONV_MR * K);
 	if (blk < 1)
