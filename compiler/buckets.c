@@ -85,9 +85,10 @@ void buckets_stitch(Model *m, const Bucket *b, int nb, Stitch *out)
 		if (b[j].stitch.staging_bytes > out->staging_bytes)
 			out->staging_bytes = b[j].stitch.staging_bytes;
 	}
+	/* The smaller buckets' plans are static tables (emit_c.c): one context
+	 * of the largest bucket's bytes serves them all. */
 	out->context_bytes = KILN_CONTEXT_BYTES(nbatches, out->plan_bound, out->staging_bytes,
-	                                        out->max_arena_bytes) +
-	                     KILN_CONTEXT_BYTES_BUCKETED(nb, nbatches, out->plan_bound);
+	                                        out->max_arena_bytes);
 	if (out->context_bytes > (uint64_t)m->limits.max_arena_bytes)
 		diag_fail(m->diag, KILN_LIMIT, "one kiln_run context for %d buckets needs %" PRIu64
 		          " bytes, more than the limit of %lld MiB (raise it with --max-arena)", nb,

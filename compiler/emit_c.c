@@ -29,6 +29,7 @@
 #include <string.h>
 
 #include "emit_c.h"
+#include "kiln/run.h"
 #include "kiln_version.h"
 #include "load.h"
 
@@ -340,6 +341,29 @@ static void emit_bucket_arrays(Emit *E)
 	emitf(E, "%s};\n", k ? "" : "0");
 }
 
+/* A smaller bucket's plans (kiln_plan_table at its costs), so that a
+ * context of the top model needs no table of its own for them. */
+static void emit_bucket_plan(Emit *E, const char *P, const Sig *sigs, int nsigs,
+                             const Stitch *st)
+{
+	int64_t bound = st->plan_bound;
+	int64_t *batches = arena_array(E->a, (size_t)nsigs, sizeof *batches);
+	double *cost = arena_array(E->a, (size_t)nsigs, sizeof *cost);
+	for (int i = 0; i < nsigs; i++) {
+		batches[i] = sigs[i].batch;
+		cost[i] = st->cost[i].ns;
+	}
+	double *best = arena_array(E->a, (size_t)bound + 1, sizeof *best);
+	uint16_t *choice = arena_array(E->a, (size_t)bound + 1, sizeof *choice);
+	kiln_plan_table(batches, nsigs, cost, bound, best, choice);
+	emitf(E, "/* The plan of n rows for n = 0..%" PRId64 ": the index in %s_batches of the first "
+	      "chunk's\n * size (kiln_plan_table at %s_cost). */\n"
+	      "static const uint16_t %s_plan[%" PRId64 "] = {", bound, P, P, P, bound + 1);
+	for (int64_t n = 0; n <= bound; n++)
+		emitf(E, "%s%u", n % 32 ? ", " : n ? ",\n\t" : "\n\t", (unsigned)choice[n]);
+	emitf(E, "\n};\n");
+}
+
 /* The kiln_model P_model over the nsigs signatures of one bucket, or of a
  * model without buckets, its arrays prefixed P: the top model (P is NAME;
  * with buckets, the largest bucket's, which lists the others) is exported,
@@ -411,6 +435,8 @@ static void emit_model_desc(Emit *E, const char *P, const Sig *sigs, const Plan 
 	}
 	if (top && E->o->nbuckets)
 		emit_bucket_arrays(E);
+	if (!top)
+		emit_bucket_plan(E, P, sigs, nsigs, st);
 	if (top)
 		emitf(E, "\n%s_MODEL_API const kiln_model %s_model = {\n", upper(E, N), N);
 	else
@@ -433,6 +459,8 @@ static void emit_model_desc(Emit *E, const char *P, const Sig *sigs, const Plan 
 		emitf(E, "\t.nrules = %d, .rules = %s_rules,\n", E->o->nrules, P);
 	emitf(E, "\t.plan_bound = %" PRId64 ", .staging_bytes = %" PRIu64 ", .context_bytes = %" PRIu64
 	       ",\n", st->plan_bound, st->staging_bytes, st->context_bytes);
+	if (!top)
+		emitf(E, "\t.plan = %s_plan,\n", P);
 	if (top && E->o->nbuckets) {
 		emitf(E, "\t.bucket_symbol = \"");
 		emit_cstring(E, E->o->bucket_symbol);

@@ -11,10 +11,11 @@
  *   staging                   every input and output at the largest size
  *   arena                     the largest signature's arena
  *
- * and for a bucketed model (kiln_run_lengths), after those, per bucket but
- * the last: a context's header, cost[], best[] and choice[] for that
- * bucket's model, sharing the staging area (where its samples are packed)
- * and the arena above.
+ * A bucketed model's context (kiln_run_lengths) is the same bytes: the
+ * staging area and arena are the largest of every bucket's (the largest
+ * bucket's), and a smaller bucket's plan table is a static const array of
+ * its descriptor (.plan, baked by kiln compile with kiln_plan_table), so
+ * the header only points at it.
  *
  * The plan of n is a shortest cover: best[n] = min_i cost[i] + best[n - b_i]
  * (best of a non-positive rest is 0: that chunk is the padded last one).
@@ -36,6 +37,15 @@ typedef struct Rule {
 	uint16_t chunk[KILN_MAX_RULE_CHUNKS];   /* size indices */
 } Rule;
 
+/* The plans of one model's compiled sizes: the first chunk of every n up
+ * to bound, and the size with the least cost per row past it. */
+typedef struct Plans {
+	const kiln_model *m;
+	const uint16_t *choice;
+	int64_t bound;
+	int cheapest;
+} Plans;
+
 struct kiln_context {
 	const kiln_model *m;
 	void *owned;               /* kiln_context_create's allocation, else NULL */
@@ -53,7 +63,7 @@ struct kiln_context {
 	Rule rules[KILN_MAX_RULES];
 	const void *in_ptr[KILN_MAX_IO];
 	void *out_ptr[KILN_MAX_IO];
-	kiln_context *bucket[KILN_BUCKETS_MAX];   /* per bucket: its context (the last: this) */
+	Plans bucket[KILN_BUCKETS_MAX];   /* per bucket but the last (this model): its plans */
 };
 
 _Static_assert(sizeof(struct kiln_context) <= KILN_CONTEXT_HEADER_BYTES,
@@ -193,46 +203,67 @@ KILN_API uint64_t kiln_context_bytes(const kiln_model *m)
 	if (!m || m->nbatches < 1)
 		return 0;
 	uint64_t staging = staging_offset(m, m->ninputs + m->noutputs);
-	uint64_t bytes = KILN_CONTEXT_BYTES(m->nbatches, plan_bound(m), staging, m->max_arena_bytes);
-	if (m->nbuckets >= 2)
-		bytes += KILN_CONTEXT_BYTES_BUCKETED(m->nbuckets, m->nbatches, plan_bound(m));
-	return bytes;
+	return KILN_CONTEXT_BYTES(m->nbatches, plan_bound(m), staging, m->max_arena_bytes);
 }
 
-/* Fill best[] and choice[] from cost[]. The first chunk of n is the largest
- * size that starts a cheapest cover (within rounding: the same sizes summed
- * in another order differ in the last bits), so full chunks come largest
- * first and equal costs prefer fewer chunks. */
-static void make_plans(kiln_context *c)
+/* The size index with the least cost per row (the largest of equals). */
+static int cheapest_size(const int64_t *batches, int nbatches, const double *cost)
 {
-	const kiln_model *m = c->m;
-	c->best[0] = 0;
-	c->choice[0] = 0;
-	for (int64_t n = 1; n <= c->bound; n++) {
-		double best = 0;
-		for (int i = 0; i < m->nbatches; i++) {
-			int64_t rest = n - m->batches[i];
-			double v = c->cost[i] + (rest > 0 ? c->best[rest] : 0.0);
-			if (i == 0 || v < best)
-				best = v;
+	int cheapest = nbatches - 1;
+	for (int i = nbatches - 1; i >= 0; i--)
+		if (cost[i] / (double)batches[i] < cost[cheapest] / (double)batches[cheapest])
+			cheapest = i;
+	return cheapest;
+}
+
+/* best[n] and choice[n] for n up to bound. The first chunk of n is the
+ * largest size that starts a cheapest cover (within rounding: the same sizes
+ * summed in another order differ in the last bits), so full chunks come
+ * largest first and equal costs prefer fewer chunks. */
+KILN_API int kiln_plan_table(const int64_t *batches, int nbatches, const double *cost,
+                             int64_t bound, double *best, uint16_t *choice)
+{
+	best[0] = 0;
+	choice[0] = 0;
+	for (int64_t n = 1; n <= bound; n++) {
+		double least = 0;
+		for (int i = 0; i < nbatches; i++) {
+			int64_t rest = n - batches[i];
+			double v = cost[i] + (rest > 0 ? best[rest] : 0.0);
+			if (i == 0 || v < least)
+				least = v;
 		}
 		int pick = 0;
-		for (int i = m->nbatches - 1; i >= 0; i--) {
-			int64_t rest = n - m->batches[i];
-			double v = c->cost[i] + (rest > 0 ? c->best[rest] : 0.0);
-			if (v <= best * (1 + 1e-12)) {
+		for (int i = nbatches - 1; i >= 0; i--) {
+			int64_t rest = n - batches[i];
+			double v = cost[i] + (rest > 0 ? best[rest] : 0.0);
+			if (v <= least * (1 + 1e-12)) {
 				pick = i;
 				break;
 			}
 		}
-		c->best[n] = best;
-		c->choice[n] = (uint16_t)pick;
+		best[n] = least;
+		choice[n] = (uint16_t)pick;
 	}
-	c->cheapest = m->nbatches - 1;
-	for (int i = m->nbatches - 1; i >= 0; i--)
-		if (c->cost[i] / (double)m->batches[i] <
-		    c->cost[c->cheapest] / (double)m->batches[c->cheapest])
-			c->cheapest = i;
+	return cheapest_size(batches, nbatches, cost);
+}
+
+static void make_plans(kiln_context *c)
+{
+	c->cheapest = kiln_plan_table(c->m->batches, c->m->nbatches, c->cost, c->bound, c->best,
+	                              c->choice);
+}
+
+/* The context's own plans, as its costs stand. */
+static Plans own_plans(const kiln_context *c)
+{
+	return (Plans){c->m, c->choice, c->bound, c->cheapest};
+}
+
+/* The plans of bucket j (the last: the context's own). */
+static Plans plans_at(const kiln_context *c, int j)
+{
+	return j < c->m->nbuckets - 1 ? c->bucket[j] : own_plans(c);
 }
 
 /* A context's header and tables for m at p (64-byte aligned); returns the
@@ -253,48 +284,41 @@ static unsigned char *context_tables(kiln_context **out, const kiln_model *m, un
 	return p;
 }
 
-static int context_setup(kiln_context *c);
-
 /* A bucket's model must fit the top model's context: the same batch sizes
- * and interface, an arena and staging area no larger. */
+ * and interface, an arena and staging area no larger, and its plan table. */
 static int bucket_fits(const kiln_model *top, const kiln_model *b)
 {
 	if (!b || b->kiln_version != KILN_VERSION_NUM || b->struct_bytes < sizeof(kiln_model) ||
 	    b->nbatches != top->nbatches || b->ninputs != top->ninputs ||
 	    b->noutputs != top->noutputs || b->max_arena_bytes > top->max_arena_bytes ||
 	    staging_offset(b, b->ninputs + b->noutputs) >
-	        staging_offset(top, top->ninputs + top->noutputs))
+	        staging_offset(top, top->ninputs + top->noutputs) ||
+	    !b->plan || !b->cost || b->plan_bound != plan_bound(top))
 		return 0;
 	for (int i = 0; i < b->nbatches; i++)
-		if (b->batches[i] != top->batches[i])
+		if (b->batches[i] != top->batches[i] || !(b->cost[i] > 0))
 			return 0;
 	return 1;
 }
 
-/* The contexts of a bucketed model's smaller buckets, from p, sharing c's
- * staging area and arena. */
-static int bucket_contexts(kiln_context *c, unsigned char *p)
+/* The plans of a bucketed model's smaller buckets: their descriptors'
+ * tables (they run in c's staging area and arena). */
+static int bucket_setup(kiln_context *c)
 {
 	const kiln_model *m = c->m;
 	if (m->nbuckets > KILN_BUCKETS_MAX || !m->buckets || !m->bucket_models || !m->bucket_axis ||
 	    m->bucket_models[m->nbuckets - 1] != m)
 		return KILN_USAGE;
 	for (int j = 0; j + 1 < m->nbuckets; j++) {
-		if (!bucket_fits(m, m->bucket_models[j]))
+		const kiln_model *b = m->bucket_models[j];
+		if (!bucket_fits(m, b))
 			return KILN_USAGE;
-		kiln_context *b;
-		p = context_tables(&b, m->bucket_models[j], p);
-		b->staging = c->staging;
-		b->staging_bytes = staging_offset(b->m, b->m->ninputs + b->m->noutputs);
-		b->arena = c->arena;
-		int st = context_setup(b);
-		if (st != KILN_OK)
-			return st;
-		c->bucket[j] = b;
+		c->bucket[j] = (Plans){b, b->plan, c->bound, cheapest_size(b->batches, b->nbatches, b->cost)};
 	}
-	c->bucket[m->nbuckets - 1] = c;
 	return KILN_OK;
 }
+
+static int context_setup(kiln_context *c);
 
 KILN_API int kiln_context_init(kiln_context **ctx, const kiln_model *m, void *mem, uint64_t bytes)
 {
@@ -319,7 +343,7 @@ KILN_API int kiln_context_init(kiln_context **ctx, const kiln_model *m, void *me
 	p += KILN_ALIGN64(m->max_arena_bytes);
 	int st = context_setup(c);
 	if (st == KILN_OK && m->nbuckets >= 2)
-		st = bucket_contexts(c, p);
+		st = bucket_setup(c);
 	if (st != KILN_OK)
 		return st;
 	*ctx = c;
@@ -497,13 +521,13 @@ static const Rule *find_rule(const kiln_context *c, int64_t n)
 /* ---- plans ------------------------------------------------------------------ */
 
 /* The size index of the next chunk when `left` rows remain (step k of n). */
-static int next_chunk(const kiln_context *c, const Rule *r, int64_t k, int64_t left)
+static int next_chunk(const Plans *p, const Rule *r, int64_t k, int64_t left)
 {
 	if (r)
 		return r->chunk[k];
-	if (left > c->bound)
-		return c->cheapest;
-	return c->choice[left];
+	if (left > p->bound)
+		return p->cheapest;
+	return p->choice[left];
 }
 
 KILN_API int kiln_context_plan(const kiln_context *ctx, int64_t n, int64_t *chunks, int max,
@@ -526,6 +550,7 @@ KILN_API int kiln_context_plan(const kiln_context *ctx, int64_t n, int64_t *chun
 	if (!m->batch_independent || !ctx->batched)
 		return KILN_BATCH_MIXING;
 	const Rule *r = find_rule(ctx, n);
+	Plans p = own_plans(ctx);
 	/* Past the table's bound every chunk is the cheapest size: count those
 	 * at once (n may be 10^12), then walk the table (at most bound steps). */
 	int64_t k = 0, left = n;
@@ -537,7 +562,7 @@ KILN_API int kiln_context_plan(const kiln_context *ctx, int64_t n, int64_t *chun
 		left = over % s ? ctx->bound - (s - over % s) : ctx->bound;
 	}
 	for (; left > 0; k++) {
-		int i = next_chunk(ctx, r, k, left);
+		int i = next_chunk(&p, r, k, left);
 		if (k < max)
 			chunks[k] = m->batches[i];
 		left -= m->batches[i];
@@ -572,10 +597,11 @@ KILN_API void *kiln_context_staging(kiln_context *ctx, uint64_t *bytes)
 
 /* ---- running ------------------------------------------------------------------ */
 
-/* Run compiled size i on the pointers in ctx->in_ptr / out_ptr. */
-static int call(kiln_context *c, int i)
+/* Run compiled size i of m (the context's model, or one of its buckets) on
+ * the pointers in ctx->in_ptr / out_ptr. */
+static int call(kiln_context *c, const kiln_model *m, int i)
 {
-	return c->m->run[i](c->arena, c->in_ptr, c->out_ptr);
+	return m->run[i](c->arena, c->in_ptr, c->out_ptr);
 }
 
 /* One chunk of size s at row r with `rows` valid rows (rows <= s), through
@@ -606,7 +632,7 @@ static int staged_chunk(kiln_context *c, int i, int64_t n, int64_t r, int64_t ro
 		Geom g = geom(&m->outputs[t]);
 		c->out_ptr[t] = g.batched ? c->staging + staging_offset(m, m->ninputs + t) : out[t].data;
 	}
-	int st = call(c, i);
+	int st = call(c, m, i);
 	if (st != KILN_OK)
 		return st;
 	for (int t = 0; t < m->noutputs; t++) {
@@ -641,7 +667,7 @@ static int inplace_chunk(kiln_context *c, int i, int64_t r, const kiln_input *in
 		c->out_ptr[t] = (unsigned char *)out[t].data +
 		                (g.batched ? bytes_of(&g, (uint64_t)r * g.row) : 0);
 	}
-	return call(c, i);
+	return call(c, c->m, i);
 }
 
 KILN_API int kiln_run(kiln_context *ctx, int64_t n, const kiln_input *inputs,
@@ -672,13 +698,14 @@ KILN_API int kiln_run(kiln_context *ctx, int64_t n, const kiln_input *inputs,
 			ctx->in_ptr[t] = inputs[t].data;
 		for (int t = 0; t < m->noutputs; t++)
 			ctx->out_ptr[t] = outputs[t].data;
-		return call(ctx, direct);
+		return call(ctx, m, direct);
 	}
 	if (!m->batch_independent || !ctx->batched)
 		return KILN_BATCH_MIXING;
+	Plans p = own_plans(ctx);
 	int64_t r = 0;
 	for (int64_t k = 0; r < n; k++) {
-		int i = next_chunk(ctx, rule, k, n - r);
+		int i = next_chunk(&p, rule, k, n - r);
 		int64_t s = m->batches[i], rows = s < n - r ? s : n - r;
 		int st = rows == s && ctx->inplace ? inplace_chunk(ctx, i, r, inputs, outputs)
 		                                   : staged_chunk(ctx, i, n, r, rows, inputs, outputs);
@@ -751,9 +778,7 @@ static int lengths_chunk(kiln_context *c, int j, int i, int64_t rows, const int6
                          uint64_t lmax, int64_t *next, const kiln_input *in,
                          const kiln_output *out)
 {
-	const kiln_model *m = c->m;
-	kiln_context *bc = c->bucket[j];
-	const kiln_model *bm = bc->m;
+	const kiln_model *m = c->m, *bm = j < m->nbuckets - 1 ? c->bucket[j].m : m;
 	uint64_t L = (uint64_t)m->buckets[j], s = (uint64_t)bm->batches[i];
 	int64_t start = *next, at = start;
 	for (int64_t g = 0; g < rows; at++) {
@@ -762,7 +787,7 @@ static int lengths_chunk(kiln_context *c, int j, int i, int64_t rows, const int6
 		for (int t = 0; t < m->ninputs; t++) {
 			LGeom l = lgeom(&bm->inputs[t], m->bucket_axis[t]);
 			if (l.g.batched)
-				move_sample(&l, bc->staging + staging_offset(bm, t), (uint64_t)g,
+				move_sample(&l, c->staging + staging_offset(bm, t), (uint64_t)g,
 				            l.bucketed ? L : 1, in[t].data, (uint64_t)at, l.bucketed ? lmax : 1,
 				            l.bucketed ? (uint64_t)lengths[at] : 1);
 		}
@@ -771,17 +796,17 @@ static int lengths_chunk(kiln_context *c, int j, int i, int64_t rows, const int6
 	*next = at;
 	for (int t = 0; t < m->ninputs; t++) {
 		LGeom l = lgeom(&bm->inputs[t], m->bucket_axis[t]);
-		unsigned char *p = bc->staging + staging_offset(bm, t);
+		unsigned char *p = c->staging + staging_offset(bm, t);
 		uint64_t per = l.pre * (l.bucketed ? L : 1) * l.post;
 		if (l.g.batched)
 			zero_elems(&l.g, p, (uint64_t)rows * per, (s - (uint64_t)rows) * per);
-		bc->in_ptr[t] = l.g.batched ? p : in[t].data;
+		c->in_ptr[t] = l.g.batched ? p : in[t].data;
 	}
 	for (int t = 0; t < m->noutputs; t++)
-		bc->out_ptr[t] = bm->outputs[t].batch_axis >= 0
-		                     ? bc->staging + staging_offset(bm, m->ninputs + t)
+		c->out_ptr[t] = bm->outputs[t].batch_axis >= 0
+		                     ? c->staging + staging_offset(bm, m->ninputs + t)
 		                     : out[t].data;
-	int st = call(bc, i);
+	int st = call(c, bm, i);
 	if (st != KILN_OK)
 		return st;
 	for (int64_t k = 0, smp = start; k < rows; smp++) {
@@ -791,7 +816,7 @@ static int lengths_chunk(kiln_context *c, int j, int i, int64_t rows, const int6
 			LGeom l = lgeom(&bm->outputs[t], m->bucket_axis[m->ninputs + t]);
 			if (l.g.batched)
 				move_sample(&l, out[t].data, (uint64_t)smp, l.bucketed ? lmax : 1,
-				            bc->out_ptr[t], (uint64_t)k, l.bucketed ? L : 1,
+				            c->out_ptr[t], (uint64_t)k, l.bucketed ? L : 1,
 				            l.bucketed ? (uint64_t)lengths[smp] : 1);
 		}
 		k++;
@@ -800,21 +825,21 @@ static int lengths_chunk(kiln_context *c, int j, int i, int64_t rows, const int6
 }
 
 /* The samples of bucket j, G of them, as kiln_run would run G rows: a
- * compiled size in one call, else the chunks of the bucket's plan (or its
- * rule for G), each packed and padded in the staging area. */
+ * compiled size in one call, else the chunks of the bucket's plan (or the
+ * context's rule for G), each packed and padded in the staging area. */
 static int run_bucket(kiln_context *c, int j, int64_t n, const int64_t *lengths, uint64_t lmax,
                       const kiln_input *in, const kiln_output *out)
 {
-	kiln_context *bc = c->bucket[j];
+	Plans p = plans_at(c, j);
 	int64_t G = 0;
 	for (int64_t i = 0; i < n; i++)
 		G += bucket_of(c->m, lengths[i]) == j;
-	const Rule *rule = find_rule(bc, G);
-	int direct = rule ? -1 : find_size(bc->m, G);
+	const Rule *rule = find_rule(c, G);
+	int direct = rule ? -1 : find_size(p.m, G);
 	int64_t next = 0, left = G;
 	for (int64_t k = 0; left > 0; k++) {
-		int i = direct >= 0 ? direct : next_chunk(bc, rule, k, left);
-		int64_t s = bc->m->batches[i], rows = s < left ? s : left;
+		int i = direct >= 0 ? direct : next_chunk(&p, rule, k, left);
+		int64_t s = p.m->batches[i], rows = s < left ? s : left;
 		int st = lengths_chunk(c, j, i, rows, lengths, lmax, &next, in, out);
 		if (st != KILN_OK)
 			return st;
@@ -905,12 +930,12 @@ KILN_API int kiln_context_calibrate(kiln_context *ctx, int reps, double *measure
 	for (int t_ = 0; t_ < m->noutputs; t_++)
 		ctx->out_ptr[t_] = ctx->staging + staging_offset(m, m->ninputs + t_);
 	for (int i = 0; i < m->nbatches; i++) {
-		int st = call(ctx, i); /* warm up */
+		int st = call(ctx, m, i); /* warm up */
 		if (st != KILN_OK)
 			return st;
 		for (int k = 0; k < reps; k++) {
 			double s = now_ns();
-			call(ctx, i);
+			call(ctx, m, i);
 			t[k] = now_ns() - s;
 		}
 		qsort(t, (size_t)reps, sizeof t[0], cmp_double);

@@ -84,6 +84,9 @@ typedef struct kiln_model {
 	                                  (the same batch sizes; the last is this one) */
 	const int *bucket_axis;        /* per input, then per output: the axis of its dims
 	                                  that is SYMBOL, or -1 */
+	const uint16_t *plan;          /* a smaller bucket's model: kiln_plan_table's choice[]
+	                                  for .cost, plan_bound + 1 entries (a context of the
+	                                  top model reads it); NULL otherwise */
 } kiln_model;
 
 #ifdef __cplusplus

@@ -79,15 +79,11 @@ typedef struct kiln_output {
 	 KILN_ALIGN64(10u * ((uint64_t)(plan_bound) + 1u)) + KILN_ALIGN64(staging_bytes) +   \
 	 KILN_ALIGN64(arena_bytes))
 
-/* A bucketed model's context (kiln compile --dim SYMBOL=v1,...,vk) adds, per
- * bucket but the largest, the header, costs and plans of a context that
- * shares the arena and the staging area above (where kiln_run_lengths packs
- * one chunk of a bucket's samples at a time). */
+/* A bucketed model (kiln compile --dim SYMBOL=v1,...,vk) has at most this
+ * many buckets. Its context is KILN_CONTEXT_BYTES of the largest bucket: the
+ * smaller buckets run in its staging area and arena, and their plans are
+ * static tables of their descriptors (kiln_model.plan). */
 #define KILN_BUCKETS_MAX 16
-#define KILN_CONTEXT_BYTES_BUCKETED(nbuckets, nbatches, plan_bound)                       \
-	((uint64_t)((nbuckets) - 1) *                                                        \
-	 ((uint64_t)KILN_CONTEXT_HEADER_BYTES + KILN_ALIGN64(8u * (uint64_t)(nbatches)) +     \
-	  KILN_ALIGN64(10u * ((uint64_t)(plan_bound) + 1u))))
 
 typedef struct kiln_context kiln_context;
 
@@ -147,6 +143,15 @@ KILN_API int kiln_run_lengths(kiln_context *ctx, int64_t n, const int64_t *lengt
                               const kiln_output *outputs);
 /* The largest of n lengths (0 for none): kiln_run_lengths' lmax < 0. */
 KILN_API int64_t kiln_lengths_max(int64_t n, const int64_t *lengths);
+
+/* The plans of compiled sizes batches[0..nbatches) (ascending) at costs
+ * cost[]: choice[n], for every n up to bound, is the index of the size of
+ * n's first chunk in a cheapest cover of n rows, and best[n] its cost. Returns
+ * the index of the size with the least cost per row (the chunk past bound).
+ * kiln_context_init computes this for its costs, kiln compile for the smaller
+ * buckets of a bucketed model (their descriptor's plan). */
+KILN_API int kiln_plan_table(const int64_t *batches, int nbatches, const double *cost,
+                             int64_t bound, double *best, uint16_t *choice);
 
 /* The chunk sizes kiln_run uses for n, in order (the last may be padded):
  * writes at most max to chunks and the count to *nchunks (saturated at

@@ -25,7 +25,10 @@ Runtime at k + 1 points, the rest padded the model's way (features zero,
 mask zero), which is what kiln computes in the smallest bucket.
 lengths_rows.c also checks KILN_LENGTH for a length past the largest
 bucket, past lmax and below zero, and KILN_USAGE for a model without
-buckets.
+buckets. The context of the bucketed model must be no larger than the
+largest bucket's own (lengths_rows.c: its arena, staging and plans) and no
+larger than that of the model compiled at the largest bucket alone
+(NAME_CONTEXT_BYTES of both headers).
 
 Tolerances: rtol 1e-3, atol 1e-5 (ParticleNet, DeepSets); the Particle
 Transformer within rtol 1e-2, atol 2e-3 (part_stitch.py's TOL_EXPORTS: its
@@ -198,12 +201,36 @@ def at_length(arr, axis, length, fill):
     return np.pad(arr, pad, constant_values=fill)
 
 
+def header_define(path, macro):
+    with open(path) as f:
+        for line in f:
+            if line.startswith("#define %s " % macro):
+                return int(line.split()[2])
+    raise RuntimeError("%s defines no %s" % (path, macro))
+
+
 def build(name, d, model_path, symbol, buckets, extra):
     r = run([KILN, "compile", model_path, "--batch", "1,8", "--dim", "%s=%s" % (symbol, buckets),
              "--name", "t", "-o", d] + extra)
     if r.returncode:
         ST.fail("%s: kiln compile: %s" % (name, r.stderr.strip()))
         return None
+    # The context of every bucket is no larger than that of the model compiled
+    # at the largest bucket alone (kiln_run at the fixed maximum).
+    top = buckets.split(",")[-1]
+    r = run([KILN, "compile", model_path, "--batch", "1,8", "--dim", "%s=%s" % (symbol, top),
+             "--name", "f", "--no-cc", "-o", os.path.join(d, "fixed")] + extra)
+    if r.returncode:
+        ST.fail("%s: kiln compile at %s=%s: %s" % (name, symbol, top, r.stderr.strip()))
+        return None
+    got, fixed = (header_define(os.path.join(dd, nm + ".h"), nm.upper() + "_CONTEXT_BYTES")
+                  for dd, nm in ((d, "t"), (os.path.join(d, "fixed"), "f")))
+    if got > fixed:
+        ST.fail("%s: the bucketed context is %d bytes, more than the %d at %s=%s alone"
+                % (name, got, fixed, symbol, top))
+    else:
+        print("%s: context %d bytes with buckets %s, %d at %s=%s alone"
+              % (name, got, buckets, fixed, symbol, top))
     exe = os.path.join(d, "lengths_rows")
     # The generated C, with the typed NAME_run_lengths, builds warning-free.
     r = run(ST.cc + ["-std=c11", "-fsyntax-only", "-Wall", "-Wextra", "-Werror", "-I", d,

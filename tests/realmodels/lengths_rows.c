@@ -8,9 +8,10 @@
  * Inputs and outputs that carry the bucketed dim are laid out at LFILE
  * along it; kiln_run_lengths is called with lmax = LPASS (-1: derived, then
  * LFILE must be the longest length). The others hold N samples as for
- * kiln_run. Before the run it checks that a length past the largest bucket,
- * a negative one and one past lmax give KILN_LENGTH, and a model without
- * buckets KILN_USAGE.
+ * kiln_run. Before the run it checks that the context is no larger than
+ * the largest bucket's own (its arena, staging area and plans), that a
+ * length past the largest bucket, a negative one and one past lmax give
+ * KILN_LENGTH, and a model without buckets KILN_USAGE.
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -79,6 +80,20 @@ int main(int argc, char **argv)
 	if (kiln_context_bytes(m) != m->context_bytes) {
 		fprintf(stderr, "context bytes %llu, descriptor %llu\n",
 		        (unsigned long long)kiln_context_bytes(m), (unsigned long long)m->context_bytes);
+		return 1;
+	}
+	/* One context serves every bucket in the bytes of the largest bucket's
+	 * own: its arena and staging area, and the plans of its sizes. */
+	uint64_t staging = 0, arena = 0;
+	for (int i = 0; i < ni + no; i++)
+		staging += KILN_ALIGN64(kiln_tensor_bytes(i < ni ? &m->inputs[i] : &m->outputs[i - ni],
+		                                          m->batches[m->nbatches - 1]));
+	for (int i = 0; i < m->nbatches; i++)
+		arena = m->arena_bytes[i] > arena ? m->arena_bytes[i] : arena;
+	uint64_t own = KILN_CONTEXT_BYTES(m->nbatches, m->plan_bound, staging, arena);
+	if (kiln_context_bytes(m) > own) {
+		fprintf(stderr, "context bytes %llu, more than the largest bucket's %llu\n",
+		        (unsigned long long)kiln_context_bytes(m), (unsigned long long)own);
 		return 1;
 	}
 	/* Lengths out of range are refused before anything runs. */
