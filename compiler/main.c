@@ -696,8 +696,9 @@ static int parse_args(int argc, char **argv, Options *o)
 	if (!o->nbatches && !o->pad_symbol && (o->bind.nshapes || o->bind.nbatch_dims ||
 	                                       o->bind.nfreezes || o->bind.ndims || o->plan))
 		o->batches[o->nbatches++] = 1;
-	/* check --pad-check --batch: the signatures at the largest bucket */
-	if (o->pad_symbol && o->nbatches && o->bind.ndims < MAX_LIST) {
+	/* check --pad-check binds its dim: with --batch, the signatures are at
+	 * the largest bucket, and the check's advice is only for dims still open */
+	if (o->pad_symbol && o->bind.ndims < MAX_LIST) {
 		int64_t hi = 0;
 		for (int i = 0; i < o->npad_buckets; i++)
 			hi = o->pad_buckets[i] > hi ? o->pad_buckets[i] : hi;

@@ -6,8 +6,9 @@
 #    symbolic dims other than the batch, and --shape x=N,20,3 compiles them;
 #    -v reports the compile's stages;
 #  - a misspelled flag is answered with the nearest one; --shared;
-#  - --dim SYMBOL=V; check's advice only for dims still open; a --shape
-#    against the model's declared dims; a QONNX model's nodes listed with a hint;
+#  - --dim SYMBOL=V; check's advice only for dims still open (--pad-check
+#    binds one too); a --shape against the model's declared dims; a QONNX
+#    model's nodes listed with a hint;
 #  - --svg pictures labelled (axes in bytes and node names, largest buffers);
 #    info --plan's stitching weights are not worded as times.
 set -u
@@ -148,6 +149,12 @@ PY
 	ok || bad "check without --dim: $(cat "$OUT/pn.check")"
 "$KILN" check "$OUT/pn.onnx" --dim P=20 >"$OUT/pn.check2" && ! grep -q -- '--shape' "$OUT/pn.check2" &&
 	ok || bad "check --dim P=20 repeats advice: $(cat "$OUT/pn.check2")"
+for b in "" "--batch 1,4"; do   # --pad-check binds P too (with and without --batch)
+	# shellcheck disable=SC2086
+	"$KILN" check "$OUT/pn.onnx" --pad-check P=8,16 $b >"$OUT/pn.check4" &&
+		grep -q 'padding on P proven harmless' "$OUT/pn.check4" && ! grep -q -- '--shape' "$OUT/pn.check4" &&
+		ok || bad "check --pad-check P=8,16 $b repeats advice: $(cat "$OUT/pn.check4")"
+done
 "$KILN" check "$OUT/pn.onnx" --shape points=N,2,20 --shape features=N,4,20 >"$OUT/pn.check3" &&
 	! grep -q -- '--shape' "$OUT/pn.check3" && ok || bad "check --shape repeats advice: $(cat "$OUT/pn.check3")"
 "$KILN" compile "$OUT/pn.onnx" --batch 1,4 --dim P=20 -o "$OUT/pn" >/dev/null &&
