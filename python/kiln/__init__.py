@@ -14,6 +14,7 @@ import errno
 import hashlib
 import json
 import mmap
+import operator
 import os
 import re
 import shutil
@@ -22,9 +23,10 @@ import tempfile
 import threading
 
 from . import _paths
-from ._kiln import Error, Model, TensorInfo, version as _version
+from ._kiln import Error, LengthError, Model, TensorInfo, version as _version
 
-__all__ = ["load", "compile", "Model", "TensorInfo", "Error", "find_kiln", "__version__"]
+__all__ = ["load", "compile", "Model", "TensorInfo", "Error", "LengthError", "find_kiln",
+           "__version__"]
 __version__ = _version()
 
 
@@ -233,7 +235,8 @@ def compile(model, batch, *, shape=None, dim=None, name=None, cache_dir=None, op
 
     batch: the compiled batch sizes (any n runs, stitched from them).
     shape: {input: dims} for --shape (dims a string "N,50,16" or a sequence
-        with None at the batch axis). dim: {symbol: value} for --dim.
+        with None at the batch axis). dim: {symbol: value} for --dim; a
+        sequence of values compiles buckets (model.run_lengths).
     name: the C NAME (default: from the file name). options: more kiln
         compile arguments, e.g. ["--weights-dtype", "fp16"].
     cache_dir: default $KILN_CACHE_DIR, else $XDG_CACHE_HOME/kiln (~/.cache/kiln).
@@ -256,7 +259,11 @@ def compile(model, batch, *, shape=None, dim=None, name=None, cache_dir=None, op
     for inp, dims in (shape or {}).items():
         args.append(_shape_flag(inp, dims))
     for sym, v in (dim or {}).items():
-        args.append("--dim=%s=%d" % (sym, v))
+        try:
+            vals = [operator.index(v)]
+        except TypeError:
+            vals = list(v)
+        args.append("--dim=%s=%s" % (sym, ",".join(str(int(x)) for x in vals)))
     args += [str(o) for o in options]
     try:
         model_hash = _model_hash(path)

@@ -8,7 +8,9 @@
  * through the buffer protocol (C-contiguous, the descriptor's element type
  * and shape, else a TypeError or ValueError naming the input), write into
  * new numpy arrays (memoryviews without numpy) or the caller's out=
- * buffers, and run kiln_run with the GIL released. Each thread gets its own
+ * buffers, and run kiln_run (or, model.run_lengths, kiln_run_lengths: samples
+ * of their own lengths in a bucketed model) with the GIL released. Each
+ * thread gets its own
  * kiln_context per model (run.h: contexts are what a call mutates), kept in
  * a per-thread list and freed when the thread ends or the model is freed,
  * whichever comes first. The module links its own libkiln.a (hidden) for
@@ -101,6 +103,7 @@ static bool format_fits(const DType *t, const Py_buffer *v)
 /* ---- module state ------------------------------------------------------ */
 
 static PyObject *kiln_error;        /* kiln.Error, a RuntimeError */
+static PyObject *length_error;      /* kiln.LengthError: kiln.Error and ValueError */
 static PyTypeObject tensor_info_type;
 static PyObject *numpy_empty;       /* numpy.empty, or Py_None without numpy */
 static PyObject *numpy_dtype[NDTYPES];
@@ -197,17 +200,20 @@ static PyStructSequence_Field tensor_info_fields[] = {
 	{"shape", "dims, None at the batch axis"},
 	{"batch_axis", "the batch axis, or None for a tensor that does not follow the batch"},
 	{"element_type", "the ONNX element type (float32, bfloat16, float8e4m3fn, ...)"},
+	{"length_axis", "the axis that is the bucketed dim (run_lengths: the caller's lmax), "
+	                "or None"},
 	{NULL, NULL},
 };
 
 static PyStructSequence_Desc tensor_info_desc = {
 	"kiln.TensorInfo",
 	"An input or output of a model: name, dtype, shape (None at the batch axis),\n"
-	"batch_axis (None if the tensor does not follow the batch), element_type.",
+	"batch_axis (None if the tensor does not follow the batch), element_type;\n"
+	"length_axis (by name only): the bucketed dim's axis, or None.",
 	tensor_info_fields, 5,
 };
 
-static PyObject *tensor_info(const kiln_tensor_desc *t)
+static PyObject *tensor_info(const kiln_tensor_desc *t, int length_axis)
 {
 	const DType *dt = dtype_of(t->dtype);
 	PyObject *info = PyStructSequence_New(&tensor_info_type);
@@ -220,14 +226,15 @@ static PyObject *tensor_info(const kiln_tensor_desc *t)
 			goto fail;
 		PyTuple_SET_ITEM(shape, d, v);
 	}
-	PyObject *f[5] = {
+	PyObject *f[6] = {
 		PyUnicode_FromString(t->name), PyUnicode_FromString(dt ? dt->numpy : "packed"), shape,
 		t->batch_axis >= 0 ? PyLong_FromLong(t->batch_axis) : Py_NewRef(Py_None),
-		PyUnicode_FromString(dt ? dt->onnx : t->dtype == KILN_INT4 ? "int4" : "uint4")};
+		PyUnicode_FromString(dt ? dt->onnx : t->dtype == KILN_INT4 ? "int4" : "uint4"),
+		length_axis >= 0 ? PyLong_FromLong(length_axis) : Py_NewRef(Py_None)};
 	shape = NULL;
-	for (int i = 0; i < 5; i++) {
+	for (int i = 0; i < 6; i++) {
 		if (!f[i]) {
-			for (int k = i; k < 5; k++)
+			for (int k = i; k < 6; k++)
 				Py_XDECREF(f[k]);
 			goto fail;
 		}
@@ -400,7 +407,8 @@ static PyObject *model_new(PyTypeObject *type, PyObject *args, PyObject *kw)
 	}
 	for (int i = 0; i < m->ninputs + m->noutputs; i++) {
 		bool in = i < m->ninputs;
-		PyObject *info = tensor_info(in ? &m->inputs[i] : &m->outputs[i - m->ninputs]);
+		PyObject *info = tensor_info(in ? &m->inputs[i] : &m->outputs[i - m->ninputs],
+		                             m->nbuckets >= 2 && m->bucket_axis ? m->bucket_axis[i] : -1);
 		if (!info) {
 			Py_DECREF(self);
 			return NULL;
@@ -431,16 +439,17 @@ static void model_dealloc(Model *self)
 }
 
 /* "(n, 16)" for an error message: the expected shape, n at the batch axis
- * (or its value once known, n >= 0). */
-static PyObject *shape_text(const kiln_tensor_desc *t, int64_t n)
+ * (or its value once known, n >= 0), and lmax at the bucketed axis laxis
+ * (run_lengths; -1: none) likewise. */
+static PyObject *shape_text(const kiln_tensor_desc *t, int64_t n, int laxis, int64_t lmax)
 {
 	PyObject *parts = PyList_New(0);
 	if (!parts)
 		return NULL;
 	for (int d = 0; d < t->rank; d++) {
-		PyObject *s = d == t->batch_axis && n < 0 ? PyUnicode_FromString("n")
-		              : PyUnicode_FromFormat("%lld", (long long)(d == t->batch_axis
-		                                                         ? n : t->dims[d]));
+		int64_t v = d == t->batch_axis ? n : d == laxis ? lmax : t->dims[d];
+		PyObject *s = v >= 0 ? PyUnicode_FromFormat("%lld", (long long)v)
+		              : PyUnicode_FromString(d == t->batch_axis ? "n" : "lmax");
 		if (!s || PyList_Append(parts, s) != 0) {
 			Py_XDECREF(s);
 			Py_DECREF(parts);
@@ -489,6 +498,13 @@ typedef struct Call {
 	Py_buffer out_view[KILN_MAX_IO];
 	int nout_views;
 	int64_t n;
+	/* run_lengths: per input, then per output, the bucketed axis (-1: none);
+	 * NULL for a plain call. lmax: the extent on it, -1 until an input says. */
+	const int *laxis;
+	int64_t lmax;
+	Py_buffer lengths_view;
+	bool have_lengths_view;
+	int64_t *lengths_owned;      /* PyMem: lengths converted to int64 */
 } Call;
 
 static void call_release(Call *c)
@@ -499,13 +515,18 @@ static void call_release(Call *c)
 		PyBuffer_Release(&c->out_view[i]);
 	for (int i = 0; i < c->m->noutputs; i++)
 		Py_CLEAR(c->out_obj[i]);
+	if (c->have_lengths_view)
+		PyBuffer_Release(&c->lengths_view);
+	PyMem_Free(c->lengths_owned);
 }
 
-/* Check a buffer against a tensor: element type, rank, contiguity and (with
- * c->n known, or setting it from the batch axis) the dims. what is "input"
- * or "out"; returns -1 with an error set. */
-static int check_view(Call *c, const kiln_tensor_desc *t, Py_buffer *v, const char *what)
+/* Check a buffer against tensor k (input k, or output k - ninputs) t:
+ * element type, rank, contiguity and (with c->n known, or setting it from
+ * the batch axis; c->lmax likewise at a bucketed axis) the dims. what is
+ * "input" or "out"; returns -1 with an error set. */
+static int check_view(Call *c, int k, const kiln_tensor_desc *t, Py_buffer *v, const char *what)
 {
+	int laxis = c->laxis ? c->laxis[k] : -1;
 	const DType *dt = dtype_of(t->dtype);
 	const char *model = c->m->name;
 	if (!format_fits(dt, v))
@@ -517,10 +538,13 @@ static int check_view(Call *c, const kiln_tensor_desc *t, Py_buffer *v, const ch
 	bool shape_ok = v->ndim == t->rank;
 	if (shape_ok && t->batch_axis >= 0 && c->n < 0)
 		c->n = view_dim(v, t->batch_axis);
+	if (shape_ok && laxis >= 0 && c->lmax < 0)
+		c->lmax = view_dim(v, laxis);
 	for (int d = 0; shape_ok && d < t->rank; d++)
-		shape_ok = view_dim(v, d) == (d == t->batch_axis ? c->n : t->dims[d]);
+		shape_ok = view_dim(v, d) == (d == t->batch_axis ? c->n : d == laxis ? c->lmax
+		                                                                       : t->dims[d]);
 	if (!shape_ok) {
-		PyObject *want = shape_text(t, c->n), *got = view_shape_text(v);
+		PyObject *want = shape_text(t, c->n, laxis, c->lmax), *got = view_shape_text(v);
 		if (want && got)
 			PyErr_Format(PyExc_ValueError, "model '%s' %s '%s': expected shape %U %s, got %U",
 			             model, what, t->name, want, dt->numpy, got);
@@ -570,10 +594,11 @@ static bool is_name(PyObject *key, const char *name)
 	return (size_t)len == strlen(name) && memcmp(k, name, (size_t)len) == 0;
 }
 
-/* A new output array for tensor t at n rows: numpy.empty, else a memoryview
- * of a bytearray cast to the format and shape (1-D for an empty one: a
- * memoryview cannot have a 0 dim). */
-static PyObject *new_output(const kiln_tensor_desc *t, int64_t n)
+/* A new output array for tensor t at n rows (and lmax on the bucketed axis
+ * laxis, -1: none): numpy.empty, else a memoryview of a bytearray cast to
+ * the format and shape (1-D for an empty one: a memoryview cannot have a 0
+ * dim). */
+static PyObject *new_output(const kiln_tensor_desc *t, int64_t n, int laxis, int64_t lmax)
 {
 	const DType *dt = dtype_of(t->dtype);
 	PyObject *shape = PyTuple_New(t->rank);
@@ -581,7 +606,7 @@ static PyObject *new_output(const kiln_tensor_desc *t, int64_t n)
 		return NULL;
 	Py_ssize_t elems = 1;
 	for (int d = 0; d < t->rank; d++) {
-		int64_t v = d == t->batch_axis ? n : t->dims[d];
+		int64_t v = d == t->batch_axis ? n : d == laxis ? lmax : t->dims[d];
 		elems *= (Py_ssize_t)v;
 		PyObject *x = PyLong_FromLongLong(v);
 		if (!x) {
@@ -657,21 +682,118 @@ static bool overlaps(const Py_buffer *a, const Py_buffer *b)
 	return a->len && b->len && pa < pb + b->len && pb < pa + a->len;
 }
 
-/* model(*inputs, out=None, **inputs_by_name): run on n rows. */
-static PyObject *model_vectorcall(PyObject *callable, PyObject *const *args, size_t nargsf,
-                                  PyObject *kwnames)
+/* lengths for run_lengths: a 1-D buffer of integers (read in place when it
+ * is aligned int64) or a sequence of ints. Sets c->n and returns the
+ * int64 array (c->lengths_owned or the buffer), NULL with an error set. */
+static const int64_t *take_lengths(Call *c, PyObject *obj)
 {
-	Model *self = (Model *)callable;
+	const char *model = c->m->name;
+	if (PyObject_CheckBuffer(obj)) {
+		Py_buffer *v = &c->lengths_view;
+		if (PyObject_GetBuffer(obj, v, PyBUF_RECORDS_RO) != 0)
+			return NULL;
+		c->have_lengths_view = true;
+		int size;
+		char kind = format_kind(v->format, v->itemsize, &size);
+		if ((kind != 'i' && kind != 'u') || v->ndim != 1 || !PyBuffer_IsContiguous(v, 'C'))
+			return PyErr_Format(PyExc_TypeError, "model '%s' run_lengths: lengths must be "
+			                    "a 1-D contiguous array of integers or a sequence of ints, "
+			                    "got a buffer of format '%s' and %d dims", model,
+			                    v->format ? v->format : "B", v->ndim), NULL;
+		c->n = v->len / size;
+		if (kind == 'i' && size == 8 && (uintptr_t)v->buf % _Alignof(int64_t) == 0)
+			return v->buf;
+		c->lengths_owned = PyMem_Malloc((size_t)(c->n ? c->n : 1) * sizeof(int64_t));
+		if (!c->lengths_owned)
+			return PyErr_NoMemory(), NULL;
+		const unsigned char *p = v->buf;
+		for (int64_t i = 0; i < c->n; i++, p += size) {
+			uint64_t u = 0;
+			int64_t x = 0;
+			switch (size * (kind == 'i' ? 1 : -1)) {
+			case 1: { int8_t t; memcpy(&t, p, 1); x = t; break; }
+			case 2: { int16_t t; memcpy(&t, p, 2); x = t; break; }
+			case 4: { int32_t t; memcpy(&t, p, 4); x = t; break; }
+			case 8: memcpy(&x, p, 8); break;
+			case -1: { uint8_t t; memcpy(&t, p, 1); x = t; break; }
+			case -2: { uint16_t t; memcpy(&t, p, 2); x = t; break; }
+			case -4: { uint32_t t; memcpy(&t, p, 4); x = t; break; }
+			default:
+				memcpy(&u, p, 8);
+				x = u > INT64_MAX ? INT64_MAX : (int64_t)u;
+			}
+			c->lengths_owned[i] = x;
+		}
+		return c->lengths_owned;
+	}
+	PyObject *seq = PySequence_Fast(obj, "lengths must be a 1-D array of integers or a "
+	                                     "sequence of ints");
+	if (!seq)
+		return NULL;
+	c->n = PySequence_Fast_GET_SIZE(seq);
+	c->lengths_owned = PyMem_Malloc((size_t)(c->n ? c->n : 1) * sizeof(int64_t));
+	for (int64_t i = 0; c->lengths_owned && i < c->n; i++) {
+		PyObject *x = PySequence_Fast_GET_ITEM(seq, i);
+		long long v = PyIndex_Check(x) ? PyLong_AsLongLong(x) : -1;
+		if (!PyIndex_Check(x))
+			PyErr_Format(PyExc_TypeError, "model '%s' run_lengths: lengths[%lld] is %s, "
+			             "not an int", model, (long long)i, Py_TYPE(x)->tp_name);
+		if (v == -1 && PyErr_Occurred()) {
+			Py_DECREF(seq);
+			return NULL;
+		}
+		c->lengths_owned[i] = v;
+	}
+	Py_DECREF(seq);
+	if (!c->lengths_owned)
+		return PyErr_NoMemory(), NULL;
+	return c->lengths_owned;
+}
+
+/* Every length within 0..lmax and the largest bucket, else kiln.LengthError
+ * naming the first one that is not. */
+static int check_lengths(const Call *c, const int64_t *lengths)
+{
+	const kiln_model *m = c->m;
+	int64_t top = m->buckets[m->nbuckets - 1];
+	for (int64_t i = 0; i < c->n; i++) {
+		int64_t l = lengths[i];
+		if (l >= 0 && l <= top && l <= c->lmax)
+			continue;
+		if (l < 0)
+			PyErr_Format(length_error, "model '%s' run_lengths: lengths[%lld] = %lld is "
+			             "negative", m->name, (long long)i, (long long)l);
+		else if (l > top)
+			PyErr_Format(length_error, "model '%s' run_lengths: lengths[%lld] = %lld is past "
+			             "the largest bucket, %s = %lld", m->name, (long long)i, (long long)l,
+			             m->bucket_symbol, (long long)top);
+		else
+			PyErr_Format(length_error, "model '%s' run_lengths: lengths[%lld] = %lld is past "
+			             "the inputs' %lld positions along %s", m->name, (long long)i,
+			             (long long)l, (long long)c->lmax, m->bucket_symbol);
+		return -1;
+	}
+	return 0;
+}
+
+/* model(*inputs, out=None, **inputs_by_name) on n rows, or, with lengths
+ * (model.run_lengths), on n samples of their own lengths. */
+static PyObject *model_call(Model *self, PyObject *const *args, Py_ssize_t npos,
+                            PyObject *kwnames, PyObject *lengths_obj)
+{
 	const kiln_model *m = self->m;
-	Py_ssize_t npos = PyVectorcall_NARGS(nargsf);
 	Call c;
 	c.self = self;
 	c.m = m;
 	c.nin_views = c.nout_views = 0;
-	c.n = -1;
-	PyObject *out = NULL;
+	c.n = c.lmax = -1;
+	c.laxis = NULL;
+	c.have_lengths_view = false;
+	c.lengths_owned = NULL;
 	for (int i = 0; i < m->noutputs; i++)
 		c.out_obj[i] = NULL;
+	const int64_t *lengths = NULL;
+	PyObject *out = NULL;
 	for (int i = 0; i < m->ninputs; i++)
 		c.in_obj[i] = i < npos ? args[i] : NULL;
 	if (npos > m->ninputs)
@@ -710,22 +832,34 @@ static PyObject *model_vectorcall(PyObject *callable, PyObject *const *args, siz
 			                    m->outputs[i].name,
 			                    m->outputs[i].dtype == KILN_INT4 ? "int4" : "uint4");
 	PyObject *result = NULL;
+	if (lengths_obj) {
+		c.laxis = m->bucket_axis;
+		if (!(lengths = take_lengths(&c, lengths_obj)))
+			goto done;
+	}
 	for (int i = 0; i < m->ninputs; i++) {
 		if (get_view(c.in_obj[i], &c.in_view[i], PyBUF_RECORDS_RO, &c, &m->inputs[i],
 		             "input") != 0)
 			goto done;
 		c.nin_views++;
-		if (check_view(&c, &m->inputs[i], &c.in_view[i], "input") != 0)
+		if (check_view(&c, i, &m->inputs[i], &c.in_view[i], "input") != 0)
 			goto done;
 	}
 	if (c.n < 0)   /* nothing follows the batch: the smallest compiled size */
 		c.n = m->batches[0];
+	if (lengths) {
+		if (c.lmax < 0)   /* no input carries the dim: the longest length */
+			c.lmax = kiln_lengths_max(c.n, lengths);
+		if (check_lengths(&c, lengths) != 0)
+			goto done;
+	}
 	if (out && out != Py_None) {
 		if (take_out(&c, out) != 0)
 			goto done;
 	} else {
 		for (int i = 0; i < m->noutputs; i++)
-			if (!(c.out_obj[i] = new_output(&m->outputs[i], c.n)))
+			if (!(c.out_obj[i] = new_output(&m->outputs[i], c.n,
+			                                c.laxis ? c.laxis[m->ninputs + i] : -1, c.lmax)))
 				goto done;
 	}
 	for (int i = 0; i < m->noutputs; i++) {
@@ -734,7 +868,7 @@ static PyObject *model_vectorcall(PyObject *callable, PyObject *const *args, siz
 		c.nout_views++;
 		Py_buffer *v = &c.out_view[i];
 		if (out && out != Py_None) {
-			if (check_view(&c, &m->outputs[i], v, "out") != 0)
+			if (check_view(&c, m->ninputs + i, &m->outputs[i], v, "out") != 0)
 				goto done;
 			for (int k = 0; k < m->ninputs + i; k++)
 				if (overlaps(v, k < m->ninputs ? &c.in_view[k] : &c.out_view[k - m->ninputs])) {
@@ -760,10 +894,12 @@ static PyObject *model_vectorcall(PyObject *callable, PyObject *const *args, siz
 		                        m->outputs[i].dtype, (uint64_t)c.out_view[i].len};
 	int st;
 	Py_BEGIN_ALLOW_THREADS
-	st = kiln_run(ctx, c.n, in, outs);
+	st = lengths ? kiln_run_lengths(ctx, c.n, lengths, c.lmax, in, outs)
+	             : kiln_run(ctx, c.n, in, outs);
 	Py_END_ALLOW_THREADS
 	if (st != KILN_OK) {
-		PyErr_Format(kiln_error, "model '%s' at n = %lld: %s", m->name, (long long)c.n,
+		PyErr_Format(st == KILN_LENGTH ? length_error : kiln_error, "model '%s' %s n = %lld: %s",
+		             m->name, lengths ? "run_lengths at" : "at", (long long)c.n,
 		             kiln_status_string(st));
 		goto done;
 	}
@@ -777,6 +913,29 @@ static PyObject *model_vectorcall(PyObject *callable, PyObject *const *args, siz
 done:
 	call_release(&c);
 	return result;
+}
+
+/* model(*inputs, out=None, **inputs_by_name): run on n rows. */
+static PyObject *model_vectorcall(PyObject *callable, PyObject *const *args, size_t nargsf,
+                                  PyObject *kwnames)
+{
+	return model_call((Model *)callable, args, PyVectorcall_NARGS(nargsf), kwnames, NULL);
+}
+
+/* model.run_lengths(lengths, *inputs, out=None, **inputs_by_name): n samples
+ * of their own lengths along a bucketed dim (kiln_run_lengths). */
+static PyObject *model_run_lengths(PyObject *obj, PyObject *const *args, Py_ssize_t nargs,
+                                   PyObject *kwnames)
+{
+	Model *self = (Model *)obj;
+	const kiln_model *m = self->m;
+	if (m->nbuckets < 2 || !m->bucket_axis || !m->buckets)
+		return PyErr_Format(kiln_error, "model '%s' run_lengths: compiled without buckets "
+		                    "(kiln compile --dim SYMBOL=v1,...,vk)", m->name);
+	if (nargs < 1)
+		return PyErr_Format(PyExc_TypeError, "model '%s' run_lengths(lengths, *inputs): "
+		                    "lengths missing", m->name);
+	return model_call(self, args + 1, nargs - 1, kwnames, args[0]);
 }
 
 static PyObject *model_reduce(Model *self, PyObject *unused)
@@ -869,6 +1028,31 @@ static PyObject *get_arena_bytes(Model *self, void *unused)
 	return PyLong_FromUnsignedLongLong(self->m->max_arena_bytes);
 }
 
+static PyObject *get_buckets(Model *self, void *unused)
+{
+	(void)unused;
+	const kiln_model *m = self->m;
+	int nb = m->nbuckets >= 2 && m->buckets ? m->nbuckets : 0;
+	PyObject *r = PyTuple_New(nb);
+	for (int i = 0; r && i < nb; i++) {
+		PyObject *x = PyLong_FromLongLong(m->buckets[i]);
+		if (!x) {
+			Py_CLEAR(r);
+			break;
+		}
+		PyTuple_SET_ITEM(r, i, x);
+	}
+	return r;
+}
+
+static PyObject *get_bucket_symbol(Model *self, void *unused)
+{
+	(void)unused;
+	const kiln_model *m = self->m;
+	return m->nbuckets >= 2 && m->bucket_symbol ? PyUnicode_FromString(m->bucket_symbol)
+	                                            : Py_NewRef(Py_None);
+}
+
 static PyGetSetDef model_getset[] = {
 	{"name", (getter)get_name, NULL, "the model's NAME (kiln compile --name)", NULL},
 	{"batch_sizes", (getter)get_batch_sizes, NULL, "the compiled batch sizes, ascending", NULL},
@@ -879,6 +1063,9 @@ static PyGetSetDef model_getset[] = {
 	{"context_bytes", (getter)get_context_bytes, NULL,
 	 "bytes of one thread's context (arena, staging, plans)", NULL},
 	{"arena_bytes", (getter)get_arena_bytes, NULL, "the largest compiled size's arena", NULL},
+	{"buckets", (getter)get_buckets, NULL,
+	 "the values of the bucketed dim (kiln compile --dim SYMBOL=v1,...,vk), or ()", NULL},
+	{"bucket_symbol", (getter)get_bucket_symbol, NULL, "the bucketed dim's name, or None", NULL},
 	{NULL, NULL, NULL, NULL, NULL},
 };
 
@@ -900,6 +1087,14 @@ static PyMethodDef model_methods[] = {
 	 "pickle by path and hash: unpickling opens the same path and checks the hash"},
 	{"chunks", (PyCFunction)model_chunks, METH_O,
 	 "chunks(n): the compiled sizes a call on n rows runs, in order (the last may be padded)"},
+	{"run_lengths", (PyCFunction)(void (*)(void))model_run_lengths,
+	 METH_FASTCALL | METH_KEYWORDS,
+	 "run_lengths(lengths, *inputs, out=None, **inputs_by_name): n samples of their own\n"
+	 "lengths along the bucketed dim (kiln_run_lengths). lengths: n ints. Inputs and\n"
+	 "outputs with a length_axis hold every sample at lmax positions along it (the\n"
+	 "inputs' extent there; only the first lengths[i] are read, outputs are zero past\n"
+	 "them); the others are as for a call. kiln.LengthError for a length below 0 or\n"
+	 "past lmax or the largest bucket."},
 	{NULL, NULL, 0, NULL},
 };
 
@@ -969,8 +1164,17 @@ PyMODINIT_FUNC PyInit__kiln(void)
 	kiln_error = PyErr_NewExceptionWithDoc("kiln.Error",
 	                                       "a kiln model refused a call or could not be loaded",
 	                                       PyExc_RuntimeError, NULL);
+	PyObject *bases = kiln_error ? PyTuple_Pack(2, kiln_error, PyExc_ValueError) : NULL;
+	length_error = bases ? PyErr_NewExceptionWithDoc(
+	                           "kiln.LengthError", "run_lengths: a length below 0, past the "
+	                           "inputs' lmax or past the largest bucket (KILN_LENGTH)",
+	                           bases, NULL)
+	                     : NULL;
+	Py_XDECREF(bases);
 	PyObject *model_type = PyType_FromSpec(&model_spec);
-	if (!kiln_error || !model_type || PyModule_AddObjectRef(mod, "Error", kiln_error) != 0 ||
+	if (!kiln_error || !length_error || !model_type ||
+	    PyModule_AddObjectRef(mod, "Error", kiln_error) != 0 ||
+	    PyModule_AddObjectRef(mod, "LengthError", length_error) != 0 ||
 	    PyModule_AddObjectRef(mod, "Model", model_type) != 0 ||
 	    PyModule_AddObjectRef(mod, "TensorInfo", (PyObject *)&tensor_info_type) != 0) {
 		Py_XDECREF(model_type);

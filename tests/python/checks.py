@@ -4,7 +4,9 @@ on PYTHONPATH. argv[1]: JSON {src, out, kiln, include, libkiln, platlib}.
 References: a C program (tests/python/ref.c) linking the same model as a
 static object and running it through kiln_run, compared bit for bit; numpy
 for the external-data model; the module's own single-threaded results for
-threads, pickles and the Dask example (bit for bit)."""
+threads, pickles and the Dask example (bit for bit); ONNX Runtime at each
+jet's own length for model.run_lengths (tests/realmodels/buckets_models.py:
+DeepSets and ParticleNet AK4 with buckets; skipped without ONNX Runtime)."""
 import json
 import os
 import pickle
@@ -395,6 +397,102 @@ with open(os.path.join(ext, "sub", "more.bin"), "r+b") as f:
 e2 = kiln.compile(ext_onnx, batch=[1], cache_dir=cache)
 check(e2.path != e1.path and same_bits(e2(xe)[2], np.float32([5, 6])),
       "a changed external data file is another entry: %s" % (e2(xe),))
+
+# ---- run_lengths: buckets against ONNX Runtime at each jet's length ------
+
+def lengths_case(case):
+    """Case of tests/realmodels/buckets_models.py: compiled with buckets by
+    kiln.compile, every jet of lengths 1..LMAX through model.run_lengths,
+    against ONNX Runtime run on each jet alone at its own length."""
+    t0 = time.time()
+    d = os.path.join(OUT, "lengths_" + case)
+    os.makedirs(d)
+    run([sys.executable, os.path.join(SRC, "tests", "realmodels", "buckets_models.py"), case, d])
+    with open(os.path.join(d, "reference.pkl"), "rb") as f:
+        ref = pickle.load(f)
+    order, feed, refs, sym = ref["order"], ref["feed"], ref["refs"], ref["symbol"]
+    rtol, atol = ref["tol"]
+    buckets = [int(b) for b in ref["buckets"].split(",")]
+    m = kiln.compile(ref["path"], batch=[1, 8], dim={sym: buckets}, options=ref["extra"],
+                     cache_dir=os.path.join(OUT, "cache"), name="lengths_" + case)
+    check(m.buckets == tuple(buckets) and m.bucket_symbol == sym,
+          "%s: buckets %s %s" % (case, m.buckets, m.bucket_symbol))
+    check([t.length_axis for t in m.inputs] == [ref["axes"][t.name] for t in m.inputs] and
+          [t.length_axis for t in m.outputs] == ref["out_axes"],
+          "%s: length_axis %s" % (case, [t.length_axis for t in m.inputs + m.outputs]))
+    lmax = len(order)
+    ys = m.run_lengths(order, **feed)
+    ys = ys if isinstance(ys, tuple) else (ys,)
+    worst = 0.0
+    for o, (y, axis) in enumerate(zip(ys, ref["out_axes"])):
+        for i, length in enumerate(order):
+            want, got = refs[i][o][0], y[i]
+            if axis is not None:
+                a = axis - 1
+                check(not np.any(np.take(got, range(length, lmax), axis=a)),
+                      "%s: output %d of the jet of length %d is not zero past it" % (case, o, length))
+                got = np.take(got, range(length), axis=a)
+                want = np.take(want, range(length), axis=a)
+            err = float(np.abs(got - want).max()) if want.size else 0.0
+            worst = max(worst, err)
+            check(np.allclose(got, want, rtol=rtol, atol=atol),
+                  "%s: output %d of the jet of length %d differs from ONNX Runtime by %.3g"
+                  % (case, o, length, err))
+    # NaN past every length, laid out at LMAX + 3: never read, the same bits;
+    # the lengths as int32; out= buffers.
+    wide = {}
+    for k, v in feed.items():
+        a = ref["axes"][k]
+        if a is None:
+            wide[k] = v
+            continue
+        pad = [(0, 0)] * v.ndim
+        pad[a] = (0, 3)
+        w = np.pad(v, pad)
+        idx = np.arange(lmax + 3).reshape([-1 if j == a else 1 for j in range(v.ndim)])
+        w[np.broadcast_to(idx >= order.reshape([-1] + [1] * (v.ndim - 1)), w.shape)] = np.nan
+        wide[k] = w
+    outs = tuple(np.full(y.shape if a is None else y.shape[:a] + (lmax + 3,) + y.shape[a + 1:],
+                         7.0, np.float32) for y, a in zip(ys, ref["out_axes"]))
+    got = m.run_lengths(order.astype(np.int32), out=outs if len(outs) > 1 else outs[0], **wide)
+    got = got if isinstance(got, tuple) else (got,)
+    for o, (y, w, axis) in enumerate(zip(ys, got, ref["out_axes"])):
+        check(w is outs[o], "%s: out= returned another array" % case)
+        if axis is not None:
+            check(not np.any(np.take(w, range(lmax, lmax + 3), axis=axis)),
+                  "%s: output %d is not zero at lmax + 3" % (case, o))
+            w = np.take(w, range(lmax), axis=axis)
+        check(same_bits(w, y), "%s: output %d with NaN padding at lmax + 3 differs" % (case, o))
+    top = buckets[-1]
+    bad = order.copy()
+    bad[3] = top + 1
+    first = {k: (np.pad(v, [(0, 0) if j != ref["axes"][k] else (0, 1) for j in range(v.ndim)])
+                 if ref["axes"][k] is not None else v) for k, v in feed.items()}
+    check(raises(kiln.LengthError, lambda: m.run_lengths(bad, **first), "lengths[3] = %d" % (top + 1),
+                 "past the largest bucket, %s = %d" % (sym, top)),
+          "%s: a length past the largest bucket" % case)
+    bad[3] = -2
+    check(raises(ValueError, lambda: m.run_lengths(bad, **feed), "lengths[3] = -2 is negative"),
+          "%s: a negative length" % case)
+    short = {k: np.ascontiguousarray(np.take(v, range(lmax - 1), axis=ref["axes"][k]))
+             if ref["axes"][k] is not None else v for k, v in feed.items()}
+    check(raises(kiln.LengthError, lambda: m.run_lengths(order, **short),
+                 "is past the inputs' %d positions along %s" % (lmax - 1, sym)),
+          "%s: a length past the inputs' lmax" % case)
+    print("%s: %d jets of lengths 1..%d through run_lengths in buckets %s: within rtol %g, "
+          "atol %g of ONNX Runtime at each length (largest difference %.3g; %.1f s)"
+          % (case, lmax, lmax, ref["buckets"], rtol, atol, worst, time.time() - t0))
+
+
+if subprocess.run(["node", "-e", "require('onnxruntime-node')"], env=tool_env(),
+                  capture_output=True).returncode == 0:
+    for case in ("deepsets_ncp_op13", "pn_ak4_op13"):
+        lengths_case(case)
+else:
+    print("SKIP: run_lengths against ONNX Runtime (node + onnxruntime-node not found: "
+          "NODE_PATH=$(scripts/install-ort.sh))")
+check(raises(kiln.Error, lambda: jt.run_lengths([1], np.zeros((1, 16), np.float32)),
+             "compiled without buckets"), "run_lengths on a model without buckets")
 
 # ---- examples/dask_jets on 2 worker processes -------------------------------
 

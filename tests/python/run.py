@@ -5,7 +5,9 @@ relocated prefix), then, with only that installation on PYTHONPATH,
 tests/python/checks.py: the jet tagger and a ParticleNet-style model from
 numpy against a C program running the same models through kiln_run (bit
 for bit, n = 0..70), errors, out=, threads, pickling, kiln.compile's cache,
-and examples/dask_jets on a LocalCluster of 2 worker processes.
+run_lengths against ONNX Runtime at each jet's length (when NODE_PATH finds
+onnxruntime-node), and examples/dask_jets on a LocalCluster of 2 worker
+processes.
 CC and SANFLAGS as for the other suites; in a sanitizer build meson gives
 KILN_PYTHON_PRELOAD, the sanitizer runtime the extension needs loaded first:
 the Python processes get it as LD_PRELOAD (checks.py keeps it away from
