@@ -7,7 +7,8 @@
 #  - a program linked with both, and one dlopening both with RTLD_GLOBAL,
 #    get from each plugin exactly what its model gives linked alone;
 #  - a context made for another model is refused (contexts.c), and one
-#    memory serves two models in turn.
+#    memory serves two models in turn;
+#  - the C++ face (cxx.cpp), run_lengths on a bucketed model included.
 # CC (default cc) and SANFLAGS (a -fsanitize= flag or nothing) build it all.
 set -u
 KILN=$1 SRC=$2 LIBKILN=$3 OUT=$4
@@ -22,6 +23,8 @@ cc_() { $CCBIN -std=c11 -Wall -Wextra -Werror ${SANFLAGS:-} -I"$SRC/include" "$@
 "$KILN" compile "$A" --batch 1,4 --name data -o "$OUT/a" >/dev/null && ok || bad "compile A"
 "$KILN" compile "$B" --batch 1,4 --name data -o "$OUT/b" >/dev/null && ok || bad "compile B"
 "$KILN" compile "$B" --batch 2,8 --name other -o "$OUT/other" >/dev/null && ok || bad "compile other"
+"$KILN" compile "$SRC/tests/fixtures/lengths.onnx" --batch 1,4 --dim P=4,8,16 --name lens -o "$OUT/lens" \
+	>/dev/null && ok || bad "compile lens (buckets)"
 
 for p in a b; do
 	cc_ -fPIC -shared -DPLUGIN=plugin_$p -I"$OUT/$p" "$HERE/plugin.c" "$OUT/$p/data.o" "$LIBKILN" \
@@ -62,7 +65,8 @@ for cxx in $cxxs; do
 	for std in c++17 c++20; do
 		# shellcheck disable=SC2086
 		$cxx -std=$std -Wall -Wextra -pedantic -Werror ${SANFLAGS:-} -I"$SRC/include" -I"$OUT/a" \
-			-I"$OUT/other" "$HERE/cxx.cpp" "$OUT/a/data.o" "$OUT/other/other.o" "$LIBKILN" -lm \
+			-I"$OUT/other" -I"$OUT/lens" "$HERE/cxx.cpp" "$OUT/a/data.o" "$OUT/other/other.o" \
+			"$OUT/lens/lens.o" "$LIBKILN" -lm \
 			-o "$OUT/cxx_${cxx}_$std" && "$OUT/cxx_${cxx}_$std" && ok || bad "C++: $cxx -std=$std"
 	done
 done
