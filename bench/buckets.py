@@ -12,20 +12,22 @@ axis) three ways on one core:
            particles: the kNN's TopK needs them), the way CMSSW runs
            ParticleNet since cms-sw/cmssw#31036.
 
-The events: the jet count of each event uniform in 0..300 (the issue's
-range); each jet's particle count drawn from a gamma distribution of mean
-MEAN and shape 3, rounded and clipped to 1..PMAX. The spectrum is an
-assumption, not a fit to data: a broad peak around 15-25 constituents with
-a tail to the cut-off, the shape of PF-candidate multiplicities of AK4 jets
-of a few tens of GeV; change --mean to move it. Inputs are random features
-(zero past each length, mask 0).
+The events: the jet count of each event uniform in 0..300 (issue 31's
+range); each jet's particle count drawn from a gamma distribution of shape
+3 and mean MEAN, rounded and clipped to 1..PMAX: by default 20 for AK4
+(P <= 50) and 50 for AK8 (P <= 100; AK8 jets, R = 0.8, hold about 2-3 times
+an AK4 jet's constituents). Both are assumptions, not fits to data: no
+measured PF-candidate multiplicity spectrum of CMS AK4 or AK8 jets, nor a
+jets-per-event spectrum, was found in the sources searched (docs/batching.md
+lists them); change --mean to move it. Inputs are random features (zero
+past each length, mask 0).
 
 Times are CPU time per event (process CPU clock; median over --reps passes
 over all events, every event counted, an empty one too); the three outputs
 are checked against each other (rtol 1e-3, atol 1e-5).
 
 usage: bench/buckets.py [--net ak4|ak8] [--events 40] [--reps 3]
-                        [--buckets 20,32,50] [--batch 1,8,32] [--mean 20]
+                        [--buckets 20,32,50] [--batch 1,8,32] [--mean 20|50]
                         [--core 1] [--out build/bench/buckets]
 (NODE_PATH must find onnxruntime-node: NODE_PATH=$(scripts/install-ort.sh))
 """
@@ -42,7 +44,8 @@ ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, os.path.join(ROOT, "tests", "realmodels"))
 import particlenet_weaver as pnw  # noqa: E402
 
-NETS = {"ak4": (pnw.AK4, 50, "20,32,50"), "ak8": (pnw.AK8, 100, "24,48,100")}
+# net -> (weaver-core arguments, PMAX, default buckets, default mean particle count)
+NETS = {"ak4": (pnw.AK4, 50, "20,32,50", 20.0), "ak8": (pnw.AK8, 100, "32,48,64,80,100", 50.0)}
 
 
 def sh(cmd, **kw):
@@ -59,13 +62,14 @@ def main():
     ap.add_argument("--reps", type=int, default=3)
     ap.add_argument("--buckets")
     ap.add_argument("--batch", default="1,8,32")
-    ap.add_argument("--mean", type=float, default=20.0)
+    ap.add_argument("--mean", type=float)
     ap.add_argument("--core", default="1")
     ap.add_argument("--seed", type=int, default=31)
     ap.add_argument("--out", default=os.path.join(ROOT, "build", "bench", "buckets"))
     a = ap.parse_args()
-    args, pmax, buckets = NETS[a.net]
+    args, pmax, buckets, mean = NETS[a.net]
     buckets = a.buckets or buckets
+    mean = a.mean or mean
     kiln = os.path.join(ROOT, "build", "compiler", "kiln")
     shutil.rmtree(a.out, ignore_errors=True)
     os.makedirs(a.out)
@@ -77,7 +81,7 @@ def main():
     r = np.random.default_rng(a.seed)
     events = r.integers(0, 301, a.events).astype(np.int64)
     njets = int(events.sum())
-    lengths = np.clip(np.rint(r.gamma(3.0, a.mean / 3.0, njets)), 1, pmax).astype(np.int64)
+    lengths = np.clip(np.rint(r.gamma(3.0, mean / 3.0, njets)), 1, pmax).astype(np.int64)
     c = args.get("input_dims", 8)
     m = (np.arange(pmax)[None, :] < lengths[:, None]).astype(np.float32)[:, None, :]
     feed = {"points": r.standard_normal((njets, 2, pmax), dtype=np.float32) * m,
