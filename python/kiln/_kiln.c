@@ -988,12 +988,12 @@ static PyObject *get_name(Model *self, void *unused)
 	return PyUnicode_FromString(self->m->name);
 }
 
-static PyObject *get_batch_sizes(Model *self, void *unused)
+/* A tuple of n int64 values. */
+static PyObject *int64_tuple(const int64_t *v, int n)
 {
-	(void)unused;
-	PyObject *r = PyTuple_New(self->m->nbatches);
-	for (int i = 0; r && i < self->m->nbatches; i++) {
-		PyObject *x = PyLong_FromLongLong(self->m->batches[i]);
+	PyObject *r = PyTuple_New(n);
+	for (int i = 0; r && i < n; i++) {
+		PyObject *x = PyLong_FromLongLong(v[i]);
 		if (!x) {
 			Py_CLEAR(r);
 			break;
@@ -1001,6 +1001,12 @@ static PyObject *get_batch_sizes(Model *self, void *unused)
 		PyTuple_SET_ITEM(r, i, x);
 	}
 	return r;
+}
+
+static PyObject *get_batch_sizes(Model *self, void *unused)
+{
+	(void)unused;
+	return int64_tuple(self->m->batches, self->m->nbatches);
 }
 
 static PyObject *get_batch_independent(Model *self, void *unused)
@@ -1032,17 +1038,7 @@ static PyObject *get_buckets(Model *self, void *unused)
 {
 	(void)unused;
 	const kiln_model *m = self->m;
-	int nb = m->nbuckets >= 2 && m->buckets ? m->nbuckets : 0;
-	PyObject *r = PyTuple_New(nb);
-	for (int i = 0; r && i < nb; i++) {
-		PyObject *x = PyLong_FromLongLong(m->buckets[i]);
-		if (!x) {
-			Py_CLEAR(r);
-			break;
-		}
-		PyTuple_SET_ITEM(r, i, x);
-	}
-	return r;
+	return int64_tuple(m->buckets, m->nbuckets >= 2 && m->buckets ? m->nbuckets : 0);
 }
 
 static PyObject *get_bucket_symbol(Model *self, void *unused)
