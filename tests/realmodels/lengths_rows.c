@@ -9,7 +9,8 @@
  * along it; kiln_run_lengths is called with lmax = LPASS (-1: derived, then
  * LFILE must be the longest length). The others hold N samples as for
  * kiln_run. Before the run it checks that the context is no larger than
- * the largest bucket's own (its arena, staging area and plans), that a
+ * the largest bucket's own (its arena, staging area and plans), that each
+ * smaller bucket's baked plan is kiln_plan_table's at its costs, that a
  * length past the largest bucket, a negative one and one past lmax give
  * KILN_LENGTH, and a model without buckets KILN_USAGE.
  */
@@ -96,6 +97,21 @@ int main(int argc, char **argv)
 		        (unsigned long long)kiln_context_bytes(m), (unsigned long long)own);
 		return 1;
 	}
+	/* Each smaller bucket's baked plan is kiln_plan_table at its costs. */
+	double *best = malloc(((size_t)m->plan_bound + 1) * sizeof *best);
+	uint16_t *choice = malloc(((size_t)m->plan_bound + 1) * sizeof *choice);
+	for (int j = 0; best && choice && j + 1 < m->nbuckets; j++) {
+		const kiln_model *b = m->bucket_models[j];
+		kiln_plan_table(b->batches, b->nbatches, b->cost, b->plan_bound, best, choice);
+		if (b->plan_bound != m->plan_bound || !b->plan ||
+		    memcmp(choice, b->plan, ((size_t)b->plan_bound + 1) * sizeof *choice) != 0) {
+			fprintf(stderr, "bucket %lld: the descriptor's plan is not kiln_plan_table's\n",
+			        (long long)m->buckets[j]);
+			return 1;
+		}
+	}
+	free(best);
+	free(choice);
 	/* Lengths out of range are refused before anything runs. */
 	int64_t keep = len[n - 1], top = m->buckets[m->nbuckets - 1];
 	int64_t bad[3] = {top + 1, -1, lpass >= 0 ? lpass + 1 : -2};
