@@ -40,10 +40,32 @@ static int detect(void)
 		return KILN_ISA_AVX512;
 	return KILN_ISA_AVX2;
 }
+
+/* The VNNI extension of variant isa: AVX512-VNNI (leaf 7 ECX bit 11) for
+ * avx512, AVX-VNNI (leaf 7 subleaf 1 EAX bit 4) for avx2. */
+static int detect_vnni(int isa)
+{
+	unsigned a, b, c, d;
+	if (isa == KILN_ISA_REF || __get_cpuid_max(0, NULL) < 7)
+		return 0;
+	__cpuid_count(7, 0, a, b, c, d);
+	if (isa == KILN_ISA_AVX512)
+		return c >> 11 & 1;
+	if (a < 1)  /* no subleaf 1 */
+		return 0;
+	__cpuid_count(7, 1, a, b, c, d);
+	return a >> 4 & 1;
+}
 #else
 static int detect(void)
 {
 	return KILN_ISA_REF;
+}
+
+static int detect_vnni(int isa)
+{
+	(void)isa;
+	return 0;
 }
 #endif
 
@@ -69,6 +91,18 @@ int kiln_isa(void)
 		int lim = forced_limit();
 		if (v > lim)
 			v = lim;
+		__atomic_store_n(&cached, v, __ATOMIC_RELAXED);
+	}
+	return v;
+}
+
+int kiln_isa_vnni(void)
+{
+	static int cached = -1;
+	int v = __atomic_load_n(&cached, __ATOMIC_RELAXED);
+	if (v < 0) {
+		const char *s = getenv("KILN_VNNI");
+		v = s && !strcmp(s, "0") ? 0 : detect_vnni(kiln_isa());
 		__atomic_store_n(&cached, v, __ATOMIC_RELAXED);
 	}
 	return v;

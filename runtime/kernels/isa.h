@@ -23,4 +23,10 @@ enum kiln_isa_level { KILN_ISA_REF = 0, KILN_ISA_AVX2 = 1, KILN_ISA_AVX512 = 2 }
 /* The variant in use, decided on the first call. Thread-safe. */
 int kiln_isa(void);
 
+/* 1 when the variant in use also has its VNNI dot products (vpdpbusd):
+ * AVX512-VNNI for avx512, AVX-VNNI for avx2 (the integer kernels,
+ * i8-gemm/). KILN_VNNI=0 in the environment turns them off, for tests and
+ * comparisons. Decided once, like kiln_isa(). */
+int kiln_isa_vnni(void);
+
 #endif

@@ -217,8 +217,48 @@ static void i8_b_row_wide(const kiln_q8_operand *B, int64_t k, int64_t K, int64_
 		out[j] = k < K && j < w ? q_at(B->data, B->is_signed, 1, k * ldb + n0 + j) - zb[j] : 0;
 }
 
+/* B's scales and bias terms of columns [n0, n0 + w) into e (exact mode). */
+static void i8_gemm_scales(const I8Gemm *g, I8Exact *e, int64_t n0, int64_t w)
+{
+	for (int64_t j = 0; j < I8_NR; j++) {
+		e->sbv[j] = j < w ? (double)scale_at(g->B, n0 + j) : 0.0;
+		e->btv[j] = j < w && e->has_bias ? i8_bias_term(g->out->y8, n0 + j) : 0.0;
+	}
+}
+
+/* The panel's sums c (np parts, i8_combine) of every row, columns
+ * [n0, n0 + w), into the output: requantized with e in exact mode, else
+ * through kiln_i8_store_row. */
+static void i8_gemm_store(const I8Gemm *g, const I8Exact *e, int exact, int64_t n0, int64_t w,
+                          const int32_t *c, int np, int nb)
+{
+	int32_t r[I8_NR];
+	double sd[I8_NR];
+	for (int64_t m = 0; m < g->M; m++) {
+		if (!exact) {
+			kiln_i8_store_row(g->out, m, n0, w, c + m * I8_NR, m * g->ldy + n0);
+			continue;
+		}
+		if (np > 1)
+			i8_combine(c, np, nb, g->M, m, sd);
+		i8_requant(e, (double)scale_at(g->A, m), 0.0, 0.0, 1, c + m * I8_NR,
+		           np > 1 ? sd : NULL, r);
+		i8_store_narrow(g->out->y8, r, w, m * g->ldy + n0);
+	}
+}
+
+#ifdef I8_VNNI
+static void i8v_gemm(const I8Gemm *g, void *work);
+#endif
+
 void I8_GEMM_NAME(const I8Gemm *g, void *work)
 {
+#ifdef I8_VNNI
+	if (!g->A->wide && !g->B->wide) {
+		i8v_gemm(g, work);
+		return;
+	}
+#endif
 	int64_t M = g->M, N = g->N, K = g->K, lda2 = i8_kpad(K);
 	int na = g->A->wide ? 2 : 1, nb = g->B->wide ? 2 : 1, np = na * nb;
 	int64_t kc = I8_KC / nb, pstep = kc * I8_NR;
@@ -230,18 +270,14 @@ void I8_GEMM_NAME(const I8Gemm *g, void *work)
 	int32_t w0[I8_NR], w1[I8_NR], zb32[I8_NR];
 	_Alignas(64) I8Exact e;
 	int exact = i8_exact_setup(g->out, &e);
-	int32_t r[I8_NR];
-	double sd[I8_NR];
 	for (int64_t n0 = 0; n0 < N; n0 += I8_NR) {
 		int64_t w = N - n0 < I8_NR ? N - n0 : I8_NR;
 		for (int64_t j = 0; j < w; j++) {
 			zb32[j] = zero_at(g->B, n0 + j);
 			zb[j] = (int16_t)(nb == 1 ? zb32[j] : 0);
 		}
-		for (int64_t j = 0; exact && j < I8_NR; j++) {
-			e.sbv[j] = j < w ? (double)scale_at(g->B, n0 + j) : 0.0;
-			e.btv[j] = j < w && e.has_bias ? i8_bias_term(g->out->y8, n0 + j) : 0.0;
-		}
+		if (exact)
+			i8_gemm_scales(g, &e, n0, w);
 		int64_t k0 = 0;
 		do {
 			int64_t kb = K - k0 < kc ? K - k0 : kc, kp = (kb + 1) / 2;
@@ -260,17 +296,7 @@ void I8_GEMM_NAME(const I8Gemm *g, void *work)
 			i8_tiles(a + k0, lda2, M, panel, kp, c, k0 > 0, na, M * lda2, nb, pstep);
 			k0 += kb;
 		} while (k0 < K);
-		for (int64_t m = 0; m < M; m++) {
-			if (!exact) {
-				kiln_i8_store_row(g->out, m, n0, w, c + m * I8_NR, m * g->ldy + n0);
-				continue;
-			}
-			if (np > 1)
-				i8_combine(c, np, nb, M, m, sd);
-			i8_requant(&e, (double)scale_at(g->A, m), 0.0, 0.0, 1, c + m * I8_NR,
-			           np > 1 ? sd : NULL, r);
-			i8_store_narrow(g->out->y8, r, w, m * g->ldy + n0);
-		}
+		i8_gemm_store(g, &e, exact, n0, w, c, np, nb);
 	}
 }
 
@@ -413,8 +439,43 @@ static int i8_runs(const kiln_window3d_params *p, int64_t n0, int64_t w, I8Run *
 	return nr;
 }
 
+/* The panel's sums c (np parts) of group g's output channels, outputs
+ * [n0, n0 + w) of batch item n, into the output (as i8_gemm_store). */
+static void i8_conv_store(const I8Conv *cv, const I8Exact *e, int exact, int64_t n, int64_t g,
+                          int64_t n0, int64_t w, const int32_t *c, int np, int nb)
+{
+	const kiln_window3d_params *p = cv->p;
+	int64_t M = p->out_channels, mg = M / p->group, ovol = p->out[0] * p->out[1] * p->out[2];
+	int32_t res[I8_NR];
+	double sd[I8_NR];
+	for (int64_t r = 0; r < mg; r++) {
+		int64_t m = g * mg + r, o = (n * M + m) * ovol + n0;
+		if (!exact) {
+			kiln_i8_store_row(cv->out, m, n0, w, c + r * I8_NR, o);
+			continue;
+		}
+		/* as store_exact(Y, o, sum, sx, sw[m], m) */
+		double sab = (double)scale_at(cv->X, 0) * (double)scale_at(cv->W, m);
+		double bt = e->has_bias ? i8_bias_term(cv->out->y8, m) : 0.0;
+		if (np > 1)
+			i8_combine(c, np, nb, mg, r, sd);
+		i8_requant(e, 0.0, sab, bt, 0, c + r * I8_NR, np > 1 ? sd : NULL, res);
+		i8_store_narrow(cv->out->y8, res, w, o);
+	}
+}
+
+#ifdef I8_VNNI
+static void i8v_conv(const I8Conv *cv, void *work);
+#endif
+
 void I8_CONV_NAME(const I8Conv *cv, void *work)
 {
+#ifdef I8_VNNI
+	if (!cv->X->wide && !cv->W->wide) {
+		i8v_conv(cv, work);
+		return;
+	}
+#endif
 	const kiln_window3d_params *p = cv->p;
 	int64_t M = p->out_channels, cg = p->channels / p->group, mg = M / p->group;
 	int64_t K = cg * p->kernel[0] * p->kernel[1] * p->kernel[2], lda2 = i8_kpad(K);
@@ -428,14 +489,12 @@ void I8_CONV_NAME(const I8Conv *cv, void *work)
 	_Alignas(64) int16_t panel[I8_KC * I8_NR];
 	int16_t r0[I8_NR], r1[I8_NR];
 	int32_t w0[I8_NR], w1[I8_NR];
-	double sd[I8_NR];
 	I8Run runs[I8_NR];
 	int64_t at[I8_NR][3];
 	I8Tap tap[I8_KC];
 	int64_t tap_k0 = -1;  /* the first row of tap */
 	_Alignas(64) I8Exact e;
 	int exact = i8_exact_setup(cv->out, &e);
-	int32_t res[I8_NR];
 	for (int64_t n = 0; n < p->batch; n++)
 		for (int64_t g = 0; g < p->group; g++) {
 			int64_t xe = (n * p->channels + g * cg) * plane;  /* elements */
@@ -471,20 +530,261 @@ void I8_CONV_NAME(const I8Conv *cv, void *work)
 					         M * lda2, nb, pstep);
 					k0 += kb;
 				} while (k0 < K);
-				for (int64_t r = 0; r < mg; r++) {
-					int64_t m = g * mg + r, o = (n * M + m) * ovol + n0;
-					if (!exact) {
-						kiln_i8_store_row(cv->out, m, n0, w, c + r * I8_NR, o);
-						continue;
-					}
-					/* as store_exact(Y, o, sum, sx, sw[m], m) */
-					double sab = (double)scale_at(cv->X, 0) * (double)scale_at(cv->W, m);
-					double bt = e.has_bias ? i8_bias_term(cv->out->y8, m) : 0.0;
-					if (np > 1)
-						i8_combine(c, np, nb, mg, r, sd);
-					i8_requant(&e, 0.0, sab, bt, 0, c + r * I8_NR, np > 1 ? sd : NULL, res);
-					i8_store_narrow(cv->out->y8, res, w, o);
-				}
+				i8_conv_store(cv, &e, exact, n, g, n0, w, c, np, nb);
 			}
 		}
 }
+
+#ifdef I8_VNNI
+/* ---- two 8-bit operands with VNNI (vpdpbusd) ----
+ *
+ * vpdpbusd adds to each int32 lane the four products of unsigned bytes of
+ * one operand and signed bytes of the other, exactly (no saturation). The
+ * row operand's bytes are used as they are: unsigned ones are the u8 side
+ * and the panel is made s8, signed ones the s8 side and the panel u8; the
+ * panel's bytes change signedness (xor 0x80, the zero point moving by 128
+ * with them) only when the column operand has the row's signedness. With
+ * raw operands a (row, zero point za) and b (column, zb),
+ *   sum (a - za)(b - zb) = sum ab - zb sum a - za sum b + K za zb,
+ * the row sums of a taken once per call, the column sums of b (needed only
+ * when some za is not 0) while packing. Each term is computed in wrapping
+ * 32-bit arithmetic; the result is exact because the true sum fits int32
+ * (i8gemm.h), so it is the same as the pairs path's and the reference's.
+ *
+ * A' (rows rounded up to whole quads of k, 0 past K) and its row sums are
+ * in work (kiln_i8_work_bytes leaves room for them); the panel holds 32
+ * columns by at most I8V_KC rows (i8v_quad), element (k, j) at
+ * [(k / 4) * 128 + 4 j + k % 4]: one 32-bit lane holds rows k to k + 3 of
+ * column j. Rows past K are 0 in A' and in the panel, so they add nothing
+ * to any of the three sums. */
+
+enum { I8V_KC = 1024 };  /* rows of a byte panel (32 KiB) */
+
+typedef struct I8V {
+	uint8_t *a;        /* A', rows lda bytes apart */
+	int64_t lda;
+	int32_t *ra, *c;   /* A's row sums; the panel's sums (rows x 32) */
+	int row_u8;        /* the rows are vpdpbusd's unsigned operand */
+	uint8_t flip;      /* 0x80: the column operand's bytes change signedness */
+	int32_t zshift;    /* what the flip adds to the column operand's zero points */
+	int need_cb;       /* some row zero point is not 0: the column sums count */
+} I8V;
+
+/* The value of a byte of A' or of the panel, signed or not. */
+static inline int32_t i8v_val(uint8_t b, int sgn)
+{
+	return sgn ? (int32_t)(b ^ 0x80) - 128 : (int32_t)b;
+}
+
+/* A (M rows lda apart, K long) into work as A', its row sums, and how the
+ * column operand B goes into panels. */
+static void i8v_prepare(const kiln_q8_operand *A, int64_t M, int64_t lda, int64_t K,
+                        const kiln_q8_operand *B, void *work, I8V *v)
+{
+	uintptr_t p = ((uintptr_t)work + 63) & ~(uintptr_t)63;
+	v->lda = (K + 3) & ~(int64_t)3;
+	v->a = (uint8_t *)p;
+	p = (p + (uintptr_t)(M * v->lda) + 63) & ~(uintptr_t)63;
+	v->ra = (int32_t *)p;
+	p = (p + (uintptr_t)M * 4 + 63) & ~(uintptr_t)63;
+	v->c = (int32_t *)p;
+	v->row_u8 = !A->is_signed;
+	v->flip = B->is_signed == v->row_u8 ? 0 : 0x80;
+	v->zshift = !v->flip ? 0 : B->is_signed ? 128 : -128;
+	v->need_cb = 0;
+	for (int64_t m = 0; m < M; m++) {
+		uint8_t *d = v->a + m * v->lda;
+		memcpy(d, (const uint8_t *)A->data + m * lda, (size_t)K);
+		memset(d + K, 0, (size_t)(v->lda - K));
+		int32_t sum = 0;
+		for (int64_t k = 0; k < K; k++)
+			sum += i8v_val(d[k], A->is_signed);
+		v->ra[m] = sum;
+		v->need_cb |= zero_at(A, m) != 0;
+	}
+}
+
+/* The raw sums c[0, 32) of a row into the sums of the operands minus
+ * their zero points (za the row's, zb the columns' as the panel holds
+ * them, ra the row's sum, cb the columns'). */
+static void i8v_correct(int32_t *c, int32_t ra, int32_t za, const int32_t *zb, const int32_t *cb,
+                        int64_t K)
+{
+	uint32_t uza = (uint32_t)za, kza = (uint32_t)K * uza, ura = (uint32_t)ra;
+	for (int j = 0; j < I8_NR; j++) {
+		uint32_t s = (uint32_t)c[j] - (uint32_t)zb[j] * ura - uza * (uint32_t)cb[j] +
+		             kza * (uint32_t)zb[j];
+		c[j] = i8_wrap32(s);
+	}
+}
+
+/* Every tile of A' rows [0, M) (from column k0) over the panel of kq
+ * quads into c; acc: add to c. */
+static void i8v_tiles(const I8V *v, int64_t row0, int64_t M, int64_t k0, const uint8_t *panel,
+                      int64_t kq, int acc)
+{
+	for (int64_t m = 0; m < M; m += I8V_MR) {
+		int mr = M - m < I8V_MR ? (int)(M - m) : I8V_MR;
+		i8v_tile(mr, v->row_u8, v->a + (row0 + m) * v->lda + k0, v->lda, panel, kq,
+		         v->c + m * I8_NR, acc);
+	}
+}
+
+/* Four rows of 32 bytes (NULL: a row past K, all 0) xor flip into one
+ * quad of the panel: out[4 j + r] = rows[r][j]. */
+static inline void i8v_quad(const uint8_t *const rows[4], uint8_t flip, uint8_t *out)
+{
+	const __m256i f = _mm256_set1_epi8((char)flip);
+	__m256i x[4];
+	for (int r = 0; r < 4; r++)
+		x[r] = rows[r] ? _mm256_xor_si256(_mm256_loadu_si256((const __m256i *)rows[r]), f)
+		               : _mm256_setzero_si256();
+	__m256i ab0 = _mm256_unpacklo_epi8(x[0], x[1]), ab1 = _mm256_unpackhi_epi8(x[0], x[1]);
+	__m256i cd0 = _mm256_unpacklo_epi8(x[2], x[3]), cd1 = _mm256_unpackhi_epi8(x[2], x[3]);
+	/* q0: columns 0-3 | 16-19, q1: 4-7 | 20-23, q2: 8-11 | 24-27, q3: 12-15 | 28-31 */
+	__m256i q0 = _mm256_unpacklo_epi16(ab0, cd0), q1 = _mm256_unpackhi_epi16(ab0, cd0);
+	__m256i q2 = _mm256_unpacklo_epi16(ab1, cd1), q3 = _mm256_unpackhi_epi16(ab1, cd1);
+	_mm256_store_si256((__m256i *)out, _mm256_permute2x128_si256(q0, q1, 0x20));
+	_mm256_store_si256((__m256i *)(out + 32), _mm256_permute2x128_si256(q2, q3, 0x20));
+	_mm256_store_si256((__m256i *)(out + 64), _mm256_permute2x128_si256(q0, q1, 0x31));
+	_mm256_store_si256((__m256i *)(out + 96), _mm256_permute2x128_si256(q2, q3, 0x31));
+}
+
+/* Rows [k0, k0 + kb) of B, columns [n0, n0 + w), into the panel (xor
+ * flip); 0 past kb to the end of the last quad (columns past w are not
+ * stored, whatever they hold). */
+static void i8v_pack_b(const kiln_q8_operand *B, int64_t k0, int64_t kb, int64_t ldb, int64_t n0,
+                       int64_t w, uint8_t flip, uint8_t *panel)
+{
+	_Alignas(32) uint8_t tmp[4][I8_NR];
+	memset(tmp, 0, sizeof tmp);
+	for (int64_t k = 0; k < kb; k += 4) {
+		const uint8_t *rows[4];
+		for (int r = 0; r < 4; r++) {
+			rows[r] = NULL;
+			if (k + r >= kb)
+				continue;
+			const uint8_t *s = (const uint8_t *)B->data + (k0 + k + r) * ldb + n0;
+			rows[r] = w == I8_NR ? s : memcpy(tmp[r], s, (size_t)w);
+		}
+		i8v_quad(rows, flip, panel + k * I8_NR);
+	}
+}
+
+static void i8v_gemm(const I8Gemm *g, void *work)
+{
+	int64_t M = g->M, N = g->N, K = g->K;
+	I8V v;
+	i8v_prepare(g->A, M, g->lda, K, g->B, work, &v);
+	_Alignas(64) uint8_t panel[I8V_KC * I8_NR];
+	_Alignas(64) I8Exact e;
+	int exact = i8_exact_setup(g->out, &e);
+	int32_t zb[I8_NR], cb[I8_NR];
+	for (int64_t n0 = 0; n0 < N; n0 += I8_NR) {
+		int64_t w = N - n0 < I8_NR ? N - n0 : I8_NR;
+		for (int64_t j = 0; j < I8_NR; j++) {
+			zb[j] = j < w ? zero_at(g->B, n0 + j) + v.zshift : 0;
+			cb[j] = 0;
+		}
+		if (exact)
+			i8_gemm_scales(g, &e, n0, w);
+		int64_t k0 = 0;
+		do {
+			int64_t kb = K - k0 < I8V_KC ? K - k0 : I8V_KC, kq = (kb + 3) / 4;
+			i8v_pack_b(g->B, k0, kb, g->ldb, n0, w, v.flip, panel);
+			if (v.need_cb)
+				i8v_colsums(panel, kq, v.row_u8, cb);
+			i8v_tiles(&v, 0, M, k0, panel, kq, k0 > 0);
+			k0 += kb;
+		} while (k0 < K);
+		for (int64_t m = 0; m < M; m++)
+			i8v_correct(v.c + m * I8_NR, v.ra[m], zero_at(g->A, m), zb, cb, K);
+		i8_gemm_store(g, &e, exact, n0, w, v.c, 1, 1);
+	}
+}
+
+/* A row of the im2col matrix (i8_im2col_row) as raw bytes, pad in the
+ * padding; columns past the runs are not written. */
+static void i8v_im2col_row(const kiln_window3d_params *p, const uint8_t *xg, const I8Tap *tap,
+                           const I8Run *runs, const int64_t (*at)[3], int nruns, uint8_t pad,
+                           uint8_t *out)
+{
+	const int64_t *in = p->in, st = p->stride[2];
+	for (int r = 0; r < nruns; r++) {
+		const I8Run *u = &runs[r];
+		uint8_t *o = out + u->j;
+		int64_t i0 = at[r][0] + tap->d[0], i1 = at[r][1] + tap->d[1], i = at[r][2] + tap->d[2];
+		if (i0 < 0 || i0 >= in[0] || i1 < 0 || i1 >= in[1]) {
+			memset(o, pad, (size_t)u->len);
+			continue;
+		}
+		const uint8_t *row = xg + tap->plane + (i0 * in[1] + i1) * in[2];
+		if (st == 1 && i >= 0 && i + u->len <= in[2]) {
+			memcpy(o, row + i, (size_t)u->len);
+			continue;
+		}
+		for (int64_t t = 0; t < u->len; t++, i += st)
+			o[t] = i >= 0 && i < in[2] ? row[i] : pad;
+	}
+}
+
+static void i8v_conv(const I8Conv *cv, void *work)
+{
+	const kiln_window3d_params *p = cv->p;
+	int64_t M = p->out_channels, cg = p->channels / p->group, mg = M / p->group;
+	int64_t K = cg * p->kernel[0] * p->kernel[1] * p->kernel[2];
+	int64_t ovol = p->out[0] * p->out[1] * p->out[2], plane = p->in[0] * p->in[1] * p->in[2];
+	I8V v;
+	i8v_prepare(cv->W, M, K, K, cv->X, work, &v);
+	int32_t zx = zero_at(cv->X, 0) + v.zshift;  /* in the panel's signedness */
+	uint8_t pad = (uint8_t)((uint32_t)zero_at(cv->X, 0) & 255u);  /* X's raw byte */
+	_Alignas(32) uint8_t tmp[4][I8_NR];
+	memset(tmp, 0, sizeof tmp);
+	_Alignas(64) uint8_t panel[I8V_KC * I8_NR];
+	I8Run runs[I8_NR];
+	int64_t at[I8_NR][3];
+	I8Tap tap[I8V_KC];
+	int64_t tap_k0 = -1;
+	_Alignas(64) I8Exact e;
+	int exact = i8_exact_setup(cv->out, &e);
+	int32_t zb[I8_NR], cb[I8_NR];
+	for (int j = 0; j < I8_NR; j++)
+		zb[j] = zx;
+	for (int64_t n = 0; n < p->batch; n++)
+		for (int64_t g = 0; g < p->group; g++) {
+			const uint8_t *xg = (const uint8_t *)cv->X->data + (n * p->channels + g * cg) * plane;
+			for (int64_t n0 = 0; n0 < ovol; n0 += I8_NR) {
+				int64_t w = ovol - n0 < I8_NR ? ovol - n0 : I8_NR;
+				int nruns = i8_runs(p, n0, w, runs);
+				for (int r = 0; r < nruns; r++)
+					for (int ax = 0; ax < 3; ax++)
+						at[r][ax] = runs[r].o[ax] * p->stride[ax] - p->pad_begin[ax];
+				memset(cb, 0, sizeof cb);
+				int64_t k0 = 0;
+				do {
+					int64_t kb = K - k0 < I8V_KC ? K - k0 : I8V_KC, kq = (kb + 3) / 4;
+					if (tap_k0 != k0)
+						i8_taps(p, k0, kb, tap);
+					tap_k0 = k0;
+					for (int64_t k = 0; k < kb; k += 4) {
+						const uint8_t *rows[4];
+						for (int r = 0; r < 4; r++) {
+							rows[r] = k + r < kb ? tmp[r] : NULL;
+							if (rows[r])
+								i8v_im2col_row(p, xg, &tap[k + r], runs, at, nruns, pad, tmp[r]);
+						}
+						i8v_quad(rows, v.flip, panel + k * I8_NR);
+					}
+					if (v.need_cb)
+						i8v_colsums(panel, kq, v.row_u8, cb);
+					i8v_tiles(&v, g * mg, mg, k0, panel, kq, k0 > 0);
+					k0 += kb;
+				} while (k0 < K);
+				for (int64_t r = 0; r < mg; r++)
+					i8v_correct(v.c + r * I8_NR, v.ra[g * mg + r], zero_at(cv->W, g * mg + r), zb,
+					            cb, K);
+				i8_conv_store(cv, &e, exact, n, g, n0, w, v.c, 1, 1);
+			}
+		}
+}
+#endif

@@ -35,6 +35,13 @@ enum {
  * 32767 * 65536 < 2^31. */
 #define KILN_I8_MAX_K 32767
 
+/* Wrap an unsigned 32-bit sum to int32 without relying on an
+ * implementation-defined conversion. */
+static inline int32_t i8_wrap32(uint32_t u)
+{
+	return u <= INT32_MAX ? (int32_t)u : (int32_t)(u - 2147483648u) - INT32_MAX - 1;
+}
+
 static inline int32_t q8_at(const void *p, int is_signed, int64_t i)
 {
 	return is_signed ? (int32_t)((const int8_t *)p)[i] : (int32_t)((const uint8_t *)p)[i];
@@ -109,6 +116,13 @@ void kiln_i8b_gemm_avx2(const I8Gemm *g, void *work);
 void kiln_i8b_conv_avx2(const I8Conv *c, void *work);
 void kiln_i8b_gemm_avx512(const I8Gemm *g, void *work);
 void kiln_i8b_conv_avx512(const I8Conv *c, void *work);
+#ifdef KILN_HAVE_VNNI
+/* The same with VNNI for two 8-bit operands (vnni256.c, vnni512.c) */
+void kiln_i8v_gemm_avx2(const I8Gemm *g, void *work);
+void kiln_i8v_conv_avx2(const I8Conv *c, void *work);
+void kiln_i8v_gemm_avx512(const I8Gemm *g, void *work);
+void kiln_i8v_conv_avx512(const I8Conv *c, void *work);
+#endif
 #endif
 
 #endif

@@ -37,13 +37,6 @@
 /* Columns of C computed at once: the accumulators live on the stack. */
 enum { BLOCK_N = 256 };
 
-/* Wrap an unsigned 32-bit sum to int32 without relying on an
- * implementation-defined conversion. */
-static inline int32_t wrap32(uint32_t u)
-{
-	return u <= INT32_MAX ? (int32_t)u : (int32_t)(u - 2147483648u) - INT32_MAX - 1;
-}
-
 /* A 64-bit two's complement sum as int64_t, without an
  * implementation-defined conversion. */
 static inline int64_t wrap64(uint64_t u)
@@ -101,9 +94,11 @@ static inline void store_q8(const kiln_q8_output *Y, int64_t i, int32_t sum, flo
 
 int64_t kiln_i8_work_bytes(int64_t M, int64_t K, int wide)
 {
-	/* A' (two parts of a 16-bit operand), the sums (four parts), alignment */
+	/* A' (two parts of a 16-bit operand), the sums (four parts), alignment;
+	 * the VNNI path (core.h) keeps A' in bytes (at most as many) and A's
+	 * row sums too */
 	int64_t parts = wide ? 2 : 1;
-	return 128 + parts * M * (K + (K & 1)) * 2 + parts * parts * M * I8_NR * 4;
+	return 192 + parts * M * (K + (K & 1)) * 2 + parts * parts * M * I8_NR * 4 + M * 4;
 }
 
 void kiln_i8_store_row(const I8Out *o, int64_t m, int64_t n0, int64_t w, const int32_t *sums,
@@ -127,7 +122,7 @@ void kiln_i8_store_row(const I8Out *o, int64_t m, int64_t n0, int64_t w, const i
 			uint64_t s = (uint64_t)(int64_t)sums[j];
 			if (o->bias)
 				s += (uint32_t)o->bias[m];
-			store_q8(Y, at + j, wrap32((uint32_t)s), mult, zy);
+			store_q8(Y, at + j, i8_wrap32((uint32_t)s), mult, zy);
 		}
 		return;
 	}
@@ -165,14 +160,39 @@ static int blocked(const kiln_q8_operand *a, const kiln_q8_operand *b, int64_t K
 	return 0;
 }
 
+/* The variants of one kernel: pairs (vpmaddwd) and VNNI, AVX-512 and
+ * AVX2; index [vnni][avx2]. */
+#ifdef KILN_HAVE_X86_VARIANTS
+#ifdef KILN_HAVE_VNNI
+#define I8_VNNI_VARIANT(avx512, avx2) {avx512, avx2}
+#else
+#define I8_VNNI_VARIANT(avx512, avx2) {NULL, NULL}
+#endif
+static void (*const gemm_variants[2][2])(const I8Gemm *, void *) = {
+	{kiln_i8b_gemm_avx512, kiln_i8b_gemm_avx2},
+	I8_VNNI_VARIANT(kiln_i8v_gemm_avx512, kiln_i8v_gemm_avx2)};
+static void (*const conv_variants[2][2])(const I8Conv *, void *) = {
+	{kiln_i8b_conv_avx512, kiln_i8b_conv_avx2},
+	I8_VNNI_VARIANT(kiln_i8v_conv_avx512, kiln_i8v_conv_avx2)};
+
+/* Row [vnni] of the table, vnni 1 when the CPU has it and the variant is
+ * compiled. */
+static int use_vnni(void)
+{
+#ifdef KILN_HAVE_VNNI
+	return kiln_isa_vnni();
+#else
+	return 0;
+#endif
+}
+#endif
+
 static int gemm_blocked(const I8Gemm *g, void *work)
 {
 	int v = blocked(g->A, g->B, g->K, work, g->out);
 #ifdef KILN_HAVE_X86_VARIANTS
-	if (v == 1)
-		kiln_i8b_gemm_avx512(g, work);
-	else if (v == 2)
-		kiln_i8b_gemm_avx2(g, work);
+	if (v)
+		gemm_variants[use_vnni()][v - 1](g, work);
 #endif
 	return v;
 }
@@ -183,10 +203,8 @@ static int conv_blocked(const I8Conv *c, void *work)
 	int64_t K = p->channels / p->group * p->kernel[0] * p->kernel[1] * p->kernel[2];
 	int v = blocked(c->W, c->X, K, work, c->out);
 #ifdef KILN_HAVE_X86_VARIANTS
-	if (v == 1)
-		kiln_i8b_conv_avx512(c, work);
-	else if (v == 2)
-		kiln_i8b_conv_avx2(c, work);
+	if (v)
+		conv_variants[use_vnni()][v - 1](c, work);
 #endif
 	return v;
 }
@@ -256,7 +274,7 @@ void kiln_i8_gemm(int64_t M, int64_t N, int64_t K, const kiln_q8_operand *A, int
 			int64_t nb = N - n0 < BLOCK_N ? N - n0 : BLOCK_N;
 			row_block(m, n0, nb, K, A, a_row_stride, B, b_row_stride, acc);
 			for (int64_t j = 0; j < nb; j++)
-				C[m * c_row_stride + n0 + j] = wrap32((uint32_t)acc[j]);
+				C[m * c_row_stride + n0 + j] = i8_wrap32((uint32_t)acc[j]);
 		}
 }
 
@@ -283,7 +301,7 @@ void kiln_q8_gemm(int64_t M, int64_t N, int64_t K, const kiln_q8_operand *A, int
 					continue;
 				}
 				float mult = sa * scale_at(B, n0 + j) / sy;
-				store_q8(Y, m * y_row_stride + n0 + j, wrap32((uint32_t)acc[j]), mult, zy);
+				store_q8(Y, m * y_row_stride + n0 + j, i8_wrap32((uint32_t)acc[j]), mult, zy);
 			}
 		}
 	}
@@ -379,7 +397,7 @@ static void conv(const kiln_window3d_params *p, const kiln_q8_operand *X,
 						for (int64_t j = 0; j < nb; j++, at++) {
 							uint64_t s = acc[j];
 							if (!Y8) {
-								Y32[at] = wrap32((uint32_t)s);
+								Y32[at] = i8_wrap32((uint32_t)s);
 								continue;
 							}
 							if (Y8->exact) {
@@ -388,7 +406,7 @@ static void conv(const kiln_window3d_params *p, const kiln_q8_operand *X,
 							}
 							if (bias)
 								s += (uint32_t)bias[m];
-							store_q8(Y8, at, wrap32((uint32_t)s), mult, zy);
+							store_q8(Y8, at, i8_wrap32((uint32_t)s), mult, zy);
 						}
 					}
 				}
