@@ -610,11 +610,15 @@ static void i8v_prepare(const kiln_q8_operand *A, int64_t M, int64_t lda, int64_
 static void i8v_correct(int32_t *c, int32_t ra, int32_t za, const int32_t *zb, const int32_t *cb,
                         int64_t K)
 {
-	uint32_t uza = (uint32_t)za, kza = (uint32_t)K * uza, ura = (uint32_t)ra;
-	for (int j = 0; j < I8_NR; j++) {
-		uint32_t s = (uint32_t)c[j] - (uint32_t)zb[j] * ura - uza * (uint32_t)cb[j] +
-		             kza * (uint32_t)zb[j];
-		c[j] = i8_wrap32(s);
+	/* vpmulld and vpsubd wrap, as the uint32 arithmetic this stands for */
+	const __m256i vra = _mm256_set1_epi32(ra), vza = _mm256_set1_epi32(za);
+	const __m256i kza = _mm256_set1_epi32(i8_wrap32((uint32_t)K * (uint32_t)za));
+	for (int j = 0; j < I8_NR; j += 8) {
+		__m256i z = _mm256_loadu_si256((const __m256i *)(zb + j));
+		__m256i v = _mm256_loadu_si256((const __m256i *)(c + j));
+		v = _mm256_sub_epi32(v, _mm256_mullo_epi32(z, _mm256_sub_epi32(vra, kza)));
+		v = _mm256_sub_epi32(v, _mm256_mullo_epi32(vza, _mm256_loadu_si256((const __m256i *)(cb + j))));
+		_mm256_storeu_si256((__m256i *)(c + j), v);
 	}
 }
 
@@ -704,27 +708,29 @@ static void i8v_gemm(const I8Gemm *g, void *work)
 }
 
 /* A row of the im2col matrix (i8_im2col_row) as raw bytes, pad in the
- * padding; columns past the runs are not written. */
+ * padding and past the runs. */
 static void i8v_im2col_row(const kiln_window3d_params *p, const uint8_t *xg, const I8Tap *tap,
                            const I8Run *runs, const int64_t (*at)[3], int nruns, uint8_t pad,
                            uint8_t *out)
 {
 	const int64_t *in = p->in, st = p->stride[2];
+	memset(out, pad, I8_NR);
 	for (int r = 0; r < nruns; r++) {
 		const I8Run *u = &runs[r];
-		uint8_t *o = out + u->j;
 		int64_t i0 = at[r][0] + tap->d[0], i1 = at[r][1] + tap->d[1], i = at[r][2] + tap->d[2];
-		if (i0 < 0 || i0 >= in[0] || i1 < 0 || i1 >= in[1]) {
-			memset(o, pad, (size_t)u->len);
+		if (i0 < 0 || i0 >= in[0] || i1 < 0 || i1 >= in[1])
 			continue;
-		}
 		const uint8_t *row = xg + tap->plane + (i0 * in[1] + i1) * in[2];
-		if (st == 1 && i >= 0 && i + u->len <= in[2]) {
-			memcpy(o, row + i, (size_t)u->len);
+		/* outputs t with 0 <= i + t * st < in[2]: [lo, hi) */
+		int64_t lo = i >= 0 ? 0 : (-i + st - 1) / st, hi = in[2] - i <= 0 ? 0 : (in[2] - i - 1) / st + 1;
+		lo = lo < u->len ? lo : u->len;
+		hi = hi < lo ? lo : hi > u->len ? u->len : hi;
+		if (st == 1) {
+			i8v_copy(out + u->j + lo, row + i + lo, hi - lo);
 			continue;
 		}
-		for (int64_t t = 0; t < u->len; t++, i += st)
-			o[t] = i >= 0 && i < in[2] ? row[i] : pad;
+		for (int64_t t = lo; t < hi; t++)
+			out[u->j + t] = row[i + t * st];
 	}
 }
 

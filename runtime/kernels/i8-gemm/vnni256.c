@@ -67,6 +67,12 @@ static void i8v_colsums(const uint8_t *panel, int64_t kq, int row_u8, int32_t *c
 		_mm256_storeu_si256((__m256i *)(cb + 8 * v), s[v]);
 }
 
+/* n <= 32 bytes from src to dst. */
+static inline void i8v_copy(uint8_t *dst, const uint8_t *src, int64_t n)
+{
+	memcpy(dst, src, (size_t)n);
+}
+
 #define I8_VNNI
 #define I8_GEMM_NAME kiln_i8v_gemm_avx2
 #define I8_CONV_NAME kiln_i8v_conv_avx2

@@ -82,6 +82,13 @@ static void i8v_colsums(const uint8_t *panel, int64_t kq, int row_u8, int32_t *c
 	_mm512_storeu_si512(cb + 16, s1);
 }
 
+/* n <= 32 bytes from src to dst (masked: nothing past n is touched). */
+static inline void i8v_copy(uint8_t *dst, const uint8_t *src, int64_t n)
+{
+	__mmask32 k = (__mmask32)(n >= 32 ? ~0u : (1u << n) - 1u);
+	_mm256_mask_storeu_epi8(dst, k, _mm256_maskz_loadu_epi8(k, src));
+}
+
 #define I8_VNNI
 #define I8_GEMM_NAME kiln_i8v_gemm_avx512
 #define I8_CONV_NAME kiln_i8v_conv_avx512
