@@ -102,7 +102,7 @@ static const HelpRow options_help[] = {
 	                   "lastpos, mlpconv, attention, fuse, addnorm, edgeconv, dce,\n"
 	                   "ewchain, f16 (repeatable)", C_COMPILE | C_VERIFY | C_INFO | C_CHECK | C_DUMP},
 	{"--qdq=exact|float", "QDQ-quantized Conv/MatMul/Gemm chains: exact integer\n"
-	                      "arithmetic (slower), or float32 as written (default float)",
+	                      "arithmetic (default exact), or float32 as written",
 	 C_COMPILE | C_VERIFY | C_INFO | C_CHECK | C_DUMP},
 	{"--weights-dtype=fp32|fp16|keep", "how weights are stored (default keep): fp16\n"
 	                                   "halves float32 weights, fp32 folds float16->float32 Casts",
@@ -492,7 +492,7 @@ static int parse_args(int argc, char **argv, Options *o)
 				if (!missing && strcmp(v, "exact") != 0 && strcmp(v, "float") != 0)
 					return usage_error("--qdq needs exact or float, got '%s'", v);
 				if (!missing)
-					o->popts.qdq_exact = strcmp(v, "exact") == 0;
+					o->popts.qdq_float = strcmp(v, "float") == 0;
 			} else if ((v = flag_value(argc, argv, &i, "--weights-dtype", &missing))) {
 				if (!missing && !weights_dtype_parse(v, &o->popts.weights_dtype))
 					return usage_error("--weights-dtype needs fp32, fp16 or keep, got '%s'", v);

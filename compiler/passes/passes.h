@@ -54,7 +54,7 @@ typedef struct PassOptions {
 	bool no_opt;                  /* --no-opt: run no pass at all */
 	bool disabled[PASS_COUNT];    /* --no-pass=NAME */
 	WeightsDtype weights_dtype;   /* --weights-dtype */
-	bool qdq_exact;               /* --qdq=exact: the qdq pass runs (off by default) */
+	bool qdq_float;               /* --qdq=float: the qdq pass does not run (it does by default) */
 } PassOptions;
 
 typedef struct PassStat {

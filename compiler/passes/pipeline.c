@@ -224,7 +224,7 @@ void passes_run_binds(Model *m, const PassOptions *o, const int64_t *batches, in
 		/* ewchain only marks values, afresh each time, and no pass reads
 		 * the marks: they never call for another iteration. */
 		for (size_t i = 0; i < sizeof order / sizeof order[0]; i++)
-			if (!o->disabled[order[i]] && (order[i] != PASS_QDQ || o->qdq_exact) &&
+			if (!o->disabled[order[i]] && (order[i] != PASS_QDQ || !o->qdq_float) &&
 			    run_one(&c, r, order[i]) && order[i] != PASS_EWCHAIN)
 				changed++;
 		/* Narrowed weights then get their Casts fused into the GEMMs reading

@@ -6,9 +6,12 @@ exact integer arithmetic.
 Models as ONNX Runtime's quantization tool writes them (qdq_models.py):
 uint8, int8, int16 and uint16 activations, int8/uint8 weights per tensor and
 per channel, symmetric and asymmetric, opsets 13, 19 and 21; two with odd
-sizes and weight zero points at the low end (qm.odd). Each --qdq=exact
-binary also runs under KILN_ISA=ref, avx2 and avx512 (the integer kernels'
-reference loops and blocked variants) and must give the same bytes. Each is
+sizes and weight zero points at the low end (qm.odd). Each is compiled with
+the default (--qdq=exact, whose generated C must be the same bytes as with
+the flag), and that binary also runs under KILN_ISA=ref, avx2 and avx512,
+each of the last two with and without VNNI (KILN_VNNI=0): the integer
+kernels' reference loops, the vpmaddwd pairs and the vpdpbusd quads must
+give the same bytes. Each is
 compiled at batch sizes {1, 4} and run through kiln_run (stitched, n = 8)
 and compared, in quantization steps of the output, with
   - the reference (qdq_models.ref_eval): the chains DQ -> Conv / MatMul /
@@ -19,7 +22,7 @@ and compared, in quantization steps of the output, with
   - ONNX Runtime with its graph optimizations (QDQ fused into its integer
     kernels where it has them) and without (DQ -> float op -> Q): the
     counts of elements one step off are printed, and bounded below.
-The same model with the default --qdq=float (float32 arithmetic, as before the pass)
+The same model with --qdq=float (float32 arithmetic, as without the pass)
 is compiled too and its mismatches printed: the pass must remove them.
 usage: qdq.py KILN SOURCE_ROOT LIBKILN_A OUTDIR   (env CC, SANFLAGS, NODE_PATH)
 """
@@ -75,11 +78,13 @@ def build(d, path, flags):
         return {"exe": exe, "src": f.read(), "dir": d}
 
 
-def kiln_run(b, x, isa=None):
+def kiln_run(b, x, isa=None, vnni=True):
     xf = os.path.join(b["dir"], "x.bin")
     yf = [os.path.join(b["dir"], "y%d.bin" % i) for i in range(2)]
     x.astype(np.float32).tofile(xf)
     env = dict(os.environ, KILN_ISA=isa) if isa else None
+    if not vnni:
+        env = dict(env or os.environ, KILN_VNNI="0")
     r = subprocess.run([b["exe"], str(len(x)), xf] + yf, capture_output=True, text=True, env=env)
     if r.returncode:
         report(False, "%s: run: %s" % (b["dir"], r.stderr.strip()))
@@ -163,10 +168,15 @@ def main():
         x = np.random.default_rng(len(name)).standard_normal([n] + shape).astype(np.float32)
         exact = qm.ref_eval(model, x)
         scale = out_scales(model)
-        on = build(os.path.join(d, "on"), path, ["--qdq=exact"])
-        off = build(os.path.join(d, "off"), path, [])
+        on = build(os.path.join(d, "on"), path, [])
+        off = build(os.path.join(d, "off"), path, ["--qdq=float"])
         if not on or not off:
             continue
+        fd = os.path.join(d, "flag")
+        r = run([KILN, "compile", path, "--batch", "1,4", "--name", "t", "-o", fd, "--qdq=exact"])
+        with open(os.path.join(fd, "t.c")) as f:
+            report(r.returncode == 0 and f.read() == on["src"],
+                   "%s: the default is --qdq=exact (the same generated C)" % name)
         got, old = kiln_run(on, x), kiln_run(off, x)
         ort_all, ort_none = ort_run(d, path, x, "all"), ort_run(d, path, x, "disabled")
         if any(v is None for v in (got, old, ort_all, ort_none)):
@@ -179,19 +189,21 @@ def main():
         size = sum(e.size for e in exact)
         # the blocked kernels (avx2, avx512: the default here) and the
         # reference loops (ref) give the same bytes
-        for isa in ("ref", "avx2", "avx512"):
-            other = kiln_run(on, x, isa)
+        for isa, vnni in (("ref", True), ("avx2", True), ("avx2", False), ("avx512", True),
+                          ("avx512", False)):
+            other = kiln_run(on, x, isa, vnni)
             same = other is not None and all(np.array_equal(u.view(np.uint32), v.view(np.uint32))
                                               for u, v in zip(got, other))
-            report(same, "%s: KILN_ISA=%s gives the same bytes as the default" % (name, isa))
+            report(same, "%s: KILN_ISA=%s%s gives the same bytes as the default"
+                   % (name, isa, "" if vnni else " KILN_VNNI=0"))
         h = steps(got[1:], exact[1:], scale[1:])
         report(h[0] == 0, "%s: the first layer (one DQ -> op -> Q chain) equals the exact "
                "reference: %d of %d elements off" % (name, h[0], exact[1].size))
-        dump = run([KILN, "dump", path, "--passes", "--qdq=exact", "--batch", "1,4"]).stdout
+        dump = run([KILN, "dump", path, "--passes", "--batch", "1,4"]).stdout
         chains = len(re.findall(r" QLinear(Conv|MatMul) v\d+ ", dump))
         report(chains == 3, "%s: %d chains made integer (want 3)" % (name, chains))
         report(row["exact"][0] <= row["old_exact"][0] and row["exact"][1] <= 1,
-               "%s: %d elements off the exact reference, %d with the default --qdq=float (at most one step)"
+               "%s: %d elements off the exact reference, %d with --qdq=float (at most one step)"
                % (name, row["exact"][0], row["old_exact"][0]))
         if not wide:
             # ONNX Runtime fuses 8-bit chains into its integer kernels.
@@ -199,7 +211,7 @@ def main():
                    "%s: 8-bit: equal to the exact reference and to ONNX Runtime" % name)
         table.append((name, size, row))
         print("%-26s %6d elements; kiln vs exact %s, vs ORT %s, vs ORT float %s; "
-              "the default --qdq=float vs exact %s, vs ORT %s; ORT vs exact %s, ORT float vs exact %s"
+              "--qdq=float vs exact %s, vs ORT %s; ORT vs exact %s, ORT float vs exact %s"
               % (name, size, row["exact"], row["ort"], row["ort_float"], row["old_exact"],
                  row["old_ort"], row["ort_vs_exact"], row["ortfloat_vs_exact"]))
     print("%d cases, %d checks failed" % (len(table), len(failures)))
