@@ -425,8 +425,10 @@ static void i8_im2col_row_wide(const kiln_window3d_params *p, const kiln_q8_oper
 	}
 }
 
-/* The runs of output columns [n0, n0 + w). */
-static int i8_runs(const kiln_window3d_params *p, int64_t n0, int64_t w, I8Run *runs)
+/* The runs of output columns [n0, n0 + w), and where each one's inputs
+ * start along the three axes (before the taps) into at. */
+static int i8_runs(const kiln_window3d_params *p, int64_t n0, int64_t w, I8Run *runs,
+                   int64_t (*at)[3])
 {
 	int nr = 0;
 	for (int64_t j = 0; j < w;) {
@@ -436,6 +438,9 @@ static int i8_runs(const kiln_window3d_params *p, int64_t n0, int64_t w, I8Run *
 		runs[nr++] = (I8Run){.j = j, .len = len, .o = {o0, o1, o2}};
 		j += len;
 	}
+	for (int r = 0; r < nr; r++)
+		for (int ax = 0; ax < 3; ax++)
+			at[r][ax] = runs[r].o[ax] * p->stride[ax] - p->pad_begin[ax];
 	return nr;
 }
 
@@ -501,10 +506,7 @@ void I8_CONV_NAME(const I8Conv *cv, void *work)
 			const unsigned char *xg = (const unsigned char *)cv->X->data + xe * nb;
 			for (int64_t n0 = 0; n0 < ovol; n0 += I8_NR) {
 				int64_t w = ovol - n0 < I8_NR ? ovol - n0 : I8_NR;
-				int nruns = i8_runs(p, n0, w, runs);
-				for (int r = 0; r < nruns; r++)
-					for (int ax = 0; ax < 3; ax++)
-						at[r][ax] = runs[r].o[ax] * p->stride[ax] - p->pad_begin[ax];
+				int nruns = i8_runs(p, n0, w, runs, at);
 				for (int64_t j = w; j < I8_NR; j++)
 					r0[j] = r1[j] = 0, w0[j] = w1[j] = 0;
 				int64_t k0 = 0;
@@ -761,10 +763,7 @@ static void i8v_conv(const I8Conv *cv, void *work)
 			const uint8_t *xg = (const uint8_t *)cv->X->data + (n * p->channels + g * cg) * plane;
 			for (int64_t n0 = 0; n0 < ovol; n0 += I8_NR) {
 				int64_t w = ovol - n0 < I8_NR ? ovol - n0 : I8_NR;
-				int nruns = i8_runs(p, n0, w, runs);
-				for (int r = 0; r < nruns; r++)
-					for (int ax = 0; ax < 3; ax++)
-						at[r][ax] = runs[r].o[ax] * p->stride[ax] - p->pad_begin[ax];
+				int nruns = i8_runs(p, n0, w, runs, at);
 				memset(cb, 0, sizeof cb);
 				int64_t k0 = 0;
 				do {
