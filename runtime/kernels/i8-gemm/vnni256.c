@@ -16,25 +16,33 @@ static inline __attribute__((always_inline)) void vtile_n(const int mr, const in
                                                           int32_t *c, int acc)
 {
 	__m256i s[I8V_MR][4];
+	/* unrolled, so that the sums stay in registers */
+#pragma GCC unroll 4
 	for (int r = 0; r < mr; r++)
+#pragma GCC unroll 4
 		for (int v = 0; v < 4; v++)
 			s[r][v] = acc ? _mm256_loadu_si256((const __m256i *)(c + r * I8_NR + 8 * v))
 			              : _mm256_setzero_si256();
 	for (int64_t q = 0; q < kq; q++) {
 		const uint8_t *b = panel + q * 4 * I8_NR;
 		__m256i bv[4];
+#pragma GCC unroll 4
 		for (int v = 0; v < 4; v++)
 			bv[v] = _mm256_load_si256((const __m256i *)(b + 32 * v));
+#pragma GCC unroll 4
 		for (int r = 0; r < mr; r++) {
 			int32_t quad;
 			memcpy(&quad, a + r * lda + 4 * q, sizeof quad);
 			__m256i x = _mm256_set1_epi32(quad);
+#pragma GCC unroll 4
 			for (int v = 0; v < 4; v++)
 				s[r][v] = row_u8 ? _mm256_dpbusd_avx_epi32(s[r][v], x, bv[v])
 				                 : _mm256_dpbusd_avx_epi32(s[r][v], bv[v], x);
 		}
 	}
+#pragma GCC unroll 4
 	for (int r = 0; r < mr; r++)
+#pragma GCC unroll 4
 		for (int v = 0; v < 4; v++)
 			_mm256_storeu_si256((__m256i *)(c + r * I8_NR + 8 * v), s[r][v]);
 }

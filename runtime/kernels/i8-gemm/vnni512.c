@@ -16,6 +16,8 @@ static inline __attribute__((always_inline)) void vtile_n(const int mr, const in
                                                           int32_t *c, int acc)
 {
 	__m512i s[I8V_MR][2];
+	/* unrolled, so that the sums stay in registers */
+#pragma GCC unroll 8
 	for (int r = 0; r < mr; r++) {
 		s[r][0] = acc ? _mm512_loadu_si512(c + r * I8_NR) : _mm512_setzero_si512();
 		s[r][1] = acc ? _mm512_loadu_si512(c + r * I8_NR + 16) : _mm512_setzero_si512();
@@ -23,6 +25,7 @@ static inline __attribute__((always_inline)) void vtile_n(const int mr, const in
 	for (int64_t q = 0; q < kq; q++) {
 		__m512i b0 = _mm512_load_si512(panel + q * 4 * I8_NR);
 		__m512i b1 = _mm512_load_si512(panel + q * 4 * I8_NR + 64);
+#pragma GCC unroll 8
 		for (int r = 0; r < mr; r++) {
 			int32_t quad;
 			memcpy(&quad, a + r * lda + 4 * q, sizeof quad);
@@ -36,6 +39,7 @@ static inline __attribute__((always_inline)) void vtile_n(const int mr, const in
 			}
 		}
 	}
+#pragma GCC unroll 8
 	for (int r = 0; r < mr; r++) {
 		_mm512_storeu_si512(c + r * I8_NR, s[r][0]);
 		_mm512_storeu_si512(c + r * I8_NR + 16, s[r][1]);
