@@ -21,7 +21,9 @@ static inline __attribute__((always_inline)) void tile_n(const int mr, const int
                                                          int64_t kp, int32_t *c, int acc)
 {
 	__m256i s[I8_MR][4];
+#pragma GCC unroll 4
 	for (int r = 0; r < mr; r++)
+#pragma GCC unroll 4
 		for (int v = 0; v < 4; v++)
 			s[r][v] = acc ? _mm256_loadu_si256((const __m256i *)(c + r * I8_NR + 8 * v))
 			              : _mm256_setzero_si256();
@@ -31,6 +33,7 @@ static inline __attribute__((always_inline)) void tile_n(const int mr, const int
 		__m256i b1 = _mm256_load_si256((const __m256i *)(b + 16));
 		__m256i b2 = _mm256_load_si256((const __m256i *)(b + 32));
 		__m256i b3 = _mm256_load_si256((const __m256i *)(b + 48));
+#pragma GCC unroll 4
 		for (int r = 0; r < mr; r++) {
 			int32_t pair;
 			memcpy(&pair, a + r * lda + 2 * q, sizeof pair);
@@ -41,7 +44,9 @@ static inline __attribute__((always_inline)) void tile_n(const int mr, const int
 			s[r][3] = _mm256_add_epi32(s[r][3], _mm256_madd_epi16(v, b3));
 		}
 	}
+#pragma GCC unroll 4
 	for (int r = 0; r < mr; r++)
+#pragma GCC unroll 4
 		for (int v = 0; v < 4; v++)
 			_mm256_storeu_si256((__m256i *)(c + r * I8_NR + 8 * v), s[r][v]);
 }

@@ -21,6 +21,7 @@ static inline __attribute__((always_inline)) void tile_n(const int mr, const int
                                                          int64_t kp, int32_t *c, int acc)
 {
 	__m512i s[I8_MR][2];
+#pragma GCC unroll 8
 	for (int r = 0; r < mr; r++) {
 		s[r][0] = acc ? _mm512_loadu_si512(c + r * I8_NR) : _mm512_setzero_si512();
 		s[r][1] = acc ? _mm512_loadu_si512(c + r * I8_NR + 16) : _mm512_setzero_si512();
@@ -28,6 +29,7 @@ static inline __attribute__((always_inline)) void tile_n(const int mr, const int
 	for (int64_t q = 0; q < kp; q++) {
 		__m512i b0 = _mm512_load_si512(panel + q * 2 * I8_NR);
 		__m512i b1 = _mm512_load_si512(panel + q * 2 * I8_NR + 32);
+#pragma GCC unroll 8
 		for (int r = 0; r < mr; r++) {
 			int32_t pair;
 			memcpy(&pair, a + r * lda + 2 * q, sizeof pair);
@@ -36,6 +38,7 @@ static inline __attribute__((always_inline)) void tile_n(const int mr, const int
 			s[r][1] = _mm512_add_epi32(s[r][1], _mm512_madd_epi16(v, b1));
 		}
 	}
+#pragma GCC unroll 8
 	for (int r = 0; r < mr; r++) {
 		_mm512_storeu_si512(c + r * I8_NR, s[r][0]);
 		_mm512_storeu_si512(c + r * I8_NR + 16, s[r][1]);
