@@ -248,13 +248,14 @@ static void i8_gemm_store(const I8Gemm *g, const I8Exact *e, int exact, int64_t 
 }
 
 #ifdef I8_VNNI
+static inline int i8v_fits(int64_t K);
 static void i8v_gemm(const I8Gemm *g, void *work);
 #endif
 
 void I8_GEMM_NAME(const I8Gemm *g, void *work)
 {
 #ifdef I8_VNNI
-	if (!g->A->wide && !g->B->wide) {
+	if (!g->A->wide && !g->B->wide && i8v_fits(g->K)) {
 		i8v_gemm(g, work);
 		return;
 	}
@@ -476,7 +477,9 @@ static void i8v_conv(const I8Conv *cv, void *work);
 void I8_CONV_NAME(const I8Conv *cv, void *work)
 {
 #ifdef I8_VNNI
-	if (!cv->X->wide && !cv->W->wide) {
+	if (!cv->X->wide && !cv->W->wide &&
+	    i8v_fits(cv->p->channels / cv->p->group * cv->p->kernel[0] * cv->p->kernel[1] *
+	             cv->p->kernel[2])) {
 		i8v_conv(cv, work);
 		return;
 	}
@@ -554,7 +557,7 @@ void I8_CONV_NAME(const I8Conv *cv, void *work)
  * (i8gemm.h), so it is the same as the pairs path's and the reference's.
  *
  * A' (rows rounded up to whole quads of k, 0 past K) and its row sums are
- * in work (kiln_i8_work_bytes leaves room for them); the panel holds 32
+ * in work (i8v_fits); the panel holds 32
  * columns by at most I8V_KC rows (i8v_quad), element (k, j) at
  * [(k / 4) * 128 + 4 j + k % 4]: one 32-bit lane holds rows k to k + 3 of
  * column j. Rows past K are 0 in A' and in the panel, so they add nothing
@@ -572,6 +575,16 @@ typedef struct I8V {
 	int need_cb;       /* some row zero point is not 0: the column sums count */
 } I8V;
 
+/* The path fits the pairs path's work memory (kiln_i8_work_bytes: 128 +
+ * M * 2 * kpad + M * 128 bytes, kpad K rounded up to even), so that code
+ * compiled against it stays valid: at most 63 + M * (lda + 4) + 63 +
+ * M * 128 bytes, with lda K rounded up to a multiple of 4; lda + 4 <=
+ * 2 * kpad for K >= 3. Smaller K take the pairs. */
+static inline int i8v_fits(int64_t K)
+{
+	return K >= 3;
+}
+
 /* The value of a byte of A' or of the panel, signed or not. */
 static inline int32_t i8v_val(uint8_t b, int sgn)
 {
@@ -586,7 +599,7 @@ static void i8v_prepare(const kiln_q8_operand *A, int64_t M, int64_t lda, int64_
 	uintptr_t p = ((uintptr_t)work + 63) & ~(uintptr_t)63;
 	v->lda = (K + 3) & ~(int64_t)3;
 	v->a = (uint8_t *)p;
-	p = (p + (uintptr_t)(M * v->lda) + 63) & ~(uintptr_t)63;
+	p += (uintptr_t)(M * v->lda);  /* a multiple of 4 */
 	v->ra = (int32_t *)p;
 	p = (p + (uintptr_t)M * 4 + 63) & ~(uintptr_t)63;
 	v->c = (int32_t *)p;

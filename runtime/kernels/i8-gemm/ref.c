@@ -94,11 +94,10 @@ static inline void store_q8(const kiln_q8_output *Y, int64_t i, int32_t sum, flo
 
 int64_t kiln_i8_work_bytes(int64_t M, int64_t K, int wide)
 {
-	/* A' (two parts of a 16-bit operand), the sums (four parts), alignment;
-	 * the VNNI path (core.h) keeps A' in bytes (at most as many) and A's
-	 * row sums too */
+	/* A' (two parts of a 16-bit operand), the sums (four parts), alignment
+	 * (the VNNI path fits in it too: core.h, i8v_fits) */
 	int64_t parts = wide ? 2 : 1;
-	return 192 + parts * M * (K + (K & 1)) * 2 + parts * parts * M * I8_NR * 4 + M * 4;
+	return 128 + parts * M * (K + (K & 1)) * 2 + parts * parts * M * I8_NR * 4;
 }
 
 void kiln_i8_store_row(const I8Out *o, int64_t m, int64_t n0, int64_t w, const int32_t *sums,
