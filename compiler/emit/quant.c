@@ -284,6 +284,29 @@ static const char *load_elem(Emit *E, const char *var, int dt, const char *at)
 	return arena_printf(E->a, "%s[%s]", var, at);
 }
 
+/* One scale and zero point, float32 on the float side and 8- or 16-bit
+ * integers on the other: one call of the runtime's kernel (kernels.h:
+ * kiln_f32_quantize, kiln_f32_dequantize; the same values as the loops
+ * below, vectorized). False for anything else. */
+static bool quant_tensor_call(Emit *E, const QdqGeometry *g, bool deq, bool has_zp, int fdt)
+{
+	const char *qt;
+	switch (g->qtype) {
+	case DT_UINT8: qt = "KILN_QT_UINT8"; break;
+	case DT_INT8: qt = "KILN_QT_INT8"; break;
+	case DT_UINT16: qt = "KILN_QT_UINT16"; break;
+	case DT_INT16: qt = "KILN_QT_INT16"; break;
+	default: return false;
+	}
+	if (g->kind != QDQ_TENSOR || fdt != DT_FLOAT)
+		return false;
+	const char *zp = has_zp ? arena_printf(E->a, "(int32_t)%s", load_elem(E, "Z", g->qtype, "0"))
+	                        : "0";
+	emitf(E, "\tkiln_f32_%squantize(X, %" PRId64 ", (float)%s, %s, %s, Y);\n", deq ? "de" : "",
+	      g->outer * g->len * g->inner, load_elem(E, "S", g->ftype, "0"), zp, qt);
+	return true;
+}
+
 /* QuantizeLinear: saturate(round_half_even(x / scale) + zero_point), or for
  * float8 x / scale converted with `saturate`; DequantizeLinear:
  * (x - zero_point) * scale. The scale and zero point are one value, one per
@@ -306,6 +329,8 @@ void emit_quant(Emit *E)
 		Operand Z = in_op(E, 2);
 		decl(E, "Z", &Z, false);
 	}
+	if (quant_tensor_call(E, &g, deq, has_zp, deq ? Y.dtype : X.dtype))
+		return;
 	const char *q = g.kind == QDQ_TENSOR ? "0"
 	                : g.kind == QDQ_AXIS ? "ax"
 	                                     : arena_printf(E->a, "(o * %" PRId64 " + ax / %" PRId64

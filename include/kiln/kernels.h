@@ -381,6 +381,27 @@ KILN_API uint16_t kiln_f32_to_f16(float f);
 KILN_API float kiln_bf16_to_f32(uint16_t h);
 KILN_API uint16_t kiln_f32_to_bf16(float f);
 
+/* ---- QuantizeLinear / DequantizeLinear, one scale and zero point ------ */
+
+/* The quantized types of kiln_f32_quantize and kiln_f32_dequantize. */
+enum { KILN_QT_UINT8 = 0, KILN_QT_INT8 = 1, KILN_QT_UINT16 = 2, KILN_QT_INT16 = 3 };
+
+/*
+ * y[i] = saturate(rint(x[i] / scale) + zero) for i < n: the float32
+ * quotient rounded half to even, the sum saturated to the type of y (qtype);
+ * a NaN quotient gives the low end of the type. The same values as
+ * QuantizeLinear's definition in float32 (ONNX, ONNX Runtime).
+ */
+KILN_API void kiln_f32_quantize(const float *x, int64_t n, float scale, int32_t zero, int qtype,
+                                void *y);
+
+/*
+ * y[i] = (x[i] - zero) * scale for i < n, x of type qtype: the exact
+ * difference times the scale, rounded once to float32.
+ */
+KILN_API void kiln_f32_dequantize(const void *x, int64_t n, float scale, int32_t zero, int qtype,
+                                  float *y);
+
 /* ---- integer and quantized (int8 / uint8) products -------------------- */
 
 /*
