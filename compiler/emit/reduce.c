@@ -180,7 +180,7 @@ void emit_reduce(Emit *E)
 		if (fl)
 			step = arena_printf(E->a, "if (x != x || x %s acc) acc = x;", cmp);
 		else
-			step = arena_printf(E->a, "if (first || x %s acc) acc = x; first = 0;", cmp);
+			step = arena_printf(E->a, "acc = first || x %s acc ? x : acc; first = 0;", cmp);
 		break;
 	}
 	default:

@@ -83,7 +83,10 @@ def convert(arr, name):
         return x.astype(NP[name])
     info = np.iinfo(NP[name])
     x = np.nan_to_num(np.abs(x) if info.min == 0 else x)
-    return np.clip(np.round(x), info.min, info.max).astype(NP[name])
+    hi = np.float64(info.max)
+    if int(hi) > info.max:   # 2^63 - 1 and 2^64 - 1 round up as doubles
+        hi = np.nextafter(hi, 0)
+    return np.clip(np.round(x), float(info.min), hi).astype(NP[name])
 
 
 def tensor(arr, name, tname):
@@ -405,7 +408,7 @@ def main(argv):
         kind = "noref" if p.no_ref else "ref"
         groups[(kind, p.tname, opsets, p.label if single else "")].append(p)
     # Every pair in its own folder (to name a failing pair), every group merged.
-    merged = {}
+    merged, merged_opsets = {}, {}
     for k, (key, ps) in enumerate(sorted(groups.items(), key=lambda kv: repr(kv[0]))):
         for j, p in enumerate(ps):
             p.write(os.path.join(outdir, "pairs", f"{k}_{j}"))
@@ -415,24 +418,30 @@ def main(argv):
         else:
             merge(ps, d, key[2])
         merged[d] = (key[0], ps)
+        merged_opsets[d] = key[2]
     passed, noref = 0, 0
-    ref_dirs = [d for d, (kind, _) in merged.items() if kind == "ref"]
-    for d, (ok, line) in verify(kiln, ref_dirs).items():
-        ps = merged[d][1]
-        if ok:
-            passed += len(ps)
-            if verbose:
-                print("\n".join(f"PASS {p.label}" for p in ps))
-            continue
-        if len(ps) == 1:
-            failures.append((ps[0].label, line))
-            continue
-        for p in ps:   # again case by case
-            ok1, line1 = verify(kiln, [p.dir])[p.dir]
-            if ok1:
-                passed += 1
+    # A failing merged model is halved (each half merged again, both halves
+    # in one verify run) until the failing pairs stand alone.
+    todo = [(d, ps) for d, (kind, ps) in merged.items() if kind == "ref"]
+    while todo:
+        res = verify(kiln, [d for d, _ in todo])
+        nxt = []
+        for d, ps in todo:
+            ok, line = res[d]
+            if ok:
+                passed += len(ps)
+                if verbose:
+                    print("\n".join(f"PASS {p.label}" for p in ps))
+            elif len(ps) == 1:
+                failures.append((ps[0].label, line))
             else:
-                failures.append((p.label, line1))
+                for h, half in enumerate((ps[:len(ps) // 2], ps[len(ps) // 2:])):
+                    hd = f"{d}_{h}" if len(half) > 1 else half[0].dir
+                    if len(half) > 1:
+                        merge(half, hd, merged_opsets[d])
+                    merged_opsets[hd] = merged_opsets[d]
+                    nxt.append((hd, half))
+        todo = nxt
     for d, (kind, ps) in merged.items():
         if kind != "noref":
             continue

@@ -26,7 +26,8 @@ async function one(spec) {
         new T(copy.buffer, 0, copy.byteLength / T.BYTES_PER_ELEMENT), inp.dims);
   }
   const session = await ort.InferenceSession.create(spec.model, {
-    intraOpNumThreads: 1, interOpNumThreads: 1, graphOptimizationLevel: "disabled"});
+    intraOpNumThreads: 1, interOpNumThreads: 1, graphOptimizationLevel: "disabled",
+    logSeverityLevel: 3});
   const results = await session.run(feeds);
   const meta = session.outputNames.map((name, i) => {
     const t = results[name];
