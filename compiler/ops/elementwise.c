@@ -371,7 +371,7 @@ const OpDef ops_elementwise_defs[] = {
 	{.op = OP_LeakyRelu, .infer = ops_elementwise_infer, .emit = emit_unary,
 	 .batch = BK_ELEMENTWISE, .in_place = true},
 	{.op = OP_Erf, .infer = ops_elementwise_infer, .emit = emit_unary, .batch = BK_ELEMENTWISE,
-	 .in_place = true},
+	 .in_place = true, .types = OT_FLOATS},
 	{.op = OP_Sqrt, .infer = ops_elementwise_infer, .emit = emit_unary, .peval = PE_MAP,
 	 .eval_f1 = eval_sqrt_f, .batch = BK_ELEMENTWISE, .in_place = true},
 	{.op = OP_Exp, .infer = ops_elementwise_infer, .emit = emit_unary, .peval = PE_MAP,

@@ -202,7 +202,7 @@ const OpDef ops_signal_defs[] = {
 	{.op = OP_DFT, .infer = ops_signal_infer, .emit = emit_dft, .batch = BK_DFT,
 	 .types = OT_F32,
 	 .note = "dft_length and axis (an input from opset 20) must be known at compile time"},
-	{.op = OP_STFT, .infer = ops_signal_infer, .emit = emit_stft},
+	{.op = OP_STFT, .infer = ops_signal_infer, .emit = emit_stft, .types = OT_F32},
 	{.op = OP_HannWindow, .infer = ops_signal_infer, .emit = emit_window},
 	{.op = OP_HammingWindow, .infer = ops_signal_infer, .emit = emit_window},
 	{.op = OP_BlackmanWindow, .infer = ops_signal_infer, .emit = emit_window},
