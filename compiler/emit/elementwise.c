@@ -296,7 +296,7 @@ static const char *binary_expr(Emit *E, int dt, int nx, const char **stmts)
 	case OP_Greater: e = "(uint8_t)(x0 > x1)"; break;
 	case OP_LessOrEqual: e = "(uint8_t)(x0 <= x1)"; break;
 	case OP_GreaterOrEqual: e = "(uint8_t)(x0 >= x1)"; break;
-	case OP_PRelu: e = "x0 < 0 ? x1 * x0 : x0"; break;
+	case OP_PRelu: e = is_unsigned(dt) ? "((void)x1, x0)" : "x0 < 0 ? x1 * x0 : x0"; break;
 	case OP_BitShift: {
 		bool left = false;
 		const Attr *dir = node_attr(E->n, "direction");

@@ -152,7 +152,9 @@ void emit_reduce(Emit *E)
 	case OP_ReduceMean: fini = arena_printf(E->a, "r = (%s)(acc / n);", t); break;
 	case OP_ReduceProd: init = "acc = 1;"; step = "acc *= x;"; break;
 	case OP_ReduceSumSquare: step = "acc += (double)x * x;"; break;
-	case OP_ReduceL1: step = fl ? "acc += fabs((double)x);" : "acc += x < 0 ? -x : x;"; break;
+	case OP_ReduceL1:
+		step = fl ? "acc += fabs((double)x);" : is_unsigned(dt) ? "acc += x;" : "acc += x < 0 ? -x : x;";
+		break;
 	case OP_ReduceL2:
 		step = "acc += (double)x * x;";
 		fini = arena_printf(E->a, "r = (%s)sqrt((double)acc);", t);
