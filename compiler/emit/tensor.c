@@ -427,7 +427,11 @@ void emit_one_hot(Emit *E)
 			at = arena_printf(E->a, "%s + o%d * %" PRId64, at, k, st);
 			st *= Y.shape->dims[k].size;
 		}
-	emitf(E, "%sint64_t v = (int64_t)I[%s];\n%sif (v < 0)\n%s\tv += %" PRId64 ";\n", ind, at, ind,
+	/* 16-bit float indices are bit patterns: widened to float first */
+	const char *widen = I.dtype == DT_FLOAT16 ? "kiln_f16_to_f32" : I.dtype == DT_BFLOAT16 ? "kiln_bf16_to_f32" : "";
+	const char *idx = *widen ? arena_printf(E->a, "%s(I[%s])", widen, at)
+	                         : arena_printf(E->a, "I[%s]", at);
+	emitf(E, "%sint64_t v = (int64_t)%s;\n%sif (v < 0)\n%s\tv += %" PRId64 ";\n", ind, idx, ind,
 	    ind, depth);
 	emitf(E, "%sY[%s] = v == o%d ? V[1] : V[0];\n", ind, linear_index(E, Y.shape, -1, NULL), axis);
 	close_loops(E, Y.shape);
