@@ -70,6 +70,7 @@ NP = {"float32": np.float32, "float64": np.float64, "float16": np.float16, "int8
 MOVE = {"Reshape", "Flatten", "Squeeze", "Unsqueeze", "Transpose", "Concat", "Split", "Slice",
         "Gather", "GatherElements", "GatherND", "Tile", "Expand", "Pad", "Identity",
         "DepthToSpace", "SpaceToDepth", "Compress", "ReverseSequence", "Trilu", "Where",
+        "MaxUnpool",
         "Shape", "Size", "CenterCropPad", "Scatter", "ScatterElements", "ScatterND"}
 
 
@@ -221,6 +222,25 @@ class Pair:
                           if v.name in names else t for v, t in zip(m.graph.output, outs)]
         self.outputs = self.converted if kind == "move" else None
         self.no_ref = None
+        if kind == "ort" and tname == "float16":
+            self.widen_outputs()
+
+    def widen_outputs(self):
+        """float16 outputs leave through a Cast to float32 (in kiln's model and
+        ONNX Runtime's alike), so that verify compares them within rtol 1e-3
+        (one float16 step is at most 2^-10 of the value) instead of bit for bit:
+        ORT's float16 math is not always correctly rounded (Acos)."""
+        g = self.model.graph
+        for k, v in enumerate(g.output):
+            if v.type.tensor_type.elem_type != TensorProto.FLOAT16:
+                continue
+            inner = v.name + "__f16"
+            for n in g.node:
+                n.output[:] = [inner if o == v.name else o for o in n.output]
+            g.node.append(onnx.helper.make_node("Cast", [inner], [v.name], to=TensorProto.FLOAT))
+            v.type.tensor_type.elem_type = TensorProto.FLOAT
+            t = self.converted[k]
+            self.converted[k] = tensor(to_float(t).astype(np.float32), t.name, "float32")
 
     def write(self, d):
         os.makedirs(os.path.join(d, "test_data_set_0"), exist_ok=True)
@@ -409,7 +429,10 @@ def main(argv):
         picked = None
         cands = [(d, m) + main_names(m, claims[op]) for d, m in cases.get(op, [])]
         cands = [c for c in cands if c[2] is not None]
-        cands.sort(key=lambda c: c[3] != TensorProto.FLOAT)   # float32 input first
+        # float32 input first; ONNX 1.12's bfloat16 outputs (Cast cases) are
+        # truncated, not rounded: those cases last
+        cands.sort(key=lambda c: (c[3] != TensorProto.FLOAT, any(
+            v.type.tensor_type.elem_type == TensorProto.BFLOAT16 for v in c[1].graph.output)))
         for d, m, names, src in cands:
             if kiln_accepts(kiln, d):
                 picked = (d, m, names, NAMES[src])
