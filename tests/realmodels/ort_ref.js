@@ -19,8 +19,9 @@ const ARRAYS = {
   float16: Uint16Array,  // bit patterns
 };
 
-async function main() {
-  const spec = JSON.parse(fs.readFileSync(process.argv[2], "utf8"));
+// Runs one SPEC (an object); also used by tests/opset/elemtypes_ort.js, which
+// runs many in one process. spec.quiet: ORT logs errors only.
+async function runSpec(spec) {
   const feeds = {};
   for (const inp of spec.inputs) {
     const buf = fs.readFileSync(inp.file);
@@ -33,7 +34,8 @@ async function main() {
   // reference ORT can give.
   const session = await ort.InferenceSession.create(spec.model, {
     intraOpNumThreads: 1, interOpNumThreads: 1,
-    graphOptimizationLevel: spec.optimization || "disabled"});
+    graphOptimizationLevel: spec.optimization || "disabled",
+    ...(spec.quiet ? {logSeverityLevel: 3} : {})});
   const results = await session.run(feeds);
   const meta = session.outputNames.map((name, i) => {
     const t = results[name];
@@ -45,4 +47,8 @@ async function main() {
   });
   fs.writeFileSync(path.join(spec.outdir, "outputs.json"), JSON.stringify(meta));
 }
-main().catch((e) => { console.error(String(e)); process.exit(1); });
+module.exports = {runSpec};
+if (require.main === module) {
+  runSpec(JSON.parse(fs.readFileSync(process.argv[2], "utf8")))
+      .catch((e) => { console.error(String(e)); process.exit(1); });
+}
