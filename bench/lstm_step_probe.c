@@ -59,7 +59,8 @@ static float *floats(int64_t n, float scale, int huge)
 
 static float sink[80];
 
-/* One block's product only (lstm_block_nv's loop, BLOCK_KU = 2), the sums
+/* One block's product only (lstm_block_nv's loop as it was before issue 30's
+ * one chain per column: rows k in chain k mod 2), the sums
  * added to sink. */
 static inline __attribute__((always_inline)) void stream_block(int64_t K, const float *x,
                                                                const float *R)

@@ -23,7 +23,8 @@ The models: an elementwise model of the math functions the generated C and
 the vector kernels compute (exp, log, log1p, pow, tanh, sigmoid, erf, sin,
 cos, softplus), a transformer encoder block (MatMul, Softmax, LayerNorm, erf
 GELU), Softmax/LayerNorm/ReduceMean/GlobalAveragePool alone (reduce_norm),
-2-D and 1-D convolutions (conv), and, when python3-torch is there, bench/test_models.py's DeepJet-,
+2-D and 1-D convolutions (conv), LSTMs of 16 to 264 units in every step
+form (lstm), and, when python3-torch is there, bench/test_models.py's DeepJet-,
 ParticleNet- and MLP-style exports (tests/realmodels patterns). --models DIR
 adds every DIR/*.onnx (e.g. bench's deepjet_like, particlenet_like,
 transformer_enc: `BENCH_MODELS_DIR=DIR bench/make_models.py`); --only NAME,...
@@ -48,37 +49,28 @@ ISAS = ("ref", "avx2", "avx512")
 
 # (model, check) -> why the bits differ today (docs/reproducibility.md, "What
 # is not guaranteed yet"). Everything else must hold.
-_K = ("sums other than the packed GEMM's (one FMA chain over k per K block, the same in "
-      "every variant and in f32-gemv's batch-1 products): the unpacked GEMM, convolution, "
-      "LSTM steps")
-_B = ("batch 1 of an LSTM takes f32-vmath's fused AVX-512 step forms (the product over "
-      "R^T in two chains per column, row k in chain k mod 2, narrow blocks read flat)")
-_N = "the other reductions: attention's exp2, convolution forms (direct, implicit GEMM, Winograd)"
+_K = ("sums other than the packed GEMM's and the LSTM's (one FMA chain over k per K block, the "
+      "same in every variant, in f32-gemv's batch-1 products and in every LSTM step form): the "
+      "unpacked GEMM, convolution")
+_N = "the other reductions: attention's ref variant, convolution forms (direct, implicit GEMM, Winograd)"
 KNOWN = {}
-# model, whether its n = 64 run differs across ISAs too (isa64), the ISAs
-# whose batch-1 rows differ from the n = 64 run's
-for _m, _isa64, _batch in (
-        ("transformer_block", True, ()),
-        ("conv", True, ()),
-        ("deepjet_test", True, ("avx512",)),
-        ("particlenet_test", True, ()),
+# model, whether its n = 64 run differs across ISAs too (isa64)
+for _m, _isa64 in (
+        ("transformer_block", True),
+        ("conv", True),
+        ("deepjet_test", True),
+        ("particlenet_test", True),
         # bench workloads (--models DIR)
-        ("deepjet_like", True, ("avx512",)),
-        ("particlenet_like", True, ()),
-        ("transformer_enc", True, ())):
+        ("deepjet_like", True),
+        ("particlenet_like", True),
+        ("transformer_enc", True)):
     for _i in ("avx2", "avx512"):
         if _isa64:
             KNOWN[(_m, "isa:ref=" + _i)] = KNOWN[(_m, "isa64:ref=" + _i)] = _K + "; " + _N
-        elif _i in _batch:
-            KNOWN[(_m, "isa:ref=" + _i)] = "the batch-1 runs: " + _B
-    for _i in _batch:
-        KNOWN[(_m, "batch:" + _i)] = KNOWN[(_m, "stitch:" + _i)] = _B
-# AVX2 against AVX-512 (the unpacked products, Softmax, LayerNorm and
-# attention agree between them; these do not)
-for _m, _why in (("conv", "the convolution forms of each ISA"),
-                 ("deepjet_test", "the LSTM: " + _B),
-                 ("deepjet_like", "the LSTM: " + _B)):
-    KNOWN[(_m, "isa:avx2=avx512")] = _why
+# AVX2 against AVX-512 (the unpacked products, Softmax, LayerNorm, attention
+# and the LSTM agree between them; these do not)
+for _m in ("conv", "deepjet_test", "deepjet_like"):
+    KNOWN[(_m, "isa:avx2=avx512")] = "the convolution forms of each ISA"
 
 
 def run(cmd, **kw):
@@ -257,6 +249,50 @@ def conv_model():
     return helper.make_model(g, opset_imports=[helper.make_opsetid("", 17)])
 
 
+def lstm_model():
+    """x [N, 6, 8] -> ONNX LSTMs of 16, 20, 36, 44, 50, 150 and 264 units side
+    by side, each to its last h: every form of the LSTM step (batch 1: block
+    by block with the narrow block fused (20, 150) or without one (16), all
+    4H columns at once (36, 50), one product then the cells (44); batch N:
+    tiles of rows and the GEMM; 264 > 256: two K blocks), a bidirectional one
+    (36, reverse steps), peepholes (20) and a clip (50); half of them
+    batch-first (layout 1), half through Transposes (layout 0)."""
+    r = np.random.default_rng(34)
+    T, I = 6, 8
+    inits, n, outs = [], [], []
+    n.append(helper.make_node("Transpose", ["x"], ["xt"], perm=[1, 0, 2]))
+    for k, (H, dirs, peep, clip, layout) in enumerate(((16, 1, False, None, 1), (20, 1, True, None, 0),
+                                                       (36, 2, False, None, 1), (44, 1, False, None, 0),
+                                                       (50, 1, False, 3.0, 1), (150, 1, False, None, 0),
+                                                       (264, 1, False, None, 1))):
+        D = dirs
+        names = ["W%d" % k, "R%d" % k, "B%d" % k]
+        inits += [numpy_helper.from_array(_w(r, D, 4 * H, I, scale=0.4), names[0]),
+                  numpy_helper.from_array(_w(r, D, 4 * H, H, scale=1.2 / np.sqrt(H)), names[1]),
+                  numpy_helper.from_array(_w(r, D, 8 * H, scale=0.1), names[2])]
+        ins = ["x" if layout else "xt"] + names
+        if peep:
+            inits.append(numpy_helper.from_array(_w(r, D, 3 * H, scale=0.3), "P%d" % k))
+            ins += ["", "", "", "P%d" % k]
+        attrs = dict(hidden_size=H, direction="bidirectional" if D == 2 else "forward")
+        if clip:
+            attrs["clip"] = clip
+        if layout:
+            attrs["layout"] = 1
+        n.append(helper.make_node("LSTM", ins, ["Y%d" % k, "h%d" % k], **attrs))
+        if layout:  # h [N, D, H]
+            n.append(helper.make_node("Flatten", ["h%d" % k], ["f%d" % k], axis=1))
+        else:       # h [D, N, H]
+            n.append(helper.make_node("Transpose", ["h%d" % k], ["ht%d" % k], perm=[1, 0, 2]))
+            n.append(helper.make_node("Flatten", ["ht%d" % k], ["f%d" % k], axis=1))
+        outs.append(("f%d" % k, D * H))
+    n.append(helper.make_node("Concat", [o for o, _ in outs], ["y"], axis=1))
+    g = helper.make_graph(n, "lstm", [helper.make_tensor_value_info("x", TensorProto.FLOAT, ["N", T, I])],
+                          [helper.make_tensor_value_info("y", TensorProto.FLOAT,
+                                                         ["N", sum(d for _, d in outs)])], inits)
+    return helper.make_model(g, opset_imports=[helper.make_opsetid("", 14)])
+
+
 def torch_models():
     """bench/test_models.py's exports (tests/realmodels patterns), if torch is there."""
     try:
@@ -386,7 +422,7 @@ def main():
 
     models = {"pointwise": pointwise_model(), "math": math_model(),
               "transformer_block": transformer_model(), "reduce_norm": reduce_norm_model(),
-              "conv": conv_model()}
+              "conv": conv_model(), "lstm": lstm_model()}
     if only is None or only - set(models):
         models.update(torch_models())
     if models_dir:

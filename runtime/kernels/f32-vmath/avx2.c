@@ -28,12 +28,6 @@ static inline V vadd(V a, V b) { return _mm256_add_ps(a, b); }
 static inline V vsub(V a, V b) { return _mm256_sub_ps(a, b); }
 static inline V vmul(V a, V b) { return _mm256_mul_ps(a, b); }
 static inline V vdiv(V a, V b) { return _mm256_div_ps(a, b); }
-/* 1 / a: the 12-bit estimate and one Newton step (<= 2 ulp for normal a) */
-static inline V vrecip(V a)
-{
-	V r = _mm256_rcp_ps(a);
-	return _mm256_mul_ps(r, _mm256_fnmadd_ps(a, r, _mm256_set1_ps(2.0f)));
-}
 static inline V vfma(V a, V b, V c) { return _mm256_fmadd_ps(a, b, c); }
 /* minps/maxps return the second operand when either is NaN: a < b ? a : b */
 static inline V vmin(V a, V b) { return _mm256_min_ps(a, b); }

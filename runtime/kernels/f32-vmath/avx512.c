@@ -25,12 +25,6 @@ static inline V vadd(V a, V b) { return _mm512_add_ps(a, b); }
 static inline V vsub(V a, V b) { return _mm512_sub_ps(a, b); }
 static inline V vmul(V a, V b) { return _mm512_mul_ps(a, b); }
 static inline V vdiv(V a, V b) { return _mm512_div_ps(a, b); }
-/* 1 / a: the 14-bit estimate and one Newton step (<= 1 ulp for normal a) */
-static inline V vrecip(V a)
-{
-	V r = _mm512_rcp14_ps(a);
-	return _mm512_mul_ps(r, _mm512_fnmadd_ps(a, r, _mm512_set1_ps(2.0f)));
-}
 static inline V vfma(V a, V b, V c) { return _mm512_fmadd_ps(a, b, c); }
 /* vminps/vmaxps return the second operand when either is NaN: a < b ? a : b */
 static inline V vmin(V a, V b) { return _mm512_min_ps(a, b); }
@@ -55,8 +49,6 @@ static inline V vcopysign(V m, V s)
 	                                                         5, 4, 3, 2, 1, 0),                 \
 	                                        _mm512_set1_epi32((int)(first))),                   \
 	                       (b))
-/* the lanes from n on (all when n <= 0, none when n >= 16) */
-#define VMATH_LANES_FROM(n) ((__mmask16)((n) >= 16 ? 0 : (n) <= 0 ? 0xFFFFu : 0xFFFFu << (n)))
 /* LayerNorm rows 8 at a time (body.h: ln_rows) */
 #define LN_ROWS 8
 /* v[i] = 1 / sqrt(v[i]) for i < k <= 8: the eight rows' at once */

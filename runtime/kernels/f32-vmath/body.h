@@ -4,7 +4,6 @@
  * (W = 8) and avx512.c (W = 16) after each defines V, VM (a lane mask) and:
  *   vset vload vstore vload_n vstore_n   (the _n forms move the first n < W lanes)
  *   vadd vsub vmul vdiv vfma(a, b, c) = a * b + c
- *   vrecip(a) = 1 / a (ref: the division; SIMD: the estimate and one Newton step)
  *   vmin(a, b) = a < b ? a : b,  vmax(a, b) = a > b ? a : b   (a NaN gives b)
  *   vabs vcopysign(m, s) (m >= 0 gets the sign of s)  vlt vgt vge -> VM
  *   vsel(m, a, b) = m ? a : b,  vall(m) = every lane of m set,
@@ -43,7 +42,7 @@
  *          is 0 too). <= 7 ulp for x >= -1.3.
  * The LSTM cell (vmath_lstm_cell) takes shorter forms (lstm_sigmoid,
  * lstm_tanh): 1 / (1 + e^-x) and 2 / (1 + e^-2x) - 1, e^-kx by one reduction
- * and a degree-6 polynomial, the division as vrecip; sigmoid within 4 ulp
+ * and a degree-6 polynomial, then a true division (lstm_recip); sigmoid within 4 ulp
  * (x >= -60; below, within 1e-38 absolute: x is clamped at -88), tanh within
  * 2^-21 absolute; tests/kernels/test_rnn.c checks the cell, and these bounds,
  * under every variant.
@@ -66,6 +65,7 @@
 
 /* ---- the elementary functions ---- */
 
+#include "../f32-gemm/gemm.h" /* kiln_gemm_kc: the LSTM products' K blocks */
 #include "exp.h"
 
 /* c[0] z^(n-1) + ... + c[n-1] by Horner's rule with FMA */
@@ -503,7 +503,7 @@ static void vmath_batchnorm_plane(const float *x, float *y, int64_t n, float mea
  * exact-product FMAs), e^(-y) by a degree-6 polynomial in x + n ln 2 / k
  * (Horner; fitted for relative error on [-ln 2 / 2, ln 2 / 2]: 1.9e-9,
  * 0.84 ulp measured in float), times 2^n. 13 vector operations, where
- * v_exp and the sign handling of v_sigmoid and v_tanh (with vrecip) took
+ * v_exp and the sign handling of v_sigmoid and v_tanh (with a reciprocal) took
  * 25 and 35: at batch 1 the cells share the core with the stream of R^T,
  * and each operation of a cell was measured to cost about a cycle of it.
  * Here in place, x[i] = e^(-k x[i]) for i < N (at most 16), k = 1 for
@@ -564,13 +564,22 @@ static VMATH_INLINE V lstm_exp_neg(V x, const int k)
 	return x;
 }
 
-/* The LSTM cell's sigmoid: 1 / (1 + e^-x) through vrecip (an e^-x of inf or
+/* 1 / a, the division: correctly rounded, so the same bits in every variant
+ * (issue 30). A reciprocal estimate and a Newton step, which the SIMD
+ * variants took before, give bits that depend on the ISA (rcp14 against
+ * rcp) and, for the estimate, on the CPU vendor. */
+static VMATH_INLINE V lstm_recip(V a)
+{
+	return vdiv(vset(1.0f), a);
+}
+
+/* The LSTM cell's sigmoid: 1 / (1 + e^-x) through lstm_recip (an e^-x of inf or
  * 0 gives 0 or 1). Within 4 ulp of sigmoid(x) for x >= -60 (measured worst
  * over 10^6 points of [-60, 30]: 2.4 ulp ref, 3.0 AVX-512, 3.5 AVX2); below,
  * within 1e-38 absolute (x is clamped at -88). */
 static VMATH_INLINE V lstm_sigmoid(V x)
 {
-	return vrecip(vadd(vset(1.0f), lstm_exp_neg(x, 1)));
+	return lstm_recip(vadd(vset(1.0f), lstm_exp_neg(x, 1)));
 }
 
 /* The LSTM cell's tanh: 2 / (1 + e^-2x) - 1 (sigmoid's form): within
@@ -580,7 +589,7 @@ static VMATH_INLINE V lstm_sigmoid(V x)
  * 4.6e-7 with the input gate's own error in the measurement). */
 static VMATH_INLINE V lstm_tanh(V x)
 {
-	return vfma(vrecip(vadd(vset(1.0f), lstm_exp_neg(x, 2))), vset(2.0f), vset(-1.0f));
+	return vfma(lstm_recip(vadd(vset(1.0f), lstm_exp_neg(x, 2))), vset(2.0f), vset(-1.0f));
 }
 
 /* x bounded to [lo, hi] when clipping: fminf(hi, fmaxf(lo, x)), so NaN gives lo */
@@ -684,63 +693,89 @@ static void vmath_lstm_cell(const float *g, const float *x, const float *P, floa
 
 /* ---- the fused LSTM step of one gate block ---- */
 
+/* The order of every LSTM step's product (issue 30): gate column n of a row
+ * is sum over k of h[k] R[k][n], one FMA chain over the k of each K block
+ * of kiln_gemm_kc(K) from 0, the blocks added in order (the later block's
+ * sum + the total so far), then + xw: the GEMM's order (f32-gemm/gemm.h),
+ * which f32-gemv's batch-1 product and the GEMM's tiles keep too. Every form
+ * below (one row block by block, one row all columns at once, a tile of
+ * rows, the narrow block read flat) follows it, so an LSTM gives the same
+ * bits under every variant, at batch 1 and in every tile of a batch
+ * (docs/reproducibility.md). */
+
 /* A whole gate block (kernels.h) is 16 units: 64 columns of R^T, the first
  * 32 (gates i and o) in one b32 panel, the last 32 (f and c) in the next;
- * BLOCK_V vectors of a row of K span them, and BLOCK_KU rows of K are taken
- * at a time so that at least eight independent sums are in flight. */
-enum { BLOCK_UNITS = 16, BLOCK_V = 4 * BLOCK_UNITS / W, BLOCK_KU = BLOCK_V >= 8 ? 1 : 8 / BLOCK_V };
+ * BLOCK_V vectors of a row of K span them. */
+enum { BLOCK_UNITS = 16, BLOCK_V = 4 * BLOCK_UNITS / W };
 
-/* The narrow last gate block of a row, w = 2, 4, 6 or 8 units (4w <= 32
- * columns of R^T: one b32 panel whose rows are 4w floats, K of them), when
- * its product runs inside a whole block's k loop (lstm_block_nv): xw, P, c
- * and h at that block's place. */
+/* acc[v] += x[k] R[k][v W ..] for k in [k0, k1): one whole block's row of
+ * sums (R its two panels of 32 columns, K rows each; R1 the second). */
+static VMATH_INLINE void block_sums(int64_t k0, int64_t k1, const float *x, const float *R,
+                                    const float *R1, V *acc)
+{
+	enum { PANEL = 32 };
+	for (int64_t k = k0; k < k1; k++) {
+		V xv = vset(x[k]);
+#pragma GCC unroll 64
+		for (int v = 0; v < BLOCK_V; v++) {
+			int col = v * W;
+			acc[v] = vfma(xv, vload((col < PANEL ? R : R1) + k * PANEL + col % PANEL), acc[v]);
+		}
+	}
+}
+
+/* The narrow last gate block of a row, w = 1 to 8 units (4w <= 32 columns
+ * of R^T: one b32 panel whose rows are 4w floats, K of them), when its
+ * product runs inside a whole block's k loop (lstm_block_nv): xw, P, c and
+ * h at that block's place. */
 typedef struct LstmNarrow {
 	const float *R, *xw, *P;
 	float *c, *h;
 	int64_t w;
 } LstmNarrow;
+
+/* The vectors a narrow block's row of 4w floats spans */
+#define NARROW_NV(w) ((int)((4 * (w) + W - 1) / W))
 #ifdef VMATH_COLS
-_Static_assert(BLOCK_KU == 2, "lstm_block_nv reads a narrow block two rows at a time");
-
-/* The lanes of nb's second row in each of its NV vectors of two rows. */
-static VMATH_INLINE void narrow_lanes(const LstmNarrow *nb, VM *row1, const int NV)
+/* nb's row k (4w floats, NV vectors, the last one masked) times x[k] into
+ * acc: column e in lane e % W of acc[e / W], one chain per column. */
+static VMATH_INLINE void narrow_row(const LstmNarrow *nb, const float *x, int64_t k, V *acc,
+                                    const int NV)
 {
-#pragma GCC unroll 4
+	int64_t nw = 4 * nb->w;
+	V xv = vset(x[k]);
+	const float *r = nb->R + k * nw;
+#pragma GCC unroll 2
 	for (int p = 0; p < NV; p++)
-		row1[p] = VMATH_LANES_FROM(4 * nb->w - 16 * p);
+		acc[p] = vfma(xv, vload_k(r + p * W, nw - p * W < W ? nw - p * W : W), acc[p]);
 }
 
-/* nb's rows k and k + 1 (8 w floats, NV whole vectors) times x into acc. */
-static VMATH_INLINE void narrow_rows(const LstmNarrow *nb, const float *x, int64_t k,
-                                     const VM *row1, V *acc, const int NV)
+/* narrow_row for k in [k0, k1) */
+static VMATH_INLINE void narrow_sums(const LstmNarrow *nb, const float *x, int64_t k0, int64_t k1,
+                                     V *acc, const int NV)
 {
-	V x0 = vset(x[k]), x1 = vset(x[k + 1]);
-	const float *r = nb->R + k * 4 * nb->w;
-#pragma GCC unroll 4
-	for (int p = 0; p < NV; p++)
-		acc[p] = vfma(vsel(row1[p], x1, x0), vload(r + 16 * p), acc[p]);
+	for (int64_t k = k0; k < k1; k++)
+		narrow_row(nb, x, k, acc, NV);
 }
 
-/* nb's gate sums g[0..4) from its NV sums of pairs of rows: gate q of unit
- * e is lane q w + e plus lane 4w + q w + e, + xw. */
+/* nb's gate sums g[0..4) from its NV vectors of column sums: gate q of unit
+ * e is column q w + e, + xw. */
 static VMATH_INLINE void narrow_gates(const LstmNarrow *nb, const V *acc, V g[4], const int NV)
 {
-	int64_t w = nb->w, nw = 4 * w;
-	V z = vset(0.0f), f[5] = {z, z, z, z, z};
-#pragma GCC unroll 4
+	int64_t w = nb->w;
+	V z = vset(0.0f), f[3] = {z, z, z};
+#pragma GCC unroll 2
 	for (int p = 0; p < NV; p++)
 		f[p] = acc[p];
 #pragma GCC unroll 4
 	for (int q = 0; q < 4; q++) {
-		int64_t a = q * w, b = nw + q * w, va = a / W, vb = b / W;
-		g[q] = vadd(vadd(VMATH_COLS(f[va], f[va + 1], a - va * W),
-		                 VMATH_COLS(f[vb], f[vb + 1], b - vb * W)),
-		            vload_n(nb->xw + a, w));
+		int64_t a = q * w, va = a / W;
+		g[q] = vadd(VMATH_COLS(f[va], f[va + 1], a - va * W), vload_n(nb->xw + a, w));
 	}
 }
 
-/* nb's cell from its NV sums of pairs of rows (narrow_gates); with second,
- * only its new c, the rest in *second (lstm_cell_new). */
+/* nb's cell from its NV vectors of column sums (narrow_gates); with
+ * second, only its new c, the rest in *second (lstm_cell_new). */
 static VMATH_INLINE void narrow_cell(const LstmNarrow *nb, const V *acc, V lo, V hi, int has_clip,
                                      int input_forget, const int NV, LstmHalf *second)
 {
@@ -756,52 +791,68 @@ static VMATH_INLINE void narrow_cell(const LstmNarrow *nb, const V *acc, V lo, V
 }
 
 /* One step of the narrow block alone (one product over the whole blocks'
- * columns before it, vmath_lstm_row): its rows by pairs into two sets of
- * sums (alternate pairs; K is even), added, then its cell, all in
- * registers, where f32-gemv's flat narrow panel added its rows through a
- * buffer just stored and the cell read its gates back through masked
- * loads, neither of which the store buffer forwards. */
+ * columns before it, vmath_lstm_row): its product row by row in registers
+ * (the order above, per K block), then its cell, where f32-gemv's narrow
+ * panel went through a buffer just stored and the cell read its gates back
+ * through masked loads, neither of which the store buffer forwards. */
 static VMATH_INLINE void lstm_narrow(int64_t K, const float *x, const LstmNarrow *nb, V lo, V hi,
                                      int has_clip, int input_forget, const int NV)
 {
-	VM row1[4];
-	V acc[2][4];
-	narrow_lanes(nb, row1, NV);
-#pragma GCC unroll 4
+	const int64_t kc = kiln_gemm_kc(K);
+	V acc[2], part[2];
+#pragma GCC unroll 2
 	for (int p = 0; p < NV; p++)
-		acc[0][p] = acc[1][p] = vset(0.0f);
-	int64_t k = 0;
-	for (; k + 4 <= K; k += 4) {
-		narrow_rows(nb, x, k, row1, acc[0], NV);
-		narrow_rows(nb, x, k + 2, row1, acc[1], NV);
+		acc[p] = vset(0.0f);
+	narrow_sums(nb, x, 0, kc, acc, NV);
+	for (int64_t k0 = kc; k0 < K; k0 += kc) {
+#pragma GCC unroll 2
+		for (int p = 0; p < NV; p++)
+			part[p] = vset(0.0f);
+		narrow_sums(nb, x, k0, K - k0 < kc ? K : k0 + kc, part, NV);
+#pragma GCC unroll 2
+		for (int p = 0; p < NV; p++)
+			acc[p] = vadd(part[p], acc[p]);
 	}
-	if (k < K)
-		narrow_rows(nb, x, k, row1, acc[0], NV);
-#pragma GCC unroll 4
-	for (int p = 0; p < NV; p++)
-		acc[0][p] = vadd(acc[0][p], acc[1][p]);
-	narrow_cell(nb, acc[0], lo, hi, has_clip, input_forget, NV, NULL);
+	narrow_cell(nb, acc, lo, hi, has_clip, input_forget, NV, NULL);
 }
 #endif
+
+/* One K block [k0, k1) of lstm_block_nv's sums, each chain from 0: the
+ * whole block's into acc, the narrow block's (NV > 0) into nacc. */
+static VMATH_INLINE void block_nv_sums(int64_t k0, int64_t k1, const float *x, const float *R,
+                                       const float *R1, const LstmNarrow *nb, V *acc, V *nacc,
+                                       const int NV)
+{
+#pragma GCC unroll 64
+	for (int v = 0; v < BLOCK_V; v++)
+		acc[v] = vset(0.0f);
+#pragma GCC unroll 2
+	for (int p = 0; p < NV; p++)
+		nacc[p] = vset(0.0f);
+	if (NV == 0) {
+		block_sums(k0, k1, x, R, R1, acc);
+		return;
+	}
+#ifdef VMATH_COLS
+	for (int64_t k = k0; k < k1; k++) {
+		block_sums(k, k + 1, x, R, R1, acc);
+		narrow_row(nb, x, k, nacc, NV);
+	}
+#else
+	(void)nb;
+#endif
+}
 
 /* One batch row's step of the 16 units of a whole gate block, the product
  * and the cell in one pass, the gate sums never leaving registers (W > 1):
  * gate q of unit e = sum over k of x[k] R[k][16 q + e] (R the block's two
- * panels: K rows of 32, then K rows of 32) + xw[16 q + e]; then the cell of
- * vmath_lstm_cell with P the block's peepholes (16 apart) or NULL. Each sum
- * runs over its BLOCK_KU chains (row k in chain k mod BLOCK_KU), added in
- * chain order, then xw (with BLOCK_KU = 2 not the GEMM tiles' one chain
- * over k, which f32-gemv now keeps: an AVX-512 LSTM's batch-1 bits differ
- * from its tiled batches', docs/reproducibility.md). h may alias nothing
- * else (x neither).
+ * panels: K rows of 32, then K rows of 32) in the order above, + xw[16 q +
+ * e]; then the cell of vmath_lstm_cell with P the block's peepholes (16
+ * apart) or NULL. h may alias nothing else (x neither).
  *
- * With NV > 0 (VMATH_COLS variants, BLOCK_KU = 2: NV = w / 2 vectors, the
- * narrow block nb), the same loop also reads nb's rows k and k + 1 flat, as
- * the NV whole vectors they are (8 w floats: aligned, none split across
- * lines), lane l of vector p holding row k + (16 p + l) / 4w times x of its
- * row (x[k] and x[k + 1] blended), into NV chains (K = H is even, since w
- * is), and runs nb's cell after this block's: column c's sum is
- * lane c plus lane 4w + c. Its rows are read where this block's L2-bound
+ * With NV > 0 (VMATH_COLS variants: NV = NARROW_NV(w) vectors, the narrow
+ * block nb), the same loop also reads nb's row k (narrow_row) and runs nb's
+ * cell after this block's. Its rows are read where this block's L2-bound
  * stream leaves the FMA units idle, instead of as a product and a cell of
  * their own.
  *
@@ -820,52 +871,19 @@ static VMATH_INLINE void lstm_block_nv(int64_t K, const float *x, const float *R
 {
 	enum { PANEL = 32 };
 	const float *R1 = R + K * PANEL;
-	V acc[BLOCK_KU][BLOCK_V];
-#pragma GCC unroll 64
-	for (int u = 0; u < BLOCK_KU; u++)
-#pragma GCC unroll 64
-		for (int v = 0; v < BLOCK_V; v++)
-			acc[u][v] = vset(0.0f);
-	V nacc[4];
-#ifdef VMATH_COLS
-	VM row1[4];  /* lanes of the second row */
-	if (NV > 0)
-		narrow_lanes(nb, row1, NV);
-#pragma GCC unroll 4
-	for (int p = 0; p < NV; p++)
-		nacc[p] = vset(0.0f);
-#endif
-	int64_t k = 0;
-	for (; k + BLOCK_KU <= K; k += BLOCK_KU) {
-#pragma GCC unroll 64
-		for (int u = 0; u < BLOCK_KU; u++) {
-			V xv = vset(x[k + u]);
-#pragma GCC unroll 64
-			for (int v = 0; v < BLOCK_V; v++) {
-				int col = v * W;
-				const float *r = (col < PANEL ? R : R1) + (k + u) * PANEL + col % PANEL;
-				acc[u][v] = vfma(xv, vload(r), acc[u][v]);
-			}
-		}
-#ifdef VMATH_COLS
-		if (NV > 0)
-			narrow_rows(nb, x, k, row1, nacc, NV);
-#endif
-	}
-	for (; k < K; k++) {
-		V xv = vset(x[k]);
-#pragma GCC unroll 64
-		for (int v = 0; v < BLOCK_V; v++) {
-			int col = v * W;
-			const float *r = (col < PANEL ? R : R1) + k * PANEL + col % PANEL;
-			acc[0][v] = vfma(xv, vload(r), acc[0][v]);
-		}
-	}
-#pragma GCC unroll 64
-	for (int u = 1; u < BLOCK_KU; u++)
+	const int64_t kc = kiln_gemm_kc(K);
+	V acc[BLOCK_V], nacc[2];
+	block_nv_sums(0, kc, x, R, R1, nb, acc, nacc, NV);
+	for (int64_t k0 = kc; k0 < K; k0 += kc) {
+		V part[BLOCK_V], npart[2];
+		block_nv_sums(k0, K - k0 < kc ? K : k0 + kc, x, R, R1, nb, part, npart, NV);
 #pragma GCC unroll 64
 		for (int v = 0; v < BLOCK_V; v++)
-			acc[0][v] = vadd(acc[0][v], acc[u][v]);
+			acc[v] = vadd(part[v], acc[v]);
+#pragma GCC unroll 2
+		for (int p = 0; p < NV; p++)
+			nacc[p] = vadd(npart[p], nacc[p]);
+	}
 	V hi = vset(clip), lo = vset(-clip);
 	enum { GV = BLOCK_UNITS / W };  /* vectors per gate */
 	if (GV == 1 && last) {
@@ -874,18 +892,18 @@ static VMATH_INLINE void lstm_block_nv(int64_t K, const float *x, const float *R
 		if (*has_n)
 			lstm_cell_out(*last_n, nb->h, nb->w);
 		*has_n = NV > 0;
-		*last = lstm_cell_new(vadd(acc[0][0], vload(xw)), vadd(acc[0][1], vload(xw + BLOCK_UNITS)),
-		                      vadd(acc[0][2], vload(xw + 2 * BLOCK_UNITS)),
-		                      vadd(acc[0][3], vload(xw + 3 * BLOCK_UNITS)), P, c, BLOCK_UNITS, W,
+		*last = lstm_cell_new(vadd(acc[0], vload(xw)), vadd(acc[1], vload(xw + BLOCK_UNITS)),
+		                      vadd(acc[2], vload(xw + 2 * BLOCK_UNITS)),
+		                      vadd(acc[3], vload(xw + 3 * BLOCK_UNITS)), P, c, BLOCK_UNITS, W,
 		                      lo, hi, has_clip, input_forget);
 		*last_h = h;
 	} else {
 #pragma GCC unroll 16
 		for (int j = 0; j < GV; j++) {
 			const float *xj = xw + j * W;
-			lstm_units(vadd(acc[0][j], vload(xj)), vadd(acc[0][GV + j], vload(xj + BLOCK_UNITS)),
-			           vadd(acc[0][2 * GV + j], vload(xj + 2 * BLOCK_UNITS)),
-			           vadd(acc[0][3 * GV + j], vload(xj + 3 * BLOCK_UNITS)), P, c, h,
+			lstm_units(vadd(acc[j], vload(xj)), vadd(acc[GV + j], vload(xj + BLOCK_UNITS)),
+			           vadd(acc[2 * GV + j], vload(xj + 2 * BLOCK_UNITS)),
+			           vadd(acc[3 * GV + j], vload(xj + 3 * BLOCK_UNITS)), P, c, h,
 			           BLOCK_UNITS, j * W, W, lo, hi, has_clip, input_forget);
 		}
 	}
@@ -947,7 +965,7 @@ static VMATH_INLINE void lstm_cells_n(V g[][4], const LstmGroup *gr, V lo, V hi,
 	lstm_exp_neg_n(a, 2 * NG, 3 * NG);
 #pragma GCC unroll 12
 	for (int i = 0; i < 3 * NG; i++)
-		a[i] = vrecip(vadd(vset(1.0f), a[i]));
+		a[i] = lstm_recip(vadd(vset(1.0f), a[i]));
 #pragma GCC unroll 4
 	for (int i = 0; i < NG; i++) {
 		V ig = a[i], z = vfma(a[2 * NG + i], vset(2.0f), vset(-1.0f));
@@ -963,7 +981,7 @@ static VMATH_INLINE void lstm_cells_n(V g[][4], const LstmGroup *gr, V lo, V hi,
 	lstm_exp_neg_n(e, NG, 2 * NG);
 #pragma GCC unroll 8
 	for (int i = 0; i < 2 * NG; i++)
-		e[i] = vrecip(vadd(vset(1.0f), e[i]));
+		e[i] = lstm_recip(vadd(vset(1.0f), e[i]));
 #pragma GCC unroll 4
 	for (int i = 0; i < NG; i++)
 		vstore_k(gr[i].h, vmul(e[i], vfma(e[NG + i], vset(2.0f), vset(-1.0f))), gr[i].k);
@@ -1055,25 +1073,19 @@ static void vmath_lstm_cells(const float *g, const float *x, const float *P, flo
  * one row (AVX2: 8 ymm). */
 enum { LSTM_TILE_MAX = 5, LSTM_TILE_ROWS = BLOCK_V <= 4 ? LSTM_TILE_MAX : 1 };
 
-/* Rows 0 .. NR-1 of one whole gate block (its two b32 panels R, K rows):
- * x[i * ldx + k] R, each sum one FMA chain over k from 0 as the GEMM core's
- * tile sums it, + xw (row i at i * ldxw), then the cells (c and h, row i at
- * i * ldh; P the block's peepholes or NULL): on AVX-512 the rows' cells
- * stage by stage (lstm_cells_n), else each row's as lstm_units. */
-static VMATH_INLINE void lstm_rows_tile(int64_t K, const float *x, int64_t ldx, const float *R,
-                                        const float *xw, int64_t ldxw, const float *P, float *c,
-                                        float *h, int64_t ldh, float bound, int clip,
-                                        int input_forget, const int NR)
+/* The sums of one K block [k0, k1) of lstm_rows_tile, each from 0: row i's
+ * in acc[i] (R the block's two panels, K rows each). */
+static VMATH_INLINE void rows_tile_sums(int64_t k0, int64_t k1, const float *x, int64_t ldx,
+                                        const float *R, int64_t K, V acc[][BLOCK_V], const int NR)
 {
-	enum { PANEL = 32, GV = BLOCK_UNITS / W };
+	enum { PANEL = 32 };
 	const float *R1 = R + K * PANEL;
-	V acc[LSTM_TILE_MAX][BLOCK_V];
 #pragma GCC unroll 8
 	for (int i = 0; i < NR; i++)
 #pragma GCC unroll 64
 		for (int v = 0; v < BLOCK_V; v++)
 			acc[i][v] = vset(0.0f);
-	for (int64_t k = 0; k < K; k++) {
+	for (int64_t k = k0; k < k1; k++) {
 		V r[BLOCK_V];
 #pragma GCC unroll 64
 		for (int v = 0; v < BLOCK_V; v++) {
@@ -1087,6 +1099,31 @@ static VMATH_INLINE void lstm_rows_tile(int64_t K, const float *x, int64_t ldx, 
 			for (int v = 0; v < BLOCK_V; v++)
 				acc[i][v] = vfma(xv, r[v], acc[i][v]);
 		}
+	}
+}
+
+/* Rows 0 .. NR-1 of one whole gate block (its two b32 panels R, K rows):
+ * x[i * ldx + k] R, each sum in the order above (one FMA chain per K block,
+ * as the GEMM core's tile sums it), + xw (row i at i * ldxw), then the cells (c and h, row i at
+ * i * ldh; P the block's peepholes or NULL): on AVX-512 the rows' cells
+ * stage by stage (lstm_cells_n), else each row's as lstm_units. */
+static VMATH_INLINE void lstm_rows_tile(int64_t K, const float *x, int64_t ldx, const float *R,
+                                        const float *xw, int64_t ldxw, const float *P, float *c,
+                                        float *h, int64_t ldh, float bound, int clip,
+                                        int input_forget, const int NR)
+{
+	enum { GV = BLOCK_UNITS / W };
+	const int64_t kc = kiln_gemm_kc(K);
+	V acc[LSTM_TILE_MAX][BLOCK_V];
+	rows_tile_sums(0, kc, x, ldx, R, K, acc, NR);
+	for (int64_t k0 = kc; k0 < K; k0 += kc) {  /* K > GEMM_KBLOCK: the later K blocks */
+		V part[LSTM_TILE_MAX][BLOCK_V];
+		rows_tile_sums(k0, K - k0 < kc ? K : k0 + kc, x, ldx, R, K, part, NR);
+#pragma GCC unroll 8
+		for (int i = 0; i < NR; i++)
+#pragma GCC unroll 64
+			for (int v = 0; v < BLOCK_V; v++)
+				acc[i][v] = vadd(part[i][v], acc[i][v]);
 	}
 	V hi = vset(bound), lo = vset(-bound);  /* here: not held across the k loop */
 	if (GV == 1) {
@@ -1207,16 +1244,14 @@ static VMATH_INLINE void lstm_row_blocks(const VmathLstmRow *a, const float *xw,
 		int64_t u = n * BLOCK_UNITS, b = 4 * u;
 		const float *R = a->R + b * H, *P = a->P ? a->P + b : NULL;
 		float *c = a->c + u, *h = a->h + u;
-		int NV = fuse && n == nwhole / 2 ? (int)w / 2 : 0;
+		int NV = fuse && n == nwhole / 2 ? NARROW_NV(w) : 0;
 #define LSTM_BLOCK(nv)                                                                             \
 	lstm_block_nv(H, a->x, R, xw + b, P, c, h, a->has_clip, a->clip, a->input_forget, &nb, nv,     \
 	              &last, &last_h, &last_n, &has_n)
 		switch (NV) {
 		case 0: LSTM_BLOCK(0); break;
 		case 1: LSTM_BLOCK(1); break;
-		case 2: LSTM_BLOCK(2); break;
-		case 3: LSTM_BLOCK(3); break;
-		default: LSTM_BLOCK(4); break;
+		default: LSTM_BLOCK(2); break;
 		}
 #undef LSTM_BLOCK
 	}
@@ -1244,12 +1279,10 @@ static VMATH_INLINE int lstm_row_split(const VmathLstmRow *a, const float *xw)
 	LstmNarrow nb = {.R = a->R + b * H, .xw = xw + b, .P = a->P ? a->P + b : NULL,
 	                 .c = a->c + hw, .h = a->h + hw, .w = w};
 	V hi = vset(a->clip), lo = vset(-a->clip);
-	switch (w) {
-	case 2: lstm_narrow(H, a->h, &nb, lo, hi, a->has_clip, a->input_forget, 1); break;
-	case 4: lstm_narrow(H, a->h, &nb, lo, hi, a->has_clip, a->input_forget, 2); break;
-	case 6: lstm_narrow(H, a->h, &nb, lo, hi, a->has_clip, a->input_forget, 3); break;
-	default: lstm_narrow(H, a->h, &nb, lo, hi, a->has_clip, a->input_forget, 4); break;
-	}
+	if (NARROW_NV(w) == 1)
+		lstm_narrow(H, a->h, &nb, lo, hi, a->has_clip, a->input_forget, 1);
+	else
+		lstm_narrow(H, a->h, &nb, lo, hi, a->has_clip, a->input_forget, 2);
 	lstm_cells_2pass(a->g, xw, a->P, a->c, a->h, hw, a->has_clip, a->clip, a->input_forget);
 	return 1;
 #else
@@ -1259,63 +1292,49 @@ static VMATH_INLINE int lstm_row_split(const VmathLstmRow *a, const float *xw)
 }
 
 #ifdef VMATH_COLS
-/* Rows k and k + 1 of the product of lstm_row_small: each whole-block
- * vector v (panel v / 2, half v % 2) into acc[0][v] (row k) and acc[1][v]
- * (row k + 1), the narrow block's two rows into nacc (lstm_narrow's form). */
-static VMATH_INLINE void small_rows(int64_t K, const float *x, const float *R, int64_t k,
-                                    V acc[2][12], const LstmNarrow *nb, const VM *row1, V *nacc,
-                                    const int NB, const int NV)
+/* Row k of the product of lstm_row_small: each whole-block vector v
+ * (panel v / 2, half v % 2) into acc[v], the narrow block's row into nacc
+ * (narrow_row). */
+static VMATH_INLINE void small_row(int64_t K, const float *x, const float *R, int64_t k, V *acc,
+                                   const LstmNarrow *nb, V *nacc, const int NB, const int NV)
 {
 	enum { PANEL = 32 };
-	V x0 = vset(x[k]), x1 = vset(x[k + 1]);
+	V xv = vset(x[k]);
 #pragma GCC unroll 12
-	for (int v = 0; v < 4 * NB; v++) {
-		const float *r = R + (v / 2) * K * PANEL + k * PANEL + (v % 2) * W;
-		acc[0][v] = vfma(x0, vload(r), acc[0][v]);
-		acc[1][v] = vfma(x1, vload(r + PANEL), acc[1][v]);
-	}
+	for (int v = 0; v < 4 * NB; v++)
+		acc[v] = vfma(xv, vload(R + (v / 2) * K * PANEL + k * PANEL + (v % 2) * W), acc[v]);
 	if (NV > 0)
-		narrow_rows(nb, x, k, row1, nacc, NV);
+		narrow_row(nb, x, k, nacc, NV);
 }
 
 /* Every step of one batch row where 4H is NB whole blocks (2 or 3) and a
- * narrow block of NV vectors of two rows (w = 2 NV units, 0 to 8), H = K
- * even: the product over all 4H columns with every sum in a register from
- * k = 0 to the cell (NB whole blocks: 8 NB chains, row k in chain k mod 2,
- * as lstm_block_nv; the narrow block: 2 NV chains of pairs of rows,
- * as lstm_narrow), then the cells straight from the registers, every
- * group's together (lstm_cells_n). The same sums in the same order as
- * lstm_row_split and the product then lstm_cells_2pass (the same bits),
- * without storing the gates and reading them back (H = 50, I = 4, T = 25,
- * kernel alone: 9.2-9.9 -> 7.3 us; with the cells one group after another
- * 8.5 us). */
+ * narrow block of w = H - 16 NB <= 8 units (NV vectors a row; none if
+ * w = 0): the product over all 4H columns with every sum in a register
+ * from k = 0 to the cell, one FMA chain per column (H <= 52: one K block,
+ * the order above; 4 NB + NV chains side by side hide the FMA latency),
+ * then the cells straight from the registers, every group's together
+ * (lstm_cells_n), without storing the gates and reading them back (H =
+ * 50, I = 4, T = 25, kernel alone, with the former two chains a column:
+ * 9.2-9.9 -> 7.3 us; with the cells one group after another 8.5 us). */
 static VMATH_INLINE void lstm_row_small_of(const VmathLstmRow *a, const int NB, const int NV)
 {
 	int64_t H = a->H, K = H, hw = NB * BLOCK_UNITS, b = 4 * hw;
 	V hi = vset(a->clip), lo = vset(-a->clip);
-	VM row1[4];
 	LstmNarrow nb = {.R = a->R + b * K, .P = a->P ? a->P + b : NULL, .c = a->c + hw,
 	                 .h = a->h + hw, .w = H - hw};
-	if (NV > 0)
-		narrow_lanes(&nb, row1, NV);
 	float *h = a->h;
 	for (int64_t s = 0; s < a->len; s++) {
 		int64_t t = a->reverse ? a->len - 1 - s : s;
 		const float *xw = a->xw + t * a->xw_t;
-		V acc[2][12], nacc[2][4];
+		V acc[12], nacc[2];
 #pragma GCC unroll 12
 		for (int v = 0; v < 4 * NB; v++)
-			acc[0][v] = acc[1][v] = vset(0.0f);
-#pragma GCC unroll 4
+			acc[v] = vset(0.0f);
+#pragma GCC unroll 2
 		for (int p = 0; p < NV; p++)
-			nacc[0][p] = nacc[1][p] = vset(0.0f);
-		int64_t k = 0;
-		for (; k + 4 <= K; k += 4) {
-			small_rows(K, h, a->R, k, acc, &nb, row1, nacc[0], NB, NV);
-			small_rows(K, h, a->R, k + 2, acc, &nb, row1, nacc[1], NB, NV);
-		}
-		if (k < K)
-			small_rows(K, h, a->R, k, acc, &nb, row1, nacc[0], NB, NV);
+			nacc[p] = vset(0.0f);
+		for (int64_t k = 0; k < K; k++)
+			small_row(K, h, a->R, k, acc, &nb, nacc, NB, NV);
 		V g[4][4];
 		LstmGroup gr[4];
 #pragma GCC unroll 3
@@ -1323,18 +1342,14 @@ static VMATH_INLINE void lstm_row_small_of(const VmathLstmRow *a, const int NB, 
 			const float *xb = xw + 4 * BLOCK_UNITS * blk;
 #pragma GCC unroll 4
 			for (int q = 0; q < 4; q++)
-				g[blk][q] = vadd(vadd(acc[0][4 * blk + q], acc[1][4 * blk + q]),
-				                 vload(xb + q * BLOCK_UNITS));
+				g[blk][q] = vadd(acc[4 * blk + q], vload(xb + q * BLOCK_UNITS));
 			gr[blk] = (LstmGroup){.P = a->P ? a->P + 4 * BLOCK_UNITS * blk : NULL,
 			                      .c = a->c + BLOCK_UNITS * blk, .h = h + BLOCK_UNITS * blk,
 			                      .n = BLOCK_UNITS, .k = W};
 		}
 		if (NV > 0) {
-#pragma GCC unroll 4
-			for (int p = 0; p < NV; p++)
-				nacc[0][p] = vadd(nacc[0][p], nacc[1][p]);
 			nb.xw = xw + b;
-			narrow_gates(&nb, nacc[0], g[NB], NV);
+			narrow_gates(&nb, nacc, g[NB], NV);
 			gr[NB] = (LstmGroup){.P = nb.P, .c = nb.c, .h = nb.h, .n = nb.w, .k = nb.w};
 		}
 		lstm_cells_n(g, gr, lo, hi, a->has_clip, a->input_forget, NB + (NV > 0));
@@ -1351,12 +1366,12 @@ static int lstm_row_small(const VmathLstmRow *a)
 	switch (a->H) {
 	case 32: lstm_row_small_of(a, 2, 0); return 1;
 	case 34: lstm_row_small_of(a, 2, 1); return 1;
-	case 36: lstm_row_small_of(a, 2, 2); return 1;
-	case 38: lstm_row_small_of(a, 2, 3); return 1;
-	case 40: lstm_row_small_of(a, 2, 4); return 1;
+	case 36: lstm_row_small_of(a, 2, 1); return 1;
+	case 38: lstm_row_small_of(a, 2, 2); return 1;
+	case 40: lstm_row_small_of(a, 2, 2); return 1;
 	case 48: lstm_row_small_of(a, 3, 0); return 1;
 	case 50: lstm_row_small_of(a, 3, 1); return 1;
-	case 52: lstm_row_small_of(a, 3, 2); return 1;
+	case 52: lstm_row_small_of(a, 3, 1); return 1;
 	default: return 0;
 	}
 }

@@ -31,7 +31,6 @@ static inline V vadd(V a, V b) { return a + b; }
 static inline V vsub(V a, V b) { return a - b; }
 static inline V vmul(V a, V b) { return a * b; }
 static inline V vdiv(V a, V b) { return a / b; }
-static inline V vrecip(V a) { return 1.0f / a; }
 static inline V vfma(V a, V b, V c) { return fmaf(a, b, c); }
 static inline V vmin(V a, V b) { return a < b ? a : b; }
 static inline V vmax(V a, V b) { return a > b ? a : b; }

@@ -10,9 +10,9 @@
  * it one lane at a time with fmaf where the SIMD variants fuse, and every
  * variant's results depend only on the input value (never on its position
  * or on n). The elementwise functions (kiln_f32_unary, the activations)
- * give the same bits in every variant; the lines and rows (Softmax's and
- * LayerNorm's sums in W lanes, the LSTM cell's vrecip) do not yet
- * (docs/reproducibility.md).
+ * give the same bits in every variant, and so do Softmax's and LayerNorm's
+ * sums (16 double lanes in a fixed tree) and the LSTM's steps (the GEMM's
+ * order over k, the cell's division exact): docs/reproducibility.md.
  */
 #ifndef KILN_F32_VMATH_H
 #define KILN_F32_VMATH_H
