@@ -49,28 +49,14 @@ ISAS = ("ref", "avx2", "avx512")
 
 # (model, check) -> why the bits differ today (docs/reproducibility.md, "What
 # is not guaranteed yet"). Everything else must hold.
-_K = ("sums other than the packed GEMM's and the LSTM's (one FMA chain over k per K block, the "
-      "same in every variant, in f32-gemv's batch-1 products and in every LSTM step form): the "
-      "unpacked GEMM, convolution")
-_N = "the other reductions: attention's ref variant, convolution forms (direct, implicit GEMM, Winograd)"
+_K = ("products on operands not packed at compile time (MatMul of two activations: the ref "
+      "variant's kiln_f32_gemm_ep_ref and the AVX dot/swapped forms) and attention's ref variant "
+      "(exp, not exp2, and its own loop orders)")
 KNOWN = {}
-# model, whether its n = 64 run differs across ISAs too (isa64)
-for _m, _isa64 in (
-        ("transformer_block", True),
-        ("conv", True),
-        ("deepjet_test", True),
-        ("particlenet_test", True),
-        # bench workloads (--models DIR)
-        ("deepjet_like", True),
-        ("particlenet_like", True),
-        ("transformer_enc", True)):
+# models whose runs differ between ref and the AVX variants (AVX2 = AVX-512)
+for _m in ("transformer_block", "transformer_enc"):
     for _i in ("avx2", "avx512"):
-        if _isa64:
-            KNOWN[(_m, "isa:ref=" + _i)] = KNOWN[(_m, "isa64:ref=" + _i)] = _K + "; " + _N
-# AVX2 against AVX-512 (the unpacked products, Softmax, LayerNorm, attention
-# and the LSTM agree between them; these do not)
-for _m in ("conv", "deepjet_test", "deepjet_like"):
-    KNOWN[(_m, "isa:avx2=avx512")] = "the convolution forms of each ISA"
+        KNOWN[(_m, "isa:ref=" + _i)] = KNOWN[(_m, "isa64:ref=" + _i)] = _K
 
 
 def run(cmd, **kw):
@@ -249,6 +235,46 @@ def conv_model():
     return helper.make_model(g, opset_imports=[helper.make_opsetid("", 17)])
 
 
+def conv_forms_model():
+    """The other convolution forms, side by side: x [N, 16, 10, 10] -> a
+    depthwise 3x3 (group 16), a grouped 3x3 (group 4, stride 2), a 3x3 to 32
+    channels (K = 144 >= 128 and 32 channels: AVX-512's row tile), a 5x5
+    dilated one; and x's rows as a 1-D signal [N, 16, 100]: a 1-D Conv
+    (kernel 5, dilation 2, group 2), a depthwise 1-D Conv, a pointwise 1x1
+    Conv1d of 16 -> 24 over a short signal [N, 16, 20] (the small pointwise
+    path), and one over the long one. Each output alone (no sum after it)."""
+    r = np.random.default_rng(35)
+    C = 16
+    inits = [numpy_helper.from_array(np.array([0, C, 100], np.int64), "s1"),
+             numpy_helper.from_array(np.array([0, C, 20], np.int64), "s2"),
+             numpy_helper.from_array(np.array([0], np.int64), "z0"),
+             numpy_helper.from_array(np.array([20], np.int64), "z20"),
+             numpy_helper.from_array(np.array([2], np.int64), "ax2")]
+    n, outs = [], []
+
+    def conv(name, x, m, cg, k, out_rank, **attrs):
+        ks = list(k)
+        inits.append(numpy_helper.from_array(_w(r, m, cg, *ks, scale=1.0 / np.sqrt(cg * np.prod(ks))),
+                                             "w_" + name))
+        inits.append(numpy_helper.from_array(_w(r, m, scale=0.1), "b_" + name))
+        n.append(helper.make_node("Conv", [x, "w_" + name, "b_" + name], [name], **attrs))
+        outs.append((name, out_rank))
+
+    conv("dw2", "x", C, 1, (3, 3), 4, group=C, pads=[1, 1, 1, 1])
+    conv("grp2", "x", 8, 4, (3, 3), 4, group=4, strides=[2, 2], pads=[1, 1, 1, 1])
+    conv("row2", "x", 32, C, (3, 3), 4, pads=[1, 1, 1, 1])
+    conv("dil2", "x", 8, C, (5, 5), 4, dilations=[2, 2], pads=[4, 4, 4, 4])
+    n.append(helper.make_node("Reshape", ["x", "s1"], ["x1"]))
+    conv("grp1", "x1", 8, 8, (5,), 3, group=2, dilations=[2], pads=[4, 4])
+    conv("dw1", "x1", C, 1, (3,), 3, group=C, pads=[1, 1])
+    conv("pw1", "x1", 24, C, (1,), 3)
+    n.append(helper.make_node("Slice", ["x1", "z0", "z20", "ax2"], ["x2"]))
+    conv("pws", "x2", 24, C, (1,), 3)
+    g = helper.make_graph(n, "conv_forms", [helper.make_tensor_value_info("x", TensorProto.FLOAT, ["N", C, 10, 10])],
+                          [helper.make_tensor_value_info(o, TensorProto.FLOAT, None) for o, _ in outs], inits)
+    return helper.make_model(g, opset_imports=[helper.make_opsetid("", 17)])
+
+
 def lstm_model():
     """x [N, 6, 8] -> ONNX LSTMs of 16, 20, 36, 44, 50, 150 and 264 units side
     by side, each to its last h: every form of the LSTM step (batch 1: block
@@ -422,7 +448,8 @@ def main():
 
     models = {"pointwise": pointwise_model(), "math": math_model(),
               "transformer_block": transformer_model(), "reduce_norm": reduce_norm_model(),
-              "conv": conv_model(), "lstm": lstm_model()}
+              "conv": conv_model(),
+              "conv_forms": conv_forms_model(), "lstm": lstm_model()}
     if only is None or only - set(models):
         models.update(torch_models())
     if models_dir:

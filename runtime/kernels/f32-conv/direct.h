@@ -117,9 +117,13 @@ void kiln_conv_row2_avx512(float *d, const float *s, int64_t n);
 #endif
 
 #ifdef CONV_TILE_NAME
+#include <math.h>
+
 /* The portable tile, included by a variant file that defines CONV_TILE_NAME
  * and CONV_TILE_NP (compiled with that variant's flags: plain loops the
- * compiler vectorizes). Sums in the order k = 0, 1, ... */
+ * compiler vectorizes). Sums in the order k = 0, 1, ..., each product added
+ * by fmaf (one rounding), as the AVX-512 tiles' FMAs: the same bits in every
+ * variant (docs/reproducibility.md). */
 void CONV_TILE_NAME(const ConvTile *t)
 {
 	float acc[CONV_MR][CONV_TILE_NP];
@@ -135,7 +139,7 @@ void CONV_TILE_NAME(const ConvTile *t)
 			bv[j] = j < np ? b[j] : 0.0f;
 		for (int i = 0; i < rows; i++)
 			for (int j = 0; j < CONV_TILE_NP; j++)
-				acc[i][j] += w[i] * bv[j];
+				acc[i][j] = fmaf(w[i], bv[j], acc[i][j]);
 	}
 	int lane[CONV_MAX_RUNS], len[CONV_MAX_RUNS];
 	int64_t yoff[CONV_MAX_RUNS];

@@ -12,7 +12,7 @@
  * in place (packed only when they are a multiple of 4 KiB apart). The bias (per output channel: a row of this GEMM), the residual
  * and the activation are the GEMM tile's epilogue, applied before the tile
  * is stored. Depthwise convolutions (one input channel per output channel)
- * and the ref variant keep the direct loops of ref.c.
+ * keep the direct loops of ref.c (portable C, the same in every variant).
  */
 #include "../f32-epilogue/epilogue.h"
 #include "../isa.h"
@@ -82,10 +82,13 @@ static void conv_igemm(const kiln_conv2d_params *p, const float *X, const float 
 		}
 }
 
-/* The direct loops pay off only where a GEMM row would be one weight. */
+/* The direct loops pay off only where a GEMM row would be one weight. The
+ * ref variant takes the GEMM too: the same driver and K blocks, its tile
+ * the same FMA chains, so the same bits as AVX2 and AVX-512 (issue 30; the
+ * direct loops round a product and its sum apart and start from the bias). */
 static int use_igemm(const kiln_conv2d_params *p)
 {
-	return kiln_isa() != KILN_ISA_REF && p->out_channels / p->group > 1;
+	return p->out_channels / p->group > 1;
 }
 
 void kiln_f32_conv2d(const kiln_conv2d_params *p, const float *X, const float *W,

@@ -69,7 +69,7 @@ static void accumulate_tap(const kiln_conv2d_params *p, float w, const float *x,
 	}
 }
 
-/* What the ref variant and depthwise convolutions run (igemm.c dispatches),
+/* What depthwise convolutions run in every variant (igemm.c dispatches),
  * and what the GEMM path is tested against. */
 void kiln_f32_conv2d_ref(const kiln_conv2d_params *p, const float *X, const float *W,
                          const float *bias, float *Y)
