@@ -77,6 +77,7 @@ typedef struct VerifyOptions {
 	const struct PassOptions *passes;   /* as for compile; NULL: every pass */
 	int trees;                 /* --trees: EmitTrees (emit.h) */
 	bool zipmap_tensor;        /* --zipmap=tensor (ops/ml.c) */
+	bool winograd;             /* --winograd (ops/conv_algo.c) */
 } VerifyOptions;
 
 /* Verify each case folder; prints one line per case and a summary line.

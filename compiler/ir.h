@@ -231,6 +231,7 @@ typedef struct Model {
 	const char **functions;  /* model-local function names ("domain:name") */
 	int nfunctions;
 	bool zipmap_tensor;      /* --zipmap=tensor: a ZipMap gives its input tensor (ops/ml.c) */
+	bool winograd;           /* compile --winograd: Winograd convolutions (ops/conv_algo.c) */
 	Graph *graph;
 	Mapping *maps;           /* the model file first, then external-data files */
 	int nmaps, capmaps;

@@ -119,6 +119,10 @@ static const HelpRow options_help[] = {
 	                    "maps) gives its [N, classes] float tensor instead; its\n"
 	                    "keys are in NAME.h (docs/models.md)",
 	 C_INFO | C_CHECK | C_DUMP | C_COMPILE | C_VERIFY},
+	{"--winograd", "3x3 convolutions with enough tiles as Winograd F(2x2, 3x3)\n"
+	               "on AVX-512: faster, but the bits then depend on the ISA\n"
+	               "and the batch size (default: the direct path,\n"
+	               "docs/reproducibility.md)", C_COMPILE | C_VERIFY},
 	{"--no-cc", "write NAME.h, NAME.c and NAME_weights.o only; your\n"
 	            "build compiles NAME.c and links both objects", C_COMPILE},
 	{"--depfile=FILE", "also write a make rule: NAME.o (--no-cc: NAME.c and\n"
@@ -198,6 +202,7 @@ typedef struct Options {
 	bool verbose;                 /* -v: report compile stages */
 	bool no_cc;                   /* compile --no-cc */
 	bool zipmap_tensor;           /* --zipmap=tensor (ops/ml.c) */
+	bool winograd;                /* compile --winograd (ops/conv_algo.c) */
 	bool shared;                  /* compile --shared */
 	int trees;                    /* compile, verify --trees (EmitTrees) */
 	PassOptions popts;            /* --no-opt, --no-pass, --weights-dtype */
@@ -468,6 +473,8 @@ static int parse_args(int argc, char **argv, Options *o)
 					o->zipmap_tensor = true;
 				else if (!missing)
 					return usage_error("--zipmap takes tensor, got '%s'", v);
+			} else if (strcmp(a, "--winograd") == 0) {
+				o->winograd = true;
 			} else if (strcmp(a, "--shared") == 0) {
 				o->shared = true;
 			} else if ((v = flag_value(argc, argv, &i, "--trees", &missing))) {
@@ -669,6 +676,8 @@ static int parse_args(int argc, char **argv, Options *o)
 	    strcmp(o->command, "compile"))
 		return usage_error("--export, --no-cc, --depfile, --shared and -v go with 'compile', "
 		                   "not '%s'", o->command);
+	if (o->winograd && strcmp(o->command, "compile") && strcmp(o->command, "verify"))
+		return usage_error("--winograd goes with 'compile' or 'verify', not '%s'", o->command);
 	if (o->max_weight_bytes && strcmp(o->command, "compile") && strcmp(o->command, "check"))
 		return usage_error("--max-weights goes with 'compile' or 'check', not '%s'", o->command);
 	if (o->shared && (o->no_cc || o->target))
@@ -849,7 +858,7 @@ static int run(const Options *o)
 		VerifyOptions vo = {.batch = o->nbatches ? o->batches[0] : 0, .opt_level = o->opt_level,
 		                    .keep = o->keep, .max_memory_bytes = o->max_memory_mb << 20,
 		                    .passes = &o->popts, .trees = o->trees,
-		                    .zipmap_tensor = o->zipmap_tensor};
+		                    .zipmap_tensor = o->zipmap_tensor, .winograd = o->winograd};
 		return verify_run(&vo, o->paths, o->npaths, stdout);
 	}
 	Diag d = {.file = o->model};
@@ -866,6 +875,7 @@ static int run(const Options *o)
 		m = model_new(o->model, &arena, &d);
 		m->limits = o->limits;
 		m->zipmap_tensor = o->zipmap_tensor;
+		m->winograd = o->winograd;
 		model_load(m);
 		if (strcmp(o->command, "compile") == 0)
 			stage_done(&stages, "model loaded");

@@ -195,6 +195,7 @@ retry:;
 	d->file = model_path;
 	m = model_new(model_path, a, d);
 	m->zipmap_tensor = vo->zipmap_tensor;
+	m->winograd = vo->winograd;
 	model_load(m);
 	ir_verify(m->graph);
 	Graph *g = m->graph;
@@ -229,6 +230,7 @@ retry:;
 			model_close(m);
 			m = model_new(model_path, a, d);
 			m->zipmap_tensor = vo->zipmap_tensor;
+	m->winograd = vo->winograd;
 			model_load(m);
 			g = m->graph;
 		}

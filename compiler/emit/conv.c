@@ -133,7 +133,7 @@ void emit_conv(Emit *E)
 		residual = R.expr;
 	}
 	const char *ep = emit_has_act(E->n) || residual ? emit_epilogue(E, NULL, residual) : NULL;
-	int64_t wino = packed && winograd_wins(&pp) ? kiln_f32_conv2d_winograd_work(&pp) : 0;
+	int64_t wino = packed && winograd_wins(E->g, &pp) ? kiln_f32_conv2d_winograd_work(&pp) : 0;
 	if (wino > 0 && wino * (int64_t)sizeof(float) <= E->plan->bufs[buf].bytes) {
 		const PlanBuf *sb = &E->plan->bufs[buf];
 		emitf(E, "\t/* W packed at compile time; Winograd F(2x2, 3x3), arena scratch @%" PRId64

@@ -104,9 +104,15 @@ bool conv2d_params(Infer *inf, const Shape *x, const Shape *y, const Shape *w,
 
 /* A Conv the Winograd path takes and wins (measured on ResNet-18 against
  * the packed direct path, docs/kernels.md): enough 2x2 tiles per call that
- * the filters' transform, once per call, pays. */
-bool winograd_wins(const kiln_conv2d_params *p)
+ * the filters' transform, once per call, pays. Only when the model was
+ * compiled with --winograd: its sums (in the transformed domain, AVX-512
+ * only, chosen by the tiles of the whole batch) give other bits than the
+ * direct path under another ISA or at another batch size, so the default
+ * is the direct path's one order (issue 30, docs/reproducibility.md). */
+bool winograd_wins(const Graph *g, const kiln_conv2d_params *p)
 {
+	if (!g->model || !g->model->winograd)
+		return false;
 	int64_t tiles = p->batch * ((p->out_h + 1) / 2) * ((p->out_w + 1) / 2);
 	return kiln_f32_conv2d_winograd_work(p) > 0 && tiles >= WINOGRAD_MIN_TILES &&
 	       p->out_w >= WINOGRAD_MIN_WIDTH;
@@ -131,7 +137,7 @@ int64_t conv_scratch_bytes(const Sig *s, int node, Arena *a)
 	if (!conv2d_params(&inf, &s->shapes[xi], &s->shapes[yi], &s->shapes[wi], &p))
 		return 0;
 	/* the Winograd path's work also holds the packed path's (its AVX2 form) */
-	int64_t floats = winograd_wins(&p) ? kiln_f32_conv2d_winograd_work(&p)
+	int64_t floats = winograd_wins(s->g, &p) ? kiln_f32_conv2d_winograd_work(&p)
 	                                   : kiln_f32_conv2d_packed_work(&p);
 	return floats > 0 ? floats * (int64_t)sizeof(float) : 0;
 }

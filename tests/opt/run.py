@@ -469,7 +469,7 @@ def fused(kiln, root):
 
 # ---- 5b. residual blocks and float16 convolution weights ---------------------
 
-def resnet(kiln, root, name="resnet", c=8, hw=10, call="kiln_f32_conv2d_packed"):
+def resnet(kiln, root, name="resnet", c=8, hw=10, call="kiln_f32_conv2d_packed", flags=()):
     """Two ResNet basic blocks (Conv+BN+Relu, Conv+BN, Add with the block
     input, Relu): one fused kernel call per Conv, the residual and the Relu
     in the second Conv's epilogue. c channels on hw x hw maps; call: the
@@ -502,8 +502,8 @@ def resnet(kiln, root, name="resnet", c=8, hw=10, call="kiln_f32_conv2d_packed")
         [helper.make_tensor_value_info(hn, TensorProto.FLOAT, [2, c, hw, hw])], inits)
     folder = os.path.join(root, name)
     write_case(folder, graph, [x], [h.astype(np.float32)])
-    both_builds(kiln, name, folder)
-    res, _ = compile_model(kiln, folder, os.path.join(root, name + "_out"))
+    both_builds(kiln, name, folder, *flags)
+    res, _ = compile_model(kiln, folder, os.path.join(root, name + "_out"), *flags)
     if res:
         code = res["code"]
         fused_calls = len(re.findall(call + r"\([^;]*&ep[^;]*\);", code))
@@ -520,9 +520,12 @@ def resnet(kiln, root, name="resnet", c=8, hw=10, call="kiln_f32_conv2d_packed")
 
 
 def resnet_winograd(kiln, root):
-    """The same blocks with 16 channels on 16x16 maps (128 2x2 tiles a call):
-    every Conv is a Winograd call (docs/kernels.md)."""
-    resnet(kiln, root, "resnet_winograd", 16, 16, "kiln_f32_conv2d_winograd")
+    """The same blocks with 16 channels on 16x16 maps (128 2x2 tiles a call),
+    compiled with --winograd: every Conv is a Winograd call (docs/kernels.md);
+    without the flag (the default, docs/reproducibility.md) the packed direct
+    path."""
+    resnet(kiln, root, "resnet_winograd", 16, 16, "kiln_f32_conv2d_winograd", ("--winograd",))
+    resnet(kiln, root, "resnet_direct16", 16, 16, "kiln_f32_conv2d_packed")
 
 
 def conv_fp16(kiln, root):

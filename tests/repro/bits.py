@@ -242,7 +242,10 @@ def conv_forms_model():
     dilated one; and x's rows as a 1-D signal [N, 16, 100]: a 1-D Conv
     (kernel 5, dilation 2, group 2), a depthwise 1-D Conv, a pointwise 1x1
     Conv1d of 16 -> 24 over a short signal [N, 16, 20] (the small pointwise
-    path), and one over the long one. Each output alone (no sum after it)."""
+    path), and one over the long one; and a 3x3 of 16 channels over a
+    second input [N, 16, 14, 14] (49 2x2 tiles an image: Winograd at batch
+    16 and 64 on AVX-512 with --winograd, so the default must not take it).
+    Each output flattened, all concatenated (copies: no sum after them)."""
     r = np.random.default_rng(35)
     C = 16
     inits = [numpy_helper.from_array(np.array([0, C, 100], np.int64), "s1"),
@@ -270,8 +273,13 @@ def conv_forms_model():
     conv("pw1", "x1", 24, C, (1,), 3)
     n.append(helper.make_node("Slice", ["x1", "z0", "z20", "ax2"], ["x2"]))
     conv("pws", "x2", 24, C, (1,), 3)
-    g = helper.make_graph(n, "conv_forms", [helper.make_tensor_value_info("x", TensorProto.FLOAT, ["N", C, 10, 10])],
-                          [helper.make_tensor_value_info(o, TensorProto.FLOAT, None) for o, _ in outs], inits)
+    conv("w14", "xw", C, C, (3, 3), 4, pads=[1, 1, 1, 1])
+    for o, _ in outs:
+        n.append(helper.make_node("Flatten", [o], ["f_" + o], axis=1))
+    n.append(helper.make_node("Concat", ["f_" + o for o, _ in outs], ["y"], axis=1))
+    g = helper.make_graph(n, "conv_forms", [helper.make_tensor_value_info("x", TensorProto.FLOAT, ["N", C, 10, 10]),
+                                            helper.make_tensor_value_info("xw", TensorProto.FLOAT, ["N", C, 14, 14])],
+                          [helper.make_tensor_value_info("y", TensorProto.FLOAT, None)], inits)
     return helper.make_model(g, opset_imports=[helper.make_opsetid("", 17)])
 
 
