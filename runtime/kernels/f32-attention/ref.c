@@ -1,54 +1,52 @@
 /*
- * f32-attention/ref.c - the reference variant of the attention block: one
- * query row at a time in plain loops, the same steps as body.h (the query
- * scaled first, the mask added, exp by f32-vmath's reference variant, the
- * sum in float in the order of j), sums of products in float in index order.
+ * f32-attention/ref.c - the portable variant of the attention block: body.h
+ * over one float lane in plain C11, with fmaf wherever the SIMD variants
+ * fuse, so that it computes the same steps in the same order as they do
+ * and gives the same bits (issue 30, docs/reproducibility.md): the query
+ * scaled by scale log2 e, each score one FMA chain over d, the mask added
+ * in units of log2 e, 2^x by f32-vmath's v_exp2_nonpos (AVX2's form: 2^n
+ * as two factors), the sum over j in order, 1 / the sum, each output one
+ * FMA chain over j, times it. Every lane of the SIMD variants is one query
+ * row on its own, so one lane here is the same arithmetic. The reference
+ * the SIMD variants are tested against, and what runs on targets without
+ * them.
  */
 #include <math.h>
+#include <stdint.h>
+#include <string.h>
 
-#include "../f32-vmath/vmath.h"
 #include "attention.h"
 
-enum { R = KILN_ATTENTION_ROWS };
-
-static void block_ref(const AttnBlock *a)
+typedef float V;
+/* one lane; scores 4 keys at a time; P V one row by 16 columns */
+enum { W = 1, NB = 1, SC_KEYS = 4, PV_ROWS = 1, PV_VECS = 16 };
+static inline V vzero(void) { return 0.0f; }
+static inline V vset(float a) { return a; }
+static inline V vload(const float *p) { return *p; }
+static inline void vstore(float *p, V a) { *p = a; }
+static inline V vadd(V a, V b) { return a + b; }
+static inline V vsub(V a, V b) { return a - b; }
+static inline V vmul(V a, V b) { return a * b; }
+static inline V vdiv(V a, V b) { return a / b; }
+static inline V vfma(V a, V b, V c) { return fmaf(a, b, c); }
+/* as minps/maxps: the second operand when either is NaN */
+static inline V vmin(V a, V b) { return a < b ? a : b; }
+static inline V vmax(V a, V b) { return a > b ? a : b; }
+/* 2^n for integral n in [-126, 127] (exp.h) */
+static inline V vexp2i(V n)
 {
-	const int64_t dh = a->head_dim, n = a->kv_len;
-	float *qs = a->Qt;  /* the row's scaled query */
-	for (int r = 0; r < a->rows; r++) {
-		float *s = a->P + r;  /* its scores: column r of P, where its mask is */
-		for (int64_t d = 0; d < dh; d++)
-			qs[d] = a->q[r * a->qrs + d * a->qds] * a->scale;
-		float m = -INFINITY;
-		for (int64_t j = 0; j < n; j++) {
-			float acc = 0.0f;
-			for (int64_t d = 0; d < dh; d++)
-				acc += qs[d] * a->K[j * a->kld + d];
-			if (a->mask_t)
-				acc += s[j * R];
-			else if (a->mask_row)
-				acc += a->mask_row[j * a->mask_js];
-			s[j * R] = acc;
-			m = acc > m || acc != acc ? acc : m;
-		}
-		float l = 0.0f;
-		for (int64_t j0 = 0; j0 < n; j0 += 64) {
-			float e[64];
-			int64_t len = n - j0 < 64 ? n - j0 : 64;
-			for (int64_t t = 0; t < len; t++)
-				e[t] = s[(j0 + t) * R] - m;
-			kiln_vmath_ref.unary(KILN_UNARY_EXP, e, e, len);
-			for (int64_t t = 0; t < len; t++)
-				l += e[t], s[(j0 + t) * R] = e[t];
-		}
-		const float inv = 1.0f / l;
-		for (int64_t c = 0; c < a->v_dim; c++) {
-			float acc = 0.0f;
-			for (int64_t j = 0; j < n; j++)
-				acc += s[j * R] * a->V[j * a->vld + c];
-			a->y[r * a->yrs + c] = acc * inv;
-		}
-	}
+	int32_t k = n == n ? (int32_t)n : 0;  /* a NaN lane's result is NaN anyway */
+	uint32_t u = (uint32_t)(k + 127) << 23;
+	V a;
+	memcpy(&a, &u, sizeof a);
+	return a;
+}
+/* a 1 x 1 block is its own transpose */
+static inline void transpose_w(V r[1])
+{
+	(void)r;
 }
 
-const AttnOps kiln_attn_ref = {block_ref};
+#define SUFFIX(name) name##_ref
+#define ATTN_OPS kiln_attn_ref
+#include "body.h"
