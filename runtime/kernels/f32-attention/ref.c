@@ -11,36 +11,12 @@
  * the SIMD variants are tested against, and what runs on targets without
  * them.
  */
-#include <math.h>
-#include <stdint.h>
-#include <string.h>
-
+#include "../f32-vmath/lane1.h"
 #include "attention.h"
 
-typedef float V;
 /* one lane; scores 4 keys at a time; P V one row by 16 columns */
 enum { W = 1, NB = 1, SC_KEYS = 4, PV_ROWS = 1, PV_VECS = 16 };
 static inline V vzero(void) { return 0.0f; }
-static inline V vset(float a) { return a; }
-static inline V vload(const float *p) { return *p; }
-static inline void vstore(float *p, V a) { *p = a; }
-static inline V vadd(V a, V b) { return a + b; }
-static inline V vsub(V a, V b) { return a - b; }
-static inline V vmul(V a, V b) { return a * b; }
-static inline V vdiv(V a, V b) { return a / b; }
-static inline V vfma(V a, V b, V c) { return fmaf(a, b, c); }
-/* as minps/maxps: the second operand when either is NaN */
-static inline V vmin(V a, V b) { return a < b ? a : b; }
-static inline V vmax(V a, V b) { return a > b ? a : b; }
-/* 2^n for integral n in [-126, 127] (exp.h) */
-static inline V vexp2i(V n)
-{
-	int32_t k = n == n ? (int32_t)n : 0;  /* a NaN lane's result is NaN anyway */
-	uint32_t u = (uint32_t)(k + 127) << 23;
-	V a;
-	memcpy(&a, &u, sizeof a);
-	return a;
-}
 /* a 1 x 1 block is its own transpose */
 static inline void transpose_w(V r[1])
 {

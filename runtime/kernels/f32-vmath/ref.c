@@ -11,9 +11,9 @@
 #include <stdint.h>
 #include <string.h>
 
+#include "lane1.h"
 #include "vmath.h"
 
-typedef float V;
 typedef int VM;
 enum { W = 1 };
 #if defined(__GNUC__)
@@ -22,32 +22,15 @@ enum { W = 1 };
 #define VMATH_INLINE inline
 #endif
 
-static inline V vset(float a) { return a; }
-static inline V vload(const float *p) { return *p; }
-static inline void vstore(float *p, V a) { *p = a; }
 static inline V vload_n(const float *p, int64_t n) { (void)n; return *p; }
 static inline void vstore_n(float *p, V a, int64_t n) { (void)n; *p = a; }
-static inline V vadd(V a, V b) { return a + b; }
-static inline V vsub(V a, V b) { return a - b; }
-static inline V vmul(V a, V b) { return a * b; }
-static inline V vdiv(V a, V b) { return a / b; }
-static inline V vfma(V a, V b, V c) { return fmaf(a, b, c); }
-static inline V vmin(V a, V b) { return a < b ? a : b; }
-static inline V vmax(V a, V b) { return a > b ? a : b; }
 static inline VM vlt(V a, V b) { return a < b; }
 static inline VM vgt(V a, V b) { return a > b; }
 static inline VM vge(V a, V b) { return a >= b; }
 static inline int vall(VM m) { return m != 0; }
 static inline V vsel(VM m, V a, V b) { return m ? a : b; }
-static inline uint32_t bits(V a) { uint32_t u; memcpy(&u, &a, sizeof u); return u; }
-static inline V from_bits(uint32_t u) { V a; memcpy(&a, &u, sizeof a); return a; }
 static inline V vabs(V a) { return from_bits(bits(a) & 0x7fffffffu); }
 static inline V vcopysign(V m, V s) { return from_bits(bits(m) | (bits(s) & 0x80000000u)); }
-static inline V vexp2i(V n)
-{
-	int32_t k = n == n ? (int32_t)n : 0;  /* a NaN lane's result is NaN anyway */
-	return from_bits((uint32_t)(k + 127) << 23);
-}
 
 static inline V vkeep_n(V a, int64_t n) { (void)n; return a; }
 /* the 16 double lanes of body.h's summation order: element i in lane i % 16 */
