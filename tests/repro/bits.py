@@ -24,7 +24,7 @@ the vector kernels compute (exp, log, log1p, pow, tanh, sigmoid, erf, sin,
 cos, softplus), a transformer encoder block (MatMul, Softmax, LayerNorm, erf
 GELU), Softmax/LayerNorm/ReduceMean/GlobalAveragePool alone (reduce_norm),
 2-D and 1-D convolutions (conv), LSTMs of 16 to 264 units in every step
-form (lstm), and, when python3-torch is there, bench/test_models.py's DeepJet-,
+form (lstm), products of two activations (matmul_act), and, when python3-torch is there, bench/test_models.py's DeepJet-,
 ParticleNet- and MLP-style exports (tests/realmodels patterns). --models DIR
 adds every DIR/*.onnx (e.g. bench's deepjet_like, particlenet_like,
 transformer_enc: `BENCH_MODELS_DIR=DIR bench/make_models.py`); --only NAME,...
@@ -51,8 +51,7 @@ ISAS = ("ref", "avx2", "avx512")
 # is not guaranteed yet"). Everything else must hold.
 # Every model here and the bench workloads measured give the same bits in
 # every check now; a difference still known would be listed here as
-# KNOWN[(model, check)] = "why" (e.g. products on two activations, whose ref
-# variant sums in its own order: docs/reproducibility.md).
+# KNOWN[(model, check)] = "why" (docs/reproducibility.md).
 KNOWN = {}
 
 
@@ -280,6 +279,26 @@ def conv_forms_model():
     return helper.make_model(g, opset_imports=[helper.make_opsetid("", 17)])
 
 
+def matmul_act_model():
+    """Products of two activations (no weight, so nothing packed at compile
+    time): x [N, 8, 40] -> x x^T (M = 8), x^T x (K = 8) and x[:, :2] x^T
+    (M = 2), each the unpacked GEMM of kiln_f32_gemm on B packed on the fly."""
+    inits = [numpy_helper.from_array(np.array([0], np.int64), "z0"),
+             numpy_helper.from_array(np.array([2], np.int64), "z2"),
+             numpy_helper.from_array(np.array([1], np.int64), "ax1")]
+    n = [helper.make_node("Transpose", ["x"], ["xt"], perm=[0, 2, 1]),
+         helper.make_node("MatMul", ["x", "xt"], ["a"]),
+         helper.make_node("MatMul", ["xt", "x"], ["b"]),
+         helper.make_node("Slice", ["x", "z0", "z2", "ax1"], ["x2"]),
+         helper.make_node("MatMul", ["x2", "xt"], ["c"])]
+    for o in ("a", "b", "c"):
+        n.append(helper.make_node("Flatten", [o], ["f" + o], axis=1))
+    n.append(helper.make_node("Concat", ["fa", "fb", "fc"], ["y"], axis=1))
+    g = helper.make_graph(n, "matmul_act", [helper.make_tensor_value_info("x", TensorProto.FLOAT, ["N", 8, 40])],
+                          [helper.make_tensor_value_info("y", TensorProto.FLOAT, None)], inits)
+    return helper.make_model(g, opset_imports=[helper.make_opsetid("", 17)])
+
+
 def lstm_model():
     """x [N, 6, 8] -> ONNX LSTMs of 16, 20, 36, 44, 50, 150 and 264 units side
     by side, each to its last h: every form of the LSTM step (batch 1: block
@@ -454,7 +473,8 @@ def main():
     models = {"pointwise": pointwise_model(), "math": math_model(),
               "transformer_block": transformer_model(), "reduce_norm": reduce_norm_model(),
               "conv": conv_model(),
-              "conv_forms": conv_forms_model(), "lstm": lstm_model()}
+              "conv_forms": conv_forms_model(), "lstm": lstm_model(),
+              "matmul_act": matmul_act_model()}
     if only is None or only - set(models):
         models.update(torch_models())
     if models_dir:

@@ -435,7 +435,7 @@ static void rows_epilogue(int64_t M, int64_t N, float *C, int64_t ldc, const kil
 }
 
 /* Worth the packed path: A's rows contiguous (transA = 0). Everything else
- * (and the ref variant) runs the reference code of ref.c. */
+ * runs the reference code of ref.c, in every variant. */
 void kiln_f32_gemm(int64_t M, int64_t N, int64_t K, float alpha, const float *A,
                    int64_t a_row_stride, int64_t a_col_stride, const float *B,
                    int64_t b_row_stride, int64_t b_col_stride, float beta, float *C,
@@ -450,12 +450,15 @@ void kiln_f32_gemm_ep(int64_t M, int64_t N, int64_t K, float alpha, const float 
                       int64_t b_row_stride, int64_t b_col_stride, float beta, float *C,
                       int64_t c_row_stride, const kiln_epilogue *ep)
 {
-	if (kiln_isa() == KILN_ISA_REF || a_col_stride != 1) {
+	/* the ref variant runs the driver too (its tile's fmaf chains in the
+	 * same K blocks: the same bits as AVX2 and AVX-512, issue 30), but not
+	 * the AVX paths below, whose sums are their own */
+	if (a_col_stride != 1) {
 		kiln_f32_gemm_ep_ref(M, N, K, alpha, A, a_row_stride, a_col_stride, B, b_row_stride,
 		                     b_col_stride, beta, C, c_row_stride, ep);
 		return;
 	}
-	if (M <= 4 && b_row_stride == 1 && b_col_stride >= K && K > 0) {
+	if (kiln_isa() != KILN_ISA_REF && M <= 4 && b_row_stride == 1 && b_col_stride >= K && K > 0) {
 		/* B transposed, few rows of A: dot products stream B once */
 		GemmDot d = {M, N, K, A, a_row_stride, B, b_col_stride, C, c_row_stride, alpha, beta};
 #ifdef KILN_HAVE_X86_VARIANTS
