@@ -48,11 +48,12 @@ def check(r, what):
 
 
 def build_runtime(src, folder):
-    """libkiln.a for aarch64 from the portable sources (no avx2/avx512 files)."""
+    """libkiln.a for aarch64 from the portable sources (no avx2/avx512/vnni files:
+    the x86 variants, built only with their flags)."""
     os.makedirs(folder, exist_ok=True)
     objs = []
     files = sorted(f for f in glob.glob(os.path.join(src, "runtime", "**", "*.c"), recursive=True)
-                   if not re.search(r"/(avx2|avx512)[^/]*\.c$", f))
+                   if not re.search(r"/(avx2|avx512|vnni)[^/]*\.c$", f))
     for f in files:
         o = os.path.join(folder, os.path.relpath(f, src).replace("/", "_") + ".o")
         check(bits.run([XCC] + FLAGS + ["-fPIC", "-fvisibility=hidden", "-DKILN_BUILDING",
