@@ -114,30 +114,31 @@ void matmul_geometry(const Shape *a, const Shape *b, MatmulGeo *g);
 void emit_gemm(Emit *E);
 void emit_matmul(Emit *E);
 void emit_einsum(Emit *E);
-/* emit/nn.c */
+/* emit/norm.c */
 void emit_softmax(Emit *E);
-void emit_attention(Emit *E);     /* emit/attention.c: KilnAttention */
 void emit_batchnorm(Emit *E);
 void emit_image_scaler(Emit *E);
 void emit_layernorm(Emit *E);
-void emit_conv(Emit *E);
-/* emit/edgeconv.c: KilnEdgeConv and KilnKnn (passes/edgeconv.c) */
-void emit_edgeconv(Emit *E);
-void emit_knn(Emit *E);
-void emit_conv_transpose(Emit *E);
-void emit_pool(Emit *E);
-void emit_dropout(Emit *E);
 void emit_hardmax(Emit *E);
 void emit_loss(Emit *E);
 void emit_instance_norm(Emit *E);
 void emit_group_norm(Emit *E);
 void emit_lrn(Emit *E);
-void emit_quant(Emit *E);
-void emit_resize(Emit *E);
-void emit_col2im(Emit *E);
+/* emit/attention.c: KilnAttention */
+void emit_attention(Emit *E);
+/* emit/conv.c */
+void emit_conv(Emit *E);
+void emit_conv_transpose(Emit *E);
+void emit_pool(Emit *E);
 void emit_deform_conv(Emit *E);
-void emit_affinegrid(Emit *E);
+/* emit/edgeconv.c: KilnEdgeConv and KilnKnn (passes/edgeconv.c) */
+void emit_edgeconv(Emit *E);
+void emit_knn(Emit *E);
+/* emit/resize.c */
+void emit_resize(Emit *E);
 /* emit/sampling.c */
+void emit_col2im(Emit *E);
+void emit_affinegrid(Emit *E);
 void emit_gridsample(Emit *E);
 void emit_roialign(Emit *E);
 void emit_maxroipool(Emit *E);
@@ -159,6 +160,7 @@ void emit_cumsum(Emit *E);
 void emit_topk(Emit *E);
 /* emit/tensor.c */
 void emit_copy(Emit *E);
+void emit_dropout(Emit *E);
 void emit_expand(Emit *E);
 void emit_folded_only(Emit *E);   /* Shape, Size, Constant, NonZero, ... */
 void emit_transpose(Emit *E);
@@ -178,6 +180,7 @@ void emit_gather_nd(Emit *E);
 void emit_scatter(Emit *E);
 void emit_eye_like(Emit *E);
 /* emit/quant.c */
+void emit_quant(Emit *E);
 void emit_qmatmul(Emit *E);
 void emit_qconv(Emit *E);
 void emit_dynamic_quant(Emit *E);

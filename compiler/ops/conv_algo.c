@@ -2,7 +2,7 @@
  * ops/conv_algo.c - which kernel a float Conv runs, decided once for the
  * planner and the emitter: the window geometry as the kernels take it, the
  * packed direct path or Winograd F(2x2, 3x3), and the arena scratch that
- * path needs (conv_scratch_bytes, node_scratch_bytes in plan.c). emit/nn.c
+ * path needs (conv_scratch_bytes, node_scratch_bytes in plan.c). emit/conv.c
  * writes the call the same functions chose, so the plan and the generated
  * code cannot disagree, and the planner never calls the emitter.
  *
