@@ -57,10 +57,10 @@ def run(argv, **kw):
 
 
 def build_runtime(src, folder):
-    """libkiln for aarch64: the portable sources (no x86 ISA variants)."""
+    """libkiln for aarch64: the portable sources (no x86 ISA variants: avx2, avx512, vnni*)."""
     objs = []
     files = sorted(f for f in glob.glob(os.path.join(src, "runtime", "**", "*.c"), recursive=True)
-                   if not re.search(r"/(avx2|avx512)\.c$", f))
+                   if not re.search(r"/(avx2|avx512|vnni)[^/]*\.c$", f))
     for f in files:
         o = os.path.join(folder, os.path.relpath(f, src).replace("/", "_") + ".o")
         run([CC, "-std=c11", "-O1", "-fPIC", "-fvisibility=hidden", "-DKILN_BUILDING",
