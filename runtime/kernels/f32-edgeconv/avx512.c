@@ -44,6 +44,18 @@ static void reduce_rows(const float *h, int64_t k, int64_t w, int max, float *ac
 	}
 }
 
+/* The rank of gm[q], lane q of the 32 maxima (g0, g1): how many are greater,
+ * and how many equal ones stand before it. */
+static inline int64_t rank32(__m512 g0, __m512 g1, float v, int q)
+{
+	__m512 x = _mm512_set1_ps(v);
+	__mmask16 b0 = q >= 16 ? (__mmask16)0xFFFF : lanes(q), b1 = q > 16 ? lanes(q - 16) : 0;
+	return __builtin_popcount(_mm512_cmp_ps_mask(g0, x, _CMP_GT_OQ)) +
+	       __builtin_popcount(_mm512_cmp_ps_mask(g1, x, _CMP_GT_OQ)) +
+	       __builtin_popcount(_mm512_mask_cmp_ps_mask(b0, g0, x, _CMP_EQ_OQ)) +
+	       __builtin_popcount(_mm512_mask_cmp_ps_mask(b1, g1, x, _CMP_EQ_OQ));
+}
+
 /* A lower bound t of the K-th best (K <= 32): the K-th best of the maxima of
  * 32 interleaved groups (K elements are >= t). The elements >= t, compressed
  * with their indices (as floats: P < 2^24), hold the K best, and each one's
@@ -77,21 +89,19 @@ static void top_k(const float *v, int64_t P, int64_t K, int64_t *ix, float *best
 	float gm[32], tk = -__builtin_inff();
 	_mm512_storeu_ps(gm, g0);
 	_mm512_storeu_ps(gm + 16, g1);
-	const int whole = P <= 32;
-	for (int q = 0; q < (whole ? (int)P : 32); q++) {
-		__m512 x = _mm512_set1_ps(gm[q]);
-		__mmask16 b0 = q >= 16 ? (__mmask16)0xFFFF : lanes(q), b1 = q > 16 ? lanes(q - 16) : 0;
-		int64_t better = __builtin_popcount(_mm512_cmp_ps_mask(g0, x, _CMP_GT_OQ)) +
-		                 __builtin_popcount(_mm512_cmp_ps_mask(g1, x, _CMP_GT_OQ)) +
-		                 __builtin_popcount(_mm512_mask_cmp_ps_mask(b0, g0, x, _CMP_EQ_OQ)) +
-		                 __builtin_popcount(_mm512_mask_cmp_ps_mask(b1, g1, x, _CMP_EQ_OQ));
-		if (whole && better < K)
-			ix[better] = q;
-		if (better == K - 1)
-			tk = gm[q];
-	}
-	if (whole)
+	if (P <= 32) {   /* the whole row: its ranks are the answer */
+		for (int q = 0; q < (int)P; q++) {
+			int64_t better = rank32(g0, g1, gm[q], q);
+			if (better < K)
+				ix[better] = q;
+		}
 		return;
+	}
+	/* a loop of a fixed 32 (unrolled; a bound known only at run time made
+	 * ParticleNet's P = 100 rows 14 % slower) */
+	for (int q = 0; q < 32; q++)
+		if (rank32(g0, g1, gm[q], q) == K - 1)
+			tk = gm[q];
 	__m512 t = _mm512_set1_ps(tk);
 	float *cv = best, *ci = best + P;
 	int64_t nc = 0;
