@@ -510,8 +510,14 @@ void compile_model(Model *m, const CompileOptions *o, CompileResult *res)
 	int nsigs = o->nbatches * (o->nbuckets > 1 ? o->nbuckets : 1);
 
 	const char *dir = o->outdir ? o->outdir : ".";
-	if (!exists(dir) && mkdir(dir, 0777) != 0)
-		diag_fail(d, KILN_IO, "cannot create %s: %s", dir, strerror(errno));
+	/* A parallel compile into the same -o may create the folder between
+	 * the test and mkdir: EEXIST is success when a folder is there now. */
+	if (!exists(dir) && mkdir(dir, 0777) != 0) {
+		int e = errno;
+		struct stat st;
+		if (!(e == EEXIST && stat(dir, &st) == 0 && S_ISDIR(st.st_mode)))
+			diag_fail(d, KILN_IO, "cannot create %s: %s", dir, strerror(e));
+	}
 	res->name = name;
 	/* Everything is written into a staging folder and renamed into dir at
 	 * the end (outputs.c); the paths here are the final ones. */
