@@ -276,6 +276,13 @@ static bool shape_slot(int op, int i)
 	return d && i < 32 && (d->shape_inputs >> i & 1u);
 }
 
+/* Inputs that hold rows of the same samples as input 0 (OpDef.row_inputs). */
+static bool row_slot(int op, int i)
+{
+	const OpDef *d = op_def(op);
+	return d && i < 32 && (d->row_inputs >> i & 1u);
+}
+
 /* ---- rules ---------------------------------------------------------------- */
 
 /* Combine: out axis for one rows input; the first sets it, others must agree. */
@@ -311,7 +318,7 @@ static void rule_elementwise(BD *b)
 	int R = rank_of(b, n->out[0]), target = BD_NONE;
 	for (int i = 0; i < n->nin; i++) {
 		int k = in_axis(b, i);
-		if (k >= 0 && !(n->op == OP_CastLike && i == 1) &&
+		if (k >= 0 && !shape_slot(n->op, i) &&
 		    !agree(b, &target, k + R - rank_of(b, n->in[i])))
 			return;
 	}
@@ -561,10 +568,11 @@ static void rule_reduce(BD *b, int k)
 {
 	Node *n = b->n;
 	int r = rank_of(b, n->in[0]);
-	bool axes_input = (n->op == OP_ReduceSum && n->since >= 13) || n->since >= 18;
+	/* the axes as ops/reduce.c reads them: input 1 where the schema check
+	 * (onnx_load.c) admits one, else the attribute of the older versions */
 	bool reduced[KILN_MAX_RANK] = {false};
 	int64_t naxes = 0;
-	if (axes_input && n->nin > 1 && n->in[1] != NONE) {
+	if (n->nin > 1 && n->in[1] != NONE) {
 		naxes = folded_len(b, 1);
 		if (naxes < 0) {
 			mix(b, "reduces over axes that are not known at compile time");
@@ -578,14 +586,14 @@ static void rule_reduce(BD *b, int k)
 			}
 			reduced[norm(v, r)] = true;
 		}
-	} else if (!axes_input) {
+	} else {
 		const Attr *a = node_attr(n, "axes");
 		naxes = a && a->type == AT_INTS ? a->n : 0;
 		for (int64_t i = 0; i < naxes; i++)
 			reduced[norm(a->ints[i], r)] = true;
 	}
 	if (naxes == 0) {
-		if (axes_input && attr_or(n, "noop_with_empty_axes", 0)) {
+		if (attr_or(n, "noop_with_empty_axes", 0)) {
 			set_outputs(b, k);
 			return;
 		}
@@ -633,13 +641,8 @@ static void rule_n_first(BD *b, int k)
 	}
 	for (int i = 1; i < n->nin; i++) {
 		int ki = in_axis(b, i);
-		/* GridSample's grid, DeformConv's offset and mask, a fused EdgeConv's
-		 * neighbours (within each sample: passes/edgeconv.c) and a Conv's fused
-		 * residual (added plane by plane: passes/fuse.c) are rows like the data */
-		bool rows = (n->op == OP_GridSample || n->op == OP_KilnEdgeConv) && i == 1;
-		rows |= n->op == OP_DeformConv && (i == 2 || i == 4);
-		rows |= n->op == OP_Conv && i == 3 && node_attr(n, "kiln.residual");
-		if (ki != BD_NONE && !(rows && ki == 0)) {
+		/* the record's row inputs are read sample by sample like the data */
+		if (ki != BD_NONE && !(row_slot(n->op, i) && ki == 0)) {
 			mix(b, "input %d carries the batch", i);
 			return;
 		}

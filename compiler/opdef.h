@@ -139,7 +139,10 @@ typedef struct OpDef {
 	bool (*eval_i2)(int64_t a, int64_t b, int64_t *r, bool is_unsigned, const Node *n);
 	/* batch analysis */
 	BatchKind batch;
-	unsigned shape_inputs;         /* bit i: input i is read as a shape, axes or count */
+	unsigned shape_inputs;         /* bit i: input i is read as a shape, axes, count or type */
+	unsigned row_inputs;           /* BK_N_FIRST: bit i: input i > 0 holds per-sample rows
+	                                  read with the data's (GridSample's grid, DeformConv's
+	                                  offset and mask, a fused residual or neighbours) */
 	IndexFlow index;               /* index facts through the op (batchdep.c) */
 	/* planning */
 	bool view;                     /* output 0 is input 0's bytes under another shape */

@@ -279,10 +279,11 @@ static int64_t int_len(PP *p, int i)
 static bool reduced_axes(PP *p, int r, unsigned *set)
 {
 	Node *n = p->n;
-	bool axes_input = (n->op == OP_ReduceSum && n->since >= 13) || n->since >= 18;
+	/* as ops/reduce.c: input 1 where the schema admits one, else the
+	 * attribute of the older versions */
 	int64_t na = 0;
 	*set = 0;
-	if (axes_input && n->nin > 1 && n->in[1] != NONE) {
+	if (n->nin > 1 && n->in[1] != NONE) {
 		na = int_len(p, 1);
 		for (int64_t i = 0; i < na; i++) {
 			int64_t x;
@@ -292,15 +293,22 @@ static bool reduced_axes(PP *p, int r, unsigned *set)
 		}
 		if (na < 0)
 			return false;
-	} else if (!axes_input) {
+	} else {
 		const Attr *a = node_attr(n, "axes");
 		na = a && a->type == AT_INTS ? a->n : 0;
 		for (int64_t i = 0; i < na; i++)
 			*set |= 1u << norm(a->ints[i], r);
 	}
 	if (na == 0)
-		*set = axes_input && attr_or(n, "noop_with_empty_axes", 0) ? 0 : (1u << r) - 1;
+		*set = attr_or(n, "noop_with_empty_axes", 0) ? 0 : (1u << r) - 1;
 	return true;
+}
+
+/* Inputs that hold rows of the same samples as input 0 (OpDef.row_inputs). */
+static bool row_slot(int op, int i)
+{
+	const OpDef *d = op_def(op);
+	return d && i < 32 && (d->row_inputs >> i & 1u);
 }
 
 /* ---- kinds --------------------------------------------------------------------- */
@@ -389,10 +397,15 @@ static bool eval(PP *p, const double *x, int nin, double *r)
 	return false;
 }
 
-/* Inputs of an elementwise node that are data (CastLike's second is a type). */
+/* Inputs of an elementwise node that are data: those before its first
+ * shape, count or type input (OpDef.shape_inputs: CastLike's second). */
 static int data_inputs(const Node *n)
 {
-	return n->op == OP_CastLike ? 1 : n->nin;
+	const OpDef *d = op_def(n->op);
+	int k = 0;
+	while (k < n->nin && !(d && k < 32 && (d->shape_inputs >> k & 1u)))
+		k++;
+	return k;
 }
 
 /* Padded slices all equal: a constant, PK_UNIF, or a masked logit that is. */
@@ -796,7 +809,7 @@ static void rule_n_first(PP *p)
 	Node *n = p->n;
 	PV *vi = in(p, 0), *vo = out(p, 0);
 	for (int i = 1; i < n->nin; i++)
-		if (padded(in(p, i)) && !(n->op == OP_Conv && i == 3)) {
+		if (padded(in(p, i)) && !row_slot(n->op, i)) {
 			leak(p, "reads input %d along the padded axis", i);
 			return;
 		}
@@ -814,6 +827,12 @@ static void rule_n_first(PP *p)
 		return;
 	}
 	if (n->op != OP_Conv) {
+		/* only a Conv's row input (its fused residual) is analysed */
+		for (int i = 1; i < n->nin; i++)
+			if (padded(in(p, i))) {
+				leak(p, "reads input %d along the padded axis", i);
+				return;
+			}
 		if (padded(vi))
 			leak(p, "is not analysed for padding along axis %d", first_axis(vi->axes));
 		return;

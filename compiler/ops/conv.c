@@ -356,6 +356,7 @@ void ops_conv_infer(Infer *x)
 
 const OpDef ops_conv_defs[] = {
 	{.op = OP_Conv, .infer = ops_conv_infer, .emit = emit_conv, .batch = BK_N_FIRST,
+	 .row_inputs = 1u << 3,   /* the residual passes/fuse.c adds, plane by plane */
 	 .scratch = conv_scratch_bytes, .cost = CK_CONV, .types = OT_F32,
 	 .note = "1-D to 3-D; groups, dilations, auto_pad"},
 	{.op = OP_MaxPool, .infer = ops_conv_infer, .emit = emit_pool, .batch = BK_N_FIRST,
@@ -365,7 +366,7 @@ const OpDef ops_conv_defs[] = {
 	 .batch = BK_N_FIRST, .cost = CK_CONV, .types = OT_F32,
 	 .note = "1-D to 3-D; output_shape and output_padding"},
 	{.op = OP_DeformConv, .infer = ops_conv_infer, .emit = emit_deform_conv,
-	 .batch = BK_N_FIRST, .types = OT_F32,
+	 .batch = BK_N_FIRST, .row_inputs = 1u << 2 | 1u << 4, .types = OT_F32,
 	 .note = "2-D (as ONNX Runtime); group, offset_group, mask, bias"},
 	{.op = OP_AveragePool, .infer = ops_conv_infer, .emit = emit_pool, .batch = BK_N_FIRST,
 	 .types = OT_F32,

@@ -132,7 +132,7 @@ static int64_t knn_scratch_bytes(const Sig *s, int node, Arena *a)
 
 const OpDef ops_edgeconv_defs[] = {
 	{.op = OP_KilnEdgeConv, .infer = edgeconv_infer, .emit = emit_edgeconv,
-	 .emit_returns = true, .batch = BK_N_FIRST, .scratch = edgeconv_scratch_bytes,
+	 .emit_returns = true, .batch = BK_N_FIRST, .row_inputs = 1u << 1, .scratch = edgeconv_scratch_bytes,
 	 .flops = edgeconv_flops,
 	 .types = OT_F32,
 	 .note = "ParticleNet's kNN EdgeConv block: neighbours' features [x_i, x_j - x_i], up to 8 "

@@ -399,7 +399,7 @@ void ops_sampling_infer(Infer *x)
 
 const OpDef ops_sampling_defs[] = {
 	{.op = OP_GridSample, .infer = ops_sampling_infer, .emit = emit_gridsample,
-	 .batch = BK_N_FIRST, .types = OT_F32,
+	 .batch = BK_N_FIRST, .row_inputs = 1u << 1, .types = OT_F32,
 	 .note = "bilinear, nearest, bicubic; zeros, border, reflection; align_corners"},
 	{.op = OP_RoiAlign, .infer = ops_sampling_infer, .emit = emit_roialign, .types = OT_F32,
 	 .note = "avg and max (as ONNX Runtime), both coordinate modes, adaptive sampling"},
