@@ -13,7 +13,11 @@
  *
  * Evaluated: the views, Constant, Transpose, Cast between float types,
  * Add/Sub/Mul/Div and Neg on float32 (in float32, as the generated code
- * computes them). Needs shapes (skipped without them).
+ * computes them), and Slice. Slices are folded as a group: a weight read
+ * only by Slices whose outputs together are no larger than it (PyTorch's
+ * packed attention projection, in_proj_weight cut into Q and K/V at run
+ * time) becomes their outputs, each a weight the products then pack at
+ * compile time; the weight itself dies. Needs shapes (skipped without them).
  */
 #include <string.h>
 #include <sys/mman.h>
@@ -48,6 +52,18 @@ static void release_dead_inputs(PassCtx *c, const Node *n)
 	}
 }
 
+/* Does another live weight (a view: a folded Reshape) read id's bytes? */
+static bool shares_bytes(PassCtx *c, int id)
+{
+	Graph *g = c->g;
+	const void *bytes = g->values[id].weight->bytes;
+	for (int i = 0; i < g->nvalues; i++)
+		if (i != id && g->values[i].kind == VAL_WEIGHT && g->values[i].nuse > 0 &&
+		    g->values[i].weight->bytes == bytes && g->values[i].weight->nbytes)
+			return true;
+	return false;
+}
+
 /* Does input id die with node (read only by it, bytes shared with no live
  * weight)? */
 static bool dies_with(PassCtx *c, int id, int node)
@@ -62,12 +78,7 @@ static bool dies_with(PassCtx *c, int id, int node)
 			if (g->nodes[i].in[k] == id)
 				return false;
 	}
-	const void *bytes = g->values[id].weight->bytes;
-	for (int i = 0; i < g->nvalues; i++)
-		if (i != id && g->values[i].kind == VAL_WEIGHT && g->values[i].nuse > 0 &&
-		    g->values[i].weight->bytes == bytes && g->values[i].weight->nbytes)
-			return false;
-	return true;
+	return !shares_bytes(c, id);
 }
 
 static uint64_t dying_bytes(PassCtx *c, const Node *n)
@@ -89,17 +100,36 @@ static void *alloc_bytes(PassCtx *c, uint64_t nbytes)
 	return arena_alloc(c->a, nbytes ? nbytes : 1);
 }
 
+/* Row-major element strides of shape s. */
+static void strides_of(const Shape *s, int64_t *st)
+{
+	int64_t acc = 1;
+	for (int k = s->rank - 1; k >= 0; k--) {
+		st[k] = acc;
+		acc *= s->dims[k].size;
+	}
+}
+
+/* The next index of an output walked in row-major order. */
+static void next_index(int64_t *idx, int r, const int64_t *size)
+{
+	for (int k = r - 1; k >= 0; k--) {
+		if (++idx[k] < size[k])
+			break;
+		idx[k] = 0;
+	}
+}
+
 /* esz 0: packed 4-bit elements (int4/uint4), written in output order. */
 static void transpose(const unsigned char *x, unsigned char *y, const Shape *in,
                       const int64_t *perm, size_t esz)
 {
 	int r = in->rank;
-	int64_t st[KILN_MAX_RANK], idx[KILN_MAX_RANK] = {0}, n = shape_nelem(in);
-	int64_t s = 1;
-	for (int k = r - 1; k >= 0; k--) {
-		st[k] = s;
-		s *= in->dims[k].size;
-	}
+	int64_t st[KILN_MAX_RANK], size[KILN_MAX_RANK], idx[KILN_MAX_RANK] = {0};
+	int64_t n = shape_nelem(in);
+	strides_of(in, st);
+	for (int k = 0; k < r; k++)
+		size[k] = in->dims[perm[k]].size;
 	/* Walk the output in order; its axis k is the input's axis perm[k]. */
 	for (int64_t o = 0; o < n; o++) {
 		int64_t src = 0;
@@ -111,11 +141,7 @@ static void transpose(const unsigned char *x, unsigned char *y, const Shape *in,
 			unsigned v = (x[src >> 1] >> (4 * (src & 1))) & 15;
 			y[o >> 1] = (unsigned char)(o & 1 ? y[o >> 1] | v << 4 : v);
 		}
-		for (int k = r - 1; k >= 0; k--) {
-			if (++idx[k] < in->dims[perm[k]].size)
-				break;
-			idx[k] = 0;
-		}
+		next_index(idx, r, size);
 	}
 }
 
@@ -172,6 +198,147 @@ static float load_float(int dt, const void *p, int64_t i)
 	}
 }
 
+/* A Slice's parameters, resolved against the input's shape: begin and step
+ * per axis (the output's shape is inference's). False if they are not
+ * known at compile time, the same in every signature. */
+static bool slice_params(PassCtx *c, const Node *n, const Shape *in, int64_t *begin,
+                         int64_t *step)
+{
+	int64_t st[KILN_MAX_RANK], en[KILN_MAX_RANK], ax[KILN_MAX_RANK], sp[KILN_MAX_RANK];
+	int64_t ns = 0, ne = 0, na = -1, nsp = -1;
+	if (n->since < 10) {
+		const Attr *a = rw_attr(n, "starts"), *e = rw_attr(n, "ends"), *x = rw_attr(n, "axes");
+		if (!a || !e || a->type != AT_INTS || e->type != AT_INTS || a->n > KILN_MAX_RANK ||
+		    e->n != a->n || (x && (x->type != AT_INTS || x->n != a->n)))
+			return false;
+		ns = ne = a->n;
+		memcpy(st, a->ints, (size_t)ns * 8);
+		memcpy(en, e->ints, (size_t)ns * 8);
+		if (x) {
+			na = x->n;
+			memcpy(ax, x->ints, (size_t)na * 8);
+		}
+	} else {
+		if (n->nin < 3 || !rw_const_ints(c, n->in[1], st, KILN_MAX_RANK, &ns) ||
+		    !rw_const_ints(c, n->in[2], en, KILN_MAX_RANK, &ne) || ne != ns)
+			return false;
+		if (n->nin > 3 && n->in[3] != NONE &&
+		    (!rw_const_ints(c, n->in[3], ax, KILN_MAX_RANK, &na) || na != ns))
+			return false;
+		if (n->nin > 4 && n->in[4] != NONE &&
+		    (!rw_const_ints(c, n->in[4], sp, KILN_MAX_RANK, &nsp) || nsp != ns))
+			return false;
+	}
+	for (int k = 0; k < in->rank; k++) {
+		begin[k] = 0;
+		step[k] = 1;
+	}
+	bool seen[KILN_MAX_RANK] = {false};
+	for (int64_t i = 0; i < ns; i++) {
+		int64_t a = na >= 0 ? ax[i] : i;
+		if (a < 0)
+			a += in->rank;
+		if (a < 0 || a >= in->rank || seen[a])
+			return false;
+		seen[a] = true;
+		int64_t dim = in->dims[a].size, s = st[i], stp = nsp >= 0 ? sp[i] : 1;
+		if (stp == 0 || stp == INT64_MIN)
+			return false;
+		if (s < 0)
+			s = s < -dim ? 0 : s + dim;
+		s = stp > 0 ? (s > dim ? dim : s) : (s > dim - 1 ? dim - 1 : s);
+		begin[a] = s;
+		step[a] = stp;
+	}
+	return true;
+}
+
+/* Can Slice node n be folded alone: constant parameters, element bytes, an
+ * output with a static shape that is not pinned? Sets its output bytes. */
+static bool slice_foldable(PassCtx *c, const Node *n, uint64_t *ybytes)
+{
+	Graph *g = c->g;
+	if (n->op != OP_Slice || n->domain_id != DOMAIN_ONNX || n->nout != 1 || n->out[0] == NONE ||
+	    n->nin < 1 || !rw_is_const(c, n->in[0]))
+		return false;
+	int y = n->out[0];
+	const Shape *sy = rw_static_shape(c, y);
+	const Value *x = &g->values[n->in[0]];
+	int64_t begin[KILN_MAX_RANK], step[KILN_MAX_RANK];
+	if (g->values[y].is_output || rw_pinned(c, y) || !sy || rw_dtype(c, y) != x->dtype ||
+	    dtype_size(x->dtype) == 0 || DT_IS_4BIT(x->dtype) || shape_nelem(sy) < 0 ||
+	    sy->rank != x->shape.rank || !slice_params(c, n, &x->shape, begin, step))
+		return false;
+	*ybytes = dtype_bytes(x->dtype, shape_nelem(sy));
+	return true;
+}
+
+/* Does Slice node i fold: alone within the bytes that die with it, or as
+ * one of a group, every live reader of its input a foldable Slice whose
+ * outputs together are no larger than the input, which then dies? */
+static bool slice_may_fold(PassCtx *c, int i, uint64_t ybytes)
+{
+	Graph *g = c->g;
+	const Node *n = &g->nodes[i];
+	int x = n->in[0];
+	if (dies_with(c, x, i) && g->values[x].weight->nbytes >= ybytes)
+		return true;   /* alone (its parameters are no stored bytes to count) */
+	if (rw_pinned(c, x) || g->values[x].is_output)
+		return false;
+	uint64_t total = 0;
+	for (int j = 0; j < g->nnodes; j++) {
+		if (c->dead[j])
+			continue;
+		const Node *r = &g->nodes[j];
+		bool reads = false;
+		for (int k = 0; k < r->nin; k++)
+			if (r->in[k] == x && (k > 0 || r->op != OP_Slice))
+				return false;   /* read otherwise than as a Slice's data */
+			else
+				reads |= r->in[k] == x;
+		uint64_t b;
+		if (reads && (!slice_foldable(c, r, &b) || (total += b) > g->values[x].weight->nbytes))
+			return false;
+	}
+	return !shares_bytes(c, x);
+}
+
+static void slice_copy(const unsigned char *x, unsigned char *y, const Shape *in,
+                       const Shape *out, const int64_t *begin, const int64_t *step, size_t esz)
+{
+	int r = in->rank;
+	int64_t st[KILN_MAX_RANK], size[KILN_MAX_RANK], idx[KILN_MAX_RANK] = {0};
+	int64_t n = shape_nelem(out);
+	strides_of(in, st);
+	for (int k = 0; k < r; k++)
+		size[k] = out->dims[k].size;
+	for (int64_t o = 0; o < n; o++) {
+		int64_t src = 0;
+		for (int k = 0; k < r; k++)
+			src += (begin[k] + idx[k] * step[k]) * st[k];
+		memcpy(y + (size_t)o * esz, x + (size_t)src * esz, esz);
+		next_index(idx, r, size);
+	}
+}
+
+static bool fold_slice(PassCtx *c, int i)
+{
+	const Node *n = &c->g->nodes[i];
+	uint64_t nb;
+	int64_t begin[KILN_MAX_RANK], step[KILN_MAX_RANK];
+	if (!slice_foldable(c, n, &nb) || !slice_may_fold(c, i, nb))
+		return false;
+	const Value *x = &c->g->values[n->in[0]];
+	int y = n->out[0];
+	const Shape *sy = rw_static_shape(c, y);
+	slice_params(c, n, &x->shape, begin, step);
+	unsigned char *out = alloc_bytes(c, nb);
+	slice_copy(x->weight->bytes, out, &x->shape, sy, begin, step, dtype_size(x->dtype));
+	rw_kill(c, i);
+	rw_make_const(c, y, x->dtype, sy, out);
+	return true;
+}
+
 /* Fold node i if allowed; true if it was. */
 static bool try_fold(PassCtx *c, int i)
 {
@@ -192,6 +359,8 @@ static bool try_fold(PassCtx *c, int i)
 		rw_make_const(c, y, t->dtype, &t->shape, t->w.bytes);
 		return true;
 	}
+	if (n->op == OP_Slice)   /* its parameters may be folded values (slice_params) */
+		return fold_slice(c, i);
 	for (int k = 0; k < n->nin; k++)
 		if (n->in[k] != NONE && !rw_is_const(c, n->in[k]))
 			return false;

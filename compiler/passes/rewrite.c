@@ -168,6 +168,45 @@ bool rw_is_const(PassCtx *c, int id)
 	       v->dtype != DT_STRING && v->weight;
 }
 
+static bool ints_of(int dtype, const void *data, int64_t ne, int64_t *v, int64_t max)
+{
+	if (ne < 0 || ne > max || (dtype != DT_INT64 && dtype != DT_INT32))
+		return false;
+	for (int64_t i = 0; i < ne; i++) {
+		if (dtype == DT_INT64) {
+			memcpy(&v[i], (const char *)data + 8 * i, 8);
+		} else {
+			int32_t t;
+			memcpy(&t, (const char *)data + 4 * i, 4);
+			v[i] = t;
+		}
+	}
+	return true;
+}
+
+bool rw_const_ints(PassCtx *c, int id, int64_t *v, int64_t max, int64_t *n)
+{
+	if (id == NONE)
+		return false;
+	if (rw_is_const(c, id)) {
+		const Value *x = &c->g->values[id];
+		*n = x->weight->nelem;
+		return x->shape.rank <= 1 && ints_of(x->dtype, x->weight->bytes, *n, v, max);
+	}
+	if (c->nsigs == 0 || id >= c->nvalues_shaped || !rw_static_shape(c, id) ||
+	    rw_static_shape(c, id)->rank > 1)
+		return false;
+	for (int k = 0; k < c->nsigs; k++) {
+		const Folded *f = c->sigs[k].folded ? c->sigs[k].folded[id] : NULL;
+		int64_t w[KILN_MAX_RANK];
+		if (!f || max > KILN_MAX_RANK || !ints_of(f->dtype, f->data, f->nelem, k ? w : v, max) ||
+		    (k && (f->nelem != *n || memcmp(w, v, (size_t)*n * sizeof *v) != 0)))
+			return false;
+		*n = f->nelem;
+	}
+	return true;
+}
+
 /* Element i of a constant's bytes as a double; false for other dtypes. */
 static bool elem_f64(int dtype, const unsigned char *p, int64_t i, double *out)
 {

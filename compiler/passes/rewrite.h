@@ -55,6 +55,10 @@ bool rw_is_const(PassCtx *c, int id);
  * the arena; NULL if not such a constant or if it has more than max
  * elements. */
 double *rw_const_f64(PassCtx *c, int id, int64_t *n, int64_t max);
+/* The integers of a constant or of a value shape inference folded to the
+ * same int64/int32 contents in every signature (a Slice's end computed from
+ * constants), at most max of them, rank 0 or 1; false otherwise. */
+bool rw_const_ints(PassCtx *c, int id, int64_t *v, int64_t max, int64_t *n);
 /* Is id a constant of at least one element, every one equal to v? (No copy.) */
 bool rw_const_all(PassCtx *c, int id, double v);
 const Attr *rw_attr(const Node *n, const char *name);

@@ -199,6 +199,48 @@ def main():
         print(("ok   " if ok else "FAIL ") + "fold_shared: weight bytes %s -> %s" % (before, after))
         if not ok:
             failures.append("fold_shared bytes")
+        # fold: a packed projection cut by Slices (PyTorch's in_proj_weight into
+        # Q and K/V): every reader of the weight is a Slice, their outputs no
+        # larger together, so all fold and the weight dies; the products then
+        # see constant weights. Opset 13 (inputs) and opset 9 (attributes, with
+        # a negative step on the second).
+        wp = rng.standard_normal((12, 4)).astype(np.float32)
+        xs = rng.standard_normal((3, 4)).astype(np.float32)
+        for opset in (13, 9):
+            if opset >= 10:
+                nodes = [N("Slice", ["wp", "s0", "e0", "a0"], ["wq"]),
+                         N("Slice", ["wp", "s1", "e1", "a0", "st1"], ["wkv"])]
+                extra = [t("s0", np.array([0], np.int64)), t("e0", np.array([4], np.int64)),
+                         t("a0", np.array([0], np.int64)), t("s1", np.array([-1], np.int64)),
+                         t("e1", np.array([3], np.int64)), t("st1", np.array([-1], np.int64))]
+            else:
+                nodes = [N("Slice", ["wp"], ["wq"], starts=[0], ends=[4], axes=[0]),
+                         N("Slice", ["wp"], ["wkv"], starts=[4], ends=[2 ** 62], axes=[0])]
+                extra = []
+            wkv = wp[:3:-1] if opset >= 10 else wp[4:]
+            nodes += [N("Transpose", ["wq"], ["wqt"], perm=[1, 0]),
+                      N("Transpose", ["wkv"], ["wkvt"], perm=[1, 0]),
+                      N("MatMul", ["x", "wqt"], ["q"]), N("MatMul", ["x", "wkvt"], ["kv"]),
+                      N("Concat", ["q", "kv"], ["y"], axis=1)]
+            before, after = case(kiln, root, "fold_slices_op%d" % opset, nodes, [vi("x", [3, 4])],
+                                 [vi("y", [3, 12])], [t("wp", wp)] + extra, [xs],
+                                 [np.concatenate([xs @ wp[:4].T, xs @ wkv.T], 1)],
+                                 ["MatMul", "MatMul", "Concat"], opset=opset)
+            ok = after is not None and after <= wp.nbytes   # the cuts, no more than wp
+            print(("ok   " if ok else "FAIL ") + "fold_slices_op%d: weight bytes %s -> %s" %
+                  (opset, before, after))
+            if not ok:
+                failures.append("fold_slices_op%d bytes" % opset)
+        # ... but overlapping Slices, together larger than the weight, stay nodes.
+        nodes = [N("Slice", ["wp", "s0", "e0"], ["wa"]), N("Slice", ["wp", "s1", "e1"], ["wb"]),
+                 N("MatMul", ["x", "wa"], ["a"]), N("MatMul", ["x", "wb"], ["b"]),
+                 N("Concat", ["a", "b"], ["y"], axis=1)]
+        wo = rng.standard_normal((4, 12)).astype(np.float32)
+        case(kiln, root, "fold_slices_overlap", nodes, [vi("x", [3, 4])], [vi("y", [3, 16])],
+             [t("wp", wo), t("s0", np.array([0, 0], np.int64)), t("e0", np.array([4, 8], np.int64)),
+              t("s1", np.array([0, 4], np.int64)), t("e1", np.array([4, 12], np.int64))], [xs],
+             [np.concatenate([xs @ wo[:, :8], xs @ wo[:, 4:]], 1)],
+             ["Slice", "Slice", "MatMul", "MatMul", "Concat"])
         # dce: a branch nobody reads, and an initializer only it used.
         nodes = [N("Relu", ["x"], ["y"]), N("Mul", ["x", "unused_w"], ["dead"]),
                  N("Sigmoid", ["dead"], ["dead2"])]
