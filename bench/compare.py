@@ -186,11 +186,15 @@ def make_inputs(name, specs, batch, in_dir, noise=False):
     return files
 
 
-def build_kiln(args, name, path, batch, inputs, cell_dir):
-    """kiln compile + link kiln_time; returns (binary, None) or (None, error)."""
-    kdir = os.path.join(cell_dir, "kiln")
+def build_kiln(args, name, path, batch, inputs, cell_dir, root=None):
+    """kiln compile + link kiln_time; returns (binary, None) or (None, error).
+    root: another kiln checkout (--baseline) built into cell_dir/baseline."""
+    root = root or args.kiln_root
+    kiln = os.path.join(root, "build", "compiler", "kiln")
+    libkiln = os.path.join(root, "build", "runtime", "libkiln.a")
+    kdir = os.path.join(cell_dir, "kiln" if root == args.kiln_root else "baseline")
     os.makedirs(kdir, exist_ok=True)
-    cmd = [args.kiln, "compile", path, "--batch", str(batch), "--name", "bench", "-o", kdir]
+    cmd = [kiln, "compile", path, "--batch", str(batch), "--name", "bench", "-o", kdir]
     cmd += variant_flags(name)
     for i in inputs:  # fix non-batch symbolic dims (the LM's sequence length); the batch
         # stays N, as a user compiles it (a literal batch would leave no batch axis)
@@ -203,9 +207,9 @@ def build_kiln(args, name, path, batch, inputs, cell_dir):
     compile_s = time.time() - t0
     exe = os.path.join(kdir, "kiln_time")
     cc = os.environ.get("CC", "cc")
-    r = run([cc, "-std=c11", "-O2", "-I" + kdir, "-I" + os.path.join(args.kiln_root, "include"), "-I" + HERE,
+    r = run([cc, "-std=c11", "-O2", "-I" + kdir, "-I" + os.path.join(root, "include"), "-I" + HERE,
              os.path.join(HERE, "kiln_time.c"), os.path.join(kdir, "bench.o"),
-             args.libkiln, "-lm", "-o", exe])
+             libkiln, "-lm", "-o", exe])
     if r.returncode != 0:
         return None, "link failed: " + (r.stderr.strip().splitlines() or ["?"])[-1], compile_s
     return exe, None, compile_s
@@ -315,6 +319,15 @@ def summarize(cell, meta_w, flops, peak):
         s["ratio" + suffix] = median(rs) if rs else None
         s["ratio" + suffix + "_min"] = min(rs) if rs else None
         s["ratio" + suffix + "_max"] = max(rs) if rs else None
+    # --baseline: the median (and range) of the per-pass kiln/baseline CPU-time ratios
+    runs = [p["baseline"] for p in cell["passes"] if p.get("baseline")]
+    if runs:
+        s["baseline_cpu_ns"] = median([r["cpu_median_ns"] for r in runs])
+        rs = [p["kiln"]["cpu_median_ns"] / p["baseline"]["cpu_median_ns"] for p in cell["passes"]
+              if p.get("kiln") and p.get("baseline") and p["baseline"]["cpu_median_ns"] > 0]
+        s["vs_base_cpu"] = median(rs) if rs else None
+        s["vs_base_cpu_min"] = min(rs) if rs else None
+        s["vs_base_cpu_max"] = max(rs) if rs else None
     b = cell["batch"]
     for e in ("kiln", "ort"):
         t = s[e + "_cpu_ns"]
@@ -401,13 +414,20 @@ def main():
     ap.add_argument("--out", default=os.path.join(ROOT, "build", "bench"))
     ap.add_argument("--kiln-root", default=ROOT,
                     help="the kiln checkout to measure, built in its build/ (default: this one)")
+    ap.add_argument("--baseline", metavar="CHECKOUT",
+                    help="another kiln checkout (built in its build/), timed as a third engine in "
+                         "the same alternation: each cell also reports kiln/baseline")
     args = ap.parse_args()
     args.kiln_root = os.path.abspath(args.kiln_root)
     args.kiln = os.path.join(args.kiln_root, "build", "compiler", "kiln")
     args.libkiln = os.path.join(args.kiln_root, "build", "runtime", "libkiln.a")
-    if not (os.access(args.kiln, os.X_OK) and os.path.exists(args.libkiln)):
-        sys.exit(f"compare: {args.kiln_root} has no build/compiler/kiln and build/runtime/libkiln.a "
-                 "(scripts/build.sh there)")
+    for root in [args.kiln_root] + ([os.path.abspath(args.baseline)] if args.baseline else []):
+        if not (os.access(os.path.join(root, "build", "compiler", "kiln"), os.X_OK) and
+                os.path.exists(os.path.join(root, "build", "runtime", "libkiln.a"))):
+            sys.exit(f"compare: {root} has no build/compiler/kiln and build/runtime/libkiln.a "
+                     "(scripts/build.sh there)")
+    if args.baseline:
+        args.baseline = os.path.abspath(args.baseline)
     args.out = os.path.abspath(args.out)
     args.models_dir = os.path.abspath(os.environ.get("BENCH_MODELS_DIR",
                                                      os.path.join(ROOT, "build", "bench", "models")))
@@ -451,19 +471,28 @@ def main():
                 open(spec_file, "w"))
             exe, err, cs = build_kiln(args, name, path, b, inputs, cdir)
             log(f"compare: {name} b{b}: " + (err or f"kiln compile {cs:.1f} s"))
+            base_exe = None
+            if args.baseline:
+                base_exe, berr, _ = build_kiln(args, name, path, b, inputs, cdir, args.baseline)
+                if berr:
+                    log(f"compare: {name} b{b}: baseline: {berr}")
             cells.append(dict(model=name, batch=b, weight_bytes=w, flops_per_sample=flops, dir=cdir,
-                              exe=exe, spec=spec_file, outputs=outputs, errors=[err] if err else [],
-                              compile_s=cs, passes=[]))
+                              exe=exe, base_exe=base_exe, spec=spec_file, outputs=outputs,
+                              errors=[err] if err else [], compile_s=cs, passes=[]))
 
     started = datetime.datetime.now(datetime.timezone.utc)
     for c in cells:
         for p in range(args.passes):
             rec = dict(pass_=p, start=datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"))
-            order = ("kiln", "ort") if p % 2 == 0 else ("ort", "kiln")
+            engines = ["kiln", "ort"] + (["baseline"] if c["base_exe"] else [])
+            order = engines[p % len(engines):] + engines[:p % len(engines)]   # rotate
             for e in order:
                 if e == "kiln" and c["exe"]:
                     rec["kiln"], err = time_kiln(args, c["exe"], os.path.join(c["dir"], "in"),
                                                  os.path.join(c["dir"], f"kiln_out{p}"))
+                elif e == "baseline":
+                    rec["baseline"], err = time_kiln(args, c["base_exe"], os.path.join(c["dir"], "in"),
+                                                     os.path.join(c["dir"], f"baseline_out{p}"))
                 elif e == "ort":
                     rec["ort"], err = time_ort(args, model_path(args, c["model"]), c["spec"])
                 else:
@@ -495,6 +524,10 @@ def main():
         c["summary"] = summarize(c, c["weight_bytes"], c["flops_per_sample"],
                                  peak0[peak0["isa"]]["median"] if peak0.get("isa") else None)
         s = c["summary"]
+        if s.get("vs_base_cpu") is not None:
+            log(f"compare: {c['model']:>22} b{c['batch']:<4} kiln/baseline "
+                f"{fmt_ratio(s['vs_base_cpu'])} ({fmt_ratio(s['vs_base_cpu_min'])}-"
+                f"{fmt_ratio(s['vs_base_cpu_max'])}), baseline {fmt_time(s['baseline_cpu_ns'])}")
         log(f"compare: {c['model']:>22} b{c['batch']:<4} kiln {fmt_time(s['kiln_cpu_ns']):>10}  "
             f"ORT {fmt_time(s['ort_cpu_ns']):>10}  kiln/ORT "
             + ("-" if s["ratio_cpu"] is None else
@@ -508,7 +541,7 @@ def main():
     peak = max(peak0[isa]["median"], peak1[isa]["median"]) if isa else None
     for c in cells:  # % of peak against the best of both probes
         c["summary"] = summarize(c, c["weight_bytes"], c["flops_per_sample"], peak)
-        for k in ("exe", "dir", "spec"):
+        for k in ("exe", "base_exe", "dir", "spec"):
             c.pop(k, None)
     results = dict(
         machine=info, peak=dict(before=peak0, after=peak1, isa=isa, gflops=peak),

@@ -3,7 +3,7 @@
 #
 #   bench/compare.sh [--models a,b] [--batches 1,16,256] [--passes 3]
 #                    [--min-time S] [--min-calls N] [--slow S] [--core C] [--out DIR]
-#                    [--kiln-root CHECKOUT]
+#                    [--kiln-root CHECKOUT] [--baseline CHECKOUT]
 #
 # Builds kiln (scripts/build.sh) if build/compiler/kiln is missing, installs
 # ONNX Runtime from npm (scripts/install-ort.sh; bench-only), makes the
