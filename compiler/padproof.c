@@ -693,30 +693,30 @@ static void rule_reduce(PP *p)
 	}
 	PV *vo = out(p, 0);
 	unsigned hit = set & vi->axes;
-	int op = n->op;
-	bool sums = op == OP_ReduceSum || op == OP_ReduceSumSquare || op == OP_ReduceL1 ||
-	            op == OP_ReduceL2 || op == OP_ReduceLogSum;
+	const OpDef *d = op_def(n->op);
+	ReduceKind rk = d ? d->reduce : RD_NONE;
+	bool sums = rk == RD_SUM || rk == RD_SUM_SQUARE || rk == RD_L1 || rk == RD_L2 ||
+	            rk == RD_LOG_SUM;
 	for (int a = 0; a < r; a++) {
 		if (!(hit >> a & 1u))
 			continue;
 		Kind k = vi->pad[a];
 		bool zero = k.k == PK_CONST && k.c == 0;
-		if (op == OP_ReduceMean)
+		if (rk == RD_MEAN)
 			leak(p, "averages over the padded axis %d (a mean counts the padded positions: sum the "
 			        "masked values and divide by the sum of the mask)", a);
 		else if (sums && !zero)
 			leak(p, "sums over the padded axis %d whose padded entries are not 0 (multiply by the "
 			        "mask first)", a);
-		else if ((op == OP_ReduceMax || op == OP_ReduceLogSumExp) && !neg(k))
+		else if ((rk == RD_MAX || rk == RD_LOG_SUM_EXP) && !neg(k))
 			leak(p, "takes the %s over the padded axis %d whose padded entries are not masked to "
-			        "-inf", op == OP_ReduceMax ? "max" : "log-sum-exp", a);
-		else if (op == OP_ReduceMin && !(k.k == PK_CONST && k.c >= 1e4))
+			        "-inf", rk == RD_MAX ? "max" : "log-sum-exp", a);
+		else if (rk == RD_MIN && !(k.k == PK_CONST && k.c >= 1e4))
 			leak(p, "takes the min over the padded axis %d whose padded entries are not masked to "
 			        "+inf", a);
-		else if (op == OP_ReduceProd && !(k.k == PK_CONST && k.c == 1))
+		else if (rk == RD_PROD && !(k.k == PK_CONST && k.c == 1))
 			leak(p, "multiplies over the padded axis %d whose padded entries are not 1", a);
-		else if (!sums && op != OP_ReduceMax && op != OP_ReduceMin && op != OP_ReduceProd &&
-		         op != OP_ReduceLogSumExp)
+		else if (!sums && rk != RD_MAX && rk != RD_MIN && rk != RD_PROD && rk != RD_LOG_SUM_EXP)
 			leak(p, "reduces over the padded axis %d", a);
 		if (p->nwhy)
 			return;
