@@ -78,6 +78,8 @@ typedef struct VerifyOptions {
 	int trees;                 /* --trees: EmitTrees (emit.h) */
 	bool zipmap_tensor;        /* --zipmap=tensor (ops/ml.c) */
 	bool winograd;             /* --winograd (ops/conv_algo.c) */
+	double rtol, atol;         /* --tolerance; rtol < 0: 1e-3, 1e-5 and 16-bit floats bit
+	                            * for bit; else every float type within atol + rtol |want| */
 } VerifyOptions;
 
 /* Verify each case folder; prints one line per case and a summary line.

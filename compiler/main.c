@@ -7,6 +7,7 @@
  * 2 any error (bad model, unreadable file, bad usage, limits).
  */
 #include <errno.h>
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
@@ -97,6 +98,9 @@ static const HelpRow options_help[] = {
 	{"-O N, -ON", "optimization level (0-3) for the C compiler (compile 2,\nverify 1)",
 	 C_COMPILE | C_VERIFY},
 	{"--keep", "keep verify's build folders", C_VERIFY},
+	{"--tolerance=RTOL,ATOL", "compare floats within ATOL + RTOL x |expected|\n"
+	                          "(default 1e-3,1e-5), float16 and bfloat16 too\n"
+	                          "(compared bit for bit without it)", C_VERIFY},
 	{"--no-opt", "compile without the graph optimizer", C_COMPILE | C_VERIFY},
 	{"--no-pass=NAME", "skip one optimizer pass: noop, dedup, cse, einsum, fold,\n"
 	                   "lastpos, mlpconv, attention, fuse, addnorm, edgeconv, dce,\n"
@@ -214,6 +218,7 @@ typedef struct Options {
 	char **paths;                 /* verify: every CASE_DIR */
 	int npaths;
 	size_t max_memory_mb;
+	double rtol, atol;            /* verify --tolerance; rtol < 0: the default */
 	Limits limits;                /* --max-nodes, --max-elements, --max-arena, --max-c-size, --max-depth */
 	int64_t batches[MAX_LIST];
 	int nbatches;
@@ -431,6 +436,7 @@ static bool parse_size(const char *s, uint64_t *out)
 static int parse_args(int argc, char **argv, Options *o)
 {
 	o->max_memory_mb = 4096;
+	o->rtol = -1;
 	o->limits = kiln_default_limits;
 	o->opt_level = -1;
 	bool no_more_flags = false;
@@ -616,6 +622,18 @@ static int parse_args(int argc, char **argv, Options *o)
 					return usage_error(strncmp(a, "--max-depth", 11) == 0
 					                   ? "%s needs a whole number from 1 to 256"
 					                   : "%s needs a positive whole number", a);
+			} else if ((v = flag_value(argc, argv, &i, "--tolerance", &missing))) {
+				char *end, *end2 = NULL;
+				errno = 0;
+				o->rtol = strtod(v, &end);
+				if (*end == ',')
+					o->atol = strtod(end + 1, &end2);
+				bool bad_tol = !*v || *end != ',' || end2 == end + 1 || *end2 || errno ||
+				               !(o->rtol >= 0 && o->rtol < HUGE_VAL) ||
+				               !(o->atol >= 0 && o->atol < HUGE_VAL);
+				if (bad_tol && !missing)
+					return usage_error("--tolerance needs RTOL,ATOL (two numbers >= 0), got '%s'",
+					                   v);
 			} else if ((v = flag_value(argc, argv, &i, "--max-memory", &missing))) {
 				char *end;
 				errno = 0;
@@ -676,6 +694,8 @@ static int parse_args(int argc, char **argv, Options *o)
 	    strcmp(o->command, "compile"))
 		return usage_error("--export, --no-cc, --depfile, --shared and -v go with 'compile', "
 		                   "not '%s'", o->command);
+	if (o->rtol >= 0 && strcmp(o->command, "verify"))
+		return usage_error("--tolerance goes with 'verify', not '%s'", o->command);
 	if (o->winograd && strcmp(o->command, "compile") && strcmp(o->command, "verify"))
 		return usage_error("--winograd goes with 'compile' or 'verify', not '%s'", o->command);
 	if (o->max_weight_bytes && strcmp(o->command, "compile") && strcmp(o->command, "check"))
@@ -858,7 +878,8 @@ static int run(const Options *o)
 		VerifyOptions vo = {.batch = o->nbatches ? o->batches[0] : 0, .opt_level = o->opt_level,
 		                    .keep = o->keep, .max_memory_bytes = o->max_memory_mb << 20,
 		                    .passes = &o->popts, .trees = o->trees,
-		                    .zipmap_tensor = o->zipmap_tensor, .winograd = o->winograd};
+		                    .zipmap_tensor = o->zipmap_tensor, .winograd = o->winograd,
+		                    .rtol = o->rtol, .atol = o->atol};
 		return verify_run(&vo, o->paths, o->npaths, stdout);
 	}
 	Diag d = {.file = o->model};

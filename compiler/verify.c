@@ -8,7 +8,8 @@
  * is compiled as a shared object with libkiln (compile.c), loaded with
  * dlopen, and run through its kiln_model descriptor. Floats must agree within
  * |got - want| <= atol + rtol * |want| (rtol 1e-3, atol 1e-5; NaN matches
- * NaN), integers and booleans exactly. One line per case and a summary line.
+ * NaN; --tolerance sets both and compares float16 and bfloat16 so too, which
+ * are otherwise compared bit for bit), integers and booleans exactly. One line per case and a summary line.
  * Each case runs in its own arena and protected call, so one bad case cannot
  * stop the others.
  */
@@ -25,10 +26,11 @@
 #include "sig.h"
 #include "kiln/float8.h"
 #include "kiln/int4.h"
+#include "kiln/kernels.h"
 #include "kiln/model.h"
 
 enum { MAX_IO = 64, MAX_SETS = 64 };
-static const double RTOL = 1e-3, ATOL = 1e-5;
+static const double RTOL = 1e-3, ATOL = 1e-5;   /* without --tolerance */
 
 typedef struct Outcome {
 	enum { V_PASS, V_FAIL, V_UNSUPPORTED, V_ERROR } kind;
@@ -71,6 +73,8 @@ static double load_num(const void *p, int dt, int64_t i)
 	switch (dt) {
 	case DT_FLOAT: { float v; memcpy(&v, b + 4 * i, 4); return (double)v; }
 	case DT_DOUBLE: { double v; memcpy(&v, b + 8 * i, 8); return v; }
+	case DT_FLOAT16: { uint16_t v; memcpy(&v, b + 2 * i, 2); return (double)kiln_f16_to_f32(v); }
+	case DT_BFLOAT16: { uint16_t v; memcpy(&v, b + 2 * i, 2); return (double)kiln_bf16_to_f32(v); }
 	case DT_FLOAT8E4M3FN: case DT_FLOAT8E4M3FNUZ: case DT_FLOAT8E5M2: case DT_FLOAT8E5M2FNUZ:
 		return (double)kiln_f8_to_f32(b[i], dt - DT_FLOAT8E4M3FN);
 	default: return 0;
@@ -78,11 +82,15 @@ static double load_num(const void *p, int dt, int64_t i)
 }
 
 /* Compare one output; fills o on mismatch and returns false. */
-static bool compare(const Tensor *want, const void *got, const char *name, int index, Outcome *o)
+static bool compare(const Tensor *want, const void *got, const char *name, int index, Outcome *o,
+                    const VerifyOptions *vo)
 {
 	int dt = want->dtype;
 	int64_t n = want->w.nelem;
-	if (dt == DT_FLOAT || dt == DT_DOUBLE || DT_IS_FLOAT8(dt)) {
+	bool tol = vo->rtol >= 0;
+	double rtol = tol ? vo->rtol : RTOL, atol = tol ? vo->atol : ATOL;
+	if (dt == DT_FLOAT || dt == DT_DOUBLE || DT_IS_FLOAT8(dt) ||
+	    (tol && (dt == DT_FLOAT16 || dt == DT_BFLOAT16))) {
 		for (int64_t i = 0; i < n; i++) {
 			double w = load_num(want->w.bytes, dt, i), g = load_num(got, dt, i);
 			if (isnan(w) && isnan(g))
@@ -94,7 +102,7 @@ static bool compare(const Tensor *want, const void *got, const char *name, int i
 				o->worst_abs = err;
 			if (rel > o->worst_rel || isnan(rel))
 				o->worst_rel = rel;
-			if (!(err <= ATOL + RTOL * fabs(w))) {
+			if (!(err <= atol + rtol * fabs(w))) {
 				snprintf(o->detail, sizeof o->detail,
 				         "output %d \"%s\" element %lld: got %.9g, expected %.9g (abs err %.3g)",
 				         index, name, (long long)i, g, w, err);
@@ -318,7 +326,7 @@ retry:;
 				         dtype_name(km->outputs[i].dtype), dtype_name(outs[i].dtype));
 				goto done;
 			}
-			if (!compare(&outs[i], out_ptrs[i], g->values[g->outputs[i]].name, i, o)) {
+			if (!compare(&outs[i], out_ptrs[i], g->values[g->outputs[i]].name, i, o, vo)) {
 				o->kind = V_FAIL;
 				goto done;
 			}
