@@ -784,8 +784,11 @@ static void infer_one_hot(Infer *x)
 {
 	const Shape *idx = infer_shape(x, 0);
 	const Folded *f = infer_folded(x, 1);
-	if (!f || f->nelem != 1)
-		infer_fail(x, KILN_UNSUPPORTED, "input 1 \"depth\" must be known at compile time");
+	if (!f)
+		infer_fail_unknown(x, 1, "");
+	if (f->nelem != 1)
+		infer_fail(x, KILN_INVALID_MODEL, "input 1 \"%s\" (depth) has %lld values, not one",
+		           infer_input_name(x, 1), (long long)f->nelem);
 	double depth;
 	switch (f->dtype) {
 	case DT_FLOAT: { float t; memcpy(&t, f->data, 4); depth = (double)t; break; }

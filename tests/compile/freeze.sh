@@ -44,6 +44,13 @@ out=$("$KILN" check "$M" --freeze limit=1 2>&1); rc=$?
 out=$("$KILN" check "$M" --freeze start=1 --freeze limit=7 --freeze=delta=2 2>&1); rc=$?
 [ $rc -eq 0 ] && printf '%s' "$out" | grep -qF 'shapes inferred and buffers planned at batch 1' \
 	&& ok || bad "check with all frozen: rc $rc: $out"
+# OneHot's depth is named by its value (verify and --freeze find it by that name)
+out=$("$KILN" check "$SRC/tests/fixtures/onehot_depth.onnx" --batch 1 2>&1); rc=$?
+[ $rc -eq 1 ] && printf '%s' "$out" | grep -qF \
+	'input 1 "n_classes" must be known at compile time (--freeze n_classes=V0,V1,...)' \
+	&& ok || bad "OneHot depth not frozen: rc $rc: $out"
+out=$("$KILN" check "$SRC/tests/fixtures/onehot_depth.onnx" --batch 1 --freeze n_classes=4 2>&1); rc=$?
+[ $rc -eq 0 ] && ok || bad "OneHot depth frozen: rc $rc: $out"
 check_err "'99999999999999999999' is not a int64 value" compile "$M" --batch 1 -o "$OUT/x" --freeze limit=99999999999999999999
 
 tally freeze

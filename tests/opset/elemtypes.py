@@ -663,13 +663,25 @@ def main(argv):
                 pairs.append(Pair(op, tname, picked[0], picked[1], picked[2],
                                   "move" if op in MOVE or tname == picked[3] else "ort"))
     ort_references([p for p in pairs if p.kind == "ort"], outdir)
-    groups = collections.defaultdict(list)
+    keyed = collections.defaultdict(list)
     for p in pairs:
-        opsets = opsets_key(p.model)
-        groups[("noref" if p.no_ref else "ref", p.tname, opsets)].append(p)
+        keyed[("noref" if p.no_ref else "ref", p.tname, opsets_key(p.model))].append(p)
+    # One merged model per key, cut where it would pass kiln verify's 64
+    # inputs or 64 outputs.
+    groups = []
+    for key, ps in sorted(keyed.items(), key=lambda kv: repr(kv[0])):
+        chunk, nin, nout = [], 0, 0
+        for p in ps:
+            i, o = len(p.inputs), len(p.model.graph.output)
+            if chunk and (nin + i > 64 or nout + o > 64):
+                groups.append((key, chunk))
+                chunk, nin, nout = [], 0, 0
+            chunk.append(p)
+            nin, nout = nin + i, nout + o
+        groups.append((key, chunk))
     # Every pair in its own folder (to name a failing pair), every group merged.
     merged, merged_opsets = {}, {}
-    for k, (key, ps) in enumerate(sorted(groups.items(), key=lambda kv: repr(kv[0]))):
+    for k, (key, ps) in enumerate(groups):
         for j, p in enumerate(ps):
             p.write(os.path.join(outdir, "pairs", f"{k}_{j}"))
         d = os.path.join(outdir, "merged", str(k))
