@@ -2,34 +2,48 @@
 """Issue 28: every element type an op claims is compiled, run and compared.
 
 `kiln ops` lists each supported op with the element types of its main type
-parameter. For every (op, type) pair this test takes a one-node ONNX backend
-case of the op (/usr/share/libonnx-testdata/data/node, float32 input
-preferred, the first that `kiln check` accepts), rewrites the values bound to
-the op's main type parameter (from the op's schema in onnx.defs; without a
-schema, the values typed as the node's first input) to the new type and
-converts their data: floats to integers by rounding and clamping into the
-type's range, to unsigned types from the absolute value, to bool as != 0.
+parameter. For every (op, type) pair this test takes a one-node case of the
+op: an ONNX backend case (/usr/share/libonnx-testdata/data/node, float32
+input preferred, the first that `kiln check` accepts) or, for the ops the
+backend data (ONNX 1.12) lacks, one of elemtypes_cases.GENERATED (the opset
+18+ ops, the ai.onnx.ml ops, ...; their own expected outputs from ONNX
+Runtime); it rewrites the values bound to the op's main type parameter (from
+the op's schema in onnx.defs; without a schema, the values typed as the
+node's first input; a Constant's value attribute with them) to the new type
+and converts their data: floats to integers by rounding and clamping into
+the type's range, to unsigned types from the absolute value, to bool as != 0,
+to bfloat16 by rounding to nearest even.
+If, Loop and Scan are built per type instead (elemtypes_cases.CONTROL_FLOW:
+bodies that carry the type through Add, or Xor for bool; numpy references on
+small whole numbers, exact).
 
 The reference:
 - data-movement ops (the output elements are input elements: Reshape,
   Transpose, Gather, Pad, Where, ...): the case's expected outputs converted
   the same way, compared exactly;
 - the others: ONNX Runtime 1.30 (node, onnxruntime-node, one process for all;
-  elemtypes_ort.js) run on the rewritten model; where ORT refuses the model (no
-  kernel for the type; bfloat16, which its node binding cannot feed) the
-  pair has "no reference": kiln must still compile and run it (`kiln
-  verify` against placeholder outputs, whose values are not compared).
+  elemtypes_ort.js) run on the rewritten model; where it refuses the type (no
+  kernel; bfloat16, which its node binding cannot feed), on the same values
+  in a wider type it runs (WIDER: integers in int64 or int32, float16 and
+  bfloat16 in float32, float64 in float32; float32 also for the ops that
+  compute in float whatever their input, FLOAT_MATH), the results narrowed
+  back as the type computes (integers wrap, floats round to nearest even);
+  where it has no kernel in any type, numpy (NUMPY_REF: QLinearConv and
+  QLinearMatMul with int8 x and uint8 w). A pair with none of these is
+  compiled and run only and listed as "no reference" (none at present).
 - a pair of the case's own type: the case's expected outputs.
-Ops with subgraphs (If, Loop, Scan) are not tested: their bodies' types
-are not rewritten.
-`kiln verify` compares (floats rtol 1e-3, atol 1e-5; integers and bool
-exactly). To keep the run short, the pairs of one (reference kind, type,
-opset imports; ai.onnx raised to 17 where the op's schema is the same) are
-merged into one model (names prefixed per case); a merged model that fails
-is halved until the failing pairs stand alone.
+`kiln verify` compares: floats rtol 1e-3, atol 1e-5 (float16 outputs leave
+through a Cast to float32 for it: one float16 step is at most 2^-10 of the
+value); bfloat16 within one step of the type (--tolerance=2^-7,1e-5);
+integers and bool exactly. To keep the run short, the pairs of one
+(reference kind, type, opset imports; ai.onnx raised to 17 where the op's
+schema is the same) are merged into one model (names prefixed per case, in
+subgraphs too; cut at verify's 64 inputs or outputs); a merged model that
+fails is halved until the failing pairs stand alone.
 
-Prints one summary line (claimed pairs, tested, passed, no reference, no
-case) and the pairs not tested with the reason (-v: each tested pair too).
+Prints one summary line (claimed pairs, tested, passed and how their
+reference was computed, no reference, no case) and the pairs not tested with
+the reason (-v: each tested pair too).
 Exits 1 on any mismatch or any claimed pair kiln refuses; 77 ("skipped")
 without the backend data or ONNX Runtime.
 
@@ -347,6 +361,9 @@ def ort_run(jobs, workdir):
     """ONNX Runtime on [(model, [(name, TensorProto)])], all in one node
     process: for each job its outputs [TensorProto] (named as the model's
     outputs), or the refusal's message (a str)."""
+    if not jobs:
+        return []
+    os.makedirs(workdir, exist_ok=True)
     specs = []
     for k, (model, ins) in enumerate(jobs):
         d = os.path.join(workdir, str(k))
