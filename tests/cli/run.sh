@@ -95,6 +95,14 @@ expect 2 "$E --plan goes with 'info' or 'dump', not 'check'
 Try 'kiln --help'." -- check --plan mlp.onnx
 expect 2 "$E --shape, --dim, --batch-dim and --freeze go with 'info', 'check', 'dump' or 'compile', not 'verify'; verify takes one --batch
 Try 'kiln --help'." -- verify --shape=x=2,4 .
+expect 2 "$E --tolerance needs RTOL,ATOL (two numbers >= 0), got '1e-3'
+Try 'kiln --help'." -- verify --tolerance=1e-3 .
+expect 2 "$E --tolerance needs RTOL,ATOL (two numbers >= 0), got '-1,0'
+Try 'kiln --help'." -- verify --tolerance=-1,0 .
+expect 2 "$E --tolerance needs RTOL,ATOL (two numbers >= 0), got '0.01,inf'
+Try 'kiln --help'." -- verify --tolerance=0.01,inf .
+expect 2 "$E --tolerance goes with 'verify', not 'info'
+Try 'kiln --help'." -- info --tolerance=0.01,0 mlp.onnx
 
 # ---- check --batch: compile's shape inference and plans, so what it passes compiles
 expect 0 "" -- check --batch 1,64 mlp.onnx
