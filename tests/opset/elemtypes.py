@@ -41,6 +41,8 @@ schema is the same) are merged into one model (names prefixed per case, in
 subgraphs too; cut at verify's 64 inputs or outputs); a merged model that
 fails is halved until the failing pairs stand alone.
 
+First it checks the bfloat16 tolerance itself (tolerance_check: a sum one
+step off fails bit for bit and passes with it, two steps off fail).
 Prints one summary line (claimed pairs, tested, passed and how their
 reference was computed, no reference, no case) and the pairs not tested with
 the reason (-v: each tested pair too).
@@ -252,7 +254,9 @@ def data_of(d, kind):
 
 def retype(model, names, tname, values=None):
     """A copy of model with the values in names of element type tname, the
-    data of their initializers converted (from values[name] if given)."""
+    data of their initializers (and of a Constant's value, keyed
+    "value:OUTPUT") converted, from values[key] where it holds the key."""
+    values = values or {}
     m = onnx.ModelProto()
     m.CopyFrom(model)
     code = CODES[tname]
@@ -261,13 +265,14 @@ def retype(model, names, tname, values=None):
             v.type.tensor_type.elem_type = code
     for i, t in enumerate(m.graph.initializer):
         if t.name in names:
-            data = values[t.name] if values else to_float(t)
+            data = values[t.name] if t.name in values else to_float(t)
             m.graph.initializer[i].CopyFrom(tensor(convert(data, tname), t.name, tname))
     for n in m.graph.node:   # a Constant's value: of its output's type
         for a in n.attribute:
             if (a.name == "value" and a.type == onnx.AttributeProto.TENSOR and n.output and
                     all(o in names for o in n.output)):
-                data = values["value:" + n.output[0]] if values else to_float(a.t)
+                key = "value:" + n.output[0]
+                data = values[key] if key in values else to_float(a.t)
                 a.t.CopyFrom(tensor(convert(data, tname), "", tname))
     return m
 
@@ -455,9 +460,10 @@ def narrow(arr, tname):
         return arr != 0
     if tname == "bfloat16":
         return convert(arr, "bfloat16")
-    if tname in ("float16", "float32", "float64"):
-        return arr.astype(np.float32).astype(NP[tname]) if tname != "float64" else \
-            arr.astype(np.float64)
+    if tname == "float64":
+        return arr.astype(np.float64)
+    if tname in ("float16", "float32"):
+        return arr.astype(np.float32).astype(NP[tname])
     return arr.astype(np.int64).astype(NP[tname])
 
 
@@ -574,6 +580,33 @@ def merge(pairs, d, opsets):
 TOLERANCE = {"bfloat16": ["--tolerance=0.0078125,1e-5"]}
 
 
+def tolerance_check(kiln, outdir):
+    """kiln verify --tolerance on a bfloat16 Add whose expected output is
+    one, then two steps of the type above the right sum: without it the
+    comparison is bit for bit (fails), with TOLERANCE one step passes and two
+    fail. Returns the failures [(label, why)]."""
+    x = convert(np.linspace(-3, 5, 12, dtype=np.float32).reshape(3, 4), "bfloat16")
+    y = convert(np.linspace(0.3, 2, 12, dtype=np.float32).reshape(3, 4), "bfloat16")
+    w = lambda b: (b.astype(np.uint32) << np.uint32(16)).view(np.float32)  # noqa: E731
+    vi = lambda n: onnx.helper.make_tensor_value_info(n, TensorProto.BFLOAT16, [3, 4])  # noqa
+    m = onnx.helper.make_model(onnx.helper.make_graph(
+        [onnx.helper.make_node("Add", ["x", "y"], ["z"])], "tol", [vi("x"), vi("y")], [vi("z")]),
+        opset_imports=[onnx.helper.make_opsetid("", 17)])
+    m.ir_version = 8
+    bad = []
+    for steps, flags, want in ((1, (), False), (1, TOLERANCE["bfloat16"], True),
+                               (2, TOLERANCE["bfloat16"], False)):
+        z = convert(w(x) + w(y), "bfloat16") + np.uint16(steps)
+        p = Pair.given("Add", "bfloat16", f"kiln verify {' '.join(flags)}, {steps} step(s) off",
+                       m, [("x", tensor(x, "x", "bfloat16")), ("y", tensor(y, "y", "bfloat16"))],
+                       [tensor(z, "z", "bfloat16")])
+        p.write(os.path.join(outdir, "tolerance", f"{steps}{'t' if flags else ''}"))
+        ok, line = verify(kiln, [p.dir], flags)[p.dir]
+        if ok != want:
+            bad.append((p.label, f"{'passes' if ok else 'fails'}: {line}"))
+    return bad
+
+
 def verify(kiln, dirs, flags=()):
     """kiln verify over dirs: {dir: (ok, line)}."""
     r = subprocess.run([kiln, "verify", *flags, *dirs], capture_output=True, text=True)
@@ -646,7 +679,7 @@ def main(argv):
         cases.setdefault(op, cs)
     total = sum(len(ts) for op, ts in claims.items() if not only or op in only)
     untested = []      # (label, reason): not failures
-    failures = []      # (label, reason)
+    failures = tolerance_check(kiln, outdir)   # (label, reason)
     pairs = []
     for op in sorted(claims):
         if only and op not in only:
