@@ -29,12 +29,16 @@ The reference:
   compute in float whatever their input, FLOAT_MATH), the results narrowed
   back as the type computes (integers wrap, floats round to nearest even);
   where it has no kernel in any type, numpy (NUMPY_REF: QLinearConv and
-  QLinearMatMul with int8 x and uint8 w). A pair with none of these is
+  QLinearMatMul with int8 x and uint8 w). float64 math without attributes
+  that ONNX Runtime has no float64 kernel for (Acos, Tan, Erf, Softplus, ...:
+  F64_REF) is computed by numpy in float64 instead and compared within
+  1e-12, so that a result computed in float32 fails. A pair with none of these is
   compiled and run only and listed as "no reference" (none at present).
 - a pair of the case's own type: the case's expected outputs.
 `kiln verify` compares: floats rtol 1e-3, atol 1e-5 (float16 outputs leave
 through a Cast to float32 for it: one float16 step is at most 2^-10 of the
 value); bfloat16 within one step of the type (--tolerance=2^-7,1e-5);
+F64_REF's float64 pairs within 1e-12 (--tolerance=1e-12,1e-15);
 integers and bool exactly. To keep the run short, the pairs of one
 (reference kind, type, opset imports; ai.onnx raised to 17 where the op's
 schema is the same) are merged into one model (names prefixed per case, in
@@ -56,6 +60,7 @@ usage: elemtypes.py KILN OUTDIR [--data TESTDATA] [-v] [OP...]
 import collections
 import glob
 import json
+import math
 import os
 import shutil
 import subprocess
@@ -320,6 +325,10 @@ class Pair:
             t = self.converted[k]
             self.converted[k] = tensor(to_float(t).astype(np.float32), t.name, "float32")
 
+    def flags(self):
+        """kiln verify's tolerance flags for this pair (TOLERANCE)."""
+        return TOLERANCE.get(self.tname + ("-numpy" if self.widened == "numpy" else ""), ())
+
     @classmethod
     def given(cls, op, tname, label, model, inputs, outputs):
         """A pair of a model already of tname, with its reference outputs."""
@@ -451,6 +460,13 @@ def qlinear_ref(node, x):
 
 # Where ONNX Runtime has no kernel in any type: a numpy reference.
 NUMPY_REF = {"QLinearMatMul": qlinear_ref, "QLinearConv": qlinear_ref}
+# float64 math without attributes that ONNX Runtime has no float64 kernel
+# for: numpy in float64 (rather than ONNX Runtime in float32), compared
+# within 1e-12 so that a result computed in float32 fails.
+F64_REF = {"Acos": np.arccos, "Acosh": np.arccosh, "Asin": np.arcsin, "Asinh": np.arcsinh,
+           "Atan": np.arctan, "Atanh": np.arctanh, "Cosh": np.cosh, "Sinh": np.sinh,
+           "Tan": np.tan, "Softsign": lambda x: x / (1 + np.abs(x)),
+           "Softplus": lambda x: np.log(np.exp(x) + 1), "Erf": np.vectorize(math.erf)}
 
 
 def narrow(arr, tname):
@@ -482,6 +498,9 @@ def ort_references(pairs, outdir):
             refused.append(p)
         else:
             p.outputs = r
+    numpy_f64 = [p for p in refused if p.op in F64_REF and p.tname == "float64" and
+                 not p.model.graph.node[0].attribute]
+    refused = [p for p in refused if p not in numpy_f64]
     for round_ in range(3):
         jobs = [(p, p.wider(wider_types(p)[round_])) for p in refused
                 if len(wider_types(p)) > round_]
@@ -494,8 +513,13 @@ def ort_references(pairs, outdir):
             p.outputs = [p.narrowed(k, to_float(t)) for k, t in enumerate(r)]
             p.widened, p.no_ref = wide, None
         refused = [p for p in refused if p.no_ref is not None]
-    for p in refused:
-        if p.op in NUMPY_REF:
+    for p in refused + numpy_f64:
+        if p in numpy_f64:
+            x = numpy_helper.to_array(p.inputs[0][1])
+            p.outputs = [tensor(F64_REF[p.op](x).astype(np.float64), p.model.graph.output[0].name,
+                                "float64")]
+            p.widened, p.no_ref = "numpy", None
+        elif p.op in NUMPY_REF:
             vals = [numpy_helper.to_array(t) for _, t in p.inputs]
             p.outputs = [tensor(a, v.name, NAMES[v.type.tensor_type.elem_type]) for a, v in
                          zip(NUMPY_REF[p.op](p.model.graph.node[0], vals), p.model.graph.output)]
@@ -577,7 +601,9 @@ def merge(pairs, d, opsets):
 # through a Cast to float32), bfloat16 within one step of the type (2^-7 of the
 # value): kiln and the reference both compute in float32 and round once, but
 # their float32 results may differ in the last bits.
-TOLERANCE = {"bfloat16": ["--tolerance=0.0078125,1e-5"]}
+TOLERANCE = {"bfloat16": ("--tolerance=0.0078125,1e-5",),
+             # float64 against numpy's float64 (F64_REF): a float32 result fails
+             "float64-numpy": ("--tolerance=1e-12,1e-15",)}
 
 
 def tolerance_check(kiln, outdir):
@@ -630,9 +656,8 @@ def bisect(kiln, todo, opsets, runs_only):
     good, bad = [], []
     while todo:
         res = {}
-        for tname in sorted({ps[0].tname for _, ps in todo}):
-            res.update(verify(kiln, [d for d, ps in todo if ps[0].tname == tname],
-                              TOLERANCE.get(tname, ())))
+        for flags in sorted({ps[0].flags() for _, ps in todo}):
+            res.update(verify(kiln, [d for d, ps in todo if ps[0].flags() == flags], flags))
         nxt = []
         for d, ps in todo:
             ok, line = res[d]
@@ -715,7 +740,7 @@ def main(argv):
     ort_references([p for p in pairs if p.kind == "ort"], outdir)
     keyed = collections.defaultdict(list)
     for p in pairs:
-        keyed[("noref" if p.no_ref else "ref", p.tname, opsets_key(p.model))].append(p)
+        keyed[("noref" if p.no_ref else "ref", p.tname, opsets_key(p.model), p.flags())].append(p)
     # One merged model per key, cut where it would pass kiln verify's 64
     # inputs or 64 outputs.
     groups = []
