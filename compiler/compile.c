@@ -94,7 +94,7 @@ const char *compile_runtime_lib(Arena *a)
 /* ---- running tools ---------------------------------------------------- */
 
 /* Split $VAR (or dflt) on spaces: CC may be "ccache gcc". */
-static int tool_argv(Arena *a, const char *var, const char *dflt, const char **argv, int max)
+int compile_tool_argv(Arena *a, const char *var, const char *dflt, const char **argv, int max)
 {
 	const char *v = getenv(var);
 	if (!v || !*v)
@@ -595,7 +595,7 @@ void compile_model(Model *m, const CompileOptions *o, CompileResult *res)
 		return;
 	}
 	const char *argv[128];
-	int n = tool_argv(a, "CC", "cc", argv, 40);
+	int n = compile_tool_argv(a, "CC", "cc", argv, 40);
 	const char *inc = arena_printf(a, "-I%s", compile_include_dir(a));
 	const char *opt = arena_printf(a, "-O%d", o->opt_level);
 	/* Weights in large sections (emit_obj.h): the code reaches them with
@@ -621,14 +621,14 @@ void compile_model(Model *m, const CompileOptions *o, CompileResult *res)
 	const char *more[] = {"-std=c11", opt, "-ffp-contract=off", "-fPIC", model, inc, NULL};
 	memcpy(argv + n, more, sizeof more);
 	n += (int)(sizeof more / sizeof more[0]) - 1;
-	n += tool_argv(a, "CFLAGS", "", argv + n, 120 - n);
+	n += compile_tool_argv(a, "CFLAGS", "", argv + n, 120 - n);
 	const char *files[] = {"-c", c_tmp, "-o", code_o, NULL};
 	memcpy(argv + n, files, sizeof files);
 	run_tool(m, argv, arena_printf(a, "compile %s", res->c_path), dir);
 	stage(o, "C compiled");
 	const char *o_tmp = outputs_stage_path(m, arena_printf(a, "%s.o", name), true, true);
 	res->o_path = arena_printf(a, "%s/%s.o", dir, name);
-	n = tool_argv(a, "LD", "ld", argv, 40);
+	n = compile_tool_argv(a, "LD", "ld", argv, 40);
 	const char *link[] = {"-r", "-o", o_tmp, code_o, w_tmp, NULL};
 	memcpy(argv + n, link, sizeof link);
 	run_tool(m, argv, "merge the code and weights objects", dir);

@@ -80,12 +80,22 @@ typedef struct VerifyOptions {
 	bool winograd;             /* --winograd (ops/conv_algo.c) */
 	double rtol, atol;         /* --tolerance; rtol < 0: 1e-3, 1e-5 and 16-bit floats bit
 	                            * for bit; else every float type within atol + rtol |want| */
+	bool reproducible;         /* --reproducible: reproduce.c */
+	const int64_t *batches;    /* --reproducible: the sizes to compile */
+	int nbatches;
 } VerifyOptions;
 
 /* Verify each case folder; prints one line per case and a summary line.
  * Returns 0 if every case passed. */
 int verify_run(const VerifyOptions *vo, char **dirs, int ndirs, FILE *out);
+/* reproduce.c: `kiln verify --reproducible`, the same bits under every ISA,
+ * batch size and stitching, and on aarch64; one line per check, a verdict
+ * per case. Returns 0 if every case is reproducible, 1 if one differs, 2 if
+ * one could not be checked. */
+int reproduce_run(const VerifyOptions *vo, char **paths, int npaths, FILE *out);
 const char *compile_include_dir(Arena *a);
+/* $VAR (or dflt) split on blanks into argv (CC may be "ccache gcc"); the count. */
+int compile_tool_argv(Arena *a, const char *var, const char *dflt, const char **argv, int max);
 /* outputs.c: remove a temporary build folder and what it holds, never
  * following a link (best effort). */
 void compile_remove_tree(const char *dir);

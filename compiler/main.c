@@ -41,7 +41,9 @@ static const HelpRow commands_help[] = {
 	{"dump MODEL", "print kiln's IR of the model (for debugging)", C_DUMP},
 	{"compile MODEL --batch=B1,...", "write NAME.h, NAME.c, NAME_weights.o and NAME.o", C_COMPILE},
 	{"verify CASE_DIR...", "compile ONNX backend-test cases (model.onnx and\n"
-	                       "test_data_set_*), run them, compare with their outputs", C_VERIFY},
+	                       "test_data_set_*), run them, compare with their outputs;\n"
+	                       "with --reproducible (CASE_DIR or MODEL.onnx), compare\n"
+	                       "the output bits across ISAs, batch sizes and aarch64", C_VERIFY},
 	{"ops [--markdown]", "list the operators kiln compiles (docs/ops.md)", C_OPS},
 };
 
@@ -101,6 +103,11 @@ static const HelpRow options_help[] = {
 	{"--tolerance=RTOL,ATOL", "compare floats within ATOL + RTOL x |expected|\n"
 	                          "(default 1e-3,1e-5), float16 and bfloat16 too\n"
 	                          "(compared bit for bit without it)", C_VERIFY},
+	{"--reproducible", "verify: run one compiled model under KILN_ISA=ref, avx2,\n"
+	                   "avx512 (those the CPU has), at every n = 1..70 and\n"
+	                   "compiled size (--batch, default 1,16,64) and under\n"
+	                   "qemu-aarch64; exit 1 if any output bit differs\n"
+	                   "(docs/reproducibility.md)", C_VERIFY},
 	{"--no-opt", "compile without the graph optimizer", C_COMPILE | C_VERIFY},
 	{"--no-pass=NAME", "skip one optimizer pass: noop, dedup, cse, einsum, fold,\n"
 	                   "lastpos, mlpconv, attention, fuse, addnorm, edgeconv, dce,\n"
@@ -207,6 +214,7 @@ typedef struct Options {
 	bool no_cc;                   /* compile --no-cc */
 	bool zipmap_tensor;           /* --zipmap=tensor (ops/ml.c) */
 	bool winograd;                /* compile --winograd (ops/conv_algo.c) */
+	bool reproducible;            /* verify --reproducible (reproduce.c) */
 	bool shared;                  /* compile --shared */
 	int trees;                    /* compile, verify --trees (EmitTrees) */
 	PassOptions popts;            /* --no-opt, --no-pass, --weights-dtype */
@@ -481,6 +489,8 @@ static int parse_args(int argc, char **argv, Options *o)
 					return usage_error("--zipmap takes tensor, got '%s'", v);
 			} else if (strcmp(a, "--winograd") == 0) {
 				o->winograd = true;
+			} else if (strcmp(a, "--reproducible") == 0) {
+				o->reproducible = true;
 			} else if (strcmp(a, "--shared") == 0) {
 				o->shared = true;
 			} else if ((v = flag_value(argc, argv, &i, "--trees", &missing))) {
@@ -698,6 +708,13 @@ static int parse_args(int argc, char **argv, Options *o)
 		return usage_error("--tolerance goes with 'verify', not '%s'", o->command);
 	if (o->winograd && strcmp(o->command, "compile") && strcmp(o->command, "verify"))
 		return usage_error("--winograd goes with 'compile' or 'verify', not '%s'", o->command);
+	if (o->reproducible && strcmp(o->command, "verify"))
+		return usage_error("--reproducible goes with 'verify', not '%s'", o->command);
+	if (o->reproducible && o->nbatches > 16)
+		return usage_error("%s", "verify --reproducible compiles at most 16 batch sizes");
+	for (int b = 0; o->reproducible && b < o->nbatches; b++)
+		if (o->batches[b] > 256)
+			return usage_error("%s", "verify --reproducible runs batch sizes up to 256");
 	if (o->max_weight_bytes && strcmp(o->command, "compile") && strcmp(o->command, "check"))
 		return usage_error("--max-weights goes with 'compile' or 'check', not '%s'", o->command);
 	if (o->shared && (o->no_cc || o->target))
@@ -717,7 +734,7 @@ static int parse_args(int argc, char **argv, Options *o)
 		return usage_error("--plan goes with 'info' or 'dump', not '%s'", o->command);
 	if ((o->nbatches || o->bind.nshapes || o->bind.nbatch_dims || o->bind.nfreezes ||
 	     o->bind.ndims) && strcmp(o->command, "verify") == 0 &&
-	    !(o->nbatches == 1 && !o->bind.nshapes && !o->bind.nbatch_dims && !o->bind.nfreezes &&
+	    !((o->nbatches == 1 || o->reproducible) && !o->bind.nshapes && !o->bind.nbatch_dims && !o->bind.nfreezes &&
 	      !o->bind.ndims))
 		return usage_error("--shape, --dim, --batch-dim and --freeze go with 'info', 'check', "
 		                   "'dump' or 'compile', not '%s'; verify takes one --batch", o->command);
@@ -879,7 +896,11 @@ static int run(const Options *o)
 		                    .keep = o->keep, .max_memory_bytes = o->max_memory_mb << 20,
 		                    .passes = &o->popts, .trees = o->trees,
 		                    .zipmap_tensor = o->zipmap_tensor, .winograd = o->winograd,
-		                    .rtol = o->rtol, .atol = o->atol};
+		                    .rtol = o->rtol, .atol = o->atol,
+		                    .reproducible = o->reproducible, .batches = o->batches,
+		                    .nbatches = o->nbatches};
+		if (o->reproducible)
+			return reproduce_run(&vo, o->paths, o->npaths, stdout);
 		return verify_run(&vo, o->paths, o->npaths, stdout);
 	}
 	Diag d = {.file = o->model};

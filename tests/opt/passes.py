@@ -4,7 +4,8 @@ passes (`kiln dump --passes`), the weight bytes (`kiln info --passes`), and
 the outputs of the optimized and the --no-opt build against numpy
 (`kiln verify`, rtol 1e-3, atol 1e-5).
 
-usage: passes.py KILN
+usage: passes.py KILN [--keep DIR]   (--keep: the case folders stay in DIR,
+for tests/repro/sweep.py)
 """
 import os
 import re
@@ -138,7 +139,9 @@ def vi(name, shape, dt=F):
 
 def main():
     kiln = os.path.abspath(sys.argv[1])
-    root = tempfile.mkdtemp(prefix="kiln-passes-")
+    keep = sys.argv[3] if len(sys.argv) > 3 and sys.argv[2] == "--keep" else None
+    root = keep or tempfile.mkdtemp(prefix="kiln-passes-")
+    os.makedirs(root, exist_ok=True)
     rng = np.random.default_rng(0)
     x = rng.standard_normal((2, 3, 4)).astype(np.float32)
     N = helper.make_node
@@ -389,7 +392,8 @@ def main():
         dead_at_signature(kiln, root, rng)
         edgeconv_checks(kiln, root)
     finally:
-        shutil.rmtree(root, ignore_errors=True)
+        if not keep:
+            shutil.rmtree(root, ignore_errors=True)
     print("passes: %d failed" % len(failures))
     sys.exit(1 if failures else 0)
 
