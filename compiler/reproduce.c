@@ -216,6 +216,7 @@ typedef struct Case {
 	Tensor data[MAX_IO];       /* test_data_set_0's inputs (a case folder) */
 	const int64_t *batches;    /* the sizes to compile */
 	int nbatches;
+	bool batch_axis;           /* an input's first dim is symbolic: the batch */
 	bool have_data;
 	int64_t rows;              /* samples */
 	int nchecks, ndiffer;
@@ -790,6 +791,7 @@ static void reproduce_case(Case *c)
 	for (int i = 0; i < c->nin; i++) {
 		const Shape *s = &g->values[c->rt_in[i]].shape;
 		if (s->rank > 0 && s->dims[0].size < 0 && (!c->have_data || c->data[i].shape.rank > 0)) {
+			c->batch_axis = true;
 			c->batches = c->vo->nbatches ? c->vo->batches : dflt;
 			c->nbatches = c->vo->nbatches ? c->vo->nbatches : 3;
 		}
@@ -833,7 +835,7 @@ static void reproduce_case(Case *c)
 	 * from sample 0, then every sample alone; without one, one run. */
 	bool batched = false, rows_ok = true;
 	const char *no_rows = NULL;
-	for (int i = 0; i < ds.ni; i++)
+	for (int i = 0; i < ds.ni && c->batch_axis; i++)  /* (a static dim of 1 may count as one) */
 		batched |= ds.in[i].axis >= 0;
 	for (int o = 0; o < ds.no; o++)
 		if (DT_IS_4BIT(ds.out[o].dtype) && ds.out[o].axis >= 0)
