@@ -274,8 +274,10 @@ static int spawn(Arena *a, const char *const *argv, const char *isa, const char 
 	pid_t pid;
 	int err = posix_spawnp(&pid, argv[0], &fa, NULL, (char *const *)argv, env);
 	posix_spawn_file_actions_destroy(&fa);
-	if (err)
+	if (err) {
+		errno = err;
 		return -1;
+	}
 	int status;
 	while (waitpid(pid, &status, 0) < 0)
 		if (errno != EINTR)
@@ -653,8 +655,8 @@ static void same_rows(Case *c, const Desc *ds, const char *isa, const Runs *r, i
 			at += out_bytes(io, n);
 		}
 	}
-	fprintf(c->out, "  %-18s same    row r of every batch of n = %lld..%lld == sample r alone\n",
-	        check, (long long)r->n[0], (long long)r->n[singles_at - 1]);
+	fprintf(c->out, "  %-18s same    row r of every batch of n (%d runs, n = %lld..%lld) == "
+	        "sample r alone\n", check, singles_at, (long long)r->n[0], (long long)r->n[singles_at - 1]);
 }
 
 /* ---- aarch64 ------------------------------------------------------------------ */
@@ -833,7 +835,7 @@ static void reproduce_case(Case *c)
 
 	/* The runs: with a batch axis every n = 1..70 and each compiled size
 	 * from sample 0, then every sample alone; without one, one run. */
-	bool batched = false, rows_ok = true;
+	bool batched = false, rows_ok = true, every_n = true;
 	const char *no_rows = NULL;
 	for (int i = 0; i < ds.ni && c->batch_axis; i++)  /* (a static dim of 1 may count as one) */
 		batched |= ds.in[i].axis >= 0;
@@ -853,11 +855,18 @@ static void reproduce_case(Case *c)
 	if (!batched) {
 		add_run(&runs[0], 0, 0);
 	} else if (rows_ok) {
+		/* Every n = 2..70 while their outputs take up to 256 MiB a variant;
+		 * else the compiled sizes and n = 2, 3, 5, 7, 57 and 70. */
+		uint64_t row = 0;
+		for (int o = 0; o < ds.no; o++)
+			row += ds.out[o].bytes1;
+		every_n = row * (STITCH_MAX * (STITCH_MAX + 1) / 2) <= (256u << 20);
 		for (int64_t k = 2; k <= c->rows; k++) {
 			bool compiled = false;
 			for (int b = 0; b < ds.nb; b++)
 				compiled |= ds.batches[b] == k;
-			if (k <= STITCH_MAX || compiled)
+			if (compiled || (k <= STITCH_MAX && (every_n || k == 2 || k == 3 || k == 5 || k == 7 ||
+			                                     k == 57 || k == STITCH_MAX)))
 				add_run(&runs[0], k, 0);
 		}
 		singles_at = runs[0].count;
@@ -876,7 +885,8 @@ static void reproduce_case(Case *c)
 
 	fprintf(c->out, "%s: %s\n", c->path, !batched ? "no batch axis: one run of the inputs"
 	        : arena_printf(a, "%lld samples; compiled batch sizes %s", (long long)c->rows,
-	                       rows_ok ? "and every n = 2..70 stitched" : "only"));
+	                       !rows_ok ? "only" : every_n ? "and every n = 2..70 stitched"
+	                       : "and n = 2, 3, 5, 7, 57, 70 (large outputs)"));
 	for (int k = 0; k < nisa; k++)
 		run_runner(c, NULL, exe, files, &ds, ISAS[k], &runs[k]);
 	for (int k = 1; k < nisa; k++)

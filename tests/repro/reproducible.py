@@ -16,6 +16,8 @@ qemu-aarch64, compared byte for byte.
      path): exit 1, `isa ref=avx512 DIFFERS` naming output 0 and an element,
      and `rows avx512 DIFFERS` (Winograd at batch 16, not alone). Needs
      AVX-512; on another CPU the check is reported as not run.
+  5. a model of large outputs (128 KB a sample): n = 2, 3, 5, 7, 57, 70 and
+     the compiled sizes instead of every n (exit 0).
   4. bad use: --reproducible with compile, more than 16 sizes, a size over
      256, an int64 input of a .onnx file, a missing file: one clear line.
 
@@ -162,6 +164,19 @@ def main():
         check("NOT REPRODUCIBLE %s" % p in r.stdout, "winograd: the verdict")
     else:
         print("not run: the Winograd difference needs AVX-512 (this CPU: %s)" % isas[-1])
+
+    # 5. large outputs (128 KB a sample): the compiled sizes and a few stitched n
+    p = os.path.join(OUT, "wide.onnx")
+    r0 = np.random.default_rng(4)
+    W = numpy_helper.from_array((r0.standard_normal((16, 32000)) / 4).astype(np.float32), "W")
+    g = helper.make_graph([helper.make_node("MatMul", ["x", "W"], ["y"])], "wide",
+                          [helper.make_tensor_value_info("x", TensorProto.FLOAT, ["N", 16])],
+                          [helper.make_tensor_value_info("y", TensorProto.FLOAT, ["N", 32000])], [W])
+    onnx.save(helper.make_model(g, opset_imports=[helper.make_opsetid("", 17)]), p)
+    r = verify(p, env={"KILN_AARCH64_RUNTIME_LIB": os.path.join(OUT, "none")})
+    check(r.returncode == 0 and "n = 2, 3, 5, 7, 57, 70 (large outputs)" in r.stdout and
+          re.search(r"^  rows ref\s+same\s+row r of every batch of n \(8 runs, n = 2\.\.70\)", r.stdout, re.M)
+          is not None, "large outputs: the compiled sizes and n = 2, 3, 5, 7, 57, 70; exit 0")
 
     # 4. bad use
     bad = [([KILN, "compile", p, "--batch", "1", "--reproducible"], "--reproducible goes with 'verify'"),
