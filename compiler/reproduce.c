@@ -374,7 +374,7 @@ static CompileResult compile_for(Case *c, const char *dir, const char *target)
 		so->rank = s->rank;
 		for (int k = 0; k < s->rank; k++)
 			so->dims[k] = s->dims[k].size;
-		if (s->rank > 0 && v->shape.rank > 0 && v->shape.dims[0].size < 0) {
+		if (c->batch_axis && s->rank > 0 && v->shape.rank > 0 && v->shape.dims[0].size < 0) {
 			so->dims[0] = 1;
 			bdims[bind.nbatch_dims++] = (BatchDim){.input = v->name, .axis = 0};
 		}
@@ -440,7 +440,12 @@ static const char **write_inputs(Case *c, const Desc *ds)
 	const char **files = arena_alloc(c->a, sizeof *files * (size_t)ds->ni);
 	uint64_t state = 30;
 	for (int i = 0; i < ds->ni; i++) {
-		const Io *io = &ds->in[i];
+		/* Without a batch axis every input is whole (the descriptor may count
+		 * a static dim of 1 as the batch axis at batch 1). */
+		Io whole = ds->in[i];
+		if (!c->batch_axis)
+			whole.axis = -1;
+		const Io *io = &whole;
 		const char *name = c->m->graph->values[c->rt_in[i]].name;
 		uint64_t count = io->axis >= 0 ? (uint64_t)c->rows : 1, bytes = io->bytes1 * count;
 		unsigned char *buf = arena_alloc(c->a, bytes + 1);
@@ -740,6 +745,38 @@ static void check_aarch64(Case *c, const Desc *ds, const char **files, const Run
 	same_runs(c, ds, "aarch64=ref", theirs, "x86-64 ref", mine, "aarch64 (qemu)");
 }
 
+/* Compile for this host into dir, link the runner (runner_c) and ask it
+ * what it runs: the highest variant this CPU has, and the model's inputs and
+ * outputs. */
+static const char *build_host(Case *c, const char *dir, const char *runner_c, CompileResult *cr,
+                              Desc *ds)
+{
+	Arena *a = c->a;
+	*cr = compile_for(c, dir, NULL);
+	const char *exe = arena_printf(a, "%s/runner", dir);
+	const char *argv[64];
+	int n = compile_tool_argv(a, "CC", "cc", argv, 30);
+	const char *more[] = {"-std=c11", "-O1", arena_printf(a, "-I%s", compile_include_dir(a)),
+	                      "-DMODEL=m_model", "-include", cr->h_path, runner_c, cr->o_path,
+	                      compile_runtime_lib(a), "-lm", "-o", exe, NULL};
+	memcpy(argv + n, more, sizeof more);
+	n += (int)(sizeof more / sizeof more[0]) - 1;
+	n += compile_tool_argv(a, "CFLAGS", "", argv + n, 58 - n);
+	n += compile_tool_argv(a, "LDFLAGS", "", argv + n, 63 - n);
+	argv[n] = NULL;
+	build(c, argv, "link the model's runner");
+
+	const char *so = arena_printf(a, "%s/describe.out", c->tmp), *se = arena_printf(a, "%s/describe.err", c->tmp);
+	const char *dargv[] = {exe, NULL};
+	int rc = spawn(a, dargv, "avx512", so, se);
+	uint64_t len = 0;
+	const char *text = rc == 0 ? (const char *)slurp(a, so, &len) : NULL;
+	if (!text || !parse_desc(text, ds) || ds->no != c->m->graph->noutputs || ds->ni != c->nin)
+		diag_fail(c->d, KILN_INTERNAL, "the model's runner did not describe the model (status %d): %s",
+		          rc, last_line(a, se));
+	return exe;
+}
+
 /* ---- one case ------------------------------------------------------------------ */
 
 static const char *const ISAS[] = {"ref", "avx2", "avx512"};
@@ -799,36 +836,25 @@ static void reproduce_case(Case *c)
 		}
 	}
 
-	/* Build for this host, with the runner. */
-	const char *dir = arena_printf(a, "%s/host", c->tmp);
-	CompileResult cr = compile_for(c, dir, NULL);
+	/* Build for this host, with the runner. A case whose data makes another
+	 * axis the batch (the same symbol on a later dim) is compiled at its
+	 * data's shapes instead: one run. */
 	const char *runner_c = arena_printf(a, "%s/runner.c", c->tmp);
 	FILE *f = fopen(runner_c, "w");
 	if (!f || fputs(RUNNER_C, f) < 0 || fclose(f) != 0)
 		diag_fail(c->d, KILN_IO, "cannot write %s", runner_c);
-	const char *exe = arena_printf(a, "%s/runner", dir);
-	const char *argv[64];
-	int n = compile_tool_argv(a, "CC", "cc", argv, 30);
-	const char *more[] = {"-std=c11", "-O1", arena_printf(a, "-I%s", compile_include_dir(a)),
-	                      "-DMODEL=m_model", "-include", cr.h_path, runner_c, cr.o_path,
-	                      compile_runtime_lib(a), "-lm", "-o", exe, NULL};
-	memcpy(argv + n, more, sizeof more);
-	n += (int)(sizeof more / sizeof more[0]) - 1;
-	n += compile_tool_argv(a, "CFLAGS", "", argv + n, 58 - n);
-	n += compile_tool_argv(a, "LDFLAGS", "", argv + n, 63 - n);
-	argv[n] = NULL;
-	build(c, argv, "link the model's runner");
-
-	/* Which variants this CPU has: ask for the highest, see what runs. */
-	const char *so = arena_printf(a, "%s/describe.out", c->tmp), *se = arena_printf(a, "%s/describe.err", c->tmp);
-	const char *dargv[] = {exe, NULL};
-	int rc = spawn(a, dargv, "avx512", so, se);
-	uint64_t len = 0;
-	const char *text = rc == 0 ? (const char *)slurp(a, so, &len) : NULL;
+	CompileResult cr;
 	Desc ds;
-	if (!text || !parse_desc(text, &ds) || ds.no != g->noutputs || ds.ni != c->nin)
-		diag_fail(c->d, KILN_INTERNAL, "the model's runner did not describe the model (status %d): %s",
-		          rc, last_line(a, se));
+	const char *exe = build_host(c, arena_printf(a, "%s/host", c->tmp), runner_c, &cr, &ds);
+	bool later = false;
+	for (int i = 0; i < ds.ni; i++)
+		later |= ds.in[i].axis > 0;
+	if (later && c->have_data && c->batch_axis) {
+		c->batch_axis = false;
+		c->batches = one;
+		c->nbatches = 1;
+		exe = build_host(c, arena_printf(a, "%s/host1", c->tmp), runner_c, &cr, &ds);
+	}
 	int nisa = 1;
 	while (nisa < 3 && strcmp(ISAS[nisa - 1], ds.isa) != 0)
 		nisa++;
