@@ -509,7 +509,10 @@ void kiln_f32_gemm_f16b(int64_t M, int64_t N, int64_t K, float alpha, const floa
                         int64_t b_row_stride, int64_t b_col_stride, float beta, float *C,
                         int64_t c_row_stride, const kiln_epilogue *ep)
 {
-	if (kiln_isa() == KILN_ISA_REF || a_col_stride != 1) {
+	/* the ref variant too runs the GEMM core on B widened panel by panel
+	 * (the same bits as AVX2's, issue 30), where it ran the reference
+	 * loops of ref.c (opt/fp16 differed) */
+	if (a_col_stride != 1) {
 		kiln_f32_gemm_f16b_ref(M, N, K, alpha, A, a_row_stride, a_col_stride, B, b_row_stride,
 		                       b_col_stride, beta, C, c_row_stride, ep);
 		return;
