@@ -45,8 +45,14 @@ SUBSET = ["node/test_gemm_all_attributes", "node/test_matmul_3d", "node/test_con
           "node/test_lstm_defaults", "node/test_gru_defaults", "node/test_rnn_seq_length",
           "node/test_exp", "node/test_erf", "simple/test_single_relu_model"]
 
-# case -> why its bits differ today (docs/reproducibility.md).
-KNOWN = {}
+# case -> why its bits differ today (docs/reproducibility.md, "What is not
+# guaranteed yet").
+KNOWN = {
+    "node/test_gemm_transposeB": "B transposed with M <= 4: the AVX variants' dot path sums each "
+                                 "product in vector lanes (f32-gemm kiln_gemm_dot_*); the GEMM "
+                                 "core's order there measured 2-9x slower",
+    "node/test_asin": "aarch64 only: asinf of the machine's libm in the generated C",
+}
 
 CHUNK = 12
 
