@@ -4,8 +4,9 @@
  * accumulators (two per row), A broadcast one element at a time. A half of
  * fewer than 16 columns loads and stores through masks. The row count is a
  * compile-time constant in each copy of the body (always_inline + a switch).
- * One row alone (batch 1) keeps four partial sums per 8 columns and unrolls k
- * by two. Compiled with -mavx2 -mfma -mf16c (meson.build).
+ * One row alone (row1) runs all 32 columns at once, one FMA chain per
+ * column, as every row of every variant sums (issue 30; its partial sums
+ * over k mod 2 gave a one-row product other bits). Compiled with -mavx2 -mfma -mf16c (meson.build).
  */
 #include <immintrin.h>
 
@@ -98,41 +99,32 @@ INLINE void half_rows(const GemmTile *t, const int mr, int j0, int w16)
 	}
 }
 
-/* One row, all w columns: four partial sums per 8 columns over k mod 2. */
+/* One row, all w columns at once: one FMA chain per column over k (the
+ * order of every tile), the four chains of 8 columns side by side. */
 INLINE void row1(const GemmTile *t)
 {
-	__m256 s[2][4];
+	__m256 s[4];
 	__m256i m[4];
 	#pragma GCC unroll 16
 	for (int q = 0; q < 4; q++) {
-		s[0][q] = s[1][q] = _mm256_setzero_ps();
+		s[q] = _mm256_setzero_ps();
 		m[q] = lanes(t->w - 8 * q);
 	}
 	const float *a = t->A, *b = t->B;
-	int64_t ldb = t->ldb, K = t->K, k = 0;
+	int64_t ldb = t->ldb, K = t->K;
 	int nq = (t->w + 7) / 8;
-	for (; k + 2 <= K; k += 2, b += 2 * ldb)
-		#pragma GCC unroll 16
-		for (int u = 0; u < 2; u++) {
-			__m256 av = _mm256_broadcast_ss(a + k + u);
-			#pragma GCC unroll 16
-			for (int q = 0; q < 4; q++)
-				if (q < nq)
-					s[u][q] = _mm256_fmadd_ps(av, _mm256_maskload_ps(b + u * ldb + 8 * q, m[q]),
-					                          s[u][q]);
-		}
-	if (k < K) {
+	for (int64_t k = 0; k < K; k++, b += ldb) {
 		__m256 av = _mm256_broadcast_ss(a + k);
 		#pragma GCC unroll 16
 		for (int q = 0; q < 4; q++)
 			if (q < nq)
-				s[0][q] = _mm256_fmadd_ps(av, _mm256_maskload_ps(b + 8 * q, m[q]), s[0][q]);
+				s[q] = _mm256_fmadd_ps(av, _mm256_maskload_ps(b + 8 * q, m[q]), s[q]);
 	}
 	#pragma GCC unroll 16
 	for (int q = 0; q < nq; q++) {
 		float *c = t->C + 8 * q;
 		__m256 cold = t->cbeta != 0.0f ? _mm256_maskload_ps(c, m[q]) : _mm256_setzero_ps();
-		_mm256_maskstore_ps(c, m[q], epi(_mm256_add_ps(s[0][q], s[1][q]), t, 0, 8 * q, m[q], cold));
+		_mm256_maskstore_ps(c, m[q], epi(s[q], t, 0, 8 * q, m[q], cold));
 	}
 }
 

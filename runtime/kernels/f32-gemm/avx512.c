@@ -6,8 +6,9 @@
  * constant in each copy of the body (always_inline + a switch), so no loop
  * over rows is left at run time. The epilogue's parameters are read once per
  * tile into registers (stores to C could alias them otherwise). One
- * row alone (batch 1) keeps four partial sums per half and unrolls k by four,
- * so the FMA latency is hidden while the panel streams at memory speed.
+ * row alone is the same tile of one row: one FMA chain per column, as every
+ * row of every variant sums (issue 30; its four partial sums over k mod 4
+ * gave a one-row product other bits).
  * kiln_gemm_tile64_avx512: up to 6 rows by two packed panels side by side
  * (64 columns, the same 24 accumulators, half the broadcasts of A per FMA).
  * Compiled with -mavx512f -mavx512vl -mavx512bw -mavx512dq (meson.build).
@@ -145,37 +146,6 @@ INLINE void tile_rows(const GemmTile *t, const int mr, const int two)
 	for (; k < K; k++, b += ldb)
 		tile_step(a + k, lda, b, mr, two, m0, m1, acc0, acc1);
 	store_rows(t, mr, two, m0, m1, acc0, acc1);
-}
-
-/* One row: four partial sums per half over k mod 4, added at the end. */
-INLINE void tile_row1(const GemmTile *t, const int two)
-{
-	__m512 s0[4], s1[4];
-	#pragma GCC unroll 16
-	for (int u = 0; u < 4; u++)
-		s0[u] = s1[u] = _mm512_setzero_ps();
-	int w = t->w;
-	__mmask16 m0 = w >= 16 ? (__mmask16)0xffff : (__mmask16)((1u << w) - 1);
-	__mmask16 m1 = w >= 32 ? (__mmask16)0xffff : w > 16 ? (__mmask16)((1u << (w - 16)) - 1) : 0;
-	const float *a = t->A, *b = t->B;
-	int64_t ldb = t->ldb, K = t->K, k = 0;
-	for (; k + 4 <= K; k += 4, b += 4 * ldb)
-		#pragma GCC unroll 16
-		for (int u = 0; u < 4; u++) {
-			__m512 av = _mm512_set1_ps(a[k + u]);
-			s0[u] = _mm512_fmadd_ps(av, _mm512_maskz_loadu_ps(m0, b + u * ldb), s0[u]);
-			if (two)
-				s1[u] = _mm512_fmadd_ps(av, _mm512_maskz_loadu_ps(m1, b + u * ldb + 16), s1[u]);
-		}
-	for (int u = 0; k < K; k++, u++, b += ldb) {
-		__m512 av = _mm512_set1_ps(a[k]);
-		s0[u] = _mm512_fmadd_ps(av, _mm512_maskz_loadu_ps(m0, b), s0[u]);
-		if (two)
-			s1[u] = _mm512_fmadd_ps(av, _mm512_maskz_loadu_ps(m1, b + 16), s1[u]);
-	}
-	__m512 acc0[1] = {_mm512_add_ps(_mm512_add_ps(s0[0], s0[1]), _mm512_add_ps(s0[2], s0[3]))};
-	__m512 acc1[1] = {_mm512_add_ps(_mm512_add_ps(s1[0], s1[1]), _mm512_add_ps(s1[2], s1[3]))};
-	store_rows(t, 1, two, m0, m1, acc0, acc1);
 }
 
 #if defined(__GNUC__) && defined(__x86_64__)
@@ -488,13 +458,7 @@ void kiln_gemm_tile_avx512(const GemmTile *t)
 	}
 #endif
 	switch (t->mr) {
-	case 1:
-		if (two)
-			tile_row1(t, 1);
-		else
-			tile_row1(t, 0);
-		break;
-	ROWS(2) ROWS(3) ROWS(4) ROWS(5) ROWS(6) ROWS(7) ROWS(8) ROWS(9) ROWS(10) ROWS(11) ROWS(12)
+	ROWS(1) ROWS(2) ROWS(3) ROWS(4) ROWS(5) ROWS(6) ROWS(7) ROWS(8) ROWS(9) ROWS(10) ROWS(11) ROWS(12)
 	default:
 		break;
 	}
