@@ -39,13 +39,18 @@ typedef enum SymLayout {
 	SYM_PACK_CONV32,         /* a float32 Conv weight in the conv32 layout
 	                            (runtime/kernels/f32-conv/direct.h): pack[] = C, M,
 	                            kH, kW */
+	SYM_WINO1D,              /* a float32 3-tap 1-D Conv weight as its F(4, 3)
+	                            filters (runtime/kernels/f32-winograd1d): pack[] =
+	                            C, M, 1, 3; stores twice the weight's bytes */
 } SymLayout;
 
 /* One symbol of the weights object. */
 typedef struct EmitSymbol {
 	const char *name;
 	const void *bytes;       /* the source bytes (a weight as the model has it) */
-	uint64_t nbytes;         /* stored bytes: the same count in every layout */
+	uint64_t nbytes;         /* stored bytes: src_nbytes in every layout but
+	                            SYM_WINO1D's (twice) */
+	uint64_t src_nbytes;     /* the source bytes' count */
 	int dtype;
 	uint64_t hash;
 	const char *source;      /* the ONNX value it was first made for */

@@ -37,7 +37,7 @@ static void emit_window3d(Emit *E, const WindowGeo *g, int64_t n, int64_t c, int
 /* The Conv's weight packed at compile time (kiln_f32_conv2d_pack), or NULL:
  * only when every reader of the weight is a Conv reading it as W, so the
  * packed copy replaces it and it is still stored once. */
-static const char *packed_conv_weight(Emit *E, const kiln_conv2d_params *p)
+static const char *packed_conv_weight(Emit *E, const kiln_conv2d_params *p, SymLayout layout)
 {
 	int id = E->n->in[1];
 	const Value *v = &E->g->values[id];
@@ -59,8 +59,8 @@ static const char *packed_conv_weight(Emit *E, const kiln_conv2d_params *p)
 	if (uses != v->nuse)
 		return NULL;  /* also read by a subgraph */
 	int64_t pack[4] = {p->in_channels, p->out_channels, p->kernel_h, p->kernel_w};
-	int s = symbol_in_layout(E, DT_FLOAT, v->weight->bytes, v->weight->nbytes, v->name,
-	                         SYM_PACK_CONV32, pack);
+	int s = symbol_in_layout(E, DT_FLOAT, v->weight->bytes, v->weight->nbytes, v->name, layout,
+	                         pack);
 	return symbol_expr(E, s, "float");
 }
 
@@ -91,10 +91,14 @@ void emit_conv(Emit *E)
 	Infer inf = {.sig = (Sig *)E->sig, .g = E->g, .n = E->n, .d = E->d, .a = E->a};
 	kiln_conv2d_params pp;
 	const char *packed = NULL;
-	if (buf != NONE &&
-	    conv2d_params(&inf, X.shape, Y.shape, &E->sig->shapes[E->n->in[1]], &pp) &&
-	    kiln_f32_conv2d_packed_work(&pp) * (int64_t)sizeof(float) <= E->plan->bufs[buf].bytes)
-		packed = packed_conv_weight(E, &pp);
+	/* the algorithm conv_scratch_bytes planned for (ops/conv_algo.c) */
+	bool wino1d = false;
+	if (buf != NONE && conv2d_params(&inf, X.shape, Y.shape, &E->sig->shapes[E->n->in[1]], &pp)) {
+		wino1d = wino1d_wins(&pp);
+		int64_t need = wino1d ? kiln_f32_conv1d_wino_work(&pp) : kiln_f32_conv2d_packed_work(&pp);
+		if (need > 0 && need * (int64_t)sizeof(float) <= E->plan->bufs[buf].bytes)
+			packed = packed_conv_weight(E, &pp, wino1d ? SYM_WINO1D : SYM_PACK_CONV32);
+	}
 	Operand W = packed ? (Operand){0} : in_op(E, 1);
 	if (packed)
 		W.shape = &E->sig->shapes[E->n->in[1]], W.dtype = DT_FLOAT, W.expr = packed;
@@ -133,8 +137,17 @@ void emit_conv(Emit *E)
 		residual = R.expr;
 	}
 	const char *ep = emit_has_act(E->n) || residual ? emit_epilogue(E, NULL, residual) : NULL;
-	int64_t wino = packed && winograd_wins(E->g, &pp) ? kiln_f32_conv2d_winograd_work(&pp) : 0;
-	if (wino > 0 && wino * (int64_t)sizeof(float) <= E->plan->bufs[buf].bytes) {
+	int64_t wino = packed && !wino1d && winograd_wins(E->g, &pp)
+	                       ? kiln_f32_conv2d_winograd_work(&pp) : 0;
+	if (packed && wino1d) {
+		const PlanBuf *sb = &E->plan->bufs[buf];
+		emitf(E, "\t/* 1-D Winograd F(4, 3), chosen by the shape (3 taps, stride 1, %" PRId64
+		      " -> %" PRId64 " channels, %" PRId64 " outputs): W transformed at compile time; "
+		      "arena scratch @%" PRId64 "+%" PRId64 ": the input tiles, their products */\n",
+		      pp.in_channels, pp.out_channels, pp.out_w, sb->off, sb->bytes);
+		emitf(E, "\tkiln_f32_conv1d_wino(&p, %s, %s, %s, %s, %s, (float *)(a + %" PRId64 "));\n",
+		      X.expr, W.expr, bias, Y.expr, ep ? ep : "NULL", sb->off);
+	} else if (wino > 0 && wino * (int64_t)sizeof(float) <= E->plan->bufs[buf].bytes) {
 		const PlanBuf *sb = &E->plan->bufs[buf];
 		emitf(E, "\t/* W packed at compile time; Winograd F(2x2, 3x3), arena scratch @%" PRId64
 		      "+%" PRId64 ": a block of transformed filters, of input tiles and their products */\n",

@@ -187,7 +187,7 @@ int symbol_in_layout(Emit *E, int dtype, const void *bytes, uint64_t nbytes, con
 	uint64_t h = bytes_hash(bytes, nbytes) ^ (uint64_t)dtype ^ ((uint64_t)layout << 56);
 	for (int i = 0; i < E->nsyms; i++) {
 		EmitSymbol *s = &E->syms[i];
-		if (s->hash == h && s->dtype == dtype && s->nbytes == nbytes && s->layout == layout &&
+		if (s->hash == h && s->dtype == dtype && s->src_nbytes == nbytes && s->layout == layout &&
 		    (layout == SYM_RAW || memcmp(s->pack, pack, sizeof s->pack) == 0) &&
 		    (nbytes == 0 || memcmp(s->bytes, bytes, nbytes) == 0))
 			return i;
@@ -196,7 +196,9 @@ int symbol_in_layout(Emit *E, int dtype, const void *bytes, uint64_t nbytes, con
 	EmitSymbol *s = &E->syms[E->nsyms];
 	s->name = arena_printf(E->a, "%s_w%d_%s", E->o->name, E->nsyms, c_identifier(E->a, hint));
 	s->bytes = bytes;
-	s->nbytes = nbytes;
+	s->src_nbytes = nbytes;
+	/* the F(4, 3) filters: 6 floats for every 3 */
+	s->nbytes = layout == SYM_WINO1D ? nbytes * 2 : nbytes;
 	s->dtype = dtype;
 	s->hash = h;
 	s->source = arena_strdup(E->a, hint);
@@ -220,6 +222,12 @@ void emit_symbol_fill(const void *arg, void *dst)
 		kiln_conv2d_params p = {.in_channels = s->pack[0], .out_channels = s->pack[1],
 		                        .group = 1, .kernel_h = s->pack[2], .kernel_w = s->pack[3]};
 		kiln_f32_conv2d_pack(&p, s->bytes, dst);
+		break;
+	}
+	case SYM_WINO1D: {
+		kiln_conv2d_params p = {.in_channels = s->pack[0], .out_channels = s->pack[1],
+		                        .group = 1, .kernel_h = s->pack[2], .kernel_w = s->pack[3]};
+		kiln_f32_conv1d_wino_pack(&p, s->bytes, dst);
 		break;
 	}
 	default:

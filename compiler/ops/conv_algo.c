@@ -1,8 +1,8 @@
 /*
  * ops/conv_algo.c - which kernel a float Conv runs, decided once for the
  * planner and the emitter: the window geometry as the kernels take it, the
- * packed direct path or Winograd F(2x2, 3x3), and the arena scratch that
- * path needs (conv_scratch_bytes, node_scratch_bytes in plan.c). emit/conv.c
+ * packed direct path, the 1-D Winograd F(4, 3) or Winograd F(2x2, 3x3),
+ * and the arena scratch that path needs (conv_scratch_bytes, node_scratch_bytes in plan.c). emit/conv.c
  * writes the call the same functions chose, so the plan and the generated
  * code cannot disagree, and the planner never calls the emitter.
  *
@@ -84,12 +84,12 @@ void column_as_row(WindowGeo *g)
 	}
 }
 
-/* A 2-D Conv's parameters (false: not 2-D). */
+/* A 1-D or 2-D Conv's parameters, a 1-D one as a row (false: neither). */
 bool conv2d_params(Infer *inf, const Shape *x, const Shape *y, const Shape *w,
                           kiln_conv2d_params *p)
 {
 	WindowGeo g;
-	if (!window_geometry(inf, x, y, w, &g) || g.ns != 2)
+	if (!window_geometry(inf, x, y, w, &g) || g.ns > 2)
 		return false;
 	column_as_row(&g);
 	*p = (kiln_conv2d_params){
@@ -118,6 +118,19 @@ bool winograd_wins(const Graph *g, const kiln_conv2d_params *p)
 	       p->out_w >= WINOGRAD_MIN_WIDTH;
 }
 
+/* A Conv the 1-D Winograd F(4, 3) takes (runtime/kernels/f32-winograd1d):
+ * a 1-D convolution of 3 taps, stride 1, undilated, ungrouped, of at least
+ * 16 input and 16 output channels and 8 outputs (a Conv1d, or a (3, 1)
+ * kernel on images one pixel wide, which column_as_row made a row). Decided
+ * by the shape alone, never the batch size or the ISA: the kernel gives the
+ * same bits under every variant and batch size (issue 30), and the
+ * compiler stores its transformed filters (twice the weight's floats) in
+ * the weights object in place of the weight. */
+bool wino1d_wins(const kiln_conv2d_params *p)
+{
+	return kiln_f32_conv1d_wino_takes(p) != 0;
+}
+
 /* A 2-D float Conv on a float weight takes the packed path
  * (kiln_f32_conv2d_packed) when the kernel does: its work memory is the
  * node's planned arena scratch (plan.c). */
@@ -129,16 +142,20 @@ int64_t conv_scratch_bytes(const Sig *s, int node, Arena *a)
 	int xi = n->in[0], wi = n->in[1], yi = n->out[0];
 	const Value *wv = &s->g->values[wi];
 	if (s->dtypes[xi] != DT_FLOAT || s->dtypes[wi] != DT_FLOAT || wv->kind != VAL_WEIGHT ||
-	    wv->dtype != DT_FLOAT || s->shapes[xi].rank != 4 || s->shapes[wi].rank != 4 ||
-	    s->shapes[yi].rank != 4)
+	    wv->dtype != DT_FLOAT || s->shapes[xi].rank < 3 || s->shapes[xi].rank > 4 ||
+	    s->shapes[wi].rank != s->shapes[xi].rank || s->shapes[yi].rank != s->shapes[xi].rank)
 		return 0;
 	Infer inf = {.sig = (Sig *)s, .g = s->g, .n = n, .a = a};
 	kiln_conv2d_params p;
 	if (!conv2d_params(&inf, &s->shapes[xi], &s->shapes[yi], &s->shapes[wi], &p))
 		return 0;
+	/* a 1-D Conv (rank 3) has no packed path but this one */
+	if (s->shapes[xi].rank == 3 && !wino1d_wins(&p))
+		return 0;
 	/* the Winograd path's work also holds the packed path's (its AVX2 form) */
-	int64_t floats = winograd_wins(s->g, &p) ? kiln_f32_conv2d_winograd_work(&p)
-	                                   : kiln_f32_conv2d_packed_work(&p);
+	int64_t floats = wino1d_wins(&p)           ? kiln_f32_conv1d_wino_work(&p)
+	                 : winograd_wins(s->g, &p) ? kiln_f32_conv2d_winograd_work(&p)
+	                                           : kiln_f32_conv2d_packed_work(&p);
 	return floats > 0 ? floats * (int64_t)sizeof(float) : 0;
 }
 

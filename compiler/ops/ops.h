@@ -175,9 +175,10 @@ bool window_geometry(Infer *x_, const Shape *x, const Shape *y, const Shape *w, 
 /* A 2-D Conv over one-pixel-wide columns seen as one wide row: swaps H and W. */
 void column_as_row(WindowGeo *g);
 bool conv2d_params(Infer *inf, const Shape *x, const Shape *y, const Shape *w,
-                   kiln_conv2d_params *p);          /* false: not 2-D */
+                   kiln_conv2d_params *p);          /* false: not 1-D or 2-D */
 /* Winograd over the packed path (only with compile --winograd) */
 bool winograd_wins(const Graph *g, const kiln_conv2d_params *p);
+bool wino1d_wins(const kiln_conv2d_params *p);
 int64_t conv_scratch_bytes(const Sig *s, int node, Arena *a);  /* node_scratch_bytes */
 /* ops/linalg.c: a float16 or bfloat16 Gemm/MatMul's float32 copies (emit/linalg.c), else 0 */
 int64_t half_gemm_scratch_bytes(const Sig *s, int node);   /* node_scratch_bytes */

@@ -903,6 +903,26 @@ KILN_API int64_t kiln_f32_conv2d_winograd_work(const kiln_conv2d_params *p);
 KILN_API void kiln_f32_conv2d_winograd(const kiln_conv2d_params *p, const float *X,
                                        const float *Wp, const float *bias, float *Y,
                                        const kiln_epilogue *ep, float *work);
+/* A 1-D convolution of 3 taps (stride 1, no dilation or groups, pads of at
+ * most 2, at least 16 input and 16 output channels and 8 outputs; as
+ * kiln_conv2d_params with in_h = out_h = kernel_h = 1: a Conv1d, or a 2-D
+ * Conv of kernel (3, 1) on images one pixel wide after the compiler swaps
+ * the axes) by Winograd's F(4, 3) (runtime/kernels/f32-winograd1d): _takes
+ * says whether p is such a convolution (by its shape only). W is
+ * transformed at compile time by kiln_f32_conv1d_wino_pack into
+ * kiln_f32_conv1d_wino_packed_floats(C, M) floats (twice the weight's);
+ * work memory of kiln_f32_conv1d_wino_work(p) floats (8-byte aligned;
+ * planned arena scratch), 0 when this path does not take p. Then per output
+ * element: + bias, + ep->residual (not aliasing Y), the activation (ep may
+ * be NULL). The same bits under every ISA variant and at every batch size
+ * (docs/reproducibility.md); other bits than the direct path's. */
+KILN_API int kiln_f32_conv1d_wino_takes(const kiln_conv2d_params *p);
+KILN_API int64_t kiln_f32_conv1d_wino_work(const kiln_conv2d_params *p);
+KILN_API int64_t kiln_f32_conv1d_wino_packed_floats(int64_t in_channels, int64_t out_channels);
+KILN_API void kiln_f32_conv1d_wino_pack(const kiln_conv2d_params *p, const float *W, float *dst);
+KILN_API void kiln_f32_conv1d_wino(const kiln_conv2d_params *p, const float *X, const float *U,
+                                   const float *bias, float *Y, const kiln_epilogue *ep,
+                                   float *work);
 /* kiln_f32_gemm_ep with B stored as float16 (bit patterns), widened while
  * it is loaded (F16C on x86 when the CPU has it): weights stored at half the
  * bytes, no float32 copy anywhere. Strides are in elements. */

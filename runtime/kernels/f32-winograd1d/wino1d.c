@@ -1,0 +1,232 @@
+/*
+ * f32-winograd1d/wino1d.c - the 1-D convolution of 3 taps (stride 1, no
+ * dilation, no groups) by Winograd's minimal filtering F(4, 3)
+ * (kiln_f32_conv1d_wino): each run of 4 outputs (a tile) of each output
+ * channel from a window of 6 inputs of each input channel in 6
+ * multiplications instead of 12:
+ *   y = A^T [ sum_c (G g) . (B^T d) ]
+ * with g the 3 taps, d the 6 inputs, . elementwise, on the points 0, 1, -1,
+ * 2, -2 and infinity:
+ *   B^T = [4 0 -5 0 1 0; 0 -4 -4 1 1 0; 0 4 -4 -1 1 0;
+ *          0 -2 -1 2 1 0; 0 2 -1 -2 1 0; 0 4 0 -5 0 1]
+ *   G   = [1/4 0 0; -1/6 -1/6 -1/6; -1/6 1/6 -1/6;
+ *          1/24 1/12 1/6; 1/24 -1/12 1/6; 0 0 1]
+ *   A^T = [1 1 1 1 1 0; 0 1 -1 2 -2 0; 0 1 1 4 4 0; 0 1 -1 8 -8 1]
+ * The sum over c is 6 matrix products, one per point e:
+ *   M[e] (M x tiles) = U[e] (M x C) V[e] (C x tiles).
+ *
+ * One result on every CPU (issue 30, docs/reproducibility.md): the compiler
+ * chooses this path from the Conv's shape alone (ops/conv_algo.c); the
+ * filters are transformed at compile time (kiln_f32_conv1d_wino_pack, in
+ * double, rounded once); the input and output transforms are this file's
+ * portable C, compiled once for every variant (plain float operations in the
+ * fixed order written below, -ffp-contract=off); and each product M[e] is
+ * the packed direct convolution's tile (f32-conv/direct.h) over K = C, one
+ * FMA chain over c from 0 in every variant (ref, AVX2, AVX-512), whose lanes
+ * are independent columns. A tile never straddles two images: each image's
+ * tiles are its own columns, so an image's outputs do not depend on the
+ * batch it runs in or on the chunk its columns share.
+ */
+#include <string.h>
+
+#include "../f32-conv/direct.h"
+#include "../isa.h"
+
+enum {
+	WINO_A = 6,                  /* points (products per tile) */
+	WINO_M = 4,                  /* outputs per tile */
+	WINO_MIN_CHANNELS = 16,
+	WINO_MIN_OUT = 8,
+	WINO_MAX_PAD = 2,
+	CHUNK_BYTES = 512 * 1024,    /* V and M of the images transformed together */
+	SLACK = 64,                  /* floats a tile may read past V's end */
+};
+
+int kiln_f32_conv1d_wino_takes(const kiln_conv2d_params *p)
+{
+	return p->group == 1 && p->kernel_h == 1 && p->in_h == 1 && p->out_h == 1 &&
+	       p->pad_top == 0 && p->pad_bottom == 0 && p->stride_h == 1 && p->kernel_w == 3 &&
+	       p->stride_w == 1 && p->dilation_w == 1 && p->pad_left >= 0 &&
+	       p->pad_left <= WINO_MAX_PAD && p->pad_right >= 0 && p->pad_right <= WINO_MAX_PAD &&
+	       p->out_w == p->in_w + p->pad_left + p->pad_right - 2 && p->out_w >= WINO_MIN_OUT &&
+	       p->in_channels >= WINO_MIN_CHANNELS && p->out_channels >= WINO_MIN_CHANNELS;
+}
+
+typedef struct Geo {
+	int64_t T, chunk, ncap;   /* tiles per image, images per chunk, columns of V and M */
+} Geo;
+
+static void geo(const kiln_conv2d_params *p, Geo *g)
+{
+	g->T = (p->out_w + WINO_M - 1) / WINO_M;
+	int64_t per = WINO_A * (p->in_channels + p->out_channels) * g->T * (int64_t)sizeof(float);
+	g->chunk = CHUNK_BYTES / per;
+	if (g->chunk > p->batch)
+		g->chunk = p->batch;
+	if (g->chunk < 1)
+		g->chunk = 1;
+	g->ncap = g->chunk * g->T;
+}
+
+int64_t kiln_f32_conv1d_wino_work(const kiln_conv2d_params *p)
+{
+	if (!kiln_f32_conv1d_wino_takes(p) || p->batch < 1)
+		return 0;
+	Geo g;
+	geo(p, &g);
+	/* the offsets (int64, two floats each), a padded row, V, slack, M */
+	return 2 * p->in_channels + (WINO_M * g.T + 2) + WINO_A * p->in_channels * g.ncap + SLACK +
+	       WINO_A * p->out_channels * g.ncap;
+}
+
+int64_t kiln_f32_conv1d_wino_packed_floats(int64_t in_channels, int64_t out_channels)
+{
+	return WINO_A * in_channels * out_channels;
+}
+
+/* U[e] = G g for every filter, in the conv32 layout of f32-conv/direct.h
+ * with K = C, one matrix after the other: dst[e * M * C + m0 * C + c * bw +
+ * i] = U[e][m0 + i][c]. Computed in double and rounded once. */
+void kiln_f32_conv1d_wino_pack(const kiln_conv2d_params *p, const float *W, float *dst)
+{
+	const int64_t M = p->out_channels, C = p->in_channels;
+	for (int64_t m = 0; m < M; m++) {
+		int64_t m0 = m / CONV_BLOCK * CONV_BLOCK;
+		int64_t bw = M - m0 < CONV_BLOCK ? M - m0 : CONV_BLOCK;
+		for (int64_t c = 0; c < C; c++) {
+			float t[3];
+			/* memcpy: at compile time W is where the model file has it, maybe misaligned */
+			memcpy(t, &W[(m * C + c) * 3], sizeof t);
+			double g0 = t[0], g1 = t[1], g2 = t[2];
+			double u[WINO_A] = {g0 / 4, -(g0 + g1 + g2) / 6, -(g0 - g1 + g2) / 6,
+			                    g0 / 24 + g1 / 12 + g2 / 6, g0 / 24 - g1 / 12 + g2 / 6, g2};
+			for (int e = 0; e < WINO_A; e++) {
+				float v = (float)u[e];
+				memcpy(&dst[e * M * C + m0 * C + c * bw + (m - m0)], &v, sizeof v);
+			}
+		}
+	}
+}
+
+/* B^T d for the tiles of one image's channel: row is the padded signal
+ * (WINO_M * T + 2 floats), v[e * es + t] the transformed tile t. */
+static void input_transform(const float *row, int64_t T, float *v, int64_t es)
+{
+	float *v0 = v, *v1 = v + es, *v2 = v + 2 * es, *v3 = v + 3 * es, *v4 = v + 4 * es,
+	      *v5 = v + 5 * es;
+	for (int64_t t = 0; t < T; t++) {
+		const float *d = row + WINO_M * t;
+		float d0 = d[0], d1 = d[1], d2 = d[2], d3 = d[3], d4 = d[4], d5 = d[5];
+		v0[t] = (4.0f * d0 - 5.0f * d2) + d4;
+		v1[t] = (d4 + d3) - 4.0f * (d1 + d2);
+		v2[t] = (d4 - d3) + 4.0f * (d1 - d2);
+		v3[t] = (d4 - d2) + 2.0f * (d3 - d1);
+		v4[t] = (d4 - d2) - 2.0f * (d3 - d1);
+		v5[t] = (4.0f * d1 - 5.0f * d3) + d5;
+	}
+}
+
+/* A^T m for the tiles of one output channel of one image, + bias, into y
+ * (OW floats), then the residual and the activation as the direct tiles
+ * apply them. */
+static void output_transform(const float *mr, int64_t es, int64_t T, int64_t OW, float b,
+                             float *y, const float *res, const kiln_epilogue *ep)
+{
+	const float *m0 = mr, *m1 = mr + es, *m2 = mr + 2 * es, *m3 = mr + 3 * es,
+	            *m4 = mr + 4 * es, *m5 = mr + 5 * es;
+	int64_t whole = OW / WINO_M;
+	for (int64_t t = 0; t < whole; t++) {
+		float a = m1[t] + m2[t], s = m1[t] - m2[t], c = m3[t] + m4[t], d = m3[t] - m4[t];
+		float *o = y + WINO_M * t;
+		o[0] = ((m0[t] + a) + c) + b;
+		o[1] = (s + 2.0f * d) + b;
+		o[2] = (a + 4.0f * c) + b;
+		o[3] = ((s + 8.0f * d) + m5[t]) + b;
+	}
+	if (whole < T) {
+		int64_t t = whole;
+		float a = m1[t] + m2[t], s = m1[t] - m2[t], c = m3[t] + m4[t], d = m3[t] - m4[t];
+		float o[WINO_M] = {((m0[t] + a) + c) + b, (s + 2.0f * d) + b, (a + 4.0f * c) + b,
+		                   ((s + 8.0f * d) + m5[t]) + b};
+		for (int64_t j = 0; j < OW - WINO_M * whole; j++)
+			y[WINO_M * whole + j] = o[j];
+	}
+	int act = ep ? ep->act : KILN_ACT_NONE;
+	if (res)
+		for (int64_t i = 0; i < OW; i++)
+			y[i] += res[i];
+	if (act == KILN_ACT_RELU)
+		for (int64_t i = 0; i < OW; i++)
+			y[i] = y[i] > 0.0f ? y[i] : 0.0f;
+	else if (act != KILN_ACT_NONE)
+		kiln_f32_act(y, OW, ep);
+}
+
+void kiln_f32_conv1d_wino(const kiln_conv2d_params *p, const float *X, const float *U,
+                          const float *bias, float *Y, const kiln_epilogue *ep, float *work)
+{
+	if (p->batch < 1 || !kiln_f32_conv1d_wino_takes(p))
+		return;
+	conv_tile_fn tile = kiln_conv_tile_ref;
+	int np_max = CONV_NP_REF;
+#ifdef KILN_HAVE_X86_VARIANTS
+	if (kiln_isa() == KILN_ISA_AVX512)
+		tile = kiln_conv_tile_avx512, np_max = CONV_NP_AVX512;
+	else if (kiln_isa() == KILN_ISA_AVX2)
+		tile = kiln_conv_tile_avx2, np_max = CONV_NP_AVX2;
+#endif
+	Geo g;
+	geo(p, &g);
+	const int64_t C = p->in_channels, M = p->out_channels, L = p->in_w, OW = p->out_w;
+	const int64_t T = g.T, ncap = g.ncap, rowlen = WINO_M * T + 2;
+	int64_t *koff = (int64_t *)(void *)work;
+	float *row = work + 2 * C;
+	float *V = row + rowlen;
+	float *Mp = V + WINO_A * C * ncap + SLACK;
+	for (int64_t c = 0; c < C; c++)
+		koff[c] = c * ncap;
+	memset(V + WINO_A * C * ncap, 0, SLACK * sizeof *V);
+	const int64_t ngroups = (M + CONV_MR - 1) / CONV_MR;
+	for (int64_t n0 = 0; n0 < p->batch; n0 += g.chunk) {
+		int64_t nn = p->batch - n0 < g.chunk ? p->batch - n0 : g.chunk;
+		int64_t ncols = nn * T;
+		/* V[e][c][n * T + t]: each image's tiles, image by image */
+		for (int64_t n = 0; n < nn; n++)
+			for (int64_t c = 0; c < C; c++) {
+				const float *x = X + ((n0 + n) * C + c) * L;
+				int64_t lo = p->pad_left, hi = lo + L < rowlen ? lo + L : rowlen;
+				memset(row, 0, (size_t)lo * sizeof *row);
+				memcpy(row + lo, x, (size_t)(hi - lo) * sizeof *row);
+				memset(row + hi, 0, (size_t)(rowlen - hi) * sizeof *row);
+				input_transform(row, T, V + c * ncap + n * T, C * ncap);
+			}
+		/* M[e] = U[e] V[e], columns in tiles of the variant's width */
+		int64_t ntiles = (ncols + np_max - 1) / np_max;
+		int64_t step = ((ncols + ntiles - 1) / ntiles + 15) / 16 * 16;
+		if (step > np_max)
+			step = np_max;
+		for (int e = 0; e < WINO_A; e++)
+			for (int64_t gi = 0; gi < ngroups; gi++) {
+				int64_t m0 = gi * CONV_MR, mb = m0 / CONV_BLOCK * CONV_BLOCK;
+				int rows = (int)(M - m0 < CONV_MR ? M - m0 : CONV_MR);
+				int64_t bw = M - mb < CONV_BLOCK ? M - mb : CONV_BLOCK;
+				for (int64_t q0 = 0; q0 < ncols; q0 += step) {
+					int np = (int)(ncols - q0 < step ? ncols - q0 : step);
+					ConvTile t = {.K = C, .w = U + e * M * C + mb * C + (m0 - mb), .ws = bw,
+					              .rows = rows, .np = np, .koff = koff,
+					              .xb = V + e * C * ncap + q0, .q0 = q0, .Wq = ncap,
+					              .OW = ncap, .ohw = ncap, .m0 = m0,
+					              .Y = Mp + e * M * ncap, .real = ((uint64_t)1 << np) - 1,
+					              .y0 = q0};
+					tile(&t);
+				}
+			}
+		/* Y = A^T M + bias, the residual, the activation */
+		for (int64_t n = 0; n < nn; n++)
+			for (int64_t m = 0; m < M; m++) {
+				int64_t at = ((n0 + n) * M + m) * OW;
+				output_transform(Mp + m * ncap + n * T, M * ncap, T, OW, bias ? bias[m] : 0.0f,
+				                 Y + at, ep && ep->residual ? ep->residual + at : NULL, ep);
+			}
+	}
+}
