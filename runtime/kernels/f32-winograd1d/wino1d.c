@@ -31,6 +31,8 @@
 
 #include "../f32-conv/direct.h"
 #include "../isa.h"
+#define WINO_TRANSFORM_SUFFIX ref
+#include "transform.h"
 
 enum {
 	WINO_A = 6,                  /* points (products per tile) */
@@ -53,7 +55,8 @@ int kiln_f32_conv1d_wino_takes(const kiln_conv2d_params *p)
 }
 
 typedef struct Geo {
-	int64_t T, chunk, ncap;   /* tiles per image, images per chunk, columns of V and M */
+	int64_t T, T16;           /* tiles per image, rounded up to whole blocks of 16 */
+	int64_t chunk, ncap, ld;  /* images per chunk, their columns, the row stride of V and M */
 } Geo;
 
 static void geo(const kiln_conv2d_params *p, Geo *g)
@@ -66,6 +69,8 @@ static void geo(const kiln_conv2d_params *p, Geo *g)
 	if (g->chunk < 1)
 		g->chunk = 1;
 	g->ncap = g->chunk * g->T;
+	g->T16 = (g->T + WINO_LANES - 1) / WINO_LANES * WINO_LANES;
+	g->ld = g->ncap + WINO_LANES;
 }
 
 int64_t kiln_f32_conv1d_wino_work(const kiln_conv2d_params *p)
@@ -75,8 +80,8 @@ int64_t kiln_f32_conv1d_wino_work(const kiln_conv2d_params *p)
 	Geo g;
 	geo(p, &g);
 	/* the offsets (int64, two floats each), a padded row, V, slack, M */
-	return 2 * p->in_channels + (WINO_M * g.T + 2) + WINO_A * p->in_channels * g.ncap + SLACK +
-	       WINO_A * p->out_channels * g.ncap;
+	return 2 * p->in_channels + 4 * g.T16 + WINO_LANES +
+	       WINO_A * p->in_channels * g.ld + SLACK + WINO_A * p->out_channels * g.ld;
 }
 
 int64_t kiln_f32_conv1d_wino_packed_floats(int64_t in_channels, int64_t out_channels)
@@ -108,60 +113,6 @@ void kiln_f32_conv1d_wino_pack(const kiln_conv2d_params *p, const float *W, floa
 	}
 }
 
-/* B^T d for the tiles of one image's channel: row is the padded signal
- * (WINO_M * T + 2 floats), v[e * es + t] the transformed tile t. */
-static void input_transform(const float *row, int64_t T, float *v, int64_t es)
-{
-	float *v0 = v, *v1 = v + es, *v2 = v + 2 * es, *v3 = v + 3 * es, *v4 = v + 4 * es,
-	      *v5 = v + 5 * es;
-	for (int64_t t = 0; t < T; t++) {
-		const float *d = row + WINO_M * t;
-		float d0 = d[0], d1 = d[1], d2 = d[2], d3 = d[3], d4 = d[4], d5 = d[5];
-		v0[t] = (4.0f * d0 - 5.0f * d2) + d4;
-		v1[t] = (d4 + d3) - 4.0f * (d1 + d2);
-		v2[t] = (d4 - d3) + 4.0f * (d1 - d2);
-		v3[t] = (d4 - d2) + 2.0f * (d3 - d1);
-		v4[t] = (d4 - d2) - 2.0f * (d3 - d1);
-		v5[t] = (4.0f * d1 - 5.0f * d3) + d5;
-	}
-}
-
-/* A^T m for the tiles of one output channel of one image, + bias, into y
- * (OW floats), then the residual and the activation as the direct tiles
- * apply them. */
-static void output_transform(const float *mr, int64_t es, int64_t T, int64_t OW, float b,
-                             float *y, const float *res, const kiln_epilogue *ep)
-{
-	const float *m0 = mr, *m1 = mr + es, *m2 = mr + 2 * es, *m3 = mr + 3 * es,
-	            *m4 = mr + 4 * es, *m5 = mr + 5 * es;
-	int64_t whole = OW / WINO_M;
-	for (int64_t t = 0; t < whole; t++) {
-		float a = m1[t] + m2[t], s = m1[t] - m2[t], c = m3[t] + m4[t], d = m3[t] - m4[t];
-		float *o = y + WINO_M * t;
-		o[0] = ((m0[t] + a) + c) + b;
-		o[1] = (s + 2.0f * d) + b;
-		o[2] = (a + 4.0f * c) + b;
-		o[3] = ((s + 8.0f * d) + m5[t]) + b;
-	}
-	if (whole < T) {
-		int64_t t = whole;
-		float a = m1[t] + m2[t], s = m1[t] - m2[t], c = m3[t] + m4[t], d = m3[t] - m4[t];
-		float o[WINO_M] = {((m0[t] + a) + c) + b, (s + 2.0f * d) + b, (a + 4.0f * c) + b,
-		                   ((s + 8.0f * d) + m5[t]) + b};
-		for (int64_t j = 0; j < OW - WINO_M * whole; j++)
-			y[WINO_M * whole + j] = o[j];
-	}
-	int act = ep ? ep->act : KILN_ACT_NONE;
-	if (res)
-		for (int64_t i = 0; i < OW; i++)
-			y[i] += res[i];
-	if (act == KILN_ACT_RELU)
-		for (int64_t i = 0; i < OW; i++)
-			y[i] = y[i] > 0.0f ? y[i] : 0.0f;
-	else if (act != KILN_ACT_NONE)
-		kiln_f32_act(y, OW, ep);
-}
-
 void kiln_f32_conv1d_wino(const kiln_conv2d_params *p, const float *X, const float *U,
                           const float *bias, float *Y, const kiln_epilogue *ep, float *work)
 {
@@ -169,36 +120,41 @@ void kiln_f32_conv1d_wino(const kiln_conv2d_params *p, const float *X, const flo
 		return;
 	conv_tile_fn tile = kiln_conv_tile_ref;
 	int np_max = CONV_NP_REF;
+	wino1d_in_fn in = kiln_wino1d_in_ref;
+	wino1d_out_fn out = kiln_wino1d_out_ref;
 #ifdef KILN_HAVE_X86_VARIANTS
 	if (kiln_isa() == KILN_ISA_AVX512)
-		tile = kiln_conv_tile_avx512, np_max = CONV_NP_AVX512;
+		tile = kiln_conv_tile_avx512, np_max = CONV_NP_AVX512, in = kiln_wino1d_in_avx512,
+		out = kiln_wino1d_out_avx512;
 	else if (kiln_isa() == KILN_ISA_AVX2)
-		tile = kiln_conv_tile_avx2, np_max = CONV_NP_AVX2;
+		tile = kiln_conv_tile_avx2, np_max = CONV_NP_AVX2, in = kiln_wino1d_in_avx2,
+		out = kiln_wino1d_out_avx2;
 #endif
 	Geo g;
 	geo(p, &g);
 	const int64_t C = p->in_channels, M = p->out_channels, L = p->in_w, OW = p->out_w;
-	const int64_t T = g.T, ncap = g.ncap, rowlen = WINO_M * T + 2;
+	const int64_t T = g.T, T16 = g.T16, ld = g.ld;
 	int64_t *koff = (int64_t *)(void *)work;
-	float *row = work + 2 * C;
-	float *V = row + rowlen;
-	float *Mp = V + WINO_A * C * ncap + SLACK;
+	float *row = work + 2 * C;                       /* 4 T16 + 16 floats */
+	float *V = row + 4 * T16 + WINO_LANES;           /* 6 C ld, then SLACK */
+	float *Mp = V + WINO_A * C * ld + SLACK;         /* 6 M ld */
 	for (int64_t c = 0; c < C; c++)
-		koff[c] = c * ncap;
-	memset(V + WINO_A * C * ncap, 0, SLACK * sizeof *V);
+		koff[c] = c * ld;
+	memset(row, 0, (size_t)(4 * T16 + WINO_LANES) * sizeof *row);
+	memset(V + WINO_A * C * ld, 0, SLACK * sizeof *V);
+	/* the columns past the last image's tiles, read by the output transform */
+	for (int64_t r = 0; r < WINO_A * M; r++)
+		memset(Mp + r * ld + g.ncap, 0, (size_t)(ld - g.ncap) * sizeof *Mp);
 	const int64_t ngroups = (M + CONV_MR - 1) / CONV_MR;
 	for (int64_t n0 = 0; n0 < p->batch; n0 += g.chunk) {
 		int64_t nn = p->batch - n0 < g.chunk ? p->batch - n0 : g.chunk;
 		int64_t ncols = nn * T;
-		/* V[e][c][n * T + t]: each image's tiles, image by image */
+		/* V[e][c][n * T + t]: each image's tiles, image by image (a block of
+		 * 16 tiles past an image's last is overwritten by the next image's) */
 		for (int64_t n = 0; n < nn; n++)
 			for (int64_t c = 0; c < C; c++) {
-				const float *x = X + ((n0 + n) * C + c) * L;
-				int64_t lo = p->pad_left, hi = lo + L < rowlen ? lo + L : rowlen;
-				memset(row, 0, (size_t)lo * sizeof *row);
-				memcpy(row + lo, x, (size_t)(hi - lo) * sizeof *row);
-				memset(row + hi, 0, (size_t)(rowlen - hi) * sizeof *row);
-				input_transform(row, T, V + c * ncap + n * T, C * ncap);
+				memcpy(row + p->pad_left, X + ((n0 + n) * C + c) * L, (size_t)L * sizeof *row);
+				in(row, T16, V + c * ld + n * T, C * ld);
 			}
 		/* M[e] = U[e] V[e], columns in tiles of the variant's width */
 		int64_t ntiles = (ncols + np_max - 1) / np_max;
@@ -214,19 +170,22 @@ void kiln_f32_conv1d_wino(const kiln_conv2d_params *p, const float *X, const flo
 					int np = (int)(ncols - q0 < step ? ncols - q0 : step);
 					ConvTile t = {.K = C, .w = U + e * M * C + mb * C + (m0 - mb), .ws = bw,
 					              .rows = rows, .np = np, .koff = koff,
-					              .xb = V + e * C * ncap + q0, .q0 = q0, .Wq = ncap,
-					              .OW = ncap, .ohw = ncap, .m0 = m0,
-					              .Y = Mp + e * M * ncap, .real = ((uint64_t)1 << np) - 1,
-					              .y0 = q0};
+					              .xb = V + e * C * ld + q0, .q0 = q0, .Wq = ld, .OW = ld,
+					              .ohw = ld, .m0 = m0, .Y = Mp + e * M * ld,
+					              .real = ((uint64_t)1 << np) - 1, .y0 = q0};
 					tile(&t);
 				}
 			}
 		/* Y = A^T M + bias, the residual, the activation */
+		int act = ep ? ep->act : KILN_ACT_NONE;
 		for (int64_t n = 0; n < nn; n++)
 			for (int64_t m = 0; m < M; m++) {
 				int64_t at = ((n0 + n) * M + m) * OW;
-				output_transform(Mp + m * ncap + n * T, M * ncap, T, OW, bias ? bias[m] : 0.0f,
-				                 Y + at, ep && ep->residual ? ep->residual + at : NULL, ep);
+				out(Mp + m * ld + n * T, M * ld, T16, bias ? bias[m] : 0.0f,
+				    ep && ep->residual ? ep->residual + at : NULL, act == KILN_ACT_RELU, Y + at,
+				    OW);
+				if (act != KILN_ACT_NONE && act != KILN_ACT_RELU)
+					kiln_f32_act(Y + at, OW, ep);
 			}
 	}
 }
