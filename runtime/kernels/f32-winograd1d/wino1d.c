@@ -144,7 +144,7 @@ void kiln_f32_conv1d_wino(const kiln_conv2d_params *p, const float *X, const flo
 	memset(V + WINO_A * C * ld, 0, SLACK * sizeof *V);
 	/* the columns past the last image's tiles, read by the output transform */
 	for (int64_t r = 0; r < WINO_A * M; r++)
-		memset(Mp + r * ld + g.ncap, 0, (size_t)(ld - g.ncap) * sizeof *Mp);
+		memset(Mp + r * ld + g.ncap, 0, WINO_LANES * sizeof *Mp);
 	const int64_t ngroups = (M + CONV_MR - 1) / CONV_MR;
 	for (int64_t n0 = 0; n0 < p->batch; n0 += g.chunk) {
 		int64_t nn = p->batch - n0 < g.chunk ? p->batch - n0 : g.chunk;
