@@ -23,7 +23,7 @@ The models: an elementwise model of the math functions the generated C and
 the vector kernels compute (exp, log, log1p, pow, tanh, sigmoid, erf, sin,
 cos, softplus), a transformer encoder block (MatMul, Softmax, LayerNorm, erf
 GELU), Softmax/LayerNorm/ReduceMean/GlobalAveragePool alone (reduce_norm),
-2-D and 1-D convolutions (conv), LSTMs of 16 to 264 units in every step
+2-D and 1-D convolutions (conv), 1-D Winograd F(4, 3) convolutions (wino1d), LSTMs of 16 to 264 units in every step
 form (lstm), products of two activations (matmul_act), and, when python3-torch is there, bench/test_models.py's DeepJet-,
 ParticleNet- and MLP-style exports (tests/realmodels patterns). --models DIR
 adds every DIR/*.onnx (e.g. bench's deepjet_like, particlenet_like,
@@ -279,6 +279,42 @@ def conv_forms_model():
     return helper.make_model(g, opset_imports=[helper.make_opsetid("", 17)])
 
 
+def wino1d_model():
+    """The 1-D Winograd F(4, 3) path (runtime/kernels/f32-winograd1d), which
+    the compiler takes for 3-tap, stride-1 convolutions of >= 16 channels by
+    shape: x [N, 16, 37] -> a Conv1d to 24 (pads 1) with ReLU, a Conv1d of
+    24 with the residual and ReLU, the result as images one pixel wide
+    [N, 24, 37, 1] -> a (3, 1) Conv to 32 (a partial last tile of 4); a
+    Conv1d with uneven pads (2, 0) and one unpadded with Tanh. Each output
+    flattened, all concatenated."""
+    r = np.random.default_rng(37)
+    inits = [numpy_helper.from_array(np.array([3], np.int64), "ax3")]
+    n, outs = [], []
+
+    def conv(name, x, m, c, k, **attrs):
+        inits.append(numpy_helper.from_array(_w(r, m, c, *k, scale=1.0 / np.sqrt(3 * c)), "w_" + name))
+        inits.append(numpy_helper.from_array(_w(r, m, scale=0.1), "b_" + name))
+        n.append(helper.make_node("Conv", [x, "w_" + name, "b_" + name], [name], **attrs))
+
+    conv("c1", "x", 24, 16, (3,), pads=[1, 1])
+    n.append(helper.make_node("Relu", ["c1"], ["r1"]))
+    conv("c2", "r1", 24, 24, (3,), pads=[1, 1])
+    n.append(helper.make_node("Add", ["c2", "r1"], ["a2"]))
+    n.append(helper.make_node("Relu", ["a2"], ["r2"]))
+    n.append(helper.make_node("Unsqueeze", ["r2", "ax3"], ["u2"]))
+    conv("c3", "u2", 32, 24, (3, 1), pads=[1, 0, 1, 0])
+    conv("c4", "x", 16, 16, (3,), pads=[2, 0])
+    conv("c5", "x", 20, 16, (3,))
+    n.append(helper.make_node("Tanh", ["c5"], ["t5"]))
+    outs = ["r2", "c3", "c4", "t5"]
+    for o in outs:
+        n.append(helper.make_node("Flatten", [o], ["f_" + o], axis=1))
+    n.append(helper.make_node("Concat", ["f_" + o for o in outs], ["y"], axis=1))
+    g = helper.make_graph(n, "wino1d", [helper.make_tensor_value_info("x", TensorProto.FLOAT, ["N", 16, 37])],
+                          [helper.make_tensor_value_info("y", TensorProto.FLOAT, None)], inits)
+    return helper.make_model(g, opset_imports=[helper.make_opsetid("", 17)])
+
+
 def matmul_act_model():
     """Products of two activations (no weight, so nothing packed at compile
     time): x [N, 8, 40] -> x x^T (M = 8), x^T x (K = 8) and x[:, :2] x^T
@@ -474,7 +510,7 @@ def main():
               "transformer_block": transformer_model(), "reduce_norm": reduce_norm_model(),
               "conv": conv_model(),
               "conv_forms": conv_forms_model(), "lstm": lstm_model(),
-              "matmul_act": matmul_act_model()}
+              "matmul_act": matmul_act_model(), "wino1d": wino1d_model()}
     if only is None or only - set(models):
         models.update(torch_models())
     if models_dir:
