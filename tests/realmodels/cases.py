@@ -738,6 +738,14 @@ def resnet1d_columns_b9_opset11():
     return resnet1d_model.export(batch=9, particles=37, opset=11, seed=2)
 
 
+@run
+def resnet1d_conv1d_b5_opset17():
+    """The same network written with Conv1d on [N, C, P]: the 1-D Winograd
+    F(4, 3) path as for the (3, 1) kernels (ops/conv_algo.c)."""
+    import resnet1d_model
+    return resnet1d_model.export(batch=5, particles=61, opset=17, seed=3, conv1d=True)
+
+
 @compiles("--batch", "1,16")
 def resnet1d_columns_batches():
     import resnet1d_model

@@ -3,24 +3,34 @@ images one pixel wide ([N, C, P, 1], kernels (3, 1), padding (1, 0)) as
 some exporters of that network do: a stem Conv/BatchNorm/ReLU, residual
 blocks of two (3, 1) convolutions with BatchNorm (a 1x1 shortcut where the
 width changes), a mean over the particles and a dense head. Random weights,
-exported with torch.onnx for the realmodels cases and the bench."""
+exported with torch.onnx for the realmodels cases and the bench. With
+conv1d=True the same network is written with Conv1d/BatchNorm1d on [N, C,
+P] (the other way exporters write it)."""
 import numpy as np
 
 import torch_util
 
 
-def module(c_in=16, widths=(32, 32, 64, 64), classes=5):
+def module(c_in=16, widths=(32, 32, 64, 64), classes=5, conv1d=False):
     import torch
     from torch import nn
+
+    if conv1d:
+        def Conv(c, d, k, padding=0):
+            return nn.Conv1d(c, d, k if isinstance(k, int) else k[0],
+                             padding=padding if isinstance(padding, int) else padding[0])
+        Norm, unsq, dims = nn.BatchNorm1d, (lambda x: x), (2,)
+    else:
+        Conv, Norm, unsq, dims = nn.Conv2d, nn.BatchNorm2d, (lambda x: x.unsqueeze(-1)), (2, 3)
 
     class Block(nn.Module):
         def __init__(self, c, d):
             super().__init__()
-            self.conv1 = nn.Conv2d(c, d, (3, 1), padding=(1, 0))
-            self.bn1 = nn.BatchNorm2d(d)
-            self.conv2 = nn.Conv2d(d, d, (3, 1), padding=(1, 0))
-            self.bn2 = nn.BatchNorm2d(d)
-            self.short = nn.Sequential(nn.Conv2d(c, d, 1), nn.BatchNorm2d(d)) if c != d else None
+            self.conv1 = Conv(c, d, (3, 1), padding=(1, 0))
+            self.bn1 = Norm(d)
+            self.conv2 = Conv(d, d, (3, 1), padding=(1, 0))
+            self.bn2 = Norm(d)
+            self.short = nn.Sequential(Conv(c, d, 1), Norm(d)) if c != d else None
 
         def forward(self, x):
             y = torch.relu(self.bn1(self.conv1(x)))
@@ -30,8 +40,8 @@ def module(c_in=16, widths=(32, 32, 64, 64), classes=5):
     class Net(nn.Module):
         def __init__(self):
             super().__init__()
-            self.stem = nn.Sequential(nn.Conv2d(c_in, widths[0], (3, 1), padding=(1, 0)),
-                                      nn.BatchNorm2d(widths[0]), nn.ReLU())
+            self.stem = nn.Sequential(Conv(c_in, widths[0], (3, 1), padding=(1, 0)),
+                                      Norm(widths[0]), nn.ReLU())
             blocks, c = [], widths[0]
             for d in widths:
                 blocks.append(Block(c, d))
@@ -40,8 +50,8 @@ def module(c_in=16, widths=(32, 32, 64, 64), classes=5):
             self.fc = nn.Sequential(nn.Linear(c, 64), nn.ReLU(), nn.Linear(64, classes))
 
         def forward(self, x):                     # [N, C, P]
-            x = self.blocks(self.stem(x.unsqueeze(-1)))
-            return torch.softmax(self.fc(x.mean(dim=(2, 3))), dim=1)
+            x = self.blocks(self.stem(unsq(x)))
+            return torch.softmax(self.fc(x.mean(dim=dims)), dim=1)
 
     torch.manual_seed(11)
     return torch_util.random_bn_stats(Net(), mean=0.3)
