@@ -97,3 +97,132 @@ void kiln_wino1d_out_avx512(const float *m, int64_t ms, int64_t T16, float b, co
 		}
 	}
 }
+
+/* ---- the products with channels in lanes -------------------------------- */
+
+/* P[t * M + m] = sum over c of U[m][c] V[c][t] for t < ncols, m < M (M a
+ * multiple of 32): NV vectors of 16 output channels from m0 by NT tiles from
+ * t0 in NV * NT accumulators; per c, NV loads of U's column c (the conv32
+ * layout of direct.h: blocks of 32 channels, 32 floats a column) and NT
+ * broadcasts of V's row c. Each sum is one FMA chain over c from 0, then
+ * + 0.0f, as the conv tile's (kiln_conv_tile_ref: the same bits). */
+static inline __attribute__((always_inline)) void products_block(
+    const float *U, const float *V, int64_t C, int64_t M, int64_t ld, int64_t m0, int64_t t0,
+    int nt, float *P, const int NV, const int NT)
+{
+	__m512 acc[12][4];   /* fixed bounds: a VLA would not live in registers */
+	#pragma GCC unroll 12
+	for (int j = 0; j < NT; j++)
+		#pragma GCC unroll 4
+		for (int v = 0; v < NV; v++)
+			acc[j][v] = _mm512_setzero_ps();
+	const float *u = U + m0 * C, *x = V + t0;
+	for (int64_t c = 0; c < C; c++, x += ld, u += 32) {
+		__m512 w[4];
+		#pragma GCC unroll 4
+		for (int v = 0; v < NV; v++)
+			w[v] = _mm512_loadu_ps(u + (v / 2) * 32 * C + (v % 2) * 16);
+		#pragma GCC unroll 12
+		for (int j = 0; j < NT; j++) {
+			__m512 b = _mm512_set1_ps(x[j]);
+			#pragma GCC unroll 4
+			for (int v = 0; v < NV; v++)
+				acc[j][v] = _mm512_fmadd_ps(w[v], b, acc[j][v]);
+		}
+	}
+	const __m512 zero = _mm512_setzero_ps();
+	float *p = P + t0 * M + m0;
+	#pragma GCC unroll 12
+	for (int j = 0; j < NT; j++)
+		if (j < nt)
+			#pragma GCC unroll 4
+			for (int v = 0; v < NV; v++)
+				_mm512_storeu_ps(p + j * M + 16 * v, _mm512_add_ps(acc[j][v], zero));
+}
+
+void kiln_wino1d_products_avx512(const float *U, const float *V, int64_t C, int64_t M,
+                                 int64_t ld, int64_t ncols, float *P)
+{
+	int64_t m0 = 0;
+	for (; m0 + 64 <= M; m0 += 64)
+		for (int64_t t0 = 0; t0 < ncols; t0 += 6)
+			products_block(U, V, C, M, ld, m0, t0, (int)(ncols - t0), P, 4, 6);
+	if (m0 < M)
+		for (int64_t t0 = 0; t0 < ncols; t0 += 12)
+			products_block(U, V, C, M, ld, m0, t0, (int)(ncols - t0), P, 2, 12);
+}
+
+/* 16 x 16 transpose: z[i] lane j = r[j] lane i. */
+static inline void transpose16(__m512 r[16])
+{
+	__m512 a[16], b[16];
+	for (int i = 0; i < 16; i += 2) {
+		a[i] = _mm512_unpacklo_ps(r[i], r[i + 1]);
+		a[i + 1] = _mm512_unpackhi_ps(r[i], r[i + 1]);
+	}
+	for (int i = 0; i < 16; i += 4) {
+		b[i] = _mm512_castpd_ps(_mm512_unpacklo_pd(_mm512_castps_pd(a[i]), _mm512_castps_pd(a[i + 2])));
+		b[i + 1] = _mm512_castpd_ps(_mm512_unpackhi_pd(_mm512_castps_pd(a[i]), _mm512_castps_pd(a[i + 2])));
+		b[i + 2] = _mm512_castpd_ps(_mm512_unpacklo_pd(_mm512_castps_pd(a[i + 1]), _mm512_castps_pd(a[i + 3])));
+		b[i + 3] = _mm512_castpd_ps(_mm512_unpackhi_pd(_mm512_castps_pd(a[i + 1]), _mm512_castps_pd(a[i + 3])));
+	}
+	/* b[4 q + k], 128-bit lane l: rows 4 l .. 4 l + 3 of group q's column k */
+	for (int k = 0; k < 4; k++) {
+		__m512 lo01 = _mm512_shuffle_f32x4(b[k], b[4 + k], _MM_SHUFFLE(1, 0, 1, 0));
+		__m512 lo23 = _mm512_shuffle_f32x4(b[8 + k], b[12 + k], _MM_SHUFFLE(1, 0, 1, 0));
+		__m512 hi01 = _mm512_shuffle_f32x4(b[k], b[4 + k], _MM_SHUFFLE(3, 2, 3, 2));
+		__m512 hi23 = _mm512_shuffle_f32x4(b[8 + k], b[12 + k], _MM_SHUFFLE(3, 2, 3, 2));
+		r[k] = _mm512_shuffle_f32x4(lo01, lo23, _MM_SHUFFLE(2, 0, 2, 0));
+		r[4 + k] = _mm512_shuffle_f32x4(lo01, lo23, _MM_SHUFFLE(3, 1, 3, 1));
+		r[8 + k] = _mm512_shuffle_f32x4(hi01, hi23, _MM_SHUFFLE(2, 0, 2, 0));
+		r[12 + k] = _mm512_shuffle_f32x4(hi01, hi23, _MM_SHUFFLE(3, 1, 3, 1));
+	}
+}
+
+/* A^T m + bias of one image's T tiles from products laid out [t][m]
+ * (P[e * es + t * M + m]), + res, ReLU, to y[m * n + 4 t + j] for 4 t + j <
+ * n: four tiles by 16 channels at a time, the same operations as
+ * kiln_wino1d_out's, then transposed so that each channel's 16 outputs are
+ * one store. */
+void kiln_wino1d_out_tm_avx512(const float *P, int64_t es, int64_t T, int64_t M,
+                               const float *bias, const float *res, int relu, float *y,
+                               int64_t n)
+{
+	const __m512 two = _mm512_set1_ps(2.0f), four = _mm512_set1_ps(4.0f),
+	             eight = _mm512_set1_ps(8.0f), zero = _mm512_setzero_ps();
+	for (int64_t m0 = 0; m0 < M; m0 += 16) {
+		int live = M - m0 < 16 ? (int)(M - m0) : 16;
+		__mmask16 mk = (__mmask16)((1u << live) - 1);
+		__m512 bv = bias ? _mm512_maskz_loadu_ps(mk, bias + m0) : zero;
+		for (int64_t t0 = 0; t0 < T; t0 += 4) {
+			__m512 r[16];
+			for (int k = 0; k < 4; k++) {
+				const float *x = P + (t0 + k) * M + m0;
+				__m512 x0 = _mm512_maskz_loadu_ps(mk, x), x1 = _mm512_maskz_loadu_ps(mk, x + es),
+				       x2 = _mm512_maskz_loadu_ps(mk, x + 2 * es),
+				       x3 = _mm512_maskz_loadu_ps(mk, x + 3 * es),
+				       x4 = _mm512_maskz_loadu_ps(mk, x + 4 * es),
+				       x5 = _mm512_maskz_loadu_ps(mk, x + 5 * es);
+				__m512 a = _mm512_add_ps(x1, x2), s = _mm512_sub_ps(x1, x2);
+				__m512 c = _mm512_add_ps(x3, x4), d = _mm512_sub_ps(x3, x4);
+				r[4 * k] = _mm512_add_ps(_mm512_add_ps(_mm512_add_ps(x0, a), c), bv);
+				r[4 * k + 1] = _mm512_add_ps(_mm512_add_ps(s, _mm512_mul_ps(two, d)), bv);
+				r[4 * k + 2] = _mm512_add_ps(_mm512_add_ps(a, _mm512_mul_ps(four, c)), bv);
+				r[4 * k + 3] = _mm512_add_ps(
+				    _mm512_add_ps(_mm512_add_ps(s, _mm512_mul_ps(eight, d)), x5), bv);
+			}
+			transpose16(r);
+			int64_t i0 = 4 * t0, cnt = n - i0 < 16 ? n - i0 : 16;
+			__mmask16 ok = (__mmask16)((1u << cnt) - 1);
+			for (int i = 0; i < live; i++) {
+				int64_t at = (m0 + i) * n + i0;
+				__m512 v = r[i];
+				if (res)
+					v = _mm512_add_ps(v, _mm512_maskz_loadu_ps(ok, res + at));
+				if (relu)
+					v = _mm512_max_ps(v, zero);
+				_mm512_mask_storeu_ps(y + at, ok, v);
+			}
+		}
+	}
+}

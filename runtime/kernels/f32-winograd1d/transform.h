@@ -33,6 +33,13 @@ void kiln_wino1d_out_avx2(const float *m, int64_t ms, int64_t T16, float b, cons
 void kiln_wino1d_in_avx512(const float *row, int64_t T16, float *v, int64_t vs);
 void kiln_wino1d_out_avx512(const float *m, int64_t ms, int64_t T16, float b, const float *res,
                             int relu, float *y, int64_t n);
+/* AVX-512's products with output channels in lanes, P[t * M + m] (avx512.c),
+ * and the output transform of that layout. */
+void kiln_wino1d_products_avx512(const float *U, const float *V, int64_t C, int64_t M,
+                                 int64_t ld, int64_t ncols, float *P);
+void kiln_wino1d_out_tm_avx512(const float *P, int64_t es, int64_t T, int64_t M,
+                               const float *bias, const float *res, int relu, float *y,
+                               int64_t n);
 #endif
 
 #ifdef WINO_TRANSFORM_SUFFIX

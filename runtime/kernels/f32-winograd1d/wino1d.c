@@ -156,6 +156,27 @@ void kiln_f32_conv1d_wino(const kiln_conv2d_params *p, const float *X, const flo
 				memcpy(row + p->pad_left, X + ((n0 + n) * C + c) * L, (size_t)L * sizeof *row);
 				in(row, T16, V + c * ld + n * T, C * ld);
 			}
+#ifdef KILN_HAVE_X86_VARIANTS
+		if (tile == kiln_conv_tile_avx512 && M % 32 == 0) {
+			/* M[e] laid out [t][m] (channels in lanes), rows ncols.. zeroed: the
+			 * output transform reads up to 3 tiles past an image's last */
+			for (int e = 0; e < WINO_A; e++) {
+				kiln_wino1d_products_avx512(U + e * M * C, V + e * C * ld, C, M, ld, ncols,
+				                            Mp + e * M * ld);
+				memset(Mp + e * M * ld + ncols * M, 0, (size_t)(4 * M) * sizeof *Mp);
+			}
+			int relu = ep && ep->act == KILN_ACT_RELU;
+			for (int64_t n = 0; n < nn; n++) {
+				int64_t at = (n0 + n) * M * OW;
+				kiln_wino1d_out_tm_avx512(Mp + n * T * M, M * ld, T, M, bias,
+				                          ep && ep->residual ? ep->residual + at : NULL, relu,
+				                          Y + at, OW);
+				if (ep && ep->act != KILN_ACT_NONE && !relu)
+					kiln_f32_act(Y + at, M * OW, ep);
+			}
+			continue;
+		}
+#endif
 		/* M[e] = U[e] V[e], columns in tiles of the variant's width */
 		int64_t ntiles = (ncols + np_max - 1) / np_max;
 		int64_t step = ((ncols + ntiles - 1) / ntiles + 15) / 16 * 16;
