@@ -49,24 +49,32 @@ void kiln_wino1d_in_avx512(const float *row, int64_t T16, float *v, int64_t vs)
 	}
 }
 
+/* A^T m + b for 16 lanes (tiles or output channels): r[0..3], the portable
+ * variant's operations in its order. */
+static inline void out_lanes(__m512 x0, __m512 x1, __m512 x2, __m512 x3, __m512 x4, __m512 x5,
+                             __m512 bv, __m512 *r)
+{
+	const __m512 two = _mm512_set1_ps(2.0f), four = _mm512_set1_ps(4.0f),
+	             eight = _mm512_set1_ps(8.0f);
+	__m512 a = _mm512_add_ps(x1, x2), s = _mm512_sub_ps(x1, x2);
+	__m512 c = _mm512_add_ps(x3, x4), d = _mm512_sub_ps(x3, x4);
+	r[0] = _mm512_add_ps(_mm512_add_ps(_mm512_add_ps(x0, a), c), bv);
+	r[1] = _mm512_add_ps(_mm512_add_ps(s, _mm512_mul_ps(two, d)), bv);
+	r[2] = _mm512_add_ps(_mm512_add_ps(a, _mm512_mul_ps(four, c)), bv);
+	r[3] = _mm512_add_ps(_mm512_add_ps(_mm512_add_ps(s, _mm512_mul_ps(eight, d)), x5), bv);
+}
+
 void kiln_wino1d_out_avx512(const float *m, int64_t ms, int64_t T16, float b, const float *res,
                             int relu, float *y, int64_t n)
 {
-	const __m512 two = _mm512_set1_ps(2.0f), four = _mm512_set1_ps(4.0f),
-	             eight = _mm512_set1_ps(8.0f), bv = _mm512_set1_ps(b),
-	             zero = _mm512_setzero_ps();
+	const __m512 bv = _mm512_set1_ps(b), zero = _mm512_setzero_ps();
 	for (int64_t t0 = 0; t0 < T16 && 4 * t0 < n; t0 += WINO_LANES) {
 		const float *x = m + t0;
-		__m512 x0 = _mm512_loadu_ps(x), x1 = _mm512_loadu_ps(x + ms),
-		       x2 = _mm512_loadu_ps(x + 2 * ms), x3 = _mm512_loadu_ps(x + 3 * ms),
-		       x4 = _mm512_loadu_ps(x + 4 * ms), x5 = _mm512_loadu_ps(x + 5 * ms);
-		__m512 a = _mm512_add_ps(x1, x2), s = _mm512_sub_ps(x1, x2);
-		__m512 c = _mm512_add_ps(x3, x4), d = _mm512_sub_ps(x3, x4);
-		__m512 r0 = _mm512_add_ps(_mm512_add_ps(_mm512_add_ps(x0, a), c), bv);
-		__m512 r1 = _mm512_add_ps(_mm512_add_ps(s, _mm512_mul_ps(two, d)), bv);
-		__m512 r2 = _mm512_add_ps(_mm512_add_ps(a, _mm512_mul_ps(four, c)), bv);
-		__m512 r3 = _mm512_add_ps(
-		    _mm512_add_ps(_mm512_add_ps(s, _mm512_mul_ps(eight, d)), x5), bv);
+		__m512 q[4];
+		out_lanes(_mm512_loadu_ps(x), _mm512_loadu_ps(x + ms), _mm512_loadu_ps(x + 2 * ms),
+		          _mm512_loadu_ps(x + 3 * ms), _mm512_loadu_ps(x + 4 * ms),
+		          _mm512_loadu_ps(x + 5 * ms), bv, q);
+		__m512 r0 = q[0], r1 = q[1], r2 = q[2], r3 = q[3];
 		/* the 4 x 16 outputs to tile order: 128-bit lane i of u_k holds tile
 		 * 4 i + k's four outputs, then a 4 x 4 transpose of 128-bit lanes */
 		__m512 t01l = _mm512_unpacklo_ps(r0, r1), t01h = _mm512_unpackhi_ps(r0, r1);
@@ -188,8 +196,7 @@ void kiln_wino1d_out_tm_avx512(const float *P, int64_t es, int64_t T, int64_t M,
                                const float *bias, const float *res, int relu, float *y,
                                int64_t n)
 {
-	const __m512 two = _mm512_set1_ps(2.0f), four = _mm512_set1_ps(4.0f),
-	             eight = _mm512_set1_ps(8.0f), zero = _mm512_setzero_ps();
+	const __m512 zero = _mm512_setzero_ps();
 	for (int64_t m0 = 0; m0 < M; m0 += 16) {
 		int live = M - m0 < 16 ? (int)(M - m0) : 16;
 		__mmask16 mk = (__mmask16)((1u << live) - 1);
@@ -198,18 +205,11 @@ void kiln_wino1d_out_tm_avx512(const float *P, int64_t es, int64_t T, int64_t M,
 			__m512 r[16];
 			for (int k = 0; k < 4; k++) {
 				const float *x = P + (t0 + k) * M + m0;
-				__m512 x0 = _mm512_maskz_loadu_ps(mk, x), x1 = _mm512_maskz_loadu_ps(mk, x + es),
-				       x2 = _mm512_maskz_loadu_ps(mk, x + 2 * es),
-				       x3 = _mm512_maskz_loadu_ps(mk, x + 3 * es),
-				       x4 = _mm512_maskz_loadu_ps(mk, x + 4 * es),
-				       x5 = _mm512_maskz_loadu_ps(mk, x + 5 * es);
-				__m512 a = _mm512_add_ps(x1, x2), s = _mm512_sub_ps(x1, x2);
-				__m512 c = _mm512_add_ps(x3, x4), d = _mm512_sub_ps(x3, x4);
-				r[4 * k] = _mm512_add_ps(_mm512_add_ps(_mm512_add_ps(x0, a), c), bv);
-				r[4 * k + 1] = _mm512_add_ps(_mm512_add_ps(s, _mm512_mul_ps(two, d)), bv);
-				r[4 * k + 2] = _mm512_add_ps(_mm512_add_ps(a, _mm512_mul_ps(four, c)), bv);
-				r[4 * k + 3] = _mm512_add_ps(
-				    _mm512_add_ps(_mm512_add_ps(s, _mm512_mul_ps(eight, d)), x5), bv);
+				out_lanes(_mm512_maskz_loadu_ps(mk, x), _mm512_maskz_loadu_ps(mk, x + es),
+				          _mm512_maskz_loadu_ps(mk, x + 2 * es),
+				          _mm512_maskz_loadu_ps(mk, x + 3 * es),
+				          _mm512_maskz_loadu_ps(mk, x + 4 * es),
+				          _mm512_maskz_loadu_ps(mk, x + 5 * es), bv, r + 4 * k);
 			}
 			transpose16(r);
 			int64_t i0 = 4 * t0, cnt = n - i0 < 16 ? n - i0 : 16;

@@ -142,9 +142,6 @@ void kiln_f32_conv1d_wino(const kiln_conv2d_params *p, const float *X, const flo
 		koff[c] = c * ld;
 	memset(row, 0, (size_t)(4 * T16 + WINO_LANES) * sizeof *row);
 	memset(V + WINO_A * C * ld, 0, SLACK * sizeof *V);
-	/* the columns past the last image's tiles, read by the output transform */
-	for (int64_t r = 0; r < WINO_A * M; r++)
-		memset(Mp + r * ld + g.ncap, 0, WINO_LANES * sizeof *Mp);
 	const int64_t ngroups = (M + CONV_MR - 1) / CONV_MR;
 	for (int64_t n0 = 0; n0 < p->batch; n0 += g.chunk) {
 		int64_t nn = p->batch - n0 < g.chunk ? p->batch - n0 : g.chunk;
@@ -177,7 +174,11 @@ void kiln_f32_conv1d_wino(const kiln_conv2d_params *p, const float *X, const flo
 			continue;
 		}
 #endif
-		/* M[e] = U[e] V[e], columns in tiles of the variant's width */
+		/* M[e] = U[e] V[e], columns in tiles of the variant's width; the
+		 * 16 columns past the last image's tiles zeroed (the output
+		 * transform reads them) */
+		for (int64_t r = 0; r < WINO_A * M; r++)
+			memset(Mp + r * ld + ncols, 0, WINO_LANES * sizeof *Mp);
 		int64_t ntiles = (ncols + np_max - 1) / np_max;
 		int64_t step = ((ncols + ntiles - 1) / ntiles + 15) / 16 * 16;
 		if (step > np_max)
