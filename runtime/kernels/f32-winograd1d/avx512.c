@@ -194,9 +194,10 @@ static inline void transpose16(__m512 r[16])
  * one store. */
 void kiln_wino1d_out_tm_avx512(const float *P, int64_t es, int64_t T, int64_t M,
                                const float *bias, const float *res, int relu, float *y,
-                               int64_t n)
+                               int64_t n, float *tmp)
 {
 	const __m512 zero = _mm512_setzero_ps();
+	const int64_t rs = (T + 3) / 4 * 16;   /* a row of tmp: whole groups of 4 tiles */
 	for (int64_t m0 = 0; m0 < M; m0 += 16) {
 		int live = M - m0 < 16 ? (int)(M - m0) : 16;
 		__mmask16 mk = (__mmask16)((1u << live) - 1);
@@ -212,16 +213,23 @@ void kiln_wino1d_out_tm_avx512(const float *P, int64_t es, int64_t T, int64_t M,
 				          _mm512_maskz_loadu_ps(mk, x + 5 * es), bv, r + 4 * k);
 			}
 			transpose16(r);
-			int64_t i0 = 4 * t0, cnt = n - i0 < 16 ? n - i0 : 16;
-			__mmask16 ok = (__mmask16)((1u << cnt) - 1);
-			for (int i = 0; i < live; i++) {
-				int64_t at = (m0 + i) * n + i0;
-				__m512 v = r[i];
-				if (res)
-					v = _mm512_add_ps(v, _mm512_maskz_loadu_ps(ok, res + at));
+			/* into the block's rows in L1 (whole groups of 4 tiles) */
+			for (int i = 0; i < 16; i++)
+				_mm512_storeu_ps(tmp + i * rs + 4 * t0, r[i]);
+		}
+		/* then each channel's row to y, + res, ReLU: one run per row */
+		for (int i = 0; i < live; i++) {
+			const float *o = tmp + i * rs;
+			float *yr = y + (m0 + i) * n;
+			const float *rr = res ? res + (m0 + i) * n : NULL;
+			for (int64_t j = 0; j < n; j += 16) {
+				__mmask16 ok = n - j >= 16 ? (__mmask16)0xffff : (__mmask16)((1u << (n - j)) - 1);
+				__m512 v = _mm512_loadu_ps(o + j);
+				if (rr)
+					v = _mm512_add_ps(v, _mm512_maskz_loadu_ps(ok, rr + j));
 				if (relu)
 					v = _mm512_max_ps(v, zero);
-				_mm512_mask_storeu_ps(y + at, ok, v);
+				_mm512_mask_storeu_ps(yr + j, ok, v);
 			}
 		}
 	}

@@ -39,7 +39,7 @@ void kiln_wino1d_products_avx512(const float *U, const float *V, int64_t C, int6
                                  int64_t ld, int64_t ncols, float *P);
 void kiln_wino1d_out_tm_avx512(const float *P, int64_t es, int64_t T, int64_t M,
                                const float *bias, const float *res, int relu, float *y,
-                               int64_t n);
+                               int64_t n, float *tmp);
 #endif
 
 #ifdef WINO_TRANSFORM_SUFFIX

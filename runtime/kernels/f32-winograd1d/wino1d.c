@@ -79,9 +79,11 @@ int64_t kiln_f32_conv1d_wino_work(const kiln_conv2d_params *p)
 		return 0;
 	Geo g;
 	geo(p, &g);
-	/* the offsets (int64, two floats each), a padded row, V, slack, M */
+	/* the offsets (int64, two floats each), a padded row, V, slack, M, 16
+	 * output rows (AVX-512's output transform) */
 	return 2 * p->in_channels + 4 * g.T16 + WINO_LANES +
-	       WINO_A * p->in_channels * g.ld + SLACK + WINO_A * p->out_channels * g.ld;
+	       WINO_A * p->in_channels * g.ld + SLACK + WINO_A * p->out_channels * g.ld +
+	       16 * ((g.T + 3) / 4 * 16);
 }
 
 int64_t kiln_f32_conv1d_wino_packed_floats(int64_t in_channels, int64_t out_channels)
@@ -138,6 +140,7 @@ void kiln_f32_conv1d_wino(const kiln_conv2d_params *p, const float *X, const flo
 	float *row = work + 2 * C;                       /* 4 T16 + 16 floats */
 	float *V = row + 4 * T16 + WINO_LANES;           /* 6 C ld, then SLACK */
 	float *Mp = V + WINO_A * C * ld + SLACK;         /* 6 M ld */
+	float *orows = Mp + WINO_A * M * ld;              /* 16 (T + 3) / 4 * 16 */
 	for (int64_t c = 0; c < C; c++)
 		koff[c] = c * ld;
 	memset(row, 0, (size_t)(4 * T16 + WINO_LANES) * sizeof *row);
@@ -167,7 +170,7 @@ void kiln_f32_conv1d_wino(const kiln_conv2d_params *p, const float *X, const flo
 				int64_t at = (n0 + n) * M * OW;
 				kiln_wino1d_out_tm_avx512(Mp + n * T * M, M * ld, T, M, bias,
 				                          ep && ep->residual ? ep->residual + at : NULL, relu,
-				                          Y + at, OW);
+				                          Y + at, OW, orows);
 				if (ep && ep->act != KILN_ACT_NONE && !relu)
 					kiln_f32_act(Y + at, M * OW, ep);
 			}
