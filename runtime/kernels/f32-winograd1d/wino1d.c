@@ -18,14 +18,17 @@
  * One result on every CPU (issue 30, docs/reproducibility.md): the compiler
  * chooses this path from the Conv's shape alone (ops/conv_algo.c); the
  * filters are transformed at compile time (kiln_f32_conv1d_wino_pack, in
- * double, rounded once); the input and output transforms are this file's
- * portable C, compiled once for every variant (plain float operations in the
- * fixed order written below, -ffp-contract=off); and each product M[e] is
- * the packed direct convolution's tile (f32-conv/direct.h) over K = C, one
- * FMA chain over c from 0 in every variant (ref, AVX2, AVX-512), whose lanes
- * are independent columns. A tile never straddles two images: each image's
- * tiles are its own columns, so an image's outputs do not depend on the
- * batch it runs in or on the chunk its columns share.
+ * double, rounded once); the input and output transforms are the
+ * portable C of transform.h for ref and AVX2 (plain float operations in a
+ * fixed order, multiplications only by 2, 4 and 8) and the same operations
+ * in AVX-512 intrinsics (avx512.c); and each product M[e] is one FMA chain
+ * over c from 0, + 0.0f, in every variant: ref and AVX2 run the packed
+ * direct convolution's tile (f32-conv/direct.h) over K = C, AVX-512 its own
+ * kernel with output channels in lanes (M a multiple of 32; else the direct
+ * tile too). Lanes are always independent tiles or channels. A tile never
+ * straddles two images: each image's tiles are its own columns, so an
+ * image's outputs do not depend on the batch it runs in or on the chunk its
+ * columns share.
  */
 #include <string.h>
 
