@@ -171,6 +171,18 @@ static inline int check_close_at(const char *file, int line, const char *what, c
 #define CHECK_CLOSE(what, got, want, bound, n, tol) \
 	check_close_at(__FILE__, __LINE__, (what), (got), (want), (bound), (n), (tol))
 
+/* The largest |got - want| / bound over n elements, or *worst if larger: the
+ * measured error a test prints beside its tolerance. */
+static inline void track_worst(const float *got, const double *want, const double *bound,
+                               int64_t n, double *worst)
+{
+	for (int64_t i = 0; i < n; i++) {
+		double e = fabs((double)got[i] - want[i]) / bound[i];
+		if (e > *worst)
+			*worst = e;
+	}
+}
+
 /* malloc that never returns NULL, for the reference arrays */
 static inline void *xmalloc(size_t bytes)
 {

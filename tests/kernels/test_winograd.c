@@ -85,11 +85,7 @@ static void run(const Case *k)
 	                    k->residual ? R : NULL};
 	int with_ep = k->act != KILN_ACT_NONE || k->residual;
 	kiln_f32_conv2d_winograd(&p, X, Wp, k->bias ? B : NULL, Y, with_ep ? &ep : NULL, Wk);
-	for (int64_t i = 0; i < ny; i++) {
-		double e = fabs((double)Y[i] - want[i]) / bound[i];
-		if (e > worst)
-			worst = e;
-	}
+	track_worst(Y, want, bound, ny, &worst);
 	CHECK_CLOSE(what, Y, want, bound, ny, TOL);
 	CHECK(guarded_intact(&gx) && guarded_intact(&gy) && guarded_intact(&gw), what);
 	guarded_free(&gx), guarded_free(&gy), guarded_free(&gw);

@@ -91,11 +91,7 @@ static void run(const Case *k)
 	                    k->residual ? R : NULL};
 	int with_ep = k->act != KILN_ACT_NONE || k->residual;
 	kiln_f32_conv1d_wino(&p, X, U, k->bias ? B : NULL, Y, with_ep ? &ep : NULL, Wk);
-	for (int64_t i = 0; i < ny; i++) {
-		double e = fabs((double)Y[i] - want[i]) / bound[i];
-		if (e > worst)
-			worst = e;
-	}
+	track_worst(Y, want, bound, ny, &worst);
 	CHECK_CLOSE(what, Y, want, bound, ny, TOL);
 	for (int64_t i = 0; i < ny * (int64_t)sizeof(float); i++)
 		hash = (hash ^ ((const unsigned char *)Y)[i]) * 1099511628211u;
