@@ -1088,6 +1088,27 @@ KILN_API float kiln_powf(float x, float y);
 KILN_API float kiln_sinf(float x);
 KILN_API float kiln_cosf(float x);
 KILN_API float kiln_tanf(float x);
+/* And instead of asinf, acosf, atanf, sinhf, coshf, asinhf, acoshf and
+ * atanhf (the same file, the same way: double inside, rounded once; equal
+ * to libm's double result rounded to float on every float sampled). */
+KILN_API float kiln_asinf(float x);
+KILN_API float kiln_acosf(float x);
+KILN_API float kiln_atanf(float x);
+KILN_API float kiln_sinhf(float x);
+KILN_API float kiln_coshf(float x);
+KILN_API float kiln_asinhf(float x);
+KILN_API float kiln_acoshf(float x);
+KILN_API float kiln_atanhf(float x);
+/* Double precision exp, log, log1p and tanh, instead of libm's (the
+ * generated C on double tensors, the double sums of LogSoftmax, ReduceLogSum
+ * and ReduceLogSumExp, the tree ensembles' post-transforms, and the
+ * compiler's folds): one fixed sequence of IEEE double operations, no fma,
+ * within a few units in the last place (docs/reproducibility.md gives the
+ * measured bound). Other double functions (pow, sin, erf, ...) are libm's. */
+KILN_API double kiln_exp(double x);
+KILN_API double kiln_log(double x);
+KILN_API double kiln_log1p(double x);
+KILN_API double kiln_tanh(double x);
 
 #ifdef __cplusplus
 }

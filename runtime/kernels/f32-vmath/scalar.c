@@ -42,11 +42,16 @@ static const double LN2_HI = 6.93147180369123816490e-01;   /* 0x3FE62E42FEE00000
 static const double LN2_LO = 1.90821492927058770002e-10;   /* 0x3DEA39EF35793C76 */
 static const double PIO2 = 1.57079632679489661923;
 
-/* log of a positive, finite, normal double */
+/* log of a positive, finite double */
 static double k_log(double x)
 {
+	int e = -1023;
+	if (x < 0x1p-1022) {   /* subnormal (never a float): scaled exactly */
+		x *= 0x1p54;
+		e -= 54;
+	}
 	uint64_t u = bits_of(x);
-	int e = (int)((u >> 52) & 0x7ff) - 1023;
+	e += (int)((u >> 52) & 0x7ff);
 	double m = from_bits((u & 0x000fffffffffffffull) | 0x3ff0000000000000ull);  /* [1, 2) */
 	if (m > 1.4142135623730950488) {
 		m *= 0.5;
@@ -65,7 +70,8 @@ static double k_log(double x)
 	return (double)e * LN2_HI + (lm + (double)e * LN2_LO);
 }
 
-/* exp(t) for t in [-110, 100] (every float result and a margin) */
+/* exp(t) for t in [-745.2, 709.8] (every double result; [-110, 100] covers
+ * every float one) */
 static double k_exp(double t)
 {
 	double kd = t * (1.0 / LN2);
@@ -78,8 +84,41 @@ static double k_exp(double t)
 		1.0 / 2.0, 1.0, 1.0};
 	for (int i = 0; i < 13; i++)
 		p = p * r + inv_fact[i];
-	int k = (int)kd;   /* [-159, 145]: 2^k is a normal double */
-	return p * from_bits((uint64_t)(k + 1023) << 52);
+	int k = (int)kd;
+	if (k >= -1021 && k <= 1023)   /* every float result: 2^k is a normal double */
+		return p * from_bits((uint64_t)(k + 1023) << 52);
+	/* double results near the ends of the range: 2^k in two normal factors */
+	int k1 = k > 0 ? 1000 : -1000;
+	return p * from_bits((uint64_t)(k - k1 + 1023) << 52) * from_bits((uint64_t)(k1 + 1023) << 52);
+}
+
+/* exp(t) - 1 for |t| <= 1: the Taylor series to t^20 (the next term is
+ * below 2^-65 |t|), no cancellation; k_exp(t) - 1 beyond (t < 88.8) */
+static double k_expm1(double t)
+{
+	if (t > 1.0 || t < -1.0)
+		return k_exp(t) - 1.0;
+	/* p = 1/2! + t/3! + ... + t^18/20!, Horner from 1/20! */
+	static const double inv_fact[] = {
+		1.0 / 121645100408832000.0, 1.0 / 6402373705728000.0, 1.0 / 355687428096000.0,
+		1.0 / 20922789888000.0, 1.0 / 1307674368000.0, 1.0 / 87178291200.0,
+		1.0 / 6227020800.0, 1.0 / 479001600.0, 1.0 / 39916800.0, 1.0 / 3628800.0,
+		1.0 / 362880.0, 1.0 / 40320.0, 1.0 / 5040.0, 1.0 / 720.0, 1.0 / 120.0,
+		1.0 / 24.0, 1.0 / 6.0, 1.0 / 2.0};
+	double p = 1.0 / 2432902008176640000.0;
+	for (int i = 0; i < 18; i++)
+		p = p * t + inv_fact[i];
+	return t + t * (t * p);
+}
+
+/* log(1 + y) for y > -1: u = 1 + y rounded, log u scaled by y / (u - 1),
+ * which undoes the rounding of 1 + y; y itself where u == 1 */
+static double k_log1p(double y)
+{
+	double u = 1.0 + y;
+	if (u == 1.0)
+		return y;
+	return k_log(u) * (y / (u - 1.0));
 }
 
 float kiln_logf(float x)
@@ -105,10 +144,7 @@ float kiln_log1pf(float x)
 		return -__builtin_inff();
 	if (x == __builtin_inff())
 		return x;
-	double u = 1.0 + (double)x;
-	if (u == 1.0)
-		return x;
-	return (float)(k_log(u) * ((double)x / (u - 1.0)));
+	return (float)k_log1p((double)x);
 }
 
 /* 0: y is not an integer, 1: an odd integer, 2: an even integer */
@@ -263,3 +299,181 @@ static float trig(float x, int which)
 float kiln_sinf(float x) { return trig(x, 0); }
 float kiln_cosf(float x) { return trig(x, 1); }
 float kiln_tanf(float x) { return trig(x, 2); }
+
+/* ---- inverse and hyperbolic functions ----------------------------------- */
+
+/* atan of a double a >= 0 (+inf included): a > 1 as pi/2 - atan(1/a); then
+ * twice t -> t / (1 + sqrt(1 + t^2)) (atan t = 2 atan of that), so
+ * |t| <= tan(pi/16) = 0.199; the Taylor series to t^27 (the next term is
+ * below 2^-62 t), times 4 */
+static double k_atan(double a)
+{
+	int inv = a > 1.0;
+	if (inv)
+		a = 1.0 / a;   /* +inf gives 0 */
+	for (int i = 0; i < 2; i++)
+		a = a / (1.0 + __builtin_sqrt(1.0 + a * a));
+	double z = a * a, p = -1.0 / 27;
+	static const double inv_odd[] = {1.0 / 25, -1.0 / 23, 1.0 / 21, -1.0 / 19, 1.0 / 17,
+	                                 -1.0 / 15, 1.0 / 13, -1.0 / 11, 1.0 / 9, -1.0 / 7,
+	                                 1.0 / 5, -1.0 / 3};
+	for (int i = 0; i < 12; i++)
+		p = p * z + inv_odd[i];
+	double r = 4.0 * (a + a * (z * p));
+	return inv ? PIO2 - r : r;
+}
+
+static float with_sign(float x, double v)
+{
+	return (float)((fbits(x) >> 31) ? -v : v);
+}
+
+float kiln_atanf(float x)
+{
+	if (x != x)
+		return x;
+	return with_sign(x, k_atan((double)(x < 0 ? -x : x)));
+}
+
+/* asin x = atan(x / sqrt(1 - x^2)); 1 - x^2 is exact for a float x */
+float kiln_asinf(float x)
+{
+	double a = (double)(x < 0 ? -x : x);
+	if (x != x)
+		return x;
+	if (a > 1.0)
+		return __builtin_nanf("");
+	return with_sign(x, k_atan(a / __builtin_sqrt(1.0 - a * a)));
+}
+
+/* acos x = 2 atan(sqrt((1 - x) / (1 + x))); 1 - x and 1 + x are exact */
+float kiln_acosf(float x)
+{
+	double d = (double)x;
+	if (x != x)
+		return x;
+	if (d > 1.0 || d < -1.0)
+		return __builtin_nanf("");
+	return (float)(2.0 * k_atan(__builtin_sqrt((1.0 - d) / (1.0 + d))));
+}
+
+/* sinh a = (E + E / (E + 1)) / 2 with E = exp(a) - 1 (no cancellation near
+ * 0); exp(a) / 2 from 22 on, where exp(-a) no longer counts */
+float kiln_sinhf(float x)
+{
+	double a = (double)(x < 0 ? -x : x);
+	if (x != x)
+		return x;
+	if (a > 100.0)
+		return with_sign(x, (double)__builtin_inff());
+	double v;
+	if (a >= 22.0) {
+		v = 0.5 * k_exp(a);
+	} else {
+		double e = k_expm1(a);
+		v = 0.5 * (e + e / (e + 1.0));
+	}
+	return with_sign(x, v);
+}
+
+float kiln_coshf(float x)
+{
+	double a = (double)(x < 0 ? -x : x);
+	if (x != x)
+		return x;
+	if (a > 100.0)
+		return __builtin_inff();
+	double e = k_exp(a);
+	return (float)(0.5 * (e + 1.0 / e));
+}
+
+/* asinh a = log1p(a + a^2 / (1 + sqrt(1 + a^2))) (a^2 exact for a float) */
+float kiln_asinhf(float x)
+{
+	double a = (double)(x < 0 ? -x : x);
+	if (x != x || a == (double)__builtin_inff())
+		return x;
+	double a2 = a * a;
+	return with_sign(x, k_log1p(a + a2 / (1.0 + __builtin_sqrt(1.0 + a2))));
+}
+
+/* acosh x = log1p((x - 1) + sqrt((x - 1)(x + 1))) (x - 1, x + 1 exact) */
+float kiln_acoshf(float x)
+{
+	double d = (double)x;
+	if (x != x || x == __builtin_inff())
+		return x;
+	if (d < 1.0)
+		return __builtin_nanf("");
+	return (float)k_log1p((d - 1.0) + __builtin_sqrt((d - 1.0) * (d + 1.0)));
+}
+
+/* atanh a = log1p(2a / (1 - a)) / 2 (1 - a exact) */
+float kiln_atanhf(float x)
+{
+	double a = (double)(x < 0 ? -x : x);
+	if (x != x)
+		return x;
+	if (a > 1.0)
+		return __builtin_nanf("");
+	if (a == 1.0)
+		return with_sign(x, (double)__builtin_inff());
+	return with_sign(x, 0.5 * k_log1p(2.0 * a / (1.0 - a)));
+}
+
+/* ---- double precision --------------------------------------------------- */
+
+double kiln_exp(double x)
+{
+	if (x != x)
+		return x;
+	if (x > 709.782712893384)
+		return __builtin_inf();
+	if (x < -745.1332191019412)
+		return 0.0;
+	return k_exp(x);
+}
+
+double kiln_log(double x)
+{
+	if (x != x)
+		return x;
+	if (x < 0)
+		return __builtin_nan("");
+	if (x == 0)
+		return -__builtin_inf();
+	if (x == __builtin_inf())
+		return x;
+	return k_log(x);
+}
+
+double kiln_log1p(double x)
+{
+	if (x != x)
+		return x;
+	if (x < -1.0)
+		return __builtin_nan("");
+	if (x == -1.0)
+		return -__builtin_inf();
+	if (x == __builtin_inf())
+		return x;
+	return k_log1p(x);
+}
+
+/* tanh a = E / (E + 2), E = exp(2a) - 1; 1 from 22 on */
+double kiln_tanh(double x)
+{
+	double a = x < 0 ? -x : x;
+	if (x != x)
+		return x;
+	double v;
+	if (a >= 22.0) {
+		v = 1.0;
+	} else if (a < 0x1p-28) {   /* tanh x = x - x^3/3: x to the last bit */
+		return x;
+	} else {
+		double e = k_expm1(2.0 * a);
+		v = e / (e + 2.0);
+	}
+	return bits_of(x) >> 63 ? -v : v;
+}
