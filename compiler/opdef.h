@@ -133,6 +133,11 @@ typedef struct OpDef {
 	PevalKind peval;
 	ReduceKind reduce;
 	double (*eval_f1)(double x);   /* PE_MAP, one input: floats (computed in double) */
+	/* ... on float32 and the 16-bit floats, where the generated C computes
+	 * in float with kiln's own functions (exp, log, ...): the same function,
+	 * so that a folded value has the bits the runtime would compute */
+	float (*eval_f32_1)(float x);
+	float (*eval_f32_2)(float a, float b);
 	int64_t (*eval_i1)(int64_t x); /* ... integers and bool */
 	double (*eval_f2)(double a, double b, const Node *n);
 	/* false: not evaluated (a division by zero) */

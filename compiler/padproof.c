@@ -370,6 +370,14 @@ static bool eval(PP *p, const double *x, int nin, double *r)
 	case PE_MAP: break;
 	default: return false;
 	}
+	int xdt = p->p[0]->dtypes[n->in[0]];
+	if ((xdt == DT_FLOAT || xdt == DT_FLOAT16 || xdt == DT_BFLOAT16) &&
+	    (nin == 1 ? d->eval_f32_1 != NULL : nin == 2 && d->eval_f32_2 != NULL)) {
+		/* as peval.c: kiln's float functions, the runtime's */
+		*r = nin == 1 ? (double)d->eval_f32_1((float)x[0])
+		              : (double)d->eval_f32_2((float)x[0], (float)x[1]);
+		return true;
+	}
 	if (nin == 1 && d->eval_f1) {
 		*r = d->eval_f1(x[0]);
 		return true;

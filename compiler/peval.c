@@ -224,6 +224,17 @@ static bool eval_map(Infer *x, const OpDef *d, const Arg *in, int nin, int ydt, 
 	bool fl = is_float(cdt), uns = is_unsigned(cdt), mean = d->peval == PE_MEAN;
 	if (ny == 0)
 		return true;
+	if (fl && cdt != DT_DOUBLE && (nin == 1 ? d->eval_f32_1 != NULL : nin == 2 && d->eval_f32_2 != NULL)) {
+		/* float32 (and the 16-bit floats, computed in float) by kiln's
+		 * float functions, as the runtime computes them */
+		for (int64_t k = 0; k < ny; k++) {
+			float a = (float)get_f(&in[0], bcast_index(ys, in[0].s, k));
+			float v = nin == 1 ? d->eval_f32_1(a)
+			          : d->eval_f32_2(a, (float)get_f(&in[1], bcast_index(ys, in[1].s, k)));
+			put_f(ydt, y, k, (double)v);
+		}
+		return true;
+	}
 	if (nin == 1) {
 		if (fl ? !d->eval_f1 : !d->eval_i1)
 			return false;
@@ -347,7 +358,7 @@ static bool eval_reduce(Infer *x, ReduceKind rk, const Arg *in, int nin, int ydt
 			acci[o] = (int64_t)((uint64_t)acci[o] + (uint64_t)vi * (uint64_t)vi);
 			break;
 		case RD_LOG_SUM: accf[o] += v; break;
-		case RD_LOG_SUM_EXP: accf[o] += exp(v); break;
+		case RD_LOG_SUM_EXP: accf[o] += kiln_exp(v); break;
 		default: return false;
 		}
 	}
@@ -360,7 +371,7 @@ static bool eval_reduce(Infer *x, ReduceKind rk, const Arg *in, int nin, int ydt
 		else if (rk == RD_L2)
 			f = sqrt(f);
 		else if (rk == RD_LOG_SUM || rk == RD_LOG_SUM_EXP)
-			f = log(f);
+			f = kiln_log(f);   /* as the generated C: kiln's, not the host's libm */
 		if (fl)
 			put_f(ydt, y, o, f);
 		else

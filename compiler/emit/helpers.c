@@ -546,15 +546,23 @@ bool is_unsigned(int dt)
 
 /* The C function for a float function in the operand's precision: kiln's
  * own (kernels.h: the same bits on every machine and under every ISA) for
- * float exp, tanh and erf, else libm's (docs/reproducibility.md says which
- * results therefore still depend on the machine's libm). */
+ * every float function but the exact ones (sqrt, fabs, floor, ...), and for
+ * double exp, log, log1p and tanh; else libm's (docs/reproducibility.md
+ * says which results therefore still depend on the machine's libm). */
 const char *mathfn(Emit *E, const char *name, int dt)
 {
-	static const char *const own[] = {"exp", "tanh", "erf", "log", "log1p", "pow", "sin", "cos", "tan"};
+	static const char *const own[] = {"exp", "tanh", "erf", "log", "log1p", "pow", "sin",
+	                                  "cos", "tan", "asin", "acos", "atan", "sinh", "cosh",
+	                                  "asinh", "acosh", "atanh"};
+	static const char *const own_double[] = {"exp", "log", "log1p", "tanh"};
 	if (dt == DT_FLOAT)
 		for (size_t k = 0; k < sizeof own / sizeof own[0]; k++)
 			if (strcmp(name, own[k]) == 0)
 				return arena_printf(E->a, "kiln_%sf", name);
+	if (dt == DT_DOUBLE)
+		for (size_t k = 0; k < sizeof own_double / sizeof own_double[0]; k++)
+			if (strcmp(name, own_double[k]) == 0)
+				return arena_printf(E->a, "kiln_%s", name);
 	return arena_printf(E->a, "%s%s", name, dt == DT_FLOAT ? "f" : "");
 }
 

@@ -245,8 +245,8 @@ void emit_loss(Emit *E)
 		       "\t\t\t\tdouble v = X[(n * %" PRId64 " + k) * %" PRId64 " + s];\n"
 		       "\t\t\t\tm = v > m ? v : m;\n\t\t\t}\n"
 		       "\t\t\tfor (int64_t k = 0; k < %" PRId64 "; k++)\n"
-		       "\t\t\t\tz += exp(X[(n * %" PRId64 " + k) * %" PRId64 " + s] - m);\n"
-		       "\t\t\tconst double lse = m + log(z);\n",
+		       "\t\t\t\tz += kiln_exp(X[(n * %" PRId64 " + k) * %" PRId64 " + s] - m);\n"
+		       "\t\t\tconst double lse = m + kiln_log(z);\n",
 		    C, C, S, C, C, S);
 		if (want_lp)
 			emitf(E, "\t\t\tfor (int64_t k = 0; k < %" PRId64 "; k++)\n"

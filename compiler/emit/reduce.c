@@ -159,12 +159,12 @@ void emit_reduce(Emit *E)
 		step = "acc += (double)x * x;";
 		fini = arena_printf(E->a, "r = (%s)sqrt((double)acc);", t);
 		break;
-	case OP_ReduceLogSum: fini = arena_printf(E->a, "r = (%s)log((double)acc);", t); break;
+	case OP_ReduceLogSum: fini = arena_printf(E->a, "r = (%s)kiln_log((double)acc);", t); break;
 	case OP_ReduceLogSumExp:
 		/* As the ONNX definition: log(sum(exp(x))), in double. */
 		acc_t = "double";
-		step = "acc += exp((double)x);";
-		fini = arena_printf(E->a, "r = (%s)log(acc);", t);
+		step = "acc += kiln_exp((double)x);";
+		fini = arena_printf(E->a, "r = (%s)kiln_log(acc);", t);
 		break;
 	case OP_ReduceMax: case OP_ReduceMin: {
 		if (dt == DT_BOOL) {

@@ -218,11 +218,21 @@ static double eval_ceil_f(double x) { return ceil(x); }
 static double eval_round_f(double x) { return nearbyint(x); }   /* half to even */
 static double eval_sqrt_f(double x) { return sqrt(x); }
 static double eval_reciprocal_f(double x) { return 1 / x; }
-static double eval_exp_f(double x) { return exp(x); }
-static double eval_log_f(double x) { return log(x); }
 static double eval_relu_f(double x) { return x > 0 ? x : 0; }
-static double eval_sigmoid_f(double x) { return 1 / (1 + exp(-x)); }
-static double eval_tanh_f(double x) { return tanh(x); }
+/* The transcendental ones by kiln's own functions (kernels.h), as the
+ * generated C computes them, never the compiling host's libm: double as
+ * the generated code's expressions, float as kiln_f32_unary (Exp, Tanh,
+ * Sigmoid) or the generated expression (Log, Pow) computes them. */
+static double eval_exp_f(double x) { return kiln_exp(x); }
+static double eval_log_f(double x) { return kiln_log(x); }
+static double eval_sigmoid_f(double x) { return 1 / (1 + kiln_exp(-x)); }
+static double eval_tanh_f(double x) { return kiln_tanh(x); }
+static float eval_sigmoid_f32(float x)
+{
+	/* f32-vmath/body.h's v_sigmoid: e = exp(-|x|), (x < 0 ? e : 1) / (1 + e) */
+	float e = kiln_expf(-fabsf(x));
+	return (x < 0 ? e : 1.0f) / (1.0f + e);
+}
 
 static int64_t eval_neg_i(int64_t x) { return (int64_t)(0 - (uint64_t)x); }
 static int64_t eval_abs_i(int64_t x) { return x < 0 ? (int64_t)(0 - (uint64_t)x) : x; }
@@ -236,6 +246,7 @@ static double eval_add_f(double a, double b, const Node *n) { (void)n; return a 
 static double eval_sub_f(double a, double b, const Node *n) { (void)n; return a - b; }
 static double eval_mul_f(double a, double b, const Node *n) { (void)n; return a * b; }
 static double eval_div_f(double a, double b, const Node *n) { (void)n; return a / b; }
+/* double: libm's pow, as the generated C on doubles (docs/reproducibility.md) */
 static double eval_pow_f(double a, double b, const Node *n) { (void)n; return pow(a, b); }
 
 static double eval_min_f(double a, double b, const Node *n)
@@ -355,15 +366,15 @@ const OpDef ops_elementwise_defs[] = {
 	{.op = OP_Div, .infer = ops_elementwise_infer, .emit = emit_binary, .peval = PE_MAP,
 	 .eval_f2 = eval_div_f, .eval_i2 = eval_div_i, .batch = BK_ELEMENTWISE, .in_place = true},
 	{.op = OP_Pow, .infer = ops_elementwise_infer, .emit = emit_binary, .peval = PE_MAP,
-	 .eval_f2 = eval_pow_f, .eval_i2 = eval_pow_i, .batch = BK_ELEMENTWISE, .in_place = true},
+	 .eval_f2 = eval_pow_f, .eval_f32_2 = kiln_powf, .eval_i2 = eval_pow_i, .batch = BK_ELEMENTWISE, .in_place = true},
 	{.op = OP_Where, .infer = ops_elementwise_infer, .emit = emit_binary, .peval = PE_WHERE,
 	 .batch = BK_ELEMENTWISE, .in_place = true},
 	{.op = OP_Relu, .infer = ops_elementwise_infer, .emit = emit_unary, .peval = PE_MAP,
 	 .eval_f1 = eval_relu_f, .eval_i1 = eval_relu_i, .batch = BK_ELEMENTWISE, .in_place = true},
 	{.op = OP_Sigmoid, .infer = ops_elementwise_infer, .emit = emit_unary, .peval = PE_MAP,
-	 .eval_f1 = eval_sigmoid_f, .batch = BK_ELEMENTWISE, .in_place = true},
+	 .eval_f1 = eval_sigmoid_f, .eval_f32_1 = eval_sigmoid_f32, .batch = BK_ELEMENTWISE, .in_place = true},
 	{.op = OP_Tanh, .infer = ops_elementwise_infer, .emit = emit_unary, .peval = PE_MAP,
-	 .eval_f1 = eval_tanh_f, .batch = BK_ELEMENTWISE, .in_place = true},
+	 .eval_f1 = eval_tanh_f, .eval_f32_1 = kiln_tanhf, .batch = BK_ELEMENTWISE, .in_place = true},
 	{.op = OP_Selu, .infer = ops_elementwise_infer, .emit = emit_unary,
 	 .batch = BK_ELEMENTWISE, .in_place = true},
 	{.op = OP_Elu, .infer = ops_elementwise_infer, .emit = emit_unary, .batch = BK_ELEMENTWISE,
@@ -375,9 +386,9 @@ const OpDef ops_elementwise_defs[] = {
 	{.op = OP_Sqrt, .infer = ops_elementwise_infer, .emit = emit_unary, .peval = PE_MAP,
 	 .eval_f1 = eval_sqrt_f, .batch = BK_ELEMENTWISE, .in_place = true},
 	{.op = OP_Exp, .infer = ops_elementwise_infer, .emit = emit_unary, .peval = PE_MAP,
-	 .eval_f1 = eval_exp_f, .batch = BK_ELEMENTWISE, .in_place = true},
+	 .eval_f1 = eval_exp_f, .eval_f32_1 = kiln_expf, .batch = BK_ELEMENTWISE, .in_place = true},
 	{.op = OP_Log, .infer = ops_elementwise_infer, .emit = emit_unary, .peval = PE_MAP,
-	 .eval_f1 = eval_log_f, .batch = BK_ELEMENTWISE, .in_place = true},
+	 .eval_f1 = eval_log_f, .eval_f32_1 = kiln_logf, .batch = BK_ELEMENTWISE, .in_place = true},
 	{.op = OP_Clip, .infer = ops_elementwise_infer, .emit = emit_unary, .peval = PE_CLIP,
 	 .batch = BK_ELEMENTWISE, .in_place = true},
 	{.op = OP_Cast, .infer = ops_elementwise_infer, .emit = emit_cast, .peval = PE_CAST,

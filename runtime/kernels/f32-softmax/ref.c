@@ -53,7 +53,7 @@ static void softmax_columns(const VmathOps *ops, const float *x, float *y, int64
 	if (is_log) {
 		float log_sum[SOFTMAX_COLS];
 		for (int64_t j = 0; j < cols; j++)
-			log_sum[j] = (float)log(sum[j]);
+			log_sum[j] = (float)kiln_log(sum[j]);
 		for (int64_t a = 0; a < len; a++)
 			for (int64_t j = 0; j < cols; j++)
 				y[a * stride + j] = (x[a * stride + j] - max[j]) - log_sum[j];

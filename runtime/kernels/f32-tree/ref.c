@@ -47,7 +47,7 @@ KILN_API double kiln_ml_probit(double p)
 		return (double)INFINITY;
 	double x;
 	if (p < 0.02425) {
-		double q = sqrt(-2 * log(p));
+		double q = sqrt(-2 * kiln_log(p));
 		x = (((((c[0] * q + c[1]) * q + c[2]) * q + c[3]) * q + c[4]) * q + c[5]) /
 		    ((((d[0] * q + d[1]) * q + d[2]) * q + d[3]) * q + 1);
 	} else if (p <= 1 - 0.02425) {
@@ -55,18 +55,18 @@ KILN_API double kiln_ml_probit(double p)
 		x = (((((a[0] * r + a[1]) * r + a[2]) * r + a[3]) * r + a[4]) * r + a[5]) * q /
 		    (((((b[0] * r + b[1]) * r + b[2]) * r + b[3]) * r + b[4]) * r + 1);
 	} else {
-		double q = sqrt(-2 * log1p(-p));
+		double q = sqrt(-2 * kiln_log1p(-p));
 		x = -(((((c[0] * q + c[1]) * q + c[2]) * q + c[3]) * q + c[4]) * q + c[5]) /
 		    ((((d[0] * q + d[1]) * q + d[2]) * q + d[3]) * q + 1);
 	}
 	double e = 0.5 * erfc(-x / sqrt(2.0)) - p;
-	double u = e * sqrt(2 * 3.14159265358979323846) * exp(x * x / 2);
+	double u = e * sqrt(2 * 3.14159265358979323846) * kiln_exp(x * x / 2);
 	return x - u / (1 + x * u / 2);
 }
 
 static double logistic(double v)
 {
-	return 1 / (1 + exp(-v));
+	return 1 / (1 + kiln_exp(-v));
 }
 
 KILN_API void kiln_ml_post_transform(int post, double *s, int64_t n)
@@ -85,7 +85,7 @@ KILN_API void kiln_ml_post_transform(int post, double *s, int64_t n)
 		for (int64_t i = 0; i < n; i++)
 			m = s[i] > m ? s[i] : m;
 		for (int64_t i = 0; i < n; i++)
-			sum += s[i] = exp(s[i] - m);
+			sum += s[i] = kiln_exp(s[i] - m);
 		for (int64_t i = 0; i < n; i++)
 			s[i] /= sum;
 		return;
@@ -94,7 +94,7 @@ KILN_API void kiln_ml_post_transform(int post, double *s, int64_t n)
 		for (int64_t i = 0; i < n; i++)
 			m = s[i] > m ? s[i] : m;
 		for (int64_t i = 0; i < n; i++) {
-			s[i] = s[i] > 1e-7 || s[i] < -1e-7 ? exp(s[i] - m) : 0;
+			s[i] = s[i] > 1e-7 || s[i] < -1e-7 ? kiln_exp(s[i] - m) : 0;
 			sum += s[i];
 		}
 		for (int64_t i = 0; i < n; i++)

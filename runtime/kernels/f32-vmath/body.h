@@ -304,7 +304,7 @@ static void vmath_softmax_line(const float *x, float *y, int64_t len, int is_log
 	double sum = dacc_total(&acc);
 	if (is_log) {
 		/* (x - max) - log(sum), never log(softmax) */
-		V log_sum = vset((float)log(sum));
+		V log_sum = vset((float)kiln_log(sum));
 		vmath_map_sub2(x, y, len, max, log_sum);
 	} else {
 		V inv = vset((float)(1.0 / sum));

@@ -42,6 +42,22 @@ static const double LN2_HI = 6.93147180369123816490e-01;   /* 0x3FE62E42FEE00000
 static const double LN2_LO = 1.90821492927058770002e-10;   /* 0x3DEA39EF35793C76 */
 static const double PIO2 = 1.57079632679489661923;
 
+/* log(1 + f) for f in [sqrt(1/2) - 1, sqrt(2) - 1]: s = f / (2 + f),
+ * log(1 + f) = 2 atanh s = 2 s (1 + s^2/3 + ... s^18/19) (|s| <= 0.1716:
+ * the next term is below 2^-56) */
+static double k_log_near1(double f)
+{
+	double s = f / (2.0 + f);
+	double z = s * s;
+	double p = 1.0 / 19;
+	static const double inv_odd[] = {1.0 / 17, 1.0 / 15, 1.0 / 13, 1.0 / 11, 1.0 / 9,
+	                                 1.0 / 7, 1.0 / 5, 1.0 / 3};
+	for (int i = 0; i < 8; i++)
+		p = p * z + inv_odd[i];
+	/* 2s + 2s z p: 2s carries only the one rounding of s */
+	return 2.0 * s + 2.0 * s * (z * p);
+}
+
 /* log of a positive, finite double */
 static double k_log(double x)
 {
@@ -57,16 +73,7 @@ static double k_log(double x)
 		m *= 0.5;
 		e++;
 	}
-	double f = m - 1.0;
-	double s = f / (2.0 + f);
-	double z = s * s;
-	double p = 1.0 / 19;
-	static const double inv_odd[] = {1.0 / 17, 1.0 / 15, 1.0 / 13, 1.0 / 11, 1.0 / 9,
-	                                 1.0 / 7, 1.0 / 5, 1.0 / 3};
-	for (int i = 0; i < 8; i++)
-		p = p * z + inv_odd[i];
-	/* log m = 2s + 2s z p: 2s carries only the one rounding of s */
-	double lm = 2.0 * s + 2.0 * s * (z * p);
+	double lm = k_log_near1(m - 1.0);   /* m - 1 is exact */
 	return (double)e * LN2_HI + (lm + (double)e * LN2_LO);
 }
 
@@ -111,10 +118,13 @@ static double k_expm1(double t)
 	return t + t * (t * p);
 }
 
-/* log(1 + y) for y > -1: u = 1 + y rounded, log u scaled by y / (u - 1),
- * which undoes the rounding of 1 + y; y itself where u == 1 */
+/* log(1 + y) for y > -1: near 0 by the series of log directly; else
+ * u = 1 + y rounded, log u scaled by y / (u - 1), which undoes the rounding
+ * of 1 + y */
 static double k_log1p(double y)
 {
+	if (y >= -0.29289321881345248 && y <= 0.41421356237309505)
+		return k_log_near1(y);   /* no rounding of 1 + y at all */
 	double u = 1.0 + y;
 	if (u == 1.0)
 		return y;
@@ -332,13 +342,13 @@ float kiln_atanf(float x)
 {
 	if (x != x)
 		return x;
-	return with_sign(x, k_atan((double)(x < 0 ? -x : x)));
+	return with_sign(x, k_atan(__builtin_fabs((double)x)));
 }
 
 /* asin x = atan(x / sqrt(1 - x^2)); 1 - x^2 is exact for a float x */
 float kiln_asinf(float x)
 {
-	double a = (double)(x < 0 ? -x : x);
+	double a = __builtin_fabs((double)x);
 	if (x != x)
 		return x;
 	if (a > 1.0)
@@ -361,7 +371,7 @@ float kiln_acosf(float x)
  * 0); exp(a) / 2 from 22 on, where exp(-a) no longer counts */
 float kiln_sinhf(float x)
 {
-	double a = (double)(x < 0 ? -x : x);
+	double a = __builtin_fabs((double)x);
 	if (x != x)
 		return x;
 	if (a > 100.0)
@@ -378,7 +388,7 @@ float kiln_sinhf(float x)
 
 float kiln_coshf(float x)
 {
-	double a = (double)(x < 0 ? -x : x);
+	double a = __builtin_fabs((double)x);
 	if (x != x)
 		return x;
 	if (a > 100.0)
@@ -390,7 +400,7 @@ float kiln_coshf(float x)
 /* asinh a = log1p(a + a^2 / (1 + sqrt(1 + a^2))) (a^2 exact for a float) */
 float kiln_asinhf(float x)
 {
-	double a = (double)(x < 0 ? -x : x);
+	double a = __builtin_fabs((double)x);
 	if (x != x || a == (double)__builtin_inff())
 		return x;
 	double a2 = a * a;
@@ -411,7 +421,7 @@ float kiln_acoshf(float x)
 /* atanh a = log1p(2a / (1 - a)) / 2 (1 - a exact) */
 float kiln_atanhf(float x)
 {
-	double a = (double)(x < 0 ? -x : x);
+	double a = __builtin_fabs((double)x);
 	if (x != x)
 		return x;
 	if (a > 1.0)
