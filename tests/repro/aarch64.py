@@ -103,11 +103,7 @@ def main():
         return 77
     shutil.rmtree(out, ignore_errors=True)
     lib = build_runtime(bits.SRC, os.path.join(out, "rt"))
-    models = {"pointwise": bits.pointwise_model(), "math": bits.math_model(),
-              "transformer_block": bits.transformer_model(), "reduce_norm": bits.reduce_norm_model(),
-              "conv": bits.conv_model(), "conv_forms": bits.conv_forms_model(),
-              "lstm": bits.lstm_model(), "matmul_act": bits.matmul_act_model(),
-              "wino1d": bits.wino1d_model()}
+    models = bits.own_models()
     if only is None or only - set(models):
         models.update(bits.torch_models())
     if only:

@@ -34,6 +34,7 @@ usage: bits.py KILN SOURCE_ROOT LIBKILN_A OUTDIR [--models DIR] [--only A,B] [--
 (env CC, SANFLAGS)
 """
 import os
+import shutil
 import subprocess
 import sys
 
@@ -53,6 +54,14 @@ ISAS = ("ref", "avx2", "avx512")
 # every check now; a difference still known would be listed here as
 # KNOWN[(model, check)] = "why" (docs/reproducibility.md).
 KNOWN = {}
+
+
+# libm's functions whose results are not exact (sqrt, fabs, floor, fma, ...
+# are, so they give the same bits everywhere), float and double
+LIBM_INEXACT = {f + suffix for f in (
+    "exp", "exp2", "expm1", "exp10", "log", "log2", "log10", "log1p", "pow", "sin", "cos", "tan",
+    "sincos", "asin", "acos", "atan", "atan2", "sinh", "cosh", "tanh", "asinh", "acosh", "atanh",
+    "erf", "erfc", "cbrt", "hypot", "lgamma", "tgamma") for suffix in ("", "f")}
 
 
 def run(cmd, **kw):
@@ -110,6 +119,59 @@ def math_model():
                           [helper.make_tensor_value_info("y", TensorProto.FLOAT, ["N", len(outs) * D])],
                           inits)
     return helper.make_model(g, opset_imports=[helper.make_opsetid("", 17)])
+
+
+def libm_model():
+    """x [N, 48] -> Gemm -> h; the functions that were libm's before issue 30's
+    last part: Asin, Acos, Atanh of tanh(h), Atan, Sinh, Cosh, Asinh of h,
+    Acosh of |h| + 1, LogSoftmax of h (contiguous, f32-vmath) and of h as
+    [N, 6, 8] over the 6 (strided), and Exp, Log, Tanh, Sigmoid and
+    ReduceLogSumExp on double (h cast), cast back to float."""
+    r = np.random.default_rng(31)
+    D = 48
+    inits = [numpy_helper.from_array(_w(r, D, D, scale=0.3), "W"),
+             numpy_helper.from_array(_w(r, D, scale=0.1), "b"),
+             numpy_helper.from_array(np.array(1.0, np.float32), "one"),
+             numpy_helper.from_array(np.array(1.0, np.float64), "oned"),
+             numpy_helper.from_array(np.array([-1, 6, 8], np.int64), "s3"),
+             numpy_helper.from_array(np.array([-1, D], np.int64), "s2")]
+    nodes = [helper.make_node("Gemm", ["x", "W", "b"], ["h"]),
+             helper.make_node("Tanh", ["h"], ["t"]),
+             helper.make_node("Abs", ["h"], ["ha"]),
+             helper.make_node("Add", ["ha", "one"], ["h1"])]
+    outs = []
+    for op, arg in (("Asin", "t"), ("Acos", "t"), ("Atanh", "t"), ("Atan", "h"), ("Sinh", "h"),
+                    ("Cosh", "h"), ("Asinh", "h"), ("Acosh", "h1")):
+        nodes.append(helper.make_node(op, [arg], ["f_" + op]))
+        outs.append("f_" + op)
+    nodes.append(helper.make_node("LogSoftmax", ["h"], ["f_LogSoftmax"], axis=1))
+    nodes += [helper.make_node("Reshape", ["h", "s3"], ["h3"]),
+              helper.make_node("LogSoftmax", ["h3"], ["ls3"], axis=1),
+              helper.make_node("Reshape", ["ls3", "s2"], ["f_LogSoftmax3"])]
+    outs += ["f_LogSoftmax", "f_LogSoftmax3"]
+    nodes += [helper.make_node("Cast", ["h"], ["hd"], to=TensorProto.DOUBLE),
+              helper.make_node("Abs", ["hd"], ["hda"]),
+              helper.make_node("Add", ["hda", "oned"], ["hd1"])]
+    for op, arg in (("Exp", "hd"), ("Log", "hd1"), ("Tanh", "hd"), ("Sigmoid", "hd")):
+        nodes += [helper.make_node(op, [arg], ["d_" + op]),
+                  helper.make_node("Cast", ["d_" + op], ["f_d" + op], to=TensorProto.FLOAT)]
+        outs.append("f_d" + op)
+    nodes += [helper.make_node("ReduceLogSumExp", ["hd"], ["d_lse"], axes=[1], keepdims=1),
+              helper.make_node("Cast", ["d_lse"], ["f_dlse"], to=TensorProto.FLOAT)]
+    outs.append("f_dlse")
+    nodes.append(helper.make_node("Concat", outs, ["y"], axis=1))
+    g = helper.make_graph(nodes, "libm", [helper.make_tensor_value_info("x", TensorProto.FLOAT, ["N", D])],
+                          [helper.make_tensor_value_info("y", TensorProto.FLOAT, ["N", (len(outs) - 1) * D + 1])],
+                          inits)
+    return helper.make_model(g, opset_imports=[helper.make_opsetid("", 17)])
+
+
+def own_models():
+    """The models bits.py and aarch64.py build themselves (torch's aside)."""
+    return {"pointwise": pointwise_model(), "math": math_model(), "libm": libm_model(),
+            "transformer_block": transformer_model(), "reduce_norm": reduce_norm_model(),
+            "conv": conv_model(), "conv_forms": conv_forms_model(), "lstm": lstm_model(),
+            "matmul_act": matmul_act_model(), "wino1d": wino1d_model()}
 
 
 def pointwise_model():
@@ -506,11 +568,7 @@ def main():
     isas = machine_isas()
     print("bits: ISAs on this machine: %s" % ", ".join(isas))
 
-    models = {"pointwise": pointwise_model(), "math": math_model(),
-              "transformer_block": transformer_model(), "reduce_norm": reduce_norm_model(),
-              "conv": conv_model(),
-              "conv_forms": conv_forms_model(), "lstm": lstm_model(),
-              "matmul_act": matmul_act_model(), "wino1d": wino1d_model()}
+    models = own_models()
     if only is None or only - set(models):
         models.update(torch_models())
     if models_dir:
@@ -554,6 +612,19 @@ def main():
                 failures.append("%s: %s differs" % (name, c))
             elif verdict[c] and known:
                 now_holds.append("%s: %s" % (name, c))
+    # no libm function whose result is not exact in any model's object: the
+    # generated C calls kiln's own (kernels.h), whatever libm the machine has
+    nm = shutil.which("nm")
+    for name in models:
+        obj = os.path.join(out, name, "t.o")
+        if not nm or not os.path.exists(obj):
+            continue
+        undef = set(run([nm, "-u", obj]).stdout.split()) - {"U"}
+        libm = sorted(undef & LIBM_INEXACT)
+        if libm:
+            failures.append("%s: the compiled model calls libm's %s" % (name, ", ".join(libm)))
+    if nm:
+        print("bits: no compiled model calls libm's inexact functions")
     # the generated C refuses -ffast-math (its #error names the flag)
     first = next(iter(models), None)
     if first and os.path.exists(os.path.join(out, first, "t.c")):

@@ -102,7 +102,7 @@ static float activate(const kiln_rnn_activation *a, float x)
 	case KILN_RNN_ELU: return x >= 0.0f ? x : a->alpha * (kiln_expf(x) - 1.0f);
 	case KILN_RNN_SOFTSIGN: return x / (1.0f + fabsf(x));
 	case KILN_RNN_SOFTPLUS: /* log(1 + e^x) without overflow for large x */
-		return x > 0.0f ? x + log1pf(kiln_expf(-x)) : log1pf(kiln_expf(x));
+		return x > 0.0f ? x + kiln_log1pf(kiln_expf(-x)) : kiln_log1pf(kiln_expf(x));
 	}
 	return x;
 }
