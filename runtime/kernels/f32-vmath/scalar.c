@@ -1,7 +1,9 @@
 /*
- * f32-vmath/scalar.c - kiln's own float log, log1p, pow, sin, cos and tan
- * for the generated C (kiln_logf, ...; kernels.h), so that no result depends
- * on the libm of the machine that runs it (issue 30; docs/reproducibility.md).
+ * f32-vmath/scalar.c - kiln's own float log, log1p, pow, sin, cos, tan,
+ * asin, acos, atan, sinh, cosh, asinh, acosh and atanh, and double exp, log,
+ * log1p and tanh, for the generated C, the kernels and the compiler's folds
+ * (kiln_logf, ..., kiln_exp, ...; kernels.h), so that no result depends on
+ * the libm of the machine that runs it (issue 30; docs/reproducibility.md).
  *
  * Each is computed in double by one fixed sequence of IEEE operations (no
  * libm call, no fma: the file is built with -ffp-contract=off like all of
@@ -25,6 +27,11 @@
  *           for x 2/pi mod 4 multiplied by M in 32-bit limbs; the quadrant
  *           is the top 2 bits, the rest the fraction, turned into
  *           r in [-pi/4, pi/4]; Taylor series of degree 17 (sin) and 18 (cos).
+ *   the inverse and hyperbolic functions: below, at each (atan's series
+ *           after two argument halvings; the others by atan, exp, expm1's
+ *           series and log1p). The double functions are the same kernels
+ *           rounded no further: within 1 (exp), 2 (log, log1p) and 3 (tanh)
+ *           units of 2^-52 of libm's on the samples of test_mathf.
  */
 #include <stdint.h>
 #include <string.h>
