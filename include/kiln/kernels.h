@@ -1053,7 +1053,8 @@ KILN_API void kiln_tree_ensemble_leaves(const kiln_tree_ensemble *t, const int32
                                         int64_t *y, float *z, double *work);
 /* A post-transform over the n scores of one row, in place. */
 KILN_API void kiln_ml_post_transform(int post, double *s, int64_t n);
-/* sqrt(2) * erfinv(2p - 1), to double precision (ONNX's PROBIT). */
+/* sqrt(2) * erfinv(2p - 1), to double precision (ONNX's PROBIT), without
+ * libm's transcendental functions (kiln_log, kiln_exp, its own erfc). */
 KILN_API double kiln_ml_probit(double p);
 
 /* ---- vector math (runtime/kernels/f32-vmath/) ------------------------- */
