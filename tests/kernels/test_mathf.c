@@ -146,9 +146,9 @@ static void test_double(void)
 		printf("%s\n", what);
 		CHECK(worst <= bound[f], what);
 	}
-	static const double xs[] = {0.0, -0.0, 1.0, -1.0, (double)INFINITY, -(double)INFINITY, (double)NAN, 0x1p-1074,
-	                            -0x1p-1074, 0x1p-1022, 709.78, 709.79, -745.13, -745.14, 1e300,
-	                            22.0, -22.0, 0x1p-29};
+	static const double xs[] = {0.0, -0.0, 1.0, -1.0, (double)INFINITY, -(double)INFINITY,
+	                            (double)NAN, 0x1p-1074, -0x1p-1074, 0x1p-1022, 709.78, 709.79,
+	                            -745.13, -745.14, 1e300, 22.0, -22.0, 0x1p-29};
 	char what[160];
 	for (size_t i = 0; i < sizeof xs / sizeof xs[0]; i++) {
 		double x = xs[i];
