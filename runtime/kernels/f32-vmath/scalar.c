@@ -138,31 +138,11 @@ static double k_log1p(double y)
 	return k_log(u) * (y / (u - 1.0));
 }
 
-float kiln_logf(float x)
-{
-	if (x != x)
-		return x;
-	if (x < 0)
-		return __builtin_nanf("");
-	if (x == 0)
-		return -__builtin_inff();
-	if (x == __builtin_inff())
-		return x;
-	return (float)k_log((double)x);
-}
+/* the special cases of kiln_log and kiln_log1p (below) as C99's logf and
+ * log1pf have them; a float is a normal double */
+float kiln_logf(float x) { return (float)kiln_log((double)x); }
 
-float kiln_log1pf(float x)
-{
-	if (x != x)
-		return x;
-	if (x < -1.0f)
-		return __builtin_nanf("");
-	if (x == -1.0f)
-		return -__builtin_inff();
-	if (x == __builtin_inff())
-		return x;
-	return (float)k_log1p((double)x);
-}
+float kiln_log1pf(float x) { return (float)kiln_log1p((double)x); }
 
 /* 0: y is not an integer, 1: an odd integer, 2: an even integer */
 static int int_kind(float y)
