@@ -166,6 +166,46 @@ def libm_model():
     return helper.make_model(g, opset_imports=[helper.make_opsetid("", 17)])
 
 
+def fold_model():
+    """Exp, Tanh, Sigmoid, Log and Pow of a constant C [64] twice: folded by
+    the compiler (of C itself) and computed at run time (of x * 0 + C, which
+    no fold may take, x being an input): y = [folded..., run time...]."""
+    r = np.random.default_rng(32)
+    D = 64
+    c = np.concatenate([r.standard_normal(D // 2) * 8, r.standard_normal(D // 2)]).astype(np.float32)
+    inits = [numpy_helper.from_array(c, "C"), numpy_helper.from_array(np.abs(c) + 0.5, "P"),
+             numpy_helper.from_array(np.array(0.0, np.float32), "zero"),
+             numpy_helper.from_array(np.array(1.7, np.float32), "e")]
+    nodes = [helper.make_node("Mul", ["x", "zero"], ["x0"]),
+             helper.make_node("Add", ["x0", "C"], ["rc"]), helper.make_node("Add", ["x0", "P"], ["rp"])]
+    folded, live = [], []
+    for op, arg in (("Exp", "C"), ("Tanh", "C"), ("Sigmoid", "C"), ("Log", "P"), ("Pow", "P")):
+        for src, outs in ((arg, folded), ({"C": "rc", "P": "rp"}[arg], live)):
+            name = "%s_%s" % (op, src)
+            nodes.append(helper.make_node(op, [src] + (["e"] if op == "Pow" else []), [name]))
+            outs.append(name)
+    nodes += [helper.make_node("Expand", [f, "shape"], [f + "_b"]) for f in folded]
+    nodes += [helper.make_node("Shape", ["x"], ["shape"])]
+    nodes.append(helper.make_node("Concat", [f + "_b" for f in folded] + live, ["y"], axis=1))
+    g = helper.make_graph(nodes, "fold", [helper.make_tensor_value_info("x", TensorProto.FLOAT, ["N", D])],
+                          [helper.make_tensor_value_info("y", TensorProto.FLOAT, ["N", 2 * len(live) * D])],
+                          inits)
+    return helper.make_model(g, opset_imports=[helper.make_opsetid("", 17)])
+
+
+def check_fold(out):
+    """The folded half of fold_model's output equals the run-time half, bit
+    for bit (kiln compile folds with the runtime's functions, not libm)."""
+    d = os.path.join(out, "fold")
+    model = fold_model()
+    exe = build("fold", model, d)
+    _, singles, _ = outputs(exe, d, feed_of(model), "ref")
+    y = np.frombuffer(singles[0][0], np.float32)
+    half = len(y) // 2
+    bad = int(np.count_nonzero(y[:half].view(np.uint32) != y[half:].view(np.uint32)))
+    return bad, half
+
+
 def own_models():
     """The models bits.py and aarch64.py build themselves (torch's aside)."""
     return {"pointwise": pointwise_model(), "math": math_model(), "libm": libm_model(),
@@ -612,6 +652,14 @@ def main():
                 failures.append("%s: %s differs" % (name, c))
             elif verdict[c] and known:
                 now_holds.append("%s: %s" % (name, c))
+    # a value folded at compile time has the bits the runtime computes
+    try:
+        bad, n = check_fold(out)
+        print("bits: folded Exp, Tanh, Sigmoid, Log, Pow: %d of %d values differ from run time" % (bad, n))
+        if bad:
+            failures.append("fold: %d of %d folded values differ from the runtime's" % (bad, n))
+    except RuntimeError as e:
+        failures.append("fold: %s" % e)
     # no libm function whose result is not exact in any model's object: the
     # generated C calls kiln's own (kernels.h), whatever libm the machine has
     nm = shutil.which("nm")
