@@ -51,7 +51,6 @@ KNOWN = {
     "node/test_gemm_transposeB": "B transposed with M <= 4: the AVX variants' dot path sums each "
                                  "product in vector lanes (f32-gemm kiln_gemm_dot_*); the GEMM "
                                  "core's order there measured 2-9x slower",
-    "node/test_asin": "aarch64 only: asinf of the machine's libm in the generated C",
 }
 
 CHUNK = 12
