@@ -177,6 +177,12 @@ static const char RUNNER_C[] =
 	"\t\t\t}\n"
 	"\t}\n"
 	"\tkiln_context_destroy(ctx);\n"
+	"\tfor (int i = 0; i < ni; i++) {\n"
+	"\t\tfree(x[i]);\n"
+	"\t\tfree(staged[i]);\n"
+	"\t}\n"
+	"\tfor (int i = 0; i < no; i++)\n"
+	"\t\tfree(y[i]);\n"
 	"\treturn fclose(out) == 0 ? 0 : 1;\n"
 	"}\n";
 
