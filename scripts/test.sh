@@ -4,7 +4,7 @@
 #      ONNX Runtime from npm for the tests that compare with it (scripts/install-ort.sh),
 #   2. build with the default compiler in build/ and run every suite (unit, cli, testdata, memory),
 #   3. build with clang + AddressSanitizer/UBSan (LeakSanitizer included) in
-#      build-asan/ and run every suite but memory, agree and types there,
+#      build-asan/ and run every suite but memory, agree, types and repro there,
 #   4. print one line "tests: N passed, N failed" and the conformance counts.
 # Exits non-zero if anything failed.
 set -u
@@ -25,7 +25,7 @@ rm -f build/tests/conformance-summary.txt build-asan/tests/conformance-summary.t
 stage "2/4 running every suite in build/"
 meson test -C build --print-errorlogs --num-processes 2 || status=1
 
-stage "3/4 building build-asan/ (clang, AddressSanitizer, UBSan) and running every suite but memory, agree and types there"
+stage "3/4 building build-asan/ (clang, AddressSanitizer, UBSan) and running every suite but memory, agree, types and repro there"
 CC=clang ./scripts/build.sh build-asan -Db_sanitize=address,undefined -Db_lundef=false \
 	-Dc_args=-fno-sanitize-recover=all || exit 2
 ASAN_OPTIONS=detect_leaks=1:abort_on_error=0 UBSAN_OPTIONS=print_stacktrace=1 \
