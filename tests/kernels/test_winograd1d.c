@@ -15,6 +15,7 @@
  */
 #include "harness.h"
 #include "kiln/kernels.h"
+#include "act_ref.h"
 
 static const double TOL = 4e-6;
 static double worst;
@@ -77,15 +78,7 @@ static void run(const Case *k)
 					}
 				if (k->residual)
 					s += (double)R[i], b += fabs((double)R[i]);
-				if (k->act == KILN_ACT_RELU)
-					s = s > 0.0 ? s : 0.0;
-				else if (k->act == KILN_ACT_LEAKY_RELU)
-					s = s < 0.0 ? 0.1 * s : s;
-				else if (k->act == KILN_ACT_CLIP)
-					s = s < -2.0 ? -2.0 : s > 2.0 ? 2.0 : s;
-				else if (k->act == KILN_ACT_TANH)
-					s = tanh(s);
-				want[i] = s, bound[i] = b + 1e-30;
+				want[i] = act_ref(k->act, s), bound[i] = b + 1e-30;
 			}
 	kiln_epilogue ep = {NULL, k->act, k->act == KILN_ACT_CLIP ? -2.0f : 0.1f, 2.0f,
 	                    k->residual ? R : NULL};
