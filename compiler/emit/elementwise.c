@@ -280,9 +280,10 @@ static const char *binary_expr(Emit *E, int dt, int nx, const char **stmts)
 	case OP_Mul: e = "x0 * x1"; break;
 	case OP_Div: e = is_float(dt) ? "x0 / x1" : "x1 == 0 ? 0 : x0 / x1"; break;
 	case OP_Pow:
-		/* Integer powers go through double, exact for every result that fits. */
+		/* Integer powers go through kiln_pow in double, exact for every
+		 * result below 2^53 (an exact result comes out exactly). */
 		e = is_float(dt) ? arena_printf(E->a, "%s(x0, (%s)x1)", mathfn(E, "pow", dt), t)
-		                 : arena_printf(E->a, "(%s)pow((double)x0, (double)x1)", ctype(dt));
+		                 : arena_printf(E->a, "(%s)kiln_pow((double)x0, (double)x1)", ctype(dt));
 		break;
 	case OP_Where: e = "x0 ? x1 : x2"; break;
 	case OP_And: e = "(uint8_t)(x0 && x1)"; break;

@@ -554,7 +554,9 @@ const char *mathfn(Emit *E, const char *name, int dt)
 	static const char *const own[] = {"exp", "tanh", "erf", "log", "log1p", "pow", "sin",
 	                                  "cos", "tan", "asin", "acos", "atan", "sinh", "cosh",
 	                                  "asinh", "acosh", "atanh"};
-	static const char *const own_double[] = {"exp", "log", "log1p", "tanh"};
+	static const char *const own_double[] = {"exp", "log", "log1p", "tanh", "pow", "sin",
+	                                         "cos", "tan", "erf", "asin", "acos", "atan",
+	                                         "sinh", "cosh", "asinh", "acosh", "atanh"};
 	if (dt == DT_FLOAT)
 		for (size_t k = 0; k < sizeof own / sizeof own[0]; k++)
 			if (strcmp(name, own[k]) == 0)

@@ -339,7 +339,7 @@ void emit_lrn(Emit *E)
 	       "\t\t\t\tdouble v = X[(n * %" PRId64 " + k) * %" PRId64 " + s];\n"
 	       "\t\t\t\tsq += v * v;\n\t\t\t}\n"
 	       "\t\tconst int64_t at = (n * %" PRId64 " + c) * %" PRId64 " + s;\n"
-	       "\t\tY[at] = (float)(X[at] / pow(%s + %s / %" PRId64 " * sq, %s));\n\t}\n",
+	       "\t\tY[at] = (float)(X[at] / kiln_pow(%s + %s / %" PRId64 " * sq, %s));\n\t}\n",
 	    N, C, sp, (size - 1) / 2, size - 1 - (size - 1) / 2, C, C, sp, C, sp,
 	    flit(E, bias, DT_DOUBLE), flit(E, alpha, DT_DOUBLE), size, flit(E, beta, DT_DOUBLE));
 }

@@ -103,10 +103,10 @@ void emit_window(Emit *E)
 	decl(E, "Y", &Y, true);
 	emitf(E, "\tfor (int64_t i = 0; i < %" PRId64 "; i++) {\n", size);
 	emitf(E, "\t\tconst double t = 6.283185307179586 * (double)i / %" PRId64 ".0;\n", denom);
-	emitf(E, "\t\tconst double w = %s - %s * cos(t)", flit(E, a0, DT_DOUBLE),
+	emitf(E, "\t\tconst double w = %s - %s * kiln_cos(t)", flit(E, a0, DT_DOUBLE),
 	      flit(E, a1, DT_DOUBLE));
 	if (a2 != 0)
-		emitf(E, " + %s * cos(2.0 * t)", flit(E, a2, DT_DOUBLE));
+		emitf(E, " + %s * kiln_cos(2.0 * t)", flit(E, a2, DT_DOUBLE));
 	emitf(E, ";\n\t\t%s\n\t}\n", store(E, &Y, "i", "w"));
 }
 

@@ -246,8 +246,8 @@ static double eval_add_f(double a, double b, const Node *n) { (void)n; return a 
 static double eval_sub_f(double a, double b, const Node *n) { (void)n; return a - b; }
 static double eval_mul_f(double a, double b, const Node *n) { (void)n; return a * b; }
 static double eval_div_f(double a, double b, const Node *n) { (void)n; return a / b; }
-/* double: libm's pow, as the generated C on doubles (docs/reproducibility.md) */
-static double eval_pow_f(double a, double b, const Node *n) { (void)n; return pow(a, b); }
+/* double: kiln_pow, as the generated C on doubles and integers */
+static double eval_pow_f(double a, double b, const Node *n) { (void)n; return kiln_pow(a, b); }
 
 static double eval_min_f(double a, double b, const Node *n)
 {

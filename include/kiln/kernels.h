@@ -1105,11 +1105,30 @@ KILN_API float kiln_atanhf(float x);
  * and ReduceLogSumExp, the tree ensembles' post-transforms, and the
  * compiler's folds): one fixed sequence of IEEE double operations, no fma,
  * within a few units in the last place (docs/reproducibility.md gives the
- * measured bound). Other double functions (pow, sin, erf, ...) are libm's. */
+ * measured bound). So are pow (exp of y log|x| in double-double: special
+ * cases as C99 Annex F, exact where the result is a double), sin, cos and
+ * tan (an exact reduction by pi/2 at every magnitude), erf, erfc and the
+ * inverse and hyperbolic functions: the generated C on double tensors,
+ * LRN, LpPool, the DFT's twiddles, MelWeightMatrix, the window ops and the
+ * compiler's folds call these, never libm's. */
 KILN_API double kiln_exp(double x);
 KILN_API double kiln_log(double x);
 KILN_API double kiln_log1p(double x);
 KILN_API double kiln_tanh(double x);
+KILN_API double kiln_pow(double x, double y);
+KILN_API double kiln_sin(double x);
+KILN_API double kiln_cos(double x);
+KILN_API double kiln_tan(double x);
+KILN_API double kiln_erf(double x);
+KILN_API double kiln_erfc(double x);
+KILN_API double kiln_asin(double x);
+KILN_API double kiln_acos(double x);
+KILN_API double kiln_atan(double x);
+KILN_API double kiln_sinh(double x);
+KILN_API double kiln_cosh(double x);
+KILN_API double kiln_asinh(double x);
+KILN_API double kiln_acosh(double x);
+KILN_API double kiln_atanh(double x);
 
 #ifdef __cplusplus
 }

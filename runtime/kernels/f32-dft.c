@@ -73,13 +73,13 @@ static void dft_line(const float *x, int64_t xs, int x_comp, const float *w, int
 	for (int64_t k = 0; k < y_len; k++) {
 		/* w_k = exp(sign * 2 pi i k / n); t = w_k^j, resynchronised. */
 		double ang = TWO_PI * (double)k / (double)n;
-		double wr = cos(ang), wi = sign * sin(ang);
+		double wr = kiln_cos(ang), wi = sign * kiln_sin(ang);
 		double tr = 1, ti = 0, sr = 0, si = 0;
 		for (int64_t j = 0; j < navail; j++) {
 			if (j % DFT_RESYNC == 0 && j > 0) {
 				double a = TWO_PI * (double)((j * k) % n) / (double)n;
-				tr = cos(a);
-				ti = sign * sin(a);
+				tr = kiln_cos(a);
+				ti = sign * kiln_sin(a);
 			}
 			double f = w ? (double)w[j] : 1.0;
 			double re = (double)x[j * xs] * f;
@@ -104,8 +104,8 @@ static const double *fft_twiddles(int64_t n, int inverse, double *tw)
 	double sign = inverse ? 1.0 : -1.0;
 	for (int64_t m = 0; m < n / 2; m++) {
 		double a = TWO_PI * (double)m / (double)n;
-		tw[2 * m] = cos(a);
-		tw[2 * m + 1] = sign * sin(a);
+		tw[2 * m] = kiln_cos(a);
+		tw[2 * m + 1] = sign * kiln_sin(a);
 	}
 	return tw;
 }
@@ -139,10 +139,12 @@ enum kiln_status kiln_mel_bin(int64_t k, int64_t num_mel_bins, int64_t dft_lengt
 	if (sample_rate <= 0 || !(lower_hz >= 0) || !(upper_hz >= lower_hz) ||
 	    !(upper_hz < 1e15))
 		return KILN_SHAPE_ERROR;
-	double low_mel = 2595.0 * log10(1.0 + lower_hz / 700.0);
-	double high_mel = 2595.0 * log10(1.0 + upper_hz / 700.0);
+	/* log10 u = ln u / ln 10 and 10^v by kiln's own functions, not libm's */
+	static const double ln10 = 2.302585092994045684;
+	double low_mel = 2595.0 * (kiln_log(1.0 + lower_hz / 700.0) / ln10);
+	double high_mel = 2595.0 * (kiln_log(1.0 + upper_hz / 700.0) / ln10);
 	double mel = (double)k * ((high_mel - low_mel) / (double)(num_mel_bins + 2)) + low_mel;
-	double hz = 700.0 * (pow(10.0, mel / 2595.0) - 1.0);
+	double hz = 700.0 * (kiln_pow(10.0, mel / 2595.0) - 1.0);
 	*bin = (int64_t)floor((double)(dft_length + 1) * hz / (double)sample_rate);
 	return KILN_OK;
 }

@@ -166,6 +166,88 @@ def libm_model():
     return helper.make_model(g, opset_imports=[helper.make_opsetid("", 17)])
 
 
+def libm_double_model():
+    """x [N, 48] -> Gemm -> h; what was still libm's before kiln's own double
+    functions: on double tensors (h cast) Pow (a real and an integer
+    exponent), Sin, Cos, Tan (of 40 h too: reduced by pi/2 several times),
+    Erf, Asin, Acos, Atanh (of tanh), Atan, Sinh, Cosh, Asinh, Acosh;
+    integer Pow (int64); and the kernels: LRN (its pow), LpPool p = 3, DFT
+    (direct sums at 48 and the FFT at 32: their twiddles), MelWeightMatrix
+    and the three window ops (broadcast onto each row), cast to float."""
+    r = np.random.default_rng(33)
+    D = 48
+    inits = [numpy_helper.from_array(_w(r, D, D, scale=0.3), "W"),
+             numpy_helper.from_array(_w(r, D, scale=0.1), "b"),
+             numpy_helper.from_array(np.array(1.0, np.float64), "oned"),
+             numpy_helper.from_array(np.array(1.7, np.float64), "p17"),
+             numpy_helper.from_array(np.array(3.0, np.float64), "p3"),
+             numpy_helper.from_array(np.array(40.0, np.float64), "k40"),
+             numpy_helper.from_array(np.array(4.0, np.float32), "four"),
+             numpy_helper.from_array(np.array(0.0, np.float32), "zero"),
+             numpy_helper.from_array(np.array(3, np.int64), "i3"),
+             numpy_helper.from_array(np.array(32, np.int64), "n32"),
+             numpy_helper.from_array(np.array(64, np.int64), "n64"),
+             numpy_helper.from_array(np.array(8, np.int64), "nmel"),
+             numpy_helper.from_array(np.array(16000, np.int64), "rate"),
+             numpy_helper.from_array(np.array(20.0, np.float32), "lo_hz"),
+             numpy_helper.from_array(np.array(7000.0, np.float32), "hi_hz"),
+             numpy_helper.from_array(np.array([-1, 6, 8], np.int64), "s3"),
+             numpy_helper.from_array(np.array([-1, 6, 8, 1], np.int64), "s4"),
+             numpy_helper.from_array(np.array([-1, D, 1], np.int64), "sig"),
+             numpy_helper.from_array(np.array([-1], np.int64), "flat"),
+             numpy_helper.from_array(np.array([0, -1], np.int64), "row")]
+    nodes = [helper.make_node("Gemm", ["x", "W", "b"], ["h"]),
+             helper.make_node("Cast", ["h"], ["hd"], to=TensorProto.DOUBLE),
+             helper.make_node("Tanh", ["hd"], ["td"]),
+             helper.make_node("Abs", ["hd"], ["hda"]),
+             helper.make_node("Add", ["hda", "oned"], ["hd1"]),
+             helper.make_node("Mul", ["hd", "k40"], ["hd40"])]
+    outs = []
+
+    def out(name, src, to_float=True):
+        nodes.append(helper.make_node("Cast", [src], [name], to=TensorProto.FLOAT) if to_float
+                     else helper.make_node("Reshape", [src, "row"], [name]))
+        outs.append(name)
+    for op, args in (("Pow", ["hd1", "p17"]), ("Pow", ["hd", "p3"]), ("Sin", ["hd"]), ("Cos", ["hd"]),
+                     ("Tan", ["hd"]), ("Sin", ["hd40"]), ("Cos", ["hd40"]), ("Tan", ["hd40"]),
+                     ("Erf", ["hd"]), ("Asin", ["td"]), ("Acos", ["td"]), ("Atanh", ["td"]),
+                     ("Atan", ["hd"]), ("Sinh", ["hd"]), ("Cosh", ["hd"]), ("Asinh", ["hd"]),
+                     ("Acosh", ["hd1"])):
+        name = "d%d_%s" % (len(outs), op)
+        nodes.append(helper.make_node(op, args, [name]))
+        out("f_" + name, name)
+    nodes += [helper.make_node("Mul", ["h", "four"], ["h4"]),
+              helper.make_node("Cast", ["h4"], ["hi"], to=TensorProto.INT64),
+              helper.make_node("Pow", ["hi", "i3"], ["ipow"])]
+    out("f_ipow", "ipow")
+    nodes += [helper.make_node("Reshape", ["h", "s4"], ["h4d"]),
+              helper.make_node("LRN", ["h4d"], ["lrn"], size=3, alpha=0.2, beta=0.75, bias=1.5),
+              helper.make_node("Reshape", ["h", "s3"], ["h3"]),
+              helper.make_node("LpPool", ["h3"], ["lp"], kernel_shape=[3], p=3),
+              helper.make_node("Reshape", ["h", "sig"], ["hs"]),
+              helper.make_node("DFT", ["hs"], ["dft48"], axis=1),
+              helper.make_node("DFT", ["hs", "n32"], ["dft32"], axis=1),
+              helper.make_node("MelWeightMatrix", ["nmel", "n64", "rate", "lo_hz", "hi_hz"], ["mel"]),
+              helper.make_node("HannWindow", ["n32"], ["hann"]),
+              helper.make_node("HammingWindow", ["n32"], ["hamming"], periodic=0),
+              helper.make_node("BlackmanWindow", ["n32"], ["blackman"]),
+              helper.make_node("Concat", ["hann", "hamming", "blackman"], ["win"], axis=0),
+              helper.make_node("Reshape", ["mel", "flat"], ["melf"]),
+              helper.make_node("Concat", ["win", "melf"], ["consts"], axis=0),
+              helper.make_node("ReduceMax", ["h"], ["hm"], axes=[1], keepdims=1),
+              helper.make_node("Mul", ["hm", "zero"], ["z"]),
+              helper.make_node("Add", ["z", "consts"], ["f_consts"])]
+    for name in ("lrn", "lp", "dft48", "dft32"):
+        out("f_" + name, name, to_float=False)
+    outs.append("f_consts")
+    nodes.append(helper.make_node("Concat", outs, ["y"], axis=1))
+    width = 17 * D + D + D + 6 * 6 + 2 * D + 2 * 32 + 3 * 32 + 33 * 8
+    g = helper.make_graph(nodes, "libm_double",
+                          [helper.make_tensor_value_info("x", TensorProto.FLOAT, ["N", D])],
+                          [helper.make_tensor_value_info("y", TensorProto.FLOAT, ["N", width])], inits)
+    return helper.make_model(g, opset_imports=[helper.make_opsetid("", 17)])
+
+
 def fold_model():
     """Exp, Tanh, Sigmoid, Log and Pow of a constant C [64] twice: folded by
     the compiler (of C itself) and computed at run time (of x * 0 + C, which
@@ -209,6 +291,7 @@ def check_fold(out):
 def own_models():
     """The models bits.py and aarch64.py build themselves (torch's aside)."""
     return {"pointwise": pointwise_model(), "math": math_model(), "libm": libm_model(),
+            "libm_double": libm_double_model(),
             "transformer_block": transformer_model(), "reduce_norm": reduce_norm_model(),
             "conv": conv_model(), "conv_forms": conv_forms_model(), "lstm": lstm_model(),
             "matmul_act": matmul_act_model(), "wino1d": wino1d_model()}
@@ -673,6 +756,17 @@ def main():
             failures.append("%s: the compiled model calls libm's %s" % (name, ", ".join(libm)))
     if nm:
         print("bits: no compiled model calls libm's inexact functions")
+    # nor does any kernel of the runtime: libkiln's objects reference none
+    # (a kernel that called libm again would name it here)
+    if nm and os.path.exists(LIBKILN):
+        r = run([nm, "-u", LIBKILN])
+        if r.returncode:
+            failures.append("nm -u %s: %s" % (LIBKILN, r.stderr.strip()[:200]))
+        libm = sorted(set(r.stdout.split()) & LIBM_INEXACT)
+        if libm:
+            failures.append("libkiln calls libm's %s" % ", ".join(libm))
+        else:
+            print("bits: libkiln calls none of libm's inexact functions")
     # the generated C refuses -ffast-math (its #error names the flag)
     first = next(iter(models), None)
     if first and os.path.exists(os.path.join(out, first, "t.c")):

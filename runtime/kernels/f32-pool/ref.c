@@ -377,12 +377,12 @@ KILN_API void kiln_u8_maxpool_nd(const kiln_window3d_params *p, int storage_orde
 static double lp_term(double v, int64_t norm)
 {
 	v = fabs(v);
-	return norm == 1 ? v : norm == 2 ? v * v : pow(v, (double)norm);
+	return norm == 1 ? v : norm == 2 ? v * v : kiln_pow(v, (double)norm);
 }
 
 static float lp_root(double sum, int64_t norm)
 {
-	return (float)(norm == 1 ? sum : norm == 2 ? sqrt(sum) : pow(sum, 1.0 / (double)norm));
+	return (float)(norm == 1 ? sum : norm == 2 ? sqrt(sum) : kiln_pow(sum, 1.0 / (double)norm));
 }
 
 KILN_API void kiln_f32_lppool_nd(const kiln_window3d_params *p, int64_t norm, const float *X,

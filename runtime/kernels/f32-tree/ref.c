@@ -24,47 +24,8 @@
 
 #include "kiln/kernels.h"
 
-/* exp(-z^2) for z >= 0, z^2 split exactly (Dekker: z = zh + zl, 26 bits
- * each) so that its rounding does not grow with z: exp(-hi) (1 - lo) */
-static double exp_neg_sq(double z)
-{
-	double c = z * 134217729.0;   /* 2^27 + 1 */
-	double zh = c - (c - z), zl = z - zh;
-	double hi = z * z;
-	double lo = ((zh * zh - hi) + 2.0 * zh * zl) + zl * zl;
-	return kiln_exp(-hi) * (1.0 - lo);
-}
-
-/* erfc(z) in double without libm: below 1 as 1 - erf z, erf z = 2/sqrt(pi)
- * exp(-z^2) sum z (2z^2)^n / (1 3 ... (2n+1)) (all terms positive, 30 of
- * them); from 1 on Laplace's continued fraction exp(-z^2)/sqrt(pi) /
- * (z + (1/2) / (z + 1 / (z + (3/2) / ...))), 200 levels from the bottom
- * (converged to the last bit from z = 1 on); 2 - erfc(-z) below 0. */
-static double erfc_d(double z)
-{
-	static const double inv_sqrt_pi = 0.56418958354775628695;
-	if (z != z)
-		return z;
-	if (z < 0)
-		return 2.0 - erfc_d(-z);
-	if (z > 27.3)   /* below the least double */
-		return 0.0;
-	if (z < 1.0) {
-		double t = z, sum = z, z2 = 2.0 * z * z;
-		for (int n = 1; n <= 30; n++) {
-			t *= z2 / (double)(2 * n + 1);
-			sum += t;
-		}
-		return 1.0 - 2.0 * inv_sqrt_pi * exp_neg_sq(z) * sum;
-	}
-	double t = 0.0;
-	for (int k = 200; k >= 1; k--)
-		t = (0.5 * k) / (z + t);
-	return inv_sqrt_pi * exp_neg_sq(z) / (z + t);
-}
-
 /* Acklam's rational approximation of the inverse normal CDF (relative error
- * 1.2e-9), then one Halley step on erfc (erfc_d: no libm): full double
+ * 1.2e-9), then one Halley step on erfc (kiln_erfc: no libm): full double
  * precision. */
 KILN_API double kiln_ml_probit(double p)
 {
@@ -99,7 +60,7 @@ KILN_API double kiln_ml_probit(double p)
 		x = -(((((c[0] * q + c[1]) * q + c[2]) * q + c[3]) * q + c[4]) * q + c[5]) /
 		    ((((d[0] * q + d[1]) * q + d[2]) * q + d[3]) * q + 1);
 	}
-	double e = 0.5 * erfc_d(-x / sqrt(2.0)) - p;
+	double e = 0.5 * kiln_erfc(-x / sqrt(2.0)) - p;
 	double u = e * sqrt(2 * 3.14159265358979323846) * kiln_exp(x * x / 2);
 	return x - u / (1 + x * u / 2);
 }
