@@ -209,18 +209,20 @@ static const uint32_t two_over_pi[] = {
 	0x1F8D5D08, 0x56033046, 0xFC7B6BAB, 0xF0CFBC20, 0x9AF4361D,
 };
 
-/* 32 bits of 2/pi starting at bit index i (bit 1 is worth 1/2); zeros before it */
+/* 32 bits of 2/pi starting at bit index i (bit 1 is worth 1/2); zeros
+ * before the first bit and after the table */
 static uint32_t window32(int i)
 {
-	uint32_t w = 0;
-	for (int b = 0; b < 32; b++) {
-		int k = i + b;   /* 1-based */
-		uint32_t bit = 0;
-		if (k >= 1 && k <= 32 * (int)(sizeof two_over_pi / sizeof two_over_pi[0]))
-			bit = (two_over_pi[(k - 1) / 32] >> (31 - (k - 1) % 32)) & 1u;
-		w = (w << 1) | bit;
-	}
-	return w;
+	const int words = (int)(sizeof two_over_pi / sizeof two_over_pi[0]);
+	if (i <= -31 || i > 32 * words)
+		return 0;
+	if (i < 1)
+		return two_over_pi[0] >> (1 - i);
+	int w = (i - 1) / 32, sh = (i - 1) % 32;
+	uint32_t v = two_over_pi[w] << sh;
+	if (sh && w + 1 < words)
+		v |= two_over_pi[w + 1] >> (32 - sh);
+	return v;
 }
 
 /* |x| = r + q pi/2, r in [-pi/4, pi/4] (x finite, |x| >= pi/4) */
@@ -649,36 +651,73 @@ static void log_dd(double x, double *hi, double *lo)
 	fast_two_sum(s3, rest, hi, lo);
 }
 
-/* exp(th + tl) for th in [-746, 710], |tl| <= 2^-52 |th|: k = round(th /
- * ln 2), r = th + tl - k ln 2 in double-double (|r| <= 0.35), exp r = 1 + r +
- * r^2/2 + r^3 (1/3! + ... + r^12/15!) with r^2/2 exact, summed so that only
- * the last addition rounds at the result's scale; times 2^k (two factors
- * near the ends of the range: a subnormal result is rounded twice). */
+/* 2^(j/32), j = 0 .. 31, as hi + lo */
+static const double exp2_j32[32][2] = {
+	{1.0, 0.0},
+	{1.0218971486541166, 5.109225028973444e-17},
+	{1.0442737824274138, 8.551889705537965e-17},
+	{1.0671404006768237, -7.899853966841582e-17},
+	{1.0905077326652577, -3.046782079812471e-17},
+	{1.1143867425958924, 1.0410278456845571e-16},
+	{1.1387886347566916, 8.912812676025408e-17},
+	{1.1637248587775775, 3.8292048369240935e-17},
+	{1.189207115002721, 3.982015231465646e-17},
+	{1.215247359980469, -7.712630692681488e-17},
+	{1.241857812073484, 4.658027591836937e-17},
+	{1.2690509571917332, 2.667932131342186e-18},
+	{1.2968395546510096, 2.5382502794888315e-17},
+	{1.3252366431597413, -2.8587312100388614e-17},
+	{1.3542555469368927, 7.70094837980299e-17},
+	{1.383909881963832, -6.770511658794786e-17},
+	{1.4142135623730951, -9.667293313452913e-17},
+	{1.4451808069770467, -3.0237581349939873e-17},
+	{1.4768261459394993, -3.483994556892796e-17},
+	{1.5091644275934228, -1.016455327754295e-16},
+	{1.5422108254079407, 7.949834809697621e-17},
+	{1.5759808451078865, -1.0136916471278304e-17},
+	{1.6104903319492543, 2.4707192569797888e-17},
+	{1.645755478153965, -1.0125679913674773e-16},
+	{1.681792830507429, 8.199010020581497e-17},
+	{1.718619298122478, -1.851380418263111e-17},
+	{1.7562521603732995, 2.960140695448873e-17},
+	{1.7947090750031072, 1.8227458427912087e-17},
+	{1.8340080864093424, 3.283107224245627e-17},
+	{1.8741676341103, -6.122763413004143e-17},
+	{1.9152065613971474, -1.0619946056195963e-16},
+	{1.9571441241754002, 8.960767791036668e-17},
+};
+
+/* exp(th + tl) for th in [-746, 710], |tl| <= 2^-52 |th|: kd = round(th 32 /
+ * ln 2) = 32 k + j, r = th + tl - kd ln2/32 in double-double (|r| <=
+ * ln2/64; kd ln2_hi/32 exact), exp r - 1 = E = r + r^2/2 + r^3 (1/3! + ...
+ * + r^4/7!) (the next term is below 2^-67) with r^2/2 exact, then 2^(j/32)
+ * (1 + E) in double-double, rounded once, times 2^k (two factors near the
+ * ends of the range: a subnormal result is rounded twice). */
 static double exp_dd(double th, double tl)
 {
-	double kd = th * (1.0 / LN2);
+	double kd = th * (32.0 / LN2);
 	kd = kd < 0 ? (double)(int64_t)(kd - 0.5) : (double)(int64_t)(kd + 0.5);
-	double rh = th - kd * LN2_HI;   /* exact */
+	double rh = th - kd * (LN2_HI / 32);   /* exact */
 	double p, pe, r, re, rl;
-	two_prod(kd, LN2_LO_HI, &p, &pe);
+	two_prod(kd, LN2_LO_HI / 32, &p, &pe);
 	two_sum(rh, -p, &r, &re);
-	rl = ((re - pe) - kd * LN2_LO_LO) + tl;
+	rl = ((re - pe) - kd * (LN2_LO_LO / 32)) + tl;
 	fast_two_sum(r, rl, &r, &rl);
-	static const double inv_fact[] = {
-		1.0 / 87178291200.0, 1.0 / 6227020800.0, 1.0 / 479001600.0, 1.0 / 39916800.0,
-		1.0 / 3628800.0, 1.0 / 362880.0, 1.0 / 40320.0, 1.0 / 5040.0, 1.0 / 720.0,
-		1.0 / 120.0, 1.0 / 24.0, 1.0 / 6.0};
-	double q = 1.0 / 1307674368000.0;   /* 1/15! */
-	for (int i = 0; i < 12; i++)
-		q = q * r + inv_fact[i];
-	double h2, e2, s, se, s2, se2;
+	double q = ((r * (1.0 / 5040) + 1.0 / 720) * r + 1.0 / 120) * (r * r) +
+	           ((1.0 / 24) * r + 1.0 / 6);
+	double h2, e2, eh, el, s, se;
 	two_prod(r, r, &h2, &e2);
 	h2 *= 0.5;
 	e2 *= 0.5;
-	fast_two_sum(1.0, r, &s, &se);
-	fast_two_sum(s, h2, &s2, &se2);
-	double v = s2 + ((se + se2) + ((e2 + r * h2 * 2.0 * q) + (rl + rl * r)));
-	int k = (int)kd;
+	fast_two_sum(r, h2, &eh, &el);   /* |h2| <= |r| / 128 */
+	el += e2 + (r * h2 * 2.0 * q + rl * (1.0 + r));
+	int64_t ki = (int64_t)kd;
+	int j = (int)(ki & 31);
+	int k = (int)((ki - j) / 32);
+	double th_ = exp2_j32[j][0], tl_ = exp2_j32[j][1];
+	two_prod(th_, eh, &p, &pe);
+	fast_two_sum(th_, p, &s, &se);
+	double v = s + ((se + pe) + (th_ * el + tl_ * (1.0 + eh)));
 	if (k >= -1021 && k <= 1023)
 		return v * from_bits((uint64_t)(k + 1023) << 52);
 	int k1 = k > 0 ? 1000 : -1000;
@@ -869,8 +908,23 @@ static double trig_d(double x, int which)
 		return __builtin_nan("");
 	int q = 0;
 	double h = ax, l = 0.0, v;
-	if (ax >= 0.78539816339744828)
+	if (ax >= 0.78539816339744828 && ax < 0x1p20) {
+		/* Cody-Waite: k = round(x 2/pi) < 2^20, pi/2 in four parts (33,
+		 * 33, 53 bits and the rest), so k P1 and k P2 are exact and x - k P1
+		 * too (Sterbenz); the rest in double-double. Where x is within
+		 * 2^-30 of a multiple of pi/2 the exact reduction takes over. */
+		double kd = (double)(int64_t)(ax * 0.63661977236758134 + 0.5);
+		double a = ax - kd * 1.5707963267341256, h1, e1, c, ce, h2, e2;
+		two_sum(a, -(kd * 6.077100506303966e-11), &h1, &e1);
+		two_prod(kd, 2.0222662487959506e-21, &c, &ce);
+		two_sum(h1, -c, &h2, &e2);
+		fast_two_sum(h2, (e1 + e2) - (ce + kd * 1.0085854035872483e-37), &h, &l);
+		q = (int)((int64_t)kd & 3);
+		if (h < 0x1p-30 && h > -0x1p-30)
+			reduce_d(ax, &q, &h, &l);
+	} else if (ax >= 0x1p20) {
 		reduce_d(ax, &q, &h, &l);
+	}
 	double sh = 0, sl = 0, ch = 0, cl = 0;
 	int qq = (q + (which == 1)) & 3;   /* cos x = sin(x + pi/2) */
 	if (which == 2 || !(qq & 1))
