@@ -1054,7 +1054,7 @@ KILN_API void kiln_tree_ensemble_leaves(const kiln_tree_ensemble *t, const int32
 /* A post-transform over the n scores of one row, in place. */
 KILN_API void kiln_ml_post_transform(int post, double *s, int64_t n);
 /* sqrt(2) * erfinv(2p - 1), to double precision (ONNX's PROBIT), without
- * libm's transcendental functions (kiln_log, kiln_exp, its own erfc). */
+ * libm's transcendental functions (kiln_log, kiln_exp, kiln_erfc). */
 KILN_API double kiln_ml_probit(double p);
 
 /* ---- vector math (runtime/kernels/f32-vmath/) ------------------------- */
