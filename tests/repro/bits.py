@@ -176,26 +176,16 @@ def libm_double_model():
     and the three window ops (broadcast onto each row), cast to float."""
     r = np.random.default_rng(33)
     D = 48
+    consts = {"oned": (1.0, np.float64), "p17": (1.7, np.float64), "p3": (3.0, np.float64),
+              "k40": (40.0, np.float64), "four": (4.0, np.float32), "zero": (0.0, np.float32),
+              "i3": (3, np.int64), "n32": (32, np.int64), "n64": (64, np.int64),
+              "nmel": (8, np.int64), "rate": (16000, np.int64), "lo_hz": (20.0, np.float32),
+              "hi_hz": (7000.0, np.float32), "s3": ([-1, 6, 8], np.int64),
+              "s4": ([-1, 6, 8, 1], np.int64), "sig": ([-1, D, 1], np.int64),
+              "flat": ([-1], np.int64), "row": ([0, -1], np.int64)}
     inits = [numpy_helper.from_array(_w(r, D, D, scale=0.3), "W"),
-             numpy_helper.from_array(_w(r, D, scale=0.1), "b"),
-             numpy_helper.from_array(np.array(1.0, np.float64), "oned"),
-             numpy_helper.from_array(np.array(1.7, np.float64), "p17"),
-             numpy_helper.from_array(np.array(3.0, np.float64), "p3"),
-             numpy_helper.from_array(np.array(40.0, np.float64), "k40"),
-             numpy_helper.from_array(np.array(4.0, np.float32), "four"),
-             numpy_helper.from_array(np.array(0.0, np.float32), "zero"),
-             numpy_helper.from_array(np.array(3, np.int64), "i3"),
-             numpy_helper.from_array(np.array(32, np.int64), "n32"),
-             numpy_helper.from_array(np.array(64, np.int64), "n64"),
-             numpy_helper.from_array(np.array(8, np.int64), "nmel"),
-             numpy_helper.from_array(np.array(16000, np.int64), "rate"),
-             numpy_helper.from_array(np.array(20.0, np.float32), "lo_hz"),
-             numpy_helper.from_array(np.array(7000.0, np.float32), "hi_hz"),
-             numpy_helper.from_array(np.array([-1, 6, 8], np.int64), "s3"),
-             numpy_helper.from_array(np.array([-1, 6, 8, 1], np.int64), "s4"),
-             numpy_helper.from_array(np.array([-1, D, 1], np.int64), "sig"),
-             numpy_helper.from_array(np.array([-1], np.int64), "flat"),
-             numpy_helper.from_array(np.array([0, -1], np.int64), "row")]
+             numpy_helper.from_array(_w(r, D, scale=0.1), "b")]
+    inits += [numpy_helper.from_array(np.array(v, t), name) for name, (v, t) in consts.items()]
     nodes = [helper.make_node("Gemm", ["x", "W", "b"], ["h"]),
              helper.make_node("Cast", ["h"], ["hd"], to=TensorProto.DOUBLE),
              helper.make_node("Tanh", ["hd"], ["td"]),
