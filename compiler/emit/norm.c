@@ -339,7 +339,14 @@ void emit_lrn(Emit *E)
 	       "\t\t\t\tdouble v = X[(n * %" PRId64 " + k) * %" PRId64 " + s];\n"
 	       "\t\t\t\tsq += v * v;\n\t\t\t}\n"
 	       "\t\tconst int64_t at = (n * %" PRId64 " + c) * %" PRId64 " + s;\n"
-	       "\t\tY[at] = (float)(X[at] / kiln_pow(%s + %s / %" PRId64 " * sq, %s));\n\t}\n",
+	       "\t\tconst double d = %s + %s / %" PRId64 " * sq;\n",
 	    N, C, sp, (size - 1) / 2, size - 1 - (size - 1) / 2, C, C, sp, C, sp,
-	    flit(E, bias, DT_DOUBLE), flit(E, alpha, DT_DOUBLE), size, flit(E, beta, DT_DOUBLE));
+	    flit(E, bias, DT_DOUBLE), flit(E, alpha, DT_DOUBLE), size);
+	/* d^0.75 (the default beta, AlexNet's and GoogLeNet's) as sqrt(d)
+	 * sqrt(sqrt(d)): correctly rounded square roots, the same bits on every
+	 * machine, within 2 ulp of double, at a fraction of kiln_pow's time */
+	if (beta == 0.75)
+		emitf(E, "\t\tconst double r = sqrt(d);\n\t\tY[at] = (float)(X[at] / (r * sqrt(r)));\n\t}\n");
+	else
+		emitf(E, "\t\tY[at] = (float)(X[at] / kiln_pow(d, %s));\n\t}\n", flit(E, beta, DT_DOUBLE));
 }
