@@ -1,7 +1,9 @@
 /*
  * f32-vmath/scalar.c - kiln's own float log, log1p, pow, sin, cos, tan,
  * asin, acos, atan, sinh, cosh, asinh, acosh and atanh, and double exp, log,
- * log1p and tanh, for the generated C, the kernels and the compiler's folds
+ * log1p, tanh, pow, sin, cos, tan, erf, erfc and asin .. atanh (the last
+ * section: double-double where the result must be within 1 ulp), for the
+ * generated C, the kernels and the compiler's folds
  * (kiln_logf, ..., kiln_exp, ...; kernels.h), so that no result depends on
  * the libm of the machine that runs it (issue 30; docs/reproducibility.md).
  *
