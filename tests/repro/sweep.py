@@ -48,9 +48,6 @@ SUBSET = ["node/test_gemm_all_attributes", "node/test_matmul_3d", "node/test_con
 # case -> why its bits differ today (docs/reproducibility.md, "What is not
 # guaranteed yet").
 KNOWN = {
-    "node/test_gemm_transposeB": "B transposed with M <= 4: the AVX variants' dot path sums each "
-                                 "product in vector lanes (f32-gemm kiln_gemm_dot_*); the GEMM "
-                                 "core's order there measured 2-9x slower",
 }
 
 CHUNK = 12

@@ -9,7 +9,9 @@
  * over k mod 2 gave a one-row product other bits). Compiled with -mavx2 -mfma -mf16c (meson.build).
  */
 #include <immintrin.h>
+#include <string.h>
 
+#include "../f32-epilogue/epilogue.h"
 #include "gemm.h"
 
 #define INLINE static inline __attribute__((always_inline))
@@ -151,65 +153,157 @@ void kiln_gemm_tile_avx2(const GemmTile *t)
 		halves(t, t->mr, 16, t->w - 16);
 }
 
-/* GemmDot (gemm.h): M (<= 4) rows of A against 4 rows of Bt at a time, 8 k
- * per step; with M = 4 that is 16 accumulators' worth, so two halves of rows. */
-INLINE float hsum8(__m256 v)
+/* GemmDot (gemm.h) in the GEMM core's order, as avx512.c's: each C[m, n] one
+ * FMA chain over the k of each GEMM_PACK_KC block from 0, in k order, the
+ * blocks combined as the core's tiles combine them (the same bits as every
+ * variant's core on a transposed B packed on the fly). Four k of 8 rows of
+ * Bt (a 128-bit load each, two rows to a register) transposed within
+ * 128-bit lanes, so that lane j of the vector for k holds Bt[n0 + j][k] and
+ * each k is one FMA per row of A; G groups of 8 rows side by side hide the
+ * FMA latency. Each row of Bt is read once for all rows of A. */
+
+/* the first n of four floats at p (n 4: a plain load, which folds into
+ * the insert) */
+INLINE __m128 load4(const float *p, int n)
 {
-	__m128 r = _mm_add_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
-	r = _mm_add_ps(r, _mm_movehl_ps(r, r));
-	r = _mm_add_ss(r, _mm_movehdup_ps(r));
-	return _mm_cvtss_f32(r);
+	if (n == 4)
+		return _mm_loadu_ps(p);
+	return _mm_maskload_ps(p, _mm_cmpgt_epi32(_mm_set1_epi32(n), _mm_setr_epi32(0, 1, 2, 3)));
 }
 
-INLINE void dot_rows(const GemmDot *d, const int mr)
+/* o[e] lane 4q + c = b[(4q + c) ld + k + e] for e < n <= 4 (q < 2, c < 4;
+ * n < 4 on a block's last step; a row past last reads row last) */
+INLINE void dot_load8(const float *b, int64_t ld, int last, int64_t k, int n, __m256 o[4])
 {
-	int64_t K = d->K;
-	for (int64_t n0 = 0; n0 < d->N; n0 += 4) {
-		int nn = d->N - n0 < 4 ? (int)(d->N - n0) : 4;
-		__m256 acc[2][4];
-#pragma GCC unroll 2
-		for (int i = 0; i < mr; i++)
+	__m256 r[4];
 #pragma GCC unroll 4
-			for (int j = 0; j < 4; j++)
-				acc[i][j] = _mm256_setzero_ps();
-		const float *b[4];
-		for (int j = 0; j < 4; j++)
-			b[j] = d->Bt + (n0 + (j < nn ? j : 0)) * d->ldbt;
-		for (int64_t k = 0; k < K; k += 8) {
-			__m256i m = lanes((int)(K - k < 8 ? K - k : 8));
-			__m256 bv[4];
+	for (int c = 0; c < 4; c++) {
+		const float *p = b + (c <= last ? c : last) * ld + k;
+		const float *p4 = b + (4 + c <= last ? 4 + c : last) * ld + k;
+		r[c] = _mm256_insertf128_ps(_mm256_castps128_ps256(load4(p, n)), load4(p4, n), 1);
+	}
+	__m256d t0 = _mm256_castps_pd(_mm256_unpacklo_ps(r[0], r[1]));
+	__m256d t1 = _mm256_castps_pd(_mm256_unpackhi_ps(r[0], r[1]));
+	__m256d t2 = _mm256_castps_pd(_mm256_unpacklo_ps(r[2], r[3]));
+	__m256d t3 = _mm256_castps_pd(_mm256_unpackhi_ps(r[2], r[3]));
+	o[0] = _mm256_castpd_ps(_mm256_unpacklo_pd(t0, t2));
+	o[1] = _mm256_castpd_ps(_mm256_unpackhi_pd(t0, t2));
+	o[2] = _mm256_castpd_ps(_mm256_unpacklo_pd(t1, t3));
+	o[3] = _mm256_castpd_ps(_mm256_unpackhi_pd(t1, t3));
+}
+
+/* acc[4 g + i] = row i of A (a) times the G groups of 8 rows of Bt (b, 8 ld
+ * apart; last as dot_load8, 7 unless G is 1) over k < kb, from 0: one chain
+ * per lane */
+INLINE void dot_block(const float *a, int64_t lda, const int mr, const int G, const float *b,
+                      int64_t ld, int last, int64_t kb, __m256 *acc)
+{
+#pragma GCC unroll 16
+	for (int q = 0; q < 4 * G; q++)
+		acc[q] = _mm256_setzero_ps();
+	int64_t k = 0;
+	for (; k + 4 <= kb; k += 4)
 #pragma GCC unroll 4
-			for (int j = 0; j < 4; j++)
-				bv[j] = _mm256_maskload_ps(b[j] + k, m);
-#pragma GCC unroll 2
-			for (int i = 0; i < mr; i++) {
-				__m256 av = _mm256_maskload_ps(d->A + i * d->lda + k, m);
+		for (int g = 0; g < G; g++) {
+			__m256 o[4];
+			dot_load8(b + 8 * g * ld, ld, last, k, 4, o);
 #pragma GCC unroll 4
-				for (int j = 0; j < 4; j++)
-					acc[i][j] = _mm256_fmadd_ps(av, bv[j], acc[i][j]);
-			}
+			for (int e = 0; e < 4; e++)
+#pragma GCC unroll 4
+				for (int i = 0; i < mr; i++)
+					acc[4 * g + i] = _mm256_fmadd_ps(_mm256_set1_ps(a[i * lda + k + e]), o[e],
+					                                 acc[4 * g + i]);
 		}
-		for (int i = 0; i < mr; i++) {
-			float *c = d->C + i * d->ldc + n0;
-			for (int j = 0; j < nn; j++) {
-				float v = hsum8(acc[i][j]);
-				c[j] = d->beta != 0.0f ? d->alpha * v + d->beta * c[j] : d->alpha * v;
-			}
+	if (k < kb) {
+		int n = (int)(kb - k);
+		for (int g = 0; g < G; g++) {
+			__m256 o[4];
+			dot_load8(b + 8 * g * ld, ld, last, k, n, o);
+			for (int e = 0; e < n; e++)
+#pragma GCC unroll 4
+				for (int i = 0; i < mr; i++)
+					acc[4 * g + i] = _mm256_fmadd_ps(_mm256_set1_ps(a[i * lda + k + e]), o[e],
+					                                 acc[4 * g + i]);
 		}
 	}
 }
 
+/* The K block at k0 of C's columns [n0, n0 + w) (w <= 8 G), from the G
+ * groups of rows of Bt at b (ld apart, at column k0 already): C = alpha acc,
+ * + beta C on the first block (beta C rounded, then added, as
+ * kiln_gemm_tile_ref adds it), + C on the others */
+INLINE void dot_cols(const GemmDot *d, const int mr, const int G, const float *b, int64_t ld,
+                     int64_t k0, int64_t kb, int64_t n0, int64_t w)
+{
+	__m256 acc[16];
+	dot_block(d->A + k0, d->lda, mr, G, b, ld, w < 8 * G ? (int)w - 1 : 7, kb, acc);
+	__m256 alpha = _mm256_set1_ps(d->alpha), beta = _mm256_set1_ps(d->beta);
+#pragma GCC unroll 4
+	for (int g = 0; g < G; g++) {
+		__m256i m = lanes((int)(w - 8 * g < 0 ? 0 : w - 8 * g > 8 ? 8 : w - 8 * g));
+#pragma GCC unroll 4
+		for (int i = 0; i < mr; i++) {
+			float *c = d->C + i * d->ldc + n0 + 8 * g;
+			__m256 v = _mm256_mul_ps(alpha, acc[4 * g + i]);
+			if (k0 > 0)
+				v = _mm256_add_ps(v, _mm256_maskload_ps(c, m));
+			else if (d->beta != 0.0f)
+				v = _mm256_add_ps(v, _mm256_mul_ps(beta, _mm256_maskload_ps(c, m)));
+			_mm256_maskstore_ps(c, m, v);
+		}
+	}
+}
+
+/* Columns [n0, n0 + w) of C, w <= 16, each K block of their rows of a
+ * float16 Bt widened first into a stack block (kb apart, rows past w
+ * zero) */
+INLINE void dot_staged(const GemmDot *d, const int mr, int64_t n0, int64_t w)
+{
+	float buf[16 * GEMM_PACK_KC];
+	const int G = 2;
+	for (int64_t k0 = 0; k0 < d->K; k0 += GEMM_PACK_KC) {
+		int64_t kb = d->K - k0 < GEMM_PACK_KC ? d->K - k0 : GEMM_PACK_KC;
+		for (int64_t j = 0; j < 8 * G; j++) {
+			float *row = buf + j * kb;
+			if (j >= w)
+				memset(row, 0, (size_t)kb * sizeof *row);
+			else
+				kiln_f16_widen(d->Bth + (n0 + j) * d->ldbt + k0, 1, row, kb);
+		}
+		dot_cols(d, mr, G, buf, kb, k0, kb, n0, w);
+	}
+}
+
+/* Columns [n0, n0 + w) of a float Bt, w <= 8 G, its K blocks in order */
+INLINE void dot_inplace(const GemmDot *d, const int mr, const int G, int64_t n0, int64_t w)
+{
+	for (int64_t k0 = 0; k0 < d->K; k0 += GEMM_PACK_KC)
+		dot_cols(d, mr, G, d->Bt + n0 * d->ldbt + k0, d->ldbt, k0,
+		         d->K - k0 < GEMM_PACK_KC ? d->K - k0 : GEMM_PACK_KC, n0, w);
+}
+
+/* G groups of 8 columns at a time, then the last few (their loads clamped
+ * to Bt's last row); a float16 Bt 16 columns at a time through the stack */
+INLINE void dot_rows(const GemmDot *d, const int mr, const int G)
+{
+	int64_t n = 0;
+	if (d->Bth) {
+		for (; n < d->N; n += 16)
+			dot_staged(d, mr, n, d->N - n < 16 ? d->N - n : 16);
+		return;
+	}
+	for (; n + 8 * G <= d->N; n += 8 * G)
+		dot_inplace(d, mr, G, n, 8 * G);
+	for (; n < d->N; n += 8)
+		dot_inplace(d, mr, 1, n, d->N - n < 8 ? d->N - n : 8);
+}
+
 void kiln_gemm_dot_avx2(const GemmDot *d)
 {
-	/* two rows of A at a time (8 accumulators) */
-	for (int64_t m = 0; m < d->M; m += 2) {
-		GemmDot h = *d;
-		h.A = d->A + m * d->lda;
-		h.C = d->C + m * d->ldc;
-		h.M = d->M - m < 2 ? d->M - m : 2;
-		if (h.M == 1)
-			dot_rows(&h, 1);
-		else
-			dot_rows(&h, 2);
+	switch (d->M) {
+	case 1: dot_rows(d, 1, 4); break;
+	case 2: dot_rows(d, 2, 2); break;
+	case 3: dot_rows(d, 3, 1); break;
+	default: dot_rows(d, 4, 1); break;
 	}
 }

@@ -488,68 +488,102 @@ void kiln_gemm_tile64_avx512(const GemmTile *t)
 	kiln_gemm_tile_avx512(&h);
 }
 
-/* GemmDot: M (<= 4) rows of A against 4 rows of Bt at a time, 16 k per step:
- * 16 accumulators, each row of Bt loaded once for all rows of A. */
-INLINE __m512 hsum4(__m512 a, __m512 b, __m512 c, __m512 d)
-{
-	/* lanes 0..3 of the result: the sums of a, b, c, d (the rest unused) */
-	__m512 ab = _mm512_add_ps(_mm512_unpacklo_ps(a, b), _mm512_unpackhi_ps(a, b));
-	__m512 cd = _mm512_add_ps(_mm512_unpacklo_ps(c, d), _mm512_unpackhi_ps(c, d));
-	__m512 abcd = _mm512_add_ps(_mm512_castpd_ps(_mm512_unpacklo_pd(_mm512_castps_pd(ab),
-	                                                                 _mm512_castps_pd(cd))),
-	                            _mm512_castpd_ps(_mm512_unpackhi_pd(_mm512_castps_pd(ab),
-	                                                                _mm512_castps_pd(cd))));
-	/* lanes (4q + j) hold partial sums of row j for quarter q */
-	__m256 h = _mm256_add_ps(_mm512_castps512_ps256(abcd), _mm512_extractf32x8_ps(abcd, 1));
-	__m128 r = _mm_add_ps(_mm256_castps256_ps128(h), _mm256_extractf128_ps(h, 1));
-	return _mm512_castps128_ps512(r);
-}
+/* GemmDot (gemm.h) in the GEMM core's order: each C[m, n] one FMA chain over
+ * the k of each GEMM_PACK_KC block from 0, in k order, the blocks combined as
+ * the core's tiles combine them (what every variant's core computes on a
+ * transposed B packed on the fly, so the same bits). Columns of C in the
+ * lanes: 16 k of 16 rows of Bt (one load a row, a float16 row widened)
+ * transposed in registers (transpose16), so that lane j of the vector for k
+ * holds Bt[n0 + j][k] and each k is one FMA per row of A; G groups of 16
+ * rows side by side hide the FMA latency. Each row of Bt is read once for
+ * all rows of A, a cache line at a time (rows a multiple of 4 KiB apart
+ * share L1 sets and defeat the prefetchers: measured 4 times slower). */
+INLINE void transpose16(__m512 r[16]);
 
-INLINE void dot_rows(const GemmDot *d, const int mr)
+/* acc[4 g + i] = row i of A (a) times the G groups of 16 rows of Bt (b, ld
+ * elements apart, float16 if h; a row past last reads row last) over k <
+ * kb, from 0: one chain per lane */
+INLINE void dot_block(const float *a, int64_t lda, const int mr, const int G, const void *b,
+                      int64_t ld, const int h, int last, int64_t kb, __m512 *acc)
 {
-	int64_t K = d->K;
-	for (int64_t n0 = 0; n0 < d->N; n0 += 4) {
-		int nn = d->N - n0 < 4 ? (int)(d->N - n0) : 4;
-		__m512 acc[4][4];
+#pragma GCC unroll 16
+	for (int q = 0; q < 4 * G; q++)
+		acc[q] = _mm512_setzero_ps();
+	for (int64_t k = 0; k < kb; k += 16) {
+		int n = kb - k < 16 ? (int)(kb - k) : 16;
+		__mmask16 m = (__mmask16)((1u << n) - 1);
 #pragma GCC unroll 4
-		for (int i = 0; i < mr; i++)
-#pragma GCC unroll 4
-			for (int j = 0; j < 4; j++)
-				acc[i][j] = _mm512_setzero_ps();
-		const float *b[4];
-		for (int j = 0; j < 4; j++)
-			b[j] = d->Bt + (n0 + (j < nn ? j : 0)) * d->ldbt;
-		for (int64_t k = 0; k < K; k += 16) {
-			__mmask16 m = K - k >= 16 ? (__mmask16)0xffff : (__mmask16)((1u << (K - k)) - 1);
-			__m512 bv[4];
-#pragma GCC unroll 4
-			for (int j = 0; j < 4; j++)
-				bv[j] = _mm512_maskz_loadu_ps(m, b[j] + k);
-#pragma GCC unroll 4
-			for (int i = 0; i < mr; i++) {
-				__m512 av = _mm512_maskz_loadu_ps(m, d->A + i * d->lda + k);
-#pragma GCC unroll 4
-				for (int j = 0; j < 4; j++)
-					acc[i][j] = _mm512_fmadd_ps(av, bv[j], acc[i][j]);
+		for (int g = 0; g < G; g++) {
+			__m512 r[16];
+#pragma GCC unroll 16
+			for (int j = 0; j < 16; j++) {
+				int64_t off = (16 * g + j <= last ? 16 * g + j : last) * ld + k;
+				r[j] = h ? _mm512_cvtph_ps(_mm256_maskz_loadu_epi16(m, (const uint16_t *)b + off))
+				         : _mm512_maskz_loadu_ps(m, (const float *)b + off);
 			}
-		}
-		for (int i = 0; i < mr; i++) {
-			float out[16];
-			_mm512_storeu_ps(out, hsum4(acc[i][0], acc[i][1], acc[i][2], acc[i][3]));
-			float *c = d->C + i * d->ldc + n0;
-			for (int j = 0; j < nn; j++)
-				c[j] = d->beta != 0.0f ? d->alpha * out[j] + d->beta * c[j] : d->alpha * out[j];
+			transpose16(r);
+#pragma GCC unroll 16
+			for (int e = 0; e < 16; e++)
+#pragma GCC unroll 4
+				for (int i = 0; i < mr; i++)
+					if (n == 16 || e < n)
+						acc[4 * g + i] = _mm512_fmadd_ps(_mm512_set1_ps(a[i * lda + k + e]),
+						                                 r[e], acc[4 * g + i]);
 		}
 	}
 }
 
+/* C's columns [n0, n0 + w) (w <= 16 G) from the G groups of rows of Bt
+ * there: each K block, then C = alpha acc, + beta C on the first block (beta
+ * C rounded, then added, as kiln_gemm_tile_ref adds it), + C on the others */
+INLINE void dot_cols(const GemmDot *d, const int mr, const int G, const int h, int64_t n0,
+                     int64_t w)
+{
+	__m512 alpha = _mm512_set1_ps(d->alpha), beta = _mm512_set1_ps(d->beta);
+	const char *b = h ? (const char *)(d->Bth + n0 * d->ldbt)
+	                  : (const char *)(d->Bt + n0 * d->ldbt);
+	int last = w < 16 * G ? (int)w - 1 : 16 * G - 1;
+	for (int64_t k0 = 0; k0 < d->K; k0 += GEMM_PACK_KC) {
+		__m512 acc[16];
+		dot_block(d->A + k0, d->lda, mr, G, b + k0 * (h ? 2 : 4), d->ldbt, h, last,
+		          d->K - k0 < GEMM_PACK_KC ? d->K - k0 : GEMM_PACK_KC, acc);
+#pragma GCC unroll 4
+		for (int g = 0; g < G; g++) {
+			int64_t left = w - 16 * g;
+			__mmask16 m = left >= 16 ? (__mmask16)0xFFFF : (__mmask16)((1u << left) - 1);
+#pragma GCC unroll 4
+			for (int i = 0; i < mr; i++) {
+				float *c = d->C + i * d->ldc + n0 + 16 * g;
+				__m512 v = _mm512_mul_ps(alpha, acc[4 * g + i]);
+				if (k0 > 0)
+					v = _mm512_add_ps(v, _mm512_maskz_loadu_ps(m, c));
+				else if (d->beta != 0.0f)
+					v = _mm512_add_ps(v, _mm512_mul_ps(beta, _mm512_maskz_loadu_ps(m, c)));
+				_mm512_mask_storeu_ps(c, m, v);
+			}
+		}
+	}
+}
+
+/* G groups of 16 columns at a time, then the last few (their loads clamped
+ * to Bt's last row) */
+INLINE void dot_rows(const GemmDot *d, const int mr, const int G, const int h)
+{
+	int64_t n = 0;
+	for (; n + 16 * G <= d->N; n += 16 * G)
+		dot_cols(d, mr, G, h, n, 16 * G);
+	for (; n < d->N; n += 16)
+		dot_cols(d, mr, 1, h, n, d->N - n < 16 ? d->N - n : 16);
+}
+
 void kiln_gemm_dot_avx512(const GemmDot *d)
 {
+	int h = d->Bth != NULL;
 	switch (d->M) {
-	case 1: dot_rows(d, 1); break;
-	case 2: dot_rows(d, 2); break;
-	case 3: dot_rows(d, 3); break;
-	default: dot_rows(d, 4); break;
+	case 1: h ? dot_rows(d, 1, 2, 1) : dot_rows(d, 1, 2, 0); break;
+	case 2: h ? dot_rows(d, 2, 2, 1) : dot_rows(d, 2, 2, 0); break;
+	case 3: h ? dot_rows(d, 3, 1, 1) : dot_rows(d, 3, 1, 0); break;
+	default: h ? dot_rows(d, 4, 1, 1) : dot_rows(d, 4, 1, 0); break;
 	}
 }
 
@@ -558,23 +592,29 @@ void kiln_gemm_dot_avx512(const GemmDot *d)
 INLINE void transpose16(__m512 r[16])
 {
 	__m512 t[16];
+#pragma GCC unroll 8
 	for (int i = 0; i < 16; i += 2) {
 		t[i] = _mm512_unpacklo_ps(r[i], r[i + 1]);
 		t[i + 1] = _mm512_unpackhi_ps(r[i], r[i + 1]);
 	}
+#pragma GCC unroll 4
 	for (int i = 0; i < 16; i += 4)
+#pragma GCC unroll 2
 		for (int q = 0; q < 2; q++) {
 			__m512d a = _mm512_castps_pd(t[i + q]), b = _mm512_castps_pd(t[i + q + 2]);
 			r[i + q] = _mm512_castpd_ps(_mm512_unpacklo_pd(a, b));
 			r[i + q + 2] = _mm512_castpd_ps(_mm512_unpackhi_pd(a, b));
 		}
+#pragma GCC unroll 2
 	for (int i = 0; i < 16; i += 8)
+#pragma GCC unroll 4
 		for (int q = 0; q < 4; q++) {
 			t[i + q] = _mm512_shuffle_f32x4(r[i + q], r[i + q + 4], 0x88);
 			t[i + q + 4] = _mm512_shuffle_f32x4(r[i + q], r[i + q + 4], 0xdd);
 		}
 	/* t[m] now holds column perm(m), perm swapping 1 and 2 in each group of 4 */
 	static const int col_of[16] = {0, 2, 1, 3, 4, 6, 5, 7, 8, 10, 9, 11, 12, 14, 13, 15};
+#pragma GCC unroll 8
 	for (int q = 0; q < 8; q++) {
 		r[col_of[q]] = _mm512_shuffle_f32x4(t[q], t[q + 8], 0x88);
 		r[col_of[q + 8]] = _mm512_shuffle_f32x4(t[q], t[q + 8], 0xdd);

@@ -26,7 +26,7 @@
 #include "gemm.h"
 
 enum {
-	KC = 256,               /* rows of a panel packed on the fly: 32 KiB */
+	KC = GEMM_PACK_KC,      /* rows of a panel packed on the fly: 32 KiB */
 	B_BLOCK_BYTES = 512 << 10,  /* B's block that stays in L2 (2 MiB) */
 	WIDE_MR = 6,            /* rows of kiln_gemm_tile64_avx512 */
 	WIDE_A_BYTES = 512 << 10,  /* run_wide's block of A's rows that stays in L2 */
@@ -434,6 +434,26 @@ static void rows_epilogue(int64_t M, int64_t N, float *C, int64_t ldc, const kil
 	}
 }
 
+/* Whether a product of M rows against B (strides rs, cs) runs the dot path
+ * (gemm.h's GemmDot): B transposed, at most 4 rows, an AVX variant (the ref
+ * variant runs the core, whose bits it gives) */
+static int dot_path(int64_t M, int64_t K, int64_t rs, int64_t cs)
+{
+	return kiln_isa() != KILN_ISA_REF && M <= 4 && rs == 1 && cs >= K && K > 0;
+}
+
+/* The dot path of the variant kiln_isa() picks, then the epilogue */
+static void run_dot(const GemmDot *d, const kiln_epilogue *ep)
+{
+#ifdef KILN_HAVE_X86_VARIANTS
+	if (kiln_isa() == KILN_ISA_AVX512)
+		kiln_gemm_dot_avx512(d);
+	else
+		kiln_gemm_dot_avx2(d);
+#endif
+	rows_epilogue(d->M, d->N, d->C, d->ldc, ep, 1);
+}
+
 /* Worth the packed path: A's rows contiguous (transA = 0). Everything else
  * runs the reference code of ref.c, in every variant. */
 void kiln_f32_gemm(int64_t M, int64_t N, int64_t K, float alpha, const float *A,
@@ -458,16 +478,12 @@ void kiln_f32_gemm_ep(int64_t M, int64_t N, int64_t K, float alpha, const float 
 		                     b_col_stride, beta, C, c_row_stride, ep);
 		return;
 	}
-	if (kiln_isa() != KILN_ISA_REF && M <= 4 && b_row_stride == 1 && b_col_stride >= K && K > 0) {
+	if (dot_path(M, K, b_row_stride, b_col_stride)) {
 		/* B transposed, few rows of A: dot products stream B once */
-		GemmDot d = {M, N, K, A, a_row_stride, B, b_col_stride, C, c_row_stride, alpha, beta};
-#ifdef KILN_HAVE_X86_VARIANTS
-		if (kiln_isa() == KILN_ISA_AVX512)
-			kiln_gemm_dot_avx512(&d);
-		else
-			kiln_gemm_dot_avx2(&d);
-#endif
-		rows_epilogue(M, N, C, c_row_stride, ep, 1);
+		GemmDot d = {.M = M, .N = N, .K = K, .A = A, .lda = a_row_stride, .Bt = B,
+		             .ldbt = b_col_stride, .C = C, .ldc = c_row_stride, .alpha = alpha,
+		             .beta = beta};
+		run_dot(&d, ep);
 		return;
 	}
 	if (gemm_swapped(M, N, K, alpha, A, a_row_stride, B, b_row_stride, b_col_stride, beta, C,
@@ -517,13 +533,21 @@ void kiln_f32_gemm_f16b(int64_t M, int64_t N, int64_t K, float alpha, const floa
 		                       b_col_stride, beta, C, c_row_stride, ep);
 		return;
 	}
-	int trans = b_row_stride == 1 && b_col_stride != 1;
-	kiln_gemv_f16_fn gemv = M == 1 && K > 0 && (trans || b_col_stride == 1) && alpha == 1.0f &&
-	                                beta == 0.0f ? kiln_gemv_f16_of(trans) : NULL;
+	if (b_col_stride != 1 && dot_path(M, K, b_row_stride, b_col_stride)) {
+		/* B transposed, few rows of A: the dot path, B's rows widened a
+		 * block at a time */
+		GemmDot d = {.M = M, .N = N, .K = K, .A = A, .lda = a_row_stride, .Bth = B,
+		             .ldbt = b_col_stride, .C = C, .ldc = c_row_stride, .alpha = alpha,
+		             .beta = beta};
+		run_dot(&d, ep);
+		return;
+	}
+	kiln_gemv_f16_fn gemv = M == 1 && K > 0 && b_col_stride == 1 && alpha == 1.0f &&
+	                                beta == 0.0f ? kiln_gemv_f16_of() : NULL;
 	if (gemv) {
-		/* one row (batch 1): f32-gemv/gemv.h's products, which widen B's
-		 * rows as they read them */
-		gemv(N, K, A, B, trans ? b_col_stride : b_row_stride, ep ? ep->bias : NULL, C);
+		/* one row (batch 1): f32-gemv/gemv.h's product, which widens B's
+		 * rows as it reads them */
+		gemv(N, K, A, B, b_row_stride, ep ? ep->bias : NULL, C);
 		rows_epilogue(1, N, C, c_row_stride, ep, 0);
 		return;
 	}

@@ -72,11 +72,21 @@ void kiln_gemm_tile_avx512(const GemmTile *t);
  * the second at t->B + t->ldp (w is 64) */
 void kiln_gemm_tile64_avx512(const GemmTile *t);
 
+/* The K blocks of a B packed on the fly (driver.c: a strided or transposed
+ * B, a float16 B, the convolution's im2col): GEMM_PACK_KC rows from 0, the
+ * last one shorter, each one FMA chain per element from 0, added to the
+ * blocks before it (C = alpha acc + C; the first block: alpha acc + beta C).
+ * kiln_gemm_dot_* and f32-gemv's float16 products sum in these blocks too. */
+enum { GEMM_PACK_KC = 256 };
+
 /* C[m, n] = alpha * dot(row m of A, row n of Bt) + beta * C[m, n] (beta 0:
  * C not read) for m < M <= 4, where Bt is B transposed and stored with rows
  * contiguous (ONNX Gemm transB = 1 on an activation, or a weight that is
- * also read otherwise, like a tied embedding): each row of Bt streams once for
- * all M rows of A, at memory bandwidth when M is 1. */
+ * also read otherwise, like a tied embedding), float or float16 (Bth, then
+ * Bt is NULL): each row of Bt streams once for all M rows of A, at memory
+ * bandwidth when M is 1. Summed in the GEMM core's order on a B packed on
+ * the fly (GEMM_PACK_KC, kiln_gemm_tile_ref's chains), so the same bits as
+ * the ref variant and any other number of rows. */
 typedef struct GemmDot {
 	int64_t M, N, K;
 	const float *A;
@@ -86,6 +96,7 @@ typedef struct GemmDot {
 	float *C;
 	int64_t ldc;
 	float alpha, beta;
+	const uint16_t *Bth;       /* float16 Bt (ldbt apart), or NULL */
 } GemmDot;
 void kiln_gemm_dot_avx2(const GemmDot *d);
 

@@ -186,127 +186,52 @@ void kiln_gemm_shortk_avx512(int64_t M, int64_t N, int64_t K, const float *X, in
 		shortk_rows(M, N, K, X, ldx, Bp, bias, Y, ldy, n0, 1);
 }
 
-/* Float16 weights stored transposed (gemv.h): four rows of Bt at a time, two
- * 16-float partial sums per row (32 columns of K a step), so eight chains;
- * a last 16 columns into the first sum and a last < 16 through masked loads
- * into the second. Each row's sums are added, then reduced across lanes. */
+/* a row's 16 float16 (m: the lanes read) widened to float */
 static inline __attribute__((always_inline)) __m512 widen16(const uint16_t *p, __mmask16 m)
 {
 	return _mm512_cvtph_ps(_mm256_maskz_loadu_epi16(m, p));
 }
 
-static void f16t_rows4(int64_t K, const float *x, const uint16_t *b0, int64_t ldb,
-                       const float *bias, float *y)
-{
-	const uint16_t *b1 = b0 + ldb, *b2 = b1 + ldb, *b3 = b2 + ldb;
-	__m512 a0 = _mm512_setzero_ps(), a1 = a0, a2 = a0, a3 = a0, a4 = a0, a5 = a0, a6 = a0,
-	       a7 = a0;
-	const __mmask16 all = 0xFFFF;
-	int64_t k = 0;
-	for (; k + 32 <= K; k += 32) {
-		__m512 x0 = _mm512_loadu_ps(x + k), x1 = _mm512_loadu_ps(x + k + 16);
-		a0 = _mm512_fmadd_ps(x0, widen16(b0 + k, all), a0);
-		a1 = _mm512_fmadd_ps(x1, widen16(b0 + k + 16, all), a1);
-		a2 = _mm512_fmadd_ps(x0, widen16(b1 + k, all), a2);
-		a3 = _mm512_fmadd_ps(x1, widen16(b1 + k + 16, all), a3);
-		a4 = _mm512_fmadd_ps(x0, widen16(b2 + k, all), a4);
-		a5 = _mm512_fmadd_ps(x1, widen16(b2 + k + 16, all), a5);
-		a6 = _mm512_fmadd_ps(x0, widen16(b3 + k, all), a6);
-		a7 = _mm512_fmadd_ps(x1, widen16(b3 + k + 16, all), a7);
-	}
-	if (k + 16 <= K) {
-		__m512 x0 = _mm512_loadu_ps(x + k);
-		a0 = _mm512_fmadd_ps(x0, widen16(b0 + k, all), a0);
-		a2 = _mm512_fmadd_ps(x0, widen16(b1 + k, all), a2);
-		a4 = _mm512_fmadd_ps(x0, widen16(b2 + k, all), a4);
-		a6 = _mm512_fmadd_ps(x0, widen16(b3 + k, all), a6);
-		k += 16;
-	}
-	if (k < K) {
-		__mmask16 m = lanes(K - k);
-		__m512 x1 = _mm512_maskz_loadu_ps(m, x + k);
-		a1 = _mm512_fmadd_ps(x1, widen16(b0 + k, m), a1);
-		a3 = _mm512_fmadd_ps(x1, widen16(b1 + k, m), a3);
-		a5 = _mm512_fmadd_ps(x1, widen16(b2 + k, m), a5);
-		a7 = _mm512_fmadd_ps(x1, widen16(b3 + k, m), a7);
-	}
-	y[0] = _mm512_reduce_add_ps(_mm512_add_ps(a0, a1)) + (bias ? bias[0] : 0.0f);
-	y[1] = _mm512_reduce_add_ps(_mm512_add_ps(a2, a3)) + (bias ? bias[1] : 0.0f);
-	y[2] = _mm512_reduce_add_ps(_mm512_add_ps(a4, a5)) + (bias ? bias[2] : 0.0f);
-	y[3] = _mm512_reduce_add_ps(_mm512_add_ps(a6, a7)) + (bias ? bias[3] : 0.0f);
-}
-
-static void f16t_row(int64_t K, const float *x, const uint16_t *b, const float *bias, float *y)
-{
-	__m512 a0 = _mm512_setzero_ps(), a1 = a0, a2 = a0, a3 = a0;
-	const __mmask16 all = 0xFFFF;
-	int64_t k = 0;
-	for (; k + 32 <= K; k += 32) {
-		a0 = _mm512_fmadd_ps(_mm512_loadu_ps(x + k), widen16(b + k, all), a0);
-		a1 = _mm512_fmadd_ps(_mm512_loadu_ps(x + k + 16), widen16(b + k + 16, all), a1);
-	}
-	if (k + 16 <= K) {
-		a2 = _mm512_fmadd_ps(_mm512_loadu_ps(x + k), widen16(b + k, all), a2);
-		k += 16;
-	}
-	if (k < K) {
-		__mmask16 m = lanes(K - k);
-		a3 = _mm512_fmadd_ps(_mm512_maskz_loadu_ps(m, x + k), widen16(b + k, m), a3);
-	}
-	*y = _mm512_reduce_add_ps(_mm512_add_ps(_mm512_add_ps(a0, a2), _mm512_add_ps(a1, a3))) +
-	     (bias ? *bias : 0.0f);
-}
-
-void kiln_gemv_f16t_avx512(int64_t N, int64_t K, const float *x, const uint16_t *Bt,
-                           int64_t ldb, const float *bias, float *y)
-{
-	int64_t n = 0;
-	for (; n + 4 <= N; n += 4)
-		f16t_rows4(K, x, Bt + n * ldb, ldb, bias ? bias + n : NULL, y + n);
-	for (; n < N; n++)
-		f16t_row(K, x, Bt + n * ldb, bias ? bias + n : NULL, y + n);
-}
-
-/* Float16 weights in their natural layout (gemv.h): 64 columns at a time,
- * each row of B widened as it is read; even rows of K into four sums, odd
- * rows into four others (eight chains), the two added at the end. */
+/* Float16 weights in their natural layout (gemv.h): up to 128 columns at a
+ * time, each row of B widened as it is read; each column one FMA chain over
+ * the k of each GEMM_PACK_KC block from 0, the blocks added in order, then
+ * + bias: the order the GEMM core sums a B packed on the fly (ref and AVX2
+ * at batch 1, every variant at larger batches), the FMA latency hidden by
+ * eight vectors of 16 columns side by side. */
 static void f16n_block(int64_t K, int64_t w, const float *x, const uint16_t *b, int64_t ldb,
                        const float *bias, float *y)
 {
-	__mmask16 m0 = lanes(w), m1 = lanes(w - 16), m2 = lanes(w - 32), m3 = lanes(w - 48);
-	__m512 a0 = _mm512_setzero_ps(), a1 = a0, a2 = a0, a3 = a0, a4 = a0, a5 = a0, a6 = a0,
-	       a7 = a0;
-	int64_t k = 0;
-	for (; k + 2 <= K; k += 2) {
-		const uint16_t *r = b + k * ldb, *s = r + ldb;
-		__m512 x0 = _mm512_set1_ps(x[k]), x1 = _mm512_set1_ps(x[k + 1]);
-		a0 = _mm512_fmadd_ps(x0, widen16(r, m0), a0);
-		a1 = _mm512_fmadd_ps(x0, widen16(r + 16, m1), a1);
-		a2 = _mm512_fmadd_ps(x0, widen16(r + 32, m2), a2);
-		a3 = _mm512_fmadd_ps(x0, widen16(r + 48, m3), a3);
-		a4 = _mm512_fmadd_ps(x1, widen16(s, m0), a4);
-		a5 = _mm512_fmadd_ps(x1, widen16(s + 16, m1), a5);
-		a6 = _mm512_fmadd_ps(x1, widen16(s + 32, m2), a6);
-		a7 = _mm512_fmadd_ps(x1, widen16(s + 48, m3), a7);
+	__mmask16 m[8];
+	__m512 acc[8], tot[8];
+	for (int q = 0; q < 8; q++) {
+		m[q] = lanes(w - 16 * q);
+		tot[q] = _mm512_setzero_ps();  /* (K >= 1: the first block sets them) */
 	}
-	if (k < K) {
-		const uint16_t *r = b + k * ldb;
-		__m512 x0 = _mm512_set1_ps(x[k]);
-		a0 = _mm512_fmadd_ps(x0, widen16(r, m0), a0);
-		a1 = _mm512_fmadd_ps(x0, widen16(r + 16, m1), a1);
-		a2 = _mm512_fmadd_ps(x0, widen16(r + 32, m2), a2);
-		a3 = _mm512_fmadd_ps(x0, widen16(r + 48, m3), a3);
+	for (int64_t k0 = 0; k0 < K; k0 += GEMM_PACK_KC) {
+		int64_t k1 = K - k0 < GEMM_PACK_KC ? K : k0 + GEMM_PACK_KC;
+#pragma GCC unroll 8
+		for (int q = 0; q < 8; q++)
+			acc[q] = _mm512_setzero_ps();
+		for (int64_t k = k0; k < k1; k++) {
+			const uint16_t *r = b + k * ldb;
+			__m512 xv = _mm512_set1_ps(x[k]);
+#pragma GCC unroll 8
+			for (int q = 0; q < 8; q++)
+				acc[q] = _mm512_fmadd_ps(xv, widen16(r + 16 * q, m[q]), acc[q]);
+		}
+#pragma GCC unroll 8
+		for (int q = 0; q < 8; q++)
+			tot[q] = k0 == 0 ? acc[q] : _mm512_add_ps(acc[q], tot[q]);
 	}
-	store(y, bias, w, _mm512_add_ps(a0, a4), _mm512_add_ps(a1, a5));
-	if (w > 32)
-		store(y + 32, bias ? bias + 32 : NULL, w - 32, _mm512_add_ps(a2, a6),
-		      _mm512_add_ps(a3, a7));
+	for (int q = 0; q < 8; q += 2)
+		if (w > 16 * q)
+			store(y + 16 * q, bias ? bias + 16 * q : NULL, w - 16 * q, tot[q], tot[q + 1]);
 }
 
 void kiln_gemv_f16_avx512(int64_t N, int64_t K, const float *x, const uint16_t *B, int64_t ldb,
                           const float *bias, float *y)
 {
-	for (int64_t n0 = 0; n0 < N; n0 += 64)
-		f16n_block(K, N - n0 < 64 ? N - n0 : 64, x, B + n0, ldb, bias ? bias + n0 : NULL,
+	for (int64_t n0 = 0; n0 < N; n0 += 128)
+		f16n_block(K, N - n0 < 128 ? N - n0 : 128, x, B + n0, ldb, bias ? bias + n0 : NULL,
 		           y + n0);
 }

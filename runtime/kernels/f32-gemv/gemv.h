@@ -12,9 +12,8 @@
  * latency hidden by several panels' chains side by side (AVX2 two panels,
  * eight chains; AVX-512 up to four, eight chains). f32-gemm/driver.c and
  * f32-rnn/rnn.c call them when kiln_isa() picks the variant; the ref variant
- * runs the GEMM core. kiln_gemv_f16t_* and kiln_gemv_f16_* are the product
- * on float16 weights, stored transposed or not (kiln_f32_gemm_f16b at batch
- * 1).
+ * runs the GEMM core. kiln_gemv_f16_avx512 is the product on float16
+ * weights in their natural layout (kiln_f32_gemm_f16b at batch 1).
  */
 #ifndef KILN_F32_GEMV_H
 #define KILN_F32_GEMV_H
@@ -28,33 +27,25 @@ void kiln_gemv_avx2(int64_t N, int64_t K, const float *x, const float *Bp, const
 void kiln_gemv_avx512(int64_t N, int64_t K, const float *x, const float *Bp,
                           const float *bias, float *y);
 
-/* y[n] = sum_k x[k] Bt[n ldb + k] (+ bias[n]), n < N: the same product on
- * float16 weights stored transposed (a Gemm's transB = 1 weight kept as
- * float16, --weights-dtype=fp16), each row of Bt widened exactly as it is
- * read, four rows at a time, each row's two partial sums added in a fixed
- * order. AVX-512 only (the ref and AVX2 variants run the GEMM core). */
-void kiln_gemv_f16t_avx512(int64_t N, int64_t K, const float *x, const uint16_t *Bt,
-                           int64_t ldb, const float *bias, float *y);
-
-/* y[n] = sum_k x[k] B[k ldb + n] (+ bias[n]): float16 weights in their
- * natural layout (a MatMul's weight), 64 columns at a time, even and odd
- * rows of K into separate sums added at the end. AVX-512 only too. */
+/* y[n] = sum_k x[k] B[k ldb + n] (+ bias[n]): the product on float16
+ * weights in their natural layout (a MatMul's weight kept as float16,
+ * --weights-dtype=fp16), each row of B widened as it is read, up to 128
+ * columns at a time, in the order the GEMM core sums a B packed on the fly
+ * (GEMM_PACK_KC blocks). AVX-512 only (the ref and AVX2 variants run the
+ * GEMM core; a transposed float16 B runs f32-gemm's dot path). */
 void kiln_gemv_f16_avx512(int64_t N, int64_t K, const float *x, const uint16_t *B, int64_t ldb,
                           const float *bias, float *y);
 
-/* Both take (N, K, x, B, ldb, bias, y). */
 typedef void (*kiln_gemv_f16_fn)(int64_t N, int64_t K, const float *x, const uint16_t *B,
                                  int64_t ldb, const float *bias, float *y);
 
-/* The float16 product for B's layout (transposed: rows of Bt contiguous),
- * or NULL (the caller runs the GEMM core). */
-static inline kiln_gemv_f16_fn kiln_gemv_f16_of(int transposed)
+/* The float16 product of the variant kiln_isa() picks, or NULL (the caller
+ * runs the GEMM core). */
+static inline kiln_gemv_f16_fn kiln_gemv_f16_of(void)
 {
 #ifdef KILN_HAVE_X86_VARIANTS
 	if (kiln_isa() == KILN_ISA_AVX512)
-		return transposed ? kiln_gemv_f16t_avx512 : kiln_gemv_f16_avx512;
-#else
-	(void)transposed;
+		return kiln_gemv_f16_avx512;
 #endif
 	return NULL;
 }
