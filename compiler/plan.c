@@ -10,7 +10,8 @@
  *     outputs share their input's buffer (same bytes, new shape), even when
  *     that is a graph input or a weight (a read-only view, no arena);
  *   - in-place reuse: an elementwise op may write its output over an input
- *     that dies at that node, when both have the same shape and element size;
+ *     that dies at that node, when both have the same shape and element size,
+ *     and a Scatter* op over its data (input 0) the same way;
  *   - none at all for the inner values of an elementwise chain (sig_inline):
  *     what the chain's nodes read is read where its last node runs.
  * Each buffer lives from its first definition to its last use. Buffers are
@@ -67,6 +68,12 @@ static bool is_elementwise_op(int op)
 {
 	const OpDef *d = op_def(op);
 	return d && d->in_place;
+}
+
+/* Ops whose output is input 0 with some elements written over. */
+static bool is_scatter_op(int op)
+{
+	return op == OP_ScatterND || op == OP_ScatterElements || op == OP_Scatter;
 }
 
 static bool same_shape(const Shape *a, const Shape *b)
@@ -180,6 +187,23 @@ void plan_build(Plan *p, const Sig *s, Arena *a)
 				if (root_last[r] == i && same_shape(&s->shapes[in], &s->shapes[out]) &&
 				    dtype_size(s->dtypes[in]) == dtype_size(s->dtypes[out]) &&
 				    !DT_IS_4BIT(s->dtypes[in]) && !DT_IS_4BIT(s->dtypes[out]))
+					src = in;
+			}
+		} else if (is_scatter_op(n->op) && n->nin == 3) {
+			/* Scatter* writes its updates over a copy of its data (input 0):
+			 * over the data itself when the data dies here and shares no
+			 * buffer with the indices or the updates (the emitter copies
+			 * only when Y is not D). */
+			int in = n->in[0];
+			if (in != NONE && needs_arena(s, root_of(p, in))) {
+				int r = root_of(p, in);
+				bool apart = true;
+				for (int k = 1; k < 3; k++)
+					if (n->in[k] != NONE && root_of(p, n->in[k]) == r)
+						apart = false;
+				if (apart && root_last[r] == i && same_shape(&s->shapes[in], &s->shapes[out]) &&
+				    dtype_size(s->dtypes[in]) == dtype_size(s->dtypes[out]) &&
+				    !DT_IS_4BIT(s->dtypes[in]))
 					src = in;
 			}
 		}

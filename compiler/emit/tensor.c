@@ -110,7 +110,13 @@ void emit_transpose(Emit *E)
 }
 
 
-/* Concat and Split: rows of [outer, axis*inner] copied piecewise. */
+/* Concat and Split: rows of [outer, axis*inner] copied piecewise. A Concat
+ * of short rows (at most CONCAT_ONE_PASS bytes, e.g. index tuples built as
+ * [..., k] from k components) copies every piece of a row before the next
+ * row: the output is written in one pass instead of one per input, each of
+ * which would read and write all of it again for a few bytes per row. */
+enum { CONCAT_ONE_PASS = 1024 };
+
 void emit_concat(Emit *E)
 {
 	Operand Y = out_op(E, 0);
@@ -120,18 +126,27 @@ void emit_concat(Emit *E)
 	around_axis(Y.shape, axis, &outer, &inner);
 	size_t es = dtype_size(Y.dtype);
 	int64_t row = Y.shape->dims[axis].size * inner * (int64_t)es, at = 0;
+	bool one_pass = outer > 1 && row <= CONCAT_ONE_PASS;
 	decl(E, "Y", &Y, true);
 	emitf(E, "\tunsigned char *y = (unsigned char *)Y;\n");
+	if (one_pass)
+		emitf(E, "\tfor (int64_t o = 0; o < %" PRId64 "; o++) {\n", outer);
 	for (int i = 0; i < E->n->nin; i++) {
 		Operand X = in_op(E, i);
 		int64_t piece = X.shape->dims[axis].size * inner * (int64_t)es;
 		if (piece == 0)
 			continue;
-		emitf(E, "\tfor (int64_t o = 0; o < %" PRId64 "; o++)\n\t\tmemcpy(y + o * %" PRId64
-		       " + %" PRId64 ", (const unsigned char *)%s + o * %" PRId64 ", %" PRId64 ");\n",
-		    outer, row, at, X.expr, piece, piece);
+		if (one_pass)
+			emitf(E, "\t\tmemcpy(y + o * %" PRId64 " + %" PRId64 ", (const unsigned char *)%s"
+			       " + o * %" PRId64 ", %" PRId64 ");\n", row, at, X.expr, piece, piece);
+		else
+			emitf(E, "\tfor (int64_t o = 0; o < %" PRId64 "; o++)\n\t\tmemcpy(y + o * %" PRId64
+			       " + %" PRId64 ", (const unsigned char *)%s + o * %" PRId64 ", %" PRId64 ");\n",
+			    outer, row, at, X.expr, piece, piece);
 		at += piece;
 	}
+	if (one_pass)
+		emitf(E, "\t}\n");
 }
 
 void emit_split(Emit *E)

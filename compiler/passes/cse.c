@@ -6,7 +6,8 @@
  * Runs before folding so that, say, two Transposes of one weight become one
  * whose input then dies with it (folded once, stored once). Nodes with
  * subgraphs and ops with randomness are never merged. A node whose output is
- * a graph output stays.
+ * a graph output stays. Shape and Size compare their input's dims in every
+ * compiled signature instead of its id.
  */
 #include <string.h>
 
@@ -59,14 +60,37 @@ static bool mergeable(const Node *n)
 	}
 }
 
-static bool same_node(const Node *a, const Node *b)
+/* Shape and Size read only their input's dims: two of them on inputs whose
+ * dims are the same known sizes in every compiled signature give the same
+ * values (each transformer block's Shape of its own activations, from which
+ * its exporter rebuilds the same masks and index tensors). */
+static bool reads_dims_only(PassCtx *c, const Node *n)
+{
+	return (n->op == OP_Shape || n->op == OP_Size) && n->nin == 1 && c->nsigs > 0 &&
+	       rw_shape_in(c, n->in[0], 0) != NULL;
+}
+
+static bool same_dims(PassCtx *c, int x, int y)
+{
+	for (int k = 0; k < c->nsigs; k++)
+		if (!rw_same_shape(rw_shape_in(c, x, k), rw_shape_in(c, y, k)))
+			return false;
+	return true;
+}
+
+static bool same_node(PassCtx *c, const Node *a, const Node *b)
 {
 	if (a->op != b->op || a->since != b->since || a->nin != b->nin || a->nout != b->nout ||
 	    a->nattrs != b->nattrs)
 		return false;
-	for (int k = 0; k < a->nin; k++)
-		if (a->in[k] != b->in[k])
+	if (reads_dims_only(c, a) && reads_dims_only(c, b)) {
+		if (a->in[0] != b->in[0] && !same_dims(c, a->in[0], b->in[0]))
 			return false;
+	} else {
+		for (int k = 0; k < a->nin; k++)
+			if (a->in[k] != b->in[k])
+				return false;
+	}
 	for (int k = 0; k < a->nattrs; k++) {
 		const Attr *other = node_attr(b, a->attrs[k].name);
 		if (!other || !same_attr(&a->attrs[k], other))
@@ -75,9 +99,15 @@ static bool same_node(const Node *a, const Node *b)
 	return true;
 }
 
-static uint64_t node_key(const Node *n)
+static uint64_t node_key(PassCtx *c, const Node *n)
 {
 	uint64_t h = (uint64_t)n->op * 0x9e3779b97f4a7c15u;
+	if (reads_dims_only(c, n)) {  /* by the dims of the first signature */
+		const Shape *s = rw_shape_in(c, n->in[0], 0);
+		for (int k = 0; k < s->rank; k++)
+			h = (h ^ (uint64_t)(s->dims[k].size + 2)) * 0x100000001b3u;
+		return h ^ (uint64_t)s->rank ^ ((uint64_t)n->nattrs << 8);
+	}
 	for (int k = 0; k < n->nin; k++)
 		h = (h ^ (uint64_t)(n->in[k] + 2)) * 0x100000001b3u;
 	return h ^ (uint64_t)n->nattrs;
@@ -100,10 +130,10 @@ int pass_cse(PassCtx *c)
 			continue;
 		if (node_has_subgraph(n))
 			continue;
-		size_t slot = (size_t)node_key(n) & (size_t)(cap - 1);
+		size_t slot = (size_t)node_key(c, n) & (size_t)(cap - 1);
 		int twin = NONE;
 		for (; table[slot] != NONE; slot = (slot + 1) & (size_t)(cap - 1))
-			if (same_node(&g->nodes[table[slot]], n)) {
+			if (same_node(c, &g->nodes[table[slot]], n)) {
 				twin = table[slot];
 				break;
 			}

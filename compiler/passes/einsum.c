@@ -11,6 +11,9 @@
  * (a view when no axes move), and CSE merges the identical transposes of a
  * constant shared by several Einsums before folding sees them.
  *
+ * An Einsum that sums nothing and whose one operand has only letters of the
+ * other becomes a broadcast Mul instead (scale()).
+ *
  * Handled: float32, two operands, no ellipsis, no repeated letter within a
  * term, every letter of each operand in the output or in the other operand,
  * equal sizes on both sides. Others stay Einsum (generated loops). A batch
@@ -130,6 +133,46 @@ static int transpose(PassCtx *c, int before, int x, const int64_t *perm, int r, 
 	return y;
 }
 
+/* Nothing summed and one operand's letters all in the other's: an
+ * elementwise product, the smaller operand broadcast over the larger
+ * ('tbhd,h->tbdh', a scale per head). The larger is permuted to the output's
+ * order, the smaller permuted and reshaped with ones where it has no letter,
+ * and one Mul writes the output: the same single product per element as the
+ * MatMul over a K of one it replaces, with no GEMM calls over N = K = 1. */
+static bool scale(PassCtx *c, int i, const Eq *e, Sizes *sz, bool a_small)
+{
+	Node *n = &c->g->nodes[i];
+	int big = n->in[a_small ? 1 : 0], small = n->in[a_small ? 0 : 1], Y = n->out[0];
+	const char *tb = a_small ? e->b : e->a, *ts = a_small ? e->a : e->b;
+	int r = (int)strlen(e->out), rs = (int)strlen(ts);
+	if (r != (int)strlen(tb))
+		return false;
+	int64_t pbig[KILN_MAX_RANK], psmall[KILN_MAX_RANK], dims[KILN_MAX_RANK];
+	const char *groups[KILN_MAX_RANK];
+	char one[KILN_MAX_RANK][2];
+	int k = 0;
+	for (int d = 0; d < r; d++) {
+		pbig[d] = strchr(tb, e->out[d]) - tb;
+		const char *at = strchr(ts, e->out[d]);
+		one[d][0] = at ? e->out[d] : 0;
+		one[d][1] = 0;
+		groups[d] = one[d];  /* "" (a product of 1) where the small one has no letter */
+		if (at)
+			psmall[k++] = at - ts;
+	}
+	if (k != rs || !target(c, sz, groups, r, dims))
+		return false;
+	const char *name = n->name[0] ? n->name : "einsum";
+	rw_kill(c, i);
+	int tbig = transpose(c, i, big, pbig, r, name);
+	int tsmall = transpose(c, i, small, psmall, rs, name);
+	int bs = reshape(c, i, tsmall, dims, r, name);
+	int in[2] = {a_small ? bs : tbig, a_small ? tbig : bs};
+	rw_add_node(c, i, "Mul", in, 2, &Y, 1, NULL, 0, name);
+	c->stat->removed++;
+	return true;
+}
+
 static bool lower(PassCtx *c, int i)
 {
 	Graph *g = c->g;
@@ -186,6 +229,8 @@ static bool lower(PassCtx *c, int i)
 			nn[nnn++] = *q;
 	}
 	bat[nb] = m[nm] = nn[nnn] = kk[nk] = 0;
+	if (nk == 0 && (nm == 0 || nnn == 0))
+		return scale(c, i, &e, sz, nm == 0);
 
 	int64_t pa[KILN_MAX_RANK], pb[KILN_MAX_RANK], po[KILN_MAX_RANK];
 	int r = 0;

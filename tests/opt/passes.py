@@ -26,7 +26,7 @@ def t(name, arr):
 
 
 def case(kiln, root, name, nodes, inputs, outputs, inits, ref_in, ref_out, want_ops,
-         flags=(), opset=13):
+         flags=(), opset=13, verify_flags=None):
     folder = os.path.join(root, name)
     os.makedirs(os.path.join(folder, "test_data_set_0"))
     graph = helper.make_graph(nodes, name, inputs, outputs, inits)
@@ -46,8 +46,9 @@ def case(kiln, root, name, nodes, inputs, outputs, inits, ref_in, ref_out, want_
     results = [ops == want_ops]
     msg = "%s: ops %s (want %s)" % (name, ops, want_ops)
     # (--no-opt runs no pass, --weights-dtype's included: only plain cases.)
-    for extra in ([], ["--no-opt"]) if not flags else ([],):
-        p = subprocess.run([kiln, "verify", folder] + extra + list(flags), capture_output=True,
+    vflags = list(flags if verify_flags is None else verify_flags)
+    for extra in ([], ["--no-opt"]) if not vflags else ([],):
+        p = subprocess.run([kiln, "verify", folder] + extra + vflags, capture_output=True,
                            text=True)
         results.append(p.returncode == 0)
         if p.returncode:
@@ -181,6 +182,21 @@ def main():
         xt = x.transpose(0, 2, 1)
         case(kiln, root, "cse", nodes, [vi("x", [2, 3, 4])], [vi("y", [2, 4, 3])], [], [x],
              [2 / (1 + np.exp(-xt))], ["Transpose", "Sigmoid", "Add"])
+        # cse: Shapes of two values whose dims agree in every compiled signature (batch 1
+        # and 2) -> one Shape, then one Expand; the Shape of a transposed value stays.
+        c4, c3 = np.arange(4, dtype=np.float32).reshape(1, 1, 4), np.arange(3, dtype=np.float32).reshape(1, 1, 3)
+        nodes = [N("Relu", ["x"], ["a"]), N("Sigmoid", ["x"], ["b"]), N("Shape", ["a"], ["sa"]),
+                 N("Shape", ["b"], ["sb"]), N("Expand", ["c", "sa"], ["ea"]),
+                 N("Expand", ["c", "sb"], ["eb"]), N("Mul", ["ea", "a"], ["p"]),
+                 N("Mul", ["eb", "b"], ["q"]), N("Add", ["p", "q"], ["y"]),
+                 N("Transpose", ["x"], ["t"], perm=[0, 2, 1]), N("Shape", ["t"], ["st"]),
+                 N("Expand", ["d", "st"], ["et"]), N("Mul", ["et", "t"], ["y2"])]
+        sig = 1 / (1 + np.exp(-x))
+        case(kiln, root, "cse_shape", nodes, [vi("x", ["N", 3, 4])],
+             [vi("y", ["N", 3, 4]), vi("y2", ["N", 4, 3])], [t("c", c4), t("d", c3)], [x],
+             [c4 * np.maximum(x, 0) + c4 * sig, c3 * xt],
+             ["Relu", "Sigmoid", "Shape", "Expand", "Mul", "Mul", "Add", "Transpose", "Shape",
+              "Expand", "Mul"], flags=("--batch", "1,2"), verify_flags=())
         # fold: an Add of two constants whose inputs die -> one constant.
         c1, c2 = rng.standard_normal((4,)).astype(np.float32), rng.standard_normal((4,)).astype(np.float32)
         nodes = [N("Add", ["c1", "c2"], ["c"]), N("Mul", ["x", "c"], ["y"])]
@@ -267,6 +283,18 @@ def main():
         case(kiln, root, "einsum_batch", nodes, [vi("a", [2, 5, 4]), vi("b", [2, 4, 6])],
              [vi("y", [6, 2, 5])], [], [a3, b3], [np.einsum("bij,bjk->kbi", a3, b3)],
              ["MatMul", "Transpose"])
+        # einsum summing nothing, one operand's letters within the other's (ParT's scale
+        # per head): a broadcast Mul after one Transpose, the scale first or second.
+        x4 = rng.standard_normal((3, 2, 4, 5)).astype(np.float32)
+        hs = rng.standard_normal((4,)).astype(np.float32)
+        for name, eq, ins, inits in (("einsum_scale", "tbhd,h->tbdh", ["x", "h"], [t("h", hs)]),
+                                     ("einsum_scale_first", "h,tbhd->tbdh", ["h", "x"], [])):
+            first = ins[0] == "h"
+            vis = [vi("x", [3, 2, 4, 5])] + ([vi("h", [4])] if first else [])
+            refs = [x4, hs] if first else [x4]
+            case(kiln, root, name, [N("Einsum", ins, ["y"], equation=eq)], vis,
+                 [vi("y", [3, 2, 5, 4])], inits, refs, [np.einsum("tbhd,h->tbdh", x4, hs)],
+                 ["Transpose", "Reshape", "Mul"] if first else ["Transpose", "Mul"])
         # fuse: MatMul + Add(bias) + Relu -> one Gemm; Transpose -> transB.
         wb = rng.standard_normal((6, 4)).astype(np.float32)
         bias = rng.standard_normal((6,)).astype(np.float32)
