@@ -267,6 +267,14 @@ static int norm(int64_t axis, int rank)
 	return (int)(axis < 0 ? axis + rank : axis);
 }
 
+/* The node's record; an empty one (BK_NONE) if kiln has none. */
+static const OpDef *rec(const Node *n)
+{
+	static const OpDef none = {.op = NONE};
+	const OpDef *d = op_def(n->op);
+	return d ? d : &none;
+}
+
 /* Inputs read for their values as shapes, sizes, axes or counts, never as
  * rows: a batch-size-dependent value may go there (the output shapes are
  * checked against the probes anyway). */
@@ -647,16 +655,17 @@ static void rule_n_first(BD *b, int k)
 			return;
 		}
 	}
-	if (n->op == OP_BatchNormalization &&
+	unsigned flags = rec(n)->batch_flags;
+	if ((flags & BF_TRAINING_STATS) &&
 	    (attr_or(n, "training_mode", 0) || (n->nout > 1 && n->out[1] != NONE))) {
-		mix(b, "BatchNormalization in training mode takes statistics over the batch");
+		mix(b, "%s in training mode takes statistics over the batch", n->op_type);
 		return;
 	}
-	if (n->op == OP_MaxPool && n->nout > 1 && n->out[1] != NONE) {
-		mix(b, "MaxPool's indices count elements across the whole batch");
+	if ((flags & BF_FLAT_INDICES) && n->nout > 1 && n->out[1] != NONE) {
+		mix(b, "%s's indices count elements across the whole batch", n->op_type);
 		return;
 	}
-	if ((n->op == OP_Resize || n->op == OP_Upsample) && !keeps_dim(b, n->in[0], 0, n->out[0], 0)) {
+	if ((flags & BF_KEEPS_BATCH) && !keeps_dim(b, n->in[0], 0, n->out[0], 0)) {
 		mix(b, "resizes the batch axis");
 		return;
 	}
@@ -828,9 +837,9 @@ static void rows_rule(BD *b, int k)
 		return;
 	}
 	case BK_ALONG_AXIS: {
-		bool topk = op == OP_TopK || op == OP_KilnKnn;
+		bool topk = !(d->batch_flags & BF_AXIS_INPUT);
 		int64_t axis = topk ? attr_or(n, "axis", -1) : 0;
-		if (op == OP_CumSum && !folded_int(b, 0, 1, 0, &axis)) {
+		if (!topk && !folded_int(b, 0, 1, 0, &axis)) {
 			mix(b, "sums along an axis that is not known at compile time");
 			return;
 		}
@@ -886,10 +895,11 @@ static void rows_rule(BD *b, int k)
 	}
 	case BK_REPEAT: {
 		int out = n->out[0], ko = k + rank_of(b, out) - rank_of(b, n->in[0]);
-		if (in_axis(b, 0) != k || (op == OP_Pad && in_axis(b, 2) != BD_NONE))
+		bool pad = d->batch_flags & BF_PAD_VALUE;
+		if (in_axis(b, 0) != k || (pad && in_axis(b, 2) != BD_NONE))
 			mix(b, "takes a batched pad value or shape");
 		else if (!keeps_dim(b, n->in[0], k, out, ko))
-			mix(b, "%s the batch axis %d", op == OP_Pad ? "pads" : "repeats", k);
+			mix(b, "%s the batch axis %d", pad ? "pads" : "repeats", k);
 		else
 			set_outputs(b, ko);
 		return;
@@ -925,6 +935,20 @@ static void rows_rule(BD *b, int k)
 	mix(b, "kiln's batch analysis does not know %s, so it may mix rows", n->op_type);
 }
 
+/* Does the node fill rows with one constant: BF_CONSTANT_ROWS and no input
+ * but shape inputs carries the batch (ConstantOfShape; Expand of unbatched
+ * values)? */
+static bool constant_rows(BD *b)
+{
+	Node *n = b->n;
+	if (!(rec(n)->batch_flags & BF_CONSTANT_ROWS))
+		return false;
+	for (int i = 0; i < n->nin; i++)
+		if (!shape_slot(n->op, i) && in_axis(b, i) != BD_NONE)
+			return false;
+	return true;
+}
+
 /* Shape and Size of rows, and arithmetic on batch-dependent values: no rows. */
 static void metadata_rule(BD *b)
 {
@@ -935,8 +959,7 @@ static void metadata_rule(BD *b)
 			continue;
 		if (same_contents(b, id)) {
 			b->ax[id] = BD_NONE;
-		} else if ((n->op == OP_ConstantOfShape || (n->op == OP_Expand && in_axis(b, 0) == BD_NONE))
-		           && find_axis(b, id) >= 0) {
+		} else if (constant_rows(b) && find_axis(b, id) >= 0) {
 			b->ax[id] = find_axis(b, id);  /* rows of one constant: nothing to mix */
 			b->outer[id] = 1;
 		} else {
@@ -990,6 +1013,12 @@ static int64_t fixed_dim(BD *b, int id, int k)
 	return dim_of(b, 0, id, k);
 }
 
+/* The record's use of a position-dependent index (opdef.h). */
+static PositionUse position_use(const Node *n)
+{
+	return rec(n)->position;
+}
+
 /* Add(bounded, base) in either order: a flat index, rows on the base's axis.
  * Any other sum with a base is a position-dependent value of unknown range
  * (IX_POS): a batch-size dependent value as far as the rules go, so only its
@@ -998,7 +1027,7 @@ static int64_t fixed_dim(BD *b, int id, int k)
 static bool flat_add(BD *b)
 {
 	Node *n = b->n;
-	if (n->op != OP_Add || n->nin != 2 || n->out[0] == NONE)
+	if (position_use(n) != PX_ADD || n->nin != 2 || n->out[0] == NONE)
 		return false;
 	int bi = fact(b, 0)->kind == IX_BASE ? 0 : fact(b, 1)->kind == IX_BASE ? 1 : -1;
 	if (bi < 0)
@@ -1064,7 +1093,7 @@ static void flat_elements(BD *b)
 	const IdxFact *f = fact(b, 1);
 	int data = n->in[0], kd = in_axis(b, 0), ki = in_axis(b, 1);
 	int axis = norm(attr_or(n, "axis", 0), rank_of(b, data));
-	bool scatter = n->op == OP_ScatterElements;
+	bool scatter = position_use(n) == PX_SCATTER_ELEMENTS;
 	if (kd != axis || ki != axis ||
 	    (scatter && (in_axis(b, 2) != ki || b->outer[n->in[2]] != 1))) {
 		mix(b, "indexes along axis %d at an index n*%lld + ... while the data%s do not carry the "
@@ -1086,7 +1115,7 @@ static void flat_elements(BD *b)
 static bool tuple_concat(BD *b)
 {
 	Node *n = b->n;
-	if (n->op != OP_Concat || n->nout < 1 || n->out[0] == NONE)
+	if (position_use(n) != PX_TUPLE_CONCAT || n->nout < 1 || n->out[0] == NONE)
 		return false;
 	int out = n->out[0], R = rank_of(b, out), pos = -1, at = BD_NONE;
 	if (norm(attr_or(n, "axis", 0), R) != R - 1)
@@ -1147,7 +1176,7 @@ static void tuple_nd(BD *b)
 	const IdxFact *f = fact(b, 1);
 	int data = n->in[0], idx = n->in[1], kd = in_axis(b, 0), ki = in_axis(b, 1);
 	int q = (int)dim_of(b, 0, idx, rank_of(b, idx) - 1);
-	bool scatter = n->op == OP_ScatterND;
+	bool scatter = position_use(n) == PX_SCATTER_ND;
 	if (kd < 0 || ki < 0 || kd != f->axis || kd >= q || b->outer[data] != 1 ||
 	    (!scatter && attr_or(n, "batch_dims", 0) != 0)) {
 		mix(b, "indexes with tuples whose component %d is the sample's position (n*%lld + ...), "
@@ -1180,23 +1209,24 @@ static bool index_rule(BD *b)
 	if (flat < 0)
 		return flat_add(b);
 	int kind = fact(b, flat)->kind;
-	if (n->op == OP_Gather && flat == 1 && kind == IX_FLAT) {
+	const OpDef *d = rec(n);
+	PositionUse use = d->position;
+	if (use == PX_GATHER && flat == 1 && kind == IX_FLAT) {
 		flat_gather(b);
 		return true;
 	}
-	if ((n->op == OP_ScatterND || n->op == OP_GatherND) && flat == 1 && kind == IX_TUPLE) {
+	if ((use == PX_SCATTER_ND || use == PX_GATHER_ND) && flat == 1 && kind == IX_TUPLE) {
 		tuple_nd(b);
 		return true;
 	}
-	if ((n->op == OP_GatherElements || n->op == OP_ScatterElements) && flat == 1 &&
+	if ((use == PX_GATHER_ELEMENTS || use == PX_SCATTER_ELEMENTS) && flat == 1 &&
 	    kind == IX_FLAT) {
 		flat_elements(b);
 		return true;
 	}
-	bool moves = (n->op == OP_Reshape || n->op == OP_Flatten || n->op == OP_Squeeze ||
-	              n->op == OP_Unsqueeze || n->op == OP_Identity || n->op == OP_Expand) &&
-	             flat == 0 && kind == IX_FLAT;
-	if (!moves && n->op != OP_Shape && n->op != OP_Size) {
+	bool moves = (d->index == IF_VIEW || d->index == IF_BROADCAST) && flat == 0 &&
+	             kind == IX_FLAT;
+	if (!moves && !d->shape_only) {
 		mix(b, "input %d \"%s\" is an index that depends on the sample's position in the batch "
 		       "(n*%lld + ...): only %s may use it", flat, b->g->values[n->in[flat]].name,
 		    (long long)fact(b, flat)->scale,
@@ -1216,11 +1246,11 @@ static void base_moves(BD *b)
 	Node *n = b->n;
 	const IdxFact *f = fact(b, 0);
 	int in = n->in[0], out = n->out[0], j = find_axis(b, out);
-	bool moves = n->op == OP_Reshape || n->op == OP_Flatten || n->op == OP_Squeeze ||
-	             n->op == OP_Unsqueeze || n->op == OP_Identity;
-	if (f->kind != IX_BASE || j < 0 || (!moves && n->op != OP_Expand))
+	const OpDef *d = rec(n);
+	bool moves = d->index == IF_VIEW, expand = d->index == IF_BROADCAST;
+	if (f->kind != IX_BASE || j < 0 || (!moves && !expand))
 		return;
-	if (n->op == OP_Expand && j != f->axis + rank_of(b, out) - rank_of(b, in))
+	if (expand && j != f->axis + rank_of(b, out) - rank_of(b, in))
 		return;
 	for (int p = 0; p < 2; p++)
 		if (dim_of(b, p, out, j) != probe_batch[p] ||
@@ -1245,7 +1275,7 @@ static void index_facts(BD *b)
 		return;
 	const IdxFact *f = fact(b, 0);
 	switch (flow) {
-	case IF_VIEW:
+	case IF_VIEW: case IF_BROADCAST:
 		if (f->kind == IX_FLAT && b->ax[out] >= 0)
 			b->ix[out] = *f;
 		/* fall through */
@@ -1305,7 +1335,7 @@ static void analyse_rules(BD *b)
 		set_outputs(b, BD_NONE);
 		return;
 	}
-	if (k == BD_NONE || n->op == OP_Shape || n->op == OP_Size) {
+	if (k == BD_NONE || rec(n)->shape_only) {
 		metadata_rule(b);
 		return;
 	}
@@ -1376,7 +1406,7 @@ static bool rule_control(BD *b)
 		return false;
 	int id = (int)(n - b->g->nodes);
 	const Control *c0 = control_of(b->p[0], id), *c1 = control_of(b->p[1], id);
-	if (n->op == OP_If && c0 && c1 && c0->nsubs == 1 && c1->nsubs == 1 &&
+	if ((rec(n)->batch_flags & BF_ONE_BRANCH) && c0 && c1 && c0->nsubs == 1 && c1->nsubs == 1 &&
 	    c0->branch != NONE && c0->branch == c1->branch && in_axis(b, 0) == BD_NONE) {
 		BD sub = {.g = c0->subs[0].g, .a = b->a, .p = {&c0->subs[0], &c1->subs[0]}};
 		int nv = sub.g->nvalues;

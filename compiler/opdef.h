@@ -112,10 +112,74 @@ typedef enum IndexFlow {
 	IF_NONE,
 	IF_VIEW,             /* the same values, any layout: bound and flat pass (a flat
 	                        index only while the output keeps a batch axis) */
+	IF_BROADCAST,        /* Expand: as IF_VIEW; a batch base moves when only other
+	                        axes are broadcast */
 	IF_BOUND,            /* a selection or copy of the values: a bound passes */
 	IF_GATHER,           /* Gather: a bound passes unless the indices are flat */
 	IF_TOPK_INDICES,     /* TopK: output 1 lies in [0, the axis' length) */
 } IndexFlow;
+
+/* Refinements of the op's batch rule (batchdep.c), OpDef.batch_flags. */
+enum {
+	BF_TRAINING_STATS = 1 << 0, /* BK_N_FIRST: attribute training_mode or output 1 takes
+	                               statistics over the batch (BatchNormalization) */
+	BF_FLAT_INDICES = 1 << 1,   /* BK_N_FIRST: output 1 counts elements across the whole
+	                               batch (MaxPool) */
+	BF_KEEPS_BATCH = 1 << 2,    /* BK_N_FIRST: mixes unless axis 0 keeps its length
+	                               (Resize, Upsample) */
+	BF_AXIS_INPUT = 1 << 3,     /* BK_ALONG_AXIS: sums along the axis of input 1 (CumSum);
+	                               else sorts along attribute axis, default -1 */
+	BF_PAD_VALUE = 1 << 4,      /* BK_REPEAT: pads; input 2, the pad value, must not carry
+	                               the batch (Pad) */
+	BF_CONSTANT_ROWS = 1 << 5,  /* rows of one constant when no input outside shape_inputs
+	                               carries the batch (ConstantOfShape, Expand) */
+	BF_ONE_BRANCH = 1 << 6,     /* BK_CONTROL: a branch chosen at compile time is analysed
+	                               (If) */
+};
+
+/* What the op does with an index that depends on the sample's position in
+ * the batch (batchdep.c: a base n*S, a flat n*S + [0, B) or a tuple holding
+ * one); PX_NONE: it may only pass one on as a view (IF_VIEW) or read its
+ * shape (OpDef.shape_only), else the node is refused with the reason. */
+typedef enum PositionUse {
+	PX_NONE,
+	PX_ADD,              /* Add(bounded, base): a flat index */
+	PX_GATHER,           /* Gather at a flat index along the data's batch axis */
+	PX_GATHER_ELEMENTS,  /* GatherElements at a flat index along the batch axis */
+	PX_SCATTER_ELEMENTS, /* ScatterElements at a flat index along the batch axis */
+	PX_GATHER_ND,        /* GatherND with tuples holding the position */
+	PX_SCATTER_ND,       /* ScatterND with tuples holding the position */
+	PX_TUPLE_CONCAT,     /* Concat of index columns into such tuples */
+} PositionUse;
+
+/* The padding proof's rule for the op where its batch kind does not say
+ * it all (padproof.c): how padded positions' values combine, or which of
+ * the kind's variants the op is. PD_NONE: the kind's rule as it stands. */
+typedef enum PadRule {
+	PD_NONE,
+	PD_WHERE,            /* a known condition picks input 1 or 2 */
+	PD_MUL,              /* 0 * finite is 0; a masked logit * c > 0 stays masked */
+	PD_DIV,              /* 0 / c is 0; a masked logit / c > 0 stays masked */
+	PD_NEG,              /* -0 is 0 */
+	PD_ADD,              /* a masked logit (-inf or <= -1e4) added stays masked; adding 0
+	                        keeps a padded-position index */
+	PD_SUB,              /* as PD_ADD, input 1 subtracted */
+	PD_SUM,              /* as PD_ADD over any number of inputs */
+	PD_PASS_INDEX,       /* a padded-position index passes (Identity, Cast) */
+	PD_SOFTMAX,          /* over a masked padded axis: 0 there */
+	PD_LOG_SOFTMAX,      /* over a masked padded axis: masked logits there */
+	PD_PER_CHANNEL,      /* BK_N_FIRST: per position with per-channel parameters
+	                        (BatchNormalization) */
+	PD_STATS,            /* BK_N_FIRST: statistics over the spatial axes
+	                        (InstanceNormalization) */
+	PD_WINDOW,           /* BK_N_FIRST: a window over the spatial axes; its row inputs
+	                        (a fused residual) analysed (Conv) */
+	PD_TOPK,             /* BK_ALONG_AXIS: sorts; padded positions must not win */
+	PD_FILL,             /* fills one value (attribute value) of a size-dependent shape */
+	PD_SIZES,            /* makes values from sizes (Range): refused where it makes a
+	                        padded axis */
+	PD_BROADCAST,        /* may make a padded axis of data without it (Expand) */
+} PadRule;
 
 /* The stitching model's cost (stitch.c): multiply-adds of the ops that
  * dominate; CK_ELEMENTS: one op per element of its largest operand. */
@@ -149,6 +213,14 @@ typedef struct OpDef {
 	                                  read with the data's (GridSample's grid, DeformConv's
 	                                  offset and mask, a fused residual or neighbours) */
 	IndexFlow index;               /* index facts through the op (batchdep.c) */
+	PositionUse position;          /* a position-dependent index (batchdep.c) */
+	unsigned batch_flags;          /* BF_*: refinements of `batch` */
+	bool shape_only;               /* reads only its input's shape, never its values
+	                                  (Shape, Size; batchdep.c, padproof.c) */
+	/* padding proof (padproof.c) */
+	PadRule pad;
+	bool size_data;                /* may take values that depend on the bucket size as
+	                                  data (it makes shapes or fills from them) */
 	/* planning */
 	bool view;                     /* output 0 is input 0's bytes under another shape */
 	bool in_place;                 /* each output element from the same element of each

@@ -304,6 +304,25 @@ static bool reduced_axes(PP *p, int r, unsigned *set)
 	return true;
 }
 
+/* The node's record; an empty one if kiln has none. */
+static const OpDef *rec(const Node *n)
+{
+	static const OpDef none = {.op = NONE};
+	const OpDef *d = op_def(n->op);
+	return d ? d : &none;
+}
+
+static PadRule pad_rule(const Node *n)
+{
+	return rec(n)->pad;
+}
+
+/* Input i read as a shape, axes or count (OpDef.shape_inputs). */
+static bool shape_input(const Node *n, int i)
+{
+	return i < 32 && (rec(n)->shape_inputs >> i & 1u);
+}
+
 /* Inputs that hold rows of the same samples as input 0 (OpDef.row_inputs). */
 static bool row_slot(int op, int i)
 {
@@ -424,7 +443,7 @@ static bool same(Kind k)
 
 static Kind combine(PP *p, const Kind *k, int nin)
 {
-	int op = p->n->op;
+	PadRule op = pad_rule(p->n);
 	bool all_const = true, all_unif = true, all_same = true;
 	for (int i = 0; i < nin; i++)
 		all_same &= same(k[i]);
@@ -438,28 +457,28 @@ static Kind combine(PP *p, const Kind *k, int nin)
 	double r;
 	if (all_const && nin <= 8 && eval(p, c, nin, &r))
 		return (Kind){PK_CONST, r};
-	if (op == OP_Where && k[0].k == PK_CONST)
+	if (op == PD_WHERE && k[0].k == PK_CONST)
 		return k[0].c != 0 ? k[1] : k[2];
-	if (op == OP_Mul && nin == 2) {
+	if (op == PD_MUL && nin == 2) {
 		for (int i = 0; i < 2; i++)
 			if (k[i].k == PK_CONST && k[i].c == 0 && !neg(k[1 - i]))
 				return K_ZERO;   /* x * mask, x finite */
 			else if (neg(k[i]) && k[1 - i].k == PK_CONST && k[1 - i].c > 0)
 				return k_neg;
 	}
-	if (op == OP_Div && nin == 2 && k[1].k == PK_CONST && k[1].c != 0 && !isnan(k[1].c)) {
+	if (op == PD_DIV && nin == 2 && k[1].k == PK_CONST && k[1].c != 0 && !isnan(k[1].c)) {
 		if (k[0].k == PK_CONST && k[0].c == 0)
 			return K_ZERO;
 		if (neg(k[0]) && k[1].c > 0)
 			return k_neg;
 	}
-	if (op == OP_Neg && nin == 1 && k[0].k == PK_CONST && k[0].c == 0)
+	if (op == PD_NEG && nin == 1 && k[0].k == PK_CONST && k[0].c == 0)
 		return K_ZERO;
-	if (op == OP_Add || op == OP_Sub || op == OP_Sum) {
+	if (op == PD_ADD || op == PD_SUB || op == PD_SUM) {
 		/* a masked logit: -inf or <= -1e4 added; the others not masked upwards */
 		bool any_neg = false, up = false;
 		for (int i = 0; i < nin; i++) {
-			bool minus = op == OP_Sub && i == 1;
+			bool minus = op == PD_SUB && i == 1;
 			bool lo = minus ? k[i].k == PK_CONST && k[i].c >= 1e4 : neg(k[i]);
 			bool hi = minus ? neg(k[i]) : k[i].k == PK_CONST && k[i].c >= 1e4;
 			any_neg |= lo;
@@ -517,16 +536,16 @@ static void rule_elementwise(PP *p)
 	}
 	if (known && eval(p, x, nin, &o->real))
 		o->has_real = true;
-	else if (n->op == OP_Where && in(p, 0)->has_real) {
+	else if (pad_rule(n) == PD_WHERE && in(p, 0)->has_real) {
 		PV *pick = in(p, in(p, 0)->real != 0 ? 1 : 2);
 		o->has_real = pick->has_real;
 		o->real = pick->real;
 	}
-	if (n->op == OP_Add || n->op == OP_Sub)
+	if (pad_rule(n) == PD_ADD || pad_rule(n) == PD_SUB)
 		o->pidx = (in(p, 0)->pidx && in(p, 1)->has_real && in(p, 1)->real == 0 && !padded(in(p, 1))) ||
-		          (n->op == OP_Add && in(p, 1)->pidx && in(p, 0)->has_real && in(p, 0)->real == 0 &&
+		          (pad_rule(n) == PD_ADD && in(p, 1)->pidx && in(p, 0)->has_real && in(p, 0)->real == 0 &&
 		           !padded(in(p, 0)));
-	if (n->op == OP_Identity || n->op == OP_Cast)
+	if (pad_rule(n) == PD_PASS_INDEX)
 		o->pidx = in(p, 0)->pidx;
 }
 
@@ -636,7 +655,7 @@ static void rule_softmax(PP *p)
 	}
 	int a = first_axis(hit);
 	if (hit != (1u << a) || vi->inner[a] != 1 || (coerced && a != r - 1) ||
-	    (n->op != OP_Softmax && n->op != OP_LogSoftmax)) {
+	    (pad_rule(n) != PD_SOFTMAX && pad_rule(n) != PD_LOG_SOFTMAX)) {
 		leak(p, "normalizes over the padded axis %d", a);
 		return;
 	}
@@ -646,7 +665,7 @@ static void rule_softmax(PP *p)
 		return;
 	}
 	same_axes(p, 0, false);
-	out(p, 0)->pad[a] = n->op == OP_Softmax ? K_ZERO : (Kind){PK_NEG, 0};
+	out(p, 0)->pad[a] = pad_rule(n) == PD_SOFTMAX ? K_ZERO : (Kind){PK_NEG, 0};
 }
 
 static void rule_layernorm(PP *p)
@@ -825,16 +844,16 @@ static void rule_n_first(PP *p)
 		leak(p, "works across the padded axis %d (the batch or channel axis)", first_axis(vi->axes));
 		return;
 	}
-	if (n->op == OP_BatchNormalization) {
+	if (pad_rule(n) == PD_PER_CHANNEL) {
 		same_axes(p, 0, false);
 		return;
 	}
-	if (n->op == OP_InstanceNormalization) {
+	if (pad_rule(n) == PD_STATS) {
 		leak(p, "normalizes over the padded axis %d (its statistics count the padded positions)",
 		     first_axis(vi->axes));
 		return;
 	}
-	if (n->op != OP_Conv) {
+	if (pad_rule(n) != PD_WINDOW) {
 		/* only a Conv's row input (its fused residual) is analysed */
 		for (int i = 1; i < n->nin; i++)
 			if (padded(in(p, i))) {
@@ -951,8 +970,9 @@ static void rule_gather(PP *p)
 static void rule_copy(PP *p)
 {
 	Node *n = p->n;
+	bool concat = rec(n)->batch == BK_CONCAT;
 	int axis = norm(attr_or(n, "axis", 0), rank_of(p, n->out[0]));
-	if (n->op == OP_Concat && (out(p, 0)->axes >> axis & 1u)) {
+	if (concat && (out(p, 0)->axes >> axis & 1u)) {
 		/* padded positions come from the padded input; the others are real */
 		PV *vo = out(p, 0);
 		int npadded = 0;
@@ -987,7 +1007,7 @@ static void rule_copy(PP *p)
 		}
 		return;
 	}
-	int ndata = n->op == OP_Concat ? n->nin : 1;
+	int ndata = concat ? n->nin : 1;
 	for (int o = 0; o < n->nout; o++) {
 		if (n->out[o] == NONE)
 			continue;
@@ -1009,7 +1029,7 @@ static void rule_copy(PP *p)
 					leak(p, "slices, pads or repeats the padded axis %d", a);
 					return;
 				}
-				if (!has && n->op != OP_Expand) {
+				if (!has && pad_rule(n) != PD_BROADCAST) {
 					leak(p, "makes the padded axis %d of data without it", a);
 					return;
 				}
@@ -1028,7 +1048,7 @@ static void rule_copy(PP *p)
 			vo->pidx = in(p, 0)->pidx;
 		}
 	}
-	if (n->op == OP_Slice && n->since >= 10) {   /* a full slice must not run backwards */
+	if (rec(n)->batch == BK_SLICE && n->since >= 10) {   /* a full slice must not run backwards */
 		PV *v = in(p, 0);
 		int64_t ns = int_len(p, 1), na = int_len(p, 3);
 		for (int64_t i = 0; i < ns; i++) {
@@ -1108,7 +1128,7 @@ static void rule_make(PP *p)
 {
 	Node *n = p->n;
 	PV *vo = out(p, 0);
-	if (n->op == OP_ConstantOfShape) {
+	if (pad_rule(n) == PD_FILL) {
 		const Attr *va = node_attr(n, "value");
 		double c = 0;
 		if (va && va->type == AT_TENSOR) {
@@ -1126,7 +1146,7 @@ static void rule_make(PP *p)
 		return;
 	}
 	/* Range(0, P), Trilu of ones [P, P], ...: position-dependent, stable */
-	if (n->op == OP_Trilu && padded(in(p, 0)) && !in(p, 0)->lay) {
+	if (rec(n)->batch == BK_TRILU && padded(in(p, 0)) && !in(p, 0)->lay) {
 		same_axes(p, 0, true);
 		return;
 	}
@@ -1175,15 +1195,14 @@ static void analyse_node(PP *p)
 			return;
 		for (int i = 0; i < n->nin; i++)
 			reads_padded |= padded(in(p, i)) || in(p, i)->pidx;
-		if (n->op == OP_Shape || n->op == OP_Size || !reads_padded) {
+		if ((d && d->shape_only) || !reads_padded) {
 			for (int o = 0; o < n->nout; o++)
 				if (n->out[o] != NONE)
 					p->v[n->out[o]].dep = true;
 			return;
 		}
 	}
-	if (dep_data && !(n->op == OP_ConstantOfShape || n->op == OP_Range || n->op == OP_Expand ||
-	                  n->op == OP_Reshape || n->op == OP_Tile)) {
+	if (dep_data && !(d && d->size_data)) {
 		for (int i = 0; i < n->nin; i++)
 			if (in(p, i)->dep && !(d && i < 32 && (d->shape_inputs >> i & 1u))) {
 				leak(p, "input %d \"%s\" depends on the bucket size (the size of %s used as data)", i,
@@ -1197,7 +1216,7 @@ static void analyse_node(PP *p)
 	}
 	switch (d ? d->batch : BK_NONE) {
 	case BK_ELEMENTWISE: case BK_DROPOUT: case BK_ROWS_AS_IS:
-		if (n->op == OP_Dropout)
+		if (d->batch == BK_DROPOUT)
 			same_axes(p, 0, true);
 		else
 			rule_elementwise(p);
@@ -1236,7 +1255,7 @@ static void analyse_node(PP *p)
 		rule_gather(p);
 		return;
 	case BK_ALONG_AXIS:
-		if (n->op == OP_TopK) {
+		if (d->pad == PD_TOPK) {
 			rule_topk(p);
 			return;
 		}
@@ -1247,7 +1266,7 @@ static void analyse_node(PP *p)
 	default:
 		break;
 	}
-	if (n->op == OP_ConstantOfShape || n->op == OP_Range) {
+	if (d && (d->pad == PD_FILL || d->pad == PD_SIZES)) {
 		rule_make(p);
 		return;
 	}
@@ -1278,7 +1297,7 @@ static void layout(PP *p)
 	if (!offset)
 		return;
 	int axis = norm(attr_or(n, "axis", 0), rank_of(p, n->out[0]));
-	if (n->op == OP_Concat && (out(p, 0)->axes >> axis & 1u)) {
+	if (rec(n)->batch == BK_CONCAT && (out(p, 0)->axes >> axis & 1u)) {
 		lay = 2166136261u;
 		for (int i = 0; i < n->nin; i++) {
 			PV *v = in(p, i);
@@ -1290,7 +1309,7 @@ static void layout(PP *p)
 	} else {
 		for (int i = 0; i < n->nin; i++) {
 			uint32_t l = in(p, i)->lay;
-			if (l && lay && l != lay && !(n->op == OP_Reshape && i == 1)) {
+			if (l && lay && l != lay && !(rec(n)->batch == BK_LAYOUT && shape_input(n, i))) {
 				leak(p, "pairs positions of inputs laid out differently along the padded axis "
 				        "(concatenated in different orders)");
 				return;
@@ -1313,8 +1332,7 @@ static void analyse(PP *p)
 	const OpDef *d = op_def(n->op);
 	for (int i = 0; i < n->nin; i++) {
 		PV *v = in(p, i);
-		bool shape_only = n->op == OP_Shape || n->op == OP_Size ||
-		                  (d && i < 32 && (d->shape_inputs >> i & 1u));
+		bool shape_only = (d && d->shape_only) || shape_input(n, i);
 		if (v->bad && !shape_only) {
 			p->why = v->bad;
 			return;

@@ -664,6 +664,7 @@ void ops_control_infer(Infer *x)
 
 const OpDef ops_control_defs[] = {
 	{.op = OP_If, .infer = ops_control_infer, .emit = emit_control, .batch = BK_CONTROL,
+	 .batch_flags = BF_ONE_BRANCH,
 	 .note = "also float8 values (opset 19; not 4-bit: ONNX Runtime 1.30 neither)"},
 	{.op = OP_Loop, .infer = ops_control_infer, .emit = emit_control, .batch = BK_CONTROL,
 	 .note = "also float8 values carried and stacked (opset 19; not 4-bit: ONNX Runtime 1.30 "

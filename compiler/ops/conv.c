@@ -358,9 +358,11 @@ const OpDef ops_conv_defs[] = {
 	{.op = OP_Conv, .infer = ops_conv_infer, .emit = emit_conv, .batch = BK_N_FIRST,
 	 .row_inputs = 1u << 3,   /* the residual passes/fuse.c adds, plane by plane */
 	 .scratch = conv_scratch_bytes, .cost = CK_CONV, .types = OT_F32,
+	 .pad = PD_WINDOW,
 	 .note = "1-D to 3-D; groups, dilations, auto_pad"},
 	{.op = OP_MaxPool, .infer = ops_conv_infer, .emit = emit_pool, .batch = BK_N_FIRST,
 	 .types = OT_F32 | OT_F64 | OT_F16 | OT_INTS,
+	 .batch_flags = BF_FLAT_INDICES,
 	 .note = "1-D to 3-D; the Indices output (storage_order 0 and 1)"},
 	{.op = OP_ConvTranspose, .infer = ops_conv_infer, .emit = emit_conv_transpose,
 	 .batch = BK_N_FIRST, .cost = CK_CONV, .types = OT_F32,

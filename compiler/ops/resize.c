@@ -201,12 +201,14 @@ void ops_resize_infer(Infer *x)
 const OpDef ops_resize_defs[] = {
 	{.op = OP_Resize, .infer = ops_resize_infer, .emit = emit_resize, .batch = BK_N_FIRST,
 	 .shape_inputs = ~1u, .types = OT_F32,
+	 .batch_flags = BF_KEEPS_BATCH,
 	 .note = "every mode; every coordinate transformation (opset 19's half_pixel_symmetric "
 	         "too); axes and keep_aspect_ratio_policy; antialias (18, any shrink); output "
 	         "sizes from scales computed in float as ONNX Runtime does (300 x 0.01 gives 3); "
 	         "scales/sizes must be known at compile time"},
 	{.op = OP_Upsample, .infer = ops_resize_infer, .emit = emit_resize, .batch = BK_N_FIRST,
 	 .shape_inputs = 1u << 1, .types = OT_F32,
+	 .batch_flags = BF_KEEPS_BATCH,
 	 .note = "scales must be known at compile time"},
 	{.op = NONE},
 };
