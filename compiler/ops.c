@@ -78,8 +78,6 @@ const char *op_unsupported_reason(const Graph *g, const Node *n, char *buf, size
 	/* The optimizer's fused residual is one input past the schema's
 	 * (passes/fuse.c: Conv + Add; docs/optimizer.md). */
 	int extra_in = node_attr(n, "kiln.residual") ? 1 : 0;
-	if ((n->op == OP_QLinearConv || n->op == OP_QLinearMatMul) && node_attr(n, "kiln.qdq"))
-		extra_in = n->op == OP_QLinearConv ? 1 : 2;  /* passes/qdq.c: bias, its scale */
 	if (n->nin < v->min_in || n->nin > v->max_in + extra_in) {
 		snprintf(buf, bufsz, "has %d inputs; %s-%d takes %d to %d", n->nin, n->op_type, v->since,
 		         v->min_in, v->max_in);

@@ -30,11 +30,17 @@ static const char *wide_field(int dt)
 	return dt == DT_INT16 || dt == DT_UINT16 ? ", .wide = 1" : "";
 }
 
-/* The fields of a kiln.qdq node's output (passes/qdq.c): exact
- * requantization and the bias with its own scale. */
+/* A QDQ product (KilnQLinearConv, KilnQLinearMatMul: passes/qdq.c)? */
+static bool is_qdq(const Emit *E)
+{
+	return E->n->domain_id == DOMAIN_KILN;
+}
+
+/* The fields of a QDQ product's output: exact requantization and the bias
+ * with its own scale. */
 static const char *exact_fields(Emit *E)
 {
-	if (!node_attr(E->n, "kiln.qdq"))
+	if (!is_qdq(E))
 		return "";
 	const char *f = node_attr(E->n, "kiln.relu") ? ", .exact = 1, .relu = 1" : ", .exact = 1";
 	if (has_input(E, 8)) {
@@ -96,7 +102,7 @@ static void param(Emit *E, int i, const Shape *operand, bool per_row, const char
 
 void emit_qmatmul(Emit *E)
 {
-	bool ql = E->n->op == OP_QLinearMatMul;
+	bool ql = E->n->op == OP_QLinearMatMul || E->n->op == OP_KilnQLinearMatMul;
 	int ia = 0, ib = ql ? 3 : 1;
 	Operand A = in_op(E, ia), B = in_op(E, ib), Y = out_op(E, 0);
 	const Shape *a_orig = A.shape, *b_orig = B.shape;
@@ -164,7 +170,7 @@ void emit_qmatmul(Emit *E)
 	emitf(E, "\t\t(void)r;\n");
 	for (int j = 0; j < nmv; j++)
 		emitf(E, "\t\t%s = %s + o%d;\n", mv[j].field, mv[j].base, j);
-	if (ql && node_attr(E->n, "kiln.qdq"))
+	if (ql && is_qdq(E))
 		emitf(E, "\t\tkiln_q8_output qyi = qy;\n\t\tqyi.data = %s + i * %" PRId64 ";\n", Y.expr,
 		      M * N);
 	else if (ql)
@@ -183,7 +189,7 @@ void emit_qmatmul(Emit *E)
 
 void emit_qconv(Emit *E)
 {
-	bool ql = E->n->op == OP_QLinearConv;
+	bool ql = E->n->op == OP_QLinearConv || E->n->op == OP_KilnQLinearConv;
 	int iw = ql ? 3 : 1, izw = ql ? 5 : 3;
 	Operand X = in_op(E, 0), W = in_op(E, iw), Y = out_op(E, 0);
 	Infer inf = emit_infer(E);
@@ -224,7 +230,7 @@ void emit_qconv(Emit *E)
 		return;
 	}
 	Operand WS = in_op(E, 4);
-	bool qdq = node_attr(E->n, "kiln.qdq") != NULL;
+	bool qdq = is_qdq(E);
 	emitf(E, "\tconst kiln_q8_operand qx = {.data = %s, .is_signed = %d, .zero = %s, "
 	       ".scale = %s%s};\n", X.expr, is_signed_q(X.dtype), zx, in_op(E, 1).expr,
 	    wide_field(X.dtype));
@@ -235,7 +241,7 @@ void emit_qconv(Emit *E)
 	       ".scale = %s%s%s};\n", Y.expr, is_signed_q(Y.dtype),
 	    has_input(E, 7) ? in_op(E, 7).expr : "NULL", in_op(E, 6).expr, wide_field(Y.dtype),
 	    exact_fields(E));
-	/* kiln.qdq: the bias goes with its scale in qy. */
+	/* a QDQ product: the bias goes with its scale in qy. */
 	emitf(E, "\tkiln_q8_conv(&p, &qx, &qw, %s, &qy, %s);\n",
 	    has_input(E, 8) && !qdq ? in_op(E, 8).expr : "NULL", work_expr(E));
 }

@@ -24,11 +24,11 @@ static bool is_q8(int dt)
 	return dt == DT_UINT8 || dt == DT_INT8;
 }
 
-/* The optimizer's QDQ products (passes/qdq.c, attribute kiln.qdq) also
- * take int16 and uint16 operands and outputs. */
+/* The optimizer's QDQ products (passes/qdq.c), KilnQLinearConv and
+ * KilnQLinearMatMul, also take int16 and uint16 operands and outputs. */
 static bool is_qdq_node(Infer *x)
 {
-	return node_attr(x->n, "kiln.qdq") != NULL;
+	return x->n->domain_id == DOMAIN_KILN;
 }
 
 static bool is_qtype(Infer *x, int dt)
@@ -36,7 +36,7 @@ static bool is_qtype(Infer *x, int dt)
 	return is_q8(dt) || (is_qdq_node(x) && (dt == DT_UINT16 || dt == DT_INT16));
 }
 
-/* Input i must be int8 or uint8 (or 16-bit in a kiln.qdq node). */
+/* Input i must be int8 or uint8 (or 16-bit in a QDQ product). */
 static void require_q8(Infer *x, int i, const char *what)
 {
 	int dt = infer_dtype(x, i);
@@ -70,7 +70,7 @@ static void require_one(Infer *x, int i, const char *what)
 		infer_fail(x, KILN_UNSUPPORTED, "%s must be a single value (per tensor)", what);
 }
 
-/* kiln.qdq: the int32 bias (input 8, one per output column or channel) and
+/* A QDQ product's int32 bias (input 8, one per output column or channel) and
  * its float32 scale (input 9: one, or one per bias element). */
 static void require_qdq_bias(Infer *x, int64_t len)
 {
@@ -117,7 +117,7 @@ QParamKind quant_param_kind(Infer *x, int i, const Shape *operand, bool per_row)
 
 static void infer_qmatmul(Infer *x)
 {
-	bool ql = x->n->op == OP_QLinearMatMul;
+	bool ql = x->n->op == OP_QLinearMatMul || x->n->op == OP_KilnQLinearMatMul;
 	int ia = 0, ib = ql ? 3 : 1, iza = 2, izb = ql ? 5 : 3;
 	require_q8(x, ia, "A");
 	require_q8(x, ib, "B");
@@ -232,7 +232,7 @@ void qconv_geometry(Infer *x, const Shape *in, const Shape *w, QConvGeometry *g)
 
 static void infer_qconv(Infer *x)
 {
-	bool ql = x->n->op == OP_QLinearConv;
+	bool ql = x->n->op == OP_QLinearConv || x->n->op == OP_KilnQLinearConv;
 	int ix = 0, iw = ql ? 3 : 1, izx = 2, izw = ql ? 5 : 3;
 	require_q8(x, ix, "x");
 	require_q8(x, iw, "w");
@@ -439,8 +439,10 @@ static void infer_dynamic_quant(Infer *x)
 void ops_quant_infer(Infer *x)
 {
 	switch (x->n->op) {
-	case OP_MatMulInteger: case OP_QLinearMatMul: infer_qmatmul(x); return;
-	case OP_ConvInteger: case OP_QLinearConv: infer_qconv(x); return;
+	case OP_MatMulInteger: case OP_QLinearMatMul: case OP_KilnQLinearMatMul:
+		infer_qmatmul(x);
+		return;
+	case OP_ConvInteger: case OP_QLinearConv: case OP_KilnQLinearConv: infer_qconv(x); return;
 	case OP_QuantizeLinear: case OP_DequantizeLinear: infer_qdq(x); return;
 	default: infer_dynamic_quant(x); return;
 	}
@@ -450,12 +452,12 @@ void ops_quant_infer(Infer *x)
 
 /* The integer products' work memory (kiln_i8_work_bytes): A's rows by K for
  * a matrix product, the output channels by (channels / group) * kernel
- * volume for a convolution; more for 16-bit operands (a kiln.qdq node's). */
+ * volume for a convolution; more for 16-bit operands (a QDQ product's). */
 static int64_t quant_scratch_bytes(const Sig *s, int node, Arena *a)
 {
 	Node *n = &s->g->nodes[node];
 	Infer inf = {.sig = (Sig *)s, .g = s->g, .n = n, .a = a};
-	bool ql = n->op == OP_QLinearMatMul || n->op == OP_QLinearConv;
+	bool ql = n->op != OP_MatMulInteger && n->op != OP_ConvInteger;
 	int ia = 0, ib = ql ? 3 : 1, wide = 0;
 	for (int k = 0; k < 2; k++) {
 		int dt = infer_dtype(&inf, k ? ib : ia);
@@ -463,7 +465,7 @@ static int64_t quant_scratch_bytes(const Sig *s, int node, Arena *a)
 	}
 	const Shape *A = infer_shape(&inf, ia), *B = infer_shape(&inf, ib);
 	int64_t M, K;
-	if (n->op == OP_ConvInteger || n->op == OP_QLinearConv) {
+	if (n->op == OP_ConvInteger || n->op == OP_QLinearConv || n->op == OP_KilnQLinearConv) {
 		M = B->dims[0].size;
 		K = 1;
 		for (int k = 1; k < B->rank; k++)
@@ -496,6 +498,17 @@ const OpDef ops_quant_defs[] = {
 	 .scratch = quant_scratch_bytes},
 	{.op = OP_QLinearConv, .infer = ops_quant_infer, .emit = emit_qconv, .batch = BK_N_FIRST,
 	 .scratch = quant_scratch_bytes},
+	/* kiln's own (ops_kiln.def): the QDQ products of passes/qdq.c */
+	{.op = OP_KilnQLinearMatMul, .infer = ops_quant_infer, .emit = emit_qmatmul,
+	 .batch = BK_QLINEAR_MATMUL, .scratch = quant_scratch_bytes,
+	 .note = "QuantizeLinear(MatMul or Gemm(DequantizeLinear(a), DequantizeLinear(b) [, "
+	         "DequantizeLinear(int32 bias)])) [then Relu], computed exactly in integers; "
+	         "8- and 16-bit operands"},
+	{.op = OP_KilnQLinearConv, .infer = ops_quant_infer, .emit = emit_qconv, .batch = BK_N_FIRST,
+	 .scratch = quant_scratch_bytes,
+	 .note = "QuantizeLinear(Conv(DequantizeLinear(x), DequantizeLinear(w) [, "
+	         "DequantizeLinear(int32 bias)])) [then Relu], computed exactly in integers; "
+	         "8- and 16-bit operands"},
 	{.op = OP_DynamicQuantizeLinear, .infer = ops_quant_infer, .emit = emit_dynamic_quant},
 	{.op = NONE},
 };

@@ -178,16 +178,16 @@ static bool rewrite(PassCtx *c, int i)
 	}
 	int in[10] = {a.x, a.s, a.z, wq, w.s, w.z, q->in[1], yz, b.x, b.s};
 	int nin = b.x != NONE ? 10 : 8;
-	Attr *at = arena_array(c->a, (size_t)op->nattrs + 2, sizeof *at);
+	Attr *at = arena_array(c->a, (size_t)op->nattrs + 1, sizeof *at);
 	int nat = 0;
 	if (conv)
 		for (int k = 0; k < op->nattrs; k++)
 			at[nat++] = op->attrs[k];
-	at[nat++] = rw_int_attr(c, "kiln.qdq", 1);
 	if (relu != NONE)
 		at[nat++] = rw_int_attr(c, "kiln.relu", 1);
 	int out = q->out[0];
-	rw_add_node(c, qi, conv ? "QLinearConv" : "QLinearMatMul", in, nin, &out, 1, at, nat, name);
+	rw_add_fused(c, qi, conv ? OP_KilnQLinearConv : OP_KilnQLinearMatMul, in, nin, &out, 1, at,
+	             nat, name);
 	rw_kill(c, qi);
 	if (relu != NONE)
 		rw_kill(c, relu);

@@ -200,7 +200,7 @@ def main():
         report(h[0] == 0, "%s: the first layer (one DQ -> op -> Q chain) equals the exact "
                "reference: %d of %d elements off" % (name, h[0], exact[1].size))
         dump = run([KILN, "dump", path, "--passes", "--batch", "1,4"]).stdout
-        chains = len(re.findall(r" QLinear(Conv|MatMul) v\d+ ", dump))
+        chains = len(re.findall(r" kiln\.KilnQLinear(Conv|MatMul) v\d+ ", dump))
         report(chains == 3, "%s: %d chains made integer (want 3)" % (name, chains))
         report(row["exact"][0] <= row["old_exact"][0] and row["exact"][1] <= 1,
                "%s: %d elements off the exact reference, %d with --qdq=float (at most one step)"

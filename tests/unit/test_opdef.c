@@ -39,8 +39,9 @@ int main(void)
 	CHECK(op_def(op_lookup("Bernoulli", DOMAIN_ONNX)) == NULL);
 	/* kiln's own fused ops: records of their own, in a domain no model's
 	 * domain string reaches, and not under their names in ai.onnx */
-	static const char *const fused[] = {"KilnAttention", "KilnEdgeConv", "KilnKnn"};
-	for (int i = 0; i < 3; i++) {
+	static const char *const fused[] = {"KilnAttention", "KilnEdgeConv", "KilnKnn",
+	                                    "KilnQLinearConv", "KilnQLinearMatMul"};
+	for (size_t i = 0; i < sizeof fused / sizeof fused[0]; i++) {
 		int op = op_lookup(fused[i], DOMAIN_KILN);
 		CHECK(op != NONE && op_def(op) != NULL && op_info(op)->domain_id == DOMAIN_KILN);
 		CHECK(op_lookup(fused[i], DOMAIN_ONNX) == NONE);
