@@ -40,11 +40,12 @@ typedef enum PevalKind {
 	PE_CAST,             /* Cast, CastLike */
 	PE_WHERE,
 	PE_CLIP,
-	PE_IS_NAN_INF,       /* IsNaN, IsInf */
+	PE_IS_NAN,
+	PE_IS_INF,
 	PE_SAME_BYTES,       /* Reshape, Flatten, Squeeze, Unsqueeze */
 	PE_BROADCAST,        /* Expand, Identity */
 	PE_REDUCE,           /* by `reduce` */
-	PE_ARG_EXTREMUM,     /* ArgMax, ArgMin */
+	PE_ARG_EXTREMUM,     /* ArgMax, ArgMin: `reduce` RD_MAX or RD_MIN */
 	PE_GATHER,
 	PE_SLICE,
 	PE_CONCAT,
@@ -183,7 +184,11 @@ typedef enum PadRule {
 
 /* The stitching model's cost (stitch.c): multiply-adds of the ops that
  * dominate; CK_ELEMENTS: one op per element of its largest operand. */
-typedef enum CostKind { CK_ELEMENTS, CK_MATMUL, CK_GEMM, CK_RECURRENT, CK_CONV } CostKind;
+typedef enum CostKind {
+	CK_ELEMENTS, CK_MATMUL, CK_GEMM, CK_RECURRENT,
+	CK_CONV,             /* W [Cout, Cin/group, k...]: per output element */
+	CK_CONV_TRANSPOSE,   /* W [Cin, Cout/group, k...]: per input element */
+} CostKind;
 
 /* How batch tiling (batchtile.c) sees a node reading a large weight. */
 typedef enum TileKind { TK_NONE, TK_TABLE, TK_GEMM } TileKind;

@@ -175,14 +175,14 @@ static bool eval_where(const Arg *in, int ydt, const Shape *ys, void *y)
 	return true;
 }
 
-static bool eval_is_nan_inf(Infer *x, const Arg *in, int ydt, int64_t ny, void *y)
+static bool eval_is_nan_inf(Infer *x, bool nan, const Arg *in, int ydt, int64_t ny, void *y)
 {
 	const Node *n = x->n;
 	int64_t pos = node_attr(n, "detect_positive") ? node_attr(n, "detect_positive")->i : 1;
 	int64_t neg = node_attr(n, "detect_negative") ? node_attr(n, "detect_negative")->i : 1;
 	for (int64_t k = 0; k < ny; k++) {
 		double v = get_f(&in[0], k);
-		put_i(ydt, y, k, n->op == OP_IsNaN ? isnan(v)
+		put_i(ydt, y, k, nan ? isnan(v)
 		                 : isinf(v) && ((v > 0 && pos) || (v < 0 && neg)));
 	}
 	return true;
@@ -384,7 +384,8 @@ static bool eval_argminmax(Infer *x, const Arg *in, int ydt, const Shape *ys, vo
 {
 	const Shape *s = in[0].s;
 	int axis = infer_axis(x, attr_int(x, "axis", 0), s->rank, "axis");
-	bool last = attr_int(x, "select_last_index", 0) != 0, is_max = x->n->op == OP_ArgMax;
+	bool last = attr_int(x, "select_last_index", 0) != 0;
+	bool is_max = op_def(x->n->op)->reduce == RD_MAX;
 	int64_t len = s->dims[axis].size, inner = 1;
 	for (int k = axis + 1; k < s->rank; k++)
 		inner *= s->dims[k].size;
@@ -674,7 +675,9 @@ static bool evaluate(Infer *x, int64_t max_float, int64_t max_int)
 	case PE_CAST: ok = eval_cast(in, ydt, ny, y); break;
 	case PE_WHERE: ok = eval_where(in, ydt, ys, y); break;
 	case PE_CLIP: ok = eval_clip(x, in, nin, ydt, ny, y); break;
-	case PE_IS_NAN_INF: ok = eval_is_nan_inf(x, in, ydt, ny, y); break;
+	case PE_IS_NAN: case PE_IS_INF:
+		ok = eval_is_nan_inf(x, d->peval == PE_IS_NAN, in, ydt, ny, y);
+		break;
 	case PE_REDUCE: ok = eval_reduce(x, d->reduce, in, nin, ydt, ny, y); break;
 	case PE_ARG_EXTREMUM: ok = eval_argminmax(x, in, ydt, ys, y); break;
 	case PE_GATHER: ok = nin > 1 && in[1].p && eval_gather(x, in, ys, y); break;
@@ -696,7 +699,8 @@ static bool evaluate(Infer *x, int64_t max_float, int64_t max_int)
 void peval_node(Infer *x)
 {
 	/* ConstantOfShape's hook has folded it if it is small. */
-	if (x->n->op != OP_ConstantOfShape)
+	const OpDef *d = op_def(x->n->op);
+	if (!d || d->peval != PE_CONSTANT_OF_SHAPE)
 		evaluate(x, MAX_ELEMS, MAX_INT_ELEMS);
 }
 

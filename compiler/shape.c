@@ -241,7 +241,8 @@ static void narrow_type_guard(const Sig *s, const Node *n, bool outputs, Diag *d
 	/* If, Loop and Scan carry float8 values whole or sliced by whole bytes
 	 * (their bodies are guarded node by node); 4-bit ones would be sliced
 	 * mid-byte, and ONNX Runtime 1.30 carries none through control flow. */
-	bool carries_f8 = n->op == OP_If || n->op == OP_Loop || n->op == OP_Scan;
+	const OpDef *def = op_def(n->op);
+	bool carries_f8 = def && def->batch == BK_CONTROL;   /* If, Loop, Scan */
 	int from = outputs ? n->nin : 0, to = outputs ? n->nin + n->nout : n->nin;
 	for (int k = from; k < to; k++) {
 		int id = k < n->nin ? n->in[k] : n->out[k - n->nin];

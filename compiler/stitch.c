@@ -62,12 +62,12 @@ static double node_flops(const Sig *s, const Node *n)
 		int64_t r = n->nin > 2 ? nelem_of(s, n->in[2]) : 0;
 		return 2 * (double)rows * ((double)nelem_of(s, in1) + (double)r);
 	}
-	case CK_CONV: {
+	case CK_CONV: case CK_CONV_TRANSPOSE: {
 		/* W is [Cout, Cin/group, k...] (Conv) or [Cin, Cout/group, k...]:
 		 * per output (Conv) or input (ConvTranspose) element, nelem(W)/W[0] */
 		int64_t w0 = in1 == NONE ? 1 : dim_or1(s, in1, 0);
 		int64_t per = in1 == NONE ? 1 : nelem_of(s, in1) / (w0 ? w0 : 1);
-		return 2 * (n->op == OP_ConvTranspose ? (double)nelem_of(s, in0) : out) * (double)per;
+		return 2 * (d->cost == CK_CONV_TRANSPOSE ? (double)nelem_of(s, in0) : out) * (double)per;
 	}
 	case CK_ELEMENTS:
 		break;

@@ -365,7 +365,7 @@ const OpDef ops_conv_defs[] = {
 	 .batch_flags = BF_FLAT_INDICES,
 	 .note = "1-D to 3-D; the Indices output (storage_order 0 and 1)"},
 	{.op = OP_ConvTranspose, .infer = ops_conv_infer, .emit = emit_conv_transpose,
-	 .batch = BK_N_FIRST, .cost = CK_CONV, .types = OT_F32,
+	 .batch = BK_N_FIRST, .cost = CK_CONV_TRANSPOSE, .types = OT_F32,
 	 .note = "1-D to 3-D; output_shape and output_padding"},
 	{.op = OP_DeformConv, .infer = ops_conv_infer, .emit = emit_deform_conv,
 	 .batch = BK_N_FIRST, .row_inputs = 1u << 2 | 1u << 4, .types = OT_F32,
