@@ -27,7 +27,8 @@ int main(void)
 		CHECK(op_infer_hook(op) == d->infer);
 		if (d->peval == PE_MAP || d->peval == PE_MEAN)
 			CHECK(d->eval_f1 || d->eval_i1 || d->eval_f2 || d->eval_i2);
-		CHECK((d->peval == PE_REDUCE) == (d->reduce != RD_NONE));
+		CHECK((d->peval == PE_REDUCE || d->peval == PE_ARG_EXTREMUM) == (d->reduce != RD_NONE));
+		CHECK(d->peval != PE_ARG_EXTREMUM || d->reduce == RD_MAX || d->reduce == RD_MIN);
 		CHECK(!d->view || d->peval == PE_NONE || d->peval == PE_SAME_BYTES ||
 		      d->peval == PE_BROADCAST);
 	}
