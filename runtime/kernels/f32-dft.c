@@ -9,30 +9,34 @@
  * per output, which is more than atol 1e-5 for outputs near zero once n
  * reaches a few hundred; in double that error is far below float rounding.
  *
- * Kernels allocate nothing, so the FFT's working line lives on the stack:
- * power-of-two lengths up to DFT_FFT_MAX take an iterative radix-2 FFT
- * (24 KiB of stack); every other length takes direct sums, O(n^2) per line,
- * exact up to double rounding. Direct sums advance the twiddle w^(jk) by
- * complex multiplication and recompute it from cos/sin every
- * DFT_RESYNC steps, so the drift stays near double epsilon.
+ * Kernels allocate nothing, so the twiddles and the FFT's working line live
+ * on the stack: each call computes the n roots exp(sign 2 pi i m / n),
+ * m < n, once (kiln_cos / kiln_sin of 2 pi m / n) when n <= DFT_TABLE_MAX
+ * (32 KiB), and every line, ISA and batch row reads that one table.
+ * Power-of-two lengths up to DFT_FFT_MAX take an iterative radix-2 FFT
+ * (16 KiB more); every other length takes direct sums, O(n^2) per line,
+ * exact up to double rounding, the twiddle w^(jk) read from the table at
+ * jk mod n. Longer lines advance w^(jk) by complex multiplication and
+ * recompute it from cos/sin every DFT_RESYNC steps, so the drift stays near
+ * double epsilon.
  */
 #include <math.h>
 
 #include "kiln/kernels.h"
 
-enum { DFT_FFT_MAX = 1024, DFT_RESYNC = 32 };
+enum { DFT_FFT_MAX = 1024, DFT_TABLE_MAX = 2048, DFT_RESYNC = 32 };
 
 static const double TWO_PI = 6.283185307179586476925286766559;
 
 /* One line of the transform: sample j (j < navail; zeros after it) is
  * x[j * xs] (+ i * x[j * xs + 1] if complex), times w[j] if w. Frequency k
- * (k < y_len) goes to y[k * ys], y[k * ys + 1]. tw is the FFT's twiddle
- * table for n (NULL for direct sums). */
+ * (k < y_len) goes to y[k * ys], y[k * ys + 1]. tw is the table of the n
+ * roots (NULL if n > DFT_TABLE_MAX). */
 static void dft_line(const float *x, int64_t xs, int x_comp, const float *w, int64_t navail,
                      int64_t n, int64_t y_len, int inverse, const double *tw, float *y, int64_t ys)
 {
 	double sign = inverse ? 1.0 : -1.0, scale = inverse ? 1.0 / (double)n : 1.0;
-	if (tw) {
+	if (tw && n <= DFT_FFT_MAX && (n & (n - 1)) == 0) {
 		double buf[2 * DFT_FFT_MAX];
 		int bits = 0;
 		while ((INT64_C(1) << bits) < n)
@@ -70,6 +74,26 @@ static void dft_line(const float *x, int64_t xs, int x_comp, const float *w, int
 		}
 		return;
 	}
+	if (tw) {
+		for (int64_t k = 0; k < y_len; k++) {
+			double sr = 0, si = 0;
+			int64_t m = 0, kn = k % n; /* m = j k mod n */
+			for (int64_t j = 0; j < navail; j++) {
+				double f = w ? (double)w[j] : 1.0;
+				double re = (double)x[j * xs] * f;
+				double im = x_comp == 2 ? (double)x[j * xs + 1] * f : 0.0;
+				double tr = tw[2 * m], ti = tw[2 * m + 1];
+				sr += re * tr - im * ti;
+				si += re * ti + im * tr;
+				m += kn;
+				if (m >= n)
+					m -= n;
+			}
+			y[k * ys] = (float)(sr * scale);
+			y[k * ys + 1] = (float)(si * scale);
+		}
+		return;
+	}
 	for (int64_t k = 0; k < y_len; k++) {
 		/* w_k = exp(sign * 2 pi i k / n); t = w_k^j, resynchronised. */
 		double ang = TWO_PI * (double)k / (double)n;
@@ -95,14 +119,14 @@ static void dft_line(const float *x, int64_t xs, int x_comp, const float *w, int
 	}
 }
 
-/* The FFT's twiddles exp(sign * 2 pi i m / n), m < n / 2, into tw; returns
- * tw, or NULL if n takes direct sums. */
-static const double *fft_twiddles(int64_t n, int inverse, double *tw)
+/* The n roots exp(sign * 2 pi i m / n), m < n, into tw (2 n doubles);
+ * returns tw, or NULL if n > DFT_TABLE_MAX. */
+static const double *dft_twiddles(int64_t n, int inverse, double *tw)
 {
-	if (n < 1 || n > DFT_FFT_MAX || (n & (n - 1)) != 0)
+	if (n < 1 || n > DFT_TABLE_MAX)
 		return NULL;
 	double sign = inverse ? 1.0 : -1.0;
-	for (int64_t m = 0; m < n / 2; m++) {
+	for (int64_t m = 0; m < n; m++) {
 		double a = TWO_PI * (double)m / (double)n;
 		tw[2 * m] = kiln_cos(a);
 		tw[2 * m + 1] = sign * kiln_sin(a);
@@ -113,8 +137,8 @@ static const double *fft_twiddles(int64_t n, int inverse, double *tw)
 void kiln_f32_dft(int64_t outer, int64_t inner, int64_t x_len, int x_comp, const float *X,
                   int64_t n, int64_t y_len, int inverse, float *Y)
 {
-	double tw_buf[DFT_FFT_MAX];
-	const double *tw = fft_twiddles(n, inverse, tw_buf);
+	double tw_buf[2 * DFT_TABLE_MAX];
+	const double *tw = dft_twiddles(n, inverse, tw_buf);
 	int64_t navail = x_len < n ? x_len : n;
 	for (int64_t o = 0; o < outer; o++)
 		for (int64_t i = 0; i < inner; i++)
@@ -125,8 +149,8 @@ void kiln_f32_dft(int64_t outer, int64_t inner, int64_t x_len, int x_comp, const
 void kiln_f32_stft(int64_t batch, int64_t len, int x_comp, const float *X, int64_t frame_step,
                    const float *W, int64_t frame_length, int64_t nframes, int64_t y_len, float *Y)
 {
-	double tw_buf[DFT_FFT_MAX];
-	const double *tw = fft_twiddles(frame_length, 0, tw_buf);
+	double tw_buf[2 * DFT_TABLE_MAX];
+	const double *tw = dft_twiddles(frame_length, 0, tw_buf);
 	for (int64_t b = 0; b < batch; b++)
 		for (int64_t f = 0; f < nframes; f++)
 			dft_line(X + (b * len + f * frame_step) * x_comp, x_comp, x_comp, W, frame_length,

@@ -128,7 +128,7 @@ static void check_mel(void)
 
 int main(void)
 {
-	static const int64_t lengths[] = {1, 2, 3, 4, 5, 7, 8, 10, 16, 17, 31, 64, 100, 128, 1024, 2048};
+	static const int64_t lengths[] = {1, 2, 3, 4, 5, 7, 8, 10, 16, 17, 31, 64, 100, 128, 1024, 2048, 2053};
 	for (size_t t = 0; t < sizeof lengths / sizeof lengths[0]; t++) {
 		int64_t n = lengths[t];
 		int64_t outer = n >= 1024 ? 1 : 2, inner = n >= 1024 ? 1 : 3;
