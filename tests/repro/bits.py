@@ -171,7 +171,8 @@ def libm_double_model():
     functions: on double tensors (h cast) Pow (a real and an integer
     exponent), Sin, Cos, Tan (of 40 h too: reduced by pi/2 several times),
     Erf, Asin, Acos, Atanh (of tanh), Atan, Sinh, Cosh, Asinh, Acosh;
-    integer Pow (int64); and the kernels: LRN (its pow), LpPool p = 3, DFT
+    integer Pow (int64); and the kernels: LRN (beta 0.75 by square roots,
+    0.6 by exp and log), LpPool p = 3, DFT
     (direct sums at 48 and the FFT at 32: their twiddles), MelWeightMatrix
     and the three window ops (broadcast onto each row), cast to float."""
     r = np.random.default_rng(33)
@@ -212,6 +213,7 @@ def libm_double_model():
     out("f_ipow", "ipow")
     nodes += [helper.make_node("Reshape", ["h", "s4"], ["h4d"]),
               helper.make_node("LRN", ["h4d"], ["lrn"], size=3, alpha=0.2, beta=0.75, bias=1.5),
+              helper.make_node("LRN", ["h4d"], ["lrn6"], size=3, alpha=0.2, beta=0.6, bias=1.5),
               helper.make_node("Reshape", ["h", "s3"], ["h3"]),
               helper.make_node("LpPool", ["h3"], ["lp"], kernel_shape=[3], p=3),
               helper.make_node("Reshape", ["h", "sig"], ["hs"]),
@@ -227,11 +229,11 @@ def libm_double_model():
               helper.make_node("ReduceMax", ["h"], ["hm"], axes=[1], keepdims=1),
               helper.make_node("Mul", ["hm", "zero"], ["z"]),
               helper.make_node("Add", ["z", "consts"], ["f_consts"])]
-    for name in ("lrn", "lp", "dft48", "dft32"):
+    for name in ("lrn", "lrn6", "lp", "dft48", "dft32"):
         out("f_" + name, name, to_float=False)
     outs.append("f_consts")
     nodes.append(helper.make_node("Concat", outs, ["y"], axis=1))
-    width = 17 * D + D + D + 6 * 6 + 2 * D + 2 * 32 + 3 * 32 + 33 * 8
+    width = 17 * D + D + 2 * D + 6 * 6 + 2 * D + 2 * 32 + 3 * 32 + 33 * 8
     g = helper.make_graph(nodes, "libm_double",
                           [helper.make_tensor_value_info("x", TensorProto.FLOAT, ["N", D])],
                           [helper.make_tensor_value_info("y", TensorProto.FLOAT, ["N", width])], inits)
