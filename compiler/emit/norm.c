@@ -352,7 +352,7 @@ void emit_lrn(Emit *E)
 	      * float results equal libm pow's, docs/reproducibility.md), kiln_pow
 	      * for the rest (d <= 0 or NaN: its special cases) */
 		emitf(E,
-		      "\t\tY[at] = d > 0 ? (float)(X[at] * kiln_exp(%s * kiln_log(d)))\n"
-		      "\t\t\t\t   : (float)(X[at] / kiln_pow(d, %s));\n\t}\n",
+		      "\t\tY[at] = d > 0 ? (float)((double)X[at] * kiln_exp(%s * kiln_log(d)))\n"
+		      "\t\t\t\t   : (float)((double)X[at] / kiln_pow(d, %s));\n\t}\n",
 		      flit(E, -beta, DT_DOUBLE), flit(E, beta, DT_DOUBLE));
 }
