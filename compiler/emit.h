@@ -42,6 +42,9 @@ typedef enum SymLayout {
 	SYM_WINO1D,              /* a float32 3-tap 1-D Conv weight as its F(4, 3)
 	                            filters (runtime/kernels/f32-winograd1d): pack[] =
 	                            C, M, 1, 3; stores twice the weight's bytes */
+	SYM_TRANSPOSE16,         /* a 2-byte-element matrix (a float16 GEMM B^T)
+	                            stored transposed: pack[] = its rows R and
+	                            columns C as the model has it; stored C x R */
 } SymLayout;
 
 /* One symbol of the weights object. */

@@ -669,6 +669,10 @@ void emit_c(Model *m, const Sig *sigs, const Plan *plans, int nsigs, const EmitO
 		if (E->syms[i].layout == SYM_PACK_B32)
 			fprintf(c, "GEMM B packed b32 (K %" PRId64 ", N %" PRId64 "), ", E->syms[i].pack[0],
 			        E->syms[i].pack[1]);
+		if (E->syms[i].layout == SYM_TRANSPOSE16)
+			fprintf(c, "stored transposed (%" PRId64 " x %" PRId64 " as %" PRId64 " x %" PRId64
+			        "), ", E->syms[i].pack[0], E->syms[i].pack[1], E->syms[i].pack[1],
+			        E->syms[i].pack[0]);
 		if (E->syms[i].layout == SYM_WINO1D)
 			fprintf(c, "Conv W as its 1-D Winograd F(4, 3) filters (M %" PRId64 ", C %" PRId64
 			        ", 6 points), ", E->syms[i].pack[1], E->syms[i].pack[0]);

@@ -41,10 +41,11 @@ typedef struct Emit {
 	int ntmpls, captmpls;
 	FILE *tfile;                 /* where a template body is written first (tracked) */
 	/* Per value of gemm_uses_of: how many node inputs read it, and how many
-	 * as a GEMM's B untransposed / transposed (emit/linalg.c), counted once
-	 * per graph rather than for every GEMM. */
+	 * as a GEMM's B untransposed / transposed / transposed by a float32-A
+	 * Gemm (a float16 weight, emit/linalg.c), counted once per graph rather
+	 * than for every GEMM. */
 	const Graph *gemm_uses_of;
-	int *uses_all, *uses_as_b[2];
+	int *uses_all, *uses_as_b[3];
 	/* The graph emitter's walks (emit/nodes.c: emit_graph_functions and
 	 * emit_graph_calls), handed down so that the control-flow emitters
 	 * (emit/control.c) write a body's node functions and their calls

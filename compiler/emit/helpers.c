@@ -230,6 +230,16 @@ void emit_symbol_fill(const void *arg, void *dst)
 		kiln_f32_conv1d_wino_pack(&p, s->bytes, dst);
 		break;
 	}
+	case SYM_TRANSPOSE16: {
+		/* through memcpy: the source may sit at any offset */
+		const unsigned char *src = s->bytes;
+		unsigned char *out = dst;
+		int64_t R = s->pack[0], C = s->pack[1];
+		for (int64_t r = 0; r < R; r++)
+			for (int64_t c = 0; c < C; c++)
+				memcpy(out + 2 * (c * R + r), src + 2 * (r * C + c), 2);
+		break;
+	}
 	default:
 		memcpy(dst, s->bytes, s->nbytes);
 		break;

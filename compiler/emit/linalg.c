@@ -9,53 +9,81 @@
 #include "emit_c.h"
 
 /* Does node n read B (input 1) as a GEMM whose packed B would be the same
- * bytes: Gemm with transA = 0 and this transB, or MatMul (never transposed). */
-static bool reads_b_as(const Node *n, bool trans)
+ * bytes: for t 0 / 1, Gemm with transA = 0 and transB = t, or MatMul (never
+ * transposed); for t 2, Gemm with transA = 0, transB = 1 and a float32 A (the
+ * float16-weight GEMM, kiln_f32_gemm_f16b). */
+static bool reads_b_as(const Emit *E, const Node *n, int t)
 {
 	if (n->op == OP_Gemm)
-		return node_attr_int(n, "transA", 0) == 0 && (node_attr_int(n, "transB", 0) != 0) == trans;
-	return n->op == OP_MatMul && !trans;
+		return node_attr_int(n, "transA", 0) == 0 &&
+		       (node_attr_int(n, "transB", 0) != 0) == (t != 0) &&
+		       (t != 2 || E->sig->dtypes[n->in[0]] == DT_FLOAT);
+	return n->op == OP_MatMul && t == 0;
 }
 
-/* Input 1 of this node (a GEMM's B, K x N, stored transposed if trans) as a
- * weight packed at compile time into the b32 layout the kernels read
- * (runtime/kernels/f32-gemm/pack.h), or NULL. Only when every reader of the
- * weight reads it as this same B: the packed copy then replaces the weight in
- * the weights object, so it is still stored once, in the same bytes. */
-static const char *packed_b(Emit *E, bool trans, int64_t K, int64_t N)
+/* Is input 1 of this node a weight of dtype dt (K x N, elem bytes each) that
+ * every reader reads as a GEMM's B the same way (reads_b_as t)? Its copy in
+ * another layout can then replace it in the weights object: still stored
+ * once, in the same bytes. */
+static bool only_b_weight(Emit *E, int t, int dt, size_t elem, int64_t K, int64_t N)
 {
 	int id = E->n->in[1];
 	const Value *v = &E->g->values[id];
-	if (v->kind != VAL_WEIGHT || E->sig->dtypes[id] != DT_FLOAT || v->dtype != DT_FLOAT ||
+	if (v->kind != VAL_WEIGHT || E->sig->dtypes[id] != dt || v->dtype != dt ||
 	    E->sig->folded[id] || E->plan->root[id] != id || E->in_index[id] != NONE ||
 	    E->sig->shapes[id].rank != 2 || K <= 0 || N <= 0 ||
-	    v->weight->nbytes != (uint64_t)(K * N) * sizeof(float))
-		return NULL;
+	    v->weight->nbytes != (uint64_t)(K * N) * elem)
+		return false;
 	if (E->gemm_uses_of != E->g) {
 		/* Every graph's reader counts at once: scanning the nodes for each
 		 * GEMM made large graphs quadratic. */
 		int nv = E->g->nvalues;
 		E->uses_all = arena_array(E->a, (size_t)nv, sizeof *E->uses_all);
-		for (int t = 0; t < 2; t++)
-			E->uses_as_b[t] = arena_array(E->a, (size_t)nv, sizeof *E->uses_as_b[t]);
+		for (int u = 0; u < 3; u++)
+			E->uses_as_b[u] = arena_array(E->a, (size_t)nv, sizeof *E->uses_as_b[u]);
 		for (int i = 0; i < E->g->nnodes; i++) {
 			const Node *n = &E->g->nodes[i];
 			for (int j = 0; j < n->nin; j++)
 				if (n->in[j] != NONE) {
 					E->uses_all[n->in[j]]++;
-					for (int t = 0; t < 2 && j == 1; t++)
-						E->uses_as_b[t][n->in[j]] += reads_b_as(n, t);
+					for (int u = 0; u < 3 && j == 1; u++)
+						E->uses_as_b[u][n->in[j]] += reads_b_as(E, n, u);
 				}
 		}
 		E->gemm_uses_of = E->g;
 	}
-	int uses = E->uses_as_b[trans][id];
-	if (uses != E->uses_all[id] || uses != v->nuse)
-		return NULL;  /* also read otherwise, or by a subgraph */
+	int uses = E->uses_as_b[t][id];
+	return uses == E->uses_all[id] && uses == v->nuse;  /* else also read otherwise, or by a subgraph */
+}
+
+/* Input 1 of this node (a GEMM's B, K x N, stored transposed if trans) as a
+ * float32 weight packed at compile time into the b32 layout the kernels read
+ * (runtime/kernels/f32-gemm/pack.h), or NULL: only_b_weight. */
+static const char *packed_b(Emit *E, bool trans, int64_t K, int64_t N)
+{
+	if (!only_b_weight(E, trans, DT_FLOAT, sizeof(float), K, N))
+		return NULL;
+	const Value *v = &E->g->values[E->n->in[1]];
 	int64_t pack[4] = {K, N, trans ? 1 : N, trans ? K : 1};
 	int s = symbol_in_layout(E, DT_FLOAT, v->weight->bytes, v->weight->nbytes, v->name,
 	                         SYM_PACK_B32, pack);
 	return symbol_expr(E, s, "float");
+}
+
+/* Input 1 of a float32-A Gemm with transB = 1, a float16 weight [N, K], as
+ * that weight stored transposed ([K, N]) at compile time, or NULL:
+ * only_b_weight. kiln_f32_gemm_f16b then reads B with natural strides (its
+ * fast path) and sums each output over k in the same order, so the bits are
+ * those of the transposed read. */
+static const char *transposed_f16_b(Emit *E, int64_t K, int64_t N)
+{
+	if (!only_b_weight(E, 2, DT_FLOAT16, 2, K, N))
+		return NULL;
+	const Value *v = &E->g->values[E->n->in[1]];
+	int64_t pack[4] = {N, K, 0, 0};
+	int s = symbol_in_layout(E, DT_FLOAT16, v->weight->bytes, v->weight->nbytes, v->name,
+	                         SYM_TRANSPOSE16, pack);
+	return symbol_expr(E, s, "uint16_t");
 }
 
 /* ---- float16 and bfloat16 ------------------------------------------------
@@ -121,7 +149,15 @@ static void gemm_f32(Emit *E, Operand A, Operand Y, const Operand *half)
 	const char *pb = ta || half ? NULL : packed_b(E, tb, K, N);
 	decl(E, "A", &A, false);
 	Operand B = {0};
-	if (!pb) {
+	const char *bt = !pb && !ta && tb && !half && E->sig->dtypes[E->n->in[1]] == DT_FLOAT16
+	               ? transposed_f16_b(E, K, N) : NULL;
+	if (bt) {
+		/* a float16 B^T weight stored as [K, N]: read untransposed */
+		emitf(E, "\t/* B: the float16 weight stored transposed, [K, N], at compile time */\n");
+		B = (Operand){.dtype = DT_FLOAT16, .expr = bt};
+		tb = false;
+		decl(E, "B", &B, false);
+	} else if (!pb) {
 		B = half ? half[0] : in_op(E, 1);
 		decl(E, "B", &B, false);
 	}

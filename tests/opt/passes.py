@@ -134,6 +134,56 @@ def dead_at_signature(kiln, root, rng):
             failures.append("dead_at_signature code " + " ".join(extra))
 
 
+def f16_gemm_transb(kiln, root, rng):
+    """emit/linalg.c: a float16 weight (--weights-dtype fp16) that every reader
+    reads as a Gemm's B^T (transB = 1, PyTorch's Linear) is stored transposed,
+    [K, N], once, in the same bytes, and read with natural strides; the bits
+    are those of the same product on the weight given as [K, N] (transB = 0)
+    under `kiln verify --reproducible` (every ISA, batch 1 and 2)."""
+    N = helper.make_node
+    w = (rng.standard_normal((64, 128)) * 0.1).astype(np.float32)  # [N, K]
+    b = (rng.standard_normal(64) * 0.1).astype(np.float32)
+    xs = rng.standard_normal((2, 128)).astype(np.float32)
+    w16 = w.astype(np.float16).astype(np.float32)
+    ref = xs @ w16.T + b
+    hashes = {}
+    for name, wt, tb in (("f16_gemm_transb", w, 1), ("f16_gemm_natural", np.ascontiguousarray(w.T), 0)):
+        nodes = [N("Gemm", ["x", "w", "b"], ["y"], transB=tb)]
+        before, after = case(kiln, root, name, nodes, [vi("x", ["N", 128])], [vi("y", ["N", 64])],
+                             [t("w", wt), t("b", b)], [xs], [ref], ["Gemm"],
+                             flags=["--weights-dtype", "fp16"])
+        folder = os.path.join(root, name)
+        out = os.path.join(folder, "c")
+        p = subprocess.run([kiln, "compile", os.path.join(folder, "model.onnx"), "--batch", "1,2",
+                            "--name", "m", "--no-cc", "-o", out, "--weights-dtype", "fp16"],
+                           capture_output=True, text=True)
+        src = open(os.path.join(out, "m.c")).read() if p.returncode == 0 else ""
+        syms = re.findall(r"^extern const unsigned char \w+\[\] \w+; /\* (\w+), (\d+) bytes, (.*)$",
+                          src, re.M)
+        big = [s for s in syms if s[1] == str(w.nbytes // 2)]
+        trans = [s for s in big if "stored transposed (64 x 128 as 128 x 64)" in s[2]]
+        calls = re.findall(r"kiln_f32_gemm_f16b\(\d+, 64, 128, [^,]+, A, 128, 1, B, (\d+), (\d+),", src)
+        ok = (p.returncode == 0 and len(big) == 1 and big[0][0] == "float16" and
+              len(trans) == tb and calls and set(calls) == {("64", "1")})
+        print(("ok   " if ok else "FAIL ") + "%s: the weight stored once (%s), %s, read with strides "
+              "%s" % (name, big, "transposed" if trans else "as it is", sorted(set(calls))))
+        if not ok:
+            failures.append(name + " layout")
+        r = subprocess.run([kiln, "verify", "--reproducible", folder, "--batch", "1,2",
+                            "--weights-dtype", "fp16"], capture_output=True, text=True)
+        hashes[name] = re.findall(r"^  (isa \S+)\s+(?:same|DIFFERS)\s+([0-9a-f]{16})", r.stdout, re.M)
+        ok = r.returncode == 0 and "REPRODUCIBLE" in r.stdout and hashes[name]
+        print(("ok   " if ok else "FAIL ") + "%s: kiln verify --reproducible (exit %d)%s" %
+              (name, r.returncode, "" if ok else ": " + r.stdout + r.stderr))
+        if not ok:
+            failures.append(name + " reproducible")
+    ok = hashes["f16_gemm_transb"] == hashes["f16_gemm_natural"]
+    print(("ok   " if ok else "FAIL ") + "f16_gemm_transb: the same bits as on [K, N] (%s vs %s)" %
+          (hashes["f16_gemm_transb"], hashes["f16_gemm_natural"]))
+    if not ok:
+        failures.append("f16_gemm_transb bits")
+
+
 def vi(name, shape, dt=F):
     return helper.make_tensor_value_info(name, dt, shape)
 
@@ -393,6 +443,7 @@ def main():
         print(("ok   " if ok else "FAIL ") + "f16: weight bytes %s -> %s" % (before, after))
         if not ok:
             failures.append("f16 bytes")
+        f16_gemm_transb(kiln, root, rng)
         # The switches: exact errors, exit status 2.
         model = os.path.join(root, "fold", "model.onnx")
         for args, want in (
