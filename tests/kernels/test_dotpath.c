@@ -12,7 +12,8 @@
  * a partial group of columns, and for M = 5 below the 64 columns where
  * AVX-512 swaps the operands) and odd K (1 to 301: a partial last step, two
  * K blocks), alpha and beta (0, 1 and 0.25), a bias and ReLU epilogue, a B
- * with padded rows, float and float16 B, transposed and (float16) not.
+ * with padded rows, float and float16 B, transposed and (float16) not;
+ * float16 B in its natural layout at M = 1 over N = 256, 300 and 640.
  * Tolerance: |err| <= 1e-5 * (|alpha| sum_k |A[m,k]| |B[k,n]| + |beta| |C|)
  * + 1e-30.
  */
@@ -103,6 +104,14 @@ static int child(void)
 				run_case(M, N, K, 1, 1, 1, 1.0f, 0.0f, 1);
 				run_case(M, N, K, 0, 0, 1, 1.0f, 0.0f, 1);
 			}
+	/* float16 B in its natural layout at batch 1: whole blocks of 256
+	 * columns (AVX-512's f16n_block256), with and without a remainder */
+	static const int64_t Nw[] = {256, 300, 640}, Kw[] = {37, 301};
+	for (size_t i = 0; i < sizeof Nw / sizeof Nw[0]; i++)
+		for (size_t j = 0; j < sizeof Kw / sizeof Kw[0]; j++) {
+			run_case(1, Nw[i], Kw[j], 0, 0, 1, 1.0f, 0.0f, 1);
+			run_case(1, Nw[i], Kw[j], 0, 0, 1, 0.5f, 0.25f, 0);
+		}
 	printf("hash %016llx\n", (unsigned long long)hash);
 	return harness_report();
 }

@@ -228,10 +228,41 @@ static void f16n_block(int64_t K, int64_t w, const float *x, const uint16_t *b, 
 			store(y + 16 * q, bias ? bias + 16 * q : NULL, w - 16 * q, tot[q], tot[q + 1]);
 }
 
+/* f16n_block on 256 full columns: each row's 512 bytes read whole (in order
+ * through B when ldb is 256, where 128-column blocks read every row twice,
+ * half at a time), sixteen chains side by side, the same order. */
+static void f16n_block256(int64_t K, const float *x, const uint16_t *b, int64_t ldb,
+                          const float *bias, float *y)
+{
+	__m512 acc[16], tot[16];
+	for (int64_t k0 = 0; k0 < K; k0 += GEMM_PACK_KC) {
+		int64_t k1 = K - k0 < GEMM_PACK_KC ? K : k0 + GEMM_PACK_KC;
+#pragma GCC unroll 16
+		for (int q = 0; q < 16; q++)
+			acc[q] = _mm512_setzero_ps();
+		for (int64_t k = k0; k < k1; k++) {
+			const uint16_t *r = b + k * ldb;
+			__m512 xv = _mm512_set1_ps(x[k]);
+#pragma GCC unroll 16
+			for (int q = 0; q < 16; q++)
+				acc[q] = _mm512_fmadd_ps(xv, _mm512_cvtph_ps(_mm256_loadu_si256(
+				                                 (const __m256i *)(r + 16 * q))), acc[q]);
+		}
+#pragma GCC unroll 16
+		for (int q = 0; q < 16; q++)
+			tot[q] = k0 == 0 ? acc[q] : _mm512_add_ps(acc[q], tot[q]);
+	}
+	for (int q = 0; q < 16; q += 2)
+		store(y + 16 * q, bias ? bias + 16 * q : NULL, 32, tot[q], tot[q + 1]);
+}
+
 void kiln_gemv_f16_avx512(int64_t N, int64_t K, const float *x, const uint16_t *B, int64_t ldb,
                           const float *bias, float *y)
 {
-	for (int64_t n0 = 0; n0 < N; n0 += 128)
+	int64_t n0 = 0;
+	for (; n0 + 256 <= N; n0 += 256)
+		f16n_block256(K, x, B + n0, ldb, bias ? bias + n0 : NULL, y + n0);
+	for (; n0 < N; n0 += 128)
 		f16n_block(K, N - n0 < 128 ? N - n0 : 128, x, B + n0, ldb, bias ? bias + n0 : NULL,
 		           y + n0);
 }
