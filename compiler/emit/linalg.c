@@ -17,7 +17,7 @@ static bool reads_b_as(const Emit *E, const Node *n, int t)
 	if (n->op == OP_Gemm)
 		return node_attr_int(n, "transA", 0) == 0 &&
 		       (node_attr_int(n, "transB", 0) != 0) == (t != 0) &&
-		       (t != 2 || E->sig->dtypes[n->in[0]] == DT_FLOAT);
+		       (t != 2 || (n->in[0] != NONE && E->sig->dtypes[n->in[0]] == DT_FLOAT));
 	return n->op == OP_MatMul && t == 0;
 }
 
