@@ -192,68 +192,56 @@ static inline __attribute__((always_inline)) __m512 widen16(const uint16_t *p, _
 	return _mm512_cvtph_ps(_mm256_maskz_loadu_epi16(m, p));
 }
 
-/* Float16 weights in their natural layout (gemv.h): up to 128 columns at a
- * time, each row of B widened as it is read; each column one FMA chain over
- * the k of each GEMM_PACK_KC block from 0, the blocks added in order, then
- * + bias: the order the GEMM core sums a B packed on the fly (ref and AVX2
- * at batch 1, every variant at larger batches), the FMA latency hidden by
- * eight vectors of 16 columns side by side. */
+/* Float16 weights in their natural layout (gemv.h): w <= 16 q columns at a
+ * time (q 8 or 16, a constant once inlined: 16 only with w = 256, each row's
+ * 512 bytes read whole, in order through B when ldb is 256, where blocks of
+ * 128 read every row twice, half at a time), each row of B widened as it is
+ * read; each column one FMA chain over the k of each GEMM_PACK_KC block from
+ * 0, the blocks added in order, then + bias: the order the GEMM core sums a
+ * B packed on the fly (ref and AVX2 at batch 1, every variant at larger
+ * batches), the FMA latency hidden by q vectors of 16 columns side by side. */
+static inline __attribute__((always_inline)) void f16n_cols(int q, int64_t K, int64_t w,
+                                                            const float *x, const uint16_t *b,
+                                                            int64_t ldb, const float *bias,
+                                                            float *y)
+{
+	__m512 acc[16], tot[16];
+	for (int j = 0; j < q; j++)
+		tot[j] = _mm512_setzero_ps();  /* (K >= 1: the first block sets them) */
+	for (int64_t k0 = 0; k0 < K; k0 += GEMM_PACK_KC) {
+		int64_t k1 = K - k0 < GEMM_PACK_KC ? K : k0 + GEMM_PACK_KC;
+#pragma GCC unroll 16
+		for (int j = 0; j < q; j++)
+			acc[j] = _mm512_setzero_ps();
+		for (int64_t k = k0; k < k1; k++) {
+			const uint16_t *r = b + k * ldb;
+			__m512 xv = _mm512_set1_ps(x[k]);
+#pragma GCC unroll 16
+			for (int j = 0; j < q; j++)
+				acc[j] = _mm512_fmadd_ps(xv, q == 16 ? _mm512_cvtph_ps(_mm256_loadu_si256(
+				                                           (const __m256i *)(r + 16 * j)))
+				                                     : widen16(r + 16 * j, lanes(w - 16 * j)),
+				                         acc[j]);
+		}
+#pragma GCC unroll 16
+		for (int j = 0; j < q; j++)
+			tot[j] = k0 == 0 ? acc[j] : _mm512_add_ps(acc[j], tot[j]);
+	}
+	for (int j = 0; j < q; j += 2)
+		if (w > 16 * j)
+			store(y + 16 * j, bias ? bias + 16 * j : NULL, w - 16 * j, tot[j], tot[j + 1]);
+}
+
 static void f16n_block(int64_t K, int64_t w, const float *x, const uint16_t *b, int64_t ldb,
                        const float *bias, float *y)
 {
-	__mmask16 m[8];
-	__m512 acc[8], tot[8];
-	for (int q = 0; q < 8; q++) {
-		m[q] = lanes(w - 16 * q);
-		tot[q] = _mm512_setzero_ps();  /* (K >= 1: the first block sets them) */
-	}
-	for (int64_t k0 = 0; k0 < K; k0 += GEMM_PACK_KC) {
-		int64_t k1 = K - k0 < GEMM_PACK_KC ? K : k0 + GEMM_PACK_KC;
-#pragma GCC unroll 8
-		for (int q = 0; q < 8; q++)
-			acc[q] = _mm512_setzero_ps();
-		for (int64_t k = k0; k < k1; k++) {
-			const uint16_t *r = b + k * ldb;
-			__m512 xv = _mm512_set1_ps(x[k]);
-#pragma GCC unroll 8
-			for (int q = 0; q < 8; q++)
-				acc[q] = _mm512_fmadd_ps(xv, widen16(r + 16 * q, m[q]), acc[q]);
-		}
-#pragma GCC unroll 8
-		for (int q = 0; q < 8; q++)
-			tot[q] = k0 == 0 ? acc[q] : _mm512_add_ps(acc[q], tot[q]);
-	}
-	for (int q = 0; q < 8; q += 2)
-		if (w > 16 * q)
-			store(y + 16 * q, bias ? bias + 16 * q : NULL, w - 16 * q, tot[q], tot[q + 1]);
+	f16n_cols(8, K, w, x, b, ldb, bias, y);
 }
 
-/* f16n_block on 256 full columns: each row's 512 bytes read whole (in order
- * through B when ldb is 256, where 128-column blocks read every row twice,
- * half at a time), sixteen chains side by side, the same order. */
 static void f16n_block256(int64_t K, const float *x, const uint16_t *b, int64_t ldb,
                           const float *bias, float *y)
 {
-	__m512 acc[16], tot[16];
-	for (int64_t k0 = 0; k0 < K; k0 += GEMM_PACK_KC) {
-		int64_t k1 = K - k0 < GEMM_PACK_KC ? K : k0 + GEMM_PACK_KC;
-#pragma GCC unroll 16
-		for (int q = 0; q < 16; q++)
-			acc[q] = _mm512_setzero_ps();
-		for (int64_t k = k0; k < k1; k++) {
-			const uint16_t *r = b + k * ldb;
-			__m512 xv = _mm512_set1_ps(x[k]);
-#pragma GCC unroll 16
-			for (int q = 0; q < 16; q++)
-				acc[q] = _mm512_fmadd_ps(xv, _mm512_cvtph_ps(_mm256_loadu_si256(
-				                                 (const __m256i *)(r + 16 * q))), acc[q]);
-		}
-#pragma GCC unroll 16
-		for (int q = 0; q < 16; q++)
-			tot[q] = k0 == 0 ? acc[q] : _mm512_add_ps(acc[q], tot[q]);
-	}
-	for (int q = 0; q < 16; q += 2)
-		store(y + 16 * q, bias ? bias + 16 * q : NULL, 32, tot[q], tot[q + 1]);
+	f16n_cols(16, K, 256, x, b, ldb, bias, y);
 }
 
 void kiln_gemv_f16_avx512(int64_t N, int64_t K, const float *x, const uint16_t *B, int64_t ldb,
