@@ -122,3 +122,33 @@ const Tensor *freeze_values(const char *name, int dt, const char *text, Arena *a
 	t->w.nelem = count;
 	return t;
 }
+
+/* Test data small enough to freeze: shapes, bounds, axes, scales. */
+bool freeze_candidate(const Tensor *t)
+{
+	return t->dtype != DT_STRING && !DT_IS_FLOAT8(t->dtype) && !DT_IS_4BIT(t->dtype) && t->w.nelem <= 64;
+}
+
+/* The compiler names the value last before the phrase:
+ * `... input 2 "scales" must be known at compile time`. */
+bool freeze_asked(const Diag *d, char *name, size_t cap)
+{
+	if (d->status != KILN_UNSUPPORTED)
+		return false;
+	const char *q = strstr(d->msg, "must be known at compile time");
+	const char *close = NULL, *open = NULL;
+	for (const char *p = q; p && p > d->msg; p--)
+		if (p[-1] == '"') {
+			if (!close)
+				close = p - 1;
+			else {
+				open = p - 1;
+				break;
+			}
+		}
+	if (!open || (size_t)(close - open - 1) >= cap)
+		return false;
+	memcpy(name, open + 1, (size_t)(close - open - 1));
+	name[close - open - 1] = 0;
+	return true;
+}

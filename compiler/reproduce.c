@@ -225,6 +225,8 @@ typedef struct Case {
 	bool batch_axis;           /* an input's first dim is symbolic: the batch */
 	bool have_data;
 	int64_t rows;              /* samples */
+	char frozen[MAX_IO][256];  /* inputs frozen to their data (value-dependent shapes) */
+	int nfrozen;
 	int nchecks, ndiffer;
 } Case;
 
@@ -358,40 +360,79 @@ static Model *load(Case *c)
 	return m;
 }
 
+/* compile_model under its own protection: false (c->d holding the error)
+ * if it failed. */
+static bool try_compile(Case *c, const CompileOptions *co, CompileResult *cr)
+{
+	jmp_buf jb, *outer = c->d->protect;
+	c->d->protect = &jb;
+	bool ok = setjmp(jb) == 0;
+	if (ok)
+		compile_model(c->m, co, cr);
+	c->d->protect = outer;
+	return ok;
+}
+
 /* Compile the model afresh (the optimizer specializes a loaded graph) into
  * dir for target (NULL: this host). Inputs of a case folder get its data's
  * shapes; one whose first dim the model leaves symbolic keeps that axis as
- * the batch. */
+ * the batch. A case whose shapes depend on an input's values is compiled
+ * again with the inputs the compiler asks for frozen to the data's values,
+ * as `kiln verify` does (the runner feeds the same data). */
 static CompileResult compile_for(Case *c, const char *dir, const char *target)
 {
-	if (c->m)
-		model_close(c->m);
-	c->m = NULL;
-	c->m = load(c);
-	Graph *g = c->m->graph;
-	ShapeOverride *shapes = arena_alloc(c->a, sizeof *shapes * MAX_IO);
-	BatchDim *bdims = arena_alloc(c->a, sizeof *bdims * MAX_IO);
-	BindOptions bind = {.shapes = shapes, .batch_dims = bdims};
-	for (int i = 0; c->have_data && i < c->nin; i++) {
-		const Value *v = &g->values[c->rt_in[i]];
-		const Shape *s = &c->data[i].shape;
-		ShapeOverride *so = &shapes[bind.nshapes++];
-		so->input = v->name;
-		so->rank = s->rank;
-		for (int k = 0; k < s->rank; k++)
-			so->dims[k] = s->dims[k].size;
-		if (c->batch_axis && s->rank > 0 && v->shape.rank > 0 && v->shape.dims[0].size < 0) {
-			so->dims[0] = 1;
-			bdims[bind.nbatch_dims++] = (BatchDim){.input = v->name, .axis = 0};
+	for (;;) {
+		if (c->m)
+			model_close(c->m);
+		c->m = NULL;
+		c->m = load(c);
+		Graph *g = c->m->graph;
+		ShapeOverride *shapes = arena_alloc(c->a, sizeof *shapes * MAX_IO);
+		BatchDim *bdims = arena_alloc(c->a, sizeof *bdims * MAX_IO);
+		Freeze *freezes = arena_alloc(c->a, sizeof *freezes * MAX_IO);
+		BindOptions bind = {.shapes = shapes, .batch_dims = bdims, .freezes = freezes};
+		for (int i = 0; c->have_data && i < c->nin; i++) {
+			const Value *v = &g->values[c->rt_in[i]];
+			const Shape *s = &c->data[i].shape;
+			ShapeOverride *so = &shapes[bind.nshapes++];
+			so->input = v->name;
+			so->rank = s->rank;
+			for (int k = 0; k < s->rank; k++)
+				so->dims[k] = s->dims[k].size;
+			if (c->batch_axis && s->rank > 0 && v->shape.rank > 0 && v->shape.dims[0].size < 0) {
+				so->dims[0] = 1;
+				bdims[bind.nbatch_dims++] = (BatchDim){.input = v->name, .axis = 0};
+			}
+			for (int k = 0; k < c->nfrozen; k++)
+				if (strcmp(c->frozen[k], v->name) == 0)
+					freezes[bind.nfreezes++] = (Freeze){.input = v->name, .value = &c->data[i]};
 		}
+		mkdir(dir, 0700);
+		CompileOptions co = {.name = "m", .outdir = dir, .target = target, .batches = c->batches,
+		                     .nbatches = c->nbatches, .bind = &bind, .opt_level = c->vo->opt_level,
+		                     .passes = c->vo->passes, .trees = c->vo->trees};
+		CompileResult cr;
+		if (try_compile(c, &co, &cr))
+			return cr;
+		/* Freeze what the compiler asks for: an input of the data set without
+		 * a batch axis, small, not asked for before; else the error stands. */
+		bool more = c->have_data && c->nfrozen < MAX_IO &&
+		            freeze_asked(c->d, c->frozen[c->nfrozen], sizeof c->frozen[0]);
+		for (int k = 0; more && k < c->nfrozen; k++)
+			more = strcmp(c->frozen[k], c->frozen[c->nfrozen]) != 0;
+		bool found = false;
+		for (int i = 0; more && i < c->nin; i++)
+			if (strcmp(g->values[c->rt_in[i]].name, c->frozen[c->nfrozen]) == 0) {
+				bool axis = false;
+				for (int k = 0; k < bind.nbatch_dims; k++)
+					axis |= strcmp(bdims[k].input, c->frozen[c->nfrozen]) == 0;
+				found = !axis && freeze_candidate(&c->data[i]);
+			}
+		if (!found)
+			longjmp(*c->d->protect, 1);
+		c->nfrozen++;
+		c->d->status = KILN_OK;
 	}
-	mkdir(dir, 0700);
-	CompileOptions co = {.name = "m", .outdir = dir, .target = target, .batches = c->batches,
-	                     .nbatches = c->nbatches, .bind = &bind, .opt_level = c->vo->opt_level,
-	                     .passes = c->vo->passes, .trees = c->vo->trees};
-	CompileResult cr;
-	compile_model(c->m, &co, &cr);
-	return cr;
 }
 
 /* Parse the runner's description; false if it is not one. */
@@ -919,6 +960,9 @@ static void reproduce_case(Case *c)
 	        : arena_printf(a, "%lld samples; compiled batch sizes %s", (long long)c->rows,
 	                       !rows_ok ? "only" : every_n ? "and every n = 2..70 stitched"
 	                       : "and n = 2, 3, 5, 7, 57, 70 (large outputs)"));
+	for (int k = 0; k < c->nfrozen; k++)
+		fprintf(c->out, "  %-18s %s, to the data's values (its shapes depend on them)\n",
+		        k ? "" : "frozen", c->frozen[k]);
 	for (int k = 0; k < nisa; k++)
 		run_runner(c, NULL, exe, files, &ds, ISAS[k], &runs[k]);
 	for (int k = 1; k < nisa; k++)

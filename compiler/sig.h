@@ -36,6 +36,10 @@ typedef struct Freeze {
 } Freeze;
 /* freeze.c: the values of `--freeze NAME=text` as a tensor of type dt. */
 const Tensor *freeze_values(const char *name, int dt, const char *text, Arena *a, Diag *d);
+/* freeze.c: whether test data t is small enough to freeze (verify's retries),
+ * and the input a "must be known at compile time" error asks for, into name. */
+bool freeze_candidate(const Tensor *t);
+bool freeze_asked(const Diag *d, char *name, size_t cap);
 
 typedef struct BindOptions {
 	ShapeOverride *shapes;

@@ -138,13 +138,6 @@ static bool compare(const Tensor *want, const void *got, const char *name, int i
 }
 
 /* Compile and run one case; everything it allocates is in arena a. */
-/* Only small numeric inputs are frozen: shapes, bounds, axes, scales. */
-static bool freezable(const Tensor *t)
-{
-	return t->dtype != DT_STRING && !DT_IS_FLOAT8(t->dtype) && !DT_IS_4BIT(t->dtype) &&
-	       t->w.nelem <= 64;
-}
-
 static void verify_case(const char *dir, Arena *a, Diag *d, Outcome *o, const VerifyOptions *vo)
 {
 	jmp_buf jb;
@@ -159,23 +152,7 @@ static void verify_case(const char *dir, Arena *a, Diag *d, Outcome *o, const Ve
 	static char want[MAX_IO][256];  /* static: survives the long jump (verify is one thread) */
 	volatile int nwant = 0;
 	if (setjmp(jb) != 0) {
-		/* The message names the value last before the phrase:
-		 * `... input 2 "scales" must be known at compile time`. */
-		const char *q = strstr(d->msg, "must be known at compile time");
-		const char *close = NULL, *open = NULL;
-		for (const char *p = q ? q : d->msg; q && p > d->msg; p--)
-			if (p[-1] == '"') {
-				if (!close)
-					close = p - 1;
-				else {
-					open = p - 1;
-					break;
-				}
-			}
-		if (q && open && close && close < q && nwant < MAX_IO && d->status == KILN_UNSUPPORTED &&
-		    (size_t)(close - open - 1) < sizeof want[0]) {
-			memcpy(want[nwant], open + 1, (size_t)(close - open - 1));
-			want[nwant][close - open - 1] = 0;
+		if (nwant < MAX_IO && freeze_asked(d, want[nwant], sizeof want[0])) {
 			bool again = false;
 			for (int i = 0; i < nwant; i++)
 				again |= strcmp(want[i], want[nwant]) == 0;
@@ -270,7 +247,7 @@ retry:;
 		o->frozen[0] = 0;
 		for (int i = 0; i < nin; i++)
 			for (int k = 0; k < nwant; k++)
-				if (strcmp(want[k], g->values[rt_in[i]].name) == 0 && freezable(&ins[i])) {
+				if (strcmp(want[k], g->values[rt_in[i]].name) == 0 && freeze_candidate(&ins[i])) {
 					frozen[bind.nfreezes++] = (Freeze){.input = g->values[rt_in[i]].name, .value = &ins[i]};
 					snprintf(o->frozen + strlen(o->frozen), sizeof o->frozen - strlen(o->frozen),
 					         "%s%s", bind.nfreezes > 1 ? "," : "", g->values[rt_in[i]].name);
