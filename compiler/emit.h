@@ -42,6 +42,10 @@ typedef enum SymLayout {
 	SYM_WINO1D,              /* a float32 3-tap 1-D Conv weight as its F(4, 3)
 	                            filters (runtime/kernels/f32-winograd1d): pack[] =
 	                            C, M, 1, 3; stores twice the weight's bytes */
+	SYM_WINO2D,              /* a float32 3x3 Conv weight as its F(2x2, 3x3)
+	                            filters (runtime/kernels/f32-winograd): pack[] =
+	                            C, M, 3, 3; stores 16 floats for every 9 (M
+	                            rounded up to 8) */
 	SYM_TRANSPOSE16,         /* a 2-byte-element matrix (a float16 GEMM B^T)
 	                            stored transposed: pack[] = its rows R and
 	                            columns C as the model has it; stored C x R */
@@ -52,7 +56,7 @@ typedef struct EmitSymbol {
 	const char *name;
 	const void *bytes;       /* the source bytes (a weight as the model has it) */
 	uint64_t nbytes;         /* stored bytes: src_nbytes in every layout but
-	                            SYM_WINO1D's (twice) */
+	                            SYM_WINO1D's (twice) and SYM_WINO2D's (16 / 9) */
 	uint64_t src_nbytes;     /* the source bytes' count */
 	int dtype;
 	uint64_t hash;

@@ -676,6 +676,9 @@ void emit_c(Model *m, const Sig *sigs, const Plan *plans, int nsigs, const EmitO
 		if (E->syms[i].layout == SYM_WINO1D)
 			fprintf(c, "Conv W as its 1-D Winograd F(4, 3) filters (M %" PRId64 ", C %" PRId64
 			        ", 6 points), ", E->syms[i].pack[1], E->syms[i].pack[0]);
+		if (E->syms[i].layout == SYM_WINO2D)
+			fprintf(c, "Conv W as its Winograd F(2x2, 3x3) filters (M %" PRId64 ", C %" PRId64
+			        ", 16 points), ", E->syms[i].pack[1], E->syms[i].pack[0]);
 		if (E->syms[i].layout == SYM_PACK_CONV32)
 			fprintf(c, "Conv W packed conv32 (M %" PRId64 ", C %" PRId64 ", %" PRId64 "x%" PRId64
 			        "), ", E->syms[i].pack[1], E->syms[i].pack[0], E->syms[i].pack[2],

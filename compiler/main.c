@@ -130,10 +130,10 @@ static const HelpRow options_help[] = {
 	                    "maps) gives its [N, classes] float tensor instead; its\n"
 	                    "keys are in NAME.h (docs/models.md)",
 	 C_INFO | C_CHECK | C_DUMP | C_COMPILE | C_VERIFY},
-	{"--winograd", "3x3 convolutions with enough tiles as Winograd F(2x2, 3x3)\n"
-	               "on AVX-512: faster, but the bits then depend on the ISA\n"
-	               "and the batch size (default: the direct path,\n"
-	               "docs/reproducibility.md)", C_COMPILE | C_VERIFY},
+	{"--winograd", "also 3x3 convolutions on maps too small for the default\n"
+	               "Winograd F(2x2, 3x3) when the batch has enough tiles:\n"
+	               "a sample's bits then depend on the compiled batch size\n"
+	               "(docs/reproducibility.md)", C_COMPILE | C_VERIFY},
 	{"--no-cc", "write NAME.h, NAME.c and NAME_weights.o only; your\n"
 	            "build compiles NAME.c and links both objects", C_COMPILE},
 	{"--depfile=FILE", "also write a make rule: NAME.o (--no-cc: NAME.c and\n"

@@ -92,12 +92,17 @@ void emit_conv(Emit *E)
 	kiln_conv2d_params pp;
 	const char *packed = NULL;
 	/* the algorithm conv_scratch_bytes planned for (ops/conv_algo.c) */
-	bool wino1d = false;
+	bool wino1d = false, wino2d = false;
 	if (buf != NONE && conv2d_params(&inf, X.shape, Y.shape, &E->sig->shapes[E->n->in[1]], &pp)) {
 		wino1d = wino1d_wins(&pp);
-		int64_t need = wino1d ? kiln_f32_conv1d_wino_work(&pp) : kiln_f32_conv2d_packed_work(&pp);
+		wino2d = !wino1d && winograd_wins(E->g, &pp);
+		int64_t need = wino1d   ? kiln_f32_conv1d_wino_work(&pp)
+		               : wino2d ? kiln_f32_conv2d_winograd_work(&pp)
+		                        : kiln_f32_conv2d_packed_work(&pp);
 		if (need > 0 && need * (int64_t)sizeof(float) <= E->plan->bufs[buf].bytes)
-			packed = packed_conv_weight(E, &pp, wino1d ? SYM_WINO1D : SYM_PACK_CONV32);
+			packed = packed_conv_weight(E, &pp, wino1d   ? SYM_WINO1D
+			                                    : wino2d ? SYM_WINO2D
+			                                             : SYM_PACK_CONV32);
 	}
 	Operand W = packed ? (Operand){0} : in_op(E, 1);
 	if (packed)
@@ -137,8 +142,6 @@ void emit_conv(Emit *E)
 		residual = R.expr;
 	}
 	const char *ep = emit_has_act(E->n) || residual ? emit_epilogue(E, NULL, residual) : NULL;
-	int64_t wino = packed && !wino1d && winograd_wins(E->g, &pp)
-	                       ? kiln_f32_conv2d_winograd_work(&pp) : 0;
 	if (packed && wino1d) {
 		const PlanBuf *sb = &E->plan->bufs[buf];
 		emitf(E, "\t/* 1-D Winograd F(4, 3), chosen by the shape (3 taps, stride 1, %" PRId64
@@ -147,10 +150,14 @@ void emit_conv(Emit *E)
 		      pp.in_channels, pp.out_channels, pp.out_w, sb->off, sb->bytes);
 		emitf(E, "\tkiln_f32_conv1d_wino(&p, %s, %s, %s, %s, %s, (float *)(a + %" PRId64 "));\n",
 		      X.expr, W.expr, bias, Y.expr, ep ? ep : "NULL", sb->off);
-	} else if (wino > 0 && wino * (int64_t)sizeof(float) <= E->plan->bufs[buf].bytes) {
+	} else if (packed && wino2d) {
 		const PlanBuf *sb = &E->plan->bufs[buf];
-		emitf(E, "\t/* W packed at compile time; Winograd F(2x2, 3x3), arena scratch @%" PRId64
-		      "+%" PRId64 ": a block of transformed filters, of input tiles and their products */\n",
+		emitf(E, "\t/* Winograd F(2x2, 3x3), chosen by the shape (3x3, stride 1, %" PRId64
+		      " -> %" PRId64 " channels, %" PRId64 " x %" PRId64 " outputs%s): W transformed at "
+		      "compile time; arena scratch @%" PRId64 "+%" PRId64 ": a block of input tiles, "
+		      "their products */\n",
+		      pp.in_channels, pp.out_channels, pp.out_h, pp.out_w,
+		      winograd_by_shape(&pp) ? "" : "; --winograd: by the batch's tiles",
 		      sb->off, sb->bytes);
 		emitf(E, "\tkiln_f32_conv2d_winograd(&p, %s, %s, %s, %s, %s, (float *)(a + %" PRId64 "));\n",
 		      X.expr, W.expr, bias, Y.expr, ep ? ep : "NULL", sb->off);

@@ -197,8 +197,12 @@ int symbol_in_layout(Emit *E, int dtype, const void *bytes, uint64_t nbytes, con
 	s->name = arena_printf(E->a, "%s_w%d_%s", E->o->name, E->nsyms, c_identifier(E->a, hint));
 	s->bytes = bytes;
 	s->src_nbytes = nbytes;
-	/* the F(4, 3) filters: 6 floats for every 3 */
-	s->nbytes = layout == SYM_WINO1D ? nbytes * 2 : nbytes;
+	/* the F(4, 3) filters: 6 floats for every 3; the F(2x2, 3x3) ones: 16
+	 * for every 9 (M rounded up to 8) */
+	s->nbytes = layout == SYM_WINO1D ? nbytes * 2
+	            : layout == SYM_WINO2D
+	                ? (uint64_t)kiln_f32_conv2d_winograd_packed_floats(pack[0], pack[1]) * sizeof(float)
+	                : nbytes;
 	s->dtype = dtype;
 	s->hash = h;
 	s->source = arena_strdup(E->a, hint);
@@ -228,6 +232,12 @@ void emit_symbol_fill(const void *arg, void *dst)
 		kiln_conv2d_params p = {.in_channels = s->pack[0], .out_channels = s->pack[1],
 		                        .group = 1, .kernel_h = s->pack[2], .kernel_w = s->pack[3]};
 		kiln_f32_conv1d_wino_pack(&p, s->bytes, dst);
+		break;
+	}
+	case SYM_WINO2D: {
+		kiln_conv2d_params p = {.in_channels = s->pack[0], .out_channels = s->pack[1],
+		                        .group = 1, .kernel_h = s->pack[2], .kernel_w = s->pack[3]};
+		kiln_f32_conv2d_winograd_pack(&p, s->bytes, dst);
 		break;
 	}
 	case SYM_TRANSPOSE16: {

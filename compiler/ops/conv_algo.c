@@ -7,13 +7,18 @@
  * code cannot disagree, and the planner never calls the emitter.
  *
  * The Winograd thresholds were measured on ResNet-18 against the packed
- * direct path (docs/kernels.md, Winograd).
+ * direct path (docs/kernels.md, Winograd): by the shape alone, never the
+ * batch size or the ISA (issue 30, docs/reproducibility.md).
  */
 #include <string.h>
 
 #include "ops/ops.h"
 
-enum { WINOGRAD_MIN_TILES = 64, WINOGRAD_MIN_WIDTH = 13 };
+enum {
+	WINOGRAD_MIN_IMAGE_TILES = 49,   /* 2x2 output tiles an image */
+	WINOGRAD_MIN_WIDTH = 13,
+	WINOGRAD_BATCH_TILES = 64,       /* --winograd: 2x2 tiles of the whole batch */
+};
 
 /* The spatial geometry of a window op, as shape.c derived it (false: not 1-
  * to 3-D). */
@@ -102,20 +107,32 @@ bool conv2d_params(Infer *inf, const Shape *x, const Shape *y, const Shape *w,
 	return true;
 }
 
-/* A Conv the Winograd path takes and wins (measured on ResNet-18 against
- * the packed direct path, docs/kernels.md): enough 2x2 tiles per call that
- * the filters' transform, once per call, pays. Only when the model was
- * compiled with --winograd: its sums (in the transformed domain, AVX-512
- * only, chosen by the tiles of the whole batch) give other bits than the
- * direct path under another ISA or at another batch size, so the default
- * is the direct path's one order (issue 30, docs/reproducibility.md). */
+/* A Conv the Winograd F(2x2, 3x3) path takes (runtime/kernels/f32-winograd:
+ * 3x3, stride 1, undilated, ungrouped, at least 16 input and 16 output
+ * channels) and wins (measured on ResNet-18 against the packed direct path,
+ * docs/kernels.md): at least 49 2x2 output tiles an image and 13 output
+ * columns. Decided by the shape alone, never the batch size or the ISA: the
+ * kernel gives the same bits under every variant and at every batch size
+ * (issue 30), and the compiler stores its transformed filters (16 floats
+ * for every 9 of the weight) in the weights object in place of the weight.
+ * compile --winograd also takes the Convs whose whole batch has 64 tiles
+ * (the rule before issue 30): the choice then depends on the compiled batch
+ * size, so a sample's bits do too (docs/reproducibility.md). */
 bool winograd_wins(const Graph *g, const kiln_conv2d_params *p)
 {
-	if (!g->model || !g->model->winograd)
-		return false;
-	int64_t tiles = p->batch * ((p->out_h + 1) / 2) * ((p->out_w + 1) / 2);
-	return kiln_f32_conv2d_winograd_work(p) > 0 && tiles >= WINOGRAD_MIN_TILES &&
-	       p->out_w >= WINOGRAD_MIN_WIDTH;
+	if (winograd_by_shape(p))
+		return true;
+	int64_t image = ((p->out_h + 1) / 2) * ((p->out_w + 1) / 2);
+	return g->model && g->model->winograd && kiln_f32_conv2d_winograd_takes(p) &&
+	       p->out_w >= WINOGRAD_MIN_WIDTH && p->batch * image >= WINOGRAD_BATCH_TILES;
+}
+
+/* winograd_wins's default rule, by the shape alone (the batch size unused). */
+bool winograd_by_shape(const kiln_conv2d_params *p)
+{
+	int64_t image = ((p->out_h + 1) / 2) * ((p->out_w + 1) / 2);
+	return kiln_f32_conv2d_winograd_takes(p) && p->out_w >= WINOGRAD_MIN_WIDTH &&
+	       image >= WINOGRAD_MIN_IMAGE_TILES;
 }
 
 /* A Conv the 1-D Winograd F(4, 3) takes (runtime/kernels/f32-winograd1d):
@@ -152,7 +169,6 @@ int64_t conv_scratch_bytes(const Sig *s, int node, Arena *a)
 	/* a 1-D Conv (rank 3) has no packed path but this one */
 	if (s->shapes[xi].rank == 3 && !wino1d_wins(&p))
 		return 0;
-	/* the Winograd path's work also holds the packed path's (its AVX2 form) */
 	int64_t floats = wino1d_wins(&p)           ? kiln_f32_conv1d_wino_work(&p)
 	                 : winograd_wins(s->g, &p) ? kiln_f32_conv2d_winograd_work(&p)
 	                                           : kiln_f32_conv2d_packed_work(&p);

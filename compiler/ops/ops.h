@@ -176,8 +176,10 @@ bool window_geometry(Infer *x_, const Shape *x, const Shape *y, const Shape *w, 
 void column_as_row(WindowGeo *g);
 bool conv2d_params(Infer *inf, const Shape *x, const Shape *y, const Shape *w,
                    kiln_conv2d_params *p);          /* false: not 1-D or 2-D */
-/* Winograd over the packed path (only with compile --winograd) */
+/* Winograd F(2x2, 3x3) over the packed path: by the shape (winograd_by_shape),
+ * or with compile --winograd by the batch's tiles too */
 bool winograd_wins(const Graph *g, const kiln_conv2d_params *p);
+bool winograd_by_shape(const kiln_conv2d_params *p);
 bool wino1d_wins(const kiln_conv2d_params *p);
 int64_t conv_scratch_bytes(const Sig *s, int node, Arena *a);  /* node_scratch_bytes */
 /* ops/linalg.c: a float16 or bfloat16 Gemm/MatMul's float32 copies (emit/linalg.c), else 0 */

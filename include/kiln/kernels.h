@@ -891,17 +891,25 @@ KILN_API void kiln_f32_conv2d_pack(const kiln_conv2d_params *p, const float *W, 
 KILN_API void kiln_f32_conv2d_packed(const kiln_conv2d_params *p, const float *X,
                                      const float *Wp, const float *bias, float *Y,
                                      const kiln_epilogue *ep, float *work);
-/* The packed convolution (same packed W, same arguments) of a 3x3,
- * stride-1, undilated, ungrouped Conv of at least 16 input and 16 output
- * channels by Winograd's F(2x2, 3x3) (runtime/kernels/f32-winograd): the
- * filters transformed at run time into the work memory, a block of output
- * channels at a time, so W is still stored once. Work memory of
+/* A 3x3, stride-1, undilated, ungrouped Conv of at least 16 input and 16
+ * output channels by Winograd's F(2x2, 3x3) (runtime/kernels/f32-winograd):
+ * _takes says whether p is such a convolution (by its shape only). W is
+ * transformed at compile time by kiln_f32_conv2d_winograd_pack into
+ * kiln_f32_conv2d_winograd_packed_floats(C, M) floats (16 for every 9 of
+ * the weight, M rounded up to 8); work memory of
  * kiln_f32_conv2d_winograd_work(p) floats (8-byte aligned; planned arena
- * scratch), 0 when this path does not take p. Under the AVX2 variant this is
- * kiln_f32_conv2d_packed. */
+ * scratch), 0 when this path does not take p. Then per output element:
+ * + bias, + ep->residual (not aliasing Y), the activation (ep may be NULL).
+ * The same bits under every ISA variant and at every batch size
+ * (docs/reproducibility.md); other bits than the direct path's. */
+KILN_API int kiln_f32_conv2d_winograd_takes(const kiln_conv2d_params *p);
 KILN_API int64_t kiln_f32_conv2d_winograd_work(const kiln_conv2d_params *p);
+KILN_API int64_t kiln_f32_conv2d_winograd_packed_floats(int64_t in_channels,
+                                                        int64_t out_channels);
+KILN_API void kiln_f32_conv2d_winograd_pack(const kiln_conv2d_params *p, const float *W,
+                                            float *dst);
 KILN_API void kiln_f32_conv2d_winograd(const kiln_conv2d_params *p, const float *X,
-                                       const float *Wp, const float *bias, float *Y,
+                                       const float *U, const float *bias, float *Y,
                                        const kiln_epilogue *ep, float *work);
 /* A 1-D convolution of 3 taps (stride 1, no dilation or groups, pads of at
  * most 2, at least 16 input and 16 output channels and 8 outputs; as

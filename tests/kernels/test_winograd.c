@@ -1,22 +1,34 @@
 /*
  * test_winograd.c - kiln_f32_conv2d_winograd (runtime/kernels/f32-winograd)
  * against a double-precision direct convolution: 3x3, stride 1, on the
- * packed weights of kiln_f32_conv2d_pack; odd and even H and W (partial 2x2
+ * filters kiln_f32_conv2d_winograd_pack transformed (from a misaligned copy
+ * of W); odd and even H and W (partial 2x2
  * tiles), pads 0, 1 and uneven ones, 16 to 70 input and output channels (not
  * only multiples of 8 or 16), 1 to 3 images (tile blocks that span images
  * and tile rows), with and without bias, residual, ReLU, LeakyRelu, Clip and
  * Tanh; X and Y off their alignment and guarded. Tolerance 2e-6 of
  * sum |w| |x| (+ |b| + |r|): Winograd's transforms sum up to 16 products of
  * each input and filter value with coefficients 0, +-1, +-1/2 (measured
- * worst: see the line this test prints, and docs/kernels.md). The shapes
- * this path does not take (_work 0) are checked too.
+ * worst: see the line this test prints, and docs/kernels.md). Every image
+ * of a batch must equal, bit for bit, the same image convolved alone
+ * (batch 1). The shapes this path does not take (_takes 0, _work 0) are
+ * checked too.
+ *
+ * The same bits under every ISA variant (issue 30): without arguments the
+ * binary runs itself once per variant (KILN_ISA set, argument "child") and
+ * compares the FNV-1a hashes of every output byte the children print; a
+ * variant the CPU lacks falls back (runtime/kernels/isa.h) and gives the
+ * ref bits trivially.
  */
+#define _POSIX_C_SOURCE 200809L  /* popen */
+
 #include "harness.h"
 #include "kiln/kernels.h"
 #include "act_ref.h"
 
 static const double TOL = 2e-6;
 static double worst;
+static uint64_t hash = 1469598103934665603u;   /* FNV-1a of every output byte */
 
 typedef struct Case {
 	int64_t n, c, m, h, w, pt, pl, pb, pr;
@@ -39,20 +51,27 @@ static void run(const Case *k)
 	         (long long)k->n, (long long)k->c, (long long)k->m, (long long)k->h, (long long)k->w,
 	         (long long)k->pt, (long long)k->pl, (long long)k->pb, (long long)k->pr, k->bias,
 	         k->act, k->residual);
-	CHECK(work >= kiln_f32_conv2d_packed_work(&p) && work > 0, what);
+	CHECK(kiln_f32_conv2d_winograd_takes(&p) && work > 0, what);
 	if (work <= 0)
 		return;
-	Guarded gx, gy, gw;
+	Guarded gx, gy, gw, gw1;
 	float *X = guarded_alloc(&gx, (size_t)nx * sizeof(float), 4);
 	float *Y = guarded_alloc(&gy, (size_t)ny * sizeof(float), 8);
 	float *Wk = guarded_alloc(&gw, (size_t)work * sizeof(float), 8);
-	float *W = xmalloc((size_t)nw * sizeof(float)), *Wp = xmalloc((size_t)nw * sizeof(float));
+	kiln_conv2d_params p1 = p;
+	p1.batch = 1;
+	float *Wk1 = guarded_alloc(&gw1, (size_t)kiln_f32_conv2d_winograd_work(&p1) * sizeof(float), 8);
+	float *W = xmalloc((size_t)nw * sizeof(float));
+	char *Wmis = xmalloc((size_t)nw * sizeof(float) + 1);
+	float *Wp = xmalloc((size_t)kiln_f32_conv2d_winograd_packed_floats(k->c, k->m) * sizeof(float));
 	float *B = xmalloc((size_t)k->m * sizeof(float)), *R = xmalloc((size_t)ny * sizeof(float));
+	float *Y1 = xmalloc((size_t)(k->m * oh * ow) * sizeof(float));
 	fill_uniform(X, nx, -1.0f, 1.0f);
 	fill_uniform(W, nw, -1.0f, 1.0f);
 	fill_uniform(B, k->m, -1.0f, 1.0f);
 	fill_uniform(R, ny, -1.0f, 1.0f);
-	kiln_f32_conv2d_pack(&p, W, Wp);
+	memcpy(Wmis + 1, W, (size_t)nw * sizeof(float));
+	kiln_f32_conv2d_winograd_pack(&p, (const float *)(const void *)(Wmis + 1), Wp);
 	double *want = xmalloc((size_t)ny * sizeof(double)), *bound = xmalloc((size_t)ny * sizeof(double));
 	for (int64_t n = 0; n < k->n; n++)
 		for (int64_t o = 0; o < k->m; o++)
@@ -80,12 +99,26 @@ static void run(const Case *k)
 	kiln_f32_conv2d_winograd(&p, X, Wp, k->bias ? B : NULL, Y, with_ep ? &ep : NULL, Wk);
 	track_worst(Y, want, bound, ny, &worst);
 	CHECK_CLOSE(what, Y, want, bound, ny, TOL);
-	CHECK(guarded_intact(&gx) && guarded_intact(&gy) && guarded_intact(&gw), what);
-	guarded_free(&gx), guarded_free(&gy), guarded_free(&gw);
-	free(W), free(Wp), free(B), free(R), free(want), free(bound);
+	for (int64_t i = 0; i < ny * (int64_t)sizeof(float); i++)
+		hash = (hash ^ ((const unsigned char *)Y)[i]) * 1099511628211u;
+	/* each image alone gives the same bits as in the batch */
+	int same = 1;
+	int64_t per = k->m * oh * ow;
+	for (int64_t n = 0; n < k->n; n++) {
+		kiln_epilogue e1 = ep;
+		e1.residual = k->residual ? R + n * per : NULL;
+		kiln_f32_conv2d_winograd(&p1, X + n * k->c * k->h * k->w, Wp, k->bias ? B : NULL, Y1,
+		                         with_ep ? &e1 : NULL, Wk1);
+		same &= memcmp(Y1, Y + n * per, (size_t)per * sizeof(float)) == 0;
+	}
+	CHECK(same, what);
+	CHECK(guarded_intact(&gx) && guarded_intact(&gy) && guarded_intact(&gw) &&
+	      guarded_intact(&gw1), what);
+	guarded_free(&gx), guarded_free(&gy), guarded_free(&gw), guarded_free(&gw1);
+	free(W), free(Wmis), free(Wp), free(B), free(R), free(Y1), free(want), free(bound);
 }
 
-int main(void)
+static int child(void)
 {
 	static const int64_t maps[][2] = {{1, 1}, {2, 2}, {3, 5}, {7, 7}, {8, 8}, {14, 13}, {5, 40}};
 	static const int64_t chans[][2] = {{16, 16}, {17, 24}, {32, 70}, {64, 64}, {40, 33}};
@@ -118,6 +151,7 @@ int main(void)
 	for (size_t i = 0; i < sizeof more / sizeof more[0]; i++)
 		run(&more[i]);
 	printf("worst |error| / (sum |w| |x| + |b| + |r|): %.3g\n", worst);
+	printf("hash %016llx\n", (unsigned long long)hash);
 	/* not this path's: 1x1, 5x5, stride 2, dilation 2, groups, too few channels */
 	kiln_conv2d_params q = {.batch = 1, .in_channels = 32, .in_h = 8, .in_w = 8,
 	                        .out_channels = 32, .group = 1, .kernel_h = 3, .kernel_w = 3,
@@ -138,5 +172,34 @@ int main(void)
 	CHECK(kiln_f32_conv2d_winograd_work(&r) == 0, "groups not taken");
 	r = q, r.in_channels = 8;
 	CHECK(kiln_f32_conv2d_winograd_work(&r) == 0, "8 input channels not taken");
+	CHECK(!kiln_f32_conv2d_winograd_takes(&r), "8 input channels: _takes 0");
+	return harness_report();
+}
+
+int main(int argc, char **argv)
+{
+	if (argc > 1 && strcmp(argv[1], "child") == 0)
+		return child();
+	static const char *isas[] = {"ref", "avx2", "avx512"};
+	unsigned long long h[3] = {0};
+	for (int v = 0; v < 3; v++) {
+		char cmd[4096];
+		snprintf(cmd, sizeof cmd, "KILN_ISA=%s '%s' child", isas[v], argv[0]);
+		FILE *f = strchr(argv[0], '\'') ? NULL : popen(cmd, "r");
+		char line[256];
+		int got = 0;
+		while (f && fgets(line, sizeof line, f)) {
+			fputs(line, stdout);
+			if (sscanf(line, "hash %llx", &h[v]) == 1)
+				got = 1;
+		}
+		int rc = f ? pclose(f) : -1;
+		char what[64];
+		snprintf(what, sizeof what, "KILN_ISA=%s runs and passes", isas[v]);
+		CHECK(got && rc == 0, what);
+		printf("%s: %016llx\n", isas[v], h[v]);
+	}
+	CHECK(h[1] == h[0], "avx2 gives ref's bits");
+	CHECK(h[2] == h[0], "avx512 gives ref's bits");
 	return harness_report();
 }

@@ -19,7 +19,8 @@ script makes with python3-onnx, with numpy references:
   5. conv_bn_relu and mlp_bn_selu: one fused kernel call per layer;
      resnet: two ResNet basic blocks, one fused call per Conv (the residual
      Add and Relu in the second Conv's epilogue); resnet_winograd: the same
-     with 16 channels on 16x16 maps, every Conv a Winograd call; conv_fp16: Conv weights
+     with 16 channels on 16x16 maps, every Conv a Winograd call by default
+     and with --winograd, on 10x10 maps the direct path; conv_fp16: Conv weights
      stored as float16 (a float32 CNN with --weights-dtype fp16 at half the
      bytes against float16-rounded weights, a float16 CNN with keep).
   6. rss: peak RSS of `kiln compile` <= 1.5 x W + 64 MiB.
@@ -520,12 +521,14 @@ def resnet(kiln, root, name="resnet", c=8, hw=10, call="kiln_f32_conv2d_packed",
 
 
 def resnet_winograd(kiln, root):
-    """The same blocks with 16 channels on 16x16 maps (128 2x2 tiles a call),
-    compiled with --winograd: every Conv is a Winograd call (docs/kernels.md);
-    without the flag (the default, docs/reproducibility.md) the packed direct
-    path."""
-    resnet(kiln, root, "resnet_winograd", 16, 16, "kiln_f32_conv2d_winograd", ("--winograd",))
-    resnet(kiln, root, "resnet_direct16", 16, 16, "kiln_f32_conv2d_packed")
+    """The same blocks with 16 channels on 16x16 maps (64 2x2 tiles an
+    image): every Conv is a Winograd F(2x2, 3x3) call by default, chosen by
+    the shape (docs/kernels.md), and with --winograd too; on 10x10 maps (25
+    tiles an image, 10 columns) the packed direct path, with --winograd too
+    (the batch's 50 tiles are fewer than it counts)."""
+    resnet(kiln, root, "resnet_winograd", 16, 16, "kiln_f32_conv2d_winograd")
+    resnet(kiln, root, "resnet_winograd_flag", 16, 16, "kiln_f32_conv2d_winograd", ("--winograd",))
+    resnet(kiln, root, "resnet_direct16", 16, 10, "kiln_f32_conv2d_packed", ("--winograd",))
 
 
 def conv_fp16(kiln, root):

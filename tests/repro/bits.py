@@ -416,8 +416,8 @@ def conv_forms_model():
     (kernel 5, dilation 2, group 2), a depthwise 1-D Conv, a pointwise 1x1
     Conv1d of 16 -> 24 over a short signal [N, 16, 20] (the small pointwise
     path), and one over the long one; and a 3x3 of 16 channels over a
-    second input [N, 16, 14, 14] (49 2x2 tiles an image: Winograd at batch
-    16 and 64 on AVX-512 with --winograd, so the default must not take it).
+    second input [N, 16, 14, 14] (49 2x2 tiles an image: Winograd F(2x2,
+    3x3) by default, chosen by the shape; runtime/kernels/f32-winograd).
     Each output flattened, all concatenated (copies: no sum after them)."""
     r = np.random.default_rng(35)
     C = 16

@@ -11,11 +11,14 @@ qemu-aarch64, compared byte for byte.
      builds it); without them a `skipped:` note.
   2. a case folder (model.onnx and test_data_set_0, a static LayerNorm and
      MatMul model): its data is used; one run, `isa` lines only; exit 0.
-  3. a 3x3 convolution of 16 channels on 14 x 14 compiled with --winograd,
-     documented to differ (AVX-512 runs Winograd, ref and AVX2 the direct
-     path): exit 1, `isa ref=avx512 DIFFERS` naming output 0 and an element,
-     and `rows avx512 DIFFERS` (Winograd at batch 16, not alone). Needs
-     AVX-512; on another CPU the check is reported as not run.
+  3. a 3x3 convolution of 16 channels on 14 x 14 (49 2x2 tiles an image:
+     Winograd F(2x2, 3x3) by default, chosen by the shape): reproducible,
+     exit 0, `isa ref=X same` and `rows X same` for every ISA. The same
+     convolution on 6 x 14 (21 tiles an image: the direct path by default)
+     compiled with --winograd, documented to differ (Winograd at batch 16,
+     whose 336 tiles --winograd counts, the direct path at batch 1): exit 1,
+     `rows X DIFFERS` naming output 0 and a row, for every ISA, while
+     `isa ref=X same` (both paths give one result on every ISA).
   5. a model of large outputs (128 KB a sample): n = 2, 3, 5, 7, 57, 70 and
      the compiled sizes instead of every n (exit 0).
   4. bad use: --reproducible with compile, more than 16 sizes, a size over
@@ -85,13 +88,13 @@ def static_case(folder):
         f.write(numpy_helper.from_array(x, "x").SerializeToString())
 
 
-def winograd(path):
+def winograd(path, H=14):
     r = np.random.default_rng(3)
     C = 16
     inits = [numpy_helper.from_array(r.standard_normal((C, C, 3, 3)).astype(np.float32) / 12, "w")]
     n = [helper.make_node("Conv", ["x", "w"], ["y"], pads=[1, 1, 1, 1])]
-    g = helper.make_graph(n, "wino", [helper.make_tensor_value_info("x", TensorProto.FLOAT, ["N", C, 14, 14])],
-                          [helper.make_tensor_value_info("y", TensorProto.FLOAT, ["N", C, 14, 14])], inits)
+    g = helper.make_graph(n, "wino", [helper.make_tensor_value_info("x", TensorProto.FLOAT, ["N", C, H, 14])],
+                          [helper.make_tensor_value_info("y", TensorProto.FLOAT, ["N", C, H, 14])], inits)
     onnx.save(helper.make_model(g, opset_imports=[helper.make_opsetid("", 17)]), path)
 
 
@@ -150,20 +153,30 @@ def main():
     check(re.search(r"^  aarch64\s+skipped: KILN_AARCH64_RUNTIME_LIB", r.stdout, re.M) is not None,
           "case folder: aarch64 skipped, naming KILN_AARCH64_RUNTIME_LIB")
 
-    # 3. built to differ: Winograd on AVX-512 only
+    # 3. Winograd by default: the same bits everywhere; with --winograd on a
+    # small map, chosen by the batch's tiles: rows differ, ISAs agree
     p = os.path.join(OUT, "wino.onnx")
     winograd(p)
+    r = verify(p, "--batch", "1,16", env={"KILN_AARCH64_RUNTIME_LIB": os.path.join(OUT, "none")})
+    check(r.returncode == 0, "winograd 14 x 14: exit 0 (got %d)" % r.returncode)
+    check("REPRODUCIBLE %s" % p in r.stdout, "winograd 14 x 14: the verdict")
+    for i in isas[1:]:
+        check(re.search(r"^  isa ref=%s\s+same" % i, r.stdout, re.M) is not None,
+              "winograd 14 x 14: isa ref=%s same" % i)
+    for i in isas:
+        check(re.search(r"^  rows %s\s+same" % i, r.stdout, re.M) is not None,
+              "winograd 14 x 14: rows %s same" % i)
+    p = os.path.join(OUT, "wino_flat.onnx")
+    winograd(p, H=6)
     r = verify(p, "--winograd", "--batch", "1,16", env={"KILN_AARCH64_RUNTIME_LIB": os.path.join(OUT, "none")})
-    if "avx512" in isas:
-        check(r.returncode == 1, "winograd: exit 1 (got %d)" % r.returncode)
-        check(re.search(r"^  isa ref=avx512\s+DIFFERS [0-9a-f]{16} [0-9a-f]{16}\n    output 0 \"y\", "
-                        r".*element \d+: \S+ under ref, \S+ under avx512", r.stdout, re.M) is not None,
-              "winograd: isa ref=avx512 DIFFERS, naming the output and element")
-        check(re.search(r"^  rows avx512\s+DIFFERS\n    output 0 \"y\", row \d+ of the batch of n = \d+",
-                        r.stdout, re.M) is not None, "winograd: rows avx512 DIFFERS")
-        check("NOT REPRODUCIBLE %s" % p in r.stdout, "winograd: the verdict")
-    else:
-        print("not run: the Winograd difference needs AVX-512 (this CPU: %s)" % isas[-1])
+    check(r.returncode == 1, "winograd --winograd 6 x 14: exit 1 (got %d)" % r.returncode)
+    for i in isas[1:]:
+        check(re.search(r"^  isa ref=%s\s+same" % i, r.stdout, re.M) is not None,
+              "winograd --winograd 6 x 14: isa ref=%s same" % i)
+    for i in isas:
+        check(re.search(r"^  rows %s\s+DIFFERS\n    output 0 \"y\", row \d+ of the batch of n = \d+" % i,
+                        r.stdout, re.M) is not None, "winograd --winograd 6 x 14: rows %s DIFFERS" % i)
+    check("NOT REPRODUCIBLE %s" % p in r.stdout, "winograd --winograd 6 x 14: the verdict")
 
     # 5. large outputs (128 KB a sample): the compiled sizes and a few stitched n
     p = os.path.join(OUT, "wide.onnx")

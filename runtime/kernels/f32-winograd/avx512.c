@@ -2,7 +2,10 @@
  * f32-winograd/avx512.c - the Winograd products M[e] = U[e] V[e]
  * (winograd.h) in AVX-512: tiles of 8 output channels by 48 tiles in 24 zmm
  * accumulators; per input channel three loads of V and eight broadcasts of
- * U, which streams in the order it is stored.
+ * U, which streams in the order it is stored. Each sum is one FMA chain over
+ * c from 0, as the ref variant's fmaf: the same bits. The input and output
+ * transforms are the ref variant's operations in the same order, 16 tiles a
+ * vector (lanes never mix): the same bits too.
  */
 #include <immintrin.h>
 
@@ -50,59 +53,6 @@ void kiln_wino_gemm_avx512(const float *U, const float *V, float *M, int64_t C, 
 			tile(U + q * WINO_MR * C, V + 16 * v, M + q * WINO_MR * ts + 16 * v, C, ts, 2);
 		else if (nv - v == 1)
 			tile(U + q * WINO_MR * C, V + 16 * v, M + q * WINO_MR * ts + 16 * v, C, ts, 1);
-	}
-}
-
-/* G f G^T for eight output channels at once (one ymm a filter tap): per
- * packed block of 32 output channels, input channel by input channel, so
- * the weights stream once in the order they are stored (fetched ahead). */
-void kiln_wino_filters_avx512(const WGeo *g, const float *Wp, int64_t o0, float *U)
-{
-	const int64_t C = g->C, K = 9 * C, cb = g->cb, es = cb * C;
-	const __m256 half = _mm256_set1_ps(0.5f);
-	for (int64_t q = 0; q < cb / WINO_MR; q++)   /* the groups past M: zeros */
-		if (o0 + q * WINO_MR >= g->M)
-			for (int e = 0; e < 16; e++)
-				for (int64_t c = 0; c < C; c++)
-					_mm256_storeu_ps(U + e * es + (q * C + c) * WINO_MR, _mm256_setzero_ps());
-	for (int64_t mb = o0; mb < o0 + cb && mb < g->M; mb += WINO_CONV_BLOCK) {
-		int64_t bw = g->M - mb < WINO_CONV_BLOCK ? g->M - mb : WINO_CONV_BLOCK;
-		int64_t nq = (bw + WINO_MR - 1) / WINO_MR;
-		if (nq > (o0 + cb - mb) / WINO_MR)
-			nq = (o0 + cb - mb) / WINO_MR;
-		const float *w = Wp + mb * K;
-		for (int64_t c = 0; c < C; c++) {
-			const float *wc = w + c * 9 * bw;
-			if (c + 8 < C)
-				for (int64_t l = 0; l < 9 * bw; l += 16)
-					_mm_prefetch((const char *)(wc + 8 * 9 * bw + l), _MM_HINT_T0);
-			for (int64_t q = 0; q < nq; q++) {
-				int64_t i = q * WINO_MR, nl = bw - i < WINO_MR ? bw - i : WINO_MR;
-				__mmask8 lanes = (__mmask8)((1u << nl) - 1);
-				float *u = U + ((mb - o0) / WINO_MR + q) * WINO_MR * C + c * WINO_MR;
-				__m256 f[9], t[4][3];
-				#pragma GCC unroll 9
-				for (int k = 0; k < 9; k++)
-					f[k] = _mm256_maskz_loadu_ps(lanes, wc + k * bw + i);
-				#pragma GCC unroll 3
-				for (int j = 0; j < 3; j++) {
-					__m256 s = _mm256_add_ps(f[j], f[6 + j]);
-					t[0][j] = f[j];
-					t[1][j] = _mm256_mul_ps(half, _mm256_add_ps(s, f[3 + j]));
-					t[2][j] = _mm256_mul_ps(half, _mm256_sub_ps(s, f[3 + j]));
-					t[3][j] = f[6 + j];
-				}
-				#pragma GCC unroll 4
-				for (int r = 0; r < 4; r++) {
-					__m256 s = _mm256_add_ps(t[r][0], t[r][2]);
-					float *d = u + 4 * r * es;
-					_mm256_storeu_ps(d, t[r][0]);
-					_mm256_storeu_ps(d + es, _mm256_mul_ps(half, _mm256_add_ps(s, t[r][1])));
-					_mm256_storeu_ps(d + 2 * es, _mm256_mul_ps(half, _mm256_sub_ps(s, t[r][1])));
-					_mm256_storeu_ps(d + 3 * es, t[r][2]);
-				}
-			}
-		}
 	}
 }
 

@@ -12,19 +12,25 @@
  * the sums. The sum over c is 16 matrix products, one per element e of the
  * 4x4 tile: M[e] = U[e] (output channels x C) V[e] (C x tiles).
  *
- * The weights are the packed convolution's (kiln_f32_conv2d_pack, stored
- * once): the filters are transformed at run time, a block of cb output
- * channels at a time, into the work memory, and the block serves every tile
- * of the call. Loop order: a block of ts tiles (of every image) is
- * transformed (V), then for each block of output channels its filters (U),
- * the 16 products (M, the variant's register-blocked kernel) and the output
- * transform with the bias, residual and activation, stored to Y.
+ * One result on every CPU and at every batch size (issue 30,
+ * docs/reproducibility.md): the compiler chooses this path from the Conv's
+ * shape alone (compiler/ops/conv_algo.c, winograd_wins); the filters are
+ * transformed at compile time (kiln_f32_conv2d_winograd_pack: G g G^T in
+ * double, rounded once) into the weights object; the input and output
+ * transforms are fixed sequences of float additions and subtractions (ref
+ * and AVX2 run the portable loops below, AVX-512 the same operations in its
+ * vectors, lanes being tiles); and each product M[e][o][t] is one FMA chain
+ * over c from 0 in every variant (ref: fmaf, AVX2 and AVX-512: their FMA
+ * instructions on lanes of tiles). A tile never straddles two images and its
+ * sums do not depend on the block it shares with other tiles, so an image's
+ * outputs are the same bits whatever the batch it runs in.
  *
- * Only the AVX-512 variant has a kernel fast enough to win: under AVX2 the
- * call is the packed direct convolution (same work memory); ref runs the
- * Winograd path with portable loops (the reference the tests hold the
- * AVX-512 variant to). The result depends only on the inputs and the variant.
+ * Loop order: a block of ts tiles (of every image) is transformed (V), then
+ * for every 64 output channels the 16 products (M, the variant's
+ * register-blocked kernel) and the output transform with the bias,
+ * residual and activation, stored to Y.
  */
+#include <math.h>
 #include <string.h>
 
 #include "../f32-epilogue/epilogue.h"
@@ -32,11 +38,8 @@
 #include "winograd.h"
 
 enum {
-	CONV_BLOCK = WINO_CONV_BLOCK,
-	U_FLOATS = 512 * 1024,    /* a block of filters: 2 MiB */
 	V_FLOATS = 512 * 1024,    /* a block of input tiles: 2 MiB */
 	MS_MAX = 64,              /* output channels per block of products */
-	TS_INNER = 96,            /* tiles per block, blocks of tiles inside */
 	MIN_CHANNELS = 16,
 };
 
@@ -45,41 +48,35 @@ static int64_t up(int64_t x, int64_t m)
 	return (x + m - 1) / m * m;
 }
 
+static int takes(const kiln_conv2d_params *p)
+{
+	return p->group == 1 && p->kernel_h == 3 && p->kernel_w == 3 && p->stride_h == 1 &&
+	       p->stride_w == 1 && p->dilation_h == 1 && p->dilation_w == 1 &&
+	       p->in_channels >= MIN_CHANNELS && p->out_channels >= MIN_CHANNELS &&
+	       p->in_channels <= (1 << 20) && p->out_channels <= (1 << 20) && p->out_h >= 1 &&
+	       p->out_w >= 1 && p->in_h >= 1 && p->in_w >= 1 && p->pad_top >= 0 &&
+	       p->pad_left >= 0 && p->pad_bottom >= 0 && p->pad_right >= 0 &&
+	       p->out_h == p->in_h + p->pad_top + p->pad_bottom - 2 &&
+	       p->out_w == p->in_w + p->pad_left + p->pad_right - 2;
+}
+
 static int wgeo(const kiln_conv2d_params *p, WGeo *g)
 {
-	if (p->group != 1 || p->kernel_h != 3 || p->kernel_w != 3 || p->stride_h != 1 ||
-	    p->stride_w != 1 || p->dilation_h != 1 || p->dilation_w != 1 || p->batch < 1 ||
-	    p->in_channels < MIN_CHANNELS || p->out_channels < MIN_CHANNELS || p->out_h < 1 ||
-	    p->out_w < 1 || p->in_h < 1 || p->in_w < 1 || p->in_channels > (1 << 20))
+	if (!takes(p) || p->batch < 1)
 		return 0;
 	g->C = p->in_channels, g->M = p->out_channels;
+	g->es = up(g->M, WINO_MR) * g->C;
 	g->TH = (p->out_h + 1) / 2, g->TW = (p->out_w + 1) / 2;
 	g->tiles = p->batch * g->TH * g->TW;
-	/* blocks of at most 2 MiB of filters (cb output channels) and of input
-	 * tiles (ts); the products ms output channels at a time */
-	/* (whole packed blocks of 32, so a filter block starts at one) */
-	g->cb = U_FLOATS / (16 * g->C) / WINO_CONV_BLOCK * WINO_CONV_BLOCK;
-	if (g->cb < WINO_CONV_BLOCK)
-		g->cb = WINO_CONV_BLOCK;
-	if (g->cb > up(g->M, WINO_MR))
-		g->cb = up(g->M, WINO_MR);
-	g->ms = g->cb < MS_MAX ? g->cb : MS_MAX;
+	g->ms = up(g->M, WINO_MR) < MS_MAX ? up(g->M, WINO_MR) : MS_MAX;
+	/* blocks of at most 2 MiB of input tiles (ts), whatever the batch: the
+	 * sums do not depend on the blocks */
 	g->ts = V_FLOATS / (16 * g->C) / 16 * 16;
 	if (g->ts < 16)
 		g->ts = 16;
 	if (g->ts > up(g->tiles, 16))
 		g->ts = up(g->tiles, 16);
-	/* the loop order transforming fewer filters and tiles (in channel
-	 * units): blocks of tiles outside (each block transforms every filter)
-	 * or blocks of output channels outside (each transforms every tile) */
-	int64_t tb = (g->tiles + g->ts - 1) / g->ts, ob = (g->M + g->cb - 1) / g->cb;
-	g->co_outer = g->M + g->tiles * ob <= g->M * tb + g->tiles;
-	/* with output channels outside, smaller blocks of tiles transform no
-	 * more, and keep V and M in L2 */
-	if (g->co_outer && g->ts > TS_INNER)
-		g->ts = TS_INNER;
-	g->u = 0;
-	g->v = g->u + 16 * g->cb * g->C;
+	g->v = 0;
 	g->m = g->v + 16 * g->C * g->ts;
 	g->row = g->m + 16 * g->ms * g->ts;
 	/* eight rows of the widest tile run (input rows, their even and odd
@@ -88,13 +85,56 @@ static int wgeo(const kiln_conv2d_params *p, WGeo *g)
 	return 1;
 }
 
+int kiln_f32_conv2d_winograd_takes(const kiln_conv2d_params *p)
+{
+	return takes(p);
+}
+
 int64_t kiln_f32_conv2d_winograd_work(const kiln_conv2d_params *p)
 {
 	WGeo g;
-	if (!wgeo(p, &g))
-		return 0;
-	int64_t direct = kiln_f32_conv2d_packed_work(p);
-	return direct > g.floats ? direct : g.floats;
+	return wgeo(p, &g) ? g.floats : 0;
+}
+
+int64_t kiln_f32_conv2d_winograd_packed_floats(int64_t in_channels, int64_t out_channels)
+{
+	return 16 * up(out_channels, WINO_MR) * in_channels;
+}
+
+/* U[e][q][c][i] = (G g G^T)[e] of output channel 8 q + i's filter of input
+ * channel c (zeros past M), with G = [1 0 0; 1/2 1/2 1/2; 1/2 -1/2 1/2;
+ * 0 0 1]: computed in double and rounded once. */
+void kiln_f32_conv2d_winograd_pack(const kiln_conv2d_params *p, const float *W, float *dst)
+{
+	const int64_t C = p->in_channels, M = p->out_channels, Mp = up(M, WINO_MR);
+	for (int64_t o = 0; o < Mp; o++)
+		for (int64_t c = 0; c < C; c++) {
+			double f[9] = {0}, t[4][3], u[16];
+			if (o < M) {
+				float w[9];
+				/* memcpy: at compile time W is where the model file has it */
+				memcpy(w, &W[(o * C + c) * 9], sizeof w);
+				for (int k = 0; k < 9; k++)
+					f[k] = w[k];
+			}
+			for (int j = 0; j < 3; j++) {   /* G f: the rows */
+				t[0][j] = f[j];
+				t[1][j] = 0.5 * (f[j] + f[3 + j] + f[6 + j]);
+				t[2][j] = 0.5 * (f[j] - f[3 + j] + f[6 + j]);
+				t[3][j] = f[6 + j];
+			}
+			for (int r = 0; r < 4; r++) {   /* (G f) G^T: the columns */
+				u[4 * r] = t[r][0];
+				u[4 * r + 1] = 0.5 * (t[r][0] + t[r][1] + t[r][2]);
+				u[4 * r + 2] = 0.5 * (t[r][0] - t[r][1] + t[r][2]);
+				u[4 * r + 3] = t[r][2];
+			}
+			for (int e = 0; e < 16; e++) {
+				float v = (float)u[e];
+				memcpy(&dst[e * Mp * C + (o / WINO_MR * C + c) * WINO_MR + o % WINO_MR], &v,
+				       sizeof v);
+			}
+		}
 }
 
 void kiln_wino_gemm_ref(const float *U, const float *V, float *M, int64_t C, int64_t ts,
@@ -110,44 +150,7 @@ void kiln_wino_gemm_ref(const float *U, const float *V, float *M, int64_t C, int
 			float w = u[c * WINO_MR];
 			const float *v = V + c * ts;
 			for (int64_t t = 0; t < n; t++)
-				m[t] += w * v[t];
-		}
-	}
-}
-
-/* The filters of output channels [o0, o0 + cb) (zeros past M) into U. */
-static void filters(const WGeo *g, const float *Wp, int64_t o0, float *U)
-{
-	const int64_t C = g->C, K = 9 * C, cb = g->cb;
-	for (int64_t i = 0; i < cb; i++) {
-		int64_t o = o0 + i;
-		float *u0 = U + i / WINO_MR * WINO_MR * C + i % WINO_MR;
-		if (o >= g->M) {
-			for (int64_t c = 0; c < C; c++)
-				for (int e = 0; e < 16; e++)
-					u0[e * cb * C + c * WINO_MR] = 0.0f;
-			continue;
-		}
-		int64_t mb = o / CONV_BLOCK * CONV_BLOCK;
-		int64_t bw = g->M - mb < CONV_BLOCK ? g->M - mb : CONV_BLOCK;
-		const float *w = Wp + mb * K + (o - mb);
-		for (int64_t c = 0; c < C; c++) {
-			float f[9], t[4][3];
-			for (int k = 0; k < 9; k++)
-				f[k] = w[(c * 9 + k) * bw];
-			for (int j = 0; j < 3; j++) {   /* G f: the rows */
-				t[0][j] = f[j];
-				t[1][j] = 0.5f * (f[j] + f[3 + j] + f[6 + j]);
-				t[2][j] = 0.5f * (f[j] - f[3 + j] + f[6 + j]);
-				t[3][j] = f[6 + j];
-			}
-			for (int r = 0; r < 4; r++) {   /* (G f) G^T: the columns */
-				float *u = u0 + 4 * r * cb * C + c * WINO_MR;
-				u[0] = t[r][0];
-				u[cb * C] = 0.5f * (t[r][0] + t[r][1] + t[r][2]);
-				u[2 * cb * C] = 0.5f * (t[r][0] - t[r][1] + t[r][2]);
-				u[3 * cb * C] = t[r][2];
-			}
+				m[t] = fmaf(w, v[t], m[t]);
 		}
 	}
 }
@@ -236,8 +239,9 @@ static void outputs(const kiln_conv2d_params *p, const WGeo *g, const float *Mb,
 				case KILN_ACT_LEAKY_RELU:
 					v = v < 0.0f ? v * lo : v;
 					break;
-				case KILN_ACT_CLIP:
-					v = v < lo ? lo : v > hi ? hi : v;
+				case KILN_ACT_CLIP:   /* AVX-512's order: lo, then hi */
+					v = v < lo ? lo : v;
+					v = v > hi ? hi : v;
 					break;
 				default:
 					break;
@@ -268,66 +272,46 @@ static void block_inputs(const kiln_conv2d_params *p, const WGeo *g, const float
 			memset(V + e * g->ts + nt, 0, (size_t)(16 * nv - nt) * sizeof(float));
 }
 
-/* Output channels [o0, o0 + on) (their filters in U) of the tiles
- * [t0, t0 + nt) (in V): ms channels at a time, the 16 products into M, then
- * the output transform. */
-static void block_products(const kiln_conv2d_params *p, const WGeo *g, int64_t o0, int64_t on,
-                           int64_t t0, int64_t nt, const float *U, const float *V, float *Mb,
-                           wino_gemm_fn gemm, wino_outputs_fn out, const float *bias, float *Y,
+/* Every output channel of the tiles [t0, t0 + nt) (in V): ms channels at a
+ * time, the 16 products into M, then the output transform. */
+static void block_products(const kiln_conv2d_params *p, const WGeo *g, int64_t t0, int64_t nt,
+                           const float *U, const float *V, float *Mb, wino_gemm_fn gemm,
+                           wino_outputs_fn out, const float *bias, float *Y,
                            const kiln_epilogue *ep, float *row)
 {
 	const int64_t C = g->C, ts = g->ts, per = g->TH * g->TW, nv = (nt + 15) / 16;
-	for (int64_t s0 = 0; s0 < on; s0 += g->ms) {
-		int64_t sn = on - s0 < g->ms ? on - s0 : g->ms, groups = (sn + WINO_MR - 1) / WINO_MR;
+	for (int64_t s0 = 0; s0 < g->M; s0 += g->ms) {
+		int64_t sn = g->M - s0 < g->ms ? g->M - s0 : g->ms, groups = (sn + WINO_MR - 1) / WINO_MR;
 		for (int e = 0; e < 16; e++)
-			gemm(U + (e * g->cb + s0) * C, V + e * C * ts, Mb + e * g->ms * ts, C, ts, nv, groups);
+			gemm(U + e * g->es + s0 * C, V + e * C * ts, Mb + e * g->ms * ts, C, ts, nv, groups);
 		for (int64_t t = t0; t < t0 + nt;) {
 			int64_t tx = t % g->TW, n = g->TW - tx < t0 + nt - t ? g->TW - tx : t0 + nt - t;
 			WRun r = {t / per, t % per / g->TW, tx, n, t - t0};
-			out(p, g, Mb, o0 + s0, sn, &r, bias, Y, ep, row);
+			out(p, g, Mb, s0, sn, &r, bias, Y, ep, row);
 			t += n;
 		}
 	}
 }
 
-void kiln_f32_conv2d_winograd(const kiln_conv2d_params *p, const float *X, const float *Wp,
+void kiln_f32_conv2d_winograd(const kiln_conv2d_params *p, const float *X, const float *U,
                               const float *bias, float *Y, const kiln_epilogue *ep, float *work)
 {
 	WGeo g;
 	if (!wgeo(p, &g))
 		return;
 	wino_gemm_fn gemm = kiln_wino_gemm_ref;
-	wino_filters_fn filt = filters;
 	wino_inputs_fn in = inputs;
 	wino_outputs_fn out = outputs;
 #ifdef KILN_HAVE_X86_VARIANTS
 	if (kiln_isa() == KILN_ISA_AVX512)
-		gemm = kiln_wino_gemm_avx512, filt = kiln_wino_filters_avx512,
-		in = kiln_wino_inputs_avx512, out = kiln_wino_outputs_avx512;
-	else if (kiln_isa() == KILN_ISA_AVX2) {
-		kiln_f32_conv2d_packed(p, X, Wp, bias, Y, ep, work);
-		return;
-	}
+		gemm = kiln_wino_gemm_avx512, in = kiln_wino_inputs_avx512, out = kiln_wino_outputs_avx512;
+	else if (kiln_isa() == KILN_ISA_AVX2)
+		gemm = kiln_wino_gemm_avx2;
 #endif
-	float *U = work + g.u, *V = work + g.v, *Mb = work + g.m, *row = work + g.row;
-	if (g.co_outer)
-		for (int64_t o0 = 0; o0 < g.M; o0 += g.cb) {
-			int64_t on = g.M - o0 < g.cb ? g.M - o0 : g.cb;
-			filt(&g, Wp, o0, U);
-			for (int64_t t0 = 0; t0 < g.tiles; t0 += g.ts) {
-				int64_t nt = g.tiles - t0 < g.ts ? g.tiles - t0 : g.ts;
-				block_inputs(p, &g, X, t0, nt, in, V, row);
-				block_products(p, &g, o0, on, t0, nt, U, V, Mb, gemm, out, bias, Y, ep, row);
-			}
-		}
-	else
-		for (int64_t t0 = 0; t0 < g.tiles; t0 += g.ts) {
-			int64_t nt = g.tiles - t0 < g.ts ? g.tiles - t0 : g.ts;
-			block_inputs(p, &g, X, t0, nt, in, V, row);
-			for (int64_t o0 = 0; o0 < g.M; o0 += g.cb) {
-				int64_t on = g.M - o0 < g.cb ? g.M - o0 : g.cb;
-				filt(&g, Wp, o0, U);
-				block_products(p, &g, o0, on, t0, nt, U, V, Mb, gemm, out, bias, Y, ep, row);
-			}
-		}
+	float *V = work + g.v, *Mb = work + g.m, *row = work + g.row;
+	for (int64_t t0 = 0; t0 < g.tiles; t0 += g.ts) {
+		int64_t nt = g.tiles - t0 < g.ts ? g.tiles - t0 : g.ts;
+		block_inputs(p, &g, X, t0, nt, in, V, row);
+		block_products(p, &g, t0, nt, U, V, Mb, gemm, out, bias, Y, ep, row);
+	}
 }
