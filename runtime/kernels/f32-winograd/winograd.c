@@ -38,7 +38,7 @@
 #include "winograd.h"
 
 enum {
-	V_FLOATS = 512 * 1024,    /* a block of input tiles: 2 MiB */
+	V_FLOATS = 128 * 1024,    /* a block of input tiles: 512 KiB */
 	MS_MAX = 64,              /* output channels per block of products */
 	MIN_CHANNELS = 16,
 };
