@@ -33,6 +33,7 @@ typedef enum PassId {
 	PASS_FOLD,     /* fold.c: constant subgraphs whose inputs die with them */
 	PASS_QDQ,      /* qdq.c: DQ -> Conv/MatMul/Gemm -> Q as exact integer products */
 	PASS_LASTPOS,  /* lastpos.c: a pick of one position moves up through row-wise ops */
+	PASS_ONEHOT,   /* onehot.c: MatMul by a constant one-1-per-column matrix -> Gather */
 	PASS_MLPCONV,  /* mlpconv.c: Linear layers on a transposed [N, C, R] -> 1x1 Convs */
 	PASS_ATTENTION, /* attention.c: MatMul, scale, mask, Softmax, MatMul -> one kernel */
 	PASS_FUSE,     /* fuse.c: BatchNorm into Conv/Gemm, MatMul+Add -> Gemm, epilogues */

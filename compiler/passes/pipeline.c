@@ -6,8 +6,8 @@
  * its own protected call: a graph kiln cannot infer yet simply gets only the
  * shape-free rewrites), then runs
  *
- *     noop -> dedup -> cse -> einsum -> fold -> qdq -> lastpos -> mlpconv -> attention ->
- *     fuse -> addnorm -> edgeconv -> dce -> ewchain
+ *     noop -> dedup -> cse -> einsum -> fold -> qdq -> lastpos -> onehot -> mlpconv ->
+ *     attention -> fuse -> addnorm -> edgeconv -> dce -> ewchain
  *
  * committing after each pass. No-ops go first so that a constant reached
  * through Identity/Reshape-to-same-shape is seen as shared before folding
@@ -30,7 +30,7 @@
 static const char *const names[PASS_COUNT] = {
 	[PASS_NOOP] = "noop", [PASS_DEDUP] = "dedup", [PASS_CSE] = "cse",
 	[PASS_EINSUM] = "einsum", [PASS_FOLD] = "fold", [PASS_QDQ] = "qdq", [PASS_LASTPOS] = "lastpos",
-	[PASS_MLPCONV] = "mlpconv",
+	[PASS_ONEHOT] = "onehot", [PASS_MLPCONV] = "mlpconv",
 	[PASS_ATTENTION] = "attention", [PASS_FUSE] = "fuse",
 	[PASS_ADDNORM] = "addnorm", [PASS_EDGECONV] = "edgeconv", [PASS_DCE] = "dce",
 	[PASS_EWCHAIN] = "ewchain", [PASS_F16] = "f16",
@@ -39,7 +39,7 @@ static const char *const names[PASS_COUNT] = {
 static int (*const run_pass[PASS_COUNT])(PassCtx *) = {
 	[PASS_NOOP] = pass_noop, [PASS_DEDUP] = pass_dedup, [PASS_CSE] = pass_cse,
 	[PASS_EINSUM] = pass_einsum, [PASS_FOLD] = pass_fold, [PASS_QDQ] = pass_qdq,
-	[PASS_LASTPOS] = pass_lastpos, [PASS_MLPCONV] = pass_mlpconv,
+	[PASS_LASTPOS] = pass_lastpos, [PASS_ONEHOT] = pass_onehot, [PASS_MLPCONV] = pass_mlpconv,
 	[PASS_ATTENTION] = pass_attention, [PASS_FUSE] = pass_fuse,
 	[PASS_ADDNORM] = pass_addnorm, [PASS_EDGECONV] = pass_edgeconv, [PASS_DCE] = pass_dce,
 	[PASS_EWCHAIN] = pass_ewchain, [PASS_F16] = pass_f16,
@@ -215,7 +215,8 @@ void passes_run_binds(Model *m, const PassOptions *o, const int64_t *batches, in
 	PassCtx c = {.m = m, .g = g, .a = m->arena, .d = m->diag, .o = o};
 	rw_init(&c);
 	static const PassId order[] = {PASS_NOOP, PASS_DEDUP, PASS_CSE, PASS_EINSUM,
-	                               PASS_FOLD, PASS_QDQ, PASS_LASTPOS, PASS_MLPCONV, PASS_ATTENTION, PASS_FUSE,
+	                               PASS_FOLD, PASS_QDQ, PASS_LASTPOS, PASS_ONEHOT, PASS_MLPCONV, PASS_ATTENTION,
+	                               PASS_FUSE,
 	                               PASS_ADDNORM, PASS_EDGECONV,
 	                               PASS_DCE, PASS_EWCHAIN};
 	for (int iter = 0; iter < 16; iter++) {

@@ -114,6 +114,7 @@ int pass_einsum(PassCtx *c);
 int pass_fold(PassCtx *c);
 int pass_qdq(PassCtx *c);
 int pass_lastpos(PassCtx *c);
+int pass_onehot(PassCtx *c);
 int pass_mlpconv(PassCtx *c);
 int pass_attention(PassCtx *c);
 int pass_fuse(PassCtx *c);

@@ -6,10 +6,14 @@
  * contiguous block of inner elements, so the copy is one memcpy per (outer,
  * index) pair. Indices come from the model's data, not from the compiler, so
  * they are untrusted: all of them are checked before the first byte is
- * written, and a bad one leaves the output untouched.
+ * written, and a bad one leaves the output untouched. Single 4-byte elements
+ * picked along a last axis of at most 32 (a MatMul by a selection matrix,
+ * passes/onehot.c) are permutes of one row in registers (gather/avx512.c).
  */
 #include <string.h>
 
+#include "gather/gather.h"
+#include "isa.h"
 #include "kiln/kernels.h"
 
 /* indices[i], widened; exactly one of the two arrays is non-NULL. */
@@ -32,6 +36,12 @@ static enum kiln_status gather(const void *data, const int64_t *idx64, const int
 	const size_t block_bytes = (size_t)inner * elem_bytes;
 	const char *src = data;
 	char *dst = out;
+#ifdef KILN_HAVE_X86_VARIANTS
+	if (block_bytes == 4 && idx64 && axis_len <= 32 && kiln_isa() >= KILN_ISA_AVX512) {
+		kiln_gather32_row_avx512(data, idx64, out, outer, axis_len, nindices);
+		return KILN_OK;
+	}
+#endif
 	for (int64_t o = 0; o < outer; o++)
 		for (int64_t i = 0; i < nindices; i++) {
 			int64_t idx = index_at(idx64, idx32, i);

@@ -1,0 +1,92 @@
+/*
+ * passes/onehot.c - a MatMul by a constant selection matrix is a Gather.
+ *
+ * Graph networks (interaction networks, JEDI-net) send object features to
+ * edges with receiver/sender matrices: x [.., K] @ R [K, M], R a constant of
+ * zeros with exactly one 1 in every column. Output column m is then x's
+ * column src[m] (the row of that 1): the GEMM spends K multiply-adds per
+ * element on a copy. The MatMul becomes Gather(x, src, axis = -1).
+ *
+ * Result bits: every output of the MatMul is one product x * 1 = x plus
+ * products by zero, so for finite x it equals x bit for bit under any
+ * summation order (as the noop pass's Add-of-zero, a -0.0 input may read
+ * as +0.0 through the MatMul and stays -0.0 through the Gather). Where a row
+ * of x holds an infinity or NaN, the MatMul spreads NaN over that whole
+ * output row (inf * 0) and the Gather copies only the selected values.
+ *
+ * The pattern, checked on the constant's values: MatMul(X, R), X float32 of
+ * rank >= 2 in every signature, R a float32 constant [K, M] whose elements
+ * are all 0 or 1 with exactly one 1 per column. Only the last axis of X is
+ * read by index, so each sample still reads only its own rows.
+ */
+#include "rewrite.h"
+
+enum { MAX_ELEMS = 1 << 22 };
+
+/* The selected row of every column of the [k, m] selection matrix r, or
+ * NULL if r is not one. */
+static int64_t *selection(PassCtx *c, int r, int64_t k, int64_t m)
+{
+	int64_t n;
+	const double *v = k * m <= MAX_ELEMS ? rw_const_f64(c, r, &n, MAX_ELEMS) : NULL;
+	if (!v || n != k * m)
+		return NULL;
+	int64_t *src = arena_array(c->a, (size_t)m, sizeof *src);
+	for (int64_t j = 0; j < m; j++) {
+		src[j] = -1;
+		for (int64_t i = 0; i < k; i++) {
+			double e = v[i * m + j];
+			if (e == 1.0 && src[j] < 0)
+				src[j] = i;
+			else if (e != 0.0)
+				return NULL;
+		}
+		if (src[j] < 0)
+			return NULL;
+	}
+	return src;
+}
+
+static bool rewrite_one(PassCtx *c, int mi)
+{
+	Graph *g = c->g;
+	const Node *n = &g->nodes[mi];
+	if (n->nin != 2 || n->nout != 1 || n->domain_id != DOMAIN_ONNX || n->out[0] == NONE)
+		return false;
+	int x = n->in[0], r = n->in[1];
+	if (x == NONE || r == NONE || !rw_is_const(c, r) || rw_dtype(c, r) != DT_FLOAT ||
+	    rw_dtype(c, x) != DT_FLOAT)
+		return false;
+	const Shape *rs = &g->values[r].shape;
+	if (rs->rank != 2 || rs->dims[0].size < 1 || rs->dims[1].size < 1 ||
+	    rs->dims[1].size > INT32_MAX)
+		return false;
+	const int64_t k = rs->dims[0].size, m = rs->dims[1].size;
+	for (int s = 0; s < c->nsigs; s++) {
+		const Shape *xs = rw_shape_in(c, x, s);
+		if (!xs || xs->rank < 2 || xs->dims[xs->rank - 1].size != k)
+			return false;
+	}
+	int64_t *src = selection(c, r, k, m);
+	if (!src)
+		return false;
+	int in[2] = {x, rw_new_i64(c, "onehot_index", src, (int)m)};
+	Attr axis = rw_int_attr(c, "axis", -1);
+	int y = n->out[0];
+	rw_add_node(c, mi, "Gather", in, 2, &y, 1, &axis, 1, n->name);
+	rw_kill(c, mi);
+	c->stat->removed++;
+	return true;
+}
+
+int pass_onehot(PassCtx *c)
+{
+	int changes = 0;
+	if (c->nsigs == 0)
+		return 0;
+	int nnodes = c->g->nnodes;
+	for (int i = 0; i < nnodes; i++)
+		if (!c->dead[i] && c->g->nodes[i].op == OP_MatMul && rewrite_one(c, i))
+			changes++;
+	return changes;
+}

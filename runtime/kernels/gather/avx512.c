@@ -1,0 +1,35 @@
+/*
+ * gather/avx512.c - a gather of 4-byte elements along a last axis of at most
+ * 32: the source row sits in two zmm registers and every 16 outputs are one
+ * two-table permute (vpermt2ps) by their indices. Elements are moved, never
+ * computed, so the bits are those of gather.c.
+ */
+#include <immintrin.h>
+
+#include "gather.h"
+
+void kiln_gather32_row_avx512(const void *data, const int64_t *idx, void *out, int64_t outer,
+                              int64_t axis_len, int64_t n)
+{
+	const float *x = data;
+	float *y = out;
+	const __mmask16 lo_m = (__mmask16)(axis_len >= 16 ? 0xffffu : (1u << axis_len) - 1u);
+	const __mmask16 hi_m = (__mmask16)(axis_len <= 16 ? 0u
+	                                   : axis_len >= 32 ? 0xffffu : (1u << (axis_len - 16)) - 1u);
+	const __m512i len = _mm512_set1_epi32((int)axis_len);
+	for (int64_t i = 0; i < n; i += 16) {
+		int64_t w = n - i < 16 ? n - i : 16;
+		__mmask16 m = (__mmask16)(w == 16 ? 0xffffu : (1u << w) - 1u);
+		/* 16 indices as int32, negative ones counted from the end */
+		__m256i a = _mm512_cvtepi64_epi32(_mm512_maskz_loadu_epi64((__mmask8)(m & 0xff), idx + i));
+		__m256i b = _mm512_cvtepi64_epi32(_mm512_maskz_loadu_epi64((__mmask8)(m >> 8), idx + i + 8));
+		__m512i k = _mm512_inserti64x4(_mm512_castsi256_si512(a), b, 1);
+		k = _mm512_mask_add_epi32(k, _mm512_cmplt_epi32_mask(k, _mm512_setzero_si512()), k, len);
+		for (int64_t o = 0; o < outer; o++) {
+			const float *r = x + o * axis_len;
+			__m512 lo = _mm512_maskz_loadu_ps(lo_m, r);
+			__m512 hi = _mm512_maskz_loadu_ps(hi_m, r + 16);
+			_mm512_mask_storeu_ps(y + o * n + i, m, _mm512_permutex2var_ps(lo, k, hi));
+		}
+	}
+}

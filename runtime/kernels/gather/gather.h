@@ -1,0 +1,16 @@
+/*
+ * gather/gather.h - kiln_gather (gather.c) of 4-byte elements along a last
+ * axis of at most 32 in vector registers: avx512.c, picked by kiln_isa().
+ */
+#ifndef KILN_GATHER_H
+#define KILN_GATHER_H
+
+#include <stdint.h>
+
+/* out[o * n + i] = data[o * axis_len + idx[i]] (idx[i] + axis_len if it is
+ * negative) for o < outer, i < n, 4-byte elements (the bits are moved, not
+ * converted); 1 <= axis_len <= 32, every index already checked in range. */
+void kiln_gather32_row_avx512(const void *data, const int64_t *idx, void *out, int64_t outer,
+                              int64_t axis_len, int64_t n);
+
+#endif
