@@ -19,6 +19,13 @@ that `kiln verify` compiles with the whole optimizer, runs and compares
 (rtol 1e-3, atol 1e-5) at batch 1 and 3; each rewritten model must also
 still compile as batch-independent ("any batch size").
 
+The onehot pass (compiler/passes/onehot.c) on the same harness: the
+interaction network's Rr and Rs products (30 and 40 particles: a row of
+x in two registers or not) and a bare x @ S on a 3-D x must become Gathers
+(`onehot` removes that many MatMuls); a matrix with a 2, with two ones in a
+column, or with an empty column must stay a MatMul (0). A Gather with
+negative indices checks the kernel's register path on its own.
+
 usage: run.py KILN OUTDIR   (exits 77, "skipped", without ORT)
 """
 import os
@@ -90,6 +97,52 @@ def interaction(opset):
     return interaction_model.export(opset=opset)[0]
 
 
+def interaction40(opset):
+    return interaction_model.export(opset=opset, no=40)[0]
+
+
+class Select(nn.Module):
+    """x [N, C, R] @ S [R, M]: S picks one column of x per output column
+    (kind "pick", with repeats and in any order) or is almost such a matrix."""
+
+    def __init__(self, kind):
+        super().__init__()
+        src = np.random.default_rng(7).integers(0, R, 3 * R)
+        s = np.zeros((R, 3 * R), np.float32)
+        s[src, np.arange(3 * R)] = 1
+        if kind == "two":
+            s[(src[5] + 1) % R, 5] = 1
+        elif kind == "scaled":
+            s[src[5], 5] = 2
+        elif kind == "empty":
+            s[:, 5] = 0
+        self.register_buffer("s", torch.from_numpy(s))
+
+    def forward(self, x):
+        return torch.matmul(x, self.s) - 0.5
+
+
+def gather_negative(opset):
+    """Gather along the last axis with negative indices and a tail of 11
+    (the gather kernel's permute path, not reached through onehot)."""
+    from onnx import TensorProto, helper
+    idx = np.array([-1, 0, 5, -20, 19, 3, 3, -7, 2, 1, 0, 18, 17, 16, 15, 14, 13, 12, 11, 10,
+                    -2, -3, 4, 6, 8, 9, 7], np.int64)
+    g = helper.make_graph(
+        [helper.make_node("Gather", ["x", "i"], ["y"], axis=-1)], "gather_negative",
+        [helper.make_tensor_value_info("x", TensorProto.FLOAT, ["N", C, R])],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, ["N", C, len(idx)])],
+        [onnx.numpy_helper.from_array(idx, "i")])
+    return helper.make_model(g, opset_imports=[helper.make_opsetid("", opset)])
+
+
+def select(kind):
+    def make(opset):
+        x = np.random.default_rng(0).standard_normal((2, C, R), dtype=np.float32)
+        return torch_util.export_x(Select(kind).eval(), x, opset)[0]
+    return make
+
+
 # name, model maker, opset, nodes mlpconv removes (0: none).
 # The interaction network: edge MLP 3 Gemm + 3 Relu between two transposes
 # (2 + 6 + 2), object MLP 3 Gemm + 2 Relu, 24 -> 8 (2 + 5).
@@ -110,10 +163,24 @@ CASES = [
 ]
 
 
-def removed_by_pass(kiln, path):
+# name, model maker, opset, MatMuls onehot turns into Gathers.
+ONEHOT = [
+    ("interaction_opset11", interaction, 11, 2),
+    ("interaction_opset13", interaction, 13, 2),
+    ("interaction_opset17", interaction, 17, 2),
+    ("interaction40_opset13", interaction40, 13, 2),
+    ("select_pick", select("pick"), 13, 1),
+    ("select_two_ones", select("two"), 13, 0),
+    ("select_scaled", select("scaled"), 11, 0),
+    ("select_empty_column", select("empty"), 17, 0),
+    ("gather_negative", gather_negative, 13, 0),
+]
+
+
+def removed_by_pass(kiln, path, name="mlpconv"):
     r = subprocess.run([kiln, "info", path, "--passes", "--batch", "1,3"],
                        capture_output=True, text=True)
-    m = re.search(r"^\s*mlpconv\s+(\d+)\s+(\d+)", r.stdout, re.M)
+    m = re.search(r"^\s*" + name + r"\s+(\d+)\s+(\d+)", r.stdout, re.M)
     return int(m.group(2)) if m and r.returncode == 0 else None
 
 
@@ -125,6 +192,18 @@ def main():
         return 77
     os.makedirs(outdir, exist_ok=True)
     failures, dirs = 0, []
+    for name, make, opset, want in ONEHOT:
+        model = make(opset)
+        shape = [d.dim_value for d in model.graph.input[0].type.tensor_type.shape.dim[1:]]
+        for batch in (1, 3):
+            x = np.random.default_rng(batch).standard_normal([batch] + shape, dtype=np.float32)
+            dirs.append(write_case(outdir, f"onehot_{name}_b{batch}", model, {"x": x}))
+        path = os.path.join(outdir, "onehot_" + name + ".onnx")
+        onnx.save(model, path)
+        got = removed_by_pass(kiln, path, "onehot")
+        ok = got == want
+        print(f"{'PASS' if ok else 'FAIL'} {name}: onehot removed {got} MatMuls (want {want})")
+        failures += not ok
     for name, make, opset, want in CASES:
         model = make(opset)
         shape = [d.dim_value for d in model.graph.input[0].type.tensor_type.shape.dim[1:]]
