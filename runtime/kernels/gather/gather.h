@@ -1,6 +1,7 @@
 /*
  * gather/gather.h - kiln_gather (gather.c) of 4-byte elements along a last
- * axis of at most 32 in vector registers: avx512.c, picked by kiln_isa().
+ * axis of at most 32 in vector registers (avx512.c), or along any last
+ * axis with AVX2 gathers (avx2.c), picked by kiln_isa().
  */
 #ifndef KILN_GATHER_H
 #define KILN_GATHER_H
@@ -12,5 +13,8 @@
  * converted); 1 <= axis_len <= 32, every index already checked in range. */
 void kiln_gather32_row_avx512(const void *data, const int64_t *idx, void *out, int64_t outer,
                               int64_t axis_len, int64_t n);
+/* The same for any axis_len (hardware gathers; gather/avx2.c). */
+void kiln_gather32_row_avx2(const void *data, const int64_t *idx, void *out, int64_t outer,
+                            int64_t axis_len, int64_t n);
 
 #endif
