@@ -184,6 +184,18 @@ def removed_by_pass(kiln, path, name="mlpconv"):
     return int(m.group(2)) if m and r.returncode == 0 else None
 
 
+def save_cases(outdir, name, model, dirs):
+    """The model's cases at batch 1 and 3 (their folders appended to dirs)
+    and the model itself; returns its path."""
+    shape = [d.dim_value for d in model.graph.input[0].type.tensor_type.shape.dim[1:]]
+    for batch in (1, 3):
+        x = np.random.default_rng(batch).standard_normal([batch] + shape, dtype=np.float32)
+        dirs.append(write_case(outdir, f"{name}_b{batch}", model, {"x": x}))
+    path = os.path.join(outdir, name + ".onnx")
+    onnx.save(model, path)
+    return path
+
+
 def main():
     kiln, outdir = sys.argv[1], sys.argv[2]
     if not ort_available():
@@ -193,25 +205,13 @@ def main():
     os.makedirs(outdir, exist_ok=True)
     failures, dirs = 0, []
     for name, make, opset, want in ONEHOT:
-        model = make(opset)
-        shape = [d.dim_value for d in model.graph.input[0].type.tensor_type.shape.dim[1:]]
-        for batch in (1, 3):
-            x = np.random.default_rng(batch).standard_normal([batch] + shape, dtype=np.float32)
-            dirs.append(write_case(outdir, f"onehot_{name}_b{batch}", model, {"x": x}))
-        path = os.path.join(outdir, "onehot_" + name + ".onnx")
-        onnx.save(model, path)
+        path = save_cases(outdir, "onehot_" + name, make(opset), dirs)
         got = removed_by_pass(kiln, path, "onehot")
         ok = got == want
         print(f"{'PASS' if ok else 'FAIL'} {name}: onehot removed {got} MatMuls (want {want})")
         failures += not ok
     for name, make, opset, want in CASES:
-        model = make(opset)
-        shape = [d.dim_value for d in model.graph.input[0].type.tensor_type.shape.dim[1:]]
-        for batch in (1, 3):
-            x = np.random.default_rng(batch).standard_normal([batch] + shape, dtype=np.float32)
-            dirs.append(write_case(outdir, f"{name}_b{batch}", model, {"x": x}))
-        path = os.path.join(outdir, name + ".onnx")
-        onnx.save(model, path)
+        path = save_cases(outdir, name, make(opset), dirs)
         got = removed_by_pass(kiln, path)
         ok = got == want
         print(f"{'PASS' if ok else 'FAIL'} {name}: mlpconv removed {got} nodes (want {want})")
