@@ -167,6 +167,8 @@ void emit_transpose(Emit *E);
 void emit_concat(Emit *E);
 void emit_split(Emit *E);
 void emit_gather(Emit *E);
+/* KilnSelect (passes/onehot.c): one kiln_f32_select call */
+void emit_select(Emit *E);
 void emit_slice(Emit *E);
 void emit_constant_of_shape(Emit *E);
 void emit_range(Emit *E);

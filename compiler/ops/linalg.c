@@ -1,5 +1,6 @@
 /*
- * ops/linalg.c - shape inference for Gemm and MatMul.
+ * ops/linalg.c - shape inference for Gemm, MatMul, Einsum and the fused
+ * selection product KilnSelect.
  *
  * Gemm: Y[M,N] = alpha * op(A) op(B) + beta * C, with op() an optional
  * transpose and C unidirectionally broadcastable to [M,N]. MatMul follows
@@ -233,12 +234,27 @@ static void infer_einsum(Infer *x)
 	infer_set_output(x, 0, infer_dtype(x, 0), &y);
 }
 
+/* KilnSelect (passes/onehot.c): x [.., K] times the selection matrix [K, M]
+ * given by src [M], the row of each column's 1 (checked at run time). */
+static void infer_select(Infer *x)
+{
+	const Shape *a = infer_shape(x, 0), *src = infer_shape(x, 1);
+	if (a->rank < 1 || infer_dtype(x, 0) != DT_FLOAT || src->rank != 1 ||
+	    infer_dtype(x, 1) != DT_INT64)
+		infer_fail(x, KILN_INVALID_MODEL, "malformed fused selection node");
+	Shape y = *a;
+	y.dims[y.rank - 1] = src->dims[0];
+	infer_set_output(x, 0, DT_FLOAT, &y);
+}
+
 void ops_linalg_infer(Infer *x)
 {
 	if (x->n->op == OP_Gemm)
 		infer_gemm(x);
 	else if (x->n->op == OP_Einsum)
 		infer_einsum(x);
+	else if (x->n->op == OP_KilnSelect)
+		infer_select(x);
 	else
 		infer_matmul(x);
 }
@@ -266,5 +282,10 @@ const OpDef ops_linalg_defs[] = {
 	{.op = OP_Einsum, .infer = ops_linalg_infer, .emit = emit_einsum, .batch = BK_EINSUM,
 	 .types = OT_F32 | OT_F64 | OT_INTS,
 	 .note = "any equation, with ellipsis; generated loops"},
+	{.op = OP_KilnSelect, .infer = ops_linalg_infer, .emit = emit_select, .emit_returns = true,
+	 .batch = BK_ALONG_AXIS, .types = OT_F32,
+	 .note = "a MatMul by a constant selection matrix (0/1, one 1 per column) as a gather of "
+	         "x's columns, + 0.0f, and the GEMM's sum on rows holding an infinity or NaN: "
+	         "the MatMul's bits (passes/onehot.c, kiln_f32_select)"},
 	{.op = NONE},
 };

@@ -1,18 +1,19 @@
 /*
- * passes/onehot.c - a MatMul by a constant selection matrix is a Gather.
+ * passes/onehot.c - a MatMul by a constant selection matrix is a gather of
+ * columns (KilnSelect).
  *
  * Graph networks (interaction networks, JEDI-net) send object features to
  * edges with receiver/sender matrices: x [.., K] @ R [K, M], R a constant of
  * zeros with exactly one 1 in every column. Output column m is then x's
  * column src[m] (the row of that 1): the GEMM spends K multiply-adds per
- * element on a copy. The MatMul becomes Gather(x, src, axis = -1).
+ * element on a copy. The MatMul becomes KilnSelect(x, src), which gathers
+ * the columns (kiln_f32_select, runtime/kernels/select.c).
  *
- * Result bits: every output of the MatMul is one product x * 1 = x plus
- * products by zero, so for finite x it equals x bit for bit under any
- * summation order (as the noop pass's Add-of-zero, a -0.0 input may read
- * as +0.0 through the MatMul and stays -0.0 through the Gather). Where a row
- * of x holds an infinity or NaN, the MatMul spreads NaN over that whole
- * output row (inf * 0) and the Gather copies only the selected values.
+ * Result bits: the MatMul's on every input. Each output of the MatMul is the
+ * product x * 1 and products by zero, summed from +0: on a row of finite
+ * values that is x + 0.0f (a -0 reads +0), which the kernel computes; a row
+ * holding an infinity or NaN (inf * 0 is NaN) the kernel sums as the GEMM
+ * does.
  *
  * The pattern, checked on the constant's values: MatMul(X, R), X float32 of
  * rank >= 2 in every signature, R a float32 constant [K, M] whose elements
@@ -71,9 +72,8 @@ static bool rewrite_one(PassCtx *c, int mi)
 	if (!src)
 		return false;
 	int in[2] = {x, rw_new_i64(c, "onehot_index", src, (int)m)};
-	Attr axis = rw_int_attr(c, "axis", -1);
 	int y = n->out[0];
-	rw_add_node(c, mi, "Gather", in, 2, &y, 1, &axis, 1, n->name);
+	rw_add_fused(c, mi, OP_KilnSelect, in, 2, &y, 1, NULL, 0, n->name);
 	rw_kill(c, mi);
 	c->stat->removed++;
 	return true;

@@ -368,6 +368,18 @@ KILN_API enum kiln_status kiln_gather_i32(const void *data, const int32_t *indic
                                           size_t elem_bytes, int64_t outer, int64_t axis_len,
                                           int64_t inner, int64_t nindices);
 
+/*
+ * kiln_f32_select: y = x @ S for x [outer, k] and a selection matrix S [k, m]
+ * (every element 0 or 1, exactly one 1 per column), given by the row of each
+ * column's 1, src[j] in [0, k): y[o, j] = x[o, src[j]] + 0.0f, bit for bit
+ * what the GEMM's sum gives (a -0 selected reads +0), and on a row holding an
+ * infinity or a NaN the GEMM's sum itself (NaN where inf * 0 meets it). The
+ * MatMul the optimizer's onehot pass replaces. KILN_SHAPE_ERROR (y untouched)
+ * if an index is out of range, else KILN_OK.
+ */
+KILN_API enum kiln_status kiln_f32_select(const float *x, const int64_t *src, float *y,
+                                          int64_t outer, int64_t k, int64_t m);
+
 /* ---- 16-bit floats ---------------------------------------------------- */
 
 /*

@@ -7,9 +7,10 @@
  * index) pair. Indices come from the model's data, not from the compiler, so
  * they are untrusted: all of them are checked before the first byte is
  * written, and a bad one leaves the output untouched. Single 4-byte elements
- * picked along a last axis of at most 32 (a MatMul by a selection matrix,
- * passes/onehot.c) are permutes of one row in registers (gather/avx512.c),
- * along longer axes or without AVX-512 AVX2 hardware gathers (gather/avx2.c).
+ * picked along a last axis of at most 32 are permutes of one row in
+ * registers (gather/avx512.c), along longer axes or without AVX-512 AVX2
+ * hardware gathers (gather/avx2.c); select.c's MatMul by a selection matrix
+ * shares both.
  */
 #include <string.h>
 
@@ -39,11 +40,11 @@ static enum kiln_status gather(const void *data, const int64_t *idx64, const int
 	char *dst = out;
 #ifdef KILN_HAVE_X86_VARIANTS
 	if (block_bytes == 4 && idx64 && axis_len <= 32 && kiln_isa() >= KILN_ISA_AVX512) {
-		kiln_gather32_row_avx512(data, idx64, out, outer, axis_len, nindices);
+		kiln_gather32_row_avx512(data, idx64, out, outer, axis_len, nindices, 0);
 		return KILN_OK;
 	}
 	if (block_bytes == 4 && idx64 && kiln_isa() >= KILN_ISA_AVX2) {
-		kiln_gather32_row_avx2(data, idx64, out, outer, axis_len, nindices);
+		kiln_gather32_row_avx2(data, idx64, out, outer, axis_len, nindices, 0);
 		return KILN_OK;
 	}
 #endif

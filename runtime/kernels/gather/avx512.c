@@ -2,14 +2,15 @@
  * gather/avx512.c - a gather of 4-byte elements along a last axis of at most
  * 32: the source row sits in two zmm registers and every 16 outputs are one
  * two-table permute (vpermt2ps) by their indices. Elements are moved, never
- * computed, so the bits are those of gather.c.
+ * computed (but for plus_zero's + 0.0f), so the bits are those of gather.c
+ * (select.c).
  */
 #include <immintrin.h>
 
 #include "gather.h"
 
 void kiln_gather32_row_avx512(const void *data, const int64_t *idx, void *out, int64_t outer,
-                              int64_t axis_len, int64_t n)
+                              int64_t axis_len, int64_t n, int plus_zero)
 {
 	const float *x = data;
 	float *y = out;
@@ -17,6 +18,7 @@ void kiln_gather32_row_avx512(const void *data, const int64_t *idx, void *out, i
 	const __mmask16 hi_m = (__mmask16)(axis_len <= 16 ? 0u
 	                                   : axis_len >= 32 ? 0xffffu : (1u << (axis_len - 16)) - 1u);
 	const __m512i len = _mm512_set1_epi32((int)axis_len);
+	const __m512 zero = _mm512_setzero_ps();
 	for (int64_t i = 0; i < n; i += 16) {
 		int64_t w = n - i < 16 ? n - i : 16;
 		__mmask16 m = (__mmask16)(w == 16 ? 0xffffu : (1u << w) - 1u);
@@ -29,7 +31,8 @@ void kiln_gather32_row_avx512(const void *data, const int64_t *idx, void *out, i
 			const float *r = x + o * axis_len;
 			__m512 lo = _mm512_maskz_loadu_ps(lo_m, r);
 			__m512 hi = _mm512_maskz_loadu_ps(hi_m, r + 16);
-			_mm512_mask_storeu_ps(y + o * n + i, m, _mm512_permutex2var_ps(lo, k, hi));
+			__m512 v = _mm512_permutex2var_ps(lo, k, hi);
+			_mm512_mask_storeu_ps(y + o * n + i, m, plus_zero ? _mm512_add_ps(v, zero) : v);
 		}
 	}
 }

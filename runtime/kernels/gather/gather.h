@@ -10,11 +10,13 @@
 
 /* out[o * n + i] = data[o * axis_len + idx[i]] (idx[i] + axis_len if it is
  * negative) for o < outer, i < n, 4-byte elements (the bits are moved, not
- * converted); 1 <= axis_len <= 32, every index already checked in range. */
+ * converted); 1 <= axis_len <= 32, every index already checked in range.
+ * plus_zero: the elements are floats and each gets + 0.0f (-0 becomes +0,
+ * as in a GEMM's sum from +0; kiln_f32_select, select.c). */
 void kiln_gather32_row_avx512(const void *data, const int64_t *idx, void *out, int64_t outer,
-                              int64_t axis_len, int64_t n);
+                              int64_t axis_len, int64_t n, int plus_zero);
 /* The same for any axis_len (hardware gathers; gather/avx2.c). */
 void kiln_gather32_row_avx2(const void *data, const int64_t *idx, void *out, int64_t outer,
-                            int64_t axis_len, int64_t n);
+                            int64_t axis_len, int64_t n, int plus_zero);
 
 #endif
