@@ -5,7 +5,9 @@
  * Valid cases draw indices from the whole of [-axis_len, axis_len), so
  * negative indices are exercised everywhere, over several element sizes
  * (including 3, which has no special path), scalar and repeated indices,
- * inner == 1 and empty outer or index sets; results must match exactly and
+ * inner == 1 and empty outer or index sets, 4-byte blocks of 1- and 2-byte
+ * elements along axes up to 32 and beyond (the vector paths of gather/);
+ * results must match exactly and
  * the call must return KILN_OK.
  * Invalid cases put one out-of-range index (axis_len, -axis_len - 1, the
  * extremes of the index type) first, in the middle or last, or use an empty
@@ -100,6 +102,9 @@ int main(void)
 		/* outer, axis_len, inner, nindices */
 		{1, 1, 1, 1}, {1, 5, 1, 1}, {1, 10, 3, 4}, {3, 7, 5, 6}, {2, 100, 1, 50}, {4, 3, 17, 9},
 		{1, 1000, 64, 3}, {5, 2, 2, 20}, {0, 4, 3, 2}, {3, 4, 3, 0}, {2, 4, 0, 3},
+		/* 4-byte blocks of 2-byte (inner 2) and 1-byte (inner 4) elements:
+		 * gather/avx512.c's permutes (axis <= 32), gather/avx2.c beyond */
+		{3, 32, 2, 40}, {2, 17, 4, 21}, {2, 45, 2, 13}, {4, 9, 2, 16},
 	};
 	by_hand();
 	for (size_t s = 0; s < sizeof shapes / sizeof shapes[0]; s++)

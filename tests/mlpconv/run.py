@@ -21,10 +21,12 @@ still compile as batch-independent ("any batch size").
 
 The onehot pass (compiler/passes/onehot.c) on the same harness: the
 interaction network's Rr and Rs products (30 and 40 particles: a row of
-x in two registers or not) and a bare x @ S on a 3-D x must become Gathers
+x in two registers or not) and a bare x @ S on a 3-D x must become KilnSelect
 (`onehot` removes that many MatMuls); a matrix with a 2, with two ones in a
 column, or with an empty column must stay a MatMul (0). A Gather with
-negative indices checks the kernel's register path on its own.
+negative indices checks the kernel's register path on its own, a Gather of
+float16 pairs its path for 2-byte elements. tests/mlpconv/onehot_bits.py
+checks the bits on infinities, NaNs and signed zeros.
 
 usage: run.py KILN OUTDIR   (exits 77, "skipped", without ORT)
 """
@@ -136,6 +138,23 @@ def gather_negative(opset):
     return helper.make_model(g, opset_imports=[helper.make_opsetid("", opset)])
 
 
+def gather_half_pairs(opset):
+    """float16 pairs gathered along axis -2 ([N, C, R/2, 2]): 4-byte blocks of
+    2-byte elements, the gather kernel's vector paths for float16 data."""
+    from onnx import TensorProto, helper
+    idx = np.array([9, 0, -1, 3, 3, 5, -10, 2, 8, 7, 1, 4, 6, -4, 0, 9, 2], np.int64)
+    shape = np.array([-1, C, R // 2, 2], np.int64)
+    g = helper.make_graph(
+        [helper.make_node("Cast", ["x"], ["h"], to=TensorProto.FLOAT16),
+         helper.make_node("Reshape", ["h", "shape"], ["p"]),
+         helper.make_node("Gather", ["p", "i"], ["q"], axis=-2),
+         helper.make_node("Cast", ["q"], ["y"], to=TensorProto.FLOAT)], "gather_half_pairs",
+        [helper.make_tensor_value_info("x", TensorProto.FLOAT, ["N", C, R])],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, ["N", C, len(idx), 2])],
+        [onnx.numpy_helper.from_array(idx, "i"), onnx.numpy_helper.from_array(shape, "shape")])
+    return helper.make_model(g, opset_imports=[helper.make_opsetid("", opset)])
+
+
 def select(kind):
     def make(opset):
         x = np.random.default_rng(0).standard_normal((2, C, R), dtype=np.float32)
@@ -174,6 +193,7 @@ ONEHOT = [
     ("select_scaled", select("scaled"), 11, 0),
     ("select_empty_column", select("empty"), 17, 0),
     ("gather_negative", gather_negative, 13, 0),
+    ("gather_half_pairs", gather_half_pairs, 13, 0),
 ]
 
 
