@@ -263,6 +263,24 @@ void emit_unary(Emit *E)
 		emit_map_widened(E, &y, &x, 1, e, NULL);
 }
 
+/* Is input i a compile-time constant of one element equal to v? */
+static bool const_one_is(Emit *E, int i, double v)
+{
+	if (i >= E->n->nin || E->n->in[i] == NONE)
+		return false;
+	int id = E->n->in[i], dt = E->sig->dtypes[id];
+	const Folded *f = E->sig->folded[id];
+	if (f ? !f->data : E->g->values[id].kind != VAL_WEIGHT || !E->g->values[id].weight->bytes)
+		return false;
+	if (f)
+		dt = f->dtype;
+	if (shape_nelem(&E->sig->shapes[id]) != 1 ||
+	    (dt != DT_FLOAT && dt != DT_DOUBLE && dt != DT_INT64 && dt != DT_INT32))
+		return false;
+	double x;
+	return folded_scalar(E, i, &x) && x == v;
+}
+
 /* The expression of node E->n of nx inputs x0, x1, ... computing in dt, or
  * NULL and *stmts, statements assigning the result to r. Its parameters
  * are read here only (see unary_expr). */
@@ -284,6 +302,10 @@ static const char *binary_expr(Emit *E, int dt, int nx, const char **stmts)
 		 * result below 2^53 (an exact result comes out exactly). */
 		e = is_float(dt) ? arena_printf(E->a, "%s(x0, (%s)x1)", mathfn(E, "pow", dt), t)
 		                 : arena_printf(E->a, "(%s)kiln_pow((double)x0, (double)x1)", ctype(dt));
+		/* A float32 square: kiln_powf(x, 2) is x x rounded once (NaN, 0 and
+		 * inf alike), so the same bits, and the loop vectorizes. */
+		if (dt == DT_FLOAT && const_one_is(E, 1, 2.0))
+			e = "((void)x1, x0 * x0)";
 		break;
 	case OP_Where: e = "x0 ? x1 : x2"; break;
 	case OP_And: e = "(uint8_t)(x0 && x1)"; break;

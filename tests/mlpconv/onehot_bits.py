@@ -128,14 +128,20 @@ def build(kiln, src_root, libkiln, model, d, extra):
     return exe
 
 
-def outputs(exe, d, x, isa):
-    """The n = 8 run's output, then each sample's own, as one float32 array."""
-    xin, out = os.path.join(d, "x.bin"), os.path.join(d, "y_%s.bin" % isa)
-    x.tofile(xin)
-    r = run([exe, str(ROWS), xin, out, str(ROWS)], env=dict(os.environ, KILN_ISA=isa))
+def outputs(exe, d, x, isa, nout=1):
+    """The n = 8 run's outputs, then each sample's own, as one float32 array
+    per output (one array if nout is 1); x is an array or a list of them,
+    the model's inputs."""
+    xs = x if isinstance(x, list) else [x]
+    xin = [os.path.join(d, "x%d.bin" % i) for i in range(len(xs))]
+    out = [os.path.join(d, "y%d_%s.bin" % (o, isa)) for o in range(nout)]
+    for a, f in zip(xs, xin):
+        a.tofile(f)
+    r = run([exe, str(ROWS)] + xin + out + [str(ROWS)], env=dict(os.environ, KILN_ISA=isa))
     if r.returncode:
         raise RuntimeError("stitch_rows under KILN_ISA=%s: %s" % (isa, r.stderr.strip()))
-    return np.fromfile(out, np.float32)
+    ys = [np.fromfile(f, np.float32) for f in out]
+    return ys[0] if nout == 1 else ys
 
 
 def same_as_ort(got, ref):
