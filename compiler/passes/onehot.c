@@ -20,31 +20,35 @@
  * are all 0 or 1 with exactly one 1 per column. Only the last axis of X is
  * read by index, so each sample still reads only its own rows.
  */
+#include <string.h>
+
 #include "rewrite.h"
 
-enum { MAX_ELEMS = 1 << 22 };
-
-/* The selected row of every column of the [k, m] selection matrix r, or
- * NULL if r is not one. */
+/* The selected row of every column of the [k, m] float32 selection matrix
+ * r, or NULL if r is not one. The weight is read where it is (no copy: every
+ * MatMul by a constant asks), row by row, and the first element that is not
+ * 0 or 1 ends the scan (a trained weight's first one). */
 static int64_t *selection(PassCtx *c, int r, int64_t k, int64_t m)
 {
-	int64_t n;
-	const double *v = k * m <= MAX_ELEMS ? rw_const_f64(c, r, &n, MAX_ELEMS) : NULL;
-	if (!v || n != k * m)
+	const Weight *w = c->g->values[r].weight;
+	if (!w || !w->bytes || w->nelem != k * m)
 		return NULL;
 	int64_t *src = arena_array(c->a, (size_t)m, sizeof *src);
-	for (int64_t j = 0; j < m; j++) {
+	for (int64_t j = 0; j < m; j++)
 		src[j] = -1;
-		for (int64_t i = 0; i < k; i++) {
-			double e = v[i * m + j];
-			if (e == 1.0 && src[j] < 0)
+	const unsigned char *b = w->bytes;
+	for (int64_t i = 0; i < k; i++)
+		for (int64_t j = 0; j < m; j++) {
+			float e;
+			memcpy(&e, b + (size_t)(i * m + j) * sizeof e, sizeof e);
+			if (e == 1.0f && src[j] < 0)
 				src[j] = i;
-			else if (e != 0.0)
+			else if (e != 0.0f)
 				return NULL;
 		}
+	for (int64_t j = 0; j < m; j++)
 		if (src[j] < 0)
 			return NULL;
-	}
 	return src;
 }
 
