@@ -109,6 +109,7 @@ bool emit_ewchain(Emit *E);
  * there is none of them. */
 const char *emit_epilogue(Emit *E, const char *bias, const char *residual);
 bool emit_has_act(const Node *n);
+void emit_fused_comment(Emit *E);
 /* emit/linalg.c */
 void matmul_geometry(const Shape *a, const Shape *b, MatmulGeo *g);
 void emit_gemm(Emit *E);

@@ -167,6 +167,24 @@ static inline const char *domain_name(int domain_id)
 	return NULL;
 }
 
+/* What the optimizer fused into a node: resolved once, by the pass that
+ * fuses (passes/fuse.c, addnorm.c, attention.c, edgeconv.c), and read by
+ * the stages as it is; no model can set it (it is no attribute). All zero
+ * for a node nothing was fused into. */
+typedef enum FusedAct {
+	FACT_NONE, FACT_RELU, FACT_SIGMOID, FACT_TANH, FACT_SELU, FACT_ELU, FACT_LEAKY_RELU,
+	FACT_HARD_SIGMOID, FACT_CLIP, FACT_GELU,
+} FusedAct;
+
+typedef struct Fused {
+	const char *members;  /* the nodes folded in (`Add "add_3", Relu "r"`), for the
+	                       * generated C's comment; NULL if none */
+	FusedAct act;         /* an activation applied to output 0 (Conv, Gemm) */
+	float alpha, beta;    /* its parameters (LeakyRelu's alpha, Clip's bounds, ...) */
+	bool residual;        /* the last input (the fourth) is added before the
+	                       * activation (Conv, LayerNormalization) */
+} Fused;
+
 typedef struct Node {
 	int id;              /* index in graph->nodes */
 	const char *name;    /* ONNX name, or "" */
@@ -181,6 +199,7 @@ typedef struct Node {
 	Attr *attrs;
 	int nattrs;
 	bool synthetic;      /* made by the optimizer; `name` is the model node it replaces */
+	Fused fused;         /* what the optimizer fused into it (zero: nothing) */
 } Node;
 
 typedef struct Graph {

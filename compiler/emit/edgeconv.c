@@ -33,12 +33,7 @@ static const PlanBuf *scratch_and_comment(Emit *E)
 	int buf = E->plan->scratch_of[node];
 	KILN_ASSERT(buf != NONE);
 	const PlanBuf *scratch = &E->plan->bufs[buf];
-	const Attr *fused = node_attr(E->n, "kiln.fused");
-	if (fused && fused->type == AT_STRING && !E->templating) {
-		emitf(E, "\t/* fused: ");
-		comment_text(E, arena_printf(E->a, "%.*s", (int)fused->s.len, fused->s.data));
-		emitf(E, " */\n");
-	}
+	emit_fused_comment(E);
 	return scratch;
 }
 

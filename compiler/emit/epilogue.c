@@ -22,17 +22,23 @@ bool emit_has_act(const Node *n)
 	return node_attr(n, "kiln.act") != NULL;
 }
 
+/* The nodes the optimizer fused into this one, as a comment (not in a
+ * template's body: the names are one node's). */
+void emit_fused_comment(Emit *E)
+{
+	if (E->n->fused.members && !E->templating) {
+		emitf(E, "\t/* fused: ");
+		comment_text(E, E->n->fused.members);
+		emitf(E, " */\n");
+	}
+}
+
 const char *emit_epilogue(Emit *E, const char *bias, const char *residual)
 {
 	const Attr *act = node_attr(E->n, "kiln.act");
-	const Attr *fused = node_attr(E->n, "kiln.fused");
 	if (!act && !bias && !residual)
 		return NULL;
-	if (fused && fused->type == AT_STRING && !E->templating) {   /* names: one node's */
-		emitf(E, "\t/* fused: ");
-		comment_text(E, arena_printf(E->a, "%.*s", (int)fused->s.len, fused->s.data));
-		emitf(E, " */\n");
-	}
+	emit_fused_comment(E);
 	const char *kind = "KILN_ACT_NONE";
 	if (act) {
 		const char *want = arena_printf(E->a, "%.*s", (int)act->s.len, act->s.data);

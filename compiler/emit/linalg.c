@@ -164,7 +164,7 @@ static void gemm_f32(Emit *E, Operand A, Operand Y, const Operand *half)
 	/* Optional C: a per-column C ([N], [1,N]) with beta 1 goes to the kernel's
 	 * epilogue as its bias (emit/epilogue.c), added in registers; any other C
 	 * is first written into Y, broadcast to [M, N], and accumulated with beta. */
-	bool fused = node_attr(E->n, "kiln.fused") != NULL;
+	bool fused = E->n->fused.members != NULL;
 	Operand C = has_c ? half ? half[1] : in_op(E, 2) : Y;
 	bool col = has_c && beta == 1.0 && C.nelem == N && C.shape->rank >= 1 &&
 	           C.shape->dims[C.shape->rank - 1].size == N;

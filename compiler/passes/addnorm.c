@@ -50,12 +50,7 @@ static bool fuse_one(PassCtx *c, int i)
 	ln->in = in;
 	ln->nin = 4;
 	rw_set_attr(c, ln, rw_int_attr(c, "kiln.residual", 1));
-	const Attr *old = rw_attr(ln, "kiln.fused");
-	rw_set_attr(c, ln, rw_string_attr(c, "kiln.fused",
-	                                  arena_printf(c->a, "%.*s%sAdd \"%s\"",
-	                                               old && old->type == AT_STRING ? (int)old->s.len : 0,
-	                                               old && old->type == AT_STRING ? old->s.data : "",
-	                                               old ? ", " : "", add->name)));
+	rw_add_member(c, ln, add);
 	rw_kill(c, j);
 	c->stat->fused++;
 	return true;

@@ -377,18 +377,18 @@ static bool fuse_one(PassCtx *c, int i)
 	for (int k = 0; k < m.nkill; k++)
 		rw_kill(c, m.kill[k]);
 	int in[4] = {base[0], base[1], base[2], m.mask};
-	Attr at[6] = {
+	Attr at[5] = {
 		rw_ints_attr(c, "kiln.perm_q", perm[0], 4),
 		rw_ints_attr(c, "kiln.perm_k", perm[1], 4),
 		rw_ints_attr(c, "kiln.perm_v", perm[2], 4),
 		rw_ints_attr(c, "kiln.perm_y", perm[3], 4),
 		rw_float_attr(c, "kiln.scale", m.scale),
-		rw_string_attr(c, "kiln.fused", fused),
 	};
 	int tmp = rw_new_value(c, name, DT_FLOAT);
 	int at_pending = rw_add_fused(c, last, OP_KilnAttention, in, m.mask != NONE ? 4 : 3, &tmp, 1,
-	                              at, 6, name);
+	                              at, 5, name);
 	c->pending[at_pending].node.out[0] = out;
+	c->pending[at_pending].node.fused.members = fused;
 	c->stat->fused += m.nkill - 1;
 	return true;
 }

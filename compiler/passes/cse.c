@@ -78,10 +78,21 @@ static bool same_dims(PassCtx *c, int x, int y)
 	return true;
 }
 
+/* The same fusion (passes/fuse.c): activation, residual and the members
+ * the generated C's comment names. */
+static bool same_fused(const Fused *a, const Fused *b)
+{
+	if (a->act != b->act || a->residual != b->residual ||
+	    memcmp(&a->alpha, &b->alpha, sizeof a->alpha) != 0 ||
+	    memcmp(&a->beta, &b->beta, sizeof a->beta) != 0 || !a->members != !b->members)
+		return false;
+	return !a->members || strcmp(a->members, b->members) == 0;
+}
+
 static bool same_node(PassCtx *c, const Node *a, const Node *b)
 {
 	if (a->op != b->op || a->since != b->since || a->nin != b->nin || a->nout != b->nout ||
-	    a->nattrs != b->nattrs)
+	    a->nattrs != b->nattrs || !same_fused(&a->fused, &b->fused))
 		return false;
 	if (reads_dims_only(c, a) && reads_dims_only(c, b)) {
 		if (a->in[0] != b->in[0] && !same_dims(c, a->in[0], b->in[0]))

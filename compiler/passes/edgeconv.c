@@ -452,17 +452,17 @@ static bool fuse_edgeconv(PassCtx *c, int i)
 	int64_t relu[MAX_LAYERS];
 	for (int l = 0; l < n; l++)
 		relu[l] = m.relu[l];
-	Attr at4[4] = {
+	Attr at3[3] = {
 		rw_ints_attr(c, "kiln.edge_relu", relu, n),
 		rw_int_attr(c, "kiln.edge_max", how), rw_int_attr(c, "kiln.edge_keepdims", keepdims),
-		rw_string_attr(c, "kiln.fused",
-		               arena_printf(c->a, "kNN EdgeConv: Gather, Sub, Concat, %d Conv, %s \"%s\"",
-		                            n, red->op_type, red->name)),
 	};
+	const char *members = arena_printf(c->a, "kNN EdgeConv: Gather, Sub, Concat, %d Conv, %s \"%s\"",
+	                                   n, red->op_type, red->name);
 	int y = red->out[0];
 	/* the reduction's output moves to the new node */
 	rw_kill(c, i);
-	rw_add_fused(c, i, OP_KilnEdgeConv, in, 2 + 2 * n, &y, 1, at4, 4, name);
+	int p = rw_add_fused(c, i, OP_KilnEdgeConv, in, 2 + 2 * n, &y, 1, at3, 3, name);
+	c->pending[p].node.fused.members = members;
 	for (int l = 0; l < n; l++)
 		rw_kill(c, (int)(m.conv[l] - g->nodes));
 	c->stat->fused += n + 1;
@@ -612,14 +612,12 @@ static bool fuse_knn(PassCtx *c, int i)
 	}
 	int out[2] = {NONE, t->out[1]};
 	int in[2] = {pts, t->in[1]};
-	Attr at[2] = {
-		rw_int_attr(c, "axis", -1),
-		rw_string_attr(c, "kiln.fused", arena_printf(c->a, "kNN: MatMul, ReduceSum, Mul, Sub, "
-		                                             "Sub, Transpose, TopK \"%s\"", t->name)),
-	};
+	Attr axis_at = rw_int_attr(c, "axis", -1);
 	const char *name = t->name[0] ? t->name : "knn";
 	rw_kill(c, i);
-	rw_add_fused(c, i, OP_KilnKnn, in, 2, out, 2, at, 2, name);
+	int p = rw_add_fused(c, i, OP_KilnKnn, in, 2, out, 2, &axis_at, 1, name);
+	c->pending[p].node.fused.members = arena_printf(c->a, "kNN: MatMul, ReduceSum, Mul, Sub, "
+	                                                "Sub, Transpose, TopK \"%s\"", t->name);
 	c->stat->fused += 7;
 	return true;
 }

@@ -55,13 +55,7 @@ static bool is_f32(PassCtx *c, int id)
 /* Record that node `into` absorbed node `from`. */
 static void note_fused(PassCtx *c, Node *into, const Node *from)
 {
-	const Attr *old = rw_attr(into, "kiln.fused");
-	const char *prev = old && old->type == AT_STRING
-	                           ? arena_printf(c->a, "%.*s, ", (int)old->s.len, old->s.data)
-	                           : "";
-	rw_set_attr(c, into, rw_string_attr(c, "kiln.fused",
-	                                    arena_printf(c->a, "%s%s \"%s\"", prev, from->op_type,
-	                                                 from->name)));
+	rw_add_member(c, into, from);
 	c->stat->fused++;
 }
 
@@ -1056,8 +1050,7 @@ static bool fuse_layernorm(PassCtx *c, int i)
 	 * as kiln's own fused node (the schema is the same). */
 	if (ln->since == 0)
 		ln->since = 17;
-	rw_set_attr(c, ln, rw_string_attr(c, "kiln.fused",
-	                                  "ReduceMean, Sub, Pow, ReduceMean, Add, Sqrt, Div, Mul, Add"));
+	ln->fused.members = "ReduceMean, Sub, Pow, ReduceMean, Add, Sqrt, Div, Mul, Add";
 	c->stat->fused += 8;
 	return true;
 }

@@ -139,7 +139,7 @@ static bool rewrite_one(PassCtx *c, int ti)
 		ch = d;
 		int a = rw_sole_user(c, v);
 		if (a != NONE && is_act(&g->nodes[a]) && g->nodes[a].domain_id == DOMAIN_ONNX &&
-		    !rw_attr(&g->nodes[a], "kiln.fused")) {
+		    !g->nodes[a].fused.members) {
 			layer[nl].act = a;
 			v = g->nodes[a].out[0];
 		}

@@ -488,6 +488,12 @@ Attr rw_string_attr(PassCtx *c, const char *name, const char *s)
 	              .s = {.data = copy, .len = strlen(copy)}};
 }
 
+void rw_add_member(PassCtx *c, Node *n, const Node *from)
+{
+	n->fused.members = arena_printf(c->a, "%s%s%s \"%s\"", n->fused.members ? n->fused.members : "",
+	                                n->fused.members ? ", " : "", from->op_type, from->name);
+}
+
 void rw_set_attr(PassCtx *c, Node *n, Attr at)
 {
 	for (int k = 0; k < n->nattrs; k++)

@@ -100,6 +100,9 @@ Attr rw_ints_attr(PassCtx *c, const char *name, const int64_t *v, int n);
 Attr rw_string_attr(PassCtx *c, const char *name, const char *s);
 /* Set or replace an attribute of an existing node. */
 void rw_set_attr(PassCtx *c, Node *n, Attr at);
+/* Record that node n absorbed node `from` (n->fused.members gains
+ * `Op "name"`, for the generated C's comment). */
+void rw_add_member(PassCtx *c, Node *n, const Node *from);
 /* Apply the dead marks and pending nodes: rebuild g->nodes in order, and
  * the use index. */
 void rw_commit(PassCtx *c);
