@@ -810,7 +810,7 @@ static void rows_rule(BD *b, int k)
 	case BK_LAYER_NORM: {
 		int axis = norm(attr_or(n, "axis", -1), rank_of(b, n->in[0]));
 		if (k >= axis || in_axis(b, 1) != BD_NONE || in_axis(b, 2) != BD_NONE ||
-		    (n->nin > 3 && in_axis(b, 3) != k))  /* kiln.residual: rows like X */
+		    (n->nin > 3 && in_axis(b, 3) != k))  /* a fused residual: rows like X */
 			mix(b, "normalizes over the batch axis %d", k);
 		else
 			set_outputs(b, k);

@@ -77,7 +77,7 @@ const char *op_unsupported_reason(const Graph *g, const Node *n, char *buf, size
 	KILN_ASSERT(v);
 	/* The optimizer's fused residual is one input past the schema's
 	 * (passes/fuse.c: Conv + Add; docs/optimizer.md). */
-	int extra_in = node_attr(n, "kiln.residual") ? 1 : 0;
+	int extra_in = n->fused.residual ? 1 : 0;
 	if (n->nin < v->min_in || n->nin > v->max_in + extra_in) {
 		snprintf(buf, bufsz, "has %d inputs; %s-%d takes %d to %d", n->nin, n->op_type, v->since,
 		         v->min_in, v->max_in);

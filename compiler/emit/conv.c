@@ -70,10 +70,10 @@ static const char *packed_conv_weight(Emit *E, const kiln_conv2d_params *p, SymL
  * (kiln_f32_conv2d_small, runtime/kernels/f32-pointwise). */
 static bool small_pointwise(Emit *E, const WindowGeo *g, const char *residual)
 {
-	const Attr *act = node_attr(E->n, "kiln.act");
+	FusedAct act = E->n->fused.act;
 	if (residual || node_attr_int(E->n, "group", 1) != 1 || g->outsz[1] * g->outsz[2] > 32)
 		return false;
-	if (act && !(act->type == AT_STRING && act->s.len == 4 && memcmp(act->s.data, "Relu", 4) == 0))
+	if (act != FACT_NONE && act != FACT_RELU)
 		return false;
 	for (int j = 1; j < 3; j++)
 		if (g->k[j] != 1 || g->s[j] != 1 || g->d[j] != 1 || g->pb[j] != 0 || g->pe[j] != 0 ||

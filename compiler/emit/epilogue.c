@@ -1,25 +1,23 @@
 /*
  * emit/epilogue.c - the fused epilogue of a Gemm or Conv node (bias, a
- * Conv's residual and the activation, from what passes/fuse.c leaves: kiln.act,
- * kiln.act_alpha, kiln.act_beta, kiln.fused), as a kiln_epilogue the
- * *_ep kernels take.
+ * Conv's residual and the activation, from the node's Fused record that
+ * passes/fuse.c fills: fused.act, .alpha, .beta, .members), as a
+ * kiln_epilogue the *_ep kernels take.
  */
-#include <string.h>
-
 #include "emit_c.h"
 
-static const struct {
-	const char *op;
-	const char *name;
-} acts[] = {
-	{"Relu", "KILN_ACT_RELU"}, {"Sigmoid", "KILN_ACT_SIGMOID"}, {"Tanh", "KILN_ACT_TANH"},
-	{"Selu", "KILN_ACT_SELU"}, {"Elu", "KILN_ACT_ELU"}, {"LeakyRelu", "KILN_ACT_LEAKY_RELU"},
-	{"HardSigmoid", "KILN_ACT_HARD_SIGMOID"}, {"Clip", "KILN_ACT_CLIP"}, {"Gelu", "KILN_ACT_GELU"},
+/* The runtime's name of each FusedAct (include/kiln/kernels.h). */
+static const char *const acts[] = {
+	[FACT_NONE] = "KILN_ACT_NONE", [FACT_RELU] = "KILN_ACT_RELU",
+	[FACT_SIGMOID] = "KILN_ACT_SIGMOID", [FACT_TANH] = "KILN_ACT_TANH",
+	[FACT_SELU] = "KILN_ACT_SELU", [FACT_ELU] = "KILN_ACT_ELU",
+	[FACT_LEAKY_RELU] = "KILN_ACT_LEAKY_RELU", [FACT_HARD_SIGMOID] = "KILN_ACT_HARD_SIGMOID",
+	[FACT_CLIP] = "KILN_ACT_CLIP", [FACT_GELU] = "KILN_ACT_GELU",
 };
 
 bool emit_has_act(const Node *n)
 {
-	return node_attr(n, "kiln.act") != NULL;
+	return n->fused.act != FACT_NONE;
 }
 
 /* The nodes the optimizer fused into this one, as a comment (not in a
@@ -35,23 +33,13 @@ void emit_fused_comment(Emit *E)
 
 const char *emit_epilogue(Emit *E, const char *bias, const char *residual)
 {
-	const Attr *act = node_attr(E->n, "kiln.act");
-	if (!act && !bias && !residual)
+	FusedAct act = E->n->fused.act;
+	if (act == FACT_NONE && !bias && !residual)
 		return NULL;
 	emit_fused_comment(E);
-	const char *kind = "KILN_ACT_NONE";
-	if (act) {
-		const char *want = arena_printf(E->a, "%.*s", (int)act->s.len, act->s.data);
-		kind = NULL;
-		for (size_t i = 0; i < sizeof acts / sizeof acts[0]; i++)
-			if (strcmp(acts[i].op, want) == 0)
-				kind = acts[i].name;
-		if (!kind)
-			emit_fail(E, "unknown fused activation \"%s\"", want);
-	}
-	double alpha = node_attr_float(E->n, "kiln.act_alpha", 0.0f);
-	double beta = node_attr_float(E->n, "kiln.act_beta", 0.0f);
-	emitf(E, "\tconst kiln_epilogue ep = {%s, %s, %s, %s, %s};\n", bias ? bias : "NULL", kind,
+	KILN_ASSERT(act >= FACT_NONE && act <= FACT_GELU);
+	double alpha = E->n->fused.alpha, beta = E->n->fused.beta;
+	emitf(E, "\tconst kiln_epilogue ep = {%s, %s, %s, %s, %s};\n", bias ? bias : "NULL", acts[act],
 	    flit(E, alpha, DT_FLOAT), flit(E, beta, DT_FLOAT), residual ? residual : "NULL");
 	return "&ep";
 }

@@ -160,11 +160,11 @@ void emit_layernorm(Emit *E)
 			    out_op(E, 2).expr, norm, eps);
 		emitf(E, "\t}\n");
 	}
-	if (node_attr(E->n, "kiln.residual") && E->n->nin > 3 && E->n->in[3] != NONE) {
+	if (E->n->fused.residual && E->n->nin > 3 && E->n->in[3] != NONE) {
 		/* passes/addnorm.c: the residual Add in the kernel, row by row (the
 		 * sum stored in Y's row, still in L1 when it is normalized) */
 		if (want_mean || want_inv)
-			emit_fail(E, "kiln.residual with statistics outputs is not supported");
+			emit_fail(E, "a fused residual with statistics outputs is not supported");
 		Operand R = in_op(E, 3);
 		require_f32(E, &R);
 		emitf(E, "\tkiln_f32_add_layernorm(X, %s, %s, %s, Y, %" PRId64 ", %" PRId64 ", %s);\n",

@@ -51,13 +51,13 @@ static void infer_layernorm(Infer *x)
 			infer_fail(x, KILN_SHAPE_ERROR, "input %d \"%s\" has %lld elements; the normalized "
 			           "dims hold %lld", i, infer_input_name(x, i), (long long)n, (long long)norm);
 	}
-	if (node_attr(x->n, "kiln.residual")) {
+	if (x->n->fused.residual) {
 		/* passes/addnorm.c: the residual Add's second operand, same shape */
 		bool stats = (x->n->nout > 1 && x->n->out[1] != NONE) ||
 		             (x->n->nout > 2 && x->n->out[2] != NONE);
 		if (x->n->nin != 4 || !infer_has_input(x, 3) || stats ||
 		    infer_dtype(x, 3) != DT_FLOAT || infer_dtype(x, 0) != DT_FLOAT)
-			infer_fail(x, KILN_INVALID_MODEL, "kiln.residual needs a float32 fourth input "
+			infer_fail(x, KILN_INVALID_MODEL, "the fused residual needs a float32 fourth input "
 			           "and no statistics outputs");
 		const Shape *r = infer_shape(x, 3);
 		bool same = r->rank == in->rank;

@@ -1,7 +1,7 @@
 /*
  * passes/addnorm.c - a residual Add read only by a LayerNormalization
- * becomes the LayerNormalization's kiln-internal fourth input (attribute
- * kiln.residual): the generated code forms each row's sum in the output
+ * becomes the LayerNormalization's kiln-internal fourth input (marked by
+ * Node.fused.residual): the generated code forms each row's sum in the output
  * row and normalizes it there, so the sum is never stored and read back.
  *
  * Post-LN transformer blocks write LayerNorm(x + f(x)); pre-LN blocks read
@@ -16,7 +16,7 @@ static bool fuse_one(PassCtx *c, int i)
 {
 	Graph *g = c->g;
 	Node *ln = &g->nodes[i];
-	if (ln->nin < 2 || ln->nin > 3 || rw_attr(ln, "kiln.residual") ||
+	if (ln->nin < 2 || ln->nin > 3 || ln->fused.residual ||
 	    rw_dtype(c, ln->in[0]) != DT_FLOAT)
 		return false;
 	for (int k = 1; k < ln->nout; k++)
@@ -49,7 +49,7 @@ static bool fuse_one(PassCtx *c, int i)
 	g->values[x].nuse--;
 	ln->in = in;
 	ln->nin = 4;
-	rw_set_attr(c, ln, rw_int_attr(c, "kiln.residual", 1));
+	ln->fused.residual = true;
 	rw_add_member(c, ln, add);
 	rw_kill(c, j);
 	c->stat->fused++;

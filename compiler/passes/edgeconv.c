@@ -88,7 +88,7 @@ static bool dims_are(PassCtx *c, int id, int k, const int64_t *d, int rank)
 static bool plain_1x1(PassCtx *c, const Node *n, int64_t cin, int64_t *cout, bool *relu)
 {
 	if (n->op != OP_Conv || n->nout != 1 || n->nin < 2 || n->nin > 3 ||
-	    rw_attr(n, "kiln.residual") ||
+	    n->fused.residual ||
 	    rw_attr_int(n, "group", 1) != 1)
 		return false;
 	static const char *const ones[] = {"strides", "dilations"};
@@ -113,9 +113,8 @@ static bool plain_1x1(PassCtx *c, const Node *n, int64_t cin, int64_t *cout, boo
 		    bv->shape.dims[0].size != *cout)
 			return false;
 	}
-	const Attr *act = rw_attr(n, "kiln.act");
-	*relu = act != NULL;
-	return !act || (act->type == AT_STRING && act->s.len == 4 && memcmp(act->s.data, "Relu", 4) == 0);
+	*relu = n->fused.act != FACT_NONE;
+	return n->fused.act == FACT_NONE || n->fused.act == FACT_RELU;
 }
 
 /* The reduction over the last axis of a rank-4 value: its kind, or -1. */

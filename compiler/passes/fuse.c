@@ -11,8 +11,8 @@
  *     Reshapes would merge it with the axes before it;
  *   - Gemm without C + Add(residual or bias) becomes Gemm with C;
  *   - Conv (1-D/2-D) + Add(residual of the output's shape) becomes a Conv
- *     with the residual as a kiln-internal fourth input, marked by the
- *     attribute kiln.residual: the kernel adds it after the bias and before
+ *     with the residual as a kiln-internal fourth input, marked by
+ *     Node.fused.residual: the kernel adds it after the bias and before
  *     the activation (ResNet blocks: Conv, BN, Add, Relu is one call);
  *   - BatchNormalization after Conv or Gemm folds into the weights and bias
  *     (also through an Unsqueeze or Reshape that appends axes of size 1 to
@@ -25,9 +25,10 @@
  *     as exporters write it (x * 0.5 * (1 + erf(x / sqrt 2)), five nodes)
  *     after Conv (1-D/2-D) or Gemm, or after a Gemm and up to three views
  *     (Reshape, Unsqueeze, Squeeze, Flatten), become
- *     the kernel's epilogue: the node gets
- *     the attributes kiln.act, kiln.act_alpha, kiln.act_beta, which the
- *     emitters turn into one kiln_f32_gemm_ep / kiln_f32_conv2d_ep call.
+ *     the kernel's epilogue: the activation's kind and parameters are
+ *     resolved once into the node's Fused record (fused.act, .alpha,
+ *     .beta; compiler/ir.h), which the emitters turn into one
+ *     kiln_f32_gemm_ep / kiln_f32_conv2d_ep call.
  *
  *   - LayerNorm as exporters write it (ReduceMean, Sub, Pow, ReduceMean,
  *     Add eps, Sqrt, Div, Mul gamma, Add beta over the last axis) becomes
@@ -38,7 +39,7 @@
  *     gathered before the Cast (only the gathered rows are widened): no
  *     float32 copy of the table anywhere.
  *
- * Every fused node records its members in kiln.fused, for the generated
+ * Every fused node records its members in fused.members, for the generated
  * C's comments. Needs shapes for MatMul rewrites (skipped without them).
  */
 #include <math.h>
@@ -333,7 +334,7 @@ static int other_input(const Node *add, int x)
 
 /* Conv + Add(r) where r has the Conv output's shape in every signature (no
  * broadcasting: the kernel adds it plane by plane) -> Conv with r as a
- * fourth input and kiln.residual. Only before an activation is fused (the
+ * fourth input and fused.residual set. Only before an activation is fused (the
  * activation comes after the sum). r must exist before the Conv runs; the
  * planner keeps it alive until then, as any input, and never places the
  * Conv's output over it (Conv is not elementwise), which the kernel needs:
@@ -342,8 +343,8 @@ static bool fuse_conv_residual(PassCtx *c, int i)
 {
 	Graph *g = c->g;
 	Node *n = &g->nodes[i];
-	if (n->nin < 2 || n->nin > 3 || n->nout != 1 || rw_attr(n, "kiln.act") ||
-	    rw_attr(n, "kiln.residual") || !is_f32(c, n->in[0]))
+	if (n->nin < 2 || n->nin > 3 || n->nout != 1 || n->fused.act != FACT_NONE ||
+	    n->fused.residual || !is_f32(c, n->in[0]))
 		return false;
 	const Shape *ws = rw_static_shape(c, n->in[1]);
 	if (!ws || ws->rank < 3 || ws->rank > 4)
@@ -375,7 +376,7 @@ static bool fuse_conv_residual(PassCtx *c, int i)
 	n->in = in;
 	n->nin = 4;
 	g->values[r].nuse++;
-	rw_set_attr(c, n, rw_int_attr(c, "kiln.residual", 1));
+	n->fused.residual = true;
 	int y = add->out[0];
 	note_fused(c, n, add);
 	rw_kill(c, j);
@@ -417,7 +418,7 @@ static bool fuse_add(PassCtx *c, int i)
 		return true;
 	}
 	/* Gemm without C, no epilogue yet: the addend becomes C with beta 1. */
-	if ((n->nin > 2 && n->in[2] != NONE) || n->since < 7 || rw_attr(n, "kiln.act"))
+	if ((n->nin > 2 && n->in[2] != NONE) || n->since < 7 || n->fused.act != FACT_NONE)
 		return false;
 	const Shape *sr = rw_static_shape(c, r);
 	if (!sr || sr->rank > 2)
@@ -596,8 +597,8 @@ static bool fuse_bn(PassCtx *c, int j)
 	}
 	Node *pn = &g->nodes[p];
 	/* Not after a fused residual: BatchNorm would then apply to the sum. */
-	if ((pn->op != OP_Conv && pn->op != OP_Gemm) || pn->nout != 1 || rw_attr(pn, "kiln.act") ||
-	    rw_attr(pn, "kiln.residual"))
+	if ((pn->op != OP_Conv && pn->op != OP_Gemm) || pn->nout != 1 || pn->fused.act != FACT_NONE ||
+	    pn->fused.residual)
 		return false;
 	int w = pn->in[1], b = pn->nin > 2 ? pn->in[2] : NONE;
 	if (!rw_is_const(c, w) || g->values[w].dtype != DT_FLOAT || !dies_with(c, w, p) ||
@@ -732,27 +733,30 @@ static int fuse_bn_into_conv(PassCtx *c, int j)
 
 /* ---- activation epilogues ---------------------------------------------- */
 
-static bool act_params(PassCtx *c, const Node *n, const char **act, float *alpha, float *beta)
+static bool act_params(PassCtx *c, const Node *n, FusedAct *act, float *alpha, float *beta)
 {
 	*alpha = *beta = 0;
 	switch (n->op) {
-	case OP_Relu: *act = "Relu"; return true;
-	case OP_Sigmoid: *act = "Sigmoid"; return true;
-	case OP_Tanh: *act = "Tanh"; return true;
+	case OP_Relu: *act = FACT_RELU; return true;
+	case OP_Sigmoid: *act = FACT_SIGMOID; return true;
+	case OP_Tanh: *act = FACT_TANH; return true;
 	case OP_Selu:
-		*act = "Selu";
+		*act = FACT_SELU;
 		*alpha = rw_attr_float(n, "alpha", 1.67326319217681884765625f);
 		*beta = rw_attr_float(n, "gamma", 1.05070102214813232421875f);
 		return true;
-	case OP_Elu: *act = "Elu"; *alpha = rw_attr_float(n, "alpha", 1.0f); return true;
-	case OP_LeakyRelu: *act = "LeakyRelu"; *alpha = rw_attr_float(n, "alpha", 0.01f); return true;
+	case OP_Elu: *act = FACT_ELU; *alpha = rw_attr_float(n, "alpha", 1.0f); return true;
+	case OP_LeakyRelu:
+		*act = FACT_LEAKY_RELU;
+		*alpha = rw_attr_float(n, "alpha", 0.01f);
+		return true;
 	case OP_HardSigmoid:
-		*act = "HardSigmoid";
+		*act = FACT_HARD_SIGMOID;
 		*alpha = rw_attr_float(n, "alpha", 0.2f);
 		*beta = rw_attr_float(n, "beta", 0.5f);
 		return true;
 	case OP_Clip: {
-		*act = "Clip";
+		*act = FACT_CLIP;
 		*alpha = -INFINITY;
 		*beta = INFINITY;
 		if (n->since < 11) {
@@ -801,7 +805,7 @@ static int epilogue_host(PassCtx *c, int x, int *last)
 			return NONE;
 	}
 	Node *pn = &g->nodes[p];
-	if ((pn->op != OP_Conv && pn->op != OP_Gemm) || pn->nout != 1 || rw_attr(pn, "kiln.act"))
+	if ((pn->op != OP_Conv && pn->op != OP_Gemm) || pn->nout != 1 || pn->fused.act != FACT_NONE)
 		return NONE;
 	if (pn->op == OP_Conv) {
 		const Shape *ws = rw_static_shape(c, pn->in[1]);
@@ -811,18 +815,20 @@ static int epilogue_host(PassCtx *c, int x, int *last)
 	return p;
 }
 
-static void set_act(PassCtx *c, Node *pn, const char *act, float alpha, float beta)
+/* The activation the node's epilogue applies, resolved once (its kind and
+ * parameters) into the node's Fused record, which the emitters read. */
+static void set_act(Node *pn, FusedAct act, float alpha, float beta)
 {
-	rw_set_attr(c, pn, rw_string_attr(c, "kiln.act", act));
-	rw_set_attr(c, pn, rw_float_attr(c, "kiln.act_alpha", alpha));
-	rw_set_attr(c, pn, rw_float_attr(c, "kiln.act_beta", beta));
+	pn->fused.act = act;
+	pn->fused.alpha = alpha;
+	pn->fused.beta = beta;
 }
 
 static bool fuse_act(PassCtx *c, int j)
 {
 	Graph *g = c->g;
 	Node *an = &g->nodes[j];
-	const char *act;
+	FusedAct act;
 	float alpha, beta;
 	if (an->nin < 1 || an->nout != 1 || !act_params(c, an, &act, &alpha, &beta))
 		return false;
@@ -841,7 +847,7 @@ static bool fuse_act(PassCtx *c, int j)
 		for (int k = c->npending - 1; k >= 0; k--)
 			if (c->pending[k].node.op == OP_Gemm) {
 				Node *gn = &c->pending[k].node;
-				set_act(c, gn, act, alpha, beta);
+				set_act(gn, act, alpha, beta);
 				note_fused(c, gn, &g->nodes[j]);
 				break;
 			}
@@ -851,7 +857,7 @@ static bool fuse_act(PassCtx *c, int j)
 	if (p == NONE)
 		return false;
 	Node *pn = &g->nodes[p];
-	set_act(c, pn, act, alpha, beta);
+	set_act(pn, act, alpha, beta);
 	int y = an->out[0];
 	note_fused(c, pn, an);
 	rw_kill(c, j);
@@ -927,7 +933,7 @@ static bool fuse_gelu(PassCtx *c, int i)
 	if (p == NONE)
 		return false;
 	Node *pn = &g->nodes[p];
-	set_act(c, pn, "Gelu", 0, 0);
+	set_act(pn, FACT_GELU, 0, 0);
 	int y = g->nodes[last_mul].out[0];
 	/* The five nodes: Div, Erf, Add, Mul, and the other Mul (by 0.5). */
 	int members[5] = {i, e, a, m1, xhalf != NONE ? xhalf : last_mul};

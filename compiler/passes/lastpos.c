@@ -407,13 +407,8 @@ static bool rule(Move *m, const Node *n, int a, int *slot)
 
 static bool fused(const Node *n)
 {
-	if (n->domain_id == DOMAIN_KILN || n->fused.members || n->fused.act != FACT_NONE ||
-	    n->fused.residual)
-		return true;
-	for (int k = 0; k < n->nattrs; k++)
-		if (strncmp(n->attrs[k].name, "kiln.", 5) == 0)
-			return true;
-	return false;
+	return n->domain_id == DOMAIN_KILN || n->fused.members || n->fused.act != FACT_NONE ||
+	       n->fused.residual;
 }
 
 /* Does node i compute its output (wanted at axis ax[out]) position by
