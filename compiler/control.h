@@ -35,11 +35,14 @@ typedef struct Control {
 	int64_t trips;       /* Loop, Scan: iterations (a bound when the condition is checked
 	                        at run time); -1: a Loop with no bound, until its condition */
 	int nstate;          /* Loop, Scan: values carried between iterations */
+	int state_out;       /* the body output carrying value 0: 1 in a Loop (after the
+	                        condition), 0 in a Scan */
 	int64_t *state_off;  /* per carried value: arena offset of its slot when the node's
 	                        output is omitted, else -1 */
 	/* Scan only */
 	int nscan_in, nscan_out;
-	int64_t batch;       /* Scan-8's batch axis: the body runs per batch element */
+	int64_t batch;       /* Scan-8's batch axis: the body runs per batch element (1 in
+	                        If, Loop and other Scans) */
 	int *in_axis, *out_axis;
 	bool *in_reverse, *out_reverse;
 	int64_t region_off, region_bytes;

@@ -230,6 +230,9 @@ typedef struct OpDef {
 	bool view;                     /* output 0 is input 0's bytes under another shape */
 	bool in_place;                 /* each output element from the same element of each
 	                                  input: may write over an input that dies */
+	bool overwrites;               /* output 0 is input 0 with some elements written over
+	                                  (Scatter*, three inputs): may take input 0's buffer
+	                                  when it dies there */
 	bool narrow_types;             /* float8 and 4-bit values may pass (shape.c) */
 	ScratchHook scratch;
 	CostKind cost;

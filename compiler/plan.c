@@ -73,7 +73,8 @@ static bool is_elementwise_op(int op)
 /* Ops whose output is input 0 with some elements written over. */
 static bool is_scatter_op(int op)
 {
-	return op == OP_ScatterND || op == OP_ScatterElements || op == OP_Scatter;
+	const OpDef *d = op_def(op);
+	return d && d->overwrites;
 }
 
 static bool same_shape(const Shape *a, const Shape *b)
@@ -395,10 +396,11 @@ int64_t subgraph_plan(const Sig *s, int node, Arena *a)
 			continue;
 		/* The carried value has no output to live in: give it a slot. */
 		const Sig *b = &c->subs[0];
-		int id = b->g->outputs[c->op == OP_Loop ? k + 1 : k];
+		int id = b->g->outputs[c->state_out + k];
 		c->state_off[k] = bytes;
+		/* a Scan-8 body runs per batch element: a slot for each */
 		bytes += align_up((int64_t)dtype_bytes(b->dtypes[id], shape_nelem(&b->shapes[id])) *
-		                  (c->op == OP_Scan ? c->batch : 1));
+		                  c->batch);
 	}
 	c->region_bytes = bytes;
 	c->region_off = 0;

@@ -485,6 +485,7 @@ static void infer_loop(Infer *x)
 		can_unroll ? loop_unrolled(&L) : loop_rolled(&L);
 	Control *c = L.c;
 	c->nstate = L.N;
+	c->state_out = 1;
 	c->state_off = arena_array(x->a, (size_t)L.N + 1, sizeof *c->state_off);
 	for (int k = 0; k < L.N; k++) {
 		c->state_off[k] = -1;
