@@ -31,7 +31,7 @@ void kiln_gemv_avx512(int64_t N, int64_t K, const float *x, const float *Bp,
  * weights in their natural layout (a MatMul's weight kept as float16,
  * --weights-dtype=fp16), each row of B widened as it is read, up to 128
  * columns at a time, in the order the GEMM core sums a B packed on the fly
- * (GEMM_PACK_KC blocks). AVX-512 only (the ref and AVX2 variants run the
+ * (kiln_gemm_kc's blocks). AVX-512 only (the ref and AVX2 variants run the
  * GEMM core; a transposed float16 B runs f32-gemm's dot path). */
 void kiln_gemv_f16_avx512(int64_t N, int64_t K, const float *x, const uint16_t *B, int64_t ldb,
                           const float *bias, float *y);
