@@ -229,11 +229,20 @@ void kiln_gemm_run(int64_t M, int64_t N, int64_t K, const float *A, int64_t lda,
 	float panel[KC * KILN_PACK_NR];
 	GemmTile t = {.ldc = ldc, .ldres = e->ldres, .act = late_act ? KILN_ACT_NONE : act,
 	              .act_alpha = ep ? ep->alpha : 0.0f, .act_beta = ep ? ep->beta : 0.0f};
-	int64_t nt = (M + MR - 1) / MR;
 	/* K in the blocks of kiln_gemm_kc (at most GEMM_KBLOCK rows, spread
 	 * evenly), whichever way B comes; the first applies beta, the last the
-	 * epilogue, C accumulates in between. */
+	 * epilogue, C accumulates in between. AVX-512 with K of several blocks
+	 * but at most GEMM_KBLOCK rows: tiles of 6 rows over all of K, the
+	 * blocks' totals in registers (t.kb), where one 12-row tile call per
+	 * block (K = 64: 4 x 16) lost a third of its time to C's loads and
+	 * stores between blocks. */
 	int64_t kc = kiln_gemm_kc(K);
+	if (MR == 12 && kc < K && K <= GEMM_KBLOCK) {
+		t.kb = kc;
+		kc = K;
+		MR = 6;
+	}
+	int64_t nt = (M + MR - 1) / MR;
 	if (!b->packed && !b->direct) {
 		/* B packed here: each (K block, panel) is packed once and every tile
 		 * of A passes over it; A's block (M x kc, often a convolution's
