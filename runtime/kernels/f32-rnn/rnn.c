@@ -215,7 +215,7 @@ typedef struct Chunk {
  * core, where the packed W^T's panels are K rows of a k loop that short.
  * It sums K in one chain: at most GEMM_KB_SHORT, one K block of the order. */
 enum { SHORT_K = 16 };
-_Static_assert(SHORT_K <= GEMM_KB_SHORT, "the short-K product sums one K block");
+_Static_assert((int)SHORT_K <= (int)GEMM_KB_SHORT, "the short-K product sums one K block");
 
 /* Whether rows b0 .. b0+nb-1 (nb > 1) are not evenly spaced in X, so that
  * their xw is one GEMM per step (layout 0 with a chunk smaller than the
