@@ -62,13 +62,11 @@ static float *make_operand(Layout l, int64_t rows, int64_t cols, double *logical
 }
 
 /* Whether kiln_f32_gemm (B in layout lb) and kiln_f32_gemm_pb give the same
- * bits: B's rows contiguous (read in place or packed on the fly) against B
- * packed, every K, every M (batch 1's product too) and every variant (ref
- * included): one order, kiln_gemm_kc's K blocks, whichever way B comes
- * (not transposed B's paths). */
-static int same_bits_expected(Layout lb)
+ * bits: the same tiles of the GEMM core over the same one K block (not the
+ * ref variant's own loops, batch 1's product, or transposed B's paths). */
+static int same_bits_expected(int64_t M, int64_t K, Layout lb)
 {
-	return lb.col == 1;
+	return strcmp(kiln_isa_name(), "ref") != 0 && M > 1 && K <= 256 && lb.col == 1;
 }
 
 static void run_case(int64_t M, int64_t N, int64_t K, float alpha, float beta, int a_kind,
@@ -152,7 +150,7 @@ static void run_case(int64_t M, int64_t N, int64_t K, float alpha, float beta, i
 		snprintf(what + len, sizeof what - len, " (packed B, %s)", kiln_isa_name());
 		CHECK_CLOSE(what, got, want, bound, M * N, GEMM_TOL);
 		CHECK(guarded_intact(&gc), what);
-		if (same_bits_expected(lb)) {
+		if (same_bits_expected(M, K, lb)) {
 			/* the same tiles' sums in the same order as B read in place (or
 			 * packed on the fly, one K block): the same bits, whichever tile
 			 * width the packed path takes */

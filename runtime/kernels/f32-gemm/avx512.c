@@ -148,63 +148,6 @@ INLINE void tile_rows(const GemmTile *t, const int mr, const int two)
 	store_rows(t, mr, two, m0, m1, acc0, acc1);
 }
 
-/* tile_rows over t->K rows in K blocks of t->kb (the order's,
- * kiln_gemm_kc; mr <= 6): each block's sums one FMA chain from 0 in acc,
- * then added to the blocks' total in registers (tot = alpha acc + tot; the
- * first block alpha acc + cbeta C, as epi() takes it), the epilogue and the
- * store once at the end: what one tile call per block computes through C
- * (C = alpha acc + C), bit for bit, without C's loads and stores between
- * blocks (12 x 32 tiles over 16-row blocks spent a third of their time
- * there). */
-INLINE void tile_rows_kb(const GemmTile *t, const int mr, const int two)
-{
-	__m512 acc0[6], acc1[6], tot0[6], tot1[6];
-	int w = t->w;
-	__mmask16 m0 = w >= 16 ? (__mmask16)0xffff : (__mmask16)((1u << w) - 1);
-	__mmask16 m1 = w >= 32 ? (__mmask16)0xffff : w > 16 ? (__mmask16)((1u << (w - 16)) - 1) : 0;
-	__m512 alpha = _mm512_set1_ps(t->alpha), cbeta = _mm512_set1_ps(t->cbeta);
-	int scale = t->alpha != 1.0f, with_c = t->cbeta != 0.0f;
-	const float *a = t->A, *b = t->B;
-	int64_t lda = t->lda, ldb = t->ldb, K = t->K, kb = t->kb;
-#pragma GCC unroll 6
-	for (int i = 0; i < mr; i++)
-		tot0[i] = tot1[i] = _mm512_setzero_ps();  /* (K > kb: the first block sets them) */
-	for (int64_t k0 = 0; k0 < K; k0 += kb) {
-		int64_t k1 = K - k0 < kb ? K : k0 + kb, k = k0;
-#pragma GCC unroll 6
-		for (int i = 0; i < mr; i++)
-			acc0[i] = acc1[i] = _mm512_setzero_ps();
-		for (; k + 4 <= k1; k += 4, b += 4 * ldb) {
-			tile_step(a + k, lda, b, mr, two, m0, m1, acc0, acc1);
-			tile_step(a + k + 1, lda, b + ldb, mr, two, m0, m1, acc0, acc1);
-			tile_step(a + k + 2, lda, b + 2 * ldb, mr, two, m0, m1, acc0, acc1);
-			tile_step(a + k + 3, lda, b + 3 * ldb, mr, two, m0, m1, acc0, acc1);
-		}
-		for (; k < k1; k++, b += ldb)
-			tile_step(a + k, lda, b, mr, two, m0, m1, acc0, acc1);
-#pragma GCC unroll 6
-		for (int i = 0; i < mr; i++) {
-			__m512 v0 = scale ? _mm512_mul_ps(acc0[i], alpha) : acc0[i];
-			__m512 v1 = scale ? _mm512_mul_ps(acc1[i], alpha) : acc1[i];
-			if (k0 > 0) {
-				tot0[i] = _mm512_add_ps(v0, tot0[i]);
-				tot1[i] = _mm512_add_ps(v1, tot1[i]);
-			} else if (with_c) {
-				const float *c = t->C + i * t->ldc;
-				tot0[i] = _mm512_fmadd_ps(_mm512_maskz_loadu_ps(m0, c), cbeta, v0);
-				tot1[i] = two ? _mm512_fmadd_ps(_mm512_maskz_loadu_ps(m1, c + 16), cbeta, v1)
-				              : v1;
-			} else {
-				tot0[i] = v0;
-				tot1[i] = v1;
-			}
-		}
-	}
-	GemmTile e = *t;  /* C and alpha taken: the epilogue (if final) and the store */
-	e.alpha = 1.0f, e.cbeta = 0.0f;
-	store_rows(&e, mr, two, m0, m1, tot0, tot1);
-}
-
 #if defined(__GNUC__) && defined(__x86_64__)
 /* The full tile (12 rows of A, lda apart, by a whole panel of 32: B's rows
  * 32 floats back to back) in GNU C assembly, so that the 24 accumulators
@@ -500,22 +443,9 @@ KW_TILE(6)
 		two == 2 ? tile_rows(t, n, 2) : two ? tile_rows(t, n, 1) : tile_rows(t, n, 0); \
 		break;
 
-#define ROWS_KB(n) \
-	case n: \
-		two == 2 ? tile_rows_kb(t, n, 2) : two ? tile_rows_kb(t, n, 1) : tile_rows_kb(t, n, 0); \
-		break;
-
 void kiln_gemm_tile_avx512(const GemmTile *t)
 {
 	int two = t->w == 32 ? 2 : t->w > 16;
-	if (t->kb > 0 && t->kb < t->K && t->mr <= 6) {
-		switch (t->mr) {
-		ROWS_KB(1) ROWS_KB(2) ROWS_KB(3) ROWS_KB(4) ROWS_KB(5) ROWS_KB(6)
-		default:
-			break;
-		}
-		return;
-	}
 #ifdef HAVE_TILE_ASM
 	int flags;
 	if (t->mr >= 11 && two == 2 && t->ldb == KILN_PACK_NR &&
@@ -559,7 +489,7 @@ void kiln_gemm_tile64_avx512(const GemmTile *t)
 }
 
 /* GemmDot (gemm.h) in the GEMM core's order: each C[m, n] one FMA chain over
- * the k of each kiln_gemm_kc block from 0, in k order, the blocks combined as
+ * the k of each GEMM_PACK_KC block from 0, in k order, the blocks combined as
  * the core's tiles combine them (what every variant's core computes on a
  * transposed B packed on the fly, so the same bits). Columns of C in the
  * lanes: 16 k of 16 rows of Bt (one load a row, a float16 row widened)
@@ -620,11 +550,10 @@ INLINE void dot_cols(const GemmDot *d, const int mr, const int G, const int h, i
 	const char *b = h ? (const char *)(d->Bth + n0 * d->ldbt)
 	                  : (const char *)(d->Bt + n0 * d->ldbt);
 	int last = w < 16 * G ? (int)w - 1 : 16 * G - 1;
-	const int64_t kc = kiln_gemm_kc(d->K);
-	for (int64_t k0 = 0; k0 < d->K; k0 += kc) {
+	for (int64_t k0 = 0; k0 < d->K; k0 += GEMM_PACK_KC) {
 		__m512 acc[16];
 		dot_block(d->A + k0, d->lda, mr, G, b + k0 * (h ? 2 : 4), d->ldbt, h, last,
-		          d->K - k0 < kc ? d->K - k0 : kc, pf, acc);
+		          d->K - k0 < GEMM_PACK_KC ? d->K - k0 : GEMM_PACK_KC, pf, acc);
 #pragma GCC unroll 4
 		for (int g = 0; g < G; g++) {
 			int64_t left = w - 16 * g;

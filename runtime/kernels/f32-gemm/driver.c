@@ -6,10 +6,9 @@
  * columns. B comes packed already (the compiler packs weights into the b32
  * layout of pack.h, so the kernels read them as one stream per panel with no
  * copy at run time), or its rows are read in place, or it is packed on the
- * fly, a panel and one K block at a time, into a 32 KiB buffer on the
+ * fly, a panel and at most KC rows at a time, into a 32 KiB buffer on the
  * stack (any strides: Gemm transB, the convolution's implicit im2col). K is
- * cut into the blocks of kiln_gemm_kc (gemm.h: at most 256 rows, the order
- * of every product, packed or not); the first one applies beta and the
+ * cut into blocks of at most 256 rows; the first one applies beta and the
  * last one the epilogue. B in place: a tile's rows of A (one K block) stay in
  * L1 while B's panels (a block of B that fits L2) stream past them; B packed
  * on the fly: each panel's K block stays in L1 while the tiles pass over it.
@@ -229,27 +228,17 @@ void kiln_gemm_run(int64_t M, int64_t N, int64_t K, const float *A, int64_t lda,
 	float panel[KC * KILN_PACK_NR];
 	GemmTile t = {.ldc = ldc, .ldres = e->ldres, .act = late_act ? KILN_ACT_NONE : act,
 	              .act_alpha = ep ? ep->alpha : 0.0f, .act_beta = ep ? ep->beta : 0.0f};
-	/* K in the blocks of kiln_gemm_kc (at most GEMM_KBLOCK rows, spread
-	 * evenly), whichever way B comes; the first applies beta, the last the
-	 * epilogue, C accumulates in between. AVX-512 with K of several blocks
-	 * but at most GEMM_KBLOCK rows: tiles of 6 rows over all of K, the
-	 * blocks' totals in registers (t.kb), where one 12-row tile call per
-	 * block (K = 64: 4 x 16) lost a third of its time to C's loads and
-	 * stores between blocks. */
-	int64_t kc = kiln_gemm_kc(K);
-	if (MR == 12 && kc < K && K <= GEMM_KBLOCK) {
-		t.kb = kc;
-		kc = K;
-		MR = 6;
-	}
 	int64_t nt = (M + MR - 1) / MR;
+	/* K in blocks of at most GEMM_KBLOCK rows, spread evenly; the first
+	 * applies beta, the last the epilogue, C accumulates in between. */
+	int64_t kc = kiln_gemm_kc(K);
 	if (!b->packed && !b->direct) {
 		/* B packed here: each (K block, panel) is packed once and every tile
 		 * of A passes over it; A's block (M x kc, often a convolution's
 		 * weights, too big for L2 whole) is read in place. */
 		int64_t k0 = 0;
 		do {
-			int64_t kb = K - k0 < kc ? K - k0 : kc;
+			int64_t kb = K - k0 < KC ? K - k0 : KC;
 			t.K = kb, t.alpha = e->alpha, t.cbeta = k0 == 0 ? e->beta : 1.0f;
 			t.final = k0 + kb >= K;
 			for (int64_t n0 = 0; n0 < N; n0 += KILN_PACK_NR) {

@@ -43,39 +43,21 @@ typedef struct GemmTile {
 	float act_alpha, act_beta;
 	const float *pf;           /* the next tile's A, pf_n floats from pf, to prefetch while */
 	int64_t pf_n;              /* this tile runs (A streamed from memory), or NULL */
-	int64_t kb;                /* 0: K is one K block; else K spans blocks of kb rows
-	                            * (kiln_gemm_kc; AVX-512, mr <= 6: the blocks' totals in
-	                            * registers, the same sums as one call per block) */
 } GemmTile;
 
 /* The driver's K blocks over B in place: at most GEMM_KBLOCK rows, so a
  * tile's rows of A (12 KiB) stay in L1 while B's panels stream past. */
 enum { GEMM_KBLOCK = 256 };
 
-/* The order's shorter blocks: a K of GEMM_KB_SHORT rows or more is cut into
- * at least GEMM_KB_SPLIT blocks (fewer when K < GEMM_KB_SPLIT *
- * GEMM_KB_SHORT: ceil(K / GEMM_KB_SHORT)), so a product of few columns at
- * batch 1 (f32-gemv) has that many independent FMA chains per column to run
- * side by side, where one chain per column waited on the FMA latency. */
-enum { GEMM_KB_SHORT = 16, GEMM_KB_SPLIT = 4 };
-
-/* The rows of each K block: K cut into nb = max(ceil(K / GEMM_KBLOCK),
- * min(GEMM_KB_SPLIT, ceil(K / GEMM_KB_SHORT))) blocks spread evenly
- * (ceil(K / nb) rows each, the last one shorter; K <= 16: one block, K =
- * 64: 4 x 16, 256: 4 x 64, 1024: 4 x 256, 1100: 5 x 220), each summed as one
- * FMA chain from 0 and added to the blocks before it (C = acc + C, so
- * ((b0 + b1) + b2) + ...), the bias last. They depend on K alone. Every
- * variant and every M sums a packed B's product in these blocks (f32-gemv's
- * batch-1 products too, several blocks side by side), so the bits do not
- * depend on the ISA or the batch size (docs/reproducibility.md). */
+/* The rows of each K block: K cut into ceil(K / GEMM_KBLOCK) blocks spread
+ * evenly (the last one shorter), each summed as one FMA chain from 0 and
+ * added to the blocks before it (C = acc + C), the bias last. Every variant
+ * and every M sums a packed B's product in these blocks (f32-gemv's batch-1
+ * products too), so the bits do not depend on the ISA or the batch size
+ * (docs/reproducibility.md). */
 static inline int64_t kiln_gemm_kc(int64_t K)
 {
 	int64_t nkb = (K + GEMM_KBLOCK - 1) / GEMM_KBLOCK;
-	int64_t nshort = (K + GEMM_KB_SHORT - 1) / GEMM_KB_SHORT;
-	if (nshort > GEMM_KB_SPLIT)
-		nshort = GEMM_KB_SPLIT;
-	if (nkb < nshort)
-		nkb = nshort;
 	return nkb > 1 ? (K + nkb - 1) / nkb : K;
 }
 
@@ -90,14 +72,12 @@ void kiln_gemm_tile_avx512(const GemmTile *t);
  * the second at t->B + t->ldp (w is 64) */
 void kiln_gemm_tile64_avx512(const GemmTile *t);
 
-/* The most rows of a block of B packed on the fly (driver.c: a strided or
- * transposed B, a float16 B, the convolution's im2col; its stack panel).
- * Such a B is summed in kiln_gemm_kc's blocks too (at most GEMM_KBLOCK
- * rows), each one FMA chain per element from 0, added to the blocks before
- * it (C = alpha acc + C; the first block: alpha acc + beta C), as are
- * kiln_gemm_dot_* and f32-gemv's float16 products: one order whichever way
- * B comes (until issue 30's shorter blocks, 256 rows from 0 here). */
-enum { GEMM_PACK_KC = GEMM_KBLOCK };
+/* The K blocks of a B packed on the fly (driver.c: a strided or transposed
+ * B, a float16 B, the convolution's im2col): GEMM_PACK_KC rows from 0, the
+ * last one shorter, each one FMA chain per element from 0, added to the
+ * blocks before it (C = alpha acc + C; the first block: alpha acc + beta C).
+ * kiln_gemm_dot_* and f32-gemv's float16 products sum in these blocks too. */
+enum { GEMM_PACK_KC = 256 };
 
 /* C[m, n] = alpha * dot(row m of A, row n of Bt) + beta * C[m, n] (beta 0:
  * C not read) for m < M <= 4, where Bt is B transposed and stored with rows
@@ -105,7 +85,7 @@ enum { GEMM_PACK_KC = GEMM_KBLOCK };
  * also read otherwise, like a tied embedding), float or float16 (Bth, then
  * Bt is NULL): each row of Bt streams once for all M rows of A, at memory
  * bandwidth when M is 1. Summed in the GEMM core's order on a B packed on
- * the fly (kiln_gemm_kc, kiln_gemm_tile_ref's chains), so the same bits as
+ * the fly (GEMM_PACK_KC, kiln_gemm_tile_ref's chains), so the same bits as
  * the ref variant and any other number of rows. */
 typedef struct GemmDot {
 	int64_t M, N, K;

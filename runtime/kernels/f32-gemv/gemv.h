@@ -10,8 +10,7 @@
  * (kiln_gemm_kc), the GEMM tiles' order (the same bits as the tiled GEMM and
  * the ref tile at every batch size: docs/reproducibility.md), the FMA
  * latency hidden by several panels' chains side by side (AVX2 two panels,
- * eight chains; AVX-512 up to four, eight chains, and for one or two panels
- * four or two K blocks' chains side by side too). f32-gemm/driver.c and
+ * eight chains; AVX-512 up to four, eight chains). f32-gemm/driver.c and
  * f32-rnn/rnn.c call them when kiln_isa() picks the variant; the ref variant
  * runs the GEMM core. kiln_gemv_f16_avx512 is the product on float16
  * weights in their natural layout (kiln_f32_gemm_f16b at batch 1).
@@ -32,7 +31,7 @@ void kiln_gemv_avx512(int64_t N, int64_t K, const float *x, const float *Bp,
  * weights in their natural layout (a MatMul's weight kept as float16,
  * --weights-dtype=fp16), each row of B widened as it is read, up to 128
  * columns at a time, in the order the GEMM core sums a B packed on the fly
- * (kiln_gemm_kc's blocks). AVX-512 only (the ref and AVX2 variants run the
+ * (GEMM_PACK_KC blocks). AVX-512 only (the ref and AVX2 variants run the
  * GEMM core; a transposed float16 B runs f32-gemm's dot path). */
 void kiln_gemv_f16_avx512(int64_t N, int64_t K, const float *x, const uint16_t *B, int64_t ldb,
                           const float *bias, float *y);
@@ -72,8 +71,7 @@ static inline kiln_gemv_fn kiln_gemv_of(void)
  * features, M = its time steps): five rows by one panel at a time, every
  * sum in registers from 0 to the store, where the GEMM core's tiles spend
  * most of their time outside a k loop of a few steps. Each sum is one FMA
- * chain over k, then + bias, as in the GEMM core: K <= GEMM_KB_SHORT (16,
- * f32-rnn/rnn.c's SHORT_K), one K block of kiln_gemm_kc. AVX-512 only. */
+ * chain over k, then + bias, as in the GEMM core. AVX-512 only. */
 void kiln_gemm_shortk_avx512(int64_t M, int64_t N, int64_t K, const float *X, int64_t ldx,
                              const float *Bp, const float *bias, float *Y, int64_t ldy);
 

@@ -7,9 +7,8 @@
  * the eight weights broadcast, into 8 (P <= 16) or 16 sums that start at 0
  * and stay in registers until the bias, the ReLU and the store; a last group
  * of fewer than eight channels one channel at a time. Each sum is one float
- * FMA chain over the c of each K block of kiln_gemm_kc(C) from 0 (C <=
- * GEMM_KBLOCK, pointwise.c), the blocks added in order through Y (the
- * block's outputs stay in L1), then + the bias: the GEMM's order, so the same bits as the other variants'
+ * FMA chain over c from 0 (C <= GEMM_KBLOCK: one K block, pointwise.c), then
+ * + the bias: the GEMM's order, so the same bits as the other variants'
  * implicit GEMM (issue 30, docs/reproducibility.md). Until then planes of 1,
  * 2, 4 or 8 pixels with many input channels took dot products over c (16
  * partial sums a vector, then a tree), faster there (64 -> 32 channels over
@@ -17,7 +16,6 @@
  */
 #include <immintrin.h>
 
-#include "../f32-gemm/gemm.h"
 #include "pointwise.h"
 
 static __mmask16 lanes(int64_t n)
@@ -26,13 +24,9 @@ static __mmask16 lanes(int64_t n)
 }
 
 /* Output channels o0 .. o0+OB-1 over NV vectors of the plane (OB and NV
- * constants once inlined), input channels [c0, c1): one K block of the
- * GEMM's order (kiln_gemm_kc), each sum one FMA chain from 0, added to the
- * blocks before it (Y = acc + Y; the first block, c0 == 0, stores acc); the
- * last block (c1 == C) then adds the bias and applies the ReLU. */
+ * constants once inlined). */
 static inline __attribute__((always_inline)) void channels(const int OB, const int NV, int64_t C,
-                                                           int64_t c0, int64_t c1, int64_t P,
-                                                           int64_t o0, const float *X,
+                                                           int64_t P, int64_t o0, const float *X,
                                                            const float *W, const float *bias,
                                                            float *Y, int relu)
 {
@@ -43,7 +37,7 @@ static inline __attribute__((always_inline)) void channels(const int OB, const i
 #pragma GCC unroll 2
 		for (int v = 0; v < 2; v++)  /* both: no vector read before it is set */
 			acc[i][v] = _mm512_setzero_ps();
-	for (int64_t c = c0; c < c1; c++) {
+	for (int64_t c = 0; c < C; c++) {
 		__m512 x[2] = {_mm512_setzero_ps(), _mm512_setzero_ps()};
 #pragma GCC unroll 2
 		for (int v = 0; v < NV; v++)
@@ -60,29 +54,20 @@ static inline __attribute__((always_inline)) void channels(const int OB, const i
 	for (int i = 0; i < OB; i++)
 #pragma GCC unroll 2
 		for (int v = 0; v < NV; v++) {
-			float *y = Y + (o0 + i) * P + 16 * v;
-			__m512 s = acc[i][v];
-			if (c0 > 0)
-				s = _mm512_add_ps(s, _mm512_maskz_loadu_ps(m[v], y));
-			if (c1 == C) {
-				s = _mm512_add_ps(s, _mm512_set1_ps(bias ? bias[o0 + i] : 0.0f));
-				s = relu ? _mm512_max_ps(s, _mm512_setzero_ps()) : s;
-			}
-			_mm512_mask_storeu_ps(y, m[v], s);
+			__m512 y = _mm512_add_ps(acc[i][v], _mm512_set1_ps(bias ? bias[o0 + i] : 0.0f));
+			y = relu ? _mm512_max_ps(y, _mm512_setzero_ps()) : y;
+			_mm512_mask_storeu_ps(Y + (o0 + i) * P + 16 * v, m[v], y);
 		}
 }
 
 static void plane(const int NV, int64_t C, int64_t M, int64_t P, const float *X, const float *W,
                   const float *bias, float *Y, int relu)
 {
-	const int64_t kc = kiln_gemm_kc(C);
-	for (int64_t c0 = 0; c0 < C; c0 += kc) {
-		int64_t c1 = C - c0 < kc ? C : c0 + kc, o = 0;
-		for (; o + 8 <= M; o += 8)
-			channels(8, NV, C, c0, c1, P, o, X, W, bias, Y, relu);
-		for (; o < M; o++)
-			channels(1, NV, C, c0, c1, P, o, X, W, bias, Y, relu);
-	}
+	int64_t o = 0;
+	for (; o + 8 <= M; o += 8)
+		channels(8, NV, C, P, o, X, W, bias, Y, relu);
+	for (; o < M; o++)
+		channels(1, NV, C, P, o, X, W, bias, Y, relu);
 }
 
 void kiln_pointwise_avx512(int64_t C, int64_t M, int64_t P, const float *X, const float *W,

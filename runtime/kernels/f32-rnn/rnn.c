@@ -212,10 +212,8 @@ typedef struct Chunk {
 
 /* Input features up to which one row's projection (batch 1, or a chunk of
  * one row) goes through the short-K product (gemv.h) instead of the GEMM
- * core, where the packed W^T's panels are K rows of a k loop that short.
- * It sums K in one chain: at most GEMM_KB_SHORT, one K block of the order. */
+ * core, where the packed W^T's panels are K rows of a k loop that short. */
 enum { SHORT_K = 16 };
-_Static_assert((int)SHORT_K <= (int)GEMM_KB_SHORT, "the short-K product sums one K block");
 
 /* Whether rows b0 .. b0+nb-1 (nb > 1) are not evenly spaced in X, so that
  * their xw is one GEMM per step (layout 0 with a chunk smaller than the

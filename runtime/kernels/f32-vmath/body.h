@@ -1310,9 +1310,8 @@ static VMATH_INLINE void small_row(int64_t K, const float *x, const float *R, in
 /* Every step of one batch row where 4H is NB whole blocks (2 or 3) and a
  * narrow block of w = H - 16 NB <= 8 units (NV vectors a row; none if
  * w = 0): the product over all 4H columns with every sum in a register
- * from k = 0 to the cell, one FMA chain per column over each K block of
- * the order above (H = 32 to 52: 2 to 4 blocks, each summed in its own
- * registers and added on; 4 NB + NV chains side by side hide the FMA latency),
+ * from k = 0 to the cell, one FMA chain per column (H <= 52: one K block,
+ * the order above; 4 NB + NV chains side by side hide the FMA latency),
  * then the cells straight from the registers, every group's together
  * (lstm_cells_n), without storing the gates and reading them back (H =
  * 50, I = 4, T = 25, kernel alone, with the former two chains a column:
@@ -1320,7 +1319,6 @@ static VMATH_INLINE void small_row(int64_t K, const float *x, const float *R, in
 static VMATH_INLINE void lstm_row_small_of(const VmathLstmRow *a, const int NB, const int NV)
 {
 	int64_t H = a->H, K = H, hw = NB * BLOCK_UNITS, b = 4 * hw;
-	const int64_t kc = kiln_gemm_kc(K);
 	V hi = vset(a->clip), lo = vset(-a->clip);
 	LstmNarrow nb = {.R = a->R + b * K, .P = a->P ? a->P + b : NULL, .c = a->c + hw,
 	                 .h = a->h + hw, .w = H - hw};
@@ -1335,25 +1333,8 @@ static VMATH_INLINE void lstm_row_small_of(const VmathLstmRow *a, const int NB, 
 #pragma GCC unroll 2
 		for (int p = 0; p < NV; p++)
 			nacc[p] = vset(0.0f);
-		for (int64_t k = 0; k < kc; k++)
+		for (int64_t k = 0; k < K; k++)
 			small_row(K, h, a->R, k, acc, &nb, nacc, NB, NV);
-		for (int64_t k0 = kc; k0 < K; k0 += kc) {  /* the later K blocks, each from 0 */
-			V part[12], npart[2];
-#pragma GCC unroll 12
-			for (int v = 0; v < 4 * NB; v++)
-				part[v] = vset(0.0f);
-#pragma GCC unroll 2
-			for (int p = 0; p < NV; p++)
-				npart[p] = vset(0.0f);
-			for (int64_t k = k0, k1 = K - k0 < kc ? K : k0 + kc; k < k1; k++)
-				small_row(K, h, a->R, k, part, &nb, npart, NB, NV);
-#pragma GCC unroll 12
-			for (int v = 0; v < 4 * NB; v++)
-				acc[v] = vadd(part[v], acc[v]);
-#pragma GCC unroll 2
-			for (int p = 0; p < NV; p++)
-				nacc[p] = vadd(npart[p], nacc[p]);
-		}
 		V g[4][4];
 		LstmGroup gr[4];
 #pragma GCC unroll 3
