@@ -67,12 +67,13 @@
  * When emission fails after LLVM created or overwrote the file, the file is
  * removed; when the open itself failed, an existing file is left alone.
  *
- * Assumptions: LLVM 14's C API. Target registration is done once per process
- * (pthread_once); everything else is per call, in its own LLVMContext, which
+ * Assumptions: LLVM 14's C API, loaded on first use (below). Loading and
+ * target registration are done once per process (pthread_once); everything else is per call, in its own LLVMContext, which
  * is how LLVM allows use from several threads (not tested here).
  * Every LLVM object (context, module, target machine, data layout, messages)
  * is disposed on every path.
  */
+#include <dlfcn.h>
 #include <limits.h>
 #include <pthread.h>
 #include <stdarg.h>
@@ -88,6 +89,123 @@
 #include <llvm-c/TargetMachine.h>
 
 #include "emit_obj.h"
+
+/*
+ * LLVM is loaded on first use (dlopen), not linked: libLLVM's relocations and
+ * static constructors cost ~80 ms of CPU at every start of a program linked
+ * with it, which every `kiln check`, `kiln info` or `kiln ops` paid without
+ * writing an object. Only the calls below are used; L holds them. The
+ * library is the one the build found (KILN_LLVM_LIB, from llvm-config), first
+ * by its file name through the dynamic linker's search path (an installed kiln
+ * on a machine with the same LLVM runtime package), then by its full path.
+ * A build against a static LLVM (KILN_LLVM_LINKED) takes the linked functions.
+ */
+#define LLVM_FUNCS(X) \
+	X(LLVMAddGlobal) \
+	X(LLVMArrayType) \
+	X(LLVMConstArray) \
+	X(LLVMConstNull) \
+	X(LLVMConstStringInContext) \
+	X(LLVMContextCreate) \
+	X(LLVMContextDispose) \
+	X(LLVMContextSetDiagnosticHandler) \
+	X(LLVMCreateTargetDataLayout) \
+	X(LLVMCreateTargetMachine) \
+	X(LLVMDisposeMessage) \
+	X(LLVMDisposeModule) \
+	X(LLVMDisposeTargetData) \
+	X(LLVMDisposeTargetMachine) \
+	X(LLVMGetDefaultTargetTriple) \
+	X(LLVMGetDiagInfoDescription) \
+	X(LLVMGetDiagInfoSeverity) \
+	X(LLVMGetNamedGlobal) \
+	X(LLVMGetTargetFromTriple) \
+	X(LLVMInt8TypeInContext) \
+	X(LLVMModuleCreateWithNameInContext) \
+	X(LLVMNormalizeTargetTriple) \
+	X(LLVMPointerSize) \
+	X(LLVMSetAlignment) \
+	X(LLVMSetGlobalConstant) \
+	X(LLVMSetInitializer) \
+	X(LLVMSetLinkage) \
+	X(LLVMSetModuleDataLayout) \
+	X(LLVMSetSection) \
+	X(LLVMSetSourceFileName) \
+	X(LLVMSetTarget) \
+	X(LLVMSetVisibility) \
+	X(LLVMTargetHasAsmBackend) \
+	X(LLVMTargetHasTargetMachine) \
+	X(LLVMTargetMachineEmitToFile) \
+	X(LLVMTypeOf)
+
+static struct {
+#define X(f) __typeof__(f) *f;
+	LLVM_FUNCS(X)
+#undef X
+} L;
+
+static char llvm_failed[512];  /* why loading failed; "" when loaded */
+
+#ifdef KILN_LLVM_LINKED
+static void load_llvm(void)
+{
+#define X(f) L.f = f;
+	LLVM_FUNCS(X)
+#undef X
+	LLVMInitializeAllTargetInfos();
+	LLVMInitializeAllTargets();
+	LLVMInitializeAllTargetMCs();
+	LLVMInitializeAllAsmPrinters();
+}
+#else
+/* Registers target t's pieces that the library has (what LLVM-C's
+ * LLVMInitializeAll* do for the targets of Targets.def). */
+static void init_target(void *lib, const char *t)
+{
+	static const char *const parts[] = { "TargetInfo", "Target", "TargetMC", "AsmPrinter" };
+	for (size_t i = 0; i < sizeof parts / sizeof *parts; i++) {
+		char sym[96];
+		snprintf(sym, sizeof sym, "LLVMInitialize%s%s", t, parts[i]);
+		void (*init)(void);
+		*(void **)&init = dlsym(lib, sym);
+		if (init)
+			init();
+	}
+}
+
+static void load_llvm(void)
+{
+	const char *path = KILN_LLVM_LIB, *slash = strrchr(path, '/');
+	void *lib = dlopen(slash ? slash + 1 : path, RTLD_NOW | RTLD_LOCAL);
+	if (!lib)
+		lib = dlopen(path, RTLD_NOW | RTLD_LOCAL);
+	if (!lib) {
+		const char *why = dlerror();
+		snprintf(llvm_failed, sizeof llvm_failed, "cannot load LLVM (%s): %s", path,
+		         why ? why : "?");
+		return;
+	}
+#define X(f)                                                                            \
+	if (!(*(void **)&L.f = dlsym(lib, #f))) {                                       \
+		snprintf(llvm_failed, sizeof llvm_failed, "LLVM (%s) has no %s", path, #f); \
+		return;                                                                 \
+	}
+	LLVM_FUNCS(X)
+#undef X
+#define LLVM_TARGET(t) init_target(lib, #t);
+#include <llvm/Config/Targets.def>
+}
+#endif
+
+/* Loads LLVM once per process; 0 when its functions are ready, else -1 with
+ * the reason in llvm_failed. */
+static int llvm_ready(void)
+{
+	static pthread_once_t once = PTHREAD_ONCE_INIT;
+	if (pthread_once(&once, load_llvm) != 0)
+		snprintf(llvm_failed, sizeof llvm_failed, "cannot initialize LLVM");
+	return llvm_failed[0] ? -1 : 0;
+}
 
 /* Symbols up to PIECE_MAX bytes are one [n x i8] array (the C API's
  * lengths are `unsigned`); bigger ones are [k x [CHUNK x i8]] (see above).
@@ -137,14 +255,6 @@ static int is_c_identifier(const char *s)
 	return 1;
 }
 
-static void init_targets(void)
-{
-	LLVMInitializeAllTargetInfos();
-	LLVMInitializeAllTargets();
-	LLVMInitializeAllTargetMCs();
-	LLVMInitializeAllAsmPrinters();
-}
-
 /* Where the diagnostic handler puts LLVM's first error. Without a handler,
  * LLVMContext prints an error diagnostic and calls exit(1). */
 typedef struct DiagSink {
@@ -156,13 +266,13 @@ typedef struct DiagSink {
 static void on_diagnostic(LLVMDiagnosticInfoRef info, void *arg)
 {
 	DiagSink *sink = arg;
-	if (LLVMGetDiagInfoSeverity(info) != LLVMDSError || sink->failed)
+	if (L.LLVMGetDiagInfoSeverity(info) != LLVMDSError || sink->failed)
 		return;
 	sink->failed = 1;
-	char *desc = LLVMGetDiagInfoDescription(info);
+	char *desc = L.LLVMGetDiagInfoDescription(info);
 	set_err(sink->err, sink->errsz, "LLVM: %s", desc ? desc : "unknown error");
 	if (desc)
-		LLVMDisposeMessage(desc);
+		L.LLVMDisposeMessage(desc);
 }
 
 /* Bytes a symbol of n content bytes takes (its ELF st_size); 0 if too large. */
@@ -181,11 +291,11 @@ static uint64_t stored_size(uint64_t n)
  * [k x [CHUNK x i8]] over PIECE_MAX. */
 static LLVMTypeRef contents_type(LLVMContextRef ctx, uint64_t n)
 {
-	LLVMTypeRef i8 = LLVMInt8TypeInContext(ctx);
+	LLVMTypeRef i8 = L.LLVMInt8TypeInContext(ctx);
 	uint64_t size = stored_size(n);
 	if (size <= PIECE_MAX)
-		return LLVMArrayType(i8, (unsigned)size);
-	return LLVMArrayType(LLVMArrayType(i8, (unsigned)CHUNK), (unsigned)(size / CHUNK));
+		return L.LLVMArrayType(i8, (unsigned)size);
+	return L.LLVMArrayType(L.LLVMArrayType(i8, (unsigned)CHUNK), (unsigned)(size / CHUNK));
 }
 
 /* The initializer for the n bytes at p (n > 0), matching contents_type. The
@@ -194,7 +304,7 @@ static LLVMTypeRef contents_type(LLVMContextRef ctx, uint64_t n)
 static LLVMValueRef contents_value(LLVMContextRef ctx, const char *p, uint64_t n)
 {
 	if (n <= PIECE_MAX)
-		return LLVMConstStringInContext(ctx, p, (unsigned)n, 1);
+		return L.LLVMConstStringInContext(ctx, p, (unsigned)n, 1);
 	uint64_t k = stored_size(n) / CHUNK, tail = n - (k - 1) * CHUNK;
 	LLVMValueRef *vals = malloc(k * sizeof *vals);
 	char *last = tail < CHUNK ? calloc(1, CHUNK) : NULL;
@@ -204,13 +314,13 @@ static LLVMValueRef contents_value(LLVMContextRef ctx, const char *p, uint64_t n
 		return NULL;
 	}
 	for (uint64_t i = 0; i + 1 < k; i++)
-		vals[i] = LLVMConstStringInContext(ctx, p + i * CHUNK, (unsigned)CHUNK, 1);
+		vals[i] = L.LLVMConstStringInContext(ctx, p + i * CHUNK, (unsigned)CHUNK, 1);
 	if (last)
 		memcpy(last, p + (k - 1) * CHUNK, tail);
-	vals[k - 1] = LLVMConstStringInContext(ctx, last ? last : p + (k - 1) * CHUNK,
+	vals[k - 1] = L.LLVMConstStringInContext(ctx, last ? last : p + (k - 1) * CHUNK,
 	                                       (unsigned)CHUNK, 1);
 	free(last);
-	LLVMValueRef v = LLVMConstArray(LLVMTypeOf(vals[0]), vals, (unsigned)k);
+	LLVMValueRef v = L.LLVMConstArray(L.LLVMTypeOf(vals[0]), vals, (unsigned)k);
 	free(vals);
 	return v;
 }
@@ -298,15 +408,20 @@ static enum large_kind large_data(const char *norm, uint64_t total_bytes)
 /* norm of triple (NULL or "" = the host), for the queries below. */
 static enum large_kind large_data_for(const char *triple, uint64_t total_bytes, bool *aarch64)
 {
+	if (aarch64)
+		*aarch64 = false;
+	/* Without LLVM no object is written: emit_weights_object says why. */
+	if (llvm_ready() != 0)
+		return LARGE_NONE;
 	char *host = NULL;
-	char *norm = LLVMNormalizeTargetTriple(triple && *triple ? triple
-	                                                         : (host = LLVMGetDefaultTargetTriple()));
+	char *norm = L.LLVMNormalizeTargetTriple(triple && *triple ? triple
+	                                                           : (host = L.LLVMGetDefaultTargetTriple()));
 	enum large_kind k = large_data(norm, total_bytes);
 	if (aarch64)
 		*aarch64 = strncmp(norm, "aarch64", 7) == 0 && obj_patch_is_elf_triple(norm);
-	LLVMDisposeMessage(norm);
+	L.LLVMDisposeMessage(norm);
 	if (host)
-		LLVMDisposeMessage(host);
+		L.LLVMDisposeMessage(host);
 	return k;
 }
 
@@ -325,7 +440,6 @@ uint64_t emit_obj_max_data(const char *triple)
 int emit_weights_object(const char *path, const char *triple, const ObjSymbol *syms,
                         size_t nsyms, char *err, size_t errsz)
 {
-	static pthread_once_t once = PTHREAD_ONCE_INIT;
 	int rc = -1;
 	char *msg = NULL, *host = NULL, *norm = NULL;
 	LLVMTargetMachineRef tm = NULL;
@@ -368,23 +482,23 @@ int emit_weights_object(const char *path, const char *triple, const ObjSymbol *s
 		return -1;
 	}
 
-	if (pthread_once(&once, init_targets) != 0) {
-		set_err(err, errsz, "cannot initialize LLVM targets");
+	if (llvm_ready() != 0) {
+		set_err(err, errsz, "%s", llvm_failed);
 		return -1;
 	}
-	const char *want = triple && *triple ? triple : (host = LLVMGetDefaultTargetTriple());
-	norm = LLVMNormalizeTargetTriple(want);
+	const char *want = triple && *triple ? triple : (host = L.LLVMGetDefaultTargetTriple());
+	norm = L.LLVMNormalizeTargetTriple(want);
 	LLVMTargetRef target;
-	if (LLVMGetTargetFromTriple(norm, &target, &msg)) {
+	if (L.LLVMGetTargetFromTriple(norm, &target, &msg)) {
 		set_err(err, errsz, "unknown target triple \"%s\": %s", want, msg ? msg : "?");
 		goto out;
 	}
-	if (!LLVMTargetHasTargetMachine(target) || !LLVMTargetHasAsmBackend(target)) {
+	if (!L.LLVMTargetHasTargetMachine(target) || !L.LLVMTargetHasAsmBackend(target)) {
 		set_err(err, errsz, "target triple \"%s\": LLVM cannot write object files for it",
 		        want);
 		goto out;
 	}
-	tm = LLVMCreateTargetMachine(target, norm, "", "", LLVMCodeGenLevelNone, LLVMRelocPIC,
+	tm = L.LLVMCreateTargetMachine(target, norm, "", "", LLVMCodeGenLevelNone, LLVMRelocPIC,
 	                             LLVMCodeModelDefault);
 	if (!tm) {
 		set_err(err, errsz, "target triple \"%s\": LLVM cannot create a target machine",
@@ -392,16 +506,16 @@ int emit_weights_object(const char *path, const char *triple, const ObjSymbol *s
 		goto out;
 	}
 
-	ctx = LLVMContextCreate();
+	ctx = L.LLVMContextCreate();
 	DiagSink sink = { err, errsz, 0 };
-	LLVMContextSetDiagnosticHandler(ctx, on_diagnostic, &sink);
-	mod = LLVMModuleCreateWithNameInContext(MODULE_NAME, ctx);
-	LLVMSetSourceFileName(mod, MODULE_NAME, sizeof MODULE_NAME - 1);
-	LLVMSetTarget(mod, norm);
-	LLVMTargetDataRef layout = LLVMCreateTargetDataLayout(tm);
-	LLVMSetModuleDataLayout(mod, layout);
-	unsigned ptr_bytes = LLVMPointerSize(layout);
-	LLVMDisposeTargetData(layout);
+	L.LLVMContextSetDiagnosticHandler(ctx, on_diagnostic, &sink);
+	mod = L.LLVMModuleCreateWithNameInContext(MODULE_NAME, ctx);
+	L.LLVMSetSourceFileName(mod, MODULE_NAME, sizeof MODULE_NAME - 1);
+	L.LLVMSetTarget(mod, norm);
+	LLVMTargetDataRef layout = L.LLVMCreateTargetDataLayout(tm);
+	L.LLVMSetModuleDataLayout(mod, layout);
+	unsigned ptr_bytes = L.LLVMPointerSize(layout);
+	L.LLVMDisposeTargetData(layout);
 	if (ptr_bytes < 8 && payload > (UINT64_C(1) << (8 * ptr_bytes)) - 1) {
 		set_err(err, errsz, "%llu bytes of symbols do not fit a %u-bit target (\"%s\")",
 		        (unsigned long long)payload, 8 * ptr_bytes, want);
@@ -417,19 +531,19 @@ int emit_weights_object(const char *path, const char *triple, const ObjSymbol *s
 	}
 	for (size_t i = 0; i < nsyms; i++) {
 		const ObjSymbol *s = &syms[i];
-		if (LLVMGetNamedGlobal(mod, s->name)) {
+		if (L.LLVMGetNamedGlobal(mod, s->name)) {
 			set_err(err, errsz, "symbol %zu: duplicate name \"%s\"", i, s->name);
 			free(globals);
 			goto out;
 		}
-		LLVMValueRef g = LLVMAddGlobal(mod, contents_type(ctx, s->nbytes), s->name);
-		LLVMSetGlobalConstant(g, 1);
-		LLVMSetLinkage(g, LLVMExternalLinkage);
+		LLVMValueRef g = L.LLVMAddGlobal(mod, contents_type(ctx, s->nbytes), s->name);
+		L.LLVMSetGlobalConstant(g, 1);
+		L.LLVMSetLinkage(g, LLVMExternalLinkage);
 		/* Hidden: global inside the relocatable NAME.o (NAME.c refers to
 		 * it), local to any shared library or program linking it. */
 		if (s->hidden)
-			LLVMSetVisibility(g, LLVMHiddenVisibility);
-		LLVMSetAlignment(g, s->align);
+			L.LLVMSetVisibility(g, LLVMHiddenVisibility);
+		L.LLVMSetAlignment(g, s->align);
 		globals[i] = g;
 	}
 	/* ELF: LLVM lays out zeros (free) and obj_patch.c writes the bytes in
@@ -442,9 +556,9 @@ int emit_weights_object(const char *path, const char *triple, const ObjSymbol *s
 	for (size_t i = 0; large != LARGE_NONE && i < nsyms; i++) {
 		/* aarch64: a writable section, which LLVM puts in its own ".ldata"
 		 * (a named section is never BSS) and linkers after .data. */
-		LLVMSetSection(globals[i], large == LARGE_X86_64 ? ".lrodata" : ".ldata");
+		L.LLVMSetSection(globals[i], large == LARGE_X86_64 ? ".lrodata" : ".ldata");
 		if (large == LARGE_AARCH64)
-			LLVMSetGlobalConstant(globals[i], 0);
+			L.LLVMSetGlobalConstant(globals[i], 0);
 	}
 	for (size_t i = 0; i < nsyms; i++) {
 		const ObjSymbol *s = &syms[i];
@@ -452,7 +566,7 @@ int emit_weights_object(const char *path, const char *triple, const ObjSymbol *s
 		void *filled = NULL;  /* a repacked weight's stored bytes (not ELF: LLVM copies them) */
 		if (!patch && s->nbytes && s->fill && (filled = malloc(s->nbytes)))
 			s->fill(s->fill_arg, filled);
-		LLVMValueRef v = patch ? LLVMConstNull(contents_type(ctx, s->nbytes ? s->nbytes : 1))
+		LLVMValueRef v = patch ? L.LLVMConstNull(contents_type(ctx, s->nbytes ? s->nbytes : 1))
 		                 : !s->nbytes ? contents_value(ctx, &zero, 1)
 		                 : s->fill ? (filled ? contents_value(ctx, filled, s->nbytes) : NULL)
 		                           : contents_value(ctx, s->bytes, s->nbytes);
@@ -462,7 +576,7 @@ int emit_weights_object(const char *path, const char *triple, const ObjSymbol *s
 			free(globals);
 			goto out;
 		}
-		LLVMSetInitializer(globals[i], v);
+		L.LLVMSetInitializer(globals[i], v);
 	}
 	free(globals);
 
@@ -472,7 +586,7 @@ int emit_weights_object(const char *path, const char *triple, const ObjSymbol *s
 	int existed = lstat(path, &st) == 0;
 	int removable = !existed || S_ISREG(st.st_mode); /* never /dev/null, a link... */
 	/* LLVM 14 takes a non-const file name but does not change it. */
-	if (LLVMTargetMachineEmitToFile(tm, mod, (char *)path, LLVMObjectFile, &msg) ||
+	if (L.LLVMTargetMachineEmitToFile(tm, mod, (char *)path, LLVMObjectFile, &msg) ||
 	    sink.failed) {
 		if (!sink.failed)
 			set_err(err, errsz, "cannot write \"%s\": %s", path, msg ? msg : "?");
@@ -492,16 +606,16 @@ int emit_weights_object(const char *path, const char *triple, const ObjSymbol *s
 	rc = 0;
 out:
 	if (mod)
-		LLVMDisposeModule(mod);
+		L.LLVMDisposeModule(mod);
 	if (ctx)
-		LLVMContextDispose(ctx);
+		L.LLVMContextDispose(ctx);
 	if (tm)
-		LLVMDisposeTargetMachine(tm);
+		L.LLVMDisposeTargetMachine(tm);
 	if (msg)
-		LLVMDisposeMessage(msg);
+		L.LLVMDisposeMessage(msg);
 	if (norm)
-		LLVMDisposeMessage(norm);
+		L.LLVMDisposeMessage(norm);
 	if (host)
-		LLVMDisposeMessage(host);
+		L.LLVMDisposeMessage(host);
 	return rc;
 }
