@@ -5,6 +5,10 @@
  * kernel's 64-column chunks), reduce_len == 0 (sum 0, mean NaN) and empty
  * outputs.
  *
+ * Where inner == 1 the kernel sums several rows side by side; each row's
+ * result must still be the bits of one double chain over r from 0 (the
+ * order docs/reproducibility.md states), checked exactly.
+ *
  * One case sums 2^20 values in [0, 1): float accumulation is off by far more
  * than the tolerance there, so it proves the accumulation is in double.
  * Tolerance: |err| <= 1e-6 * (|want| + 1e-6 * sum |x|): within a few float
@@ -58,6 +62,15 @@ static void run_case(int64_t outer, int64_t len, int64_t inner, float lo, float 
 	CHECK_CLOSE(what, Y, want_mean, bound_mean, ny, REDUCE_TOL);
 	CHECK(guarded_intact(&gy), what);
 
+	if (inner == 1 && len > 0)
+		for (int64_t o = 0; o < outer; o++) {
+			double sum = 0.0;
+			for (int64_t r = 0; r < len; r++)
+				sum += (double)X[o * len + r];
+			float m = (float)(sum * (1.0 / (double)len));
+			CHECK(memcmp(&Y[o], &m, sizeof m) == 0, what);
+		}
+
 	guarded_free(&gy);
 	free(X), free(want_sum), free(want_mean), free(bound_sum), free(bound_mean);
 }
@@ -66,7 +79,8 @@ int main(void)
 {
 	static const int64_t shapes[][3] = {
 		{1, 1, 1}, {1, 100, 1}, {3, 7, 5}, {2, 1000, 1}, {2, 33, 70}, {4, 5, 130}, {1, 3, 64},
-		{1, 0, 3}, {2, 0, 1}, {0, 5, 5}, {3, 5, 0}, {7, 1, 9}, {1, 4097, 2},
+		{1, 0, 3}, {2, 0, 1}, {0, 5, 5}, {3, 5, 0}, {7, 1, 9}, {1, 4097, 2}, {13, 100, 1},
+		{16, 3, 1}, {8, 0, 1},
 	};
 	for (size_t s = 0; s < sizeof shapes / sizeof shapes[0]; s++) {
 		run_case(shapes[s][0], shapes[s][1], shapes[s][2], -1.0f, 1.0f);

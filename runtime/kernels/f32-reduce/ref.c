@@ -8,19 +8,34 @@
  * rounding to float, without the bookkeeping of Kahan or pairwise summation.
  * When inner > 1 the reduced axis is strided; the kernel then reduces
  * REDUCE_COLS neighbouring columns together with their accumulators in a
- * stack array, so that every load walks a contiguous run of X.
+ * stack array, so that every load walks a contiguous run of X. When inner
+ * == 1 (a mean over a row, e.g. over the particles of [N, C, P]) it sums
+ * REDUCE_ROWS rows side by side: each row's sum is still one chain of double
+ * additions from r = 0, the same bits as one row at a time, but the rows'
+ * chains overlap instead of each waiting on its own additions' latency.
  */
 #include <math.h>
 
 #include "kiln/kernels.h"
 
-enum { REDUCE_COLS = 64 };
+enum { REDUCE_COLS = 64, REDUCE_ROWS = 8 };
 
 /* Y[o, j] = sum over r of X[o, r, j], multiplied by `factor` in double. */
 static void reduce_sum_scaled(const float *X, float *Y, int64_t outer, int64_t reduce_len,
                               int64_t inner, double factor)
 {
-	for (int64_t o = 0; o < outer; o++) {
+	int64_t o0 = 0;
+	if (inner == 1)
+		for (; o0 + REDUCE_ROWS <= outer; o0 += REDUCE_ROWS) {
+			const float *x = X + o0 * reduce_len;
+			double sum[REDUCE_ROWS] = {0};
+			for (int64_t r = 0; r < reduce_len; r++)
+				for (int i = 0; i < REDUCE_ROWS; i++)
+					sum[i] += (double)x[i * reduce_len + r];
+			for (int i = 0; i < REDUCE_ROWS; i++)
+				Y[o0 + i] = (float)(sum[i] * factor);
+		}
+	for (int64_t o = o0; o < outer; o++) {
 		const float *x = X + o * reduce_len * inner;
 		float *y = Y + o * inner;
 		if (inner == 1) {
