@@ -148,16 +148,52 @@ static inline __attribute__((always_inline)) void products_block(
 				_mm512_storeu_ps(p + j * M + 16 * v, _mm512_add_ps(acc[j][v], zero));
 }
 
+/* One block of nt tiles (1 <= nt <= 12) with nt a constant of the code, so
+ * that no accumulator is computed for a tile past the last. */
+#define PRODUCTS_CASE(NV, NT) \
+	case NT: \
+		products_block(U, V, C, M, ld, m0, t0, NT, P, NV, NT); \
+		break;
+static void products_nt(const float *U, const float *V, int64_t C, int64_t M, int64_t ld,
+                        int64_t m0, int64_t t0, int nt, float *P, int nv)
+{
+	if (nv == 4)
+		switch (nt) {
+			PRODUCTS_CASE(4, 1) PRODUCTS_CASE(4, 2) PRODUCTS_CASE(4, 3)
+			PRODUCTS_CASE(4, 4) PRODUCTS_CASE(4, 5) PRODUCTS_CASE(4, 6)
+		}
+	else
+		switch (nt) {
+			PRODUCTS_CASE(2, 1) PRODUCTS_CASE(2, 2) PRODUCTS_CASE(2, 3)
+			PRODUCTS_CASE(2, 4) PRODUCTS_CASE(2, 5) PRODUCTS_CASE(2, 6)
+			PRODUCTS_CASE(2, 7) PRODUCTS_CASE(2, 8) PRODUCTS_CASE(2, 9)
+			PRODUCTS_CASE(2, 10) PRODUCTS_CASE(2, 11) PRODUCTS_CASE(2, 12)
+		}
+}
+#undef PRODUCTS_CASE
+
+/* The columns in blocks of at most ntmax tiles, spread evenly (25 tiles by
+ * 12: 9, 8, 8), so that no block is a short one left over: which block a
+ * tile lands in does not change its sums. */
+static void products_cols(const float *U, const float *V, int64_t C, int64_t M, int64_t ld,
+                          int64_t m0, int64_t ncols, float *P, int nv, int ntmax)
+{
+	int64_t nb = (ncols + ntmax - 1) / ntmax;
+	for (int64_t b = 0, t0 = 0; b < nb; b++) {
+		int nt = (int)((ncols - t0 + (nb - b) - 1) / (nb - b));
+		products_nt(U, V, C, M, ld, m0, t0, nt, P, nv);
+		t0 += nt;
+	}
+}
+
 void kiln_wino1d_products_avx512(const float *U, const float *V, int64_t C, int64_t M,
                                  int64_t ld, int64_t ncols, float *P)
 {
 	int64_t m0 = 0;
 	for (; m0 + 64 <= M; m0 += 64)
-		for (int64_t t0 = 0; t0 < ncols; t0 += 6)
-			products_block(U, V, C, M, ld, m0, t0, (int)(ncols - t0), P, 4, 6);
+		products_cols(U, V, C, M, ld, m0, ncols, P, 4, 6);
 	if (m0 < M)
-		for (int64_t t0 = 0; t0 < ncols; t0 += 12)
-			products_block(U, V, C, M, ld, m0, t0, (int)(ncols - t0), P, 2, 12);
+		products_cols(U, V, C, M, ld, m0, ncols, P, 2, 12);
 }
 
 /* 16 x 16 transpose: z[i] lane j = r[j] lane i. */
