@@ -10,8 +10,13 @@
  * shrinks to one tile's). The cost is each weight read once per tile instead
  * of once per call: so a tile keeps at least TILE_ROWS rows in every GEMM
  * against a weight, which keeps the weight's reuse (a panel read from L2 or
- * L3 feeds that many rows), and graphs with other weight-bound ops
- * (convolutions, recurrences) are not tiled.
+ * L3 feeds that many rows). A convolution's rows are its output pixels (each
+ * reads the whole weight); a network of them is tiled only while a tile's
+ * arena stays within TILE_CONV_ARENA (a ResNet's large images would stream
+ * through memory in any tile, and each tile would read every weight again).
+ * A product that carries under TILE_MINOR of the products' work (a dense
+ * head of one row a sample after the convolutions) does not bound the
+ * tile. Graphs with other weight-bound ops (recurrences) are not tiled.
  *
  * The tile t divides B, so every tile is the same compiled signature (an
  * internal one when t is not a compiled size): B runs as B / t calls of t's
@@ -31,7 +36,9 @@ enum {
 	TILE_ROWS = 256,                   /* rows each GEMM against a weight keeps */
 	TILE_ARENA_MIN = 8 << 20,          /* bytes of arena worth tiling */
 	TILE_WEIGHT_BYTES = 16 << 10,      /* weights smaller than this do not count */
+	TILE_CONV_ARENA = 2 << 20,         /* most bytes of a tile's arena with convolutions */
 };
+static const double TILE_MINOR = 0.01;  /* share of the products' work that does not count */
 
 static int64_t nelem(const Sig *s, int id)
 {
@@ -44,16 +51,21 @@ static bool is_weight(const Sig *s, int id)
 	return id != NONE && s->g->values[id].kind == VAL_WEIGHT;
 }
 
-/* Rows per sample of the GEMM that node n runs against a weight, 0 if it
+/* Rows per sample of the GEMM that node n runs against a weight (its
+ * largest, of *welems elements), 0 if it
  * has no big weight input, -1 if it reads one in a way tiles would not keep
- * (a weight on the left, a convolution, a recurrence, an op not listed). */
-static double weight_rows(const Sig *s, const Node *n)
+ * (a weight on the left, a recurrence, an op not listed). */
+static double weight_rows(const Sig *s, const Node *n, int64_t *welems)
 {
 	bool big = false;
+	*welems = 0;
 	for (int k = 0; k < n->nin; k++)
 		if (is_weight(s, n->in[k]) &&
-		    nelem(s, n->in[k]) * (int64_t)dtype_size(s->dtypes[n->in[k]]) >= TILE_WEIGHT_BYTES)
+		    nelem(s, n->in[k]) * (int64_t)dtype_size(s->dtypes[n->in[k]]) >= TILE_WEIGHT_BYTES) {
 			big = true;
+			if (nelem(s, n->in[k]) > *welems)
+				*welems = nelem(s, n->in[k]);
+		}
 	if (!big)
 		return 0;
 	int a = n->nin > 0 ? n->in[0] : NONE;
@@ -61,6 +73,15 @@ static double weight_rows(const Sig *s, const Node *n)
 	switch (d ? d->tile : TK_NONE) {
 	case TK_TABLE:
 		return 0;   /* rows of a table: no reuse to keep */
+	case TK_CONV: {
+		/* each output pixel of a sample reads the whole weight: pixels are
+		 * its rows */
+		if (a == NONE || is_weight(s, a) || n->nout < 1 || n->out[0] == NONE)
+			return -1;
+		const Shape *y = &s->shapes[n->out[0]];
+		int64_t m = y->rank > 2 ? y->dims[1].size : 0;
+		return m > 0 ? (double)(nelem(s, n->out[0]) / m) / (double)s->batch : -1;
+	}
 	case TK_GEMM: {
 		if (a == NONE || is_weight(s, a) || s->shapes[a].rank < 2)
 			return -1;
@@ -95,22 +116,47 @@ int64_t batch_tile(const Sig *s, const Plan *p, const Stitch *st)
 				return 0;
 		}
 	}
-	double rows = -1;   /* the fewest rows per sample of a GEMM against a weight */
-	for (int i = 0; i < g->nnodes; i++) {
-		const Node *n = &g->nodes[i];
-		if (!sig_computes(s, n))
-			continue;
-		double r = weight_rows(s, n);
-		if (r < 0)
-			return 0;
-		if (r > 0 && (rows < 0 || r < rows))
-			rows = r;
-	}
+	/* the fewest rows per sample of a product against a weight, among the
+	 * nodes that carry at least TILE_MINOR of the products' work (rows x
+	 * weight elements): a dense head of one row per sample after the
+	 * convolutions does not keep the whole network from tiles, its weight
+	 * read once per tile costing next to nothing */
+	double rows = -1, total = 0;
+	bool conv = false;
+	for (int pass = 0; pass < 2; pass++)
+		for (int i = 0; i < g->nnodes; i++) {
+			const Node *n = &g->nodes[i];
+			if (!sig_computes(s, n))
+				continue;
+			int64_t welems;
+			double r = weight_rows(s, n, &welems);
+			if (r < 0)
+				return 0;
+			if (r == 0)
+				continue;
+			double work = r * (double)welems;
+			if (!pass) {
+				total += work;
+				continue;
+			}
+			if (work < total * TILE_MINOR)
+				continue;
+			if (rows < 0 || r < rows)
+				rows = r;
+			if (op_def(n->op)->tile == TK_CONV)
+				conv = true;
+		}
 	if (rows <= 0)
 		return 0;
 	for (int64_t t = 1; t < B; t++)
-		if (B % t == 0 && (double)t * rows >= TILE_ROWS)
+		if (B % t == 0 && (double)t * rows >= TILE_ROWS) {
+			/* convolutions: only while a tile's activations stay in cache
+			 * (the arena scaled down to t samples), or every weight would
+			 * be read once per tile for nothing */
+			if (conv && (double)p->arena_bytes * (double)t / (double)B > TILE_CONV_ARENA)
+				return 0;
 			return t;
+		}
 	return 0;
 }
 

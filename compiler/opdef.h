@@ -191,7 +191,11 @@ typedef enum CostKind {
 } CostKind;
 
 /* How batch tiling (batchtile.c) sees a node reading a large weight. */
-typedef enum TileKind { TK_NONE, TK_TABLE, TK_GEMM } TileKind;
+typedef enum TileKind {
+	TK_NONE, TK_TABLE, TK_GEMM,
+	TK_CONV,             /* X [N, C, spatial...], W, output [N, M, spatial...]: each
+	                        output pixel of a sample is a row against the weight */
+} TileKind;
 
 typedef struct OpDef {
 	int op;                        /* OP_x; NONE ends a family's table */

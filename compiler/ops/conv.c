@@ -357,7 +357,7 @@ void ops_conv_infer(Infer *x)
 const OpDef ops_conv_defs[] = {
 	{.op = OP_Conv, .infer = ops_conv_infer, .emit = emit_conv, .batch = BK_N_FIRST,
 	 .row_inputs = 1u << 3,   /* the residual passes/fuse.c adds, plane by plane */
-	 .scratch = conv_scratch_bytes, .cost = CK_CONV, .types = OT_F32,
+	 .scratch = conv_scratch_bytes, .cost = CK_CONV, .tile = TK_CONV, .types = OT_F32,
 	 .pad = PD_WINDOW,
 	 .note = "1-D to 3-D; groups, dilations, auto_pad"},
 	{.op = OP_MaxPool, .infer = ops_conv_infer, .emit = emit_pool, .batch = BK_N_FIRST,
