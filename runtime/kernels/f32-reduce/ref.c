@@ -27,11 +27,18 @@ static void reduce_sum_scaled(const float *X, float *Y, int64_t outer, int64_t r
 	int64_t o0 = 0;
 	if (inner == 1)
 		for (; o0 + REDUCE_ROWS <= outer; o0 += REDUCE_ROWS) {
-			const float *x = X + o0 * reduce_len;
-			double sum[REDUCE_ROWS] = {0};
-			for (int64_t r = 0; r < reduce_len; r++)
-				for (int i = 0; i < REDUCE_ROWS; i++)
-					sum[i] += (double)x[i * reduce_len + r];
+			/* eight named sums: an array would live on the stack, each
+			 * addition waiting on the store of the one before */
+			const float *x0 = X + o0 * reduce_len, *x1 = x0 + reduce_len,
+			            *x2 = x1 + reduce_len, *x3 = x2 + reduce_len, *x4 = x3 + reduce_len,
+			            *x5 = x4 + reduce_len, *x6 = x5 + reduce_len, *x7 = x6 + reduce_len;
+			double s0 = 0, s1 = 0, s2 = 0, s3 = 0, s4 = 0, s5 = 0, s6 = 0, s7 = 0;
+			for (int64_t r = 0; r < reduce_len; r++) {
+				s0 += (double)x0[r], s1 += (double)x1[r], s2 += (double)x2[r];
+				s3 += (double)x3[r], s4 += (double)x4[r], s5 += (double)x5[r];
+				s6 += (double)x6[r], s7 += (double)x7[r];
+			}
+			const double sum[REDUCE_ROWS] = {s0, s1, s2, s3, s4, s5, s6, s7};
 			for (int i = 0; i < REDUCE_ROWS; i++)
 				Y[o0 + i] = (float)(sum[i] * factor);
 		}
