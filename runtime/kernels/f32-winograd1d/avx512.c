@@ -258,8 +258,19 @@ void kiln_wino1d_out_tm_avx512(const float *P, int64_t es, int64_t T, int64_t M,
 			const float *o = tmp + i * rs;
 			float *yr = y + (m0 + i) * n;
 			const float *rr = res ? res + (m0 + i) * n : NULL;
-			for (int64_t j = 0; j < n; j += 16) {
-				__mmask16 ok = n - j >= 16 ? (__mmask16)0xffff : (__mmask16)((1u << (n - j)) - 1);
+			int64_t j = 0;
+			/* whole vectors with plain loads and stores (masked ones cost
+			 * more on some CPUs), then the rest masked */
+			for (; j + 16 <= n; j += 16) {
+				__m512 v = _mm512_loadu_ps(o + j);
+				if (rr)
+					v = _mm512_add_ps(v, _mm512_loadu_ps(rr + j));
+				if (relu)
+					v = _mm512_max_ps(v, zero);
+				_mm512_storeu_ps(yr + j, v);
+			}
+			if (j < n) {
+				__mmask16 ok = (__mmask16)((1u << (n - j)) - 1);
 				__m512 v = _mm512_loadu_ps(o + j);
 				if (rr)
 					v = _mm512_add_ps(v, _mm512_maskz_loadu_ps(ok, rr + j));
