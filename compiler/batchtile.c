@@ -51,10 +51,10 @@ static bool is_weight(const Sig *s, int id)
 	return id != NONE && s->g->values[id].kind == VAL_WEIGHT;
 }
 
-/* Rows per sample of the GEMM that node n runs against a weight (its
- * largest, of *welems elements), 0 if it
- * has no big weight input, -1 if it reads one in a way tiles would not keep
- * (a weight on the left, a recurrence, an op not listed). */
+/* Rows per sample of the GEMM or convolution that node n runs against a
+ * weight (its largest, of *welems elements), 0 if it has no big weight
+ * input, -1 if it reads one in a way tiles would not keep (a weight on the
+ * left, a recurrence, an op not listed). */
 static double weight_rows(const Sig *s, const Node *n, int64_t *welems)
 {
 	bool big = false;
@@ -137,14 +137,11 @@ int64_t batch_tile(const Sig *s, const Plan *p, const Stitch *st)
 			double work = r * (double)welems;
 			if (!pass) {
 				total += work;
+				conv = conv || op_def(n->op)->tile == TK_CONV;
 				continue;
 			}
-			if (work < total * TILE_MINOR)
-				continue;
-			if (rows < 0 || r < rows)
+			if (work >= total * TILE_MINOR && (rows < 0 || r < rows))
 				rows = r;
-			if (op_def(n->op)->tile == TK_CONV)
-				conv = true;
 		}
 	if (rows <= 0)
 		return 0;

@@ -6,9 +6,10 @@ resnet1d_model.py, written as Conv2d (3, 1) on [N, C, P, 1] (opsets 13 and
 
 For each export:
   - `kiln info --plan` says batch 256 runs as 32 tiles of 8 samples (its
-    convolutions keep 50 output pixels a sample, t x 50 >= 256 rows per
-    weight read: 8, the smallest divisor of 256 from 6; the dense head of one row a sample carries under 1 % of the
-    products' work and does not count);
+    convolutions have 50 output pixels a sample; t x 50 >= 256 rows per
+    weight read takes t = 8, the smallest divisor of 256 from 6; the dense
+    head of one row a sample carries under 1 % of the products' work and
+    does not count);
   - kiln_run (stitch_rows.c) of all 256 rows, the tiled call, matches ONNX
     Runtime (rtol 1e-3, atol 1e-5) and equals each row's own batch-1 call
     bit for bit (the tiles take the whole batch's paths: the same bits).
