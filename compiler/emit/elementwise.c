@@ -20,12 +20,14 @@ static bool is_half(int dt)
 	return dt == DT_FLOAT16 || dt == DT_BFLOAT16;
 }
 
-/* float32 Exp, Tanh, Erf and Sigmoid: one call to libkiln's vector kernel
- * (f32-vmath: SIMD polynomials chosen at run time, errors in docs/kernels.md)
- * instead of a loop calling scalar libm, which the user's compiler cannot
- * vectorize at baseline flags. The kernel's results do not depend on where
- * a run of elements starts or ends, so a chain (emit_ewchain) calls it on
- * blocks and gets the same bits. NULL if op has no kernel. */
+/* float32 Exp, Tanh, Erf, Sigmoid, Log and Atan: one call to libkiln's
+ * vector kernel (f32-vmath: SIMD polynomials chosen at run time, errors in
+ * docs/kernels.md; Log and Atan kiln_logf's and kiln_atanf's double
+ * operations in double lanes, the same bits) instead of a loop calling a
+ * scalar function, which the user's compiler cannot vectorize. The kernel's
+ * results do not depend on where a run of elements starts or ends, so a
+ * chain (emit_ewchain) calls it on blocks and gets the same bits. NULL if
+ * op has no kernel. */
 static const char *unary_kernel(int op)
 {
 	switch (op) {
@@ -33,6 +35,8 @@ static const char *unary_kernel(int op)
 	case OP_Tanh: return "KILN_UNARY_TANH";
 	case OP_Erf: return "KILN_UNARY_ERF";
 	case OP_Sigmoid: return "KILN_UNARY_SIGMOID";
+	case OP_Log: return "KILN_UNARY_LOG";
+	case OP_Atan: return "KILN_UNARY_ATAN";
 	default: return NULL;
 	}
 }

@@ -222,7 +222,8 @@ static double eval_relu_f(double x) { return x > 0 ? x : 0; }
 /* The transcendental ones by kiln's own functions (kernels.h), as the
  * generated C computes them, never the compiling host's libm: double as
  * the generated code's expressions, float as kiln_f32_unary (Exp, Tanh,
- * Sigmoid) or the generated expression (Log, Pow) computes them. */
+ * Sigmoid, Log: kiln_logf's bits) or the generated expression (Pow)
+ * computes them. */
 static double eval_exp_f(double x) { return kiln_exp(x); }
 static double eval_log_f(double x) { return kiln_log(x); }
 static double eval_sigmoid_f(double x) { return 1 / (1 + kiln_exp(-x)); }

@@ -1084,7 +1084,9 @@ KILN_API double kiln_ml_probit(double p);
 typedef enum kiln_unary {
 	KILN_UNARY_EXP, KILN_UNARY_TANH, KILN_UNARY_ERF,
 	KILN_UNARY_SIGMOID,  /* 1 / (1 + exp(-x)) */
-	KILN_UNARY_GELU      /* 0.5 * x * (1 + erf(x / sqrt 2)) */
+	KILN_UNARY_GELU,     /* 0.5 * x * (1 + erf(x / sqrt 2)) */
+	KILN_UNARY_LOG,      /* kiln_logf's bits, computed in double lanes */
+	KILN_UNARY_ATAN      /* kiln_atanf's bits, computed in double lanes */
 } kiln_unary;
 
 /* Y[i] = op(X[i]) for i < n; Y may be X. Same input, same ISA: same bits. */

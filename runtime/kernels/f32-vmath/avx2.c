@@ -77,6 +77,52 @@ static inline double dacc_total(const Dacc *acc)
 	return ((t[0] + t[1]) + (t[2] + t[3])) + ((t[4] + t[5]) + (t[6] + t[7]));
 }
 
+/* dmath.h's four double lanes (kiln_logf, kiln_atanf) */
+typedef __m256d D;
+typedef __m256d DM;
+typedef __m128 DF;
+enum { DW = 4 };
+static inline __m128i dlanes_below(int64_t n)
+{
+	return _mm_cmpgt_epi32(_mm_set1_epi32((int)n), _mm_setr_epi32(0, 1, 2, 3));
+}
+static inline DF df_load(const float *p) { return _mm_loadu_ps(p); }
+static inline DF df_load_n(const float *p, int64_t n) { return _mm_maskload_ps(p, dlanes_below(n)); }
+static inline void df_store(float *p, DF a) { _mm_storeu_ps(p, a); }
+static inline void df_store_n(float *p, DF a, int64_t n) { _mm_maskstore_ps(p, dlanes_below(n), a); }
+static inline D d_widen(DF a) { return _mm256_cvtps_pd(a); }
+static inline DF d_narrow(D a) { return _mm256_cvtpd_ps(a); }
+static inline DF df_keep_nan(DF r, DF x) { return _mm_blendv_ps(r, x, _mm_cmp_ps(x, x, _CMP_UNORD_Q)); }
+static inline D d_set(double a) { return _mm256_set1_pd(a); }
+static inline D d_add(D a, D b) { return _mm256_add_pd(a, b); }
+static inline D d_sub(D a, D b) { return _mm256_sub_pd(a, b); }
+static inline D d_mul(D a, D b) { return _mm256_mul_pd(a, b); }
+static inline D d_div(D a, D b) { return _mm256_div_pd(a, b); }
+static inline D d_sqrt(D a) { return _mm256_sqrt_pd(a); }
+static inline DM d_gt(D a, D b) { return _mm256_cmp_pd(a, b, _CMP_GT_OQ); }
+static inline DM d_lt(D a, D b) { return _mm256_cmp_pd(a, b, _CMP_LT_OQ); }
+static inline DM d_eq(D a, D b) { return _mm256_cmp_pd(a, b, _CMP_EQ_OQ); }
+static inline D d_sel(DM m, D a, D b) { return _mm256_blendv_pd(b, a, m); }
+static inline D d_abs(D a) { return _mm256_andnot_pd(_mm256_set1_pd(-0.0), a); }
+static inline D d_neg_if(D v, D s)
+{
+	return _mm256_xor_pd(v, _mm256_and_pd(s, _mm256_set1_pd(-0.0)));
+}
+static inline D d_mant1(D x)
+{
+	__m256i u = _mm256_castpd_si256(x);
+	u = _mm256_and_si256(u, _mm256_set1_epi64x(0x000fffffffffffffll));
+	return _mm256_castsi256_pd(_mm256_or_si256(u, _mm256_set1_epi64x(0x3ff0000000000000ll)));
+}
+/* 2^52 + the field, exactly, minus 2^52 */
+static inline D d_bexp(D x)
+{
+	__m256i u = _mm256_srli_epi64(_mm256_castpd_si256(x), 52);
+	u = _mm256_or_si256(u, _mm256_set1_epi64x(0x4330000000000000ll));
+	return _mm256_sub_pd(_mm256_castsi256_pd(u), _mm256_set1_pd(0x1p52));
+}
+#include "dmath.h"
+
 #include "body.h"
 
 const VmathOps kiln_vmath_avx2 = {

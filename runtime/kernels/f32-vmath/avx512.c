@@ -85,6 +85,52 @@ static inline double dacc_total(const Dacc *acc)
 	return ((t[0] + t[1]) + (t[2] + t[3])) + ((t[4] + t[5]) + (t[6] + t[7]));
 }
 
+/* dmath.h's eight double lanes (kiln_logf, kiln_atanf) */
+typedef __m512d D;
+typedef __mmask8 DM;
+typedef __m256 DF;
+enum { DW = 8 };
+static inline __mmask8 dlanes_below(int64_t n) { return (__mmask8)((1u << n) - 1); }
+static inline DF df_load(const float *p) { return _mm256_loadu_ps(p); }
+static inline DF df_load_n(const float *p, int64_t n) { return _mm256_maskz_loadu_ps(dlanes_below(n), p); }
+static inline void df_store(float *p, DF a) { _mm256_storeu_ps(p, a); }
+static inline void df_store_n(float *p, DF a, int64_t n) { _mm256_mask_storeu_ps(p, dlanes_below(n), a); }
+static inline D d_widen(DF a) { return _mm512_cvtps_pd(a); }
+static inline DF d_narrow(D a) { return _mm512_cvtpd_ps(a); }
+static inline DF df_keep_nan(DF r, DF x)
+{
+	return _mm256_blendv_ps(r, x, _mm256_cmp_ps(x, x, _CMP_UNORD_Q));
+}
+static inline D d_set(double a) { return _mm512_set1_pd(a); }
+static inline D d_add(D a, D b) { return _mm512_add_pd(a, b); }
+static inline D d_sub(D a, D b) { return _mm512_sub_pd(a, b); }
+static inline D d_mul(D a, D b) { return _mm512_mul_pd(a, b); }
+static inline D d_div(D a, D b) { return _mm512_div_pd(a, b); }
+static inline D d_sqrt(D a) { return _mm512_sqrt_pd(a); }
+static inline DM d_gt(D a, D b) { return _mm512_cmp_pd_mask(a, b, _CMP_GT_OQ); }
+static inline DM d_lt(D a, D b) { return _mm512_cmp_pd_mask(a, b, _CMP_LT_OQ); }
+static inline DM d_eq(D a, D b) { return _mm512_cmp_pd_mask(a, b, _CMP_EQ_OQ); }
+static inline D d_sel(DM m, D a, D b) { return _mm512_mask_blend_pd(m, b, a); }
+static inline D d_abs(D a) { return _mm512_abs_pd(a); }
+static inline D d_neg_if(D v, D s)
+{
+	return _mm512_xor_pd(v, _mm512_and_pd(s, _mm512_set1_pd(-0.0)));
+}
+static inline D d_mant1(D x)
+{
+	__m512i u = _mm512_castpd_si512(x);
+	u = _mm512_and_si512(u, _mm512_set1_epi64(0x000fffffffffffffll));
+	return _mm512_castsi512_pd(_mm512_or_si512(u, _mm512_set1_epi64(0x3ff0000000000000ll)));
+}
+/* 2^52 + the field, exactly, minus 2^52 */
+static inline D d_bexp(D x)
+{
+	__m512i u = _mm512_srli_epi64(_mm512_castpd_si512(x), 52);
+	u = _mm512_or_si512(u, _mm512_set1_epi64(0x4330000000000000ll));
+	return _mm512_sub_pd(_mm512_castsi512_pd(u), _mm512_set1_pd(0x1p52));
+}
+#include "dmath.h"
+
 #include "body.h"
 
 const VmathOps kiln_vmath_avx512 = {

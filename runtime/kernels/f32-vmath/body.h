@@ -236,6 +236,8 @@ static void vmath_unary(int op, const float *x, float *y, int64_t n)
 	case KILN_UNARY_ERF: vmath_map(x, y, n, f_erf, z, z); break;
 	case KILN_UNARY_SIGMOID: vmath_map(x, y, n, f_sigmoid, z, z); break;
 	case KILN_UNARY_GELU: vmath_map(x, y, n, f_gelu, z, z); break;
+	case KILN_UNARY_LOG: vmath_dlog(x, y, n); break;     /* the variant's, in double */
+	case KILN_UNARY_ATAN: vmath_datan(x, y, n); break;
 	default: break;
 	}
 }

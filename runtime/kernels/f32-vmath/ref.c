@@ -49,6 +49,19 @@ static inline double dacc_total(const Dacc *acc)
 	return ((t[0] + t[1]) + (t[2] + t[3])) + ((t[4] + t[5]) + (t[6] + t[7]));
 }
 
+/* kiln_f32_unary's Log and Atan: the scalar functions themselves (the
+ * SIMD variants compute their operations lane by lane, dmath.h) */
+static void vmath_dlog(const float *x, float *y, int64_t n)
+{
+	for (int64_t i = 0; i < n; i++)
+		y[i] = kiln_logf(x[i]);
+}
+static void vmath_datan(const float *x, float *y, int64_t n)
+{
+	for (int64_t i = 0; i < n; i++)
+		y[i] = kiln_atanf(x[i]);
+}
+
 #include "body.h"
 
 float kiln_expf(float x) { return v_exp(x); }

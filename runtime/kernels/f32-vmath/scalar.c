@@ -40,16 +40,12 @@
 
 #include "kiln/kernels.h"
 
+#include "dconst.h"
+
 static double from_bits(uint64_t u) { double d; memcpy(&d, &u, sizeof d); return d; }
 static uint64_t bits_of(double d) { uint64_t u; memcpy(&u, &d, sizeof u); return u; }
 static uint32_t fbits(float f) { uint32_t u; memcpy(&u, &f, sizeof u); return u; }
 
-static const double LN2 = 0.6931471805599453094;
-/* ln 2 = LN2_HI + LN2_LO, LN2_HI with 32 significant bits, so k LN2_HI is
- * exact for |k| < 2^21 */
-static const double LN2_HI = 6.93147180369123816490e-01;   /* 0x3FE62E42FEE00000 */
-static const double LN2_LO = 1.90821492927058770002e-10;   /* 0x3DEA39EF35793C76 */
-static const double PIO2 = 1.57079632679489661923;
 
 /* log(1 + f) for f in [sqrt(1/2) - 1, sqrt(2) - 1]: s = f / (2 + f),
  * log(1 + f) = 2 atanh s = 2 s (1 + s^2/3 + ... s^18/19) (|s| <= 0.1716:
@@ -58,11 +54,9 @@ static double k_log_near1(double f)
 {
 	double s = f / (2.0 + f);
 	double z = s * s;
-	double p = 1.0 / 19;
-	static const double inv_odd[] = {1.0 / 17, 1.0 / 15, 1.0 / 13, 1.0 / 11, 1.0 / 9,
-	                                 1.0 / 7, 1.0 / 5, 1.0 / 3};
+	double p = LOG_P0;
 	for (int i = 0; i < 8; i++)
-		p = p * z + inv_odd[i];
+		p = p * z + LOG_INV_ODD[i];
 	/* 2s + 2s z p: 2s carries only the one rounding of s */
 	return 2.0 * s + 2.0 * s * (z * p);
 }
@@ -78,7 +72,7 @@ static double k_log(double x)
 	uint64_t u = bits_of(x);
 	e += (int)((u >> 52) & 0x7ff);
 	double m = from_bits((u & 0x000fffffffffffffull) | 0x3ff0000000000000ull);  /* [1, 2) */
-	if (m > 1.4142135623730950488) {
+	if (m > LOG_M_SPLIT) {
 		m *= 0.5;
 		e++;
 	}
@@ -321,12 +315,9 @@ static double k_atan(double a)
 		a = 1.0 / a;   /* +inf gives 0 */
 	for (int i = 0; i < 2; i++)
 		a = a / (1.0 + __builtin_sqrt(1.0 + a * a));
-	double z = a * a, p = -1.0 / 27;
-	static const double inv_odd[] = {1.0 / 25, -1.0 / 23, 1.0 / 21, -1.0 / 19, 1.0 / 17,
-	                                 -1.0 / 15, 1.0 / 13, -1.0 / 11, 1.0 / 9, -1.0 / 7,
-	                                 1.0 / 5, -1.0 / 3};
+	double z = a * a, p = ATAN_P0;
 	for (int i = 0; i < 12; i++)
-		p = p * z + inv_odd[i];
+		p = p * z + ATAN_INV_ODD[i];
 	double r = 4.0 * (a + a * (z * p));
 	return inv ? PIO2 - r : r;
 }
@@ -629,7 +620,7 @@ static void log_dd(double x, double *hi, double *lo)
 	uint64_t u = bits_of(x);
 	e += (int)((u >> 52) & 0x7ff);
 	double m = from_bits((u & 0x000fffffffffffffull) | 0x3ff0000000000000ull);
-	if (m > 1.4142135623730950488) {
+	if (m > LOG_M_SPLIT) {
 		m *= 0.5;
 		e++;
 	}
