@@ -7,8 +7,9 @@
  * tiles read); otherwise they are packed into the work memory first. Then
  * each block of KILN_ATTENTION_ROWS query rows goes to the variant's
  * `block`, which writes its rows of Y. A mask that varies along the query
- * rows is copied transposed into the block's scores first; one that is the
- * same for every row (a padding mask) is read by the variant as it is.
+ * rows is copied transposed into the block's scores first (by the variant,
+ * in registers, when its rows are contiguous); one that is the same for
+ * every row (a padding mask) is read by the variant as it is.
  */
 #include <stdbool.h>
 #include <string.h>
@@ -73,7 +74,12 @@ KILN_API void kiln_f32_attention(const kiln_attention_params *p, const float *Q,
 				a.rows = (int)(Sq - i0 < R ? Sq - i0 : R);
 				a.q = qh + i0 * qs[2];
 				a.y = yh + i0 * ys[2];
-				if (mask && ms[2] != 0) {
+				if (mask && ms[2] != 0 && ms[3] == 1) {
+					/* the variant transposes the rows (body.h: pack_mask) */
+					a.mask_t = 1;
+					a.mask_rows = mh + i0 * ms[2];
+					a.mask_rs = ms[2];
+				} else if (mask && ms[2] != 0) {
 					a.mask_t = 1;
 					for (int64_t j = 0; j < Sk; j++)
 						for (int r = 0; r < R; r++)

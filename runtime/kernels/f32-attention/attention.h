@@ -20,6 +20,9 @@
  *      stack);
  *   4. Y[r, c] = linv[r] * sum_j P[j * R + r] V[j, c] in tiles of query rows
  *      by vectors of V's row, stored straight into Y's strided rows.
+ * A mask that varies along the query rows is added from P: attention.c
+ * copies it there transposed, or, when its rows are contiguous, the variant
+ * does (mask_rows: W x W blocks transposed in registers).
  * Only one block's scores exist at a time ([kv_len, R] floats). K and V are
  * read in place when their rows are contiguous (V's also a whole number of
  * 16 floats wide); attention.c packs them into the work memory otherwise.
@@ -46,6 +49,9 @@ typedef struct AttnBlock {
 	const float *mask_row;          /* NULL, or mask_row[j * mask_js] added to every row's score j */
 	int64_t mask_js;
 	int mask_t;                     /* P holds the block's mask transposed on entry: added */
+	const float *mask_rows;         /* NULL, or the block's mask rows (mask_rows[r * mask_rs + j]),
+	                                 * which the variant transposes into P first (mask_t set) */
+	int64_t mask_rs;
 	float *Qt;                      /* [head_dim, R] work */
 	float *P;                       /* [kv_len, R] work */
 	float *y;                       /* y[r * yrs + c], r < rows, c < v_dim */

@@ -48,6 +48,34 @@ INLINE void pack_q(const AttnBlock *a, int lanes)
 			a->Qt[d * R + r] = r < a->rows ? a->q[r * a->qrs + d * a->qds] * sc1 : 0.0f;
 }
 
+/* P[j * R + r] = a->mask_rows[r * a->mask_rs + j] for r < rows (0 for the
+ * lanes from rows to `lanes`): whole W x W blocks transposed in registers,
+ * the rest one by one. A copy: the same values in every variant. */
+INLINE void pack_mask(const AttnBlock *a, int lanes)
+{
+	const float *m = a->mask_rows;
+	const int64_t rs = a->mask_rs, nk = a->kv_len, jfull = nk / W * W;
+	const int full = a->rows / W * W;
+	for (int r0 = 0; r0 < full; r0 += W) {
+		for (int64_t j0 = 0; j0 < jfull; j0 += W) {
+			V t[W];
+			#pragma GCC unroll 16
+			for (int i = 0; i < W; i++)
+				t[i] = vload(m + (r0 + i) * rs + j0);
+			transpose_w(t);
+			#pragma GCC unroll 16
+			for (int i = 0; i < W; i++)
+				vstore(a->P + (j0 + i) * R + r0, t[i]);
+		}
+		for (int64_t j = jfull; j < nk; j++)
+			for (int r = r0; r < r0 + W; r++)
+				a->P[j * R + r] = m[r * rs + j];
+	}
+	for (int64_t j = 0; j < nk; j++)
+		for (int r = full; r < lanes; r++)
+			a->P[j * R + r] = r < a->rows ? m[r * rs + j] : 0.0f;
+}
+
 /* P[j, lanes g..] for keys j0 .. j0 + nj - 1 (nj <= SC_KEYS), the mask
  * added; m = the running maximum */
 INLINE void score_tile(const AttnBlock *a, int64_t j0, int nj, int64_t g, V m[NB])
@@ -162,6 +190,8 @@ static void SUFFIX(block)(const AttnBlock *a)
 	const int lanes = (a->rows + GW - 1) / GW * GW;
 	float linv[R];
 	pack_q(a, lanes);
+	if (a->mask_rows)
+		pack_mask(a, lanes);
 	for (int g = 0; g < lanes; g += GW)
 		softmax_group(a, g, linv);
 	for (int r0 = 0; r0 < a->rows; r0 += PV_ROWS)
