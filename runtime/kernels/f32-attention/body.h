@@ -10,6 +10,8 @@
  *   P V     PV_ROWS query rows by PV_VECS vectors of V's row (PV_VECS W = 16).
  * Lanes past `rows` compute on zero queries and are never stored.
  */
+#include <string.h>
+
 #include "../f32-vmath/exp.h"
 
 #ifdef VMATH_FRAC
@@ -23,57 +25,57 @@
 enum { R = KILN_ATTENTION_ROWS, GW = NB * W };
 #define LOG2E 1.4426950408889634  /* the scores are kept in units of log2 e: exp(s) = 2^(s log2 e) */
 
-/* Qt[d * R + r] = scale * q[r, d]: whole W x W blocks transposed in
- * registers when the rows are contiguous, the rest one by one; lanes from
- * rows to the end of the last group zero. */
+/* dst[c * R + r] = src[r * rs + c] (times sc when scaled) for r < nrows
+ * and c < ncols, 0 in the lanes nrows <= r < lanes (a multiple of W): W x W
+ * blocks transposed in registers, the partial ones at the edges through a
+ * zero-padded copy. */
+INLINE void transpose_rows(const float *src, int64_t rs, int nrows, int64_t ncols, int lanes,
+                           float *dst, int scaled, V sc)
+{
+	for (int r0 = 0; r0 < lanes; r0 += W)
+		for (int64_t c0 = 0; c0 < ncols; c0 += W) {
+			const int nr = nrows - r0 >= W ? W : nrows > r0 ? nrows - r0 : 0;
+			const int nc = ncols - c0 >= W ? W : (int)(ncols - c0);
+			V t[W];
+			if (nr == W && nc == W) {
+				#pragma GCC unroll 16
+				for (int i = 0; i < W; i++)
+					t[i] = vload(src + (r0 + i) * rs + c0);
+			} else {
+				float buf[W][W];
+				memset(buf, 0, sizeof buf);
+				for (int i = 0; i < nr; i++)
+					memcpy(buf[i], src + (r0 + i) * rs + c0, (size_t)nc * sizeof(float));
+				#pragma GCC unroll 16
+				for (int i = 0; i < W; i++)
+					t[i] = vload(buf[i]);
+			}
+			transpose_w(t);
+			for (int i = 0; i < nc; i++)
+				vstore(dst + (c0 + i) * R + r0, scaled ? vmul(t[i], sc) : t[i]);
+		}
+}
+
+/* Qt[d * R + r] = scale * q[r, d]; lanes from rows to the end of the last
+ * group zero. */
 INLINE void pack_q(const AttnBlock *a, int lanes)
 {
 	const V sc = vset((float)((double)a->scale * LOG2E));
 	const float sc1 = (float)((double)a->scale * LOG2E);
-	const int full = a->qds == 1 ? a->rows / W * W : 0;
-	const int64_t dh = a->head_dim, dfull = dh / W * W;
-	for (int r0 = 0; r0 < full; r0 += W)
-		for (int64_t d0 = 0; d0 < dfull; d0 += W) {
-			V t[W];
-			#pragma GCC unroll 16
-			for (int i = 0; i < W; i++)
-				t[i] = vload(a->q + (r0 + i) * a->qrs + d0);
-			transpose_w(t);
-			#pragma GCC unroll 16
-			for (int i = 0; i < W; i++)
-				vstore(a->Qt + (d0 + i) * R + r0, vmul(t[i], sc));
-		}
+	if (a->qds == 1) {
+		transpose_rows(a->q, a->qrs, a->rows, a->head_dim, lanes, a->Qt, 1, sc);
+		return;
+	}
 	for (int r = 0; r < lanes; r++)
-		for (int64_t d = r < full ? dfull : 0; d < dh; d++)
+		for (int64_t d = 0; d < a->head_dim; d++)
 			a->Qt[d * R + r] = r < a->rows ? a->q[r * a->qrs + d * a->qds] * sc1 : 0.0f;
 }
 
 /* P[j * R + r] = a->mask_rows[r * a->mask_rs + j] for r < rows (0 for the
- * lanes from rows to `lanes`): whole W x W blocks transposed in registers,
- * the rest one by one. A copy: the same values in every variant. */
+ * lanes from rows to `lanes`). A copy: the same values in every variant. */
 INLINE void pack_mask(const AttnBlock *a, int lanes)
 {
-	const float *m = a->mask_rows;
-	const int64_t rs = a->mask_rs, nk = a->kv_len, jfull = nk / W * W;
-	const int full = a->rows / W * W;
-	for (int r0 = 0; r0 < full; r0 += W) {
-		for (int64_t j0 = 0; j0 < jfull; j0 += W) {
-			V t[W];
-			#pragma GCC unroll 16
-			for (int i = 0; i < W; i++)
-				t[i] = vload(m + (r0 + i) * rs + j0);
-			transpose_w(t);
-			#pragma GCC unroll 16
-			for (int i = 0; i < W; i++)
-				vstore(a->P + (j0 + i) * R + r0, t[i]);
-		}
-		for (int64_t j = jfull; j < nk; j++)
-			for (int r = r0; r < r0 + W; r++)
-				a->P[j * R + r] = m[r * rs + j];
-	}
-	for (int64_t j = 0; j < nk; j++)
-		for (int r = full; r < lanes; r++)
-			a->P[j * R + r] = r < a->rows ? m[r * rs + j] : 0.0f;
+	transpose_rows(a->mask_rows, a->mask_rs, a->rows, a->kv_len, lanes, a->P, 0, vzero());
 }
 
 /* P[j, lanes g..] for keys j0 .. j0 + nj - 1 (nj <= SC_KEYS), the mask
@@ -127,8 +129,19 @@ static void softmax_group(const AttnBlock *a, int64_t g, float *linv)
 	int64_t j = 0;
 	for (; j + SC_KEYS <= a->kv_len; j += SC_KEYS)
 		score_tile(a, j, SC_KEYS, g, m);
-	for (; j < a->kv_len; j++)
-		score_tile(a, j, 1, g, m);
+	/* the last keys in one tile of their number (each a constant, so its
+	 * accumulators stay in registers): their FMA chains side by side, not one
+	 * key's chain over d after another. Each score is the same chain, and the
+	 * maximum takes the keys in the same order: the same bits. */
+	_Static_assert(SC_KEYS <= 8, "the tail's cases cover 1 .. 7 keys");
+	switch (a->kv_len - j) {
+#define SCORE_TAIL(n) \
+	case n: score_tile(a, j, n < SC_KEYS ? n : 1, g, m); break;
+	SCORE_TAIL(1) SCORE_TAIL(2) SCORE_TAIL(3) SCORE_TAIL(4) SCORE_TAIL(5) SCORE_TAIL(6)
+	SCORE_TAIL(7)
+#undef SCORE_TAIL
+	default: break;
+	}
 	for (j = 0; j < a->kv_len; j++) {
 		#pragma GCC unroll 16
 		for (int b = 0; b < NB; b++) {
