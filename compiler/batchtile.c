@@ -82,11 +82,11 @@ static double weight_rows(const Sig *s, const Node *n, int64_t *welems)
 		int64_t m = y->rank > 2 ? y->dims[1].size : 0;
 		return m > 0 ? (double)(nelem(s, n->out[0]) / m) / (double)s->batch : -1;
 	}
-	case TK_GEMM: {
+	case TK_GEMM:
+	case TK_GEMM_TRANS_A: {
 		if (a == NONE || is_weight(s, a) || s->shapes[a].rank < 2)
 			return -1;
-		const Attr *ta = n->op == OP_Gemm ? node_attr(n, "transA") : NULL;
-		if (ta && ta->i)
+		if (d->tile == TK_GEMM_TRANS_A && node_attr_int(n, "transA", 0))
 			return -1;
 		const Shape *sh = &s->shapes[a];
 		int64_t k = sh->dims[sh->rank - 1].size;

@@ -192,7 +192,10 @@ typedef enum CostKind {
 
 /* How batch tiling (batchtile.c) sees a node reading a large weight. */
 typedef enum TileKind {
-	TK_NONE, TK_TABLE, TK_GEMM,
+	TK_NONE,             /* tiles would not keep its reuse of the weight */
+	TK_TABLE,            /* rows of a table (Gather): no reuse to keep */
+	TK_GEMM,             /* the rows of input 0 against the weight (MatMul) */
+	TK_GEMM_TRANS_A,     /* as TK_GEMM, unless attribute transA transposes input 0 (Gemm) */
 	TK_CONV,             /* X [N, C, spatial...], W, output [N, M, spatial...]: each
 	                        output pixel of a sample is a row against the weight */
 } TileKind;

@@ -201,7 +201,7 @@ bool share_signature(Emit *E)
  * is new), with its slots in E->slots; NULL if n keeps its own function. */
 static const char *shared_function(Emit *E, Node *n)
 {
-	if (n->op == OP_If || n->op == OP_Loop || n->op == OP_Scan)
+	if (node_has_subgraph(n))   /* If, Loop, Scan: bodies of their own */
 		return NULL;
 	/* The body goes to a temporary file the model tracks (closed on any
 	 * error), then back into the arena to be compared. */

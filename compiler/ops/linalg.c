@@ -270,7 +270,7 @@ static int64_t gemm_scratch_bytes(const Sig *s, int node, Arena *a)
 
 const OpDef ops_linalg_defs[] = {
 	{.op = OP_Gemm, .infer = ops_linalg_infer, .emit = emit_gemm, .batch = BK_GEMM,
-	 .scratch = gemm_scratch_bytes, .cost = CK_GEMM, .tile = TK_GEMM,
+	 .scratch = gemm_scratch_bytes, .cost = CK_GEMM, .tile = TK_GEMM_TRANS_A,
 	 .types = OT_F32 | OT_F16 | OT_BF16,
 	 .note = "runtime GEMM kernel; 16-bit floats computed in float32, the result rounded to "
 	         "nearest even"},
