@@ -837,14 +837,15 @@ static void rows_rule(BD *b, int k)
 		return;
 	}
 	case BK_ALONG_AXIS: {
-		bool topk = !(d->batch_flags & BF_AXIS_INPUT);
-		int64_t axis = topk ? attr_or(n, "axis", -1) : 0;
-		if (!topk && !folded_int(b, 0, 1, 0, &axis)) {
-			mix(b, "sums along an axis that is not known at compile time");
+		KILN_ASSERT(d->along);
+		bool input = d->batch_flags & BF_AXIS_INPUT;
+		int64_t axis = input ? 0 : attr_or(n, "axis", -1);
+		if (input && !folded_int(b, 0, 1, 0, &axis)) {
+			mix(b, "%s along an axis that is not known at compile time", d->along);
 			return;
 		}
 		if (norm(axis, rank_of(b, n->in[0])) == k)
-			mix(b, "%s along the batch axis %d", topk ? "sorts" : "sums", k);
+			mix(b, "%s along the batch axis %d", d->along, k);
 		else
 			set_outputs(b, k);
 		return;

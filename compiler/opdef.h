@@ -90,7 +90,8 @@ typedef enum BatchKind {
 	BK_AXIS_ATTR,        /* works along the "axis" attribute (LpNormalization) */
 	BK_REDUCE,
 	BK_ARG_EXTREMUM,
-	BK_ALONG_AXIS,       /* CumSum (axis input), TopK and KilnKnn (axis attribute) */
+	BK_ALONG_AXIS,       /* CumSum (axis input), TopK, KilnKnn and KilnSelect (axis
+	                        attribute, default -1); `along` names what it does there */
 	BK_DET,              /* matrices on the last two axes */
 	BK_TRILU,
 	BK_MVN,
@@ -128,8 +129,8 @@ enum {
 	                               batch (MaxPool) */
 	BF_KEEPS_BATCH = 1 << 2,    /* BK_N_FIRST: mixes unless axis 0 keeps its length
 	                               (Resize, Upsample) */
-	BF_AXIS_INPUT = 1 << 3,     /* BK_ALONG_AXIS: sums along the axis of input 1 (CumSum);
-	                               else sorts along attribute axis, default -1 */
+	BF_AXIS_INPUT = 1 << 3,     /* BK_ALONG_AXIS: the axis is input 1 (CumSum); else
+	                               attribute axis, default -1 */
 	BF_PAD_VALUE = 1 << 4,      /* BK_REPEAT: pads; input 2, the pad value, must not carry
 	                               the batch (Pad) */
 	BF_CONSTANT_ROWS = 1 << 5,  /* rows of one constant when no input outside shape_inputs
@@ -227,6 +228,9 @@ typedef struct OpDef {
 	IndexFlow index;               /* index facts through the op (batchdep.c) */
 	PositionUse position;          /* a position-dependent index (batchdep.c) */
 	unsigned batch_flags;          /* BF_*: refinements of `batch` */
+	const char *along;             /* BK_ALONG_AXIS: what the op does along its axis, for
+	                                  the analysis' reason ("sorts": "sorts along the batch
+	                                  axis 0") */
 	bool shape_only;               /* reads only its input's shape, never its values
 	                                  (Shape, Size; batchdep.c, padproof.c) */
 	/* padding proof (padproof.c) */

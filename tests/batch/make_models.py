@@ -180,6 +180,13 @@ verdict("mix_roipool", [
     helper.make_node("MaxRoiPool", ["x", "rois"], ["y"], name="roi_pool", pooled_shape=[2, 2]),
 ], [helper.make_tensor_value_info("x", F, ["N", 2, 6, 6]),
     helper.make_tensor_value_info("rois", F, [3, 5])], [out("y", [3, 2, 2, 2])])
+# A MatMul by a constant selection matrix becomes KilnSelect (passes/onehot.c),
+# a gather of x's columns: with the batch on that axis (--batch 2 --batch-dim
+# x=1, so x [4, 2] matches the [2, 3] matrix) it picks samples.
+verdict("mix_select", [
+    helper.make_node("MatMul", ["x", "pick"], ["y"], name="select_samples"),
+], [helper.make_tensor_value_info("x", F, [4, "N"])], [out("y", [4, 3])],
+    [numpy_helper.from_array(np.array([[1, 0, 1], [0, 1, 0]], np.float32), "pick")])
 
 
 # nibbles.onnx (opset 21): 4-bit and float8 graph inputs and outputs, 3

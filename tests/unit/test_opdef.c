@@ -31,6 +31,8 @@ int main(void)
 		CHECK(d->peval != PE_ARG_EXTREMUM || d->reduce == RD_MAX || d->reduce == RD_MIN);
 		CHECK(!d->view || d->peval == PE_NONE || d->peval == PE_SAME_BYTES ||
 		      d->peval == PE_BROADCAST);
+		/* the batch analysis names what an op does along its axis from the record */
+		CHECK((d->batch == BK_ALONG_AXIS) == (d->along != NULL));
 	}
 	/* A count that moves only when an op is added or removed on purpose
 	 * (docs/ops.md says the same number). */
