@@ -26,6 +26,7 @@
 #include "isa_runs.h"
 #include "kiln/kernels.h"
 #include "act_ref.h"
+#include "wino_check.h"
 
 static const double TOL = 2e-6;
 static double worst;
@@ -44,7 +45,7 @@ static void run(const Case *k)
 		.group = 1, .kernel_h = 3, .kernel_w = 3, .stride_h = 1, .stride_w = 1,
 		.dilation_h = 1, .dilation_w = 1, .pad_top = k->pt, .pad_left = k->pl,
 		.pad_bottom = k->pb, .pad_right = k->pr, .out_h = oh, .out_w = ow};
-	int64_t nx = k->n * k->c * k->h * k->w, ny = k->n * k->m * oh * ow, nw = k->m * k->c * 9;
+	int64_t nw = k->m * k->c * 9;
 	int64_t work = kiln_f32_conv2d_winograd_work(&p);
 	char what[200];
 	snprintf(what, sizeof what,
@@ -55,31 +56,17 @@ static void run(const Case *k)
 	CHECK(kiln_f32_conv2d_winograd_takes(&p) && work > 0, what);
 	if (work <= 0)
 		return;
-	Guarded gx, gy, gw, gw1;
-	float *X = guarded_alloc(&gx, (size_t)nx * sizeof(float), 4);
-	float *Y = guarded_alloc(&gy, (size_t)ny * sizeof(float), 8);
-	float *Wk = guarded_alloc(&gw, (size_t)work * sizeof(float), 8);
-	kiln_conv2d_params p1 = p;
-	p1.batch = 1;
-	float *Wk1 = guarded_alloc(&gw1, (size_t)kiln_f32_conv2d_winograd_work(&p1) * sizeof(float), 8);
-	float *W = xmalloc((size_t)nw * sizeof(float));
-	char *Wmis = xmalloc((size_t)nw * sizeof(float) + 1);
+	WinoBufs b;
+	wino_alloc(&b, kiln_f32_conv2d_winograd_work, &p, nw);
+	const float *X = b.X, *W = b.W, *B = b.B, *R = b.R;
 	float *Wp = xmalloc((size_t)kiln_f32_conv2d_winograd_packed_floats(k->c, k->m) * sizeof(float));
-	float *B = xmalloc((size_t)k->m * sizeof(float)), *R = xmalloc((size_t)ny * sizeof(float));
-	float *Y1 = xmalloc((size_t)(k->m * oh * ow) * sizeof(float));
-	fill_uniform(X, nx, -1.0f, 1.0f);
-	fill_uniform(W, nw, -1.0f, 1.0f);
-	fill_uniform(B, k->m, -1.0f, 1.0f);
-	fill_uniform(R, ny, -1.0f, 1.0f);
-	memcpy(Wmis + 1, W, (size_t)nw * sizeof(float));
-	kiln_f32_conv2d_winograd_pack(&p, (const float *)(const void *)(Wmis + 1), Wp);
-	double *want = xmalloc((size_t)ny * sizeof(double)), *bound = xmalloc((size_t)ny * sizeof(double));
+	kiln_f32_conv2d_winograd_pack(&p, (const float *)(const void *)(b.Wmis + 1), Wp);
 	for (int64_t n = 0; n < k->n; n++)
 		for (int64_t o = 0; o < k->m; o++)
 			for (int64_t y = 0; y < oh; y++)
 				for (int64_t x = 0; x < ow; x++) {
 					int64_t i = ((n * k->m + o) * oh + y) * ow + x;
-					double s = k->bias ? (double)B[o] : 0.0, b = k->bias ? fabs((double)B[o]) : 0.0;
+					double s = k->bias ? (double)B[o] : 0.0, a = k->bias ? fabs((double)B[o]) : 0.0;
 					for (int64_t c = 0; c < k->c; c++)
 						for (int64_t ty = 0; ty < 3; ty++)
 							for (int64_t tx = 0; tx < 3; tx++) {
@@ -88,35 +75,15 @@ static void run(const Case *k)
 									continue;
 								double wv = (double)W[((o * k->c + c) * 3 + ty) * 3 + tx];
 								double xv = (double)X[((n * k->c + c) * k->h + iy) * k->w + ix];
-								s += wv * xv, b += fabs(wv * xv);
+								s += wv * xv, a += fabs(wv * xv);
 							}
 					if (k->residual)
-						s += (double)R[i], b += fabs((double)R[i]);
-					want[i] = act_ref(k->act, s), bound[i] = b + 1e-30;
+						s += (double)R[i], a += fabs((double)R[i]);
+					b.want[i] = act_ref(k->act, s), b.bound[i] = a + 1e-30;
 				}
-	kiln_epilogue ep = {NULL, k->act, k->act == KILN_ACT_CLIP ? -2.0f : 0.1f, 2.0f,
-	                    k->residual ? R : NULL};
-	int with_ep = k->act != KILN_ACT_NONE || k->residual;
-	kiln_f32_conv2d_winograd(&p, X, Wp, k->bias ? B : NULL, Y, with_ep ? &ep : NULL, Wk);
-	track_worst(Y, want, bound, ny, &worst);
-	CHECK_CLOSE(what, Y, want, bound, ny, TOL);
-	for (int64_t i = 0; i < ny * (int64_t)sizeof(float); i++)
-		hash = (hash ^ ((const unsigned char *)Y)[i]) * 1099511628211u;
-	/* each image alone gives the same bits as in the batch */
-	int same = 1;
-	int64_t per = k->m * oh * ow;
-	for (int64_t n = 0; n < k->n; n++) {
-		kiln_epilogue e1 = ep;
-		e1.residual = k->residual ? R + n * per : NULL;
-		kiln_f32_conv2d_winograd(&p1, X + n * k->c * k->h * k->w, Wp, k->bias ? B : NULL, Y1,
-		                         with_ep ? &e1 : NULL, Wk1);
-		same &= memcmp(Y1, Y + n * per, (size_t)per * sizeof(float)) == 0;
-	}
-	CHECK(same, what);
-	CHECK(guarded_intact(&gx) && guarded_intact(&gy) && guarded_intact(&gw) &&
-	      guarded_intact(&gw1), what);
-	guarded_free(&gx), guarded_free(&gy), guarded_free(&gw), guarded_free(&gw1);
-	free(W), free(Wmis), free(Wp), free(B), free(R), free(Y1), free(want), free(bound);
+	wino_check(kiln_f32_conv2d_winograd, &p, Wp, &b, k->bias, k->residual, k->act, TOL, what,
+	           &worst, &hash);
+	free(Wp);
 }
 
 static int child(void)
