@@ -115,6 +115,7 @@ void matmul_geometry(const Shape *a, const Shape *b, MatmulGeo *g);
 void emit_gemm(Emit *E);
 void emit_matmul(Emit *E);
 void emit_einsum(Emit *E);
+void emit_kiln_select(Emit *E);   /* KilnSelect (passes/onehot.c) */
 /* emit/norm.c */
 void emit_softmax(Emit *E);
 void emit_batchnorm(Emit *E);
@@ -168,8 +169,6 @@ void emit_transpose(Emit *E);
 void emit_concat(Emit *E);
 void emit_split(Emit *E);
 void emit_gather(Emit *E);
-/* KilnSelect (passes/onehot.c): one kiln_f32_select call */
-void emit_select(Emit *E);
 void emit_slice(Emit *E);
 void emit_constant_of_shape(Emit *E);
 void emit_range(Emit *E);

@@ -9,7 +9,9 @@ file: a set of files that reach each other through calls.
     scripts/call-cycles.py build            # the cycles, with the calls behind them
     scripts/call-cycles.py build --count    # just "N cycles, M files in them"
     scripts/call-cycles.py build --check    # exit 1 unless every cycle is one op
-                                            # family: ops/F.c and emit/F.c
+                                            # family: ops/F.c and emit/F.c, and
+                                            # ops/F.c reaches no other family's
+                                            # emitters (but SHARED)
 
 The one kind of cycle kept on purpose is a family's two files side by side:
 ops/F.c's records name F's emitters in emit/F.c, and those emitters read
@@ -17,6 +19,10 @@ the parameters that ops/F.c resolves (docs/architecture.md, "Cycles").
 
 An arrow made only of a function pointer taken (a table of hooks) counts as
 a call: nm sees a reference either way.
+
+A family's records name its own emitters: ops/F.c uses nothing that an
+emit/G.c of another family defines, but the emitters SHARED names (ops of
+other families that are always folded, or Identity's copy).
 """
 import os
 import subprocess
@@ -84,6 +90,9 @@ def sccs(nodes, edges):
     return result
 
 
+SHARED = {'emit_folded_only', 'emit_unary'}
+
+
 def family_pair(c):
     """Is cycle c exactly ops/F.c and emit/F.c?"""
     if len(c) != 2:
@@ -128,7 +137,18 @@ def main():
                         print('  %s -> %s: %s' % (f, g, ', '.join(sorted(why[(f, g)]))))
         print('%d cycles, %d of them one op family (ops/F.c and emit/F.c)' %
               (len(cycles), len(cycles) - len(bad)))
-        sys.exit(1 if bad else 0)
+        strays = 0
+        for f in sorted(files):
+            if not f.startswith('ops/') or 'emit/' + f[4:] not in files:
+                continue
+            for g in sorted(edges.get(f, ())):
+                if g.startswith('emit/') and g != 'emit/' + f[4:] and g[5:] != 'emitter.h':
+                    names = sorted(set(why[(f, g)]) - SHARED)
+                    if names and 'ops/' + g[5:] in files:
+                        print('%s names emit/%s of another family: %s' % (f, g[5:], ', '.join(names)))
+                        strays += 1
+        print('%d records name another family\'s emitters' % strays)
+        sys.exit(1 if bad or strays else 0)
     if count_only:
         print('%d cycles, %d files in them (of %d)' % (len(cycles), sum(map(len, cycles)), len(files)))
         return

@@ -1,5 +1,6 @@
 /*
- * emit/linalg.c - op emitters for Gemm, MatMul (runtime GEMM kernel) and Einsum (generated loops).
+ * emit/linalg.c - op emitters for Gemm, MatMul (runtime GEMM kernel), Einsum (generated loops)
+ * and KilnSelect (kiln_f32_select).
  */
 #include <inttypes.h>
 #include <math.h>
@@ -367,3 +368,12 @@ void emit_einsum(Emit *E)
 	}
 }
 
+/* KilnSelect (passes/onehot.c): a MatMul by a selection matrix as one
+ * kiln_f32_select call, gathering x's columns. */
+void emit_kiln_select(Emit *E)
+{
+	Operand X = in_op(E, 0), S = in_op(E, 1), Y = out_op(E, 0);
+	int64_t k = X.shape->dims[X.shape->rank - 1].size;
+	emitf(E, "\treturn kiln_f32_select(%s, %s, %s, %" PRId64 ", %" PRId64 ", %" PRId64 ");\n",
+	      X.expr, S.expr, Y.expr, k ? X.nelem / k : 0, k, S.nelem);
+}

@@ -185,14 +185,6 @@ void emit_gather(Emit *E)
 	    outer, D.shape->dims[axis].size, inner, I.nelem);
 }
 
-void emit_select(Emit *E)
-{
-	Operand X = in_op(E, 0), S = in_op(E, 1), Y = out_op(E, 0);
-	int64_t k = X.shape->dims[X.shape->rank - 1].size;
-	emitf(E, "\treturn kiln_f32_select(%s, %s, %s, %" PRId64 ", %" PRId64 ", %" PRId64 ");\n",
-	      X.expr, S.expr, Y.expr, k ? X.nelem / k : 0, k, S.nelem);
-}
-
 /* Slice as a strided gather: nested loops over the output. */
 void emit_slice(Emit *E)
 {

@@ -282,7 +282,7 @@ const OpDef ops_linalg_defs[] = {
 	{.op = OP_Einsum, .infer = ops_linalg_infer, .emit = emit_einsum, .batch = BK_EINSUM,
 	 .types = OT_F32 | OT_F64 | OT_INTS,
 	 .note = "any equation, with ellipsis; generated loops"},
-	{.op = OP_KilnSelect, .infer = ops_linalg_infer, .emit = emit_select, .emit_returns = true,
+	{.op = OP_KilnSelect, .infer = ops_linalg_infer, .emit = emit_kiln_select, .emit_returns = true,
 	 .batch = BK_ALONG_AXIS, .along = "selects columns", .types = OT_F32,
 	 .note = "a MatMul by a constant selection matrix (0/1, one 1 per column) as a gather of "
 	         "x's columns, + 0.0f, and the GEMM's sum on rows holding an infinity or NaN: "
