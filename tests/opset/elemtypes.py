@@ -50,14 +50,20 @@ step off fails bit for bit and passes with it, two steps off fail).
 Prints one summary line (claimed pairs, tested, passed and how their
 reference was computed, no reference, no case) and the pairs not tested with
 the reason (-v: each tested pair too).
-Exits 1 on any mismatch or any claimed pair kiln refuses; 77 ("skipped")
-without the backend data or ONNX Runtime.
+Exits 1 on any mismatch, any claimed pair kiln refuses and any claimed pair
+without a case or a reference; 77 ("skipped") without the backend data or
+ONNX Runtime.
 
-usage: elemtypes.py KILN OUTDIR [--data TESTDATA] [-v] [OP...]
+--cases-only (the unit suite's test `elemtypes-cases`, seconds): only that
+every claimed pair has a case `kiln check` accepts (GENERATED's models built,
+not run; no ONNX Runtime); exits 1 naming each pair without one.
+
+usage: elemtypes.py KILN OUTDIR [--data TESTDATA] [--cases-only] [-v] [OP...]
 (TESTDATA: Debian's libonnx-testdata data folder, default
 /usr/share/libonnx-testdata/data; its node/ cases are read)
 """
 import collections
+import concurrent.futures
 import glob
 import json
 import math
@@ -198,6 +204,21 @@ def load_cases():
     return cases
 
 
+def generated_models(outdir, only):
+    """--cases-only: elemtypes_cases.GENERATED's models alone under
+    outdir/gen (no data, no ONNX Runtime), as generated_cases gives them."""
+    cases = {}
+    for op, make in sorted(elemtypes_cases.GENERATED.items()):
+        if only and op not in only:
+            continue
+        m = make()[0]
+        d = os.path.join(outdir, "gen", op)
+        os.makedirs(d)
+        onnx.save(m, os.path.join(d, "model.onnx"))
+        cases[op] = [(d, m)]
+    return cases, {}
+
+
 def generated_cases(outdir, only):
     """elemtypes_cases.GENERATED written as backend cases under outdir/gen,
     their expected outputs from ONNX Runtime (or the case's own numpy ones):
@@ -237,6 +258,51 @@ def control_flow_pair(op, tname):
         inputs.append((v.name, tensor(convert(ins[v.name], t), v.name, t)))
     outputs = [tensor(convert(r, tname), v.name, tname) for r, v in zip(refs, m.graph.output)]
     return Pair.given(op, tname, f"{op}/{tname} (elemtypes_cases)", m, inputs, outputs)
+
+
+def choose(kiln, claims, cases, only, gen_refused):
+    """Each claimed pair's case: ([(op, tname, picked)], [(label, why)] of
+    the pairs without one); picked is (dir, model, names, the case's type),
+    or None for If, Loop and Scan (CONTROL_FLOW builds them per type)."""
+    def first_accepted(cands):
+        for d, m, names, src in cands:
+            if kiln_accepts(kiln, d):
+                return (d, m, names, NAMES[src])
+        return None
+
+    ops = [op for op in sorted(claims) if not only or op in only]
+    all_cands = {}
+    for op in ops:
+        cands = [(d, m) + main_names(m, claims[op]) for d, m in cases.get(op, [])]
+        cands = [c for c in cands if c[2] is not None]
+        # float32 input first; ONNX 1.12's bfloat16 outputs (Cast cases) are
+        # truncated, not rounded: those cases last
+        cands.sort(key=lambda c: (c[3] != TensorProto.FLOAT, any(
+            v.type.tensor_type.elem_type == TensorProto.BFLOAT16 for v in c[1].graph.output)))
+        all_cands[op] = cands
+    # one `kiln check` after another per op, the ops on every core
+    with concurrent.futures.ThreadPoolExecutor(os.cpu_count() or 1) as pool:
+        firsts = dict(zip(ops, pool.map(first_accepted, [all_cands[op] for op in ops])))
+    chosen, untested = [], []
+    for op in ops:
+        if op in elemtypes_cases.CONTROL_FLOW:
+            for tname in claims[op]:
+                if tname in CODES:
+                    chosen.append((op, tname, None))
+                else:
+                    untested.append((f"{op}/{tname}", "type not converted by this test"))
+            continue
+        cands, picked = all_cands[op], firsts[op]
+        for tname in claims[op]:
+            if picked is None:
+                untested.append((f"{op}/{tname}", gen_refused[op] if op in gen_refused else
+                                 "no one-node backend case kiln compiles"
+                                 if cands else "no one-node backend case"))
+            elif tname not in CODES:
+                untested.append((f"{op}/{tname}", "type not converted by this test"))
+            else:
+                chosen.append((op, tname, picked))
+    return chosen, untested
 
 
 def kiln_accepts(kiln, d):
@@ -681,7 +747,8 @@ def bisect(kiln, todo, opsets, runs_only):
 def main(argv):
     global NODE_DATA
     verbose = "-v" in argv
-    args = [a for a in argv if a != "-v"]
+    cases_only = "--cases-only" in argv
+    args = [a for a in argv if a not in ("-v", "--cases-only")]
     if "--data" in args:
         k = args.index("--data")
         NODE_DATA = os.path.join(args[k + 1], "node")
@@ -690,8 +757,8 @@ def main(argv):
     if not os.path.isdir(NODE_DATA):
         print(f"SKIP: no ONNX backend node data at {NODE_DATA}")
         return 77
-    if subprocess.run(["node", "-e", 'require("onnxruntime-node")'],
-                      capture_output=True).returncode != 0:
+    if not cases_only and subprocess.run(["node", "-e", 'require("onnxruntime-node")'],
+                                         capture_output=True).returncode != 0:
         print("SKIP: ONNX Runtime (node + onnxruntime-node) is not available: "
               "NODE_PATH=$(scripts/install-ort.sh) to run this test")
         return 77
@@ -699,44 +766,24 @@ def main(argv):
     os.makedirs(outdir)
     claims = claims_of(kiln)
     cases = load_cases()
-    gen, gen_refused = generated_cases(outdir, only)
+    gen, gen_refused = (generated_models if cases_only else generated_cases)(outdir, only)
     for op, cs in gen.items():
         cases.setdefault(op, cs)
     total = sum(len(ts) for op, ts in claims.items() if not only or op in only)
-    untested = []      # (label, reason): not failures
-    failures = tolerance_check(kiln, outdir)   # (label, reason)
-    pairs = []
-    for op in sorted(claims):
-        if only and op not in only:
-            continue
-        if op in elemtypes_cases.CONTROL_FLOW:
-            for tname in claims[op]:
-                if tname in CODES:
-                    pairs.append(control_flow_pair(op, tname))
-                else:
-                    untested.append((f"{op}/{tname}", "type not converted by this test"))
-            continue
-        picked = None
-        cands = [(d, m) + main_names(m, claims[op]) for d, m in cases.get(op, [])]
-        cands = [c for c in cands if c[2] is not None]
-        # float32 input first; ONNX 1.12's bfloat16 outputs (Cast cases) are
-        # truncated, not rounded: those cases last
-        cands.sort(key=lambda c: (c[3] != TensorProto.FLOAT, any(
-            v.type.tensor_type.elem_type == TensorProto.BFLOAT16 for v in c[1].graph.output)))
-        for d, m, names, src in cands:
-            if kiln_accepts(kiln, d):
-                picked = (d, m, names, NAMES[src])
-                break
-        for tname in claims[op]:
-            if picked is None:
-                untested.append((f"{op}/{tname}", gen_refused[op] if op in gen_refused else
-                                 "no one-node backend case kiln compiles"
-                                 if cands else "no one-node backend case"))
-            elif tname not in CODES:
-                untested.append((f"{op}/{tname}", "type not converted by this test"))
-            else:
-                pairs.append(Pair(op, tname, picked[0], picked[1], picked[2],
-                                  "move" if op in MOVE or tname == picked[3] else "ort"))
+    untested = []      # (label, reason): a claim without a case or a reference
+    failures = [] if cases_only else tolerance_check(kiln, outdir)   # (label, reason)
+    chosen, nocase = choose(kiln, claims, cases, only, gen_refused)
+    untested += nocase
+    if cases_only:
+        for label, why in untested:
+            print(f"no case: {label}: {why}")
+        print(f"types: {total} claimed pairs, {len(chosen)} with a case kiln compiles, "
+              f"{len(untested)} without")
+        return 1 if untested else 0
+    pairs = [control_flow_pair(op, tname) if picked is None else
+             Pair(op, tname, picked[0], picked[1], picked[2],
+                  "move" if op in MOVE or tname == picked[3] else "ort")
+             for op, tname, picked in chosen]
     ort_references([p for p in pairs if p.kind == "ort"], outdir)
     keyed = collections.defaultdict(list)
     for p in pairs:
@@ -789,7 +836,7 @@ def main(argv):
     print(f"types: {total} claimed pairs, {len(pairs)} tested ({passed} passed, of which {wide} "
           f"against ONNX Runtime in a wider type and {by_numpy} against numpy; {len(failures)} "
           f"failed), {noref} compiled without a reference, {nocase} without a case")
-    return 1 if failures else 0
+    return 1 if failures or untested else 0
 
 
 if __name__ == "__main__":
