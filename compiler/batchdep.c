@@ -443,8 +443,9 @@ static void rule_elements(BD *b)
 		set_outputs(b, k);
 }
 
-/* MatMul (B is input ib = 1), and QLinearMatMul (ib = 3) whose scales,
- * zero points and (kiln.qdq) bias must not carry the batch axis. */
+/* MatMul (B is input ib = 1), and QLinearMatMul and KilnQLinearMatMul
+ * (ib = 3) whose scales, zero points and (KilnQLinearMatMul) bias must not
+ * carry the batch axis. */
 static void rule_matmul_at(BD *b, int ib)
 {
 	Node *n = b->n;

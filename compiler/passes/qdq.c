@@ -11,11 +11,12 @@
  * QuantizeLinear divides it by y_scale in float32: for 16-bit activations
  * 0.2-1 % of the elements land on the other side of a rounding boundary
  * than the float64 value of the same expression, and a step off propagates.
- * Here the chain becomes one QLinearConv or QLinearMatMul carrying
- * kiln.qdq = 1: the sum of (x_q - zx) (w_q - zw) in 64-bit integers, then
+ * Here the chain becomes one KilnQLinearConv or KilnQLinearMatMul (kiln's
+ * own ops, records in ops/quant.c): the sum of (x_q - zx) (w_q - zw) in
+ * 64-bit integers, then
  *     y_q = saturate(round_half_even((sum sx sw + b sb) / sy) + zy)
  * in double (kiln_q8_output.exact), which is the chain's value in float64
- * (sx sw and b sb are exact in double). kiln.qdq lets the node take 16-bit
+ * (sx sw and b sb are exact in double). The kiln op takes 16-bit
  * operands and the bias with its own scale (QLinearMatMul: inputs 8 and 9;
  * QLinearConv: input 9 next to B), which the ONNX ops do not.
  *
