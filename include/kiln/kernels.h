@@ -19,10 +19,12 @@
  *     The few that need work memory take it from the caller as a `work`
  *     argument of a size the header states: kiln_f32_attention,
  *     kiln_f32_rnn, kiln_f32_conv2d_packed, kiln_f32_conv2d_winograd,
- *     kiln_f32_edgeconv and kiln_f32_knn (the compiler plans it in the arena
- *     as the node's scratch, live only while the node runs: `kiln info
- *     --plan` shows it), and kiln_tree_ensemble_run/_leaves (2 * ntargets
- *     doubles, a local array of the generated function).
+ *     kiln_f32_conv1d_wino, kiln_f32_edgeconv, kiln_f32_knn and the integer
+ *     products kiln_i8_gemm, kiln_q8_gemm, kiln_i8_conv and kiln_q8_conv
+ *     (the compiler plans it in the arena as the node's scratch, live only
+ *     while the node runs: `kiln info --plan` shows it), and
+ *     kiln_tree_ensemble_run/_leaves (2 * ntargets doubles, a local array
+ *     of the generated function).
  *   - Kernels that can fail on data (gather indices) return enum kiln_status;
  *     the others cannot fail given valid arguments and return void.
  *   - NaN inputs propagate through arithmetic as IEEE 754 says. How a max
