@@ -4,7 +4,8 @@
  *
  * Column j of S has its 1 in row src[j], so y[o, j] = sum_k x[o, k] S[k, j]
  * holds x[o, src[j]] * 1 and products by zero. The GEMM (f32-gemm/gemm.h)
- * sums them in its K blocks (kiln_gemm_kc), one fmaf chain from +0 each,
+ * sums them in its K blocks (a packed weight's of m columns: kiln_gemm_kc_n,
+ * else kiln_gemm_kc), one fmaf chain from +0 each,
  * the blocks added in order. On a row of finite values every product by
  * zero is +-0 and leaves the chain as it was, so y is x[o, src[j]] + 0.0f
  * (a -0 becomes +0, everything else is unchanged): gathered (gather/
@@ -38,7 +39,7 @@ static int nonfinite(const float *x, int64_t k)
  * fmaf(x[i], S[i, j], acc), each block's sum added to the ones before. */
 static void select_row(const float *x, const int64_t *src, float *y, int64_t k, int64_t m)
 {
-	const int64_t kc = kiln_gemm_kc(k);
+	const int64_t kc = kiln_gemm_kc_n(k, m) > 0 ? kiln_gemm_kc_n(k, m) : kiln_gemm_kc(k);
 	for (int64_t j = 0; j < m; j++) {
 		float c = 0.0f;
 		for (int64_t k0 = 0; k0 < k; k0 += kc) {

@@ -13,13 +13,16 @@
  * AVX-512 swaps the operands) and odd K (1 to 301: a partial last step, two
  * K blocks), alpha and beta (0, 1 and 0.25), a bias and ReLU epilogue, a B
  * with padded rows, float and float16 B, transposed and (float16) not;
- * float16 B in its natural layout at M = 1 over N = 256, 300 and 640.
+ * float16 B in its natural layout at M = 1 over N = 256, 300 and 640; and
+ * products on weights (packed, float16 in both layouts) of narrow and wide
+ * N at M = 1 to 70, each row against the same row alone, bit for bit.
  * Tolerance: |err| <= 1e-5 * (|alpha| sum_k |A[m,k]| |B[k,n]| + |beta| |C|)
  * + 1e-30.
  */
 #define _POSIX_C_SOURCE 200809L  /* popen */
 
 #include "kiln/kernels.h"
+#include "runtime/kernels/f32-gemm/gemm.h"
 
 #include "harness.h"
 #include "isa_runs.h"
@@ -89,6 +92,71 @@ static void run_case(int64_t M, int64_t N, int64_t K, int trans, int pad, int ha
 	free(A), free(B), free(Bh), free(C), free(C0), free(bias);
 }
 
+/* A product on a weight, C (M x N) = A B + bias, ReLU: B packed (form 0,
+ * kiln_f32_gemm_pb) or float16 in its natural layout (1) or transposed (2,
+ * kiln_f32_gemm_f16b). Hashed, within tolerance of the double product, and
+ * each row the same bits as that row alone (M = 1: f32-gemv or the dot
+ * path; more rows: the tiles, AVX-512's 6 x 64 tiles from 64 rows, the
+ * dot path up to 4, B widened on the fly): the layer's K blocks, a narrow
+ * one's shorter (gemm.h kiln_gemm_kc_n), at every M (issue 30). */
+static void weight_case(int64_t M, int64_t N, int64_t K, int form)
+{
+	float *A = malloc((size_t)(M * K) * sizeof *A), *B = malloc((size_t)(K * N) * sizeof *B);
+	float *Bp = malloc((size_t)(K * N) * sizeof *Bp), *bias = malloc((size_t)N * sizeof *bias);
+	uint16_t *Bh = malloc((size_t)(K * N) * sizeof *Bh);
+	float *C = malloc((size_t)(M * N) * sizeof *C), *row = malloc((size_t)N * sizeof *row);
+	fill_uniform(A, M * K, -1.0f, 1.0f);
+	fill_uniform(B, K * N, -1.0f, 1.0f);
+	fill_uniform(bias, N, -0.5f, 0.5f);
+	/* (k, n) at k N + n, or at n K + k for form 2 */
+	int64_t rs = form == 2 ? 1 : N, cs = form == 2 ? K : 1;
+	for (int64_t k = 0; k < K; k++)
+		for (int64_t n = 0; n < N; n++) {
+			uint16_t h = kiln_f32_to_f16(B[k * N + n]);
+			if (form)
+				B[k * N + n] = kiln_f16_to_f32(h);
+			Bh[k * rs + n * cs] = h;
+		}
+	kiln_f32_gemm_pack_b32(B, N, 1, K, N, Bp);
+	kiln_epilogue ep = {.bias = bias, .act = KILN_ACT_RELU};
+	int same = 1;
+	for (int64_t m = -1; m < M; m++) {  /* all rows, then each alone */
+		int64_t rows = m < 0 ? M : 1;
+		const float *a = A + (m < 0 ? 0 : m) * K;
+		float *c = m < 0 ? C : row;
+		if (form == 0)
+			kiln_f32_gemm_pb(rows, N, K, 1.0f, a, K, Bp, 0.0f, c, N, &ep);
+		else
+			kiln_f32_gemm_f16b(rows, N, K, 1.0f, a, K, 1, Bh, rs, cs, 0.0f, c, N, &ep);
+		if (m >= 0)
+			same &= memcmp(row, C + m * N, (size_t)N * sizeof *row) == 0;
+	}
+	hash_bytes(C, (size_t)(M * N) * sizeof *C);
+	double worst = 0.0;
+	for (int64_t m = 0; m < M; m++)
+		for (int64_t n = 0; n < N; n++) {
+			double acc = 0.0, mag = 0.0;
+			for (int64_t k = 0; k < K; k++) {
+				double p = (double)A[m * K + k] * (double)B[k * N + n];
+				acc += p;
+				mag += fabs(p);
+			}
+			double want = acc + (double)bias[n];
+			want = want > 0.0 ? want : 0.0;
+			double err = fabs((double)C[m * N + n] - want) - 1e-5 * mag - 1e-6;
+			if (err > worst)
+				worst = err;
+		}
+	char what[160];
+	snprintf(what, sizeof what, "weight form %d M %lld N %lld K %lld (K blocks of %lld)", form,
+	         (long long)M, (long long)N, (long long)K, (long long)kiln_gemm_kc_n(K, N));
+	CHECK(worst <= 0.0, what);
+	size_t len = strlen(what);
+	snprintf(what + len, sizeof what - len, ": each row alone, the same bits");
+	CHECK(same, what);
+	free(A), free(B), free(Bp), free(bias), free(Bh), free(C), free(row);
+}
+
 static int child(void)
 {
 	static const int64_t Ns[] = {1, 7, 17, 33, 63, 67}, Ks[] = {1, 3, 5, 37, 255, 301};
@@ -113,6 +181,16 @@ static int child(void)
 			run_case(1, Nw[i], Kw[j], 0, 0, 1, 1.0f, 0.0f, 1);
 			run_case(1, Nw[i], Kw[j], 0, 0, 1, 0.5f, 0.25f, 0);
 		}
+	/* products on weights, narrow (N <= 48: shorter K blocks) and wide,
+	 * K of one block, several narrow ones, and more than 256 rows */
+	static const int64_t Mq[] = {1, 3, 7, 16, 70}, Nq[] = {5, 16, 17, 33, 48, 49, 64, 100},
+	                     Kq[] = {9, 16, 17, 40, 64, 129, 300, 1100};
+	for (size_t i = 0; i < sizeof Mq / sizeof Mq[0]; i++)
+		for (size_t j = 0; j < sizeof Nq / sizeof Nq[0]; j++)
+			for (size_t k = 0; k < sizeof Kq / sizeof Kq[0]; k++)
+				for (int form = 0; form < 3; form++)
+					if (form == 0 || Mq[i] <= 16)
+						weight_case(Mq[i], Nq[j], Kq[k], form);
 	printf("hash %016llx\n", (unsigned long long)hash);
 	return harness_report();
 }

@@ -19,7 +19,7 @@
  * Tolerance: |err| <= 1e-5 * (|alpha| sum_k |A[m,k]| |B[k,n]| + |beta| |C[m,n]|).
  */
 #include "kiln/kernels.h"
-#include "runtime/kernels/f32-gemm/pack.h"
+#include "runtime/kernels/f32-gemm/gemm.h"
 
 #include "harness.h"
 
@@ -62,11 +62,51 @@ static float *make_operand(Layout l, int64_t rows, int64_t cols, double *logical
 }
 
 /* Whether kiln_f32_gemm (B in layout lb) and kiln_f32_gemm_pb give the same
- * bits: the same tiles of the GEMM core over the same one K block (not the
- * ref variant's own loops, batch 1's product, or transposed B's paths). */
-static int same_bits_expected(int64_t M, int64_t K, Layout lb)
+ * bits: B's rows contiguous, a wide layer (a product on activations keeps
+ * the wide K blocks, a packed weight of at most GEMM_NARROW_N columns takes
+ * shorter ones: gemm.h), B read in place (kiln_gemm_kc's blocks, as packed)
+ * or one K block; every M (batch 1's f32-gemv too) and every variant. */
+static int same_bits_expected(int64_t N, int64_t K, Layout lb)
 {
-	return strcmp(kiln_isa_name(), "ref") != 0 && M > 1 && K <= 256 && lb.col == 1;
+	return lb.col == 1 && kiln_gemm_kc_n(K, N) == 0 &&
+	       (K <= GEMM_PACK_KC || gemm_b_direct(lb.row));
+}
+
+/* kiln_gemm_run's source of B packed on the fly: any strides */
+static void pack_any(const GemmBSrc *s, int64_t n0, int64_t k0, int64_t kc, float *dst)
+{
+	kiln_pack_b32_panel(s->src, s->rs, s->cs, s->N, n0, k0, kc, dst);
+}
+
+/* One order whichever way B comes (issue 30): the GEMM core on B in place
+ * (rows contiguous), packed on the fly and packed, each in the K blocks of
+ * a packed weight of N columns (kiln_gemm_kc_n, a narrow layer's, else
+ * kiln_gemm_kc), gives kiln_f32_gemm_pb's bits (`want`, from C0) at every M
+ * (M = 1: f32-gemv) in every variant, for narrow and wide N. */
+static void same_order(int64_t M, int64_t N, int64_t K, float alpha, float beta, const float *A,
+                       int64_t lda, const float *B, Layout lb, const float *Bp, const float *C0,
+                       int64_t ldc, const float *want, const char *what)
+{
+	int64_t kc = kiln_gemm_kc_n(K, N), size = (M - 1) * ldc + N;
+	float *C = xmalloc((size_t)size * sizeof *C);
+	GemmEpi e = {.alpha = alpha, .beta = beta, .kc = kc > 0 ? kc : kiln_gemm_kc(K)};
+	GemmBSrc srcs[3] = {
+		{.packed = Bp, .N = N},
+		{.pack = pack_any, .src = B, .rs = lb.row, .cs = lb.col, .N = N},
+		{.direct = B, .ld = lb.row, .N = N},
+	};
+	static const char *names[3] = {"packed", "packed on the fly", "in place"};
+	for (int s = 0; s < (lb.col == 1 ? 3 : 2); s++) {
+		memcpy(C, C0, (size_t)size * sizeof *C);
+		kiln_gemm_run(M, N, K, A, lda, &srcs[s], C, ldc, &e);
+		int same = 1;
+		for (int64_t m = 0; m < M; m++)
+			same &= memcmp(C + m * ldc, want + m * ldc, (size_t)N * sizeof *C) == 0;
+		char msg[400];
+		snprintf(msg, sizeof msg, "%s: the core on B %s, the same bits", what, names[s]);
+		CHECK(same, msg);
+	}
+	free(C);
 }
 
 static void run_case(int64_t M, int64_t N, int64_t K, float alpha, float beta, int a_kind,
@@ -150,7 +190,9 @@ static void run_case(int64_t M, int64_t N, int64_t K, float alpha, float beta, i
 		snprintf(what + len, sizeof what - len, " (packed B, %s)", kiln_isa_name());
 		CHECK_CLOSE(what, got, want, bound, M * N, GEMM_TOL);
 		CHECK(guarded_intact(&gc), what);
-		if (same_bits_expected(M, K, lb)) {
+		if (K > 0)
+			same_order(M, N, K, alpha, beta, A, la.row, B, lb, Bp, c_start, c_rs, C, what);
+		if (same_bits_expected(N, K, lb)) {
 			/* the same tiles' sums in the same order as B read in place (or
 			 * packed on the fly, one K block): the same bits, whichever tile
 			 * width the packed path takes */
@@ -248,6 +290,12 @@ int main(void)
 		 * rows of one repeat, and widths that are not (9, 20) */
 		{1, 24, 150}, {1, 88, 17}, {1, 8, 50}, {1, 100, 101}, {1, 16, 5}, {1, 2, 33},
 		{1, 6, 2}, {1, 12, 7}, {1, 28, 9}, {1, 20, 40}, {1, 41, 3},
+		/* a narrow layer's K blocks (gemm.h kiln_gemm_kc_n): four of 8,
+		 * four of 32, 4 x 75 past 256 rows, 5 x 220 (f32-gemv: a group of
+		 * four blocks side by side, then one), two of 9 and 8; N = 49 and
+		 * 64, wide */
+		{1, 5, 32}, {16, 10, 128}, {1, 10, 300}, {3, 16, 1100}, {3, 33, 17}, {16, 40, 64},
+		{1, 49, 64}, {16, 64, 64},
 	};
 	int shape_index = 0;
 	by_hand();

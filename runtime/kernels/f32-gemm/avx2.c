@@ -154,7 +154,7 @@ void kiln_gemm_tile_avx2(const GemmTile *t)
 }
 
 /* GemmDot (gemm.h) in the GEMM core's order, as avx512.c's: each C[m, n] one
- * FMA chain over the k of each GEMM_PACK_KC block from 0, in k order, the
+ * FMA chain over the k of each K block (d->kc, else GEMM_PACK_KC) from 0, in k order, the
  * blocks combined as the core's tiles combine them (the same bits as every
  * variant's core on a transposed B packed on the fly). Four k of 8 rows of
  * Bt (a 128-bit load each, two rows to a register) transposed within
@@ -261,8 +261,9 @@ INLINE void dot_staged(const GemmDot *d, const int mr, int64_t n0, int64_t w)
 {
 	float buf[16 * GEMM_PACK_KC];
 	const int G = 2;
-	for (int64_t k0 = 0; k0 < d->K; k0 += GEMM_PACK_KC) {
-		int64_t kb = d->K - k0 < GEMM_PACK_KC ? d->K - k0 : GEMM_PACK_KC;
+	const int64_t kc = d->kc > 0 ? d->kc : GEMM_PACK_KC;
+	for (int64_t k0 = 0; k0 < d->K; k0 += kc) {
+		int64_t kb = d->K - k0 < kc ? d->K - k0 : kc;
 		for (int64_t j = 0; j < 8 * G; j++) {
 			float *row = buf + j * kb;
 			if (j >= w)
@@ -277,9 +278,10 @@ INLINE void dot_staged(const GemmDot *d, const int mr, int64_t n0, int64_t w)
 /* Columns [n0, n0 + w) of a float Bt, w <= 8 G, its K blocks in order */
 INLINE void dot_inplace(const GemmDot *d, const int mr, const int G, int64_t n0, int64_t w)
 {
-	for (int64_t k0 = 0; k0 < d->K; k0 += GEMM_PACK_KC)
+	const int64_t kc = d->kc > 0 ? d->kc : GEMM_PACK_KC;
+	for (int64_t k0 = 0; k0 < d->K; k0 += kc)
 		dot_cols(d, mr, G, d->Bt + n0 * d->ldbt + k0, d->ldbt, k0,
-		         d->K - k0 < GEMM_PACK_KC ? d->K - k0 : GEMM_PACK_KC, n0, w);
+		         d->K - k0 < kc ? d->K - k0 : kc, n0, w);
 }
 
 /* G groups of 8 columns at a time, then the last few (their loads clamped

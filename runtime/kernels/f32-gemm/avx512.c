@@ -489,7 +489,7 @@ void kiln_gemm_tile64_avx512(const GemmTile *t)
 }
 
 /* GemmDot (gemm.h) in the GEMM core's order: each C[m, n] one FMA chain over
- * the k of each GEMM_PACK_KC block from 0, in k order, the blocks combined as
+ * the k of each K block (d->kc, else GEMM_PACK_KC) from 0, in k order, the blocks combined as
  * the core's tiles combine them (what every variant's core computes on a
  * transposed B packed on the fly, so the same bits). Columns of C in the
  * lanes: 16 k of 16 rows of Bt (one load a row, a float16 row widened)
@@ -550,10 +550,11 @@ INLINE void dot_cols(const GemmDot *d, const int mr, const int G, const int h, i
 	const char *b = h ? (const char *)(d->Bth + n0 * d->ldbt)
 	                  : (const char *)(d->Bt + n0 * d->ldbt);
 	int last = w < 16 * G ? (int)w - 1 : 16 * G - 1;
-	for (int64_t k0 = 0; k0 < d->K; k0 += GEMM_PACK_KC) {
+	const int64_t kc = d->kc > 0 ? d->kc : GEMM_PACK_KC;
+	for (int64_t k0 = 0; k0 < d->K; k0 += kc) {
 		__m512 acc[16];
 		dot_block(d->A + k0, d->lda, mr, G, b + k0 * (h ? 2 : 4), d->ldbt, h, last,
-		          d->K - k0 < GEMM_PACK_KC ? d->K - k0 : GEMM_PACK_KC, pf, acc);
+		          d->K - k0 < kc ? d->K - k0 : kc, pf, acc);
 #pragma GCC unroll 4
 		for (int g = 0; g < G; g++) {
 			int64_t left = w - 16 * g;

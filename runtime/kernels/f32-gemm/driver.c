@@ -229,16 +229,17 @@ void kiln_gemm_run(int64_t M, int64_t N, int64_t K, const float *A, int64_t lda,
 	GemmTile t = {.ldc = ldc, .ldres = e->ldres, .act = late_act ? KILN_ACT_NONE : act,
 	              .act_alpha = ep ? ep->alpha : 0.0f, .act_beta = ep ? ep->beta : 0.0f};
 	int64_t nt = (M + MR - 1) / MR;
-	/* K in blocks of at most GEMM_KBLOCK rows, spread evenly; the first
-	 * applies beta, the last the epilogue, C accumulates in between. */
-	int64_t kc = kiln_gemm_kc(K);
+	/* K in blocks of at most GEMM_KBLOCK rows (a narrow layer's blocks,
+	 * e->kc, or kiln_gemm_kc's spread evenly); the first applies beta, the
+	 * last the epilogue, C accumulates in between. */
+	int64_t kc = e->kc > 0 ? e->kc : kiln_gemm_kc(K);
 	if (!b->packed && !b->direct) {
 		/* B packed here: each (K block, panel) is packed once and every tile
 		 * of A passes over it; A's block (M x kc, often a convolution's
 		 * weights, too big for L2 whole) is read in place. */
-		int64_t k0 = 0;
+		int64_t k0 = 0, pkc = e->kc > 0 ? e->kc : KC;
 		do {
-			int64_t kb = K - k0 < KC ? K - k0 : KC;
+			int64_t kb = K - k0 < pkc ? K - k0 : pkc;
 			t.K = kb, t.alpha = e->alpha, t.cbeta = k0 == 0 ? e->beta : 1.0f;
 			t.final = k0 + kb >= K;
 			for (int64_t n0 = 0; n0 < N; n0 += KILN_PACK_NR) {
@@ -506,17 +507,21 @@ void kiln_f32_gemm_pack_b32(const float *B, int64_t rs, int64_t cs, int64_t K, i
 void kiln_f32_gemm_pb(int64_t M, int64_t N, int64_t K, float alpha, const float *A, int64_t lda,
                       const float *Bp, float beta, float *C, int64_t ldc, const kiln_epilogue *ep)
 {
-	kiln_gemv_fn gemv = M == 1 && K > 0 && alpha == 1.0f && beta == 0.0f
-	                        ? kiln_gemv_of() : NULL;
+	/* the layer's K blocks: a narrow one's shorter blocks (gemm.h), the
+	 * same at every M and in every variant */
+	int64_t kc = kiln_gemm_kc_n(K, N);
+	kiln_gemv_kc_fn gemv = M == 1 && K > 0 && alpha == 1.0f && beta == 0.0f
+	                           ? kiln_gemv_kc_of() : NULL;
 	if (gemv) {
 		/* one row (batch 1): the vector-matrix product of f32-gemv/gemv.h,
 		 * eight sums in flight where the one-row tile has two */
-		gemv(N, K, A, Bp, ep ? ep->bias : NULL, C);
+		gemv(N, K, kc > 0 ? kc : kiln_gemm_kc(K), A, Bp, ep ? ep->bias : NULL, C);
 		rows_epilogue(1, N, C, ldc, ep, 0);
 		return;
 	}
 	GemmBSrc src = {.packed = Bp, .N = N};
-	GemmEpi e = {.alpha = alpha, .beta = beta, .col_bias = ep ? ep->bias : NULL, .ep = ep};
+	GemmEpi e = {.alpha = alpha, .beta = beta, .col_bias = ep ? ep->bias : NULL, .ep = ep,
+	             .kc = kc};
 	kiln_gemm_run(M, N, K, A, lda, &src, C, ldc, &e);
 }
 
@@ -533,12 +538,15 @@ void kiln_f32_gemm_f16b(int64_t M, int64_t N, int64_t K, float alpha, const floa
 		                       b_col_stride, beta, C, c_row_stride, ep);
 		return;
 	}
+	/* a float16 B is a weight: the layer's K blocks (a narrow one's shorter
+	 * blocks, gemm.h) on every path below */
+	int64_t kc = kiln_gemm_kc_n(K, N);
 	if (b_col_stride != 1 && dot_path(M, K, b_row_stride, b_col_stride)) {
 		/* B transposed, few rows of A: the dot path, B's rows widened a
 		 * block at a time */
 		GemmDot d = {.M = M, .N = N, .K = K, .A = A, .lda = a_row_stride, .Bth = B,
 		             .ldbt = b_col_stride, .C = C, .ldc = c_row_stride, .alpha = alpha,
-		             .beta = beta};
+		             .beta = beta, .kc = kc};
 		run_dot(&d, ep);
 		return;
 	}
@@ -547,13 +555,14 @@ void kiln_f32_gemm_f16b(int64_t M, int64_t N, int64_t K, float alpha, const floa
 	if (gemv) {
 		/* one row (batch 1): f32-gemv/gemv.h's product, which widens B's
 		 * rows as it reads them */
-		gemv(N, K, A, B, b_row_stride, ep ? ep->bias : NULL, C);
+		gemv(N, K, kc > 0 ? kc : GEMM_PACK_KC, A, B, b_row_stride, ep ? ep->bias : NULL, C);
 		rows_epilogue(1, N, C, c_row_stride, ep, 0);
 		return;
 	}
 	/* B widened panel by panel into the stack panel the kernels read, as a
 	 * strided float B is packed (K blocks outermost, each widened once) */
 	GemmBSrc src = {.pack = pack_f16, .ctx = B, .rs = b_row_stride, .cs = b_col_stride, .N = N};
-	GemmEpi e = {.alpha = alpha, .beta = beta, .col_bias = ep ? ep->bias : NULL, .ep = ep};
+	GemmEpi e = {.alpha = alpha, .beta = beta, .col_bias = ep ? ep->bias : NULL, .ep = ep,
+	             .kc = kc};
 	kiln_gemm_run(M, N, K, A, a_row_stride, &src, C, c_row_stride, &e);
 }

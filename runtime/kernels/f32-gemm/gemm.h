@@ -61,6 +61,48 @@ static inline int64_t kiln_gemm_kc(int64_t K)
 	return nkb > 1 ? (K + nkb - 1) / nkb : K;
 }
 
+/* A narrow layer's shorter K blocks (issue 30): a product on a weight of N
+ * <= GEMM_NARROW_N columns (at most three vectors of 16) is cut into
+ * ceil(GEMM_NARROW_CHAINS / ceil(N / 16)) blocks (N <= 16: 4, <= 48: 2),
+ * none shorter than GEMM_NARROW_MIN rows (fewer blocks then; K < 2
+ * GEMM_NARROW_MIN: one) and none longer than GEMM_KBLOCK, so that batch 1's
+ * product (f32-gemv) has at least four independent chains to run side by
+ * side where one chain per column waited on the FMA latency (four hide it
+ * where a 512-bit FMA issues once a cycle and takes four: AMD Zen 4; four
+ * vectors of columns, N = 64, have them already and keep one block). */
+enum { GEMM_NARROW_N = 48, GEMM_NARROW_CHAINS = 4, GEMM_NARROW_MIN = 8 };
+
+/* The number of K blocks of a narrow layer (N columns, K rows), or 0 for a
+ * wide one (N > GEMM_NARROW_N) or one too short to split. */
+static inline int64_t kiln_gemm_narrow_nb(int64_t K, int64_t N)
+{
+	if (N <= 0 || N > GEMM_NARROW_N)
+		return 0;
+	int64_t v = (N + 15) / 16, nb = (GEMM_NARROW_CHAINS + v - 1) / v;
+	if (nb > K / GEMM_NARROW_MIN)
+		nb = K / GEMM_NARROW_MIN;
+	if (nb < (K + GEMM_KBLOCK - 1) / GEMM_KBLOCK)
+		nb = (K + GEMM_KBLOCK - 1) / GEMM_KBLOCK;
+	return nb > 1 ? nb : 0;
+}
+
+/* The rows of each K block of a product on a weight of N columns, packed
+ * (kiln_f32_gemm_pb: batch 1's f32-gemv and the tiles at every M) or float16
+ * (kiln_f32_gemm_f16b: f32-gemv's float16 product, the dot path, B widened
+ * on the fly): a narrow layer's blocks (kiln_gemm_narrow_nb, ceil(K / nb)
+ * rows, the last shorter), else wide (0: the caller's usual blocks,
+ * kiln_gemm_kc over a packed B, GEMM_PACK_KC over one packed on the fly, as
+ * before issue 30's narrow blocks). They depend on the layer's K and N, never
+ * on M, the ISA or the stitching; every path that sums a layer takes the
+ * same (GemmEpi.kc, GemmDot.kc, f32-gemv's kc). Products on activations,
+ * convolutions and recurrent layers keep the wide blocks (their N may be a
+ * batch size or a split of the layer's columns). */
+static inline int64_t kiln_gemm_kc_n(int64_t K, int64_t N)
+{
+	int64_t nb = kiln_gemm_narrow_nb(K, N);
+	return nb > 1 ? (K + nb - 1) / nb : 0;
+}
+
 typedef void (*gemm_tile_fn)(const GemmTile *t);
 
 /* Micro-kernels: avx512 MR = 12 (two zmm per row), avx2 MR = 6 (the panel as
@@ -97,6 +139,7 @@ typedef struct GemmDot {
 	int64_t ldc;
 	float alpha, beta;
 	const uint16_t *Bth;       /* float16 Bt (ldbt apart), or NULL */
+	int64_t kc;                /* rows of each K block (kiln_gemm_kc_n), or 0: GEMM_PACK_KC */
 } GemmDot;
 void kiln_gemm_dot_avx2(const GemmDot *d);
 
@@ -120,6 +163,8 @@ typedef struct GemmEpi {
 	const float *res;          /* [M, ldres] or NULL */
 	int64_t ldres;
 	const kiln_epilogue *ep;   /* the activation (and its parameters), or NULL */
+	int64_t kc;                /* rows of each K block (kiln_gemm_kc_n), or 0: kiln_gemm_kc
+	                            * over B in place, GEMM_PACK_KC over B packed on the fly */
 	const float *a_end;        /* A's rows are contiguous (lda == K) and stream from memory
 	                            * up to here: each tile prefetches rows ahead (avx512) */
 } GemmEpi;

@@ -1,8 +1,9 @@
 /*
  * f32-gemv/avx2.c - gemv.h's product with AVX2 + FMA: a 32-column panel is
  * four ymm per row of K; two panels at a time into eight accumulators, each
- * column one chain over k in each of kiln_gemm_kc's K blocks (the GEMM tiles'
- * order). A narrower last panel goes through masked loads.
+ * column one chain over k in each K block of kc rows (kiln_gemm_kc's, or a
+ * narrow layer's: the GEMM tiles' order), the blocks one after the other. A
+ * narrower last panel goes through masked loads.
  */
 #include <immintrin.h>
 
@@ -16,11 +17,11 @@ static __m256i lanes(int64_t n)
 }
 
 /* Panels n0 and n0 + 32 (w0 and w1 columns, w1 0 if there is none): each
- * column's sum one FMA chain over the k of a K block from 0 (kiln_gemm_kc's
- * blocks, added to the blocks before), then + bias, as the GEMM tiles sum
+ * column's sum one FMA chain over the k of a K block of kc rows from 0
+ * (added to the blocks before), then + bias, as the GEMM tiles sum
  * it (docs/reproducibility.md), the latency hidden by the two panels' eight
  * independent chains instead of by splitting k. */
-static void panel_pair(int64_t K, const float *x, const float *b0, const float *b1, int64_t w0,
+static void panel_pair(int64_t K, int64_t kc, const float *x, const float *b0, const float *b1, int64_t w0,
                        int64_t w1, const float *bias, float *y)
 {
 	__m256 acc[8], tot[8];
@@ -29,7 +30,6 @@ static void panel_pair(int64_t K, const float *x, const float *b0, const float *
 		m[q] = lanes(w0 - 8 * q);
 		m[4 + q] = lanes(w1 - 8 * q);
 	}
-	const int64_t kc = kiln_gemm_kc(K);
 #pragma GCC unroll 8
 	for (int q = 0; q < 8; q++)
 		tot[q] = _mm256_setzero_ps();  /* (K >= 1: the first block sets them) */
@@ -72,12 +72,18 @@ static void panel_pair(int64_t K, const float *x, const float *b0, const float *
 	}
 }
 
-void kiln_gemv_avx2(int64_t N, int64_t K, const float *x, const float *Bp, const float *bias,
-                        float *y)
+void kiln_gemv_kc_avx2(int64_t N, int64_t K, int64_t kc, const float *x, const float *Bp,
+                       const float *bias, float *y)
 {
 	for (int64_t n0 = 0; n0 < N; n0 += 2 * KILN_PACK_NR) {
 		int64_t n1 = n0 + KILN_PACK_NR;
 		int64_t w0 = kiln_pack_b32_width(N, n0), w1 = n1 < N ? kiln_pack_b32_width(N, n1) : 0;
-		panel_pair(K, x, Bp + n0 * K, Bp + n1 * K, w0, w1, bias ? bias + n0 : NULL, y + n0);
+		panel_pair(K, kc, x, Bp + n0 * K, Bp + n1 * K, w0, w1, bias ? bias + n0 : NULL, y + n0);
 	}
+}
+
+void kiln_gemv_avx2(int64_t N, int64_t K, const float *x, const float *Bp, const float *bias,
+                    float *y)
+{
+	kiln_gemv_kc_avx2(N, K, kiln_gemm_kc(K), x, Bp, bias, y);
 }

@@ -1,9 +1,10 @@
 /*
  * f32-gemv/avx512.c - gemv.h's product with AVX-512. Up to four 32-column
  * panels at a time (four streams of B: at batch 1 the step is bound by
- * reading B from L2), each column one FMA chain over k in the GEMM tiles'
- * order (so batch 1 gives the same bits as every batch size and variant),
- * the panels' chains side by side to hide the FMA latency. A narrower last
+ * reading B from L2), each column one FMA chain over the k of each K block
+ * in the GEMM tiles' order (so batch 1 gives the same bits as every batch
+ * size and variant), the panels' chains side by side to hide the FMA
+ * latency, and a narrow layer's K blocks' chains too. A narrower last
  * panel goes through masked loads in the last group.
  */
 #include <immintrin.h>
@@ -39,71 +40,143 @@ static inline __attribute__((always_inline)) void store(float *y, const float *b
 	_mm512_mask_storeu_ps(y + 16, m1, hi);
 }
 
-/* P (1 to 4) panels side by side from b, panel p at b + 32 K p, the last w
- * <= 32 columns wide (rows w apart; the others full), to y[0..32 (P - 1) + w):
- * each column one FMA chain over the k of a K block from 0 (kiln_gemm_kc's
- * blocks, added to the blocks before), then + bias: the GEMM tiles' order,
- * so the same bits as every variant's tiled product. 2P accumulators, the
- * FMA latency hidden by the panels' chains side by side (P streams of B). */
-static inline __attribute__((always_inline)) void panels(int64_t K, int64_t w, const float *x,
-                                                         const float *b, const float *bias,
-                                                         float *y, const int P)
+/* Row i of G K blocks side by side (block g's row at k + g kc) of P panels
+ * from b (panel p at b + ps p; the last one w columns wide, rows w apart, H
+ * = 1 or 2 vectors of it read): block g's chains acc[g] (V = 2 (P - 1) + H
+ * vectors). GA: the blocks that take part (the first GA). */
+static inline __attribute__((always_inline)) void group_row(int64_t k, int64_t kc, int64_t w,
+                                                            const float *x, const float *b,
+                                                            int64_t ps, __m512 acc[4][8],
+                                                            const int P, const int H,
+                                                            const int GA)
 {
-	const int64_t kc = kiln_gemm_kc(K), ps = KILN_PACK_NR * K;
 	const float *last = b + (P - 1) * ps;
 	__mmask16 m0 = lanes(w), m1 = lanes(w - 16);
-	__m512 tot[8], acc[8];
-#pragma GCC unroll 8
-	for (int v = 0; v < 2 * P; v++)
-		tot[v] = _mm512_setzero_ps();  /* (K >= 1: the first block sets them) */
-	for (int64_t k0 = 0; k0 < K; k0 += kc) {
-		int64_t k1 = K - k0 < kc ? K : k0 + kc;
-#pragma GCC unroll 8
-		for (int v = 0; v < 2 * P; v++)
-			acc[v] = _mm512_setzero_ps();
-		for (int64_t k = k0; k < k1; k++) {
-			__m512 xv = _mm512_set1_ps(x[k]);
 #pragma GCC unroll 4
-			for (int p = 0; p + 1 < P; p++) {
-				const float *r = b + p * ps + k * KILN_PACK_NR;
-				acc[2 * p] = _mm512_fmadd_ps(xv, _mm512_loadu_ps(r), acc[2 * p]);
-				acc[2 * p + 1] = _mm512_fmadd_ps(xv, _mm512_loadu_ps(r + 16), acc[2 * p + 1]);
-			}
-			const float *r = last + k * w;
-			acc[2 * P - 2] = _mm512_fmadd_ps(xv, _mm512_maskz_loadu_ps(m0, r), acc[2 * P - 2]);
-			acc[2 * P - 1] =
-				_mm512_fmadd_ps(xv, _mm512_maskz_loadu_ps(m1, r + 16), acc[2 * P - 1]);
+	for (int g = 0; g < GA; g++) {
+		int64_t kg = k + g * kc;
+		__m512 xv = _mm512_set1_ps(x[kg]);
+#pragma GCC unroll 4
+		for (int p = 0; p + 1 < P; p++) {
+			const float *r = b + p * ps + kg * KILN_PACK_NR;
+			acc[g][2 * p] = _mm512_fmadd_ps(xv, _mm512_loadu_ps(r), acc[g][2 * p]);
+			acc[g][2 * p + 1] = _mm512_fmadd_ps(xv, _mm512_loadu_ps(r + 16), acc[g][2 * p + 1]);
 		}
-#pragma GCC unroll 8
-		for (int v = 0; v < 2 * P; v++)
-			tot[v] = k0 == 0 ? acc[v] : _mm512_add_ps(acc[v], tot[v]);
+		const float *r = last + kg * w;
+		acc[g][2 * P - 2] = _mm512_fmadd_ps(xv, _mm512_maskz_loadu_ps(m0, r), acc[g][2 * P - 2]);
+		if (H == 2)
+			acc[g][2 * P - 1] =
+				_mm512_fmadd_ps(xv, _mm512_maskz_loadu_ps(m1, r + 16), acc[g][2 * P - 1]);
 	}
+}
+
+/* K blocks b0 .. b0 + G - 1 (kc rows each, the last block of K shorter) of
+ * P panels from b, side by side: each column one FMA chain per block from
+ * 0, the G blocks' chains independent (the FMA latency hidden by them where
+ * the columns are few), then added to tot in block order (tot = acc + tot;
+ * block 0 sets it): the GEMM tiles' order. */
+static inline __attribute__((always_inline)) void blocks(int64_t K, int64_t kc, int64_t b0,
+                                                         int64_t w, const float *x,
+                                                         const float *b, __m512 *tot,
+                                                         const int P, const int H, const int G)
+{
+	const int V = 2 * (P - 1) + H;
+	const int64_t ps = KILN_PACK_NR * K, k0 = b0 * kc, kl = k0 + (G - 1) * kc;
+	const int64_t n = K - kl < kc ? K - kl : kc;  /* rows of the last block; the others kc */
+	__m512 acc[4][8];
+#pragma GCC unroll 8
+	for (int g = 0; g < G; g++)
+#pragma GCC unroll 8
+		for (int v = 0; v < V; v++)
+			acc[g][v] = _mm512_setzero_ps();
+	for (int64_t i = 0; i < n; i++)
+		group_row(k0 + i, kc, w, x, b, ps, acc, P, H, G);
+	for (int64_t i = n; i < kc; i++)  /* the blocks before a shorter last one */
+		group_row(k0 + i, kc, w, x, b, ps, acc, P, H, G - 1);
+#pragma GCC unroll 8
+	for (int g = 0; g < G; g++)
+#pragma GCC unroll 8
+		for (int v = 0; v < V; v++)
+			tot[v] = b0 + g == 0 ? acc[g][v] : _mm512_add_ps(acc[g][v], tot[v]);
+}
+
+/* P (1 to 4) panels side by side from b, panel p at b + 32 K p, the last w
+ * <= 32 columns wide (rows w apart; the others full; H: 1 when w <= 16,
+ * else 2), to y[0..32 (P - 1) + w): each column one FMA chain over the k of
+ * each K block of kc rows from 0 (the blocks added in order), then + bias:
+ * the GEMM tiles' order, so the same bits as every variant's tiled product.
+ * The chains side by side (the FMA latency hidden by them): the panels' 2
+ * (P - 1) + H, times up to G K blocks at a time (a narrow layer's: G 4 for
+ * one vector of columns, 2 for two or three; at least four chains). */
+static inline __attribute__((always_inline)) void panels(int64_t K, int64_t kc, int64_t w,
+                                                         const float *x, const float *b,
+                                                         const float *bias, float *y,
+                                                         const int P, const int H, const int G)
+{
+	const int64_t nb = (K + kc - 1) / kc;
+	__m512 tot[8];
+#pragma GCC unroll 8
+	for (int v = 0; v < 8; v++)
+		tot[v] = _mm512_setzero_ps();  /* (K >= 1: the first block sets them) */
+	for (int64_t b0 = 0; b0 < nb;) {
+		int64_t g = nb - b0 < G ? nb - b0 : G;
+		switch (g) {
+		case 4: blocks(K, kc, b0, w, x, b, tot, P, H, G >= 4 ? 4 : 1); break;
+		case 3: blocks(K, kc, b0, w, x, b, tot, P, H, G >= 3 ? 3 : 1); break;
+		case 2: blocks(K, kc, b0, w, x, b, tot, P, H, G >= 2 ? 2 : 1); break;
+		default: blocks(K, kc, b0, w, x, b, tot, P, H, 1); break;
+		}
+		b0 += g;
+	}
+	const int V = 2 * (P - 1) + H;
 #pragma GCC unroll 4
 	for (int p = 0; p + 1 < P; p++)
 		store(y + p * KILN_PACK_NR, bias ? bias + p * KILN_PACK_NR : NULL, KILN_PACK_NR,
 		      tot[2 * p], tot[2 * p + 1]);
 	store(y + (P - 1) * KILN_PACK_NR, bias ? bias + (P - 1) * KILN_PACK_NR : NULL, w,
-	      tot[2 * P - 2], tot[2 * P - 1]);
+	      tot[2 * P - 2], H == 2 ? tot[V - 1] : _mm512_setzero_ps());
 }
 
 /* Panels in groups of at most four (the last group the fewest, with the
- * narrow last panel if there is one). */
-void kiln_gemv_avx512(int64_t N, int64_t K, const float *x, const float *Bp,
-                          const float *bias, float *y)
+ * narrow last panel if there is one); one or two panels of several K blocks
+ * (a narrow layer's) run blocks side by side. */
+void kiln_gemv_kc_avx512(int64_t N, int64_t K, int64_t kc, const float *x, const float *Bp,
+                         const float *bias, float *y)
 {
 	int64_t np = (N + KILN_PACK_NR - 1) / KILN_PACK_NR;
+	int several = kc < K;
 	for (int64_t p0 = 0; p0 < np;) {
 		int64_t n0 = p0 * KILN_PACK_NR, g = np - p0 < 4 ? np - p0 : 4;
 		int64_t w = kiln_pack_b32_width(N, n0 + (g - 1) * KILN_PACK_NR);
 		const float *b = Bp + n0 * K, *bn = bias ? bias + n0 : NULL;
+		float *yn = y + n0;
 		switch (g) {
-		case 4: panels(K, w, x, b, bn, y + n0, 4); break;
-		case 3: panels(K, w, x, b, bn, y + n0, 3); break;
-		case 2: panels(K, w, x, b, bn, y + n0, 2); break;
-		default: panels(K, w, x, b, bn, y + n0, 1); break;
+		case 4: panels(K, kc, w, x, b, bn, yn, 4, 2, 1); break;
+		case 3: panels(K, kc, w, x, b, bn, yn, 3, 2, 1); break;
+		case 2:
+			if (w <= 16)
+				several ? panels(K, kc, w, x, b, bn, yn, 2, 1, 2)
+				        : panels(K, kc, w, x, b, bn, yn, 2, 1, 1);
+			else
+				panels(K, kc, w, x, b, bn, yn, 2, 2, 1);
+			break;
+		default:
+			if (w <= 16)
+				several ? panels(K, kc, w, x, b, bn, yn, 1, 1, 4)
+				        : panels(K, kc, w, x, b, bn, yn, 1, 1, 1);
+			else
+				several ? panels(K, kc, w, x, b, bn, yn, 1, 2, 2)
+				        : panels(K, kc, w, x, b, bn, yn, 1, 2, 1);
+			break;
 		}
 		p0 += g;
 	}
+}
+
+void kiln_gemv_avx512(int64_t N, int64_t K, const float *x, const float *Bp, const float *bias,
+                      float *y)
+{
+	kiln_gemv_kc_avx512(N, K, kiln_gemm_kc(K), x, Bp, bias, y);
 }
 
 /* R rows of Y = X B + bias over P (1 or 2) panels side by side, the last
@@ -196,11 +269,12 @@ static inline __attribute__((always_inline)) __m512 widen16(const uint16_t *p, _
  * time (q 8 or 16, a constant once inlined: 16 only with w = 256, each row's
  * 512 bytes read whole, in order through B when ldb is 256, where blocks of
  * 128 read every row twice, half at a time), each row of B widened as it is
- * read; each column one FMA chain over the k of each GEMM_PACK_KC block from
- * 0, the blocks added in order, then + bias: the order the GEMM core sums a
+ * read; each column one FMA chain over the k of each K block of kc rows
+ * (GEMM_PACK_KC, or a narrow layer's) from 0, the blocks added in order, then + bias: the order the GEMM core sums a
  * B packed on the fly (ref and AVX2 at batch 1, every variant at larger
  * batches), the FMA latency hidden by q vectors of 16 columns side by side. */
-static inline __attribute__((always_inline)) void f16n_cols(int q, int64_t K, int64_t w,
+static inline __attribute__((always_inline)) void f16n_cols(int q, int64_t K, int64_t kc,
+                                                            int64_t w,
                                                             const float *x, const uint16_t *b,
                                                             int64_t ldb, const float *bias,
                                                             float *y)
@@ -208,8 +282,8 @@ static inline __attribute__((always_inline)) void f16n_cols(int q, int64_t K, in
 	__m512 acc[16], tot[16];
 	for (int j = 0; j < q; j++)
 		tot[j] = _mm512_setzero_ps();  /* (K >= 1: the first block sets them) */
-	for (int64_t k0 = 0; k0 < K; k0 += GEMM_PACK_KC) {
-		int64_t k1 = K - k0 < GEMM_PACK_KC ? K : k0 + GEMM_PACK_KC;
+	for (int64_t k0 = 0; k0 < K; k0 += kc) {
+		int64_t k1 = K - k0 < kc ? K : k0 + kc;
 #pragma GCC unroll 16
 		for (int j = 0; j < q; j++)
 			acc[j] = _mm512_setzero_ps();
@@ -232,25 +306,25 @@ static inline __attribute__((always_inline)) void f16n_cols(int q, int64_t K, in
 			store(y + 16 * j, bias ? bias + 16 * j : NULL, w - 16 * j, tot[j], tot[j + 1]);
 }
 
-static void f16n_block(int64_t K, int64_t w, const float *x, const uint16_t *b, int64_t ldb,
-                       const float *bias, float *y)
+static void f16n_block(int64_t K, int64_t kc, int64_t w, const float *x, const uint16_t *b,
+                       int64_t ldb, const float *bias, float *y)
 {
-	f16n_cols(8, K, w, x, b, ldb, bias, y);
+	f16n_cols(8, K, kc, w, x, b, ldb, bias, y);
 }
 
-static void f16n_block256(int64_t K, const float *x, const uint16_t *b, int64_t ldb,
+static void f16n_block256(int64_t K, int64_t kc, const float *x, const uint16_t *b, int64_t ldb,
                           const float *bias, float *y)
 {
-	f16n_cols(16, K, 256, x, b, ldb, bias, y);
+	f16n_cols(16, K, kc, 256, x, b, ldb, bias, y);
 }
 
-void kiln_gemv_f16_avx512(int64_t N, int64_t K, const float *x, const uint16_t *B, int64_t ldb,
-                          const float *bias, float *y)
+void kiln_gemv_f16_avx512(int64_t N, int64_t K, int64_t kc, const float *x, const uint16_t *B,
+                          int64_t ldb, const float *bias, float *y)
 {
 	int64_t n0 = 0;
 	for (; n0 + 256 <= N; n0 += 256)
-		f16n_block256(K, x, B + n0, ldb, bias ? bias + n0 : NULL, y + n0);
+		f16n_block256(K, kc, x, B + n0, ldb, bias ? bias + n0 : NULL, y + n0);
 	for (; n0 < N; n0 += 128)
-		f16n_block(K, N - n0 < 128 ? N - n0 : 128, x, B + n0, ldb, bias ? bias + n0 : NULL,
-		           y + n0);
+		f16n_block(K, kc, N - n0 < 128 ? N - n0 : 128, x, B + n0, ldb,
+		           bias ? bias + n0 : NULL, y + n0);
 }

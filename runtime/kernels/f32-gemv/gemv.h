@@ -7,10 +7,12 @@
  * batch 1, is this vector-matrix product, and the GEMM core's tile of one
  * row keeps only two accumulator chains, so it waits on the FMA latency.
  * Both variants keep one FMA chain per column over the k of each K block
- * (kiln_gemm_kc), the GEMM tiles' order (the same bits as the tiled GEMM and
- * the ref tile at every batch size: docs/reproducibility.md), the FMA
- * latency hidden by several panels' chains side by side (AVX2 two panels,
- * eight chains; AVX-512 up to four, eight chains). f32-gemm/driver.c and
+ * of kc rows (the last shorter: the caller's, kiln_gemm_kc or a narrow
+ * layer's kiln_gemm_kc_n), the GEMM tiles' order (the same bits as the tiled
+ * GEMM and the ref tile at every batch size: docs/reproducibility.md), the
+ * FMA latency hidden by several panels' chains side by side (AVX2 two
+ * panels, eight chains; AVX-512 up to four, eight chains, and a narrow
+ * layer's K blocks side by side too). f32-gemm/driver.c and
  * f32-rnn/rnn.c call them when kiln_isa() picks the variant; the ref variant
  * runs the GEMM core. kiln_gemv_f16_avx512 is the product on float16
  * weights in their natural layout (kiln_f32_gemm_f16b at batch 1).
@@ -26,18 +28,24 @@ void kiln_gemv_avx2(int64_t N, int64_t K, const float *x, const float *Bp, const
                         float *y);
 void kiln_gemv_avx512(int64_t N, int64_t K, const float *x, const float *Bp,
                           const float *bias, float *y);
+/* The same with K blocks of kc rows (the last shorter) where the above take
+ * kiln_gemm_kc(K): a narrow layer's (kiln_gemm_kc_n, f32-gemm/driver.c). */
+void kiln_gemv_kc_avx2(int64_t N, int64_t K, int64_t kc, const float *x, const float *Bp,
+                       const float *bias, float *y);
+void kiln_gemv_kc_avx512(int64_t N, int64_t K, int64_t kc, const float *x, const float *Bp,
+                         const float *bias, float *y);
 
 /* y[n] = sum_k x[k] B[k ldb + n] (+ bias[n]): the product on float16
  * weights in their natural layout (a MatMul's weight kept as float16,
  * --weights-dtype=fp16), each row of B widened as it is read, up to 128
  * columns at a time, in the order the GEMM core sums a B packed on the fly
- * (GEMM_PACK_KC blocks). AVX-512 only (the ref and AVX2 variants run the
+ * (kc rows a block: GEMM_PACK_KC, or a narrow layer's kiln_gemm_kc_n). AVX-512 only (the ref and AVX2 variants run the
  * GEMM core; a transposed float16 B runs f32-gemm's dot path). */
-void kiln_gemv_f16_avx512(int64_t N, int64_t K, const float *x, const uint16_t *B, int64_t ldb,
-                          const float *bias, float *y);
+void kiln_gemv_f16_avx512(int64_t N, int64_t K, int64_t kc, const float *x, const uint16_t *B,
+                          int64_t ldb, const float *bias, float *y);
 
-typedef void (*kiln_gemv_f16_fn)(int64_t N, int64_t K, const float *x, const uint16_t *B,
-                                 int64_t ldb, const float *bias, float *y);
+typedef void (*kiln_gemv_f16_fn)(int64_t N, int64_t K, int64_t kc, const float *x,
+                                 const uint16_t *B, int64_t ldb, const float *bias, float *y);
 
 /* The float16 product of the variant kiln_isa() picks, or NULL (the caller
  * runs the GEMM core). */
@@ -61,6 +69,21 @@ static inline kiln_gemv_fn kiln_gemv_of(void)
 #ifdef KILN_HAVE_X86_VARIANTS
 	case KILN_ISA_AVX512: return kiln_gemv_avx512;
 	case KILN_ISA_AVX2: return kiln_gemv_avx2;
+#endif
+	default: return NULL;
+	}
+}
+
+typedef void (*kiln_gemv_kc_fn)(int64_t N, int64_t K, int64_t kc, const float *x,
+                                const float *Bp, const float *bias, float *y);
+
+/* kiln_gemv_of's product with the caller's K blocks, or NULL */
+static inline kiln_gemv_kc_fn kiln_gemv_kc_of(void)
+{
+	switch (kiln_isa()) {
+#ifdef KILN_HAVE_X86_VARIANTS
+	case KILN_ISA_AVX512: return kiln_gemv_kc_avx512;
+	case KILN_ISA_AVX2: return kiln_gemv_kc_avx2;
 #endif
 	default: return NULL;
 	}
