@@ -148,6 +148,64 @@ INLINE void tile_rows(const GemmTile *t, const int mr, const int two)
 	store_rows(t, mr, two, m0, m1, acc0, acc1);
 }
 
+/* tile_rows over t->K rows in K blocks of t->kb (a narrow layer's,
+ * kiln_gemm_kc_n; mr <= 6, or 12 for a panel of at most 16 columns): each block's sums one FMA chain from 0 in acc,
+ * then added to the blocks' total in registers (tot = alpha acc + tot; the
+ * first block alpha acc + cbeta C, as epi() takes it), the epilogue and the
+ * store once at the end: what one tile call per block computes through C
+ * (C = alpha acc + C), bit for bit, without C's loads and stores between
+ * blocks (12-row tiles of a narrow layer at M = 16, one call per block of 8
+ * rows, took three times as long: the masked stores of C do not forward to
+ * the next block's loads). */
+INLINE void tile_rows_kb(const GemmTile *t, const int mr, const int two)
+{
+	__m512 acc0[12], acc1[12], tot0[12], tot1[12];
+	int w = t->w;
+	__mmask16 m0 = w >= 16 ? (__mmask16)0xffff : (__mmask16)((1u << w) - 1);
+	__mmask16 m1 = w >= 32 ? (__mmask16)0xffff : w > 16 ? (__mmask16)((1u << (w - 16)) - 1) : 0;
+	__m512 alpha = _mm512_set1_ps(t->alpha), cbeta = _mm512_set1_ps(t->cbeta);
+	int scale = t->alpha != 1.0f, with_c = t->cbeta != 0.0f;
+	const float *a = t->A, *b = t->B;
+	int64_t lda = t->lda, ldb = t->ldb, K = t->K, kb = t->kb;
+#pragma GCC unroll 12
+	for (int i = 0; i < mr; i++)
+		tot0[i] = tot1[i] = _mm512_setzero_ps();  /* (K > kb: the first block sets them) */
+	for (int64_t k0 = 0; k0 < K; k0 += kb) {
+		int64_t k1 = K - k0 < kb ? K : k0 + kb, k = k0;
+#pragma GCC unroll 12
+		for (int i = 0; i < mr; i++)
+			acc0[i] = acc1[i] = _mm512_setzero_ps();
+		for (; k + 4 <= k1; k += 4, b += 4 * ldb) {
+			tile_step(a + k, lda, b, mr, two, m0, m1, acc0, acc1);
+			tile_step(a + k + 1, lda, b + ldb, mr, two, m0, m1, acc0, acc1);
+			tile_step(a + k + 2, lda, b + 2 * ldb, mr, two, m0, m1, acc0, acc1);
+			tile_step(a + k + 3, lda, b + 3 * ldb, mr, two, m0, m1, acc0, acc1);
+		}
+		for (; k < k1; k++, b += ldb)
+			tile_step(a + k, lda, b, mr, two, m0, m1, acc0, acc1);
+#pragma GCC unroll 12
+		for (int i = 0; i < mr; i++) {
+			__m512 v0 = scale ? _mm512_mul_ps(acc0[i], alpha) : acc0[i];
+			__m512 v1 = scale ? _mm512_mul_ps(acc1[i], alpha) : acc1[i];
+			if (k0 > 0) {
+				tot0[i] = _mm512_add_ps(v0, tot0[i]);
+				tot1[i] = _mm512_add_ps(v1, tot1[i]);
+			} else if (with_c) {
+				const float *c = t->C + i * t->ldc;
+				tot0[i] = _mm512_fmadd_ps(_mm512_maskz_loadu_ps(m0, c), cbeta, v0);
+				tot1[i] = two ? _mm512_fmadd_ps(_mm512_maskz_loadu_ps(m1, c + 16), cbeta, v1)
+				              : v1;
+			} else {
+				tot0[i] = v0;
+				tot1[i] = v1;
+			}
+		}
+	}
+	GemmTile e = *t;  /* C and alpha taken: the epilogue (if final) and the store */
+	e.alpha = 1.0f, e.cbeta = 0.0f;
+	store_rows(&e, mr, two, m0, m1, tot0, tot1);
+}
+
 #if defined(__GNUC__) && defined(__x86_64__)
 /* The full tile (12 rows of A, lda apart, by a whole panel of 32: B's rows
  * 32 floats back to back) in GNU C assembly, so that the 24 accumulators
@@ -443,9 +501,29 @@ KW_TILE(6)
 		two == 2 ? tile_rows(t, n, 2) : two ? tile_rows(t, n, 1) : tile_rows(t, n, 0); \
 		break;
 
+#define ROWS_KB(n) \
+	case n: \
+		two == 2 ? tile_rows_kb(t, n, 2) : two ? tile_rows_kb(t, n, 1) : tile_rows_kb(t, n, 0); \
+		break;
+
+/* 7 to 12 rows of one vector of columns: 24 registers */
+#define ROWS_KB1(n) \
+	case n: \
+		tile_rows_kb(t, n, 0); \
+		break;
+
 void kiln_gemm_tile_avx512(const GemmTile *t)
 {
 	int two = t->w == 32 ? 2 : t->w > 16;
+	if (t->kb > 0 && t->kb < t->K && (t->mr <= 6 || (t->mr <= 12 && !two))) {
+		switch (t->mr) {
+		ROWS_KB(1) ROWS_KB(2) ROWS_KB(3) ROWS_KB(4) ROWS_KB(5) ROWS_KB(6)
+		ROWS_KB1(7) ROWS_KB1(8) ROWS_KB1(9) ROWS_KB1(10) ROWS_KB1(11) ROWS_KB1(12)
+		default:
+			break;
+		}
+		return;
+	}
 #ifdef HAVE_TILE_ASM
 	int flags;
 	if (t->mr >= 11 && two == 2 && t->ldb == KILN_PACK_NR &&

@@ -43,6 +43,9 @@ typedef struct GemmTile {
 	float act_alpha, act_beta;
 	const float *pf;           /* the next tile's A, pf_n floats from pf, to prefetch while */
 	int64_t pf_n;              /* this tile runs (A streamed from memory), or NULL */
+	int64_t kb;                /* 0: K is one K block; else K spans blocks of kb rows (a
+	                            * narrow layer's; AVX-512, mr <= 6: the blocks' totals in
+	                            * registers, the same sums as one call per block) */
 } GemmTile;
 
 /* The driver's K blocks over B in place: at most GEMM_KBLOCK rows, so a
