@@ -73,7 +73,7 @@ static inline int64_t kiln_gemm_kc(int64_t K)
  * side where one chain per column waited on the FMA latency (four hide it
  * where a 512-bit FMA issues once a cycle and takes four: AMD Zen 4; four
  * vectors of columns, N = 64, have them already and keep one block). */
-enum { GEMM_NARROW_N = 48, GEMM_NARROW_CHAINS = 4, GEMM_NARROW_MIN = 8 };
+enum { GEMM_NARROW_N = 64, GEMM_NARROW_CHAINS = 8, GEMM_NARROW_MIN = 8 };
 
 /* The number of K blocks of a narrow layer (N columns, K rows), or 0 for a
  * wide one (N > GEMM_NARROW_N) or one too short to split. */

@@ -155,17 +155,18 @@ void kiln_gemv_kc_avx512(int64_t N, int64_t K, int64_t kc, const float *x, const
 		case 3: panels(K, kc, w, x, b, bn, yn, 3, 2, 1); break;
 		case 2:
 			if (w <= 16)
-				several ? panels(K, kc, w, x, b, bn, yn, 2, 1, 2)
+				several ? panels(K, kc, w, x, b, bn, yn, 2, 1, 3)
 				        : panels(K, kc, w, x, b, bn, yn, 2, 1, 1);
 			else
-				panels(K, kc, w, x, b, bn, yn, 2, 2, 1);
+				several ? panels(K, kc, w, x, b, bn, yn, 2, 2, 2)
+				        : panels(K, kc, w, x, b, bn, yn, 2, 2, 1);
 			break;
 		default:
 			if (w <= 16)
 				several ? panels(K, kc, w, x, b, bn, yn, 1, 1, 4)
 				        : panels(K, kc, w, x, b, bn, yn, 1, 1, 1);
 			else
-				several ? panels(K, kc, w, x, b, bn, yn, 1, 2, 2)
+				several ? panels(K, kc, w, x, b, bn, yn, 1, 2, 4)
 				        : panels(K, kc, w, x, b, bn, yn, 1, 2, 1);
 			break;
 		}
