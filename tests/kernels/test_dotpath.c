@@ -181,7 +181,7 @@ static int child(void)
 			run_case(1, Nw[i], Kw[j], 0, 0, 1, 1.0f, 0.0f, 1);
 			run_case(1, Nw[i], Kw[j], 0, 0, 1, 0.5f, 0.25f, 0);
 		}
-	/* products on weights, narrow (N <= 48: shorter K blocks) and wide,
+	/* products on weights, narrow (N <= 64: shorter K blocks) and wide,
 	 * K of one block, several narrow ones, and more than 256 rows */
 	static const int64_t Mq[] = {1, 3, 7, 16, 70}, Nq[] = {5, 16, 17, 33, 48, 49, 64, 100},
 	                     Kq[] = {9, 16, 17, 40, 64, 129, 300, 1100};

@@ -65,14 +65,13 @@ static inline int64_t kiln_gemm_kc(int64_t K)
 }
 
 /* A narrow layer's shorter K blocks (issue 30): a product on a weight of N
- * <= GEMM_NARROW_N columns (at most three vectors of 16) is cut into
- * ceil(GEMM_NARROW_CHAINS / ceil(N / 16)) blocks (N <= 16: 4, <= 48: 2),
- * none shorter than GEMM_NARROW_MIN rows (fewer blocks then; K < 2
- * GEMM_NARROW_MIN: one) and none longer than GEMM_KBLOCK, so that batch 1's
- * product (f32-gemv) has at least four independent chains to run side by
- * side where one chain per column waited on the FMA latency (four hide it
- * where a 512-bit FMA issues once a cycle and takes four: AMD Zen 4; four
- * vectors of columns, N = 64, have them already and keep one block). */
+ * <= GEMM_NARROW_N columns (at most four vectors of 16) is cut into
+ * ceil(GEMM_NARROW_CHAINS / ceil(N / 16)) blocks (N <= 16: 8, <= 32: 4, <=
+ * 48: 3, <= 64: 2), none shorter than GEMM_NARROW_MIN rows (fewer blocks
+ * then; K < 2 GEMM_NARROW_MIN: one) and none longer than GEMM_KBLOCK, so
+ * that batch 1's product (f32-gemv) has about eight independent chains to
+ * run side by side where one chain per column waited on the FMA latency
+ * (two 512-bit FMAs a cycle, four cycles each, on the AMD EPYC measured). */
 enum { GEMM_NARROW_N = 64, GEMM_NARROW_CHAINS = 8, GEMM_NARROW_MIN = 8 };
 
 /* The number of K blocks of a narrow layer (N columns, K rows), or 0 for a

@@ -107,7 +107,7 @@ static inline __attribute__((always_inline)) void blocks(int64_t K, int64_t kc, 
  * the GEMM tiles' order, so the same bits as every variant's tiled product.
  * The chains side by side (the FMA latency hidden by them): the panels' 2
  * (P - 1) + H, times up to G K blocks at a time (a narrow layer's: G 4 for
- * one vector of columns, 2 for two or three; at least four chains). */
+ * one or two vectors of columns, 3 for three, 2 for four). */
 static inline __attribute__((always_inline)) void panels(int64_t K, int64_t kc, int64_t w,
                                                          const float *x, const float *b,
                                                          const float *bias, float *y,
