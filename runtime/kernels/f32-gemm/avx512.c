@@ -112,6 +112,16 @@ INLINE void tile_step(const float *a, int64_t lda, const float *b, const int mr,
 	}
 }
 
+/* Four k of the tile (B's rows ldb apart) */
+INLINE void tile_step4(const float *a, int64_t lda, const float *b, int64_t ldb, const int mr,
+                       const int two, __mmask16 m0, __mmask16 m1, __m512 *acc0, __m512 *acc1)
+{
+	tile_step(a, lda, b, mr, two, m0, m1, acc0, acc1);
+	tile_step(a + 1, lda, b + ldb, mr, two, m0, m1, acc0, acc1);
+	tile_step(a + 2, lda, b + 2 * ldb, mr, two, m0, m1, acc0, acc1);
+	tile_step(a + 3, lda, b + 3 * ldb, mr, two, m0, m1, acc0, acc1);
+}
+
 /* k unrolled by four, so the loop costs no FMA slots. */
 INLINE void tile_rows(const GemmTile *t, const int mr, const int two)
 {
@@ -131,17 +141,11 @@ INLINE void tile_rows(const GemmTile *t, const int mr, const int two)
 		for (; k + 4 <= K; k += 4, b += 4 * ldb) {
 			for (int64_t q = 0; q < per && pf < pf_end; q++, pf += 64)
 				_mm_prefetch(pf, _MM_HINT_T0);
-			tile_step(a + k, lda, b, mr, two, m0, m1, acc0, acc1);
-			tile_step(a + k + 1, lda, b + ldb, mr, two, m0, m1, acc0, acc1);
-			tile_step(a + k + 2, lda, b + 2 * ldb, mr, two, m0, m1, acc0, acc1);
-			tile_step(a + k + 3, lda, b + 3 * ldb, mr, two, m0, m1, acc0, acc1);
+			tile_step4(a + k, lda, b, ldb, mr, two, m0, m1, acc0, acc1);
 		}
 	}
 	for (; k + 4 <= K; k += 4, b += 4 * ldb) {
-		tile_step(a + k, lda, b, mr, two, m0, m1, acc0, acc1);
-		tile_step(a + k + 1, lda, b + ldb, mr, two, m0, m1, acc0, acc1);
-		tile_step(a + k + 2, lda, b + 2 * ldb, mr, two, m0, m1, acc0, acc1);
-		tile_step(a + k + 3, lda, b + 3 * ldb, mr, two, m0, m1, acc0, acc1);
+		tile_step4(a + k, lda, b, ldb, mr, two, m0, m1, acc0, acc1);
 	}
 	for (; k < K; k++, b += ldb)
 		tile_step(a + k, lda, b, mr, two, m0, m1, acc0, acc1);
@@ -176,10 +180,7 @@ INLINE void tile_rows_kb(const GemmTile *t, const int mr, const int two)
 		for (int i = 0; i < mr; i++)
 			acc0[i] = acc1[i] = _mm512_setzero_ps();
 		for (; k + 4 <= k1; k += 4, b += 4 * ldb) {
-			tile_step(a + k, lda, b, mr, two, m0, m1, acc0, acc1);
-			tile_step(a + k + 1, lda, b + ldb, mr, two, m0, m1, acc0, acc1);
-			tile_step(a + k + 2, lda, b + 2 * ldb, mr, two, m0, m1, acc0, acc1);
-			tile_step(a + k + 3, lda, b + 3 * ldb, mr, two, m0, m1, acc0, acc1);
+			tile_step4(a + k, lda, b, ldb, mr, two, m0, m1, acc0, acc1);
 		}
 		for (; k < k1; k++, b += ldb)
 			tile_step(a + k, lda, b, mr, two, m0, m1, acc0, acc1);
