@@ -135,8 +135,16 @@ static double k_log1p(double y)
 }
 
 /* the special cases of kiln_log and kiln_log1p (below) as C99's logf and
- * log1pf have them; a float is a normal double */
-float kiln_logf(float x) { return (float)kiln_log((double)x); }
+ * log1pf have them; a float is a normal double. A NaN comes back as it came,
+ * payload and all, as in kiln_atanf: through the double, a signalling NaN
+ * came back quieted or not depending on the C compiler (clang quiets it, gcc
+ * folds the round trip away), and the vector kernels return it unchanged. */
+float kiln_logf(float x)
+{
+	if (x != x)
+		return x;
+	return (float)kiln_log((double)x);
+}
 
 float kiln_log1pf(float x) { return (float)kiln_log1p((double)x); }
 
