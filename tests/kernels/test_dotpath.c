@@ -182,8 +182,12 @@ static int child(void)
 			run_case(1, Nw[i], Kw[j], 0, 0, 1, 0.5f, 0.25f, 0);
 		}
 	/* products on weights, narrow (N <= 64: shorter K blocks) and wide,
-	 * K of one block, several narrow ones, and more than 256 rows */
-	static const int64_t Mq[] = {1, 3, 7, 16, 70}, Nq[] = {5, 16, 17, 33, 48, 49, 64, 100},
+	 * K of one block, several narrow ones, and more than 256 rows; N = 5
+	 * to 64 covers AVX2's batch-1 narrow blocks for 1 to 8 vectors of 8
+	 * columns (f32-gemv/avx2.c narrow), 32, 64, 96 and 128 AVX-512's full
+	 * last panels read without masks */
+	static const int64_t Mq[] = {1, 3, 7, 16, 70},
+	                     Nq[] = {5, 16, 17, 24, 32, 33, 48, 49, 64, 96, 100, 128},
 	                     Kq[] = {9, 16, 17, 40, 64, 129, 300, 1100};
 	for (size_t i = 0; i < sizeof Mq / sizeof Mq[0]; i++)
 		for (size_t j = 0; j < sizeof Nq / sizeof Nq[0]; j++)

@@ -42,8 +42,10 @@ static inline __attribute__((always_inline)) void store(float *y, const float *b
 
 /* Row i of G K blocks side by side (block g's row at k + g kc) of P panels
  * from b (panel p at b + ps p; the last one w columns wide, rows w apart, H
- * = 1 or 2 vectors of it read): block g's chains acc[g] (V = 2 (P - 1) + H
- * vectors). GA: the blocks that take part (the first GA). */
+ * = 1 or 2 vectors of it read through masks, or H = 3: it is full, w = 32,
+ * its two vectors read as the other panels' are): block g's chains acc[g]
+ * (V = 2 (P - 1) + (1 or 2) vectors). GA: the blocks that take part (the
+ * first GA). */
 static inline __attribute__((always_inline)) void group_row(int64_t k, int64_t kc, int64_t w,
                                                             const float *x, const float *b,
                                                             int64_t ps, __m512 acc[4][8],
@@ -63,6 +65,13 @@ static inline __attribute__((always_inline)) void group_row(int64_t k, int64_t k
 			acc[g][2 * p + 1] = _mm512_fmadd_ps(xv, _mm512_loadu_ps(r + 16), acc[g][2 * p + 1]);
 		}
 		const float *r = last + kg * w;
+		if (H == 3) {  /* plain loads: no mask to set up, rows 32 apart */
+			r = last + kg * KILN_PACK_NR;
+			acc[g][2 * P - 2] = _mm512_fmadd_ps(xv, _mm512_loadu_ps(r), acc[g][2 * P - 2]);
+			acc[g][2 * P - 1] =
+				_mm512_fmadd_ps(xv, _mm512_loadu_ps(r + 16), acc[g][2 * P - 1]);
+			continue;
+		}
 		acc[g][2 * P - 2] = _mm512_fmadd_ps(xv, _mm512_maskz_loadu_ps(m0, r), acc[g][2 * P - 2]);
 		if (H == 2)
 			acc[g][2 * P - 1] =
@@ -80,9 +89,8 @@ static inline __attribute__((always_inline)) void blocks(int64_t K, int64_t kc, 
                                                          const float *b, __m512 *tot,
                                                          const int P, const int H, const int G)
 {
-	const int V = 2 * (P - 1) + H;
-	const int64_t ps = KILN_PACK_NR * K, k0 = b0 * kc, kl = k0 + (G - 1) * kc;
-	const int64_t n = K - kl < kc ? K - kl : kc;  /* rows of the last block; the others kc */
+	const int V = 2 * (P - 1) + (H == 3 ? 2 : H);
+	const int64_t ps = KILN_PACK_NR * K, k0 = b0 * kc, n = kiln_gemv_last_rows(K, kc, b0 + G - 1);
 	__m512 acc[4][8];
 #pragma GCC unroll 8
 	for (int g = 0; g < G; g++)
@@ -102,8 +110,9 @@ static inline __attribute__((always_inline)) void blocks(int64_t K, int64_t kc, 
 
 /* P (1 to 4) panels side by side from b, panel p at b + 32 K p, the last w
  * <= 32 columns wide (rows w apart; the others full; H: 1 when w <= 16,
- * else 2), to y[0..32 (P - 1) + w): each column one FMA chain over the k of
- * each K block of kc rows from 0 (the blocks added in order), then + bias:
+ * 2 when w < 32, 3 when the last panel is full too), to y[0..32 (P - 1) +
+ * w): each column one FMA chain over the k of each K block of kc rows from
+ * 0 (the blocks added in order), then + bias:
  * the GEMM tiles' order, so the same bits as every variant's tiled product.
  * The chains side by side (the FMA latency hidden by them): the panels' 2
  * (P - 1) + H, times up to G K blocks at a time (a narrow layer's: G 4 for
@@ -128,13 +137,13 @@ static inline __attribute__((always_inline)) void panels(int64_t K, int64_t kc, 
 		}
 		b0 += g;
 	}
-	const int V = 2 * (P - 1) + H;
+	const int V = 2 * (P - 1) + (H == 3 ? 2 : H);
 #pragma GCC unroll 4
 	for (int p = 0; p + 1 < P; p++)
 		store(y + p * KILN_PACK_NR, bias ? bias + p * KILN_PACK_NR : NULL, KILN_PACK_NR,
 		      tot[2 * p], tot[2 * p + 1]);
 	store(y + (P - 1) * KILN_PACK_NR, bias ? bias + (P - 1) * KILN_PACK_NR : NULL, w,
-	      tot[2 * P - 2], H == 2 ? tot[V - 1] : _mm512_setzero_ps());
+	      tot[2 * P - 2], H >= 2 ? tot[V - 1] : _mm512_setzero_ps());
 }
 
 /* Panels in groups of at most four (the last group the fewest, with the
@@ -151,10 +160,22 @@ void kiln_gemv_kc_avx512(int64_t N, int64_t K, int64_t kc, const float *x, const
 		const float *b = Bp + n0 * K, *bn = bias ? bias + n0 : NULL;
 		float *yn = y + n0;
 		switch (g) {
-		case 4: panels(K, kc, w, x, b, bn, yn, 4, 2, 1); break;
-		case 3: panels(K, kc, w, x, b, bn, yn, 3, 2, 1); break;
+		/* a full last panel read without masks (a probe timing the kernel
+		 * alone, best of 300: 64 x 16 18.8 -> 16.3 ns, 32 x 64 32.0 ->
+		 * 29.4, 128 x 64 77 -> 75, 128 x 128 from L2 within the noise) */
+		case 4:
+			w == KILN_PACK_NR ? panels(K, kc, w, x, b, bn, yn, 4, 3, 1)
+			                  : panels(K, kc, w, x, b, bn, yn, 4, 2, 1);
+			break;
+		case 3:
+			w == KILN_PACK_NR ? panels(K, kc, w, x, b, bn, yn, 3, 3, 1)
+			                  : panels(K, kc, w, x, b, bn, yn, 3, 2, 1);
+			break;
 		case 2:
-			if (w <= 16)
+			if (w == KILN_PACK_NR)
+				several ? panels(K, kc, w, x, b, bn, yn, 2, 3, 2)
+				        : panels(K, kc, w, x, b, bn, yn, 2, 3, 1);
+			else if (w <= 16)
 				several ? panels(K, kc, w, x, b, bn, yn, 2, 1, 3)
 				        : panels(K, kc, w, x, b, bn, yn, 2, 1, 1);
 			else
@@ -162,7 +183,10 @@ void kiln_gemv_kc_avx512(int64_t N, int64_t K, int64_t kc, const float *x, const
 				        : panels(K, kc, w, x, b, bn, yn, 2, 2, 1);
 			break;
 		default:
-			if (w <= 16)
+			if (w == KILN_PACK_NR)
+				several ? panels(K, kc, w, x, b, bn, yn, 1, 3, 4)
+				        : panels(K, kc, w, x, b, bn, yn, 1, 3, 1);
+			else if (w <= 16)
 				several ? panels(K, kc, w, x, b, bn, yn, 1, 1, 4)
 				        : panels(K, kc, w, x, b, bn, yn, 1, 1, 1);
 			else

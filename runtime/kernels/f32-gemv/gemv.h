@@ -24,6 +24,14 @@
 
 #include "../isa.h"
 
+/* The rows of K block bl (kc rows each, the last of K shorter): the
+ * variants' blocks side by side run all of them for this many rows, then
+ * the blocks before a shorter last one for the rest of kc. */
+static inline int64_t kiln_gemv_last_rows(int64_t K, int64_t kc, int64_t bl)
+{
+	return K - bl * kc < kc ? K - bl * kc : kc;
+}
+
 void kiln_gemv_avx2(int64_t N, int64_t K, const float *x, const float *Bp, const float *bias,
                         float *y);
 void kiln_gemv_avx512(int64_t N, int64_t K, const float *x, const float *Bp,
