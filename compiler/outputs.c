@@ -27,8 +27,10 @@
  * compiler or linker; when the pipe closes without a commit record (kiln
  * is gone), the cleaner kills that process group, removes the temporaries
  * and exits. Only a SIGKILL of the cleaner too (of the whole process
- * group) leaves a hidden .NAME.kiln-XXXXXX folder behind; a kill during
- * the renames themselves can leave a mix of old and new files.
+ * group), or a SIGKILL between mkdtemp and the write that names the new
+ * folder to the cleaner (two system calls), leaves a hidden
+ * .NAME.kiln-XXXXXX folder behind; a kill during the renames themselves can
+ * leave a mix of old and new files.
  *
  * The output folder DIR itself is the user's: a DIR that is a symbolic link
  * to a folder is followed, like any path the user names; nothing kiln
@@ -226,13 +228,21 @@ void outputs_begin(Model *m, const char *dir, const char *name)
 	o->dir = dir;
 	o->name = name;
 	o->pipe_fd = -1;
+	/* The cleaner first, then the folder, then its name on the pipe: a kill
+	 * between mkdtemp and tell leaves the folder behind, and that window is
+	 * two system calls. (With the fork in between, it was the fork: a kill
+	 * 56 ms into a sanitizer build's compile on a loaded machine landed
+	 * there and left .net.kiln-XXXXXX.) */
+	start_cleaner(o);
 	char *stage = arena_printf(m->arena, "%s/.%s.kiln-XXXXXX", dir, name);
-	if (!mkdtemp(stage))
-		diag_fail(m->diag, KILN_IO, "cannot create a folder in %s: %s", dir, strerror(errno));
+	if (!mkdtemp(stage)) {
+		int e = errno;
+		stop_cleaner(o);
+		diag_fail(m->diag, KILN_IO, "cannot create a folder in %s: %s", dir, strerror(e));
+	}
+	tell(o, REC_DIR, stage);
 	o->stage = stage;
 	m->outputs = o;
-	start_cleaner(o);
-	tell(o, REC_DIR, stage);
 }
 
 static OutFile *add_file(Model *m, const char *tmp, const char *final, bool keep, bool last)
