@@ -116,6 +116,7 @@ void emit_gemm(Emit *E);
 void emit_matmul(Emit *E);
 void emit_einsum(Emit *E);
 void emit_kiln_select(Emit *E);   /* KilnSelect (passes/onehot.c) */
+void emit_kiln_select_sum(Emit *E);   /* KilnSelectSum (passes/mlpconv.c) */
 /* emit/norm.c */
 void emit_softmax(Emit *E);
 void emit_batchnorm(Emit *E);

@@ -377,3 +377,14 @@ void emit_kiln_select(Emit *E)
 	emitf(E, "\treturn kiln_f32_select(%s, %s, %s, %" PRId64 ", %" PRId64 ", %" PRId64 ");\n",
 	      X.expr, S.expr, Y.expr, k ? X.nelem / k : 0, k, S.nelem);
 }
+
+/* KilnSelectSum (passes/mlpconv.c): one kiln_f32_select_sum call. */
+void emit_kiln_select_sum(Emit *E)
+{
+	Operand P = in_op(E, 0), S = in_op(E, 1), Y = out_op(E, 0);
+	int64_t parts = S.shape->dims[0].size, m = S.shape->dims[1].size;
+	emitf(E, "\treturn kiln_f32_select_sum(%s, %s, %s, %" PRId64 ", %" PRId64 ", %" PRId64
+	      ", %" PRId64 ", %" PRId64 ", %d);\n", P.expr, S.expr, Y.expr, P.shape->dims[0].size,
+	      P.shape->dims[1].size / parts, P.shape->dims[2].size, m, parts,
+	      node_attr(E->n, "kiln.relu") ? 1 : 0);
+}

@@ -247,6 +247,21 @@ static void infer_select(Infer *x)
 	infer_set_output(x, 0, DT_FLOAT, &y);
 }
 
+/* KilnSelectSum (passes/mlpconv.c): P [N, parts * C, K] and src [parts, M]
+ * (checked at run time) give [N, C, M]. */
+static void infer_select_sum(Infer *x)
+{
+	const Shape *p = infer_shape(x, 0), *src = infer_shape(x, 1);
+	if (p->rank != 3 || infer_dtype(x, 0) != DT_FLOAT || src->rank != 2 ||
+	    infer_dtype(x, 1) != DT_INT64 || src->dims[0].size < 1 ||
+	    p->dims[1].size % src->dims[0].size != 0)
+		infer_fail(x, KILN_INVALID_MODEL, "malformed fused selection sum node");
+	Shape y = *p;
+	y.dims[1].size = p->dims[1].size / src->dims[0].size;
+	y.dims[2] = src->dims[1];
+	infer_set_output(x, 0, DT_FLOAT, &y);
+}
+
 void ops_linalg_infer(Infer *x)
 {
 	if (x->n->op == OP_Gemm)
@@ -255,6 +270,8 @@ void ops_linalg_infer(Infer *x)
 		infer_einsum(x);
 	else if (x->n->op == OP_KilnSelect)
 		infer_select(x);
+	else if (x->n->op == OP_KilnSelectSum)
+		infer_select_sum(x);
 	else
 		infer_matmul(x);
 }
@@ -287,5 +304,10 @@ const OpDef ops_linalg_defs[] = {
 	 .note = "a MatMul by a constant selection matrix (0/1, one 1 per column) as a gather of "
 	         "x's columns, + 0.0f, and the GEMM's sum on rows holding an infinity or NaN: "
 	         "the MatMul's bits (passes/onehot.c, kiln_f32_select)"},
+	{.op = OP_KilnSelectSum, .infer = ops_linalg_infer, .emit = emit_kiln_select_sum,
+	 .emit_returns = true, .batch = BK_N_FIRST, .types = OT_F32,
+	 .note = "a 1x1 convolution of the channel concatenation of column selections of one "
+	         "tensor, as the selections of its convolution added (and a fused Relu): "
+	         "passes/mlpconv.c, kiln_f32_select_sum"},
 	{.op = NONE},
 };

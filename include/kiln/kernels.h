@@ -382,6 +382,20 @@ KILN_API enum kiln_status kiln_gather_i32(const void *data, const int32_t *indic
 KILN_API enum kiln_status kiln_f32_select(const float *x, const int64_t *src, float *y,
                                           int64_t outer, int64_t k, int64_t m);
 
+/*
+ * kiln_f32_select_sum: the sum of `parts` column selections of one tensor,
+ * P [batch, parts * co, k]: y[n, o, j] = P[n, o, src[j]] + P[n, co + o,
+ * src[m + j]] + ... (parts terms, added in that order), then Relu (x > 0 ?
+ * x : +0) if relu, for y [batch, co, m] and src [parts, m] in [0, k). A 1x1
+ * convolution on the channel concatenation of selections of x, applied
+ * before the selections (the mlpconv pass; P is the convolution of x by the
+ * parts' weights). Exact adds: the same bits in every variant.
+ * KILN_SHAPE_ERROR (y untouched) if an index is out of range, else KILN_OK.
+ */
+KILN_API enum kiln_status kiln_f32_select_sum(const float *P, const int64_t *src, float *y,
+                                              int64_t batch, int64_t co, int64_t k, int64_t m,
+                                              int parts, int relu);
+
 /* ---- 16-bit floats ---------------------------------------------------- */
 
 /*

@@ -76,3 +76,41 @@ KILN_API enum kiln_status kiln_f32_select(const float *x, const int64_t *src, fl
 			select_row(x + o * k, src, y + o * m, k, m);
 	return KILN_OK;
 }
+
+/* The C loop of kiln_f32_select_sum: the parts added in order, then Relu as
+ * the AVX-512 variant's max(s, +0) (NaN and -0 give +0). */
+static void select_sum_ref(const float *P, const int64_t *src, float *y, int64_t batch,
+                           int64_t co, int64_t k, int64_t m, int parts, int relu)
+{
+	for (int64_t n = 0; n < batch; n++)
+		for (int64_t o = 0; o < co; o++) {
+			float *yr = y + (n * co + o) * m;
+			for (int64_t j = 0; j < m; j++) {
+				float s = P[(n * parts * co + o) * k + src[j]];
+				for (int t = 1; t < parts; t++)
+					s += P[((n * parts + t) * co + o) * k + src[t * m + j]];
+				yr[j] = relu ? (s > 0.0f ? s : 0.0f) : s;
+			}
+		}
+}
+
+KILN_API enum kiln_status kiln_f32_select_sum(const float *P, const int64_t *src, float *y,
+                                              int64_t batch, int64_t co, int64_t k, int64_t m,
+                                              int parts, int relu)
+{
+	if (parts < 1)
+		return KILN_SHAPE_ERROR;
+	for (int64_t j = 0; j < parts * m; j++)
+		if (src[j] < 0 || src[j] >= k)
+			return KILN_SHAPE_ERROR;
+	if (batch <= 0 || co <= 0 || m <= 0)
+		return KILN_OK;
+#ifdef KILN_HAVE_X86_VARIANTS
+	if (k <= 32 && parts <= 4 && kiln_isa() >= KILN_ISA_AVX512) {
+		kiln_select_sum32_avx512(P, src, y, batch, co, k, m, parts, relu);
+		return KILN_OK;
+	}
+#endif
+	select_sum_ref(P, src, y, batch, co, k, m, parts, relu);
+	return KILN_OK;
+}

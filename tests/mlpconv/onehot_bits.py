@@ -165,12 +165,16 @@ def main():
         return 77
     os.makedirs(outdir, exist_ok=True)
     isas = machine_isas()
-    models = [("select20", *select_model(3, 20, 50, 1), True),
-              ("select40", *select_model(3, 40, 70, 2), True),
-              ("select300", *select_model(2, 300, 40, 3), True)]
+    # the last field: flags of both builds. The interaction network's
+    # selections feed a 1x1 convolution, which mlpconv moves before them
+    # (KilnSelectSum: other bits, by design): without mlpconv, so that the
+    # builds differ by the onehot pass alone; with it, below
+    models = [("select20", *select_model(3, 20, 50, 1), True, []),
+              ("select40", *select_model(3, 40, 70, 2), True, []),
+              ("select300", *select_model(2, 300, 40, 3), True, [])]
     try:
         import torch  # noqa: F401
-        models.append(("interaction", *interaction_model(), False))
+        models.append(("interaction", *interaction_model(), False, ["--no-pass=mlpconv"]))
     except ImportError:
         print("note: no python3-torch, the interaction network is left out")
     failures = 0
@@ -180,18 +184,18 @@ def main():
         print(f"{'PASS' if ok else 'FAIL'} {what}")
         failures += not ok
 
-    for name, model, src, vs_ort in models:
+    for name, model, src, vs_ort, flags in models:
         shape = [d.dim_value for d in model.graph.input[0].type.tensor_type.shape.dim[1:]]
         x = feed(shape, src)
         d = os.path.join(outdir, name)
-        with_exe = build(kiln, src_root, libkiln, model, os.path.join(d, "with"), [])
+        with_exe = build(kiln, src_root, libkiln, model, os.path.join(d, "with"), flags)
         info = run([kiln, "info", os.path.join(d, "with", "model.onnx"), "--passes",
                     "--batch", "8"]).stdout
         check(any(line.split()[:1] == ["onehot"] and line.split()[2] != "0"
                   for line in info.splitlines() if len(line.split()) > 2),
               f"{name}: the onehot pass rewrites the MatMul")
         without_exe = build(kiln, src_root, libkiln, model, os.path.join(d, "without"),
-                            ["--no-pass=onehot"])
+                            ["--no-pass=onehot"] + flags)
         got, matmul = {}, {}
         for isa in isas:
             got[isa] = outputs(with_exe, os.path.join(d, "with"), x, isa).view(np.uint32)
@@ -224,6 +228,28 @@ def main():
             ok, nan_bad, bits_bad = same_as_ort(y[ref.size:], ref)
             check(ok, f"{name}: each sample alone against ONNX Runtime ({nan_bad} NaN "
                       f"positions, {bits_bad} other elements differ)")
+    if any(m[0] == "interaction" for m in models):
+        # the whole optimizer: the edge MLP's first convolution before the
+        # selections (KilnSelectSum, kiln_f32_select_sum): its bits the same
+        # under every ISA and at n = 8 as one sample at a time, special
+        # values included
+        name, model, src, _, _ = next(m for m in models if m[0] == "interaction")
+        shape = [d.dim_value for d in model.graph.input[0].type.tensor_type.shape.dim[1:]]
+        x = feed(shape, src)
+        d = os.path.join(outdir, name, "selsum")
+        exe = build(kiln, src_root, libkiln, model, d, [])
+        c = open(os.path.join(d, "t.c")).read()
+        check("kiln_f32_select_sum(" in c, f"{name}: the whole optimizer runs kiln_f32_select_sum")
+        got = {isa: outputs(exe, d, x, isa).view(np.uint32) for isa in isas}
+        for isa in isas[1:]:
+            diff = int((got[isa] != got[isas[0]]).sum())
+            check(diff == 0, f"{name} (select sum): KILN_ISA={isa} == {isas[0]} "
+                             f"({diff} words differ)")
+        for isa in isas:
+            half = got[isa].size // 2
+            diff = int((got[isa][:half] != got[isa][half:]).sum())
+            check(diff == 0, f"{name} (select sum) KILN_ISA={isa}: n = {ROWS} == each sample "
+                             f"alone ({diff} words differ)")
     return 1 if failures else 0
 
 

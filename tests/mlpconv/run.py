@@ -13,6 +13,10 @@ closing Reshape + Transpose when there is one), which must be the number
 expected. Where the rewrite would not pay or is not exact (more outputs
 than inputs with nothing transposing back, a value read twice, a Linear of
 a 3-D tensor, the transpose over another axis) it must not happen (0).
+A 1x1 Conv on the channel concatenation of column selections of one x
+(the interaction network's Rr and Rs products, and 2 or 3 selections with
+Relu, Tanh or no activation) must move before the selections (KilnSelectSum,
+counted by mlpconv too), but not where the selections narrow x.
 ONNX Runtime 1.30 (node, onnxruntime-node) computes the reference outputs,
 written as ONNX backend-test folders (tests/realmodels/run.py's write_case)
 that `kiln verify` compiles with the whole optimizer, runs and compares
@@ -124,6 +128,46 @@ class Select(nn.Module):
         return torch.matmul(x, self.s) - 0.5
 
 
+class SelCat(nn.Module):
+    """Column selections of x [N, C, R] (x @ S_t, S_t [R, M] picking one
+    column each) concatenated along the channels, then an MLP on each of the
+    M columns written as the edge MLP (transpose, Linear, transpose back):
+    mlpconv makes the first layer a 1x1 Conv of the concatenation and then
+    moves it before the selections (KilnSelectSum)."""
+
+    def __init__(self, parts, m, widths, act, twice=False):
+        super().__init__()
+        self.twice = twice
+        rng = np.random.default_rng(11)
+        for t in range(parts):
+            s = np.zeros((R, m), np.float32)
+            s[rng.integers(0, R, m), np.arange(m)] = 1
+            self.register_buffer(f"s{t}", torch.from_numpy(s))
+        self.parts, self.m = parts, m
+        layers, c = [], parts * C
+        for w in widths:
+            layers += [nn.Linear(c, w)] + ([act()] if act else [])
+            c = w
+        self.mlp = nn.Sequential(*layers)
+        self.d = c
+
+    def forward(self, x):
+        sel = [torch.matmul(x, getattr(self, f"s{t}")) for t in range(self.parts)]
+        if self.twice:                         # one selection read twice by the Concat
+            sel = [sel[0]] * self.parts
+        b = torch.cat(sel, dim=1)
+        h = self.mlp(b.transpose(1, 2).contiguous().view(-1, self.parts * C))
+        return h.view(-1, self.m, self.d).transpose(1, 2).contiguous()
+
+
+def sel_cat(parts, m, widths=(8,), act=nn.ReLU, twice=False):
+    def make(opset):
+        torch.manual_seed(4)
+        x = np.random.default_rng(0).standard_normal((2, C, R), dtype=np.float32)
+        return torch_util.export_x(SelCat(parts, m, widths, act, twice).eval(), x, opset)[0]
+    return make
+
+
 def gather_negative(opset):
     """Gather along the last axis with negative indices and a tail of 11
     (the gather kernel's permute path, not reached through onehot)."""
@@ -164,11 +208,24 @@ def select(kind):
 
 # name, model maker, opset, nodes mlpconv removes (0: none).
 # The interaction network: edge MLP 3 Gemm + 3 Relu between two transposes
-# (2 + 6 + 2), object MLP 3 Gemm + 2 Relu, 24 -> 8 (2 + 5).
+# (2 + 6 + 2), object MLP 3 Gemm + 2 Relu, 24 -> 8 (2 + 5), then the edge
+# MLP's first Conv moved before the Rr and Rs selections (KilnSelectSum: the
+# Concat, the two KilnSelects, the two Reshapes after them and the Relu it
+# takes in, 6; 40 particles: rows of P beyond two registers, the kernel's C
+# loop). sel_cat: the MLP (2 + 1 per Gemm and activation: its output stays
+# transposed), then the Concat and KilnSelects (1 + parts) and a Relu taken
+# in (a Tanh stays a node); when they do not widen x (M <= R), or the Concat
+# reads one selection twice, only the MLP.
 CASES = [
-    ("interaction_opset11", interaction, 11, 17),
-    ("interaction_opset13", interaction, 13, 17),
-    ("interaction_opset17", interaction, 17, 17),
+    ("interaction_opset11", interaction, 11, 17 + 6),
+    ("interaction_opset13", interaction, 13, 17 + 6),
+    ("interaction_opset17", interaction, 17, 17 + 6),
+    ("interaction40_opset13", interaction40, 13, 17 + 6),
+    ("selcat_3_relu", sel_cat(3, 3 * R), 13, 2 + 2 + 1 + 3 + 1),
+    ("selcat_2_linear", sel_cat(2, 2 * R + 7, widths=(6, 5), act=None), 13, 2 + 2 + 1 + 2),
+    ("selcat_2_tanh", sel_cat(2, 2 * R, act=nn.Tanh), 13, 2 + 2 + 1 + 2),
+    ("selcat_narrow", sel_cat(2, R - 5), 13, 2 + 2),
+    ("selcat_twice", sel_cat(2, 2 * R, twice=True), 13, 2 + 2),
     ("transpose_back_relu", row_mlp("transpose_back"), 13, 2 + 4 + 2),
     ("transpose_back_tanh", row_mlp("transpose_back", act=nn.Tanh), 15, 2 + 4 + 2),
     ("permute_reshape_leaky", row_mlp("permute_reshape", act=nn.LeakyReLU), 13, 2 + 4 + 2),

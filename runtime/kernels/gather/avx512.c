@@ -36,3 +36,42 @@ void kiln_gather32_row_avx512(const void *data, const int64_t *idx, void *out, i
 		}
 	}
 }
+
+void kiln_select_sum32_avx512(const float *P, const int64_t *src, float *y, int64_t batch,
+                              int64_t co, int64_t k, int64_t m, int parts, int relu)
+{
+	enum { MAXP = 4, CHUNK = 256 };
+	const __mmask16 lo_m = (__mmask16)(k >= 16 ? 0xffffu : (1u << k) - 1u);
+	const __mmask16 hi_m = (__mmask16)(k <= 16 ? 0u : k >= 32 ? 0xffffu : (1u << (k - 16)) - 1u);
+	const __m512 zero = _mm512_setzero_ps();
+	_Alignas(64) int32_t ix[MAXP][CHUNK];
+	/* columns in chunks whose indices (as int32) stay in L1 across the rows */
+	for (int64_t c0 = 0; c0 < m; c0 += CHUNK) {
+		int64_t c1 = m - c0 < CHUNK ? m : c0 + CHUNK;
+		for (int t = 0; t < parts; t++)
+			for (int64_t i = c0; i < c1; i++)
+				ix[t][i - c0] = (int32_t)src[t * m + i];
+		for (int64_t n = 0; n < batch; n++)
+			for (int64_t o = 0; o < co; o++) {
+				__m512 lo[MAXP], hi[MAXP];
+				for (int t = 0; t < parts; t++) {
+					const float *r = P + ((n * parts + t) * co + o) * k;
+					lo[t] = _mm512_maskz_loadu_ps(lo_m, r);
+					hi[t] = _mm512_maskz_loadu_ps(hi_m, r + 16);
+				}
+				float *yr = y + (n * co + o) * m;
+				for (int64_t i = c0; i < c1; i += 16) {
+					int64_t w = c1 - i < 16 ? c1 - i : 16;
+					__mmask16 mk = (__mmask16)(w == 16 ? 0xffffu : (1u << w) - 1u);
+					__m512 s = _mm512_permutex2var_ps(
+						lo[0], _mm512_maskz_loadu_epi32(mk, &ix[0][i - c0]), hi[0]);
+					for (int t = 1; t < parts; t++)
+						s = _mm512_add_ps(s, _mm512_permutex2var_ps(
+							lo[t], _mm512_maskz_loadu_epi32(mk, &ix[t][i - c0]), hi[t]));
+					if (relu)  /* max(s, +0): +0 where s is not > 0 (NaN, -0) */
+						s = _mm512_max_ps(s, zero);
+					_mm512_mask_storeu_ps(yr + i, mk, s);
+				}
+			}
+	}
+}

@@ -19,4 +19,10 @@ void kiln_gather32_row_avx512(const void *data, const int64_t *idx, void *out, i
 void kiln_gather32_row_avx2(const void *data, const int64_t *idx, void *out, int64_t outer,
                             int64_t axis_len, int64_t n, int plus_zero);
 
+/* kiln_f32_select_sum (select.c) for k <= 32 and parts <= 4, every index
+ * already checked: the parts' rows in registers, permuted 16 columns at a
+ * time, added in part order and stored (the same bits as the C loop). */
+void kiln_select_sum32_avx512(const float *P, const int64_t *src, float *y, int64_t batch,
+                              int64_t co, int64_t k, int64_t m, int parts, int relu);
+
 #endif
