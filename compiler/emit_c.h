@@ -109,6 +109,7 @@ bool emit_ewchain(Emit *E);
  * there is none of them. */
 const char *emit_epilogue(Emit *E, const char *bias, const char *residual);
 bool emit_has_act(const Node *n);
+const char *emit_act_name(FusedAct act);   /* "KILN_ACT_RELU", ... */
 void emit_fused_comment(Emit *E);
 /* emit/linalg.c */
 void matmul_geometry(const Shape *a, const Shape *b, MatmulGeo *g);
@@ -137,6 +138,8 @@ void emit_deform_conv(Emit *E);
 /* emit/edgeconv.c: KilnEdgeConv and KilnKnn (passes/edgeconv.c) */
 void emit_edgeconv(Emit *E);
 void emit_knn(Emit *E);
+/* emit/convchain.c: KilnConvChain (passes/convchain.c) */
+void emit_convchain(Emit *E);
 /* emit/resize.c */
 void emit_resize(Emit *E);
 /* emit/sampling.c */

@@ -15,6 +15,12 @@ static const char *const acts[] = {
 	[FACT_CLIP] = "KILN_ACT_CLIP", [FACT_GELU] = "KILN_ACT_GELU",
 };
 
+const char *emit_act_name(FusedAct act)
+{
+	KILN_ASSERT(act >= FACT_NONE && act <= FACT_GELU);
+	return acts[act];
+}
+
 bool emit_has_act(const Node *n)
 {
 	return n->fused.act != FACT_NONE;

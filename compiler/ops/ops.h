@@ -164,6 +164,8 @@ int64_t rnn_chunk(RnnNode *r);
 int64_t rnn_scratch_bytes(const Sig *s, int node, Arena *a);   /* node_scratch_bytes */
 /* ops/edgeconv.c: the fused kNN EdgeConv node KilnEdgeConv (passes/edgeconv.c) */
 void edgeconv_params(Infer *x, kiln_edgeconv_params *p);   /* shapes only, no weights */
+/* ops/convchain.c: the fused chain of 1x1 convolutions KilnConvChain (passes/convchain.c) */
+void convchain_params(Infer *x, kiln_convchain_params *p);   /* shapes only, no weights */
 /* ops/conv_algo.c: which kernel a float Conv runs, for the plan and the emitter.
  * A window op's geometry in three slots (D, H, W); an op with fewer spatial
  * axes uses the last ones (1-D is W, 2-D is H and W) and size 1 elsewhere. */

@@ -7,7 +7,7 @@
  * shape-free rewrites), then runs
  *
  *     noop -> dedup -> cse -> einsum -> fold -> qdq -> lastpos -> onehot -> mlpconv ->
- *     attention -> fuse -> addnorm -> edgeconv -> dce -> ewchain
+ *     attention -> fuse -> addnorm -> edgeconv -> convchain -> dce -> ewchain
  *
  * committing after each pass. No-ops go first so that a constant reached
  * through Identity/Reshape-to-same-shape is seen as shared before folding
@@ -32,7 +32,8 @@ static const char *const names[PASS_COUNT] = {
 	[PASS_EINSUM] = "einsum", [PASS_FOLD] = "fold", [PASS_QDQ] = "qdq", [PASS_LASTPOS] = "lastpos",
 	[PASS_ONEHOT] = "onehot", [PASS_MLPCONV] = "mlpconv",
 	[PASS_ATTENTION] = "attention", [PASS_FUSE] = "fuse",
-	[PASS_ADDNORM] = "addnorm", [PASS_EDGECONV] = "edgeconv", [PASS_DCE] = "dce",
+	[PASS_ADDNORM] = "addnorm", [PASS_EDGECONV] = "edgeconv",
+	[PASS_CONVCHAIN] = "convchain", [PASS_DCE] = "dce",
 	[PASS_EWCHAIN] = "ewchain", [PASS_F16] = "f16",
 };
 
@@ -41,7 +42,8 @@ static int (*const run_pass[PASS_COUNT])(PassCtx *) = {
 	[PASS_EINSUM] = pass_einsum, [PASS_FOLD] = pass_fold, [PASS_QDQ] = pass_qdq,
 	[PASS_LASTPOS] = pass_lastpos, [PASS_ONEHOT] = pass_onehot, [PASS_MLPCONV] = pass_mlpconv,
 	[PASS_ATTENTION] = pass_attention, [PASS_FUSE] = pass_fuse,
-	[PASS_ADDNORM] = pass_addnorm, [PASS_EDGECONV] = pass_edgeconv, [PASS_DCE] = pass_dce,
+	[PASS_ADDNORM] = pass_addnorm, [PASS_EDGECONV] = pass_edgeconv,
+	[PASS_CONVCHAIN] = pass_convchain, [PASS_DCE] = pass_dce,
 	[PASS_EWCHAIN] = pass_ewchain, [PASS_F16] = pass_f16,
 };
 
@@ -217,7 +219,7 @@ void passes_run_binds(Model *m, const PassOptions *o, const int64_t *batches, in
 	static const PassId order[] = {PASS_NOOP, PASS_DEDUP, PASS_CSE, PASS_EINSUM,
 	                               PASS_FOLD, PASS_QDQ, PASS_LASTPOS, PASS_ONEHOT, PASS_MLPCONV, PASS_ATTENTION,
 	                               PASS_FUSE,
-	                               PASS_ADDNORM, PASS_EDGECONV,
+	                               PASS_ADDNORM, PASS_EDGECONV, PASS_CONVCHAIN,
 	                               PASS_DCE, PASS_EWCHAIN};
 	for (int iter = 0; iter < 16; iter++) {
 		infer_shapes(&c, batches, nbatches, binds, nbinds);

@@ -123,6 +123,7 @@ int pass_attention(PassCtx *c);
 int pass_fuse(PassCtx *c);
 int pass_addnorm(PassCtx *c);
 int pass_edgeconv(PassCtx *c);
+int pass_convchain(PassCtx *c);
 int pass_dce(PassCtx *c);
 int pass_ewchain(PassCtx *c);
 int pass_f16(PassCtx *c);

@@ -1033,6 +1033,44 @@ KILN_API int64_t kiln_f32_knn_work(int64_t C, int64_t P, int64_t K);
 KILN_API void kiln_f32_knn(int64_t N, int64_t C, int64_t P, int64_t K, const float *X,
                            int64_t *idx, float *work);
 
+/* ---- chains of 1x1 convolutions (compiler/passes/convchain.c) --------- */
+
+enum { KILN_CONVCHAIN_MAX_LAYERS = 8 };
+
+/*
+ * A chain of L 1x1 convolutions over X [N, C, P] (stride 1, no padding, one
+ * group), each with its bias and activation:
+ *
+ *     h_0 = X[n],  h_l = act_l(W_l h_(l-1) + b_l),  Y[n] = h_L   [width[L-1], P]
+ *
+ * run a block of points at a time through every layer, so the intermediate
+ * layers (width[l] x block floats) stay in cache instead of going through
+ * memory as [N, width[l], P] tensors. w[l] is the Conv's weight as ONNX
+ * stores it ([width[l], width[l-1]] row-major, width[-1] = C), bias[l] its
+ * bias or NULL, act[l] its activation (the epilogue's bias unused). Every
+ * layer is the GEMM of kiln_f32_conv2d_ep's 1x1 path on a block of columns
+ * (the same sums in the same order per element), so Y has the bits of the
+ * L convolutions run one after the other, under every ISA and batch size,
+ * provided every layer has at most 256 input channels (one K block) and
+ * more than one output channel (compiler/passes/convchain.c checks both).
+ */
+typedef struct kiln_convchain_params {
+	int64_t batch, channels, points;     /* N, C, P */
+	int nlayers;                         /* 1 .. KILN_CONVCHAIN_MAX_LAYERS */
+	int64_t width[KILN_CONVCHAIN_MAX_LAYERS];
+	const float *w[KILN_CONVCHAIN_MAX_LAYERS];
+	const float *bias[KILN_CONVCHAIN_MAX_LAYERS];
+	kiln_epilogue act[KILN_CONVCHAIN_MAX_LAYERS];
+} kiln_convchain_params;
+
+/* Points per block and floats of work memory (two blocks of the widest
+ * inner layer; 0 for one layer) kiln_f32_convchain needs. */
+KILN_API int64_t kiln_f32_convchain_block(const kiln_convchain_params *p);
+KILN_API int64_t kiln_f32_convchain_work(const kiln_convchain_params *p);
+/* X [N, C, P] -> Y [N, width[L-1], P]; work: kiln_f32_convchain_work floats. */
+KILN_API void kiln_f32_convchain(const kiln_convchain_params *p, const float *X, float *Y,
+                                 float *work);
+
 /* ---- tree ensembles and linear models (ai.onnx.ml) -------------------- */
 
 /* Node modes: a branch goes to tru[i] when its comparison of x[feat[i]]
