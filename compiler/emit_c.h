@@ -140,6 +140,8 @@ void emit_edgeconv(Emit *E);
 void emit_knn(Emit *E);
 /* emit/convchain.c: KilnConvChain (passes/convchain.c) */
 void emit_convchain(Emit *E);
+/* ops/scatterrows.c: KilnScatterRows (passes/scatterrows.c) */
+void emit_scatterrows(Emit *E);
 /* emit/resize.c */
 void emit_resize(Emit *E);
 /* emit/sampling.c */

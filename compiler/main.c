@@ -506,7 +506,8 @@ static int parse_args(int argc, char **argv, Options *o)
 				int id = pass_lookup(v);
 				if (id == NONE && !missing)
 					return usage_error("--no-pass: unknown pass '%s' (noop, dedup, cse, einsum, "
-					                   "fold, lastpos, mlpconv, attention, fuse, addnorm, edgeconv, convchain, dce, "
+					                   "fold, lastpos, mlpconv, attention, fuse, addnorm, edgeconv, convchain, "
+					                   "scatterrows, dce, "
 					                   "ewchain, "
 					                   "f16)", v);
 				if (id != NONE)

@@ -15,7 +15,7 @@ static const OpDef *const families[] = {
 	ops_elementwise_defs, ops_linalg_defs, ops_conv_defs, ops_norm_defs, ops_reduce_defs,
 	ops_tensor_defs, ops_quant_defs, ops_resize_defs, ops_sampling_defs, ops_signal_defs,
 	ops_control_defs, ops_misc_defs, ops_text_defs, ops_select_defs, ops_rnn_defs, ops_ml_defs,
-	ops_attention_defs, ops_edgeconv_defs, ops_convchain_defs,   /* kiln's own fused ops (ops_kiln.def) */
+	ops_attention_defs, ops_edgeconv_defs, ops_convchain_defs, ops_scatterrows_defs,   /* kiln's own fused ops (ops_kiln.def) */
 };
 
 /* Records by op id, indexed once (threads share it afterwards). */

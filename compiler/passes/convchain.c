@@ -13,9 +13,10 @@
  * The pattern, by shape and what it computes, every shape checked in every
  * compiled signature: two or more (up to KILN_CONVCHAIN_MAX_LAYERS) float32
  * Conv nodes, each
- *   - reading x [N, C, P] (rank 3, the same C and P in every signature, P
- *     more than KILN_POINTWISE_MAX_PLANE points: smaller planes keep the
- *     small-plane kernel, kiln_f32_conv2d_small), with a constant float32
+ *   - reading x [N, C, P] (rank 3, the same C in every signature, P more
+ *     than KILN_POINTWISE_MAX_PLANE points in the largest: smaller planes
+ *     keep the small-plane kernel, kiln_f32_conv2d_small; buckets of the
+ *     particle axis, --dim P=8,16,64, fuse at every P), with a constant float32
  *     weight [M, C, 1], 2 <= M, C <= 256 (one K block of the GEMM, so the
  *     fused kernel sums exactly as the Conv does; M = 1 runs the direct
  *     loops), a bias [M] or none, group 1, kernel 1, strides and dilations
@@ -74,14 +75,17 @@ static bool plain_1x1(PassCtx *c, const Node *n, int x, int64_t C, int64_t *m)
 			return false;
 	}
 	int y = n->out[0];
+	int64_t most = 0;
 	for (int k = 0; k < c->nsigs; k++) {
 		const Shape *xs = rw_shape_in(c, x, k), *ys = rw_shape_in(c, y, k);
 		if (!xs || !ys || xs->rank != 3 || ys->rank != 3 || xs->dims[1].size != C ||
-		    xs->dims[2].size < MIN_POINTS || ys->dims[0].size != xs->dims[0].size ||
+		    xs->dims[2].size < 1 || ys->dims[0].size != xs->dims[0].size ||
 		    ys->dims[1].size != *m || ys->dims[2].size != xs->dims[2].size)
 			return false;
+		if (xs->dims[2].size > most)
+			most = xs->dims[2].size;
 	}
-	return true;
+	return most >= MIN_POINTS;
 }
 
 /* Node n as the next part of a chain reading x with C channels: a Conv

@@ -48,17 +48,6 @@ enum { MAX_LAYERS = KILN_EDGECONV_MAX_LAYERS };
 
 static bool once(PassCtx *c, int id);
 
-/* The node producing live temporary id, if it is op; else NULL. */
-static Node *made_by(PassCtx *c, int id, int op)
-{
-	if (id == NONE)
-		return NULL;
-	const Value *v = &c->g->values[id];
-	if (v->kind != VAL_TEMP || v->producer == NONE || c->dead[v->producer])
-		return NULL;
-	Node *n = &c->g->nodes[v->producer];
-	return n->op == op ? n : NULL;
-}
 
 static bool perm_is(const Node *t, const int64_t *p, int n)
 {
@@ -175,9 +164,9 @@ static bool is_sample_base(PassCtx *c, int base, int x)
  * (directly or through a Slice of them): every value is in [0, P). */
 static bool local_indices(PassCtx *c, int idx, int x)
 {
-	const Node *s = made_by(c, idx, OP_Slice);
+	const Node *s = rw_made_by(c, idx, OP_Slice);
 	int from = s ? s->in[0] : idx;
-	const Node *t = made_by(c, from, OP_TopK), *knn = made_by(c, from, OP_KilnKnn);
+	const Node *t = rw_made_by(c, from, OP_TopK), *knn = rw_made_by(c, from, OP_KilnKnn);
 	if (knn)
 		t = knn;
 	if (!t || t->nout < 2 || t->out[1] != from)
@@ -220,9 +209,9 @@ static int repeated_centre(PassCtx *c, int e)
 {
 	int at = e;
 	for (int steps = 0; steps < 4; steps++) {
-		const Node *n = made_by(c, at, OP_Expand);
+		const Node *n = rw_made_by(c, at, OP_Expand);
 		if (!n)
-			n = made_by(c, at, OP_Tile);
+			n = rw_made_by(c, at, OP_Tile);
 		if (n) {
 			if (at != e && !once(c, at))
 				return NONE;
@@ -237,9 +226,9 @@ static int repeated_centre(PassCtx *c, int e)
 			at = n->in[0];
 			continue;
 		}
-		n = made_by(c, at, OP_Unsqueeze);
+		n = rw_made_by(c, at, OP_Unsqueeze);
 		if (!n)
-			n = made_by(c, at, OP_Reshape);
+			n = rw_made_by(c, at, OP_Reshape);
 		if (!n || at == e || !once(c, at))
 			return NONE;
 		int x = n->in[0];
@@ -263,8 +252,8 @@ static int repeated_centre(PassCtx *c, int e)
 static bool batched_neighbours(PassCtx *c, const Node *nd, const Node *rs, int *x, int *idx)
 {
 	static const int64_t p021[3] = {0, 2, 1};
-	const Node *xt = made_by(c, nd->in[0], OP_Transpose);
-	const Node *ir = made_by(c, nd->in[1], OP_Reshape);
+	const Node *xt = rw_made_by(c, nd->in[0], OP_Transpose);
+	const Node *ir = rw_made_by(c, nd->in[1], OP_Reshape);
 	if (rw_attr_int(nd, "batch_dims", 0) != 1 || !xt || !perm_is(xt, p021, 3) || !ir ||
 	    !once(c, nd->in[1]))
 		return false;
@@ -297,22 +286,22 @@ static bool gathered_neighbours(PassCtx *c, int t, int *x, int *fi, int *idx)
 {
 	static const int64_t p0312[4] = {0, 3, 1, 2}, p021[3] = {0, 2, 1};
 	static const int64_t p1023[4] = {1, 0, 2, 3}, p102[3] = {1, 0, 2};
-	const Node *tr = made_by(c, t, OP_Transpose);
+	const Node *tr = rw_made_by(c, t, OP_Transpose);
 	if (!tr)
 		return false;
 	int axis = perm_is(tr, p0312, 4) ? 0 : perm_is(tr, p1023, 4) ? 1 : -1;
-	const Node *rs = axis >= 0 ? made_by(c, tr->in[0], OP_Reshape) : NULL;
+	const Node *rs = axis >= 0 ? rw_made_by(c, tr->in[0], OP_Reshape) : NULL;
 	if (!rs || !once(c, tr->in[0]) || !once(c, rs->in[0]))
 		return false;
-	const Node *nd = axis == 0 ? made_by(c, rs->in[0], OP_GatherND) : NULL;
+	const Node *nd = axis == 0 ? rw_made_by(c, rs->in[0], OP_GatherND) : NULL;
 	if (nd)
 		return batched_neighbours(c, nd, rs, x, idx);
 	*idx = NONE;
-	const Node *ga = made_by(c, rs->in[0], OP_Gather);
+	const Node *ga = rw_made_by(c, rs->in[0], OP_Gather);
 	if (!ga || rw_attr_int(ga, "axis", 0) != axis)
 		return false;
-	const Node *flat = made_by(c, ga->in[0], OP_Reshape);
-	const Node *xt = flat ? made_by(c, flat->in[0], OP_Transpose) : NULL;
+	const Node *flat = rw_made_by(c, ga->in[0], OP_Reshape);
+	const Node *xt = flat ? rw_made_by(c, flat->in[0], OP_Transpose) : NULL;
 	if (!xt || !perm_is(xt, axis == 0 ? p021 : p102, 3))
 		return false;
 	*x = xt->in[0];
@@ -340,7 +329,7 @@ static bool edge_features(PassCtx *c, const Node *cat, Match *m)
 	    rw_attr_int(cat, "axis", 0) != 1)
 		return false;
 	int e = cat->in[0], fi = NONE;
-	const Node *sub = made_by(c, cat->in[1], OP_Sub);
+	const Node *sub = rw_made_by(c, cat->in[1], OP_Sub);
 	if (!sub || sub->in[1] != e || c->g->values[e].nuse != 2 ||
 	    rw_sole_user(c, cat->in[1]) == NONE || rw_pinned(c, e))
 		return false;
@@ -355,8 +344,8 @@ static bool edge_features(PassCtx *c, const Node *cat, Match *m)
 	const Node *add = NULL;
 	if (m->idx == NONE) {
 		/* the flat index: Reshape(idx + base), either way round */
-		const Node *ir = made_by(c, fi, OP_Reshape);
-		add = ir ? made_by(c, ir->in[0], OP_Add) : NULL;
+		const Node *ir = rw_made_by(c, fi, OP_Reshape);
+		add = ir ? rw_made_by(c, ir->in[0], OP_Add) : NULL;
 		if (!add)
 			return false;
 		bool swapped = !is_sample_base(c, add->in[1], m->x);
@@ -413,11 +402,11 @@ static bool fuse_edgeconv(PassCtx *c, int i)
 	int n = 0, at = red->in[0];
 	const Node *cat = NULL;
 	for (;;) {
-		Node *cv = made_by(c, at, OP_Conv);
+		Node *cv = rw_made_by(c, at, OP_Conv);
 		if (!cv || n == MAX_LAYERS || rw_sole_user(c, at) == NONE)
 			return false;
 		chain[n++] = cv;
-		const Node *prev = made_by(c, cv->in[0], OP_Concat);
+		const Node *prev = rw_made_by(c, cv->in[0], OP_Concat);
 		if (prev && rw_sole_user(c, cv->in[0]) != NONE && edge_features(c, prev, &m)) {
 			cat = prev;
 			break;
@@ -488,7 +477,7 @@ static bool once(PassCtx *c, int id)
 static int transposed_3d(PassCtx *c, int id)
 {
 	static const int64_t p021[3] = {0, 2, 1};
-	const Node *t = made_by(c, id, OP_Transpose);
+	const Node *t = rw_made_by(c, id, OP_Transpose);
 	return t && perm_is(t, p021, 3) && once(c, id) ? t->in[0] : NONE;
 }
 
@@ -505,18 +494,18 @@ typedef struct Dist {
 
 static bool sq_term(PassCtx *c, int id, Dist *d)
 {
-	const Node *rs = made_by(c, id, OP_ReduceSum);
+	const Node *rs = rw_made_by(c, id, OP_ReduceSum);
 	if (!rs || rw_attr_int(rs, "keepdims", 1) != 1 || !once(c, rs->in[0]) || rw_pinned(c, id))
 		return false;
 	const Attr *axes = rw_attr(rs, "axes");   /* an attribute before opset 13 */
 	if (rs->nin == 2 ? !const_is(c, rs->in[1], 1)
 	                 : !axes || axes->type != AT_INTS || axes->n != 1 || axes->ints[0] != 1)
 		return false;
-	const Node *sq = made_by(c, rs->in[0], OP_Mul);
+	const Node *sq = rw_made_by(c, rs->in[0], OP_Mul);
 	int pts;
 	if (sq && sq->in[0] == sq->in[1]) {
 		pts = sq->in[0];
-	} else if ((sq = made_by(c, rs->in[0], OP_Pow)) && const_is(c, sq->in[1], 2.0)) {
+	} else if ((sq = rw_made_by(c, rs->in[0], OP_Pow)) && const_is(c, sq->in[1], 2.0)) {
 		pts = sq->in[0];
 	} else {
 		return false;
@@ -531,25 +520,25 @@ static bool sq_term(PassCtx *c, int id, Dist *d)
  * its uses counted at the end. */
 static bool operand(PassCtx *c, int id)
 {
-	return once(c, id) || made_by(c, id, OP_ReduceSum);
+	return once(c, id) || rw_made_by(c, id, OP_ReduceSum);
 }
 
 static bool dist_terms(PassCtx *c, int id, double coef, Dist *d, int depth)
 {
 	if (depth > 8 || ++d->terms > 12)
 		return false;
-	const Node *n = made_by(c, id, OP_Add);
+	const Node *n = rw_made_by(c, id, OP_Add);
 	if (!n)
-		n = made_by(c, id, OP_Sub);
+		n = rw_made_by(c, id, OP_Sub);
 	if (n && n->nin == 2 && n->in[0] != n->in[1]) {
 		if (!operand(c, n->in[0]) || !operand(c, n->in[1]))
 			return false;
 		return dist_terms(c, n->in[0], coef, d, depth + 1) &&
 		       dist_terms(c, n->in[1], n->op == OP_Sub ? -coef : coef, d, depth + 1);
 	}
-	if ((n = made_by(c, id, OP_Neg)))
+	if ((n = rw_made_by(c, id, OP_Neg)))
 		return operand(c, n->in[0]) && dist_terms(c, n->in[0], -coef, d, depth + 1);
-	if ((n = made_by(c, id, OP_Mul)) && n->nin == 2) {
+	if ((n = rw_made_by(c, id, OP_Mul)) && n->nin == 2) {
 		for (int s = 0; s < 2; s++) {
 			int64_t nk;
 			double *k = rw_const_f64(c, n->in[s], &nk, 1);
@@ -558,15 +547,15 @@ static bool dist_terms(PassCtx *c, int id, double coef, Dist *d, int depth)
 				       dist_terms(c, n->in[1 - s], coef * k[0], d, depth + 1);
 		}
 	}
-	if ((n = made_by(c, id, OP_MatMul))) {
+	if ((n = rw_made_by(c, id, OP_MatMul))) {
 		int pts = n->in[1];
 		if (transposed_3d(c, n->in[0]) != pts || (d->pts != NONE && d->pts != pts))
 			return false;
 		d->pts = pts, d->mm += coef;
 		return true;
 	}
-	if (made_by(c, id, OP_Transpose)) {   /* SQT: read once here, SQ twice in all */
-		const Node *t = made_by(c, id, OP_Transpose);
+	if (rw_made_by(c, id, OP_Transpose)) {   /* SQT: read once here, SQ twice in all */
+		const Node *t = rw_made_by(c, id, OP_Transpose);
 		static const int64_t p021[3] = {0, 2, 1};
 		if (!perm_is(t, p021, 3) || !sq_term(c, t->in[0], d))
 			return false;

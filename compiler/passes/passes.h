@@ -40,6 +40,7 @@ typedef enum PassId {
 	PASS_ADDNORM,  /* addnorm.c: residual Add + LayerNormalization -> one kernel */
 	PASS_EDGECONV, /* edgeconv.c: kNN EdgeConv (Gather, Sub, Concat, 1x1 Convs, mean) -> one node */
 	PASS_CONVCHAIN, /* convchain.c: a chain of 1x1 Convs over [N, C, P] -> one node */
+	PASS_SCATTERROWS, /* scatterrows.c: ScatterND at index_put's tuples -> per-sample scatter */
 	PASS_DCE,      /* dce.c: nodes and optional outputs nobody reads */
 	PASS_EWCHAIN,  /* ewchain.c: elementwise chains computed in one loop (marks values) */
 	PASS_F16,      /* f16.c: --weights-dtype fp16 (once, after the fixed point) */

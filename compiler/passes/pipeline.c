@@ -7,7 +7,7 @@
  * shape-free rewrites), then runs
  *
  *     noop -> dedup -> cse -> einsum -> fold -> qdq -> lastpos -> onehot -> mlpconv ->
- *     attention -> fuse -> addnorm -> edgeconv -> convchain -> dce -> ewchain
+ *     attention -> fuse -> addnorm -> edgeconv -> convchain -> scatterrows -> dce -> ewchain
  *
  * committing after each pass. No-ops go first so that a constant reached
  * through Identity/Reshape-to-same-shape is seen as shared before folding
@@ -33,7 +33,8 @@ static const char *const names[PASS_COUNT] = {
 	[PASS_ONEHOT] = "onehot", [PASS_MLPCONV] = "mlpconv",
 	[PASS_ATTENTION] = "attention", [PASS_FUSE] = "fuse",
 	[PASS_ADDNORM] = "addnorm", [PASS_EDGECONV] = "edgeconv",
-	[PASS_CONVCHAIN] = "convchain", [PASS_DCE] = "dce",
+	[PASS_CONVCHAIN] = "convchain",
+	[PASS_SCATTERROWS] = "scatterrows", [PASS_DCE] = "dce",
 	[PASS_EWCHAIN] = "ewchain", [PASS_F16] = "f16",
 };
 
@@ -43,7 +44,8 @@ static int (*const run_pass[PASS_COUNT])(PassCtx *) = {
 	[PASS_LASTPOS] = pass_lastpos, [PASS_ONEHOT] = pass_onehot, [PASS_MLPCONV] = pass_mlpconv,
 	[PASS_ATTENTION] = pass_attention, [PASS_FUSE] = pass_fuse,
 	[PASS_ADDNORM] = pass_addnorm, [PASS_EDGECONV] = pass_edgeconv,
-	[PASS_CONVCHAIN] = pass_convchain, [PASS_DCE] = pass_dce,
+	[PASS_CONVCHAIN] = pass_convchain,
+	[PASS_SCATTERROWS] = pass_scatterrows, [PASS_DCE] = pass_dce,
 	[PASS_EWCHAIN] = pass_ewchain, [PASS_F16] = pass_f16,
 };
 
@@ -219,7 +221,7 @@ void passes_run_binds(Model *m, const PassOptions *o, const int64_t *batches, in
 	static const PassId order[] = {PASS_NOOP, PASS_DEDUP, PASS_CSE, PASS_EINSUM,
 	                               PASS_FOLD, PASS_QDQ, PASS_LASTPOS, PASS_ONEHOT, PASS_MLPCONV, PASS_ATTENTION,
 	                               PASS_FUSE,
-	                               PASS_ADDNORM, PASS_EDGECONV, PASS_CONVCHAIN,
+	                               PASS_ADDNORM, PASS_EDGECONV, PASS_CONVCHAIN, PASS_SCATTERROWS,
 	                               PASS_DCE, PASS_EWCHAIN};
 	for (int iter = 0; iter < 16; iter++) {
 		infer_shapes(&c, batches, nbatches, binds, nbinds);
@@ -250,13 +252,13 @@ void passes_print(const PassReport *r, FILE *out)
 		fprintf(out, "  none (--no-opt)\n");
 		return;
 	}
-	fprintf(out, "  %-9s %6s %8s %6s %6s %14s %14s\n", "pass", "runs", "removed", "fused",
+	fprintf(out, "  %-11s %6s %8s %6s %6s %14s %14s\n", "pass", "runs", "removed", "fused",
 	        "added", "bytes before", "bytes after");
 	for (int i = 0; i < PASS_COUNT; i++) {
 		const PassStat *s = &r->pass[i];
 		if (i == PASS_F16 && s->runs == 0)
 			continue;
-		fprintf(out, "  %-9s %6d %8d %6d %6d %14llu %14llu\n", names[i], s->runs, s->removed,
+		fprintf(out, "  %-11s %6d %8d %6d %6d %14llu %14llu\n", names[i], s->runs, s->removed,
 		        s->fused, s->added, (unsigned long long)s->bytes_before,
 		        (unsigned long long)s->bytes_after);
 	}

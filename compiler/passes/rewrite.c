@@ -83,6 +83,17 @@ static bool reads(const Node *n, int id)
 	return false;
 }
 
+Node *rw_made_by(PassCtx *c, int id, int op)
+{
+	if (id == NONE)
+		return NULL;
+	const Value *v = &c->g->values[id];
+	if (v->kind != VAL_TEMP || v->producer == NONE || c->dead[v->producer])
+		return NULL;
+	Node *n = &c->g->nodes[v->producer];
+	return n->op == op ? n : NULL;
+}
+
 int rw_sole_user(PassCtx *c, int id)
 {
 	if (id < 0 || rw_pinned(c, id) || c->g->values[id].nuse < 1)

@@ -40,6 +40,8 @@ int rw_local_uses(PassCtx *c, int id);
 /* Is id read by nested graphs or listed as a graph output? Such a value
  * cannot be renamed away. */
 bool rw_pinned(PassCtx *c, int id);
+/* The live node producing temporary id, if it is op; else NULL. */
+Node *rw_made_by(PassCtx *c, int id, int op);
 /* The single node reading id, or NONE if zero or several (or pinned). */
 int rw_sole_user(PassCtx *c, int id);
 /* Shape/dtype of id in every signature; NULL/DT_UNDEFINED if unknown or
@@ -124,6 +126,7 @@ int pass_fuse(PassCtx *c);
 int pass_addnorm(PassCtx *c);
 int pass_edgeconv(PassCtx *c);
 int pass_convchain(PassCtx *c);
+int pass_scatterrows(PassCtx *c);
 int pass_dce(PassCtx *c);
 int pass_ewchain(PassCtx *c);
 int pass_f16(PassCtx *c);

@@ -2,7 +2,10 @@
 """The convchain pass (compiler/passes/convchain.c, runtime/kernels/
 f32-convchain) on models exported by PyTorch (Debian's python3-torch,
 torch.onnx.export): chains of 1x1 Conv1d layers become one KilnConvChain
-node that runs a block of points at a time through every layer.
+node that runs a block of points at a time through every layer. And the
+scatterrows pass (compiler/passes/scatterrows.c): ScatterND at the index
+tuples PyTorch's index_put concatenates from broadcast pieces (ParT's
+y[:, :, i, j] = el) becomes one KilnScatterRows node reading the pieces.
 
 Models: the Particle Transformer's pair embedding as weaver-core writes it
 (BatchNorm1d, then Conv1d(k=1) / BatchNorm1d / GELU layers, 4 -> 64 -> 64 ->
@@ -12,14 +15,19 @@ multiple of 1024 (rows 4 KiB apart: the GEMM packs them), a first layer of
 300 input channels (more than one K block: left out of the chain), near
 misses (an intermediate read twice, a kernel-3 Conv between, 32 points: the
 small-plane kernel's), and the whole ParT export (tests/realmodels/
-part_model.py, the triangle of pairs at opset 17, all pairs at opset 13).
+part_model.py, the triangle of pairs at opset 17, all pairs at opset 13);
+index_put models for scatterrows: the pairs both ways (4 components, one
+element a tuple), rows of 7 channels (2 components, a slice of 7), negative
+indices.
 
 Checks per model:
-  - the generated C holds the expected chains (their layer counts);
+  - the generated C holds the expected chains (their layer counts) and
+    KilnScatterRows nodes;
   - against ONNX Runtime 1.30 (`kiln verify`, batch 1 and 3, rtol 1e-3,
     atol 1e-5; the ParT exports with their own tolerance below);
   - bits: compiled with and without `--no-pass=convchain` (`--batch 1,8`,
-    tests/realmodels/stitch_rows.c), run under every KILN_ISA this machine
+    and `--no-pass=scatterrows`; tests/realmodels/stitch_rows.c), run under
+    every KILN_ISA this machine
     has on 8 samples at n = 8 and one by one: with the pass == without it,
     every output byte, under each ISA; with the pass, the same bytes under
     every ISA, and row r of the n = 8 run == sample r alone.
@@ -79,6 +87,40 @@ class Stack(nn.Module):
         return x + first[:, :x.shape[1]] if self.twice else x
 
 
+class Scatter(nn.Module):
+    """index_put as weaver's ParT and users write it: the lower triangle of
+    pairs both ways (`pairs`), rows of a [N, P, C] tensor (`rows`), negative
+    row indices (`negative`)."""
+
+    def __init__(self, kind, p=12, h=3):
+        super().__init__()
+        self.kind, self.p, self.h = kind, p, h
+        ij = torch.ones(p, p, dtype=torch.long).tril(-1).nonzero()
+        self.register_buffer("i", ij[:, 0].contiguous())
+        self.register_buffer("j", ij[:, 1].contiguous())
+
+    def forward(self, x):
+        n = x.shape[0]
+        if self.kind == "rows":
+            y = torch.zeros(n, self.p, x.shape[2], dtype=x.dtype) + 1
+            y[:, self.i[:x.shape[1]] + 1] = x
+            return y
+        y = torch.zeros(n, self.h, self.p, self.p, dtype=x.dtype)
+        if self.kind == "negative":
+            y[:, :, self.i - self.p, self.j] = x
+            return y
+        y[:, :, self.i, self.j] = x
+        y[:, :, self.j, self.i] = x * 2
+        return y
+
+
+def scatter(kind, shape):
+    def make(opset):
+        x = np.random.default_rng(0).standard_normal((2,) + shape, dtype=np.float32)
+        return torch_util.export_x(Scatter(kind).eval(), x, opset)[0], None
+    return make
+
+
 def stack(c, p, dims, **kw):
     def make(opset):
         torch.manual_seed(7)
@@ -108,7 +150,7 @@ def part(opset, npf, nsv):
     return make
 
 
-# name, maker, opset, the chains' layer counts in the generated C
+# name, maker, opset, the chains' layer counts in the generated C[, KilnScatterRows nodes]
 CASES = [
     ("pair_embed_opset17", stack(4, 1540, (64, 64, 8), bn=True), 17, [3]),
     ("pair_embed_opset13", stack(4, 1540, (64, 64, 8), bn=True), 13, [3]),
@@ -123,8 +165,12 @@ CASES = [
     ("read_twice", stack(8, 50, (16, 16, 16), act=nn.ReLU, twice=True), 13, [2]),
     ("kernel3_between", stack(8, 50, (16, 16, 16, 8), act=nn.ReLU, mid=True), 13, [2, 2]),
     ("p32_small_plane", stack(8, 32, (16, 16), act=nn.ReLU), 13, []),
-    ("part_tril_opset17", part(17, 30, 5), 17, [3]),
-    ("part_allpairs_opset13", part(13, 20, 4), 13, [3]),
+    ("part_tril_opset17", part(17, 30, 5), 17, [3], 2),
+    ("part_allpairs_opset13", part(13, 20, 4), 13, [3], 0),
+    ("scatter_pairs_opset13", scatter("pairs", (3, 66)), 13, [], 2),
+    ("scatter_pairs_opset17", scatter("pairs", (3, 66)), 17, [], 2),
+    ("scatter_rows_opset11", scatter("rows", (5, 7)), 11, [], 1),
+    ("scatter_negative_opset13", scatter("negative", (3, 66)), 13, [], 1),
 ]
 # ParT's pair features (ln m^2 of nearly collinear pairs) are ill-conditioned
 # in float32 (bench/compare.py: ATOL_FOR part_test)
@@ -140,7 +186,8 @@ def chains(kiln, path, outdir):
     if r.returncode:
         return None
     src = open(os.path.join(outdir, "c.c")).read()
-    return sorted((int(m) for m in re.findall(r"\.nlayers = (\d+)", src)), reverse=True)
+    return (sorted((int(m) for m in re.findall(r"\.nlayers = (\d+)", src)), reverse=True),
+            len(re.findall(r"\(KilnScatterRows\)", src)))
 
 
 def main():
@@ -161,14 +208,16 @@ def main():
         print(f"{'PASS' if ok else 'FAIL'} {what}")
         failures += not ok
 
-    for name, make, opset, want in CASES:
+    for name, make, opset, want, *scat in CASES:
         model, feed = make(opset)
         d = os.path.join(outdir, name)
         os.makedirs(d, exist_ok=True)
         path = os.path.join(d, "model.onnx")
         onnx.save(model, path)
-        got = chains(kiln, path, os.path.join(d, "chains"))
+        got, nscat = chains(kiln, path, os.path.join(d, "chains")) or (None, None)
         check(got == sorted(want, reverse=True), f"{name}: chains of {got} layers (want {want})")
+        want_scat = scat[0] if scat else 0
+        check(nscat == want_scat, f"{name}: {nscat} KilnScatterRows (want {want_scat})")
         names = [i.name for i in model.graph.input]
         shapes = [[x.dim_value for x in i.type.tensor_type.shape.dim[1:]] for i in model.graph.input]
 
@@ -187,14 +236,14 @@ def main():
         x = inputs(ROWS, 11)
         wexe = onehot_bits.build(kiln, src_root, libkiln, model, os.path.join(d, "with"), [])
         oexe = onehot_bits.build(kiln, src_root, libkiln, model, os.path.join(d, "without"),
-                                 ["--no-pass=convchain"])
+                                 ["--no-pass=convchain", "--no-pass=scatterrows"])
         got, ref = {}, {}
         for isa in isas:
             got[isa] = onehot_bits.outputs(wexe, os.path.join(d, "with"), x, isa).view(np.uint32)
             ref[isa] = onehot_bits.outputs(oexe, os.path.join(d, "without"), x,
                                            isa).view(np.uint32)
             check(np.array_equal(got[isa], ref[isa]),
-                  f"{name}: KILN_ISA={isa}: the same bits as the Convs one by one "
+                  f"{name}: KILN_ISA={isa}: the same bits as the Convs and ScatterNDs "
                   f"({int((got[isa] != ref[isa]).sum())} of {got[isa].size} differ)")
             half = got[isa].size // 2
             check(np.array_equal(got[isa][:half], got[isa][half:]),

@@ -449,7 +449,7 @@ def main():
         for args, want in (
                 (["--no-pass=bogus"], "kiln: error: --no-pass: unknown pass 'bogus' (noop, dedup, "
                                       "cse, einsum, fold, lastpos, mlpconv, attention, fuse, addnorm, "
-                                      "edgeconv, convchain, "
+                                      "edgeconv, convchain, scatterrows, "
                                       "dce, ewchain, f16)"),
                 (["--weights-dtype", "fp8"], "kiln: error: --weights-dtype needs fp32, fp16 or keep, "
                                              "got 'fp8'"),

@@ -44,7 +44,7 @@ int main(void)
 	 * domain string reaches, and not under their names in ai.onnx */
 	static const char *const fused[] = {"KilnAttention", "KilnEdgeConv", "KilnKnn",
 	                                    "KilnQLinearConv", "KilnQLinearMatMul", "KilnSelect",
-	                                    "KilnSelectSum", "KilnConvChain"};
+	                                    "KilnSelectSum", "KilnConvChain", "KilnScatterRows"};
 	for (size_t i = 0; i < sizeof fused / sizeof fused[0]; i++) {
 		int op = op_lookup(fused[i], DOMAIN_KILN);
 		CHECK(op != NONE && op_def(op) != NULL && op_info(op)->domain_id == DOMAIN_KILN);
