@@ -37,8 +37,8 @@ void emit_convchain(Emit *E)
 			emit_fail(E, "fused 1x1 convolution chain: layer %d's activation is unknown", l);
 		emitf(E, "\t\t.width[%d] = %" PRId64 ", .w[%d] = %s, .bias[%d] = %s,\n"
 		       "\t\t.act[%d] = {NULL, %s, %s, %s, NULL},\n",
-		    l, p.width[l], l, W.expr, l, bias, l, emit_act_name((FusedAct)a), flit(E, al->floats[l], DT_FLOAT),
-		    flit(E, be->floats[l], DT_FLOAT));
+		    l, p.width[l], l, W.expr, l, bias, l, emit_act_name((FusedAct)a), flit(E, (double)al->floats[l], DT_FLOAT),
+		    flit(E, (double)be->floats[l], DT_FLOAT));
 	}
 	emitf(E, "\t};\n");
 	emitf(E, "\t/* arena scratch @%" PRId64 "+%" PRId64 ": two blocks of %" PRId64
