@@ -44,7 +44,7 @@ const char *emit_epilogue(Emit *E, const char *bias, const char *residual)
 		return NULL;
 	emit_fused_comment(E);
 	KILN_ASSERT(act >= FACT_NONE && act <= FACT_GELU);
-	double alpha = E->n->fused.alpha, beta = E->n->fused.beta;
+	double alpha = (double)E->n->fused.alpha, beta = (double)E->n->fused.beta;
 	emitf(E, "\tconst kiln_epilogue ep = {%s, %s, %s, %s, %s};\n", bias ? bias : "NULL", acts[act],
 	    flit(E, alpha, DT_FLOAT), flit(E, beta, DT_FLOAT), residual ? residual : "NULL");
 	return "&ep";

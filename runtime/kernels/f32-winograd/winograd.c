@@ -115,7 +115,7 @@ void kiln_f32_conv2d_winograd_pack(const kiln_conv2d_params *p, const float *W, 
 				/* memcpy: at compile time W is where the model file has it */
 				memcpy(w, &W[(o * C + c) * 9], sizeof w);
 				for (int k = 0; k < 9; k++)
-					f[k] = w[k];
+					f[k] = (double)w[k];
 			}
 			for (int j = 0; j < 3; j++) {   /* G f: the rows */
 				t[0][j] = f[j];

@@ -107,7 +107,7 @@ void kiln_f32_conv1d_wino_pack(const kiln_conv2d_params *p, const float *W, floa
 			float t[3];
 			/* memcpy: at compile time W is where the model file has it, maybe misaligned */
 			memcpy(t, &W[(m * C + c) * 3], sizeof t);
-			double g0 = t[0], g1 = t[1], g2 = t[2];
+			double g0 = (double)t[0], g1 = (double)t[1], g2 = (double)t[2];
 			double u[WINO_A] = {g0 / 4, -(g0 + g1 + g2) / 6, -(g0 - g1 + g2) / 6,
 			                    g0 / 24 + g1 / 12 + g2 / 6, g0 / 24 - g1 / 12 + g2 / 6, g2};
 			for (int e = 0; e < WINO_A; e++) {
