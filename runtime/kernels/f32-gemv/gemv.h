@@ -11,8 +11,9 @@
  * layer's kiln_gemm_kc_n), the GEMM tiles' order (the same bits as the tiled
  * GEMM and the ref tile at every batch size: docs/reproducibility.md), the
  * FMA latency hidden by several panels' chains side by side (AVX2 two
- * panels, eight chains; AVX-512 up to four, eight chains, and a narrow
- * layer's K blocks side by side too). f32-gemm/driver.c and
+ * panels, eight chains; AVX-512 two, four chains, and a narrow layer's K
+ * blocks side by side too: two streams of B from L2, where four were
+ * slower). f32-gemm/driver.c and
  * f32-rnn/rnn.c call them when kiln_isa() picks the variant; the ref variant
  * runs the GEMM core. kiln_gemv_f16_avx512 is the product on float16
  * weights in their natural layout (kiln_f32_gemm_f16b at batch 1).
