@@ -50,7 +50,7 @@ static inline __attribute__((always_inline)) void store(float *y, const float *b
  * first GA). */
 static inline __attribute__((always_inline)) void group_row(int64_t k, int64_t kc, int64_t w,
                                                             const float *x, const float *b,
-                                                            int64_t ps, __m512 acc[4][4],
+                                                            int64_t ps, __m512 acc[4][6],
                                                             const int P, const int H,
                                                             const int GA)
 {
@@ -93,7 +93,7 @@ static inline __attribute__((always_inline)) void blocks(int64_t K, int64_t kc, 
 {
 	const int V = 2 * (P - 1) + (H == 3 ? 2 : H);
 	const int64_t ps = KILN_PACK_NR * K, k0 = b0 * kc, n = kiln_gemv_last_rows(K, kc, b0 + G - 1);
-	__m512 acc[4][4];
+	__m512 acc[4][6];
 #pragma GCC unroll 8
 	for (int g = 0; g < G; g++)
 #pragma GCC unroll 8
@@ -110,7 +110,7 @@ static inline __attribute__((always_inline)) void blocks(int64_t K, int64_t kc, 
 			tot[v] = b0 + g == 0 ? acc[g][v] : _mm512_add_ps(acc[g][v], tot[v]);
 }
 
-/* P (1 or 2) panels side by side from b, panel p at b + 32 K p, the last w
+/* P (1 to 3) panels side by side from b, panel p at b + 32 K p, the last w
  * <= 32 columns wide (rows w apart; the others full; H: 1 when w <= 16,
  * 2 when w < 32, 3 when the last panel is full too), to y[0..32 (P - 1) +
  * w): each column one FMA chain over the k of each K block of kc rows from
@@ -125,9 +125,9 @@ static inline __attribute__((always_inline)) void panels(int64_t K, int64_t kc, 
                                                          const int P, const int H, const int G)
 {
 	const int64_t nb = (K + kc - 1) / kc;
-	__m512 tot[4];
-#pragma GCC unroll 4
-	for (int v = 0; v < 4; v++)
+	__m512 tot[6];
+#pragma GCC unroll 6
+	for (int v = 0; v < 6; v++)
 		tot[v] = _mm512_setzero_ps();  /* (K >= 1: the first block sets them) */
 	for (int64_t b0 = 0; b0 < nb;) {
 		int64_t g = nb - b0 < G ? nb - b0 : G;
@@ -148,8 +148,9 @@ static inline __attribute__((always_inline)) void panels(int64_t K, int64_t kc, 
 	      tot[2 * P - 2], H >= 2 ? tot[V - 1] : _mm512_setzero_ps());
 }
 
-/* Panels two at a time (the last pair perhaps one, with the narrow last
- * panel if there is one); one or two panels of several K blocks (a narrow
+/* Panels two at a time (the last group one, or three where three are
+ * left: a lone full panel's two chains would wait on the FMA latency; the
+ * narrow last panel in the last group); one or two panels of several K blocks (a narrow
  * layer's) run blocks side by side. */
 void kiln_gemv_kc_avx512(int64_t N, int64_t K, int64_t kc, const float *x, const float *Bp,
                          const float *bias, float *y)
@@ -157,7 +158,7 @@ void kiln_gemv_kc_avx512(int64_t N, int64_t K, int64_t kc, const float *x, const
 	int64_t np = (N + KILN_PACK_NR - 1) / KILN_PACK_NR;
 	int several = kc < K;
 	for (int64_t p0 = 0; p0 < np;) {
-		int64_t n0 = p0 * KILN_PACK_NR, g = np - p0 < 2 ? np - p0 : 2;
+		int64_t n0 = p0 * KILN_PACK_NR, g = np - p0 == 3 ? 3 : np - p0 < 2 ? np - p0 : 2;
 		int64_t w = kiln_pack_b32_width(N, n0 + (g - 1) * KILN_PACK_NR);
 		const float *b = Bp + n0 * K, *bn = bias ? bias + n0 : NULL;
 		float *yn = y + n0;
@@ -165,6 +166,10 @@ void kiln_gemv_kc_avx512(int64_t N, int64_t K, int64_t kc, const float *x, const
 		/* a full last panel read without masks (a probe timing the kernel
 		 * alone, best of 300: 64 x 16 18.8 -> 16.3 ns, 32 x 64 32.0 ->
 		 * 29.4, 128 x 64 77 -> 75, 128 x 128 from L2 within the noise) */
+		case 3:
+			w == KILN_PACK_NR ? panels(K, kc, w, x, b, bn, yn, 3, 3, 1)
+			                  : panels(K, kc, w, x, b, bn, yn, 3, 2, 1);
+			break;
 		case 2:
 			if (w == KILN_PACK_NR)
 				several ? panels(K, kc, w, x, b, bn, yn, 2, 3, 2)
