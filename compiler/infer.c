@@ -313,6 +313,9 @@ const char *attr_string(Infer *x, const char *name, const char *dflt)
 		return dflt;
 	if (a->type != AT_STRING)
 		infer_fail(x, KILN_INVALID_MODEL, "attribute \"%s\" must be a string", name);
+	/* read as a C string: one holding a NUL would pass for its prefix */
+	if (a->s.len && memchr(a->s.data, 0, a->s.len))
+		infer_fail(x, KILN_INVALID_MODEL, "attribute \"%s\" holds a NUL byte", name);
 	char *s = arena_alloc(x->a, a->s.len + 1);
 	if (a->s.len)   /* an empty string may have no data (found by tests/fuzz) */
 		memcpy(s, a->s.data, a->s.len);

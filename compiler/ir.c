@@ -255,6 +255,13 @@ double node_attr_float(const Node *n, const char *name, float dflt)
 	return (double)(a && a->type == AT_FLOAT ? a->f : dflt);
 }
 
+bool node_attr_is(const Node *n, const char *name, const char *want)
+{
+	const Attr *a = node_attr(n, name);
+	size_t len = strlen(want);
+	return a && a->type == AT_STRING && a->s.len == len && memcmp(a->s.data, want, len) == 0;
+}
+
 int64_t node_attr_int(const Node *n, const char *name, int64_t dflt)
 {
 	const Attr *a = node_attr(n, name);

@@ -290,6 +290,9 @@ const Attr *node_attr(const Node *n, const char *name);
  * hooks' attr_int fails on a wrong type; these serve later stages). */
 int64_t node_attr_int(const Node *n, const char *name, int64_t dflt);
 double node_attr_float(const Node *n, const char *name, float dflt);
+/* Is attribute name a string of exactly the bytes of want (a model's string
+ * may hold a NUL)? False if absent. */
+bool node_attr_is(const Node *n, const char *name, const char *want);
 /* Whether n owns a subgraph (an If, Loop or Scan body: a GRAPH or GRAPHS attribute). */
 bool node_has_subgraph(const Node *n);
 

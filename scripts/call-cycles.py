@@ -11,7 +11,8 @@ file: a set of files that reach each other through calls.
     scripts/call-cycles.py build --check    # exit 1 unless every cycle is one op
                                             # family: ops/F.c and emit/F.c, and
                                             # ops/F.c reaches no other family's
-                                            # emitters (but SHARED)
+                                            # emitters (but SHARED), and no
+                                            # emitter reads an attribute
 
 The one kind of cycle kept on purpose is a family's two files side by side:
 ops/F.c's records name F's emitters in emit/F.c, and those emitters read
@@ -23,6 +24,11 @@ a call: nm sees a reference either way.
 A family's records name its own emitters: ops/F.c uses nothing that an
 emit/G.c of another family defines, but the emitters SHARED names (ops of
 other families that are always folded, or Identity's copy).
+
+Emitters read no attributes: an op's attributes are resolved, with their
+defaults and checked, by its family's ops/F.c (elementwise_params,
+norm_params, ...), and emit/*.c reads the resolved fields. --check fails on
+an emitter's object that calls one of ATTR_READERS.
 """
 import os
 import subprocess
@@ -91,6 +97,8 @@ def sccs(nodes, edges):
 
 
 SHARED = {'emit_folded_only', 'emit_unary'}
+ATTR_READERS = {'node_attr', 'node_attr_int', 'node_attr_float', 'node_attr_is',
+                'attr_int', 'attr_ints', 'attr_float', 'attr_string'}
 
 
 def family_pair(c):
@@ -148,7 +156,15 @@ def main():
                         print('%s names emit/%s of another family: %s' % (f, g[5:], ', '.join(names)))
                         strays += 1
         print('%d records name another family\'s emitters' % strays)
-        sys.exit(1 if bad or strays else 0)
+        readers = 0
+        for f in sorted(files):
+            names = sorted(uses[f] & ATTR_READERS)
+            if f.startswith('emit/') and names:
+                print('%s reads attributes itself (%s): resolve them in its ops/ file' %
+                      (f, ', '.join(names)))
+                readers += 1
+        print('%d emitters read attributes' % readers)
+        sys.exit(1 if bad or strays or readers else 0)
     if count_only:
         print('%d cycles, %d files in them (of %d)' % (len(cycles), sum(map(len, cycles)), len(files)))
         return

@@ -71,7 +71,7 @@ static const char *packed_conv_weight(Emit *E, const kiln_conv2d_params *p, SymL
 static bool small_pointwise(Emit *E, const WindowGeo *g, const char *residual)
 {
 	FusedAct act = E->n->fused.act;
-	if (residual || node_attr_int(E->n, "group", 1) != 1 || g->outsz[1] * g->outsz[2] > 32)
+	if (residual || g->group != 1 || g->outsz[1] * g->outsz[2] > 32)
 		return false;
 	if (act != FACT_NONE && act != FACT_RELU)
 		return false;
@@ -117,7 +117,7 @@ void emit_conv(Emit *E)
 		if ((E->n->nin > 3 && E->n->in[3] != NONE) || W.dtype != DT_FLOAT)
 			emit_fail(E, "3-D Conv has no fused residual or float16 weights");
 		emit_window3d(E, &g, X.shape->dims[0].size, X.shape->dims[1].size, Y.shape->dims[1].size,
-		              node_attr_int(E->n, "group", 1));
+		              g.group);
 		emitf(E, "\tkiln_f32_conv3d(&p, %s, %s, %s, %s);\n", X.expr, W.expr, bias, Y.expr);
 		return;
 	}
@@ -128,7 +128,7 @@ void emit_conv(Emit *E)
 	       "\t\t.pad_top = %" PRId64 ", .pad_left = %" PRId64 ", .pad_bottom = %" PRId64 ", .pad_right = %" PRId64 ",\n"
 	       "\t\t.out_h = %" PRId64 ", .out_w = %" PRId64 ",\n\t};\n",
 	    X.shape->dims[0].size, X.shape->dims[1].size, g.in[1], g.in[2], Y.shape->dims[1].size,
-	    node_attr_int(E->n, "group", 1), g.k[1], g.k[2], g.s[1], g.s[2], g.d[1], g.d[2], g.pb[1],
+	    g.group, g.k[1], g.k[2], g.s[1], g.s[2], g.d[1], g.d[2], g.pb[1],
 	    g.pb[2], g.pe[1], g.pe[2], g.outsz[1], g.outsz[2]);
 	/* The residual Add and activation fused by the optimizer: the residual
 	 * is a kiln-internal fourth input (passes/fuse.c, emit/epilogue.c). */
@@ -222,7 +222,7 @@ static void emit_maxpool_nd(Emit *E, const Operand *X, const Operand *Y, bool ha
 	geometry(E, X->shape, Y->shape, NULL, &g);
 	emit_window3d(E, &g, X->shape->dims[0].size, X->shape->dims[1].size, 0, 1);
 	emitf(E, "\tkiln_%s_maxpool_nd(&p, %d /* storage_order */, %s, %s, %s);\n", kind,
-	    (int)node_attr_int(E->n, "storage_order", 0), X->expr, Y->expr,
+	    g.storage_order, X->expr, Y->expr,
 	    has_indices ? out_op(E, 1).expr : "NULL");
 }
 
@@ -267,7 +267,7 @@ void emit_pool(Emit *E)
 			emitf(E, "\tkiln_f32_maxpool3d(&p, %s, %s);\n", X.expr, Y.expr);
 		else
 			emitf(E, "\tkiln_f32_avgpool3d(&p, %d, %s, %s);\n",
-			    (int)node_attr_int(E->n, "count_include_pad", 0), X.expr, Y.expr);
+			    g.count_include_pad, X.expr, Y.expr);
 		return;
 	}
 	emitf(E, "\tstatic const kiln_pool2d_params p = {\n"
@@ -282,7 +282,7 @@ void emit_pool(Emit *E)
 		emitf(E, "\tkiln_f32_maxpool2d(&p, %s, %s);\n", X.expr, Y.expr);
 	else
 		emitf(E, "\tkiln_f32_avgpool2d(&p, %d, %s, %s);\n",
-		    (int)node_attr_int(E->n, "count_include_pad", 0), X.expr, Y.expr);
+		    g.count_include_pad, X.expr, Y.expr);
 }
 
 /* ConvTranspose: each input element scattered through the kernel into the

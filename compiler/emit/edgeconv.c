@@ -43,7 +43,6 @@ void emit_edgeconv(Emit *E)
 	kiln_edgeconv_params p;
 	edgeconv_params(&inf, &p);
 	Operand X = in_op(E, 0), I = in_op(E, 1), Y = out_op(E, 0);
-	const Attr *relu = node_attr(E->n, "kiln.edge_relu");
 	const PlanBuf *scratch = scratch_and_comment(E);
 	emitf(E, "\tconst kiln_edgeconv_params p = {\n"
 	       "\t\t.batch = %" PRId64 ", .channels = %" PRId64 ", .points = %" PRId64
@@ -56,10 +55,9 @@ void emit_edgeconv(Emit *E)
 		const char *w = packed_t(E, 2 + 2 * l, n, cin);
 		int bi = 3 + 2 * l;
 		const char *bias = E->n->in[bi] != NONE ? in_op(E, bi).expr : "NULL";
-		bool r = relu && relu->type == AT_INTS && l < relu->n && relu->ints[l];
 		emitf(E, "\t\t.width[%d] = %" PRId64 ", .w[%d] = %s, .bias[%d] = %s,\n"
 		       "\t\t.act[%d] = {.act = %s},\n",
-		    l, p.width[l], l, w, l, bias, l, r ? "KILN_ACT_RELU" : "KILN_ACT_NONE");
+		    l, p.width[l], l, w, l, bias, l, p.act[l].act == KILN_ACT_RELU ? "KILN_ACT_RELU" : "KILN_ACT_NONE");
 		cin = p.width[l];
 	}
 	emitf(E, "\t};\n");

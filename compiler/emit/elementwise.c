@@ -60,6 +60,9 @@ static const char *unary_expr(Emit *E, int xdt, int dt)
 	bool half = is_half(xdt);
 	const char *e = NULL;
 	bool needs_float = true;
+	Infer inf = emit_infer(E);
+	ElementwiseParams ep;
+	elementwise_params(&inf, &ep);
 	switch (op) {
 	case OP_Relu:
 		e = is_float(dt) ? arena_printf(E->a, "x0 < 0 ? %s : x0", flit(E, 0, dt)) : "x0 < 0 ? 0 : x0";
@@ -78,20 +81,19 @@ static const char *unary_expr(Emit *E, int xdt, int dt)
 	case OP_Exp: e = arena_printf(E->a, "%s(x0)", mathfn(E, "exp", dt)); break;
 	case OP_Log: e = arena_printf(E->a, "%s(x0)", mathfn(E, "log", dt)); break;
 	case OP_Selu: {
-		double alpha = node_attr_float(E->n, "alpha", 1.67326319217681884765625f);
-		double gamma = node_attr_float(E->n, "gamma", 1.05070102214813232421875f);
+		double alpha = (double)ep.alpha, gamma = (double)ep.beta;
 		e = arena_printf(E->a, "x0 > 0 ? %s * x0 : %s * (%s * %s(x0) - %s)", flit(E, gamma, dt),
 		                 flit(E, gamma, dt), flit(E, alpha, dt), mathfn(E, "exp", dt), flit(E, alpha, dt));
 		break;
 	}
 	case OP_Elu: {
-		double alpha = node_attr_float(E->n, "alpha", 1.0f);
+		double alpha = (double)ep.alpha;
 		e = arena_printf(E->a, "x0 < 0 ? %s * (%s(x0) - %s) : x0", flit(E, alpha, dt),
 		                 mathfn(E, "exp", dt), flit(E, 1, dt));
 		break;
 	}
 	case OP_LeakyRelu: {
-		double alpha = node_attr_float(E->n, "alpha", 0.01f);
+		double alpha = (double)ep.alpha;
 		e = arena_printf(E->a, "x0 < 0 ? %s * x0 : x0", flit(E, alpha, dt));
 		break;
 	}
@@ -134,13 +136,7 @@ static const char *unary_expr(Emit *E, int xdt, int dt)
 		                 mathfn(E, "log1p", dt), mathfn(E, "exp", dt));
 		break;
 	case OP_Gelu: { /* opset 20: exact (erf) or, with approximate="tanh", the tanh form */
-		const Attr *ap = node_attr(E->n, "approximate");
-		bool tanh_form = ap && ap->type == AT_STRING && ap->s.len == 4 &&
-		                 memcmp(ap->s.data, "tanh", 4) == 0;
-		if (ap && !tanh_form && !(ap->type == AT_STRING && ap->s.len == 4 &&
-		                          memcmp(ap->s.data, "none", 4) == 0))
-			emit_fail(E, "approximate must be \"none\" or \"tanh\"");
-		if (tanh_form)
+		if (ep.gelu_tanh)
 			e = arena_printf(E->a, "%s * x0 * (%s + %s(%s * (x0 + %s * x0 * x0 * x0)))",
 			                 flit(E, 0.5, dt), flit(E, 1, dt), mathfn(E, "tanh", dt),
 			                 flit(E, 0.7978845608028654, dt), flit(E, 0.044715, dt));
@@ -151,8 +147,8 @@ static const char *unary_expr(Emit *E, int xdt, int dt)
 	}
 	case OP_Softsign: e = arena_printf(E->a, "x0 / (%s + %s(x0))", flit(E, 1, dt), mathfn(E, "fabs", dt)); break;
 	case OP_HardSigmoid: case OP_HardSwish: {
-		double alpha = E->n->op == OP_HardSwish ? 1.0 / 6 : node_attr_float(E->n, "alpha", 0.2f);
-		double beta = E->n->op == OP_HardSwish ? 0.5 : node_attr_float(E->n, "beta", 0.5f);
+		double alpha = E->n->op == OP_HardSwish ? 1.0 / 6 : (double)ep.alpha;
+		double beta = E->n->op == OP_HardSwish ? 0.5 : (double)ep.beta;
 		const char *hs = arena_printf(E->a, "%s(%s, %s(%s, %s * x0 + %s))", mathfn(E, "fmax", dt),
 		                              flit(E, 0, dt), mathfn(E, "fmin", dt), flit(E, 1, dt),
 		                              flit(E, alpha, dt), flit(E, beta, dt));
@@ -160,19 +156,19 @@ static const char *unary_expr(Emit *E, int xdt, int dt)
 		break;
 	}
 	case OP_ThresholdedRelu: {
-		double alpha = node_attr_float(E->n, "alpha", 1.0f);
+		double alpha = (double)ep.alpha;
 		e = arena_printf(E->a, "x0 > %s ? x0 : %s", flit(E, alpha, dt), flit(E, 0, dt));
 		break;
 	}
 	case OP_Celu: {
-		double alpha = node_attr_float(E->n, "alpha", 1.0f);
+		double alpha = (double)ep.alpha;
 		e = arena_printf(E->a, "%s(%s, x0) + %s(%s, %s * (%s(x0 / %s) - %s))", mathfn(E, "fmax", dt),
 		                 flit(E, 0, dt), mathfn(E, "fmin", dt), flit(E, 0, dt), flit(E, alpha, dt),
 		                 mathfn(E, "exp", dt), flit(E, alpha, dt), flit(E, 1, dt));
 		break;
 	}
 	case OP_Shrink: {
-		double l = node_attr_float(E->n, "lambd", 0.5f), b = node_attr_float(E->n, "bias", 0.0f);
+		double l = (double)ep.alpha, b = (double)ep.beta;
 		e = is_float(dt) ? arena_printf(E->a, "x0 < -%s ? x0 + %s : x0 > %s ? x0 - %s : %s",
 		                                flit(E, l, dt), flit(E, b, dt), flit(E, l, dt),
 		                                flit(E, b, dt), flit(E, 0, dt))
@@ -193,8 +189,7 @@ static const char *unary_expr(Emit *E, int xdt, int dt)
 		e = "(uint8_t)(x0 != x0)";
 		break;
 	case OP_IsInf: {
-		bool neg = node_attr_int(E->n, "detect_negative", 1) != 0;
-		bool pos = node_attr_int(E->n, "detect_positive", 1) != 0;
+		bool neg = ep.detect_negative, pos = ep.detect_positive;
 		e = arena_printf(E->a, "(uint8_t)(isinf(x0) && ((x0 > 0 && %d) || (x0 < 0 && %d)))", pos,
 		                 neg);
 		break;
@@ -208,10 +203,9 @@ static const char *unary_expr(Emit *E, int xdt, int dt)
 		for (int i = 0; i < 2; i++) {
 			double v;
 			if (E->n->since < 11) {
-				const Attr *at = node_attr(E->n, i ? "max" : "min");
-				if (!at)
+				if (!(i ? ep.has_max : ep.has_min))
 					continue;
-				v = (double)at->f;
+				v = (double)(i ? ep.max : ep.min);
 			} else {
 				int k = i + 1;
 				if (k >= E->n->nin || E->n->in[k] == NONE)
@@ -296,6 +290,9 @@ static const char *binary_expr(Emit *E, int dt, int nx, const char **stmts)
 	if (dt == DT_STRING)
 		emit_fail(E, "%s on %s is not supported by the code generator yet", E->n->op_type,
 		          dtype_name(dt));
+	Infer inf = emit_infer(E);
+	ElementwiseParams ep;
+	elementwise_params(&inf, &ep);
 	switch (op) {
 	case OP_Add: e = "x0 + x1"; break;
 	case OP_Sub: e = "x0 - x1"; break;
@@ -325,16 +322,13 @@ static const char *binary_expr(Emit *E, int dt, int nx, const char **stmts)
 	case OP_GreaterOrEqual: e = "(uint8_t)(x0 >= x1)"; break;
 	case OP_PRelu: e = is_unsigned(dt) ? "((void)x1, x0)" : "x0 < 0 ? x1 * x0 : x0"; break;
 	case OP_BitShift: {
-		bool left = false;
-		const Attr *dir = node_attr(E->n, "direction");
-		if (dir && dir->type == AT_STRING && dir->s.len == 4 && memcmp(dir->s.data, "LEFT", 4) == 0)
-			left = true;
+		bool left = ep.shift_left;
 		e = arena_printf(E->a, "x1 >= %zu ? 0 : (%s)(x0 %s x1)", 8 * dtype_size(dt), t,
 		                 left ? "<<" : ">>");
 		break;
 	}
 	case OP_Mod:
-		if (node_attr_int(E->n, "fmod", 0) || is_float(dt))
+		if (ep.fmod || is_float(dt))
 			e = is_float(dt) ? arena_printf(E->a, "%s(x0, x1)", mathfn(E, "fmod", dt))
 			                 : "x1 == 0 ? 0 : x0 % x1";
 		else if (is_unsigned(dt))
@@ -419,11 +413,13 @@ void emit_cast(Emit *E)
 	                  : DT_IS_FLOAT8(x.dtype)
 	                      ? arena_printf(E->a, "kiln_f8_to_f32(x0, %d)", x.dtype - DT_FLOAT8E4M3FN)
 	                      : "x0";
+	Infer inf = emit_infer(E);
+	ElementwiseParams ep;
+	elementwise_params(&inf, &ep);
 	const char *e;
 	if (DT_IS_FLOAT8(y.dtype))
 		e = arena_printf(E->a, "kiln_f32_to_f8((float)%s, %d, %d)", src,
-		                 y.dtype - DT_FLOAT8E4M3FN,
-		                 E->n->since >= 19 && node_attr_int(E->n, "saturate", 1) != 0);
+		                 y.dtype - DT_FLOAT8E4M3FN, (int)ep.saturate);
 	else if (y.dtype == DT_FLOAT16 || y.dtype == DT_BFLOAT16)
 		e = arena_printf(E->a, "%s((float)%s)",
 		                 y.dtype == DT_FLOAT16 ? "kiln_f32_to_f16" : "kiln_f32_to_bf16", src);

@@ -15,10 +15,13 @@
  * float16-weight GEMM, kiln_f32_gemm_f16b). */
 static bool reads_b_as(const Emit *E, const Node *n, int t)
 {
-	if (n->op == OP_Gemm)
-		return node_attr_int(n, "transA", 0) == 0 &&
-		       (node_attr_int(n, "transB", 0) != 0) == (t != 0) &&
+	if (n->op == OP_Gemm) {
+		Infer inf = {.sig = (Sig *)E->sig, .g = E->g, .n = (Node *)n, .d = E->d, .a = E->a};
+		GemmParams gp;
+		gemm_params(&inf, &gp);
+		return !gp.trans_a && gp.trans_b == (t != 0) &&
 		       (t != 2 || (n->in[0] != NONE && E->sig->dtypes[n->in[0]] == DT_FLOAT));
+	}
 	return n->op == OP_MatMul && t == 0;
 }
 
@@ -142,8 +145,11 @@ static void half_store(Emit *E, const Operand *y32)
 /* Gemm on A (float32), with half non-NULL: B, C and Y widened (half[0..2]). */
 static void gemm_f32(Emit *E, Operand A, Operand Y, const Operand *half)
 {
-	bool ta = node_attr_int(E->n, "transA", 0) != 0, tb = node_attr_int(E->n, "transB", 0) != 0;
-	double alpha = node_attr_float(E->n, "alpha", 1.0f), beta = node_attr_float(E->n, "beta", 1.0f);
+	Infer inf = emit_infer(E);
+	GemmParams gp;
+	gemm_params(&inf, &gp);
+	bool ta = gp.trans_a, tb = gp.trans_b;
+	double alpha = (double)gp.alpha, beta = (double)gp.beta;
 	int64_t M = Y.shape->dims[0].size, N = Y.shape->dims[1].size;
 	int64_t K = A.shape->dims[ta ? 0 : 1].size;
 	bool has_c = E->n->nin > 2 && E->n->in[2] != NONE && beta != 0.0;
@@ -217,8 +223,10 @@ static void gemm_node(Emit *E, int nin, GemmBody body)
 
 void emit_gemm(Emit *E)
 {
-	bool has_c = E->n->nin > 2 && E->n->in[2] != NONE &&
-	             node_attr_float(E->n, "beta", 1.0f) != 0.0;
+	Infer inf = emit_infer(E);
+	GemmParams gp;
+	gemm_params(&inf, &gp);
+	bool has_c = E->n->nin > 2 && E->n->in[2] != NONE && gp.beta != 0.0f;
 	gemm_node(E, has_c ? 3 : 2, gemm_f32);
 }
 

@@ -99,14 +99,8 @@ void emit_mvn(Emit *E)
 {
 	Operand X = in_op(E, 0), Y = out_op(E, 0);
 	const Shape *s = X.shape;
-	unsigned red = 0;
-	const Attr *axes = node_attr(E->n, "axes");
-	if (!axes) {
-		red = 1u | 4u | 8u;
-	} else {
-		for (int i = 0; i < axes->n; i++)
-			red |= 1u << norm_axis(axes->ints[i], s->rank);
-	}
+	Infer inf = emit_infer(E);
+	unsigned red = misc_mvn_axes(&inf, s->rank);
 	unsigned kept = ((1u << s->rank) - 1) & ~red;
 	int64_t count = 1;
 	for (int k = 0; k < s->rank; k++)
@@ -177,7 +171,8 @@ void emit_reverse_sequence(Emit *E)
 {
 	Operand X = in_op(E, 0), L = in_op(E, 1), Y = out_op(E, 0);
 	const Shape *s = X.shape;
-	int batch_axis = (int)node_attr_int(E->n, "batch_axis", 1);
+	Infer inf = emit_infer(E);
+	int batch_axis = misc_reverse_sequence_batch_axis(&inf);
 	int64_t nb = s->dims[batch_axis].size, nt = s->dims[1 - batch_axis].size, inner = 1;
 	for (int k = 2; k < s->rank; k++)
 		inner *= s->dims[k].size;

@@ -19,9 +19,10 @@ void emit_softmax(Emit *E)
 	require_f32(E, &X);
 	const Shape *s = X.shape;
 	int rank = s->rank;
-	int64_t axis = node_attr_int(E->n, "axis", E->n->since < 13 ? 1 : -1);
-	if (axis < 0)
-		axis += rank;
+	Infer inf = emit_infer(E);
+	NormParams np;
+	norm_params(&inf, &np);
+	int64_t axis = np.axis;
 	int64_t outer = 1, len = 1, inner = 1;
 	for (int k = 0; k < rank; k++) {
 		int64_t d = s->dims[k].size;
@@ -52,12 +53,15 @@ void emit_batchnorm(Emit *E)
 		spatial *= X.shape->dims[k].size;
 	decl(E, "X", &X, false);
 	decl(E, "Y", &Y, true);
-	if (E->n->since >= 14 && node_attr_int(E->n, "training_mode", 0)) {
+	Infer inf = emit_infer(E);
+	NormParams np;
+	norm_params(&inf, &np);
+	if (np.training) {
 		/* Training: normalize with the batch's mean and population variance
 		 * per channel (double, two passes); the optional outputs 1 and 2 are
 		 * the running statistics, input * momentum + batch * (1 - momentum). */
-		const char *eps = flit(E, node_attr_float(E->n, "epsilon", 1e-5f), DT_DOUBLE);
-		double momentum = node_attr_float(E->n, "momentum", 0.9f);
+		const char *eps = flit(E, (double)np.epsilon, DT_DOUBLE);
+		double momentum = (double)np.momentum;
 		int64_t count = n * spatial;
 		emitf(E, "\tfor (int64_t c = 0; c < %" PRId64 "; c++) {\n"
 		       "\t\tdouble sum = 0, sq = 0;\n"
@@ -88,7 +92,7 @@ void emit_batchnorm(Emit *E)
 	}
 	emitf(E, "\tkiln_f32_batchnorm(X, %s, %s, %s, %s, Y, %" PRId64 ", %" PRId64 ", %" PRId64
 	       ", %s);\n", p[0].expr, p[1].expr, p[2].expr, p[3].expr, n, c, spatial,
-	    flit(E, node_attr_float(E->n, "epsilon", 1e-5f), DT_FLOAT));
+	    flit(E, (double)np.epsilon, DT_FLOAT));
 }
 
 /* ImageScaler: y = scale * x + bias[c] in float32 (the type ONNX Runtime
@@ -101,19 +105,22 @@ void emit_image_scaler(Emit *E)
 	int64_t n = X.shape->dims[0].size, c = X.shape->dims[1].size, spatial = 1;
 	for (int k = 2; k < X.shape->rank; k++)
 		spatial *= X.shape->dims[k].size;
-	const Attr *b = node_attr(E->n, "bias");
+	Infer inf = emit_infer(E);
+	NormParams np;
+	norm_params(&inf, &np);
+	const float *b = np.channel_bias;
 	decl(E, "X", &X, false);
 	decl(E, "Y", &Y, true);
 	emitf(E, "\tstatic const %s bias[%" PRId64 "] = {", ctype(dt), c > 0 ? c : 1);
 	for (int64_t k = 0; k < c; k++)
-		emitf(E, "%s%s", k ? ", " : "", flit(E, b ? (double)b->floats[k] : 0.0, dt));
+		emitf(E, "%s%s", k ? ", " : "", flit(E, b ? (double)b[k] : 0.0, dt));
 	emitf(E, "%s};\n", c > 0 ? "" : "0");
 	emitf(E, "\tfor (int64_t i = 0; i < %" PRId64 "; i++)\n"
 	       "\t\tfor (int64_t c = 0; c < %" PRId64 "; c++)\n"
 	       "\t\t\tfor (int64_t s = 0; s < %" PRId64 "; s++) {\n"
 	       "\t\t\t\tconst int64_t at = (i * %" PRId64 " + c) * %" PRId64 " + s;\n"
 	       "\t\t\t\tY[at] = X[at] * %s + bias[c];\n\t\t\t}\n",
-	    n, c, spatial, c, spatial, flit(E, node_attr_float(E->n, "scale", 1.0f), dt));
+	    n, c, spatial, c, spatial, flit(E, (double)np.scale, dt));
 }
 
 void emit_layernorm(Emit *E)
@@ -125,9 +132,10 @@ void emit_layernorm(Emit *E)
 	if ((want_mean && out_op(E, 1).dtype != DT_FLOAT) || (want_inv && out_op(E, 2).dtype != DT_FLOAT))
 		emit_fail(E, "a stash_type other than float32 is not supported yet");
 	int rank = X.shape->rank;
-	int64_t axis = node_attr_int(E->n, "axis", -1);
-	if (axis < 0)
-		axis += rank;
+	Infer inf = emit_infer(E);
+	NormParams np;
+	norm_params(&inf, &np);
+	int64_t axis = np.axis;
 	int64_t outer = 1, norm = 1;
 	for (int k = 0; k < rank; k++)
 		*(k < axis ? &outer : &norm) *= X.shape->dims[k].size;
@@ -142,7 +150,7 @@ void emit_layernorm(Emit *E)
 	}
 	decl(E, "X", &X, false);
 	decl(E, "Y", &Y, true);
-	const char *eps = flit(E, node_attr_float(E->n, "epsilon", 1e-5f), DT_FLOAT);
+	const char *eps = flit(E, (double)np.epsilon, DT_FLOAT);
 	if (want_mean || want_inv) {
 		/* The optional statistics, per normalized row, before Y may overwrite X. */
 		emitf(E, "\tfor (int64_t r = 0; r < %" PRId64 "; r++) {\n"
@@ -182,7 +190,10 @@ void emit_hardmax(Emit *E)
 	Operand X = in_op(E, 0), Y = out_op(E, 0);
 	require_f32(E, &X);
 	int rank = X.shape->rank;
-	int axis = norm_axis(node_attr_int(E->n, "axis", E->n->since < 13 ? 1 : -1), rank);
+	Infer inf = emit_infer(E);
+	NormParams np;
+	norm_params(&inf, &np);
+	int axis = np.axis;
 	int64_t outer = 1, len = 1, inner = 1;
 	for (int k = 0; k < rank; k++) {
 		int64_t d = X.shape->dims[k].size;
@@ -214,14 +225,10 @@ void emit_loss(Emit *E)
 	Operand X = in_op(E, 0), T = in_op(E, 1), Y = out_op(E, 0);
 	if (!is_float(X.dtype))
 		emit_fail(E, "%s on %s is not supported", E->n->op_type, dtype_name(X.dtype));
-	const char *red = "mean";
-	const Attr *ra = node_attr(E->n, "reduction");
-	if (ra && ra->type == AT_STRING)
-		red = arena_printf(E->a, "%.*s", (int)ra->s.len, ra->s.data);
-	if (strcmp(red, "none") && strcmp(red, "sum") && strcmp(red, "mean"))
-		emit_fail(E, "reduction \"%s\" is not none, sum or mean", red);
-	bool none = strcmp(red, "none") == 0;
-	const Attr *ig = node_attr(E->n, "ignore_index");
+	Infer inf = emit_infer(E);
+	NormParams np;
+	norm_params(&inf, &np);
+	bool none = np.reduction == LOSS_NONE;
 	int64_t N = X.shape->dims[0].size, C = X.shape->dims[1].size, NC = N * C;
 	int64_t S = NC ? X.nelem / NC : 0;
 	const char *t = ctype(X.dtype);
@@ -253,8 +260,8 @@ void emit_loss(Emit *E)
 			       "\t\t\t\tP[(n * %" PRId64 " + k) * %" PRId64 " + s] = (%s)(X[(n * %" PRId64
 			       " + k) * %" PRId64 " + s] - lse);\n", C, C, S, t, C, S);
 	}
-	if (ig) { /* an ignored position: no loss, no weight */
-		emitf(E, "\t\t\tif (c == %" PRId64 ") {\n", ig->i);
+	if (np.has_ignore_index) { /* an ignored position: no loss, no weight */
+		emitf(E, "\t\t\tif (c == %" PRId64 ") {\n", np.ignore_index);
 		if (none)
 			emitf(E, "\t\t\t\tY[n * %" PRId64 " + s] = 0;\n", S);
 		emitf(E, "\t\t\t\tcontinue;\n\t\t\t}\n");
@@ -270,7 +277,7 @@ void emit_loss(Emit *E)
 		emitf(E, "\t\t\ttotal += l;\n\t\t\twsum += w;\n");
 	emitf(E, "\t\t}\n");
 	if (!none)
-		emitf(E, "\tY[0] = (%s)(%s);\n", t, strcmp(red, "sum") == 0 ? "total" : "total / wsum");
+		emitf(E, "\tY[0] = (%s)(%s);\n", t, np.reduction == LOSS_SUM ? "total" : "total / wsum");
 }
 
 /* Normalize each of `blocks` contiguous blocks of X: (x - mean) /
@@ -278,6 +285,9 @@ void emit_loss(Emit *E)
  * element i in it; statistics in double. */
 static void emit_block_norm(Emit *E, int64_t blocks, const char *k)
 {
+	Infer inf = emit_infer(E);
+	NormParams np;
+	norm_params(&inf, &np);
 	Operand X = in_op(E, 0), S = in_op(E, 1), B = in_op(E, 2), Y = out_op(E, 0);
 	require_f32(E, &X);
 	int64_t n = blocks ? X.nelem / blocks : 0;
@@ -294,7 +304,7 @@ static void emit_block_norm(Emit *E, int64_t blocks, const char *k)
 	       "\t\tfor (int64_t i = 0; i < %" PRId64 "; i++) {\n"
 	       "\t\t\tconst int64_t k = %s;\n"
 	       "\t\t\ty[i] = (float)((x[i] - mean) * inv * S[k] + B[k]);\n\t\t}\n\t}\n",
-	    blocks, n, n, n, n, n, n, flit(E, node_attr_float(E->n, "epsilon", 1e-5f), DT_DOUBLE), n,
+	    blocks, n, n, n, n, n, n, flit(E, (double)np.epsilon, DT_DOUBLE), n,
 	    k);
 }
 
@@ -311,7 +321,10 @@ void emit_instance_norm(Emit *E)
 void emit_group_norm(Emit *E)
 {
 	const Shape *x = in_op(E, 0).shape;
-	int64_t C = x->dims[1].size, G = node_attr_int(E->n, "num_groups", 1);
+	Infer inf = emit_infer(E);
+	NormParams np;
+	norm_params(&inf, &np);
+	int64_t C = x->dims[1].size, G = np.groups;
 	int64_t nc = x->dims[0].size * C, per = G ? C / G : 0, sp = nc ? shape_nelem(x) / nc : 0;
 	const char *k = E->n->since >= 21
 	                    ? arena_printf(E->a, "p %% %" PRId64 " * %" PRId64 " + i / %" PRId64, G,
@@ -325,10 +338,12 @@ void emit_lrn(Emit *E)
 {
 	Operand X = in_op(E, 0), Y = out_op(E, 0);
 	require_f32(E, &X);
-	int64_t size = node_attr_int(E->n, "size", 1), C = X.shape->dims[1].size;
+	Infer inf = emit_infer(E);
+	NormParams np;
+	norm_params(&inf, &np);
+	int64_t size = np.size, C = X.shape->dims[1].size;
 	int64_t N = X.shape->dims[0].size, NC = N * C, sp = NC ? X.nelem / NC : 0;
-	double alpha = node_attr_float(E->n, "alpha", 1e-4f), beta = node_attr_float(E->n, "beta", 0.75f);
-	double bias = node_attr_float(E->n, "bias", 1.0f);
+	double alpha = (double)np.alpha, beta = (double)np.beta, bias = (double)np.bias;
 	decl(E, "X", &X, false);
 	decl(E, "Y", &Y, true);
 	emitf(E, "\tfor (int64_t n = 0; n < %" PRId64 "; n++)\n\tfor (int64_t c = 0; c < %" PRId64

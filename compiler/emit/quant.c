@@ -42,7 +42,8 @@ static const char *exact_fields(Emit *E)
 {
 	if (!is_qdq(E))
 		return "";
-	const char *f = node_attr(E->n, "kiln.relu") ? ", .exact = 1, .relu = 1" : ", .exact = 1";
+	Infer inf = emit_infer(E);
+	const char *f = quant_fused_relu(&inf) ? ", .exact = 1, .relu = 1" : ", .exact = 1";
 	if (has_input(E, 8)) {
 		Operand bs = in_op(E, 9);
 		f = arena_printf(E->a, "%s, .bias = %s, .bias_scale = %s, .bias_scale_stride = %d", f,

@@ -74,31 +74,19 @@ static void emit_reduce_loops(Emit *E, const Operand *X, const Operand *Y, const
 /* The reduced axes of a Reduce* node, read as shape.c read them; false if
  * the node passes its input through (noop_with_empty_axes, for the
  * reductions whose one-element result is the element). */
-static bool reduced_axes(Emit *E, int rank, bool *red)
+static bool reduced_axes(Emit *E, bool *red)
 {
-	Infer inf = {.sig = (Sig *)E->sig, .g = E->g, .n = E->n, .d = E->d, .a = E->a};
-	int64_t axes[KILN_MAX_RANK * 2];
-	int64_t na = -1;
-	if (infer_has_input(&inf, 1)) {
-		const int64_t *v = infer_require_ints(&inf, 1, &na);
-		memcpy(axes, v, (size_t)na * 8);
-	} else {
-		na = attr_ints(&inf, "axes", axes, KILN_MAX_RANK * 2);
+	Infer inf = emit_infer(E);
+	ReduceParams p;
+	reduce_params(&inf, &p);
+	memcpy(red, p.reduce, KILN_MAX_RANK * sizeof *red);
+	if (p.noop) {
+		/* Each element reduced alone: the identity, except where the
+		 * reduction transforms (|x|, x*x, log), as ONNX Runtime does. */
+		int op = E->n->op;
+		return op == OP_ReduceL1 || op == OP_ReduceL2 || op == OP_ReduceSumSquare ||
+		       op == OP_ReduceLogSum || op == OP_ReduceLogSumExp;
 	}
-	memset(red, 0, KILN_MAX_RANK * sizeof *red);
-	if (na <= 0) {
-		if (node_attr_int(E->n, "noop_with_empty_axes", 0)) {
-			/* Each element reduced alone: the identity, except where the
-			 * reduction transforms (|x|, x*x, log), as ONNX Runtime does. */
-			int op = E->n->op;
-			return op == OP_ReduceL1 || op == OP_ReduceL2 || op == OP_ReduceSumSquare ||
-			       op == OP_ReduceLogSum || op == OP_ReduceLogSumExp;
-		}
-		for (int k = 0; k < rank; k++)
-			red[k] = true;
-	}
-	for (int i = 0; i < na; i++)
-		red[norm_axis(axes[i], rank)] = true;
 	return true;
 }
 
@@ -107,7 +95,7 @@ void emit_reduce(Emit *E)
 	Operand X = in_op(E, 0), Y = out_op(E, 0);
 	int rank = X.shape->rank, op = E->n->op, dt = X.dtype;
 	bool red[KILN_MAX_RANK];
-	if (!reduced_axes(E, rank, red)) {
+	if (!reduced_axes(E, red)) {
 		emit_copy(E);
 		return;
 	}
@@ -196,14 +184,15 @@ void emit_reduce(Emit *E)
 void emit_argext(Emit *E)
 {
 	Operand X = in_op(E, 0), Y = out_op(E, 0);
-	int rank = X.shape->rank;
 	if (X.dtype == DT_FLOAT16 || X.dtype == DT_BFLOAT16)
 		emit_fail(E, "%s on %s is not supported by the code generator yet", E->n->op_type,
 		          dtype_name(X.dtype));
+	Infer inf = emit_infer(E);
+	ReduceParams rp;
+	reduce_params(&inf, &rp);
 	bool red[KILN_MAX_RANK] = {0};
-	int axis = norm_axis(node_attr_int(E->n, "axis", 0), rank);
-	red[axis] = true;
-	bool last = node_attr_int(E->n, "select_last_index", 0) != 0;
+	red[rp.axis] = true;
+	bool last = rp.select_last_index;
 	const char *cmp = E->n->op == OP_ArgMax ? (last ? ">=" : ">") : (last ? "<=" : "<");
 	const char *step = arena_printf(E->a, "if (i == 0 || x %s best) { best = x; acc = i; } i++;",
 	                                cmp);
@@ -223,7 +212,9 @@ void emit_cumsum(Emit *E)
 	if (n != 1)
 		emit_fail(E, "axis must be a single value");
 	int axis = norm_axis(ax[0], rank);
-	bool excl = node_attr_int(E->n, "exclusive", 0) != 0, rev = node_attr_int(E->n, "reverse", 0) != 0;
+	ReduceParams rp;
+	reduce_params(&inf, &rp);
+	bool excl = rp.exclusive, rev = rp.reverse;
 	int64_t outer, inner;
 	around_axis(X.shape, axis, &outer, &inner);
 	int64_t len = X.shape->dims[axis].size;
@@ -248,9 +239,11 @@ void emit_topk(Emit *E)
 {
 	Operand X = in_op(E, 0), V = out_op(E, 0), I = out_op(E, 1);
 	require_not_half(E, &X);
-	int rank = X.shape->rank;
-	int axis = norm_axis(node_attr_int(E->n, "axis", -1), rank);
-	bool largest = node_attr_int(E->n, "largest", 1) != 0;
+	Infer inf = emit_infer(E);
+	ReduceParams rp;
+	reduce_params(&inf, &rp);
+	int axis = rp.axis;
+	bool largest = rp.largest;
 	int64_t outer, inner, len = X.shape->dims[axis].size, k = V.shape->dims[axis].size;
 	around_axis(X.shape, axis, &outer, &inner);
 	decl(E, "X", &X, false);

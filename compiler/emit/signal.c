@@ -64,7 +64,7 @@ void emit_dft(Emit *E)
 	      "\tkiln_f32_dft(%" PRId64 ", %" PRId64 ", %" PRId64 ", %" PRId64 ", X, %" PRId64
 	      ", %" PRId64 ", %d, Y);\n",
 	      outer, inner, x_len, s->dims[s->rank - 1].size, n, Y.shape->dims[ax].size,
-	      (int)node_attr_int(E->n, "inverse", 0));
+	      (int)signal_dft_inverse(&inf));
 }
 
 void emit_stft(Emit *E)
@@ -99,7 +99,8 @@ void emit_window(Emit *E)
 	else if (E->n->op == OP_BlackmanWindow)
 		a0 = 0.42, a1 = 0.5, a2 = 0.08;
 	int64_t size = Y.nelem;
-	int64_t denom = node_attr_int(E->n, "periodic", 1) ? size : size - 1;
+	Infer inf = emit_infer(E);
+	int64_t denom = signal_window_periodic(&inf) ? size : size - 1;
 	decl(E, "Y", &Y, true);
 	emitf(E, "\tfor (int64_t i = 0; i < %" PRId64 "; i++) {\n", size);
 	emitf(E, "\t\tconst double t = 6.283185307179586 * (double)i / %" PRId64 ".0;\n", denom);

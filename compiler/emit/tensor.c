@@ -50,10 +50,10 @@ void emit_transpose(Emit *E)
 {
 	Operand X = in_op(E, 0), Y = out_op(E, 0);
 	int rank = X.shape->rank;
-	int64_t perm[KILN_MAX_RANK];
-	const Attr *pa = node_attr(E->n, "perm");
-	for (int k = 0; k < rank; k++)
-		perm[k] = pa ? pa->ints[k] : rank - 1 - k;
+	Infer inf = emit_infer(E);
+	TensorParams tp;
+	tensor_params(&inf, &tp);
+	const int64_t *perm = tp.perm;
 	decl(E, "X", &X, false);
 	decl(E, "Y", &Y, true);
 	/* A small float32 transpose that is one swap of two axes once the
@@ -120,8 +120,10 @@ enum { CONCAT_ONE_PASS = 1024 };
 void emit_concat(Emit *E)
 {
 	Operand Y = out_op(E, 0);
-	int rank = Y.shape->rank;
-	int axis = norm_axis(node_attr_int(E->n, "axis", 0), rank);
+	Infer inf = emit_infer(E);
+	TensorParams tp;
+	tensor_params(&inf, &tp);
+	int axis = tp.axis;
 	int64_t outer, inner;
 	around_axis(Y.shape, axis, &outer, &inner);
 	size_t es = dtype_size(Y.dtype);
@@ -152,8 +154,10 @@ void emit_concat(Emit *E)
 void emit_split(Emit *E)
 {
 	Operand X = in_op(E, 0);
-	int rank = X.shape->rank;
-	int axis = norm_axis(node_attr_int(E->n, "axis", 0), rank);
+	Infer inf = emit_infer(E);
+	TensorParams tp;
+	tensor_params(&inf, &tp);
+	int axis = tp.axis;
 	int64_t outer, inner;
 	around_axis(X.shape, axis, &outer, &inner);
 	size_t es = dtype_size(X.dtype);
@@ -176,8 +180,10 @@ void emit_split(Emit *E)
 void emit_gather(Emit *E)
 {
 	Operand D = in_op(E, 0), I = in_op(E, 1), Y = out_op(E, 0);
-	int rank = D.shape->rank;
-	int axis = norm_axis(node_attr_int(E->n, "axis", 0), rank);
+	Infer inf = emit_infer(E);
+	TensorParams tp;
+	tensor_params(&inf, &tp);
+	int axis = tp.axis;
 	int64_t outer, inner;
 	around_axis(D.shape, axis, &outer, &inner);
 	emitf(E, "\treturn kiln_gather%s(%s, %s, %s, %zu, %" PRId64 ", %" PRId64 ", %" PRId64 ", %" PRId64
@@ -197,11 +203,14 @@ void emit_slice(Emit *E)
 		step[k] = 1;
 	int64_t starts[KILN_MAX_RANK], ends[KILN_MAX_RANK], axes[KILN_MAX_RANK], steps[KILN_MAX_RANK];
 	int64_t n = 0, na = -1, ns = -1;
-	Infer x = {.sig = (Sig *)E->sig, .g = E->g, .n = E->n, .d = E->d, .a = E->a};
+	Infer x = emit_infer(E);
 	if (E->n->since < 10) {
-		n = attr_ints(&x, "starts", starts, KILN_MAX_RANK);
-		attr_ints(&x, "ends", ends, KILN_MAX_RANK);
-		na = attr_ints(&x, "axes", axes, KILN_MAX_RANK);
+		TensorParams tp;
+		tensor_params(&x, &tp);
+		n = tp.nstarts, na = tp.naxes;
+		memcpy(starts, tp.starts, sizeof starts);
+		memcpy(ends, tp.ends, sizeof ends);
+		memcpy(axes, tp.axes, sizeof axes);
 	} else {
 		int64_t cnt;
 		const int64_t *v = infer_require_ints(&x, 1, &n);
@@ -261,13 +270,16 @@ void emit_slice(Emit *E)
 void emit_constant_of_shape(Emit *E)
 {
 	Operand Y = out_op(E, 0);
-	const Attr *v = node_attr(E->n, "value");
+	Infer inf = emit_infer(E);
+	TensorParams tp;
+	tensor_params(&inf, &tp);
+	const Tensor *v = tp.value;
 	decl(E, "Y", &Y, true);
 	if (!v) {
 		emitf(E, "\tmemset(Y, 0, %" PRId64 ");\n", Y.nelem * (int64_t)dtype_size(Y.dtype));
 		return;
 	}
-	int s = symbol_for(E, v->tensors[0].dtype, v->tensors[0].w.bytes, dtype_size(Y.dtype),
+	int s = symbol_for(E, v->dtype, v->w.bytes, dtype_size(Y.dtype),
 	                   "constant_of_shape_value");
 	emitf(E, "\tconst %s value = ((const %s *)%s)[0];\n", ctype(Y.dtype), ctype(Y.dtype),
 	    E->syms[s].name);
@@ -288,7 +300,10 @@ void emit_range(Emit *E)
 void emit_gather_elements(Emit *E)
 {
 	Operand D = in_op(E, 0), I = in_op(E, 1), Y = out_op(E, 0);
-	int axis = norm_axis(node_attr_int(E->n, "axis", 0), D.shape->rank);
+	Infer inf = emit_infer(E);
+	TensorParams tp;
+	tensor_params(&inf, &tp);
+	int axis = tp.axis;
 	int64_t len = D.shape->dims[axis].size;
 	decl(E, "D", &D, false);
 	decl(E, "I", &I, false);
@@ -328,23 +343,22 @@ void emit_pad(Emit *E)
 {
 	Operand X = in_op(E, 0), Y = out_op(E, 0);
 	int rank = X.shape->rank;
-	Infer inf = {.sig = (Sig *)E->sig, .g = E->g, .n = E->n, .d = E->d, .a = E->a};
+	Infer inf = emit_infer(E);
+	TensorParams tp;
+	tensor_params(&inf, &tp);
 	int64_t pads[2 * KILN_MAX_RANK];
 	pad_amounts(&inf, rank, pads);
-	Infer *xp = &inf;
-	const char *mode = attr_string(xp, "mode", "constant");
+	const char *mode = tp.pad_mode;
 	decl(E, "X", &X, false);
 	decl(E, "Y", &Y, true);
 	if (strcmp(mode, "constant") == 0) {
 		if (E->n->since < 11)
 			emitf(E, "\tconst %s value = (%s)%s;\n", ctype(Y.dtype), ctype(Y.dtype),
-			    flit(E, node_attr_float(E->n, "value", 0.0f), DT_DOUBLE));
+			    flit(E, (double)tp.pad_value, DT_DOUBLE));
 		else if (E->n->nin > 2 && E->n->in[2] != NONE)
 			emitf(E, "\tconst %s value = (%s)[0];\n", ctype(Y.dtype), in_op(E, 2).expr);
 		else
 			emitf(E, "\tconst %s value = 0;\n", ctype(Y.dtype));
-	} else if (strcmp(mode, "reflect") && strcmp(mode, "edge") && strcmp(mode, "wrap")) {
-		emit_fail(E, "Pad mode \"%s\" is not supported", mode);
 	}
 	if (Y.nelem == 0)
 		return;
@@ -381,7 +395,10 @@ void emit_trilu(Emit *E)
 {
 	Operand X = in_op(E, 0), Y = out_op(E, 0);
 	int r = X.shape->rank;
-	bool upper = node_attr_int(E->n, "upper", 1) != 0;
+	Infer inf = emit_infer(E);
+	TensorParams tp;
+	tensor_params(&inf, &tp);
+	bool upper = tp.upper;
 	decl(E, "X", &X, false);
 	decl(E, "Y", &Y, true);
 	if (E->n->nin > 1 && E->n->in[1] != NONE)
@@ -401,12 +418,14 @@ void emit_trilu(Emit *E)
 void emit_depth_space(Emit *E)
 {
 	Operand X = in_op(E, 0), Y = out_op(E, 0);
-	int64_t b = node_attr_int(E->n, "blocksize", 1);
+	Infer inf = emit_infer(E);
+	TensorParams tp;
+	tensor_params(&inf, &tp);
+	int64_t b = tp.blocksize;
 	decl(E, "X", &X, false);
 	decl(E, "Y", &Y, true);
 	bool to_space = E->n->op == OP_DepthToSpace;
-	const Attr *ma = node_attr(E->n, "mode");
-	bool crd = ma && ma->type == AT_STRING && ma->s.len == 3 && memcmp(ma->s.data, "CRD", 3) == 0;
+	bool crd = tp.crd;
 	/* Loop over the space-side tensor (Y for DepthToSpace, X for SpaceToDepth). */
 	const Shape *sp = to_space ? Y.shape : X.shape, *dp = to_space ? X.shape : Y.shape;
 	int64_t C = sp->dims[1].size, H = sp->dims[2].size, W = sp->dims[3].size;
@@ -428,7 +447,10 @@ void emit_depth_space(Emit *E)
 void emit_one_hot(Emit *E)
 {
 	Operand I = in_op(E, 0), V = in_op(E, 2), Y = out_op(E, 0);
-	int axis = norm_axis(node_attr_int(E->n, "axis", -1), Y.shape->rank);
+	Infer inf = emit_infer(E);
+	TensorParams tp;
+	tensor_params(&inf, &tp);
+	int axis = tp.axis;
 	int64_t depth = Y.shape->dims[axis].size;
 	decl(E, "I", &I, false);
 	decl(E, "V", &V, false);
@@ -469,7 +491,10 @@ static void emit_index_tuple(Emit *E, const Shape *data, int64_t k, int first, c
 void emit_gather_nd(Emit *E)
 {
 	Operand D = in_op(E, 0), I = in_op(E, 1), Y = out_op(E, 0);
-	int64_t b = node_attr_int(E->n, "batch_dims", 0);
+	Infer inf = emit_infer(E);
+	TensorParams tp;
+	tensor_params(&inf, &tp);
+	int64_t b = tp.batch_dims;
 	int qr = I.shape->rank, r = D.shape->rank;
 	int64_t k = I.shape->dims[qr - 1].size, slice = 1, outer = 1, batch = 1;
 	for (int i = (int)(b + k); i < r; i++)
@@ -515,18 +540,12 @@ static const char *scatter_update(Emit *E, const char *op, const char *y, const 
 void emit_scatter(Emit *E)
 {
 	Operand D = in_op(E, 0), I = in_op(E, 1), U = in_op(E, 2), Y = out_op(E, 0);
-	const Attr *ra = node_attr(E->n, "reduction");
-	const char *op = "=";
-	if (ra && ra->type == AT_STRING && ra->s.len == 3 && memcmp(ra->s.data, "add", 3) == 0)
-		op = "+=";
-	else if (ra && ra->type == AT_STRING && ra->s.len == 3 && memcmp(ra->s.data, "mul", 3) == 0)
-		op = "*=";
-	else if (ra && ra->type == AT_STRING && ra->s.len == 3 && memcmp(ra->s.data, "max", 3) == 0)
-		op = ">";
-	else if (ra && ra->type == AT_STRING && ra->s.len == 3 && memcmp(ra->s.data, "min", 3) == 0)
-		op = "<";
-	else if (ra && ra->type == AT_STRING && !(ra->s.len == 4 && memcmp(ra->s.data, "none", 4) == 0))
-		emit_fail(E, "reduction \"%.*s\" is not supported", (int)ra->s.len, ra->s.data);
+	Infer inf = emit_infer(E);
+	TensorParams tp;
+	tensor_params(&inf, &tp);
+	/* written, or reduced into Y: scatter_update's op for each SCATTER_* */
+	static const char *const ops[] = {"=", "+=", "*=", ">", "<"};
+	const char *op = ops[tp.reduction];
 	if (op[0] != '=')  /* a reduction computes; plain scatter copies bits of any type */
 		require_not_half(E, &D);
 	decl(E, "D", &D, false);
@@ -536,7 +555,7 @@ void emit_scatter(Emit *E)
 	emitf(E, "\tif ((const void *)Y != (const void *)D)\n\t\tmemcpy(Y, D, %zu);\n",
 	    (size_t)Y.nelem * dtype_size(Y.dtype));
 	if (E->n->op != OP_ScatterND) {
-		int axis = norm_axis(node_attr_int(E->n, "axis", 0), D.shape->rank);
+		int axis = tp.axis;
 		int64_t len = D.shape->dims[axis].size;
 		const char *ind = open_loops(E, I.shape);
 		emitf(E, "%sint64_t j = (int64_t)I[%s];\n%sif (j < 0)\n%s\tj += %" PRId64 ";\n"
@@ -568,7 +587,10 @@ void emit_scatter(Emit *E)
 void emit_eye_like(Emit *E)
 {
 	Operand Y = out_op(E, 0);
-	int64_t k = node_attr_int(E->n, "k", 0);
+	Infer inf = emit_infer(E);
+	TensorParams tp;
+	tensor_params(&inf, &tp);
+	int64_t k = tp.k;
 	decl(E, "Y", &Y, true);
 	/* 16-bit floats are bit patterns: 1.0 is 0x3c00 (float16), 0x3f80 (bfloat16). */
 	const char *one = Y.dtype == DT_FLOAT16    ? " ? 0x3c00 : 0"

@@ -52,6 +52,9 @@ bool window_geometry(Infer *x_, const Shape *x, const Shape *y, const Shape *w, 
 	n = attr_ints(&inf, "dilations", v, 6);
 	for (int i = 0; i < n && i < ns; i++)
 		g->d[off + i] = v[i];
+	g->group = attr_int(&inf, "group", 1);
+	g->storage_order = (int)attr_int(&inf, "storage_order", 0);
+	g->count_include_pad = (int)attr_int(&inf, "count_include_pad", 0);
 	const char *ap = attr_string(&inf, "auto_pad", "NOTSET");
 	n = attr_ints(&inf, "pads", v, 6);
 	for (int i = 0; i < ns; i++) {
@@ -100,7 +103,7 @@ bool conv2d_params(Infer *inf, const Shape *x, const Shape *y, const Shape *w,
 	*p = (kiln_conv2d_params){
 		.batch = x->dims[0].size, .in_channels = x->dims[1].size, .in_h = g.in[1],
 		.in_w = g.in[2], .out_channels = y->dims[1].size,
-		.group = node_attr_int(inf->n, "group", 1), .kernel_h = g.k[1], .kernel_w = g.k[2],
+		.group = g.group, .kernel_h = g.k[1], .kernel_w = g.k[2],
 		.stride_h = g.s[1], .stride_w = g.s[2], .dilation_h = g.d[1], .dilation_w = g.d[2],
 		.pad_top = g.pb[1], .pad_left = g.pb[2], .pad_bottom = g.pe[1], .pad_right = g.pe[2],
 		.out_h = g.outsz[1], .out_w = g.outsz[2]};

@@ -13,7 +13,9 @@
 #include "ops/ops.h"
 #include "opdef.h"
 
-/* The shape part of the kernel's parameters (weights are the emitter's). */
+/* The kernel's parameters but the weights (the emitter's): shapes, the
+ * aggregation and each layer's activation, resolved from the node's kiln.*
+ * attributes. */
 static void params(Infer *x, kiln_edgeconv_params *p)
 {
 	const Node *n = x->n;
@@ -41,6 +43,13 @@ static void params(Infer *x, kiln_edgeconv_params *p)
 			infer_fail(x, KILN_INVALID_MODEL, "fused EdgeConv: layer %d's weight does not fit", l);
 		cin = p->width[l];
 	}
+	/* kiln.edge_relu: per layer, 1 when a Relu follows it (passes/edgeconv.c) */
+	const Attr *relu = node_attr(n, "kiln.edge_relu");
+	if (relu && (relu->type != AT_INTS || relu->n > L))
+		infer_fail(x, KILN_INVALID_MODEL, "fused EdgeConv: kiln.edge_relu must be at most %d ints",
+		           L);
+	for (int l = 0; l < L; l++)
+		p->act[l].act = relu && l < relu->n && relu->ints[l] ? KILN_ACT_RELU : KILN_ACT_NONE;
 }
 
 void edgeconv_params(Infer *x, kiln_edgeconv_params *p)

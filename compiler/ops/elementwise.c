@@ -105,9 +105,72 @@ static void infer_cast(Infer *x)
 	}
 }
 
+static bool c_style_mod(const Node *n);
+static bool shift_left(const Node *n);
+
+void elementwise_params(Infer *x, ElementwiseParams *p)
+{
+	const Node *n = x->n;
+	memset(p, 0, sizeof *p);
+	switch (n->op) {
+	case OP_Selu:
+		p->alpha = attr_float(x, "alpha", 1.67326319217681884765625f);
+		p->beta = attr_float(x, "gamma", 1.05070102214813232421875f);
+		return;
+	case OP_Elu: case OP_ThresholdedRelu: case OP_Celu:
+		p->alpha = attr_float(x, "alpha", 1.0f);
+		return;
+	case OP_LeakyRelu:
+		p->alpha = attr_float(x, "alpha", 0.01f);
+		return;
+	case OP_HardSigmoid:
+		p->alpha = attr_float(x, "alpha", 0.2f);
+		p->beta = attr_float(x, "beta", 0.5f);
+		return;
+	case OP_Shrink:
+		p->alpha = attr_float(x, "lambd", 0.5f);
+		p->beta = attr_float(x, "bias", 0.0f);
+		return;
+	case OP_Gelu:
+		attr_string(x, "approximate", "none");   /* its type */
+		p->gelu_tanh = node_attr_is(n, "approximate", "tanh");
+		if (node_attr(n, "approximate") && !p->gelu_tanh && !node_attr_is(n, "approximate", "none"))
+			infer_fail(x, KILN_INVALID_MODEL, "approximate must be \"none\" or \"tanh\"");
+		return;
+	case OP_IsInf:
+		p->detect_negative = attr_int(x, "detect_negative", 1) != 0;
+		p->detect_positive = attr_int(x, "detect_positive", 1) != 0;
+		return;
+	case OP_Clip:   /* the bounds are attributes before opset 11, then inputs */
+		if (n->since < 11) {
+			p->has_min = node_attr(n, "min") != NULL;
+			p->has_max = node_attr(n, "max") != NULL;
+			p->min = attr_float(x, "min", 0.0f);
+			p->max = attr_float(x, "max", 0.0f);
+		}
+		return;
+	case OP_BitShift:
+		attr_string(x, "direction", "RIGHT");   /* its type */
+		if (node_attr(n, "direction") && !node_attr_is(n, "direction", "LEFT") &&
+		    !node_attr_is(n, "direction", "RIGHT"))
+			infer_fail(x, KILN_INVALID_MODEL, "direction must be \"LEFT\" or \"RIGHT\"");
+		p->shift_left = shift_left(n);
+		return;
+	case OP_Mod:
+		attr_int(x, "fmod", 0);   /* its type */
+		p->fmod = c_style_mod(n);
+		return;
+	case OP_Cast: case OP_CastLike:
+		p->saturate = n->since >= 19 && attr_int(x, "saturate", 1) != 0;
+		return;
+	}
+}
+
 void ops_elementwise_infer(Infer *x)
 {
 	int op = x->n->op;
+	ElementwiseParams params;
+	elementwise_params(x, &params);   /* checked once here; the emitters read them */
 	switch (op) {
 	case OP_Cast: case OP_CastLike:
 		infer_cast(x);
@@ -262,6 +325,7 @@ static double eval_max_f(double a, double b, const Node *n)
 	return isnan(a) || isnan(b) ? (double)NAN : a > b ? a : b;
 }
 
+/* Mod's fmod, read by elementwise_params and by partial evaluation. */
 static bool c_style_mod(const Node *n)
 {
 	const Attr *a = node_attr(n, "fmod");
@@ -345,12 +409,17 @@ static bool eval_pow_i(int64_t a, int64_t b, int64_t *r, bool uns, const Node *n
 	return true;
 }
 
+/* BitShift's direction, read by elementwise_params and by partial evaluation. */
+static bool shift_left(const Node *n)
+{
+	return node_attr_is(n, "direction", "LEFT");
+}
+
 static bool eval_bit_shift_i(int64_t a, int64_t b, int64_t *r, bool uns, const Node *n)
 {
 	(void)uns;
 	uint64_t ua = (uint64_t)a, ub = (uint64_t)b;
-	const Attr *d = node_attr(n, "direction");
-	bool left = d && d->type == AT_STRING && d->s.len == 4 && memcmp(d->s.data, "LEFT", 4) == 0;
+	bool left = shift_left(n);
 	*r = ub >= 64 ? 0 : (int64_t)(left ? ua << ub : ua >> ub);
 	return true;
 }

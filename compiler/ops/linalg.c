@@ -13,13 +13,23 @@
 #include "ops/ops.h"
 #include "opdef.h"
 
+void gemm_params(Infer *x, GemmParams *p)
+{
+	p->trans_a = attr_int(x, "transA", 0) != 0;
+	p->trans_b = attr_int(x, "transB", 0) != 0;
+	p->alpha = attr_float(x, "alpha", 1.0f);
+	p->beta = attr_float(x, "beta", 1.0f);
+}
+
 static void infer_gemm(Infer *x)
 {
 	const Shape *a = infer_shape(x, 0), *b = infer_shape(x, 1);
 	if (a->rank != 2 || b->rank != 2)
 		infer_fail(x, KILN_SHAPE_ERROR, "A and B must be 2-D, got rank %d and %d", a->rank,
 		           b->rank);
-	bool ta = attr_int(x, "transA", 0) != 0, tb = attr_int(x, "transB", 0) != 0;
+	GemmParams gp;
+	gemm_params(x, &gp);
+	bool ta = gp.trans_a, tb = gp.trans_b;
 	int64_t m = a->dims[ta ? 1 : 0].size, ka = a->dims[ta ? 0 : 1].size;
 	int64_t kb = b->dims[tb ? 1 : 0].size, n = b->dims[tb ? 0 : 1].size;
 	if (ka != kb)

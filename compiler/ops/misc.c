@@ -37,7 +37,7 @@ static void infer_det(Infer *x)
 }
 
 /* The reduced axes of MeanVarianceNormalization as a mask; default [0, 2, 3]. */
-static unsigned mvn_axes(Infer *x, int rank)
+unsigned misc_mvn_axes(Infer *x, int rank)
 {
 	int64_t axes[KILN_MAX_RANK];
 	int n = attr_ints(x, "axes", axes, KILN_MAX_RANK);
@@ -63,7 +63,7 @@ static void infer_mvn(Infer *x)
 	if (!is_float_type(infer_dtype(x, 0)))
 		infer_fail(x, KILN_INVALID_MODEL, "input must be a float type, not %s",
 		           dtype_name(infer_dtype(x, 0)));
-	mvn_axes(x, in->rank);
+	misc_mvn_axes(x, in->rank);
 	infer_set_output(x, 0, infer_dtype(x, 0), in);
 }
 
@@ -102,15 +102,21 @@ static void infer_lpnorm(Infer *x)
 
 /* ReverseSequence: x is [batch, time, ...] or [time, batch, ...] as the
  * axes say; sequence_lens is [batch] of int64. */
-static void infer_reverse_sequence(Infer *x)
+int misc_reverse_sequence_batch_axis(Infer *x)
 {
-	const Shape *in = infer_shape(x, 0), *lens = infer_shape(x, 1);
 	int64_t batch_axis = attr_int(x, "batch_axis", 1), time_axis = attr_int(x, "time_axis", 0);
-	if (in->rank < 2)
-		infer_fail(x, KILN_SHAPE_ERROR, "input must have rank 2 or more, got %d", in->rank);
 	if (!((batch_axis == 0 && time_axis == 1) || (batch_axis == 1 && time_axis == 0)))
 		infer_fail(x, KILN_INVALID_MODEL, "batch_axis and time_axis must be 0 and 1 in some "
 		           "order, got %lld and %lld", (long long)batch_axis, (long long)time_axis);
+	return (int)batch_axis;
+}
+
+static void infer_reverse_sequence(Infer *x)
+{
+	const Shape *in = infer_shape(x, 0), *lens = infer_shape(x, 1);
+	if (in->rank < 2)
+		infer_fail(x, KILN_SHAPE_ERROR, "input must have rank 2 or more, got %d", in->rank);
+	int batch_axis = misc_reverse_sequence_batch_axis(x);
 	if (infer_dtype(x, 1) != DT_INT64)
 		infer_fail(x, KILN_INVALID_MODEL, "sequence_lens must be int64, not %s",
 		           dtype_name(infer_dtype(x, 1)));

@@ -10,6 +10,64 @@
 #include "ops/ops.h"
 #include "opdef.h"
 
+void norm_params(Infer *x, NormParams *p)
+{
+	const Node *n = x->n;
+	memset(p, 0, sizeof *p);
+	int rank = infer_shape(x, 0)->rank;
+	switch (n->op) {
+	case OP_Softmax: case OP_LogSoftmax: case OP_Hardmax:  /* opset < 13: default 1, else -1 */
+		if (rank > 0)
+			p->axis = infer_axis(x, attr_int(x, "axis", n->since < 13 ? 1 : -1), rank, "axis");
+		return;
+	case OP_LayerNormalization:
+		p->axis = infer_axis(x, attr_int(x, "axis", -1), rank, "axis");
+		p->epsilon = attr_float(x, "epsilon", 1e-5f);
+		p->stash_type = (int)attr_int(x, "stash_type", 1);
+		return;
+	case OP_BatchNormalization:
+		p->training = n->since >= 14 && attr_int(x, "training_mode", 0) != 0;
+		p->epsilon = attr_float(x, "epsilon", 1e-5f);
+		p->momentum = attr_float(x, "momentum", 0.9f);
+		return;
+	case OP_InstanceNormalization:
+		p->epsilon = attr_float(x, "epsilon", 1e-5f);
+		return;
+	case OP_GroupNormalization:
+		p->epsilon = attr_float(x, "epsilon", 1e-5f);
+		p->groups = attr_int(x, "num_groups", 0);
+		return;
+	case OP_LRN:
+		p->size = attr_int(x, "size", 1);
+		p->alpha = attr_float(x, "alpha", 1e-4f);
+		p->beta = attr_float(x, "beta", 0.75f);
+		p->bias = attr_float(x, "bias", 1.0f);
+		return;
+	case OP_ImageScaler: {
+		p->scale = attr_float(x, "scale", 1.0f);
+		const Attr *b = node_attr(n, "bias");
+		if (b && b->type != AT_FLOATS)
+			infer_fail(x, KILN_INVALID_MODEL, "attribute \"bias\" must be a list of floats");
+		if (b) {
+			p->channel_bias = b->floats;
+			p->nchannel_bias = b->n;
+		}
+		return;
+	}
+	case OP_NegativeLogLikelihoodLoss: case OP_SoftmaxCrossEntropyLoss: {
+		const char *r = attr_string(x, "reduction", "mean");
+		p->reduction = strcmp(r, "none") == 0 ? LOSS_NONE
+		               : strcmp(r, "sum") == 0 ? LOSS_SUM
+		               : strcmp(r, "mean") == 0 ? LOSS_MEAN : -1;
+		if (p->reduction < 0)
+			infer_fail(x, KILN_INVALID_MODEL, "reduction \"%s\" is not none, sum or mean", r);
+		p->has_ignore_index = node_attr(n, "ignore_index") != NULL;
+		p->ignore_index = attr_int(x, "ignore_index", 0);
+		return;
+	}
+	}
+}
+
 static void infer_batchnorm(Infer *x)
 {
 	const Shape *in = infer_shape(x, 0);
@@ -18,7 +76,9 @@ static void infer_batchnorm(Infer *x)
 	/* Training mode (opset 14 on): statistics of the batch, and optionally
 	 * the running mean and variance updated with momentum. Before opset 14
 	 * the training outputs (saved mean, saved variance) are refused. */
-	bool training = x->n->since >= 14 && attr_int(x, "training_mode", 0) != 0;
+	NormParams np;
+	norm_params(x, &np);
+	bool training = np.training;
 	if (!training && x->n->nout > 1)
 		infer_fail(x, KILN_UNSUPPORTED, "the training outputs of BatchNormalization-%d "
 		           "(running and saved mean/var) are not supported; opset 14 and later "
@@ -39,7 +99,9 @@ static void infer_batchnorm(Infer *x)
 static void infer_layernorm(Infer *x)
 {
 	const Shape *in = infer_shape(x, 0);
-	int axis = infer_axis(x, attr_int(x, "axis", -1), in->rank, "axis");
+	NormParams np;
+	norm_params(x, &np);
+	int axis = np.axis;
 	int64_t norm = 1;
 	for (int k = axis; k < in->rank; k++)
 		norm *= in->dims[k].size;
@@ -72,9 +134,8 @@ static void infer_layernorm(Infer *x)
 	Shape stat = *in;
 	for (int k = axis; k < in->rank; k++)
 		stat.dims[k].size = 1;
-	int stash = (int)attr_int(x, "stash_type", 1);
-	infer_set_output(x, 1, stash, &stat);
-	infer_set_output(x, 2, stash, &stat);
+	infer_set_output(x, 1, np.stash_type, &stat);
+	infer_set_output(x, 2, np.stash_type, &stat);
 }
 
 /* NegativeLogLikelihoodLoss and SoftmaxCrossEntropyLoss: scores [N, C, d...],
@@ -91,8 +152,9 @@ static void infer_loss(Infer *x)
 	int it = infer_dtype(x, 1);
 	if (it != DT_INT64 && it != DT_INT32)
 		infer_fail(x, KILN_INVALID_MODEL, "targets must be int32 or int64");
-	const Attr *r = node_attr(x->n, "reduction");
-	bool none = r && r->type == AT_STRING && r->s.len == 4 && memcmp(r->s.data, "none", 4) == 0;
+	NormParams np;
+	norm_params(x, &np);
+	bool none = np.reduction == LOSS_NONE;
 	Shape scalar = {.rank = 0};
 	infer_set_output(x, 0, infer_dtype(x, 0), none ? t : &scalar);
 	infer_set_output(x, 1, infer_dtype(x, 0), in);
@@ -103,7 +165,9 @@ static void infer_loss(Infer *x)
 static void infer_groupnorm(Infer *x)
 {
 	const Shape *in = infer_shape(x, 0);
-	int64_t groups = attr_int(x, "num_groups", 0);
+	NormParams np;
+	norm_params(x, &np);
+	int64_t groups = np.groups;
 	if (in->rank < 2 || groups < 1 || in->dims[1].size % groups)
 		infer_fail(x, KILN_SHAPE_ERROR, "X must be [N, C, ...] with C a multiple of num_groups "
 		           "(%lld)", (long long)groups);
@@ -126,10 +190,11 @@ static void infer_image_scaler(Infer *x)
 	const Shape *in = infer_shape(x, 0);
 	if (in->rank < 2)
 		infer_fail(x, KILN_SHAPE_ERROR, "input must be (N, C, ...), got rank %d", in->rank);
-	const Attr *bias = node_attr(x->n, "bias");
-	if (bias && bias->n != in->dims[1].size)
+	NormParams np;
+	norm_params(x, &np);
+	if (np.channel_bias && np.nchannel_bias != in->dims[1].size)
 		infer_fail(x, KILN_SHAPE_ERROR, "bias has %d values; the input has %lld channels",
-		           bias->n, (long long)in->dims[1].size);
+		           np.nchannel_bias, (long long)in->dims[1].size);
 	infer_set_output(x, 0, infer_dtype(x, 0), in);
 }
 
@@ -149,14 +214,10 @@ void ops_norm_infer(Infer *x)
 	case OP_GroupNormalization:
 		infer_groupnorm(x);
 		return;
-	case OP_Hardmax: case OP_InstanceNormalization: case OP_LRN:
+	default: { /* Softmax, LogSoftmax, Hardmax, InstanceNormalization, LRN */
+		NormParams np;
+		norm_params(x, &np);
 		infer_set_output(x, 0, infer_dtype(x, 0), infer_shape(x, 0));
-		return;
-	default: { /* Softmax, LogSoftmax: opset < 13 default axis 1, else -1 */
-		const Shape *in = infer_shape(x, 0);
-		if (in->rank > 0)
-			infer_axis(x, attr_int(x, "axis", x->n->since < 13 ? 1 : -1), in->rank, "axis");
-		infer_set_output(x, 0, infer_dtype(x, 0), in);
 	}
 	}
 }

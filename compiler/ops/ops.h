@@ -19,6 +19,19 @@ const char *op_unsupported_reason(const Graph *g, const Node *n, char *buf, size
 
 
 void ops_elementwise_infer(Infer *x);   /* unary, binary with broadcasting, Where, Cast, Clip */
+/* An elementwise op's attributes, resolved with their defaults. */
+typedef struct ElementwiseParams {
+	float alpha, beta;       /* Selu: alpha, gamma; Elu, LeakyRelu, ThresholdedRelu, Celu:
+	                            alpha; HardSigmoid: alpha, beta; Shrink: lambd, bias */
+	bool gelu_tanh;          /* Gelu: approximate="tanh" */
+	bool detect_negative, detect_positive;   /* IsInf */
+	bool has_min, has_max;   /* Clip before opset 11: its bounds' attributes */
+	float min, max;
+	bool shift_left;         /* BitShift: direction="LEFT" */
+	bool fmod;               /* Mod */
+	bool saturate;           /* Cast to a float8 type (opset 19 on) */
+} ElementwiseParams;
+void elementwise_params(Infer *x, ElementwiseParams *p);
 /* ops/elementwise.c: offset in `in` of element `linear` of `out`, broadcast as numpy does. */
 int64_t bcast_index(const Shape *out, const Shape *in, int64_t linear);
 /* Elementwise chains (passes/ewchain.c): may n be in one, and how many of
@@ -30,6 +43,12 @@ int ewchain_data_inputs(const Node *n);
 /* The broadcast shape [C,1,...] of a legacy (opset < 7) per-channel PRelu slope. */
 Shape prelu_channel_shape(const Shape *x);
 void ops_linalg_infer(Infer *x);        /* Gemm, MatMul */
+/* Gemm's attributes with their defaults. */
+typedef struct GemmParams {
+	bool trans_a, trans_b;
+	float alpha, beta;
+} GemmParams;
+void gemm_params(Infer *x, GemmParams *p);
 /* ops/linalg.c, shared with the integer MatMuls: a 1-D operand as a matrix
  * (A: [1, K], B: [K, 1]), and numpy.matmul's output shape (fails if none). */
 Shape matmul_operand(const Shape *s, bool is_a);
@@ -44,7 +63,39 @@ void conv_transpose_geometry(Infer *x, const Shape *in, const Shape *w, ConvTGeo
 int64_t pool_lp_norm(Infer *x);   /* LpPool's p, checked */
 void conv_deform_params(Infer *x, kiln_deformconv_params *p);
 void ops_norm_infer(Infer *x);          /* BatchNormalization, LayerNormalization, Softmax, LogSoftmax */
-void ops_reduce_infer(Infer *x);        /* ReduceMean, ReduceSum */
+/* A normalization's attributes, resolved with their defaults (ops/norm.c). */
+enum { LOSS_MEAN, LOSS_SUM, LOSS_NONE };
+typedef struct NormParams {
+	int axis;                      /* Softmax, LogSoftmax, Hardmax, LayerNormalization:
+	                                  normalized (0 for a scalar) */
+	float epsilon;                 /* Batch-, Layer-, Instance-, GroupNormalization */
+	bool training;                 /* BatchNormalization: training_mode (opset 14 on) */
+	float momentum;                /* BatchNormalization */
+	int stash_type;                /* LayerNormalization: the statistics' type */
+	int64_t groups;                /* GroupNormalization: num_groups */
+	int64_t size;                  /* LRN */
+	float alpha, beta, bias;       /* LRN */
+	float scale;                   /* ImageScaler */
+	const float *channel_bias;     /* ImageScaler: one per channel, NULL: zeros */
+	int nchannel_bias;
+	int reduction;                 /* the losses: LOSS_* */
+	bool has_ignore_index;         /* the losses */
+	int64_t ignore_index;
+} NormParams;
+void norm_params(Infer *x, NormParams *p);
+void ops_reduce_infer(Infer *x);        /* Reduce*, ArgMax, ArgMin, TopK, CumSum */
+/* A reduction's attributes (and its axes input, known), resolved. */
+typedef struct ReduceParams {
+	bool reduce[KILN_MAX_RANK];   /* Reduce*: the reduced axes */
+	bool noop;                    /* Reduce*: no axes with noop_with_empty_axes: each
+	                                 element reduced alone */
+	bool keepdims;
+	int axis;                     /* ArgMax, ArgMin, TopK: normalized */
+	bool select_last_index;       /* ArgMax, ArgMin */
+	bool largest;                 /* TopK */
+	bool exclusive, reverse;      /* CumSum (its axis is input 1) */
+} ReduceParams;
+void reduce_params(Infer *x, ReduceParams *p);
 /* ops/attention.c: the fused attention node KilnAttention that
  * passes/attention.c makes (inputs Q, K, V as 4-D tensors, an
  * optional mask; kiln.perm_q/k/v: the logical [batch, heads, len, dim] view
@@ -65,6 +116,9 @@ typedef struct LpNorm {
 	int p;
 } LpNorm;
 void misc_lpnorm_params(Infer *x, LpNorm *p);
+unsigned misc_mvn_axes(Infer *x, int rank);   /* MeanVarianceNormalization's axes, a mask */
+/* ReverseSequence's batch_axis (0 or 1; time_axis is the other one). */
+int misc_reverse_sequence_batch_axis(Infer *x);
 void ops_sampling_infer(Infer *x);      /* GridSample, RoiAlign, MaxRoiPool, MaxUnpool */
 void sampling_gridsample_params(Infer *x, kiln_gridsample_params *p);
 void sampling_roialign_params(Infer *x, kiln_roialign_params *p);
@@ -73,6 +127,8 @@ void sampling_maxunpool_params(Infer *x, kiln_maxunpool_params *p);
 void sampling_col2im_params(Infer *x, kiln_col2im_params *p);
 void sampling_affinegrid_params(Infer *x, kiln_affinegrid_params *p);
 int signal_dft_axis(Infer *x, int rank);   /* DFT's axis, normalized (ops/signal.c) */
+bool signal_dft_inverse(Infer *x);         /* DFT's inverse */
+bool signal_window_periodic(Infer *x);     /* Hann/Hamming/BlackmanWindow's periodic */
 #define EINSUM_MAX_OPERANDS 8
 typedef struct Einsum {
 	int noperands;
@@ -172,6 +228,10 @@ void convchain_params(Infer *x, kiln_convchain_params *p);   /* shapes only, no 
 typedef struct WindowGeo {
 	int ns;
 	int64_t k[3], s[3], d[3], pb[3], pe[3], in[3], outsz[3];
+	/* the window's other attributes, resolved with their defaults */
+	int64_t group;                 /* Conv (1 for the pools) */
+	int storage_order;             /* MaxPool's indices: 0 row major, 1 column major */
+	int count_include_pad;         /* AveragePool */
 } WindowGeo;
 bool window_geometry(Infer *x_, const Shape *x, const Shape *y, const Shape *w, WindowGeo *g);
 /* A 2-D Conv over one-pixel-wide columns seen as one wide row: swaps H and W. */
@@ -198,6 +258,7 @@ typedef struct QConvGeometry {
 	int64_t group, out_channels;
 	int64_t kernel[3], stride[3], dilation[3], pad_begin[3], pad_end[3], out[3];
 } QConvGeometry;
+bool quant_fused_relu(Infer *x);   /* KilnQLinear*: a fused Relu (kiln.relu) */
 /* ConvInteger / QLinearConv geometry (Conv's attributes) for input in, weights w. */
 void qconv_geometry(Infer *x, const Shape *in, const Shape *w, QConvGeometry *g);
 /* QuantizeLinear / DequantizeLinear: x seen as [outer, len, inner] around
@@ -213,6 +274,26 @@ typedef struct QdqGeometry {
 	bool saturate;      /* float8 outputs of QuantizeLinear (opset 19) */
 } QdqGeometry;
 void qdq_geometry(Infer *x, QdqGeometry *g);
+/* ops/tensor.c: a tensor op's attributes, resolved with their defaults. */
+enum { SCATTER_NONE, SCATTER_ADD, SCATTER_MUL, SCATTER_MAX, SCATTER_MIN };
+typedef struct TensorParams {
+	int axis;                      /* normalized: Concat, Split, Gather, GatherElements,
+	                                  ScatterElements (default 0); OneHot (-1, an axis of
+	                                  the output) */
+	int64_t perm[KILN_MAX_RANK];   /* Transpose: the attribute, or the axes reversed */
+	const Tensor *value;           /* ConstantOfShape: the one value, NULL: zeros */
+	bool upper;                    /* Trilu */
+	int64_t blocksize;             /* DepthToSpace, SpaceToDepth */
+	bool crd;                      /* DepthToSpace: mode="CRD" (else DCR) */
+	int64_t batch_dims;            /* GatherND */
+	int reduction;                 /* ScatterElements, ScatterND, Scatter: SCATTER_* */
+	int64_t k;                     /* EyeLike: the diagonal */
+	const char *pad_mode;          /* Pad: constant, reflect, edge or wrap */
+	float pad_value;               /* Pad before opset 11: attribute value */
+	int nstarts, nends, naxes;     /* Slice before opset 10: its attributes (-1: absent) */
+	int64_t starts[KILN_MAX_RANK], ends[KILN_MAX_RANK], axes[KILN_MAX_RANK];
+} TensorParams;
+void tensor_params(Infer *x, TensorParams *p);
 /* ops/tensor.c: Pad's begin and end pads for every axis (2 * rank values). */
 void pad_amounts(Infer *x, int rank, int64_t *pads);
 

@@ -152,6 +152,13 @@ static void infer_qmatmul(Infer *x)
 	infer_set_output(x, 0, out_dt, &y);
 }
 
+/* KilnQLinearConv and KilnQLinearMatMul: a Relu passes/qdq.c fused into the
+ * product (kiln.relu). */
+bool quant_fused_relu(Infer *x)
+{
+	return x->n->domain_id == DOMAIN_KILN && attr_int(x, "kiln.relu", 0) != 0;
+}
+
 /* ---- convolutions ---- */
 
 void qconv_geometry(Infer *x, const Shape *in, const Shape *w, QConvGeometry *g)

@@ -6,31 +6,76 @@
  * be known at compile time. No axes means all axes, unless
  * noop_with_empty_axes is set (the input then passes through).
  */
+#include <string.h>
+
 #include "emit_c.h"
 #include "ops/ops.h"
 #include "opdef.h"
 
-/* ArgMax/ArgMin: one axis, its index as int64. */
-static void infer_argext(Infer *x)
+void reduce_params(Infer *x, ReduceParams *p)
 {
 	const Shape *in = infer_shape(x, 0);
-	int axis = infer_axis(x, attr_int(x, "axis", 0), in->rank, "axis");
-	bool keep = attr_int(x, "keepdims", 1) != 0;
+	int op = x->n->op;
+	memset(p, 0, sizeof *p);
+	p->keepdims = attr_int(x, "keepdims", 1) != 0;
+	if (op == OP_ArgMax || op == OP_ArgMin) {
+		p->axis = infer_axis(x, attr_int(x, "axis", 0), in->rank, "axis");
+		p->select_last_index = attr_int(x, "select_last_index", 0) != 0;
+		return;
+	}
+	if (op == OP_TopK) {
+		p->axis = infer_axis(x, attr_int(x, "axis", -1), in->rank, "axis");
+		p->largest = attr_int(x, "largest", 1) != 0;
+		return;
+	}
+	if (op == OP_CumSum) {   /* the axis is input 1 */
+		p->exclusive = attr_int(x, "exclusive", 0) != 0;
+		p->reverse = attr_int(x, "reverse", 0) != 0;
+		return;
+	}
+	int64_t axes[KILN_MAX_RANK * 2];
+	int64_t naxes = -1;
+	if (infer_has_input(x, 1)) {
+		const int64_t *v = infer_require_ints(x, 1, &naxes);
+		if (naxes > KILN_MAX_RANK)
+			infer_fail(x, KILN_SHAPE_ERROR, "%lld axes for rank %d", (long long)naxes, in->rank);
+		for (int64_t i = 0; i < naxes; i++)
+			axes[i] = v[i];
+	} else {
+		naxes = attr_ints(x, "axes", axes, KILN_MAX_RANK * 2);
+	}
+	if (naxes <= 0) {
+		p->noop = attr_int(x, "noop_with_empty_axes", 0) != 0;
+		for (int k = 0; k < in->rank && !p->noop; k++)
+			p->reduce[k] = true;
+	}
+	for (int64_t i = 0; i < naxes; i++) {
+		int a = infer_axis(x, axes[i], in->rank, "axis");
+		if (p->reduce[a])
+			infer_fail(x, KILN_INVALID_MODEL, "axis %d is listed twice", a);
+		p->reduce[a] = true;
+	}
+}
+
+/* ArgMax/ArgMin: one axis, its index as int64. */
+static void infer_argext(Infer *x, const ReduceParams *p)
+{
+	const Shape *in = infer_shape(x, 0);
 	Shape y = {.rank = 0};
 	for (int k = 0; k < in->rank; k++) {
-		if (k != axis)
+		if (k != p->axis)
 			y.dims[y.rank++] = in->dims[k];
-		else if (keep)
+		else if (p->keepdims)
 			y.dims[y.rank++].size = 1;
 	}
 	infer_set_output(x, 0, DT_INT64, &y);
 }
 
 /* TopK: K known; values and int64 indices with the axis cut to K. */
-static void infer_topk(Infer *x)
+static void infer_topk(Infer *x, const ReduceParams *p)
 {
 	const Shape *in = infer_shape(x, 0);
-	int axis = infer_axis(x, attr_int(x, "axis", -1), in->rank, "axis");
+	int axis = p->axis;
 	int64_t k;
 	if (x->n->since < 10) {
 		k = attr_int(x, "k", -1);
@@ -52,51 +97,26 @@ static void infer_topk(Infer *x)
 
 void ops_reduce_infer(Infer *x)
 {
+	ReduceParams p;
+	reduce_params(x, &p);
 	if (x->n->op == OP_ArgMax || x->n->op == OP_ArgMin) {
-		infer_argext(x);
+		infer_argext(x, &p);
 		return;
 	}
 	if (x->n->op == OP_TopK) {
-		infer_topk(x);
-		return;
-	}
-	if (x->n->op == OP_CumSum) {   /* the input's shape */
-		infer_set_output(x, 0, infer_dtype(x, 0), infer_shape(x, 0));
+		infer_topk(x, &p);
 		return;
 	}
 	const Shape *in = infer_shape(x, 0);
-	int64_t axes[KILN_MAX_RANK * 2];
-	int64_t naxes = -1;
-	if (infer_has_input(x, 1)) {
-		const int64_t *v = infer_require_ints(x, 1, &naxes);
-		if (naxes > KILN_MAX_RANK)
-			infer_fail(x, KILN_SHAPE_ERROR, "%lld axes for rank %d", (long long)naxes, in->rank);
-		for (int64_t i = 0; i < naxes; i++)
-			axes[i] = v[i];
-	} else {
-		naxes = attr_ints(x, "axes", axes, KILN_MAX_RANK * 2);
-	}
-	bool keep = attr_int(x, "keepdims", 1) != 0;
-	bool reduce[KILN_MAX_RANK] = {0};
-	if (naxes <= 0) {
-		if (attr_int(x, "noop_with_empty_axes", 0) != 0) {
-			infer_set_output(x, 0, infer_dtype(x, 0), in);
-			return;
-		}
-		for (int k = 0; k < in->rank; k++)
-			reduce[k] = true;
-	}
-	for (int64_t i = 0; i < naxes; i++) {
-		int a = infer_axis(x, axes[i], in->rank, "axis");
-		if (reduce[a])
-			infer_fail(x, KILN_INVALID_MODEL, "axis %d is listed twice", a);
-		reduce[a] = true;
+	if (x->n->op == OP_CumSum || p.noop) {   /* the input's shape */
+		infer_set_output(x, 0, infer_dtype(x, 0), in);
+		return;
 	}
 	Shape y = {.rank = 0};
 	for (int k = 0; k < in->rank; k++) {
-		if (!reduce[k])
+		if (!p.reduce[k])
 			y.dims[y.rank++] = in->dims[k];
-		else if (keep)
+		else if (p.keepdims)
 			y.dims[y.rank++].size = 1;
 	}
 	infer_set_output(x, 0, infer_dtype(x, 0), &y);

@@ -41,6 +41,16 @@ static int64_t flag_attr(Infer *x, const char *name, int64_t dflt)
 	return v;
 }
 
+bool signal_dft_inverse(Infer *x)
+{
+	return flag_attr(x, "inverse", 0) != 0;
+}
+
+bool signal_window_periodic(Infer *x)
+{
+	return flag_attr(x, "periodic", 1) != 0;
+}
+
 /* The transforms' real or complex float input: [..., 1] or [..., 2]. */
 static void check_signal(Infer *x, int min_rank)
 {
@@ -96,7 +106,7 @@ static void infer_dft(Infer *x)
 {
 	check_signal(x, 2);
 	Shape y = *infer_shape(x, 0);
-	int onesided = (int)flag_attr(x, "onesided", 0), inverse = (int)flag_attr(x, "inverse", 0);
+	int onesided = (int)flag_attr(x, "onesided", 0), inverse = signal_dft_inverse(x);
 	if (onesided && inverse)
 		infer_fail(x, KILN_INVALID_MODEL, "onesided and inverse cannot both be 1");
 	int ax = signal_dft_axis(x, y.rank);
@@ -156,7 +166,7 @@ static void infer_stft(Infer *x)
 
 static void infer_window(Infer *x)
 {
-	flag_attr(x, "periodic", 1);
+	signal_window_periodic(x);
 	int out_dt = output_datatype(x);
 	Shape y = {.rank = 1};
 	y.dims[0].size = known_length(x, 0, "size", 1);

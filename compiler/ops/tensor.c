@@ -117,23 +117,11 @@ static void infer_flatten(Infer *x)
 static void infer_transpose(Infer *x)
 {
 	const Shape *in = infer_shape(x, 0);
-	int64_t perm[KILN_MAX_RANK];
-	int n = attr_ints(x, "perm", perm, KILN_MAX_RANK);
-	if (n < 0) {
-		n = in->rank;
-		for (int k = 0; k < n; k++)
-			perm[k] = n - 1 - k;
-	}
-	if (n != in->rank)
-		infer_fail(x, KILN_SHAPE_ERROR, "perm has %d values for rank %d", n, in->rank);
-	bool seen[KILN_MAX_RANK] = {0};
-	Shape y = {.rank = n};
-	for (int k = 0; k < n; k++) {
-		if (perm[k] < 0 || perm[k] >= n || seen[perm[k]])
-			infer_fail(x, KILN_INVALID_MODEL, "perm is not a permutation of 0..%d", n - 1);
-		seen[perm[k]] = true;
-		y.dims[k] = in->dims[perm[k]];
-	}
+	TensorParams p;
+	tensor_params(x, &p);   /* the perm, checked */
+	Shape y = {.rank = in->rank};
+	for (int k = 0; k < in->rank; k++)
+		y.dims[k] = in->dims[p.perm[k]];
 	infer_set_output(x, 0, infer_dtype(x, 0), &y);
 }
 
@@ -145,7 +133,9 @@ static void infer_concat(Infer *x)
 	const Attr *a = node_attr(x->n, "axis");
 	if (!a)
 		infer_fail(x, KILN_INVALID_MODEL, "attribute \"axis\" is required");
-	int axis = infer_axis(x, attr_int(x, "axis", 0), first->rank, "axis");
+	TensorParams p;
+	tensor_params(x, &p);
+	int axis = p.axis;
 	Shape y = *first;
 	y.dims[axis].size = 0;
 	bool all_folded = infer_foldable(first) && first->rank == 1;
@@ -184,7 +174,9 @@ static int64_t clamp(int64_t v, int64_t lo, int64_t hi)
 static void infer_split(Infer *x)
 {
 	const Shape *in = infer_shape(x, 0);
-	int axis = infer_axis(x, attr_int(x, "axis", 0), in->rank, "axis");
+	TensorParams p;
+	tensor_params(x, &p);
+	int axis = p.axis;
 	int nout = x->n->nout;
 	int64_t parts[64];
 	int64_t nparts = -1;
@@ -241,9 +233,12 @@ static void infer_slice(Infer *x)
 	int64_t starts[KILN_MAX_RANK], ends[KILN_MAX_RANK], axes[KILN_MAX_RANK], steps[KILN_MAX_RANK];
 	int64_t n, ne, na = -1, ns = -1;
 	if (x->n->since < 10) {
-		n = attr_ints(x, "starts", starts, KILN_MAX_RANK);
-		ne = attr_ints(x, "ends", ends, KILN_MAX_RANK);
-		na = attr_ints(x, "axes", axes, KILN_MAX_RANK);
+		TensorParams p;
+		tensor_params(x, &p);
+		n = p.nstarts, ne = p.nends, na = p.naxes;
+		memcpy(starts, p.starts, sizeof starts);
+		memcpy(ends, p.ends, sizeof ends);
+		memcpy(axes, p.axes, sizeof axes);
 	} else {
 		const int64_t *v;
 		v = infer_require_ints(x, 1, &n);
@@ -318,7 +313,9 @@ static void infer_gather(Infer *x)
 	const Shape *data = infer_shape(x, 0), *idx = infer_shape(x, 1);
 	if (data->rank < 1)
 		infer_fail(x, KILN_SHAPE_ERROR, "data must have rank >= 1");
-	int axis = infer_axis(x, attr_int(x, "axis", 0), data->rank, "axis");
+	TensorParams p;
+	tensor_params(x, &p);
+	int axis = p.axis;
 	if (data->rank - 1 + idx->rank > KILN_MAX_RANK)
 		infer_fail(x, KILN_LIMIT, "output rank exceeds %d", KILN_MAX_RANK);
 	int it = infer_dtype(x, 1);
@@ -473,15 +470,14 @@ static void infer_constant_of_shape(Infer *x)
 			infer_fail(x, KILN_SHAPE_ERROR, "dim %d is negative", k);
 		y.dims[k].size = dims[k];
 	}
-	const Attr *v = node_attr(x->n, "value");
+	TensorParams p;
+	tensor_params(x, &p);
 	int dt = DT_FLOAT;
 	const void *one = NULL;
 	static const float zero;
-	if (v) {
-		if (v->type != AT_TENSOR || v->tensors[0].w.nelem != 1)
-			infer_fail(x, KILN_INVALID_MODEL, "value must be a one-element tensor");
-		dt = v->tensors[0].dtype;
-		one = v->tensors[0].w.bytes;
+	if (p.value) {
+		dt = p.value->dtype;
+		one = p.value->w.bytes;
 	}
 	infer_set_output(x, 0, dt, &y);
 	if (infer_foldable(&y) && dtype_size(dt)) {
@@ -615,7 +611,9 @@ static void infer_same_shape(Infer *x)
 static void infer_scatter(Infer *x)
 {
 	const Shape *data = infer_shape(x, 0), *idx = infer_shape(x, 1), *upd = infer_shape(x, 2);
+	TensorParams p;
 	if (x->n->op == OP_ScatterND) {
+		tensor_params(x, &p);   /* the reduction */
 		if (idx->rank < 1)
 			infer_fail(x, KILN_SHAPE_ERROR, "indices must have rank >= 1");
 		int64_t k = idx->dims[idx->rank - 1].size;
@@ -631,7 +629,8 @@ static void infer_scatter(Infer *x)
 	} else {
 		if (data->rank < 1 || idx->rank != data->rank || upd->rank != data->rank)
 			infer_fail(x, KILN_SHAPE_ERROR, "data, indices and updates must have the same rank >= 1");
-		int axis = infer_axis(x, attr_int(x, "axis", 0), data->rank, "axis");
+		tensor_params(x, &p);   /* the axis and reduction */
+		int axis = p.axis;
 		for (int i = 0; i < data->rank; i++) {
 			if (upd->dims[i].size != idx->dims[i].size)
 				infer_fail(x, KILN_SHAPE_ERROR, "updates and indices must have the same shape");
@@ -647,7 +646,8 @@ static void infer_gather_elements(Infer *x)
 	const Shape *data = infer_shape(x, 0), *idx = infer_shape(x, 1);
 	if (data->rank != idx->rank || data->rank < 1)
 		infer_fail(x, KILN_SHAPE_ERROR, "data and indices must have the same rank >= 1");
-	infer_axis(x, attr_int(x, "axis", 0), data->rank, "axis");
+	TensorParams p;
+	tensor_params(x, &p);   /* the axis, checked */
 	infer_set_output(x, 0, infer_dtype(x, 0), idx);
 }
 
@@ -745,6 +745,8 @@ void pad_amounts(Infer *x, int rank, int64_t *pads)
 static void infer_pad(Infer *x)
 {
 	const Shape *in = infer_shape(x, 0);
+	TensorParams p;
+	tensor_params(x, &p);   /* the mode, checked */
 	int64_t pads[2 * KILN_MAX_RANK];
 	pad_amounts(x, in->rank, pads);
 	Shape y = *in;
@@ -759,7 +761,9 @@ static void infer_pad(Infer *x)
 static void infer_depth_space(Infer *x, bool to_space)
 {
 	const Shape *in = infer_shape(x, 0);
-	int64_t b = attr_int(x, "blocksize", 0);
+	TensorParams p;
+	tensor_params(x, &p);
+	int64_t b = p.blocksize;
 	if (in->rank != 4 || b < 1)
 		infer_fail(x, KILN_SHAPE_ERROR, "input must be 4-D and blocksize >= 1");
 	Shape y = *in;
@@ -800,7 +804,9 @@ static void infer_one_hot(Infer *x)
 	if (depth < 1 || idx->rank + 1 > KILN_MAX_RANK)
 		infer_fail(x, KILN_SHAPE_ERROR, "depth must be >= 1 and the output rank <= %d",
 		           KILN_MAX_RANK);
-	int axis = infer_axis(x, attr_int(x, "axis", -1), idx->rank + 1, "axis");
+	TensorParams p;
+	tensor_params(x, &p);
+	int axis = p.axis;
 	Shape y = {.rank = idx->rank + 1};
 	for (int k = 0, j = 0; k < y.rank; k++)
 		y.dims[k].size = k == axis ? (int64_t)depth : idx->dims[j++].size;
@@ -810,7 +816,9 @@ static void infer_one_hot(Infer *x)
 static void infer_gather_nd(Infer *x)
 {
 	const Shape *data = infer_shape(x, 0), *idx = infer_shape(x, 1);
-	int64_t b = attr_int(x, "batch_dims", 0);
+	TensorParams p;
+	tensor_params(x, &p);
+	int64_t b = p.batch_dims;
 	if (idx->rank < 1)
 		infer_fail(x, KILN_SHAPE_ERROR, "indices must have rank >= 1");
 	int64_t k = idx->dims[idx->rank - 1].size;
@@ -838,6 +846,95 @@ static void infer_eye_like(Infer *x)
 	infer_set_output(x, 0, dt, in);
 }
 
+/* ---- the attributes, resolved ------------------------------------------- */
+
+void tensor_params(Infer *x, TensorParams *p)
+{
+	const Node *n = x->n;
+	memset(p, 0, sizeof *p);
+	switch (n->op) {
+	case OP_Concat: case OP_Split: case OP_Gather: case OP_GatherElements:
+	case OP_ScatterElements: case OP_Scatter:
+		p->axis = infer_axis(x, attr_int(x, "axis", 0), infer_shape(x, 0)->rank, "axis");
+		break;
+	case OP_OneHot:   /* an axis of the output, one more than the indices' */
+		p->axis = infer_axis(x, attr_int(x, "axis", -1), infer_shape(x, 0)->rank + 1, "axis");
+		return;
+	case OP_Transpose: {
+		int rank = infer_shape(x, 0)->rank;
+		int np = attr_ints(x, "perm", p->perm, KILN_MAX_RANK);
+		if (np < 0)
+			for (int k = 0; k < rank; k++)
+				p->perm[k] = rank - 1 - k;
+		else if (np != rank)
+			infer_fail(x, KILN_SHAPE_ERROR, "perm has %d values for rank %d", np, rank);
+		bool seen[KILN_MAX_RANK] = {0};
+		for (int k = 0; k < rank; k++) {
+			if (p->perm[k] < 0 || p->perm[k] >= rank || seen[p->perm[k]])
+				infer_fail(x, KILN_INVALID_MODEL, "perm is not a permutation of 0..%d", rank - 1);
+			seen[p->perm[k]] = true;
+		}
+		return;
+	}
+	case OP_Slice:   /* before opset 10 the attributes, then inputs */
+		if (n->since < 10) {
+			p->nstarts = attr_ints(x, "starts", p->starts, KILN_MAX_RANK);
+			p->nends = attr_ints(x, "ends", p->ends, KILN_MAX_RANK);
+			p->naxes = attr_ints(x, "axes", p->axes, KILN_MAX_RANK);
+		}
+		return;
+	case OP_ConstantOfShape: {
+		const Attr *v = node_attr(n, "value");
+		if (v && (v->type != AT_TENSOR || v->tensors[0].w.nelem != 1))
+			infer_fail(x, KILN_INVALID_MODEL, "value must be a one-element tensor");
+		p->value = v ? &v->tensors[0] : NULL;
+		return;
+	}
+	case OP_Trilu:
+		p->upper = attr_int(x, "upper", 1) != 0;
+		return;
+	case OP_DepthToSpace: case OP_SpaceToDepth: {
+		p->blocksize = attr_int(x, "blocksize", 0);
+		attr_string(x, "mode", "DCR");   /* its type */
+		bool to_space = n->op == OP_DepthToSpace;
+		if (to_space && node_attr(n, "mode") && !node_attr_is(n, "mode", "DCR") &&
+		    !node_attr_is(n, "mode", "CRD"))
+			infer_fail(x, KILN_INVALID_MODEL, "mode must be \"DCR\" or \"CRD\"");
+		p->crd = to_space && node_attr_is(n, "mode", "CRD");
+		return;
+	}
+	case OP_GatherND:
+		p->batch_dims = attr_int(x, "batch_dims", 0);
+		return;
+	case OP_EyeLike:
+		p->k = attr_int(x, "k", 0);
+		return;
+	case OP_Pad: case OP_CenterCropPad: {
+		p->pad_mode = attr_string(x, "mode", "constant");
+		if (strcmp(p->pad_mode, "constant") && strcmp(p->pad_mode, "reflect") &&
+		    strcmp(p->pad_mode, "edge") && strcmp(p->pad_mode, "wrap"))
+			infer_fail(x, KILN_UNSUPPORTED, "Pad mode \"%s\" is not supported", p->pad_mode);
+		if (n->since < 11)
+			p->pad_value = attr_float(x, "value", 0.0f);
+		return;
+	}
+	}
+	if (n->op == OP_ScatterElements || n->op == OP_ScatterND || n->op == OP_Scatter) {
+		static const char *const names[] = {"none", "add", "mul", "max", "min"};
+		const Attr *r = node_attr(n, "reduction");
+		attr_string(x, "reduction", "none");   /* its type */
+		p->reduction = -1;
+		for (int i = 0; i < 5; i++)
+			if (!r || node_attr_is(n, "reduction", names[i])) {
+				p->reduction = i;
+				break;
+			}
+		if (p->reduction < 0)
+			infer_fail(x, KILN_UNSUPPORTED, "reduction \"%.*s\" is not supported", (int)r->s.len,
+			           r->s.data);
+	}
+}
+
 void ops_tensor_infer(Infer *x)
 {
 	switch (x->n->op) {
@@ -860,12 +957,20 @@ void ops_tensor_infer(Infer *x)
 	case OP_GatherElements: infer_gather_elements(x); return;
 	case OP_Tile: infer_tile(x); return;
 	case OP_Pad: case OP_CenterCropPad: infer_pad(x); return;
-	case OP_Trilu:
+	case OP_Trilu: {
+		TensorParams p;
+		tensor_params(x, &p);
 		infer_same_shape(x);
 		return;
+	}
 	case OP_ScatterElements: case OP_ScatterND: case OP_Scatter: infer_scatter(x); return;
 	case OP_DepthToSpace: infer_depth_space(x, true); return;
-	case OP_EyeLike: infer_eye_like(x); return;
+	case OP_EyeLike: {
+		TensorParams p;
+		tensor_params(x, &p);
+		infer_eye_like(x);
+		return;
+	}
 	case OP_SpaceToDepth: infer_depth_space(x, false); return;
 	case OP_OneHot: infer_one_hot(x); return;
 	case OP_GatherND: infer_gather_nd(x); return;

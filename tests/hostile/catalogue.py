@@ -255,6 +255,55 @@ def _():
     return unary18("Cast", 19, to=TensorProto.FLOAT16, saturate="yes")
 
 
+# Attribute values an op's record resolves (ops/<family>.c, *_params) and so
+# refuses at inference, before any emitter: `kiln info` fails as compile does.
+# A string holding a NUL is refused (it would pass for its prefix).
+@case("gelu20_approximate_erf", "error", '"n0" (Gelu', 'approximate must be "none" or "tanh"')
+def _():
+    return unary18("Gelu", 20, approximate="erf")
+
+
+@case("bitshift_direction_up", "error", '"n0" (BitShift', 'direction must be "LEFT" or "RIGHT"')
+def _():
+    node = helper.make_node("BitShift", ["X", "S"], ["Y"], name="n0", direction="UP")
+    u8 = TensorProto.UINT8
+    return model([node], [vi("X", ["N", 4], u8), vi("S", ["N", 4], u8)], [vi("Y", None, u8)])
+
+
+@case("depthtospace_mode_nul", "error", '"n0" (DepthToSpace', '"mode" holds a NUL byte')
+def _():
+    return unary("DepthToSpace", ["N", 4, 2, 2], blocksize=2, mode=b"CRD\0x")
+
+
+@case("pad_mode_nul", "error", '"n0" (Pad', '"mode" holds a NUL byte')
+def _():
+    return unary("Pad", ["N", 4], extra_inputs=["p"], inits=[const("p", [0, 1, 0, 1])],
+                 mode=b"edge\0junk")
+
+
+@case("scatter_reduction_max", "error", '"n0" (ScatterND', 'reduction "maximum" is not supported')
+def _():
+    node = helper.make_node("ScatterND", ["X", "I", "U"], ["Y"], name="n0", reduction="maximum")
+    return model([node], [vi("X", [4]), vi("I", [2, 1], I64), vi("U", [2])], [vi("Y", None)],
+                 opset=18)
+
+
+@case("scatter_reduction_nul", "error", '"n0" (ScatterElements', '"reduction" holds a NUL byte')
+def _():
+    node = helper.make_node("ScatterElements", ["X", "I", "U"], ["Y"], name="n0",
+                            reduction=b"add\0x")
+    return model([node], [vi("X", ["N", 4]), vi("I", ["N", 2], I64), vi("U", ["N", 2])],
+                 [vi("Y", None)], opset=16)
+
+
+@case("nllloss_reduction_nul", "error", '"n0" (NegativeLogLikelihoodLoss',
+      '"reduction" holds a NUL byte')
+def _():
+    node = helper.make_node("NegativeLogLikelihoodLoss", ["X", "T"], ["Y"], name="n0",
+                            reduction=b"none\0x")
+    return model([node], [vi("X", ["N", 3]), vi("T", ["N"], I64)], [vi("Y", None)])
+
+
 @case("averagepool19_ceil_mode_float", "error", '"n0" (AveragePool', '"ceil_mode"',
       "AveragePool-19 takes an int")
 def _():
