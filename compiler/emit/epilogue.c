@@ -1,7 +1,7 @@
 /*
  * emit/epilogue.c - the fused epilogue of a Gemm or Conv node (bias, a
  * Conv's residual and the activation, from the node's Fused record that
- * passes/fuse.c fills: fused.act, .alpha, .beta, .members), as a
+ * passes/fuse_act.c fills: fused.act, .alpha, .beta, .members), as a
  * kiln_epilogue the *_ep kernels take.
  */
 #include "emit_c.h"

@@ -126,7 +126,7 @@ static void infer_conv(Infer *x)
 	y.dims[1].size = m;
 	for (int i = 0; i < w.nspatial; i++)
 		y.dims[2 + i].size = w.out[i];
-	/* The residual the optimizer fused (passes/fuse.c) has Y's shape. */
+	/* The residual the optimizer fused (passes/fuse_add.c) has Y's shape. */
 	if (x->n->nin > 3 && infer_has_input(x, 3)) {
 		const Shape *r = infer_shape(x, 3);
 		bool same = r->rank == y.rank;
@@ -356,7 +356,7 @@ void ops_conv_infer(Infer *x)
 
 const OpDef ops_conv_defs[] = {
 	{.op = OP_Conv, .infer = ops_conv_infer, .emit = emit_conv, .batch = BK_N_FIRST,
-	 .row_inputs = 1u << 3,   /* the residual passes/fuse.c adds, plane by plane */
+	 .row_inputs = 1u << 3,   /* the residual passes/fuse_add.c adds, plane by plane */
 	 .scratch = conv_scratch_bytes, .cost = CK_CONV, .tile = TK_CONV, .types = OT_F32,
 	 .pad = PD_WINDOW,
 	 .note = "1-D to 3-D; groups, dilations, auto_pad"},

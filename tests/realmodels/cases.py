@@ -664,7 +664,7 @@ def part_nopair_opset17_static_b1():
     return part_model.export(opset=17, pair=False, dynamic=False, batch=1, npf=16, nsv=4, seed=6)
 
 
-# ---- BatchNorm1d on a Linear's output through [N, C, 1] (passes/fuse.c) ---
+# ---- BatchNorm1d on a Linear's output through [N, C, 1] (passes/fuse_bn.c) -
 
 
 def mlp_bn_module(how, c=16, dims=(32, 24)):
