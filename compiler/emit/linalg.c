@@ -391,8 +391,9 @@ void emit_kiln_select_sum(Emit *E)
 {
 	Operand P = in_op(E, 0), S = in_op(E, 1), Y = out_op(E, 0);
 	int64_t parts = S.shape->dims[0].size, m = S.shape->dims[1].size;
+	Infer inf = emit_infer(E);
 	emitf(E, "\treturn kiln_f32_select_sum(%s, %s, %s, %" PRId64 ", %" PRId64 ", %" PRId64
 	      ", %" PRId64 ", %" PRId64 ", %d);\n", P.expr, S.expr, Y.expr, P.shape->dims[0].size,
 	      P.shape->dims[1].size / parts, P.shape->dims[2].size, m, parts,
-	      node_attr(E->n, "kiln.relu") ? 1 : 0);
+	      select_sum_relu(&inf) ? 1 : 0);
 }

@@ -269,7 +269,14 @@ static void infer_select_sum(Infer *x)
 	Shape y = *p;
 	y.dims[1].size = p->dims[1].size / src->dims[0].size;
 	y.dims[2] = src->dims[1];
+	select_sum_relu(x);   /* its type */
 	infer_set_output(x, 0, DT_FLOAT, &y);
+}
+
+/* KilnSelectSum: a Relu passes/mlpconv.c fused into the sum (kiln.relu). */
+bool select_sum_relu(Infer *x)
+{
+	return attr_int(x, "kiln.relu", 0) != 0;
 }
 
 void ops_linalg_infer(Infer *x)

@@ -49,6 +49,7 @@ typedef struct GemmParams {
 	float alpha, beta;
 } GemmParams;
 void gemm_params(Infer *x, GemmParams *p);
+bool select_sum_relu(Infer *x);   /* KilnSelectSum: a fused Relu (kiln.relu) */
 /* ops/linalg.c, shared with the integer MatMuls: a 1-D operand as a matrix
  * (A: [1, K], B: [K, 1]), and numpy.matmul's output shape (fails if none). */
 Shape matmul_operand(const Shape *s, bool is_a);
