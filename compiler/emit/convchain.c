@@ -1,8 +1,8 @@
 /*
  * emit/convchain.c - the fused chain of 1x1 convolutions (passes/convchain.c,
  * ops/convchain.c) as one kiln_f32_convchain call: the weights and biases
- * as the Convs read them, each layer's activation from kiln.acts,
- * kiln.alphas and kiln.betas, the block buffers in the node's planned arena
+ * as the Convs read them, each layer's activation (convchain_acts: kiln.acts,
+ * kiln.alphas and kiln.betas), the block buffers in the node's planned arena
  * scratch.
  */
 #include <inttypes.h>
@@ -15,11 +15,8 @@ void emit_convchain(Emit *E)
 	kiln_convchain_params p;
 	convchain_params(&inf, &p);
 	Operand X = in_op(E, 0), Y = out_op(E, 0);
-	const Attr *act = node_attr(E->n, "kiln.acts"), *al = node_attr(E->n, "kiln.alphas"),
-	           *be = node_attr(E->n, "kiln.betas");
-	if (!act || act->type != AT_INTS || act->n != p.nlayers || !al || al->type != AT_FLOATS ||
-	    al->n != p.nlayers || !be || be->type != AT_FLOATS || be->n != p.nlayers)
-		emit_fail(E, "fused 1x1 convolution chain: no activation per layer");
+	ConvChainActs acts;
+	convchain_acts(&inf, p.nlayers, &acts);
 	int node = (int)(E->n - E->g->nodes);
 	int buf = E->plan->scratch_of[node];
 	KILN_ASSERT(buf != NONE);
@@ -32,13 +29,10 @@ void emit_convchain(Emit *E)
 		Operand W = in_op(E, 1 + 2 * l);
 		require_f32(E, &W);
 		const char *bias = E->n->in[2 + 2 * l] != NONE ? in_op(E, 2 + 2 * l).expr : "NULL";
-		int64_t a = act->ints[l];
-		if (a < FACT_NONE || a > FACT_GELU)
-			emit_fail(E, "fused 1x1 convolution chain: layer %d's activation is unknown", l);
 		emitf(E, "\t\t.width[%d] = %" PRId64 ", .w[%d] = %s, .bias[%d] = %s,\n"
 		       "\t\t.act[%d] = {NULL, %s, %s, %s, NULL},\n",
-		    l, p.width[l], l, W.expr, l, bias, l, emit_act_name((FusedAct)a), flit(E, (double)al->floats[l], DT_FLOAT),
-		    flit(E, (double)be->floats[l], DT_FLOAT));
+		    l, p.width[l], l, W.expr, l, bias, l, emit_act_name(acts.act[l]), flit(E, (double)acts.alpha[l], DT_FLOAT),
+		    flit(E, (double)acts.beta[l], DT_FLOAT));
 	}
 	emitf(E, "\t};\n");
 	emitf(E, "\t/* arena scratch @%" PRId64 "+%" PRId64 ": two blocks of %" PRId64

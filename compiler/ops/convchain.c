@@ -43,10 +43,30 @@ void convchain_params(Infer *x, kiln_convchain_params *p)
 	}
 }
 
+void convchain_acts(Infer *x, int nlayers, ConvChainActs *a)
+{
+	const Node *n = x->n;
+	const Attr *act = node_attr(n, "kiln.acts"), *al = node_attr(n, "kiln.alphas"),
+	           *be = node_attr(n, "kiln.betas");
+	if (!act || act->type != AT_INTS || act->n != nlayers || !al || al->type != AT_FLOATS ||
+	    al->n != nlayers || !be || be->type != AT_FLOATS || be->n != nlayers)
+		infer_fail(x, KILN_INVALID_MODEL, "fused 1x1 convolution chain: no activation per layer");
+	for (int l = 0; l < nlayers; l++) {
+		if (act->ints[l] < FACT_NONE || act->ints[l] > FACT_GELU)
+			infer_fail(x, KILN_INVALID_MODEL, "fused 1x1 convolution chain: layer %d's "
+			           "activation is unknown", l);
+		a->act[l] = (FusedAct)act->ints[l];
+		a->alpha[l] = al->floats[l];
+		a->beta[l] = be->floats[l];
+	}
+}
+
 static void convchain_infer(Infer *x)
 {
 	kiln_convchain_params p;
 	convchain_params(x, &p);
+	ConvChainActs acts;
+	convchain_acts(x, p.nlayers, &acts);   /* checked here; the emitter reads them */
 	Shape y = {.rank = 3};
 	y.dims[0].size = p.batch;
 	y.dims[1].size = p.width[p.nlayers - 1];

@@ -223,6 +223,12 @@ int64_t rnn_scratch_bytes(const Sig *s, int node, Arena *a);   /* node_scratch_b
 void edgeconv_params(Infer *x, kiln_edgeconv_params *p);   /* shapes only, no weights */
 /* ops/convchain.c: the fused chain of 1x1 convolutions KilnConvChain (passes/convchain.c) */
 void convchain_params(Infer *x, kiln_convchain_params *p);   /* shapes only, no weights */
+/* Its layers' activations, from kiln.acts, kiln.alphas and kiln.betas. */
+typedef struct ConvChainActs {
+	FusedAct act[KILN_CONVCHAIN_MAX_LAYERS];
+	float alpha[KILN_CONVCHAIN_MAX_LAYERS], beta[KILN_CONVCHAIN_MAX_LAYERS];
+} ConvChainActs;
+void convchain_acts(Infer *x, int nlayers, ConvChainActs *a);
 /* ops/conv_algo.c: which kernel a float Conv runs, for the plan and the emitter.
  * A window op's geometry in three slots (D, H, W); an op with fewer spatial
  * axes uses the last ones (1-D is W, 2-D is H and W) and size 1 elsewhere. */
