@@ -111,6 +111,7 @@ typedef struct BD {
 	Arena *a;
 	const char *why;    /* the first reason rows mix */
 	Node *n;
+	Diag *d;
 } BD;
 
 static const int64_t probe_batch[2] = {2, 3};
@@ -256,10 +257,36 @@ static int64_t folded_len(BD *b, int input)
 
 /* ---- op knowledge --------------------------------------------------------- */
 
-static int64_t attr_or(const Node *n, const char *name, int64_t dflt)
+/* The node as its family's resolvers see it (tensor_params, reduce_params,
+ * ...), at the first probe: its inference resolved and checked the
+ * attributes there already, so a resolver cannot fail here. */
+static Infer node_infer(BD *b)
 {
-	const Attr *a = node_attr(n, name);
-	return a && a->type == AT_INT ? a->i : dflt;
+	return (Infer){.sig = b->p[0], .g = b->g, .n = b->n, .d = b->d, .a = b->a};
+}
+
+static TensorParams tensor_of(BD *b)
+{
+	Infer x = node_infer(b);
+	TensorParams p;
+	tensor_params(&x, &p);
+	return p;
+}
+
+static ReduceParams reduce_of(BD *b)
+{
+	Infer x = node_infer(b);
+	ReduceParams p;
+	reduce_params(&x, &p);
+	return p;
+}
+
+static NormParams norm_of(BD *b)
+{
+	Infer x = node_infer(b);
+	NormParams p;
+	norm_params(&x, &p);
+	return p;
 }
 
 static int norm(int64_t axis, int rank)
@@ -414,7 +441,7 @@ static void rule_gather(BD *b)
 {
 	Node *n = b->n;
 	int kd = in_axis(b, 0), ki = in_axis(b, 1);
-	int axis = norm(attr_or(n, "axis", 0), rank_of(b, n->in[0]));
+	int axis = tensor_of(b).axis;
 	if (kd >= 0 && ki >= 0) {
 		mix(b, "gathers from batched data with batched indices");
 	} else if (kd >= 0) {
@@ -431,7 +458,7 @@ static void rule_gather(BD *b)
 static void rule_elements(BD *b)
 {
 	Node *n = b->n;
-	int k = in_axis(b, 0), axis = norm(attr_or(n, "axis", 0), rank_of(b, n->in[0]));
+	int k = in_axis(b, 0), axis = tensor_of(b).axis;
 	for (int i = 0; i < n->nin; i++)
 		if (n->in[i] != NONE && in_axis(b, i) != k) {
 			mix(b, "indexes batched and unbatched operands together");
@@ -486,15 +513,18 @@ static void rule_gemm(BD *b)
 {
 	Node *n = b->n;
 	int target = BD_NONE, ka = in_axis(b, 0), kb = in_axis(b, 1), kc = in_axis(b, 2);
+	Infer x = node_infer(b);
+	GemmParams gp;
+	gemm_params(&x, &gp);
 	if (ka >= 0) {
-		if (ka != (attr_or(n, "transA", 0) ? 1 : 0)) {
+		if (ka != (gp.trans_a ? 1 : 0)) {
 			mix(b, "contracts over the batch axis (of A)");
 			return;
 		}
 		agree(b, &target, 0);
 	}
 	if (kb >= 0) {
-		if (kb != (attr_or(n, "transB", 0) ? 0 : 1)) {
+		if (kb != (gp.trans_b ? 0 : 1)) {
 			mix(b, "contracts over the batch axis (of B)");
 			return;
 		}
@@ -509,61 +539,28 @@ static void rule_gemm(BD *b)
 static void rule_einsum(BD *b)
 {
 	Node *n = b->n;
-	const Attr *a = node_attr(n, "equation");
-	if (!a || a->type != AT_STRING) {
-		mix(b, "has no equation");
-		return;
-	}
-	char eq[256], *terms[EINSUM_MAX_OPERANDS + 1];
-	size_t len = 0;
-	for (size_t i = 0; i < a->s.len && len + 1 < sizeof eq; i++)
-		if (a->s.data[i] != ' ')
-			eq[len++] = a->s.data[i];
-	eq[len] = 0;
-	if (strchr(eq, '.')) {
+	Infer x = node_infer(b);
+	Einsum e;   /* the equation, parsed (an implicit output: the letters used once) */
+	einsum_parse(&x, &e);
+	if (e.ellipsis) {
 		mix(b, "einsum with an ellipsis is not analysed for batch independence yet");
 		return;
 	}
-	char *arrow = strstr(eq, "->");
-	char implicit[64] = "";
-	if (arrow)
-		*arrow = 0;
-	int nt = 0;
-	for (char *t = eq; nt <= EINSUM_MAX_OPERANDS; nt++) {
-		terms[nt] = t;
-		char *comma = strchr(t, ',');
-		if (!comma) {
-			nt++;
-			break;
-		}
-		*comma = 0;
-		t = comma + 1;
-	}
-	const char *out = arrow ? arrow + 2 : implicit;
-	if (!arrow) {
-		/* Implicit output: the letters used once, in alphabetical order. */
-		int count[128] = {0}, m = 0;
-		for (int t = 0; t < nt; t++)
-			for (const char *c = terms[t]; *c; c++)
-				count[(unsigned char)*c & 127]++;
-		for (int c = 0; c < 128 && m < 63; c++)
-			if (count[c] == 1)
-				implicit[m++] = (char)c;
-		implicit[m] = 0;
-	}
+	int nt = e.noperands;
+	const char *out = e.out;
 	int target = BD_NONE;
 	for (int i = 0; i < n->nin && i < nt; i++) {
 		int k = in_axis(b, i);
 		if (k < 0)
 			continue;
-		if (k >= (int)strlen(terms[i])) {
+		const char *term = e.term[i];
+		if (k >= (int)strlen(term)) {
 			mix(b, "has an equation that does not fit its inputs");
 			return;
 		}
-		char letter = terms[i][k];
+		char letter = term[k];
 		const char *at = strchr(out, letter);
-		if (!at || strchr(terms[i], letter) != terms[i] + k ||
-		    strrchr(terms[i], letter) != terms[i] + k) {
+		if (!at || strchr(term, letter) != term + k || strrchr(term, letter) != term + k) {
 			mix(b, "sums or takes a diagonal over the batch axis (letter '%c')", letter);
 			return;
 		}
@@ -577,53 +574,31 @@ static void rule_reduce(BD *b, int k)
 {
 	Node *n = b->n;
 	int r = rank_of(b, n->in[0]);
-	/* the axes as ops/reduce.c reads them: input 1 where the schema check
-	 * (onnx_load.c) admits one, else the attribute of the older versions */
-	bool reduced[KILN_MAX_RANK] = {false};
-	int64_t naxes = 0;
-	if (n->nin > 1 && n->in[1] != NONE) {
-		naxes = folded_len(b, 1);
-		if (naxes < 0) {
-			mix(b, "reduces over axes that are not known at compile time");
-			return;
-		}
-		for (int64_t i = 0; i < naxes; i++) {
-			int64_t v;
-			if (!folded_int(b, 0, 1, i, &v)) {
-				mix(b, "reduces over axes that are not known at compile time");
-				return;
-			}
-			reduced[norm(v, r)] = true;
-		}
-	} else {
-		const Attr *a = node_attr(n, "axes");
-		naxes = a && a->type == AT_INTS ? a->n : 0;
-		for (int64_t i = 0; i < naxes; i++)
-			reduced[norm(a->ints[i], r)] = true;
+	/* the axes as ops/reduce.c resolves them: input 1 (known at inference)
+	 * where the schema admits one, else the attribute of the older versions */
+	ReduceParams rp = reduce_of(b);
+	if (rp.noop) {
+		set_outputs(b, k);
+		return;
 	}
-	if (naxes == 0) {
-		if (attr_or(n, "noop_with_empty_axes", 0)) {
-			set_outputs(b, k);
-			return;
-		}
-		for (int j = 0; j < r; j++)
-			reduced[j] = true;
-	}
-	if (reduced[k]) {
+	if (rp.reduce[k]) {
 		mix(b, "reduces over the batch axis %d", k);
 		return;
 	}
 	int out = k;
-	if (!attr_or(n, "keepdims", 1))
-		for (int j = 0; j < k; j++)
-			out -= reduced[j];
+	if (!rp.keepdims)
+		for (int j = 0; j < k && j < r; j++)
+			out -= rp.reduce[j];
 	set_outputs(b, out);
 }
 
 static void rule_recurrent(BD *b, int k)
 {
 	Node *n = b->n;
-	bool layout = attr_or(n, "layout", 0) != 0;
+	Infer x = node_infer(b);
+	RnnNode rn;
+	rnn_node(&x, &rn);
+	bool layout = rn.layout != 0;
 	if (k != (layout ? 0 : 1)) {
 		mix(b, "runs its recurrence over the batch axis %d", k);
 		return;
@@ -658,7 +633,7 @@ static void rule_n_first(BD *b, int k)
 	}
 	unsigned flags = rec(n)->batch_flags;
 	if ((flags & BF_TRAINING_STATS) &&
-	    (attr_or(n, "training_mode", 0) || (n->nout > 1 && n->out[1] != NONE))) {
+	    (norm_of(b).training || (n->nout > 1 && n->out[1] != NONE))) {
 		mix(b, "%s in training mode takes statistics over the batch", n->op_type);
 		return;
 	}
@@ -684,7 +659,11 @@ static void rule_n_first(BD *b, int k)
 static void rule_attention(BD *b)
 {
 	Node *n = b->n;
-	static const char *const perms[3] = {"kiln.perm_q", "kiln.perm_k", "kiln.perm_v"};
+	int64_t perm[4][4];   /* kiln.perm_q, _k, _v, _y: checked at inference */
+	if (attention_perms(n, perm)) {
+		mix(b, "has no layout kiln can read");
+		return;
+	}
 	bool three = rank_of(b, n->in[0]) == 3;
 	int target = BD_NONE;
 	for (int i = 0; i < n->nin; i++) {
@@ -692,9 +671,8 @@ static void rule_attention(BD *b)
 		if (k < 0)
 			continue;
 		if (i < 3) {
-			const Attr *p = node_attr(n, perms[i]);
-			for (int d = 0; p && d < p->n && d < 4; d++)
-				if (p->ints[d] == k + three)
+			for (int d = 0; d < 4; d++)
+				if (perm[i][d] == k + three)
 					L = d;
 		} else if (three && rank_of(b, n->in[i]) == 3) {
 			L = k == 0 ? 0 : k + 1;
@@ -709,9 +687,8 @@ static void rule_attention(BD *b)
 			return;
 	}
 	int out = BD_NONE;
-	const Attr *py = node_attr(n, "kiln.perm_y");
-	for (int d = 0; target != BD_NONE && py && d < py->n && d < 4; d++)
-		if (py->ints[d] == target)
+	for (int d = 0; target != BD_NONE && d < 4; d++)
+		if (perm[3][d] == target)
 			out = d - three;
 	set_outputs(b, out);
 }
@@ -719,9 +696,8 @@ static void rule_attention(BD *b)
 static void rule_softmax(BD *b, int k)
 {
 	Node *n = b->n;
-	int r = rank_of(b, n->in[0]);
 	bool coerced = n->since < 13;   /* older versions flatten to 2-D at axis */
-	int axis = norm(attr_or(n, "axis", coerced ? 1 : -1), r);
+	int axis = norm_of(b).axis;
 	if (coerced ? k >= axis : k == axis)
 		mix(b, "normalizes over the batch axis %d", k);
 	else
@@ -730,9 +706,7 @@ static void rule_softmax(BD *b, int k)
 
 static void rule_loss(BD *b, int k)
 {
-	Node *n = b->n;
-	const Attr *a = node_attr(n, "reduction");
-	bool none = a && a->type == AT_STRING && a->s.len == 4 && memcmp(a->s.data, "none", 4) == 0;
+	bool none = norm_of(b).reduction == LOSS_NONE;
 	if (!none || k != 0 || in_axis(b, 1) != 0 || in_axis(b, 2) != BD_NONE) {
 		mix(b, "reduces the loss over the batch");
 		return;
@@ -747,13 +721,7 @@ static void rows_rule(BD *b, int k)
 	int op = n->op;
 	const OpDef *d = op_def(op);
 	switch (d ? d->batch : BK_NONE) {
-	case BK_DROPOUT:
-		if (attr_or(n, "training_mode", 0)) {
-			mix(b, "Dropout in training mode draws one mask for the whole batch");
-			return;
-		}
-		rule_elementwise(b);
-		return;
+	case BK_DROPOUT:   /* inference refuses a random mask: rows as they are */
 	case BK_ELEMENTWISE: rule_elementwise(b); return;
 	case BK_N_FIRST: rule_n_first(b, k); return;
 	case BK_LAYOUT:
@@ -761,9 +729,9 @@ static void rows_rule(BD *b, int k)
 		return;
 	case BK_TRANSPOSE: {
 		int r = rank_of(b, n->in[0]);
-		const Attr *p = node_attr(n, "perm");
+		TensorParams tp = tensor_of(b);   /* perm: the attribute, or the axes reversed */
 		for (int j = 0; j < r; j++)
-			if ((p && p->type == AT_INTS && j < p->n ? p->ints[j] : r - 1 - j) == k) {
+			if (tp.perm[j] == k) {
 				set_outputs(b, j);
 				return;
 			}
@@ -771,7 +739,7 @@ static void rows_rule(BD *b, int k)
 		return;
 	}
 	case BK_CONCAT: {
-		int axis = norm(attr_or(n, "axis", 0), rank_of(b, n->out[0]));
+		int axis = tensor_of(b).axis;
 		for (int i = 0; i < n->nin; i++)
 			if (n->in[i] != NONE && in_axis(b, i) != k) {
 				mix(b, in_axis(b, i) >= 0 ? "concatenates tensors batched on different axes"
@@ -785,7 +753,7 @@ static void rows_rule(BD *b, int k)
 		return;
 	}
 	case BK_SPLIT:
-		if (norm(attr_or(n, "axis", 0), rank_of(b, n->in[0])) == k)
+		if (tensor_of(b).axis == k)
 			mix(b, "splits along the batch axis %d", k);
 		else
 			set_outputs(b, k);
@@ -796,7 +764,7 @@ static void rows_rule(BD *b, int k)
 	case BK_GATHER_ND:
 		/* batch_dims >= 1 with both operands rows on axis 0: sample n's
 		 * indices address sample n's data only (TF's gather(batch_dims=1)) */
-		if (attr_or(n, "batch_dims", 0) >= 1 && in_axis(b, 0) == 0 && in_axis(b, 1) == 0)
+		if (tensor_of(b).batch_dims >= 1 && in_axis(b, 0) == 0 && in_axis(b, 1) == 0)
 			set_outputs(b, 0);
 		else
 			mix(b, "gathers across samples (GatherND keeps rows only with batch_dims >= 1 "
@@ -809,7 +777,7 @@ static void rows_rule(BD *b, int k)
 	case BK_SOFTMAX: rule_softmax(b, k); return;
 	case BK_ATTENTION: rule_attention(b); return;
 	case BK_LAYER_NORM: {
-		int axis = norm(attr_or(n, "axis", -1), rank_of(b, n->in[0]));
+		int axis = norm_of(b).axis;
 		if (k >= axis || in_axis(b, 1) != BD_NONE || in_axis(b, 2) != BD_NONE ||
 		    (n->nin > 3 && in_axis(b, 3) != k))  /* a fused residual: rows like X */
 			mix(b, "normalizes over the batch axis %d", k);
@@ -820,30 +788,39 @@ static void rows_rule(BD *b, int k)
 	case BK_ROI_POOL:
 		mix(b, "each ROI reads the image its batch index (column 0 of rois) names");
 		return;
-	case BK_AXIS_ATTR:
-		if (norm(attr_or(n, "axis", -1), rank_of(b, n->in[0])) == k)
+	case BK_AXIS_ATTR: {
+		Infer x = node_infer(b);
+		LpNorm lp;
+		misc_lpnorm_params(&x, &lp);
+		if (lp.axis == k)
 			mix(b, "normalizes over the batch axis %d", k);
 		else
 			set_outputs(b, k);
 		return;
+	}
 	case BK_REDUCE:
 		rule_reduce(b, k);
 		return;
 	case BK_ARG_EXTREMUM: {
-		int axis = norm(attr_or(n, "axis", 0), rank_of(b, n->in[0]));
+		ReduceParams rp = reduce_of(b);
+		int axis = rp.axis;
 		if (axis == k)
 			mix(b, "reduces over the batch axis %d", k);
 		else
-			set_outputs(b, attr_or(n, "keepdims", 1) || k < axis ? k : k - 1);
+			set_outputs(b, rp.keepdims || k < axis ? k : k - 1);
 		return;
 	}
 	case BK_ALONG_AXIS: {
 		KILN_ASSERT(d->along);
 		bool input = d->batch_flags & BF_AXIS_INPUT;
-		int64_t axis = input ? 0 : attr_or(n, "axis", -1);
-		if (input && !folded_int(b, 0, 1, 0, &axis)) {
+		int64_t axis = 0;
+		if (input ? !folded_int(b, 0, 1, 0, &axis) : !d->axis) {
 			mix(b, "%s along an axis that is not known at compile time", d->along);
 			return;
+		}
+		if (!input) {
+			Infer x = node_infer(b);
+			axis = d->axis(&x);
 		}
 		if (norm(axis, rank_of(b, n->in[0])) == k)
 			mix(b, "%s along the batch axis %d", d->along, k);
@@ -858,23 +835,18 @@ static void rows_rule(BD *b, int k)
 			set_outputs(b, k);
 		return;
 	case BK_MVN: {
-		int r = rank_of(b, n->in[0]);
-		const Attr *axes = node_attr(n, "axes");
-		bool over = !axes && (k == 0 || k == 2 || k == 3);   /* default axes [0, 2, 3] */
-		for (int j = 0; axes && axes->type == AT_INTS && j < axes->n; j++)
-			over |= norm(axes->ints[j], r) == k;
-		if (over)
+		Infer x = node_infer(b);   /* the axes, a mask; by default [0, 2, 3] */
+		if (misc_mvn_axes(&x, rank_of(b, n->in[0])) >> k & 1u)
 			mix(b, "normalizes over the batch axis %d", k);
 		else
 			set_outputs(b, k);
 		return;
 	}
 	case BK_DFT: {
-		/* axis: the attribute before opset 20, then input 2 (default -2) */
-		int64_t axis = n->since < 20 ? attr_or(n, "axis", 1) : -2;
-		if (n->since >= 20 && n->nin > 2 && n->in[2] != NONE && !folded_int(b, 0, 2, 0, &axis))
-			mix(b, "has an axis not known at compile time");
-		else if (norm(axis, rank_of(b, n->in[0])) == k)
+		/* axis: the attribute before opset 20, then input 2 (default -2),
+		 * known at inference */
+		Infer x = node_infer(b);
+		if (signal_dft_axis(&x, rank_of(b, n->in[0])) == k)
 			mix(b, "transforms along the batch axis %d", k);
 		else
 			set_outputs(b, k);
@@ -887,8 +859,7 @@ static void rows_rule(BD *b, int k)
 			set_outputs(b, k);
 		return;
 	case BK_ONE_HOT: {
-		int r = rank_of(b, n->in[0]);
-		int axis = norm(attr_or(n, "axis", -1), r + 1);
+		int axis = tensor_of(b).axis;   /* an axis of the output */
 		if (in_axis(b, 0) != k || in_axis(b, 2) != BD_NONE)
 			mix(b, "takes batched depth or values");
 		else
@@ -1074,7 +1045,7 @@ static void flat_gather(BD *b)
 	Node *n = b->n;
 	const IdxFact *f = fact(b, 1);
 	int data = n->in[0], kd = in_axis(b, 0), ki = in_axis(b, 1);
-	int axis = norm(attr_or(n, "axis", 0), rank_of(b, data));
+	int axis = tensor_of(b).axis;
 	if (kd != axis || ki < 0) {
 		mix(b, "uses an index that depends on the sample's position in the batch (n*%lld + ...) "
 		       "other than along the data's batch axis", (long long)f->scale);
@@ -1094,7 +1065,7 @@ static void flat_elements(BD *b)
 	Node *n = b->n;
 	const IdxFact *f = fact(b, 1);
 	int data = n->in[0], kd = in_axis(b, 0), ki = in_axis(b, 1);
-	int axis = norm(attr_or(n, "axis", 0), rank_of(b, data));
+	int axis = tensor_of(b).axis;
 	bool scatter = position_use(n) == PX_SCATTER_ELEMENTS;
 	if (kd != axis || ki != axis ||
 	    (scatter && (in_axis(b, 2) != ki || b->outer[n->in[2]] != 1))) {
@@ -1120,7 +1091,7 @@ static bool tuple_concat(BD *b)
 	if (position_use(n) != PX_TUPLE_CONCAT || n->nout < 1 || n->out[0] == NONE)
 		return false;
 	int out = n->out[0], R = rank_of(b, out), pos = -1, at = BD_NONE;
-	if (norm(attr_or(n, "axis", 0), R) != R - 1)
+	if (tensor_of(b).axis != R - 1)
 		return false;
 	int64_t col = 0, c = 0;
 	for (int i = 0; i < n->nin; i++) {
@@ -1180,7 +1151,7 @@ static void tuple_nd(BD *b)
 	int q = (int)dim_of(b, 0, idx, rank_of(b, idx) - 1);
 	bool scatter = position_use(n) == PX_SCATTER_ND;
 	if (kd < 0 || ki < 0 || kd != f->axis || kd >= q || b->outer[data] != 1 ||
-	    (!scatter && attr_or(n, "batch_dims", 0) != 0)) {
+	    (!scatter && tensor_of(b).batch_dims != 0)) {
 		mix(b, "indexes with tuples whose component %d is the sample's position (n*%lld + ...), "
 		       "which is not the data's batch axis %d", f->axis, (long long)f->scale, kd);
 		return;
@@ -1267,8 +1238,9 @@ static void index_facts(BD *b)
 	Node *n = b->n;
 	const OpDef *d = op_def(n->op);
 	IndexFlow flow = d ? d->index : IF_NONE;
-	if (flow == IF_TOPK_INDICES && n->nout > 1 && n->out[1] != NONE) {
-		int64_t len = fixed_dim(b, n->in[0], norm(attr_or(n, "axis", -1), rank_of(b, n->in[0])));
+	if (flow == IF_TOPK_INDICES && n->nout > 1 && n->out[1] != NONE && d->axis) {
+		Infer x = node_infer(b);
+		int64_t len = fixed_dim(b, n->in[0], d->axis(&x));
 		if (len > 0)
 			b->ix[n->out[1]] = (IdxFact){IX_BOUND, 0, 0, len};
 	}
@@ -1410,7 +1382,7 @@ static bool rule_control(BD *b)
 	const Control *c0 = control_of(b->p[0], id), *c1 = control_of(b->p[1], id);
 	if ((rec(n)->batch_flags & BF_ONE_BRANCH) && c0 && c1 && c0->nsubs == 1 && c1->nsubs == 1 &&
 	    c0->branch != NONE && c0->branch == c1->branch && in_axis(b, 0) == BD_NONE) {
-		BD sub = {.g = c0->subs[0].g, .a = b->a, .p = {&c0->subs[0], &c1->subs[0]}};
+		BD sub = {.g = c0->subs[0].g, .a = b->a, .p = {&c0->subs[0], &c1->subs[0]}, .d = b->d};
 		int nv = sub.g->nvalues;
 		sub.ax = arena_array(b->a, (size_t)nv, sizeof *sub.ax);
 		sub.outer = arena_array(b->a, (size_t)nv, sizeof *sub.outer);
@@ -1478,7 +1450,7 @@ void batchdep_analyse(Model *m, const BindOptions *o, BatchDep *out)
 	static const BindOptions none = {0};
 	memset(out, 0, sizeof *out);
 	Graph *g = m->graph;
-	BD b = {.g = g, .a = m->arena};
+	BD b = {.g = g, .a = m->arena, .d = m->diag};
 	b.p[0] = arena_alloc(m->arena, sizeof(Sig));
 	b.p[1] = arena_alloc(m->arena, sizeof(Sig));
 	const char *why = NULL;

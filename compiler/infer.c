@@ -331,6 +331,11 @@ int infer_axis(Infer *x, int64_t axis, int rank, const char *what)
 	return (int)(axis < 0 ? axis + rank : axis);
 }
 
+int infer_last_axis(Infer *x)
+{
+	return infer_axis(x, -1, infer_shape(x, 0)->rank, "axis");
+}
+
 /* Element k of little-endian data of type dt, as double. */
 double folded_elem(int dt, const void *data, int64_t k)
 {

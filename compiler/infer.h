@@ -47,6 +47,8 @@ const Folded *peval_demand(Infer *x, int id);
 double folded_elem(int dt, const void *data, int64_t k);
 bool infer_foldable(const Shape *s);
 int infer_axis(Infer *x, int64_t axis, int rank, const char *what);
+/* The last axis of input 0: OpDef.axis of the ops that work along it. */
+int infer_last_axis(Infer *x);
 int64_t attr_int(Infer *x, const char *name, int64_t dflt);
 float attr_float(Infer *x, const char *name, float dflt);
 int attr_ints(Infer *x, const char *name, int64_t *out, int max);

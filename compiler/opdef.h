@@ -90,8 +90,8 @@ typedef enum BatchKind {
 	BK_AXIS_ATTR,        /* works along the "axis" attribute (LpNormalization) */
 	BK_REDUCE,
 	BK_ARG_EXTREMUM,
-	BK_ALONG_AXIS,       /* CumSum (axis input), TopK, KilnKnn and KilnSelect (axis
-	                        attribute, default -1); `along` names what it does there */
+	BK_ALONG_AXIS,       /* CumSum (axis input), TopK, KilnKnn and KilnSelect (the
+	                        record's axis hook); `along` names what it does there */
 	BK_DET,              /* matrices on the last two axes */
 	BK_TRILU,
 	BK_MVN,
@@ -130,7 +130,7 @@ enum {
 	BF_KEEPS_BATCH = 1 << 2,    /* BK_N_FIRST: mixes unless axis 0 keeps its length
 	                               (Resize, Upsample) */
 	BF_AXIS_INPUT = 1 << 3,     /* BK_ALONG_AXIS: the axis is input 1 (CumSum); else
-	                               attribute axis, default -1 */
+	                               the record's axis hook gives it */
 	BF_PAD_VALUE = 1 << 4,      /* BK_REPEAT: pads; input 2, the pad value, must not carry
 	                               the batch (Pad) */
 	BF_CONSTANT_ROWS = 1 << 5,  /* rows of one constant when no input outside shape_inputs
@@ -186,7 +186,7 @@ typedef enum PadRule {
 /* The stitching model's cost (stitch.c): multiply-adds of the ops that
  * dominate; CK_ELEMENTS: one op per element of its largest operand. */
 typedef enum CostKind {
-	CK_ELEMENTS, CK_MATMUL, CK_GEMM, CK_RECURRENT,
+	CK_ELEMENTS, CK_MATMUL, CK_RECURRENT,   /* Gemm: its flops hook (transA) */
 	CK_CONV,             /* W [Cout, Cin/group, k...]: per output element */
 	CK_CONV_TRANSPOSE,   /* W [Cin, Cout/group, k...]: per input element */
 } CostKind;
@@ -231,6 +231,10 @@ typedef struct OpDef {
 	const char *along;             /* BK_ALONG_AXIS: what the op does along its axis, for
 	                                  the analysis' reason ("sorts": "sorts along the batch
 	                                  axis 0") */
+	/* BK_ALONG_AXIS without BF_AXIS_INPUT, IF_TOPK_INDICES: the axis it works
+	 * along, resolved and normalized (TopK's attribute, the last for KilnKnn
+	 * and KilnSelect); NULL: not known */
+	int (*axis)(Infer *x);
 	bool shape_only;               /* reads only its input's shape, never its values
 	                                  (Shape, Size; batchdep.c, padproof.c) */
 	/* padding proof (padproof.c) */
@@ -247,8 +251,9 @@ typedef struct OpDef {
 	bool narrow_types;             /* float8 and 4-bit values may pass (shape.c) */
 	ScratchHook scratch;
 	CostKind cost;
-	/* The cost where no kind describes it (a fused op): multiply-adds x 2
-	 * of node n at signature s; NULL: from `cost`. */
+	/* The cost where no kind describes it (a fused op, or Gemm, whose K
+	 * follows transA): multiply-adds x 2 of node n at signature s; NULL:
+	 * from `cost`. */
 	double (*flops)(const struct Sig *s, const Node *n);
 	TileKind tile;
 	/* kiln ops */

@@ -216,10 +216,12 @@ static bool same_contents(PP *p, int id)
 
 /* ---- node helpers ------------------------------------------------------------ */
 
-static int64_t attr_or(const Node *n, const char *name, int64_t dflt)
+/* The node as its family's resolvers see it (tensor_params, reduce_params,
+ * ...), at the first probe: its inference resolved and checked the
+ * attributes there already, so a resolver cannot fail here. */
+static Infer node_infer(PP *p)
 {
-	const Attr *a = node_attr(n, name);
-	return a && a->type == AT_INT ? a->i : dflt;
+	return (Infer){.sig = p->p[0], .g = p->g, .n = p->n, .d = p->m->diag, .a = p->a};
 }
 
 static int norm(int64_t axis, int rank)
@@ -274,34 +276,17 @@ static int64_t int_len(PP *p, int i)
 	return f ? f->nelem : -1;
 }
 
-/* The axes a reduction-like node works on (axes attribute or input 1, opset
- * dependent), as a bit set over rank r; false if not known. */
-static bool reduced_axes(PP *p, int r, unsigned *set)
+/* The axes a reduction works on (reduce_params: the axes attribute or input
+ * 1, known at inference), as a bit set over rank r; its keepdims. */
+static void reduced_axes(PP *p, int r, unsigned *set, bool *keepdims)
 {
-	Node *n = p->n;
-	/* as ops/reduce.c: input 1 where the schema admits one, else the
-	 * attribute of the older versions */
-	int64_t na = 0;
+	Infer x = node_infer(p);
+	ReduceParams rp;
+	reduce_params(&x, &rp);
 	*set = 0;
-	if (n->nin > 1 && n->in[1] != NONE) {
-		na = int_len(p, 1);
-		for (int64_t i = 0; i < na; i++) {
-			int64_t x;
-			if (!int_at(p, 1, i, &x))
-				return false;
-			*set |= 1u << norm(x, r);
-		}
-		if (na < 0)
-			return false;
-	} else {
-		const Attr *a = node_attr(n, "axes");
-		na = a && a->type == AT_INTS ? a->n : 0;
-		for (int64_t i = 0; i < na; i++)
-			*set |= 1u << norm(a->ints[i], r);
-	}
-	if (na == 0)
-		*set = attr_or(n, "noop_with_empty_axes", 0) ? 0 : (1u << r) - 1;
-	return true;
+	for (int a = 0; a < r; a++)
+		*set |= rp.reduce[a] ? 1u << a : 0;
+	*keepdims = rp.keepdims;
 }
 
 /* The node's record; an empty one if kiln has none. */
@@ -383,8 +368,8 @@ static bool eval(PP *p, const double *x, int nin, double *r)
 	switch (d ? d->peval : PE_NONE) {
 	case PE_WHERE: *r = x[0] != 0 ? x[1] : x[2]; return true;
 	case PE_BROADCAST: *r = x[0]; return true;     /* Identity */
-	case PE_CAST:                                   /* Cast, CastLike */
-		*r = attr_or(n, "to", 0) == DT_BOOL ? x[0] != 0 : x[0];
+	case PE_CAST:                                   /* Cast, CastLike: to the output's type */
+		*r = p->p[0]->dtypes[n->out[0]] == DT_BOOL ? x[0] != 0 : x[0];
 		return true;
 	case PE_MAP: break;
 	default: return false;
@@ -618,9 +603,11 @@ static void rule_transpose(PP *p)
 {
 	PV *vi = in(p, 0), *vo = out(p, 0);
 	int r = rank_of(p, p->n->in[0]);
-	const Attr *perm = node_attr(p->n, "perm");
+	Infer x = node_infer(p);
+	TensorParams tp;   /* perm: the attribute, or the axes reversed */
+	tensor_params(&x, &tp);
 	for (int j = 0; j < r; j++) {
-		int k = perm && perm->type == AT_INTS && j < perm->n ? (int)perm->ints[j] : r - 1 - j;
+		int k = (int)tp.perm[j];
 		if (k < 0 || k >= r || (vi->axes >> k & 1u) != (vo->axes >> j & 1u)) {
 			leak(p, "moves the padded axes in a way kiln does not follow");
 			return;
@@ -647,7 +634,10 @@ static void rule_softmax(PP *p)
 	PV *vi = in(p, 0);
 	int r = rank_of(p, n->in[0]);
 	bool coerced = n->since < 13;
-	unsigned over = axes_from(p, attr_or(n, "axis", coerced ? 1 : -1), coerced);
+	Infer x = node_infer(p);
+	NormParams np;
+	norm_params(&x, &np);
+	unsigned over = axes_from(p, np.axis, coerced);
 	unsigned hit = over & vi->axes;
 	if (!hit) {
 		same_axes(p, 0, false);
@@ -671,7 +661,10 @@ static void rule_softmax(PP *p)
 static void rule_layernorm(PP *p)
 {
 	Node *n = p->n;
-	unsigned over = axes_from(p, attr_or(n, "axis", -1), true);
+	Infer x = node_infer(p);
+	NormParams np;
+	norm_params(&x, &np);
+	unsigned over = axes_from(p, np.axis, true);
 	if (over & in(p, 0)->axes) {
 		leak(p, "normalizes over the padded axis %d (its statistics count the padded positions)",
 		     first_axis(over & in(p, 0)->axes));
@@ -713,11 +706,8 @@ static void rule_reduce(PP *p)
 	PV *vi = in(p, 0);
 	int r = rank_of(p, n->in[0]);
 	unsigned set;
-	if (!reduced_axes(p, r, &set)) {
-		if (padded(vi))
-			leak(p, "reduces over axes that are not known at compile time");
-		return;
-	}
+	bool keep;
+	reduced_axes(p, r, &set, &keep);
 	PV *vo = out(p, 0);
 	unsigned hit = set & vi->axes;
 	const OpDef *d = op_def(n->op);
@@ -750,7 +740,6 @@ static void rule_reduce(PP *p)
 	}
 	/* the padded axes that remain: their entries are reduced over other
 	 * entries, some of them padded on both axes: unknown but for zeros summed */
-	bool keep = attr_or(n, "keepdims", 1);
 	for (int a = 0, j = 0; a < r; a++) {
 		if (set >> a & 1u) {
 			j += keep;
@@ -802,8 +791,10 @@ static void rule_gemm(PP *p)
 {
 	Node *n = p->n;
 	PV *va = in(p, 0), *vb = in(p, 1), *vc = in(p, 2), *vo = out(p, 0);
-	int ta = attr_or(n, "transA", 0) != 0, tb = attr_or(n, "transB", 0) != 0;
-	int ka = ta ? 0 : 1, kb = tb ? 1 : 0;
+	Infer x = node_infer(p);
+	GemmParams gp;
+	gemm_params(&x, &gp);
+	int ka = gp.trans_a ? 0 : 1, kb = gp.trans_b ? 1 : 0;
 	bool pa = va->axes >> ka & 1u, pb = vb->axes >> kb & 1u;
 	if (pa || pb) {
 		bool za = pa && va->pad[ka].k == PK_CONST && va->pad[ka].c == 0;
@@ -864,14 +855,22 @@ static void rule_n_first(PP *p)
 			leak(p, "is not analysed for padding along axis %d", first_axis(vi->axes));
 		return;
 	}
-	const Attr *ks = node_attr(n, "kernel_shape"), *st = node_attr(n, "strides");
+	/* the window's kernel and strides (Conv's attributes and weights; a
+	 * KilnConvChain's 1x1 layers, [Cout, Cin, 1]) */
+	Infer x = node_infer(p);
+	WindowGeo wg;
+	const Shape *xs = &p->p[0]->shapes[n->in[0]];
+	bool geo = window_geometry(&x, xs, &p->p[0]->shapes[n->out[0]], &p->p[0]->shapes[n->in[1]],
+	                           &wg);
 	for (int a = 2; a < rank_of(p, n->in[0]); a++) {
 		if (!(vi->axes >> a & 1u))
 			continue;
-		int s = a - 2;
-		int64_t kern = ks && ks->type == AT_INTS && s < ks->n ? ks->ints[s]
-		                                                        : dim_of(p, 0, n->in[1], a);
-		int64_t stride = st && st->type == AT_INTS && s < st->n ? st->ints[s] : 1;
+		if (!geo) {
+			leak(p, "is not analysed for padding along axis %d", a);
+			return;
+		}
+		int slot = 3 - wg.ns + (a - 2);   /* 1-D is W, 2-D H and W */
+		int64_t kern = wg.k[slot], stride = wg.s[slot];
 		bool same = (vo->axes >> a & 1u) && vo->inner[a] == vi->inner[a] &&
 		            dim_of(p, 0, n->out[0], a) == dim_of(p, 0, n->in[0], a);
 		Kind k = vi->pad[a];
@@ -892,7 +891,11 @@ static void rule_topk(PP *p)
 {
 	Node *n = p->n;
 	PV *vi = in(p, 0);
-	int r = rank_of(p, n->in[0]), a = norm(attr_or(n, "axis", -1), r);
+	int r = rank_of(p, n->in[0]);
+	Infer x = node_infer(p);
+	ReduceParams rp;   /* TopK's axis, normalized, and largest */
+	reduce_params(&x, &rp);
+	int a = rp.axis;
 	if (!(vi->axes >> a & 1u)) {
 		for (int o = 0; o < n->nout; o++)
 			if (n->out[o] != NONE) {
@@ -905,7 +908,7 @@ static void rule_topk(PP *p)
 	}
 	Kind k = vi->pad[a];
 	int64_t K;
-	bool largest = attr_or(n, "largest", 1) != 0;
+	bool largest = rp.largest;
 	bool worse = largest ? neg(k) : k.k == PK_CONST && k.c >= 1e4;
 	if (vi->inner[a] != 1 || vi->off[a] || !same(k) || !worse || !int_at(p, 1, 0, &K)) {
 		leak(p, "selects over the padded axis %d whose padded entries are not all equal and %s "
@@ -938,8 +941,11 @@ static void rule_gather(PP *p)
 {
 	Node *n = p->n;
 	PV *vd = in(p, 0), *vx = in(p, 1), *vo = out(p, 0);
-	int rd = rank_of(p, n->in[0]), ri = rank_of(p, n->in[1]);
-	int axis = norm(attr_or(n, "axis", 0), rd);
+	int ri = rank_of(p, n->in[1]);
+	Infer x = node_infer(p);
+	TensorParams tp;
+	tensor_params(&x, &tp);
+	int axis = tp.axis;
 	if (vd->axes >> axis & 1u) {
 		Kind k = vd->pad[axis];
 		if (!vx->pidx || vd->inner[axis] != 1 || vd->off[axis] || (k.k != PK_CONST && k.k != PK_UNIF) ||
@@ -965,13 +971,22 @@ static void rule_gather(PP *p)
 	}
 }
 
+/* A Concat's axis (tensor_params), normalized. */
+static int concat_axis(PP *p)
+{
+	Infer x = node_infer(p);
+	TensorParams tp;
+	tensor_params(&x, &tp);
+	return tp.axis;
+}
+
 /* Concat along an axis that is not padded; Split and Slice that leave
  * padded axes whole; Tile and Expand that do not repeat them. */
 static void rule_copy(PP *p)
 {
 	Node *n = p->n;
 	bool concat = rec(n)->batch == BK_CONCAT;
-	int axis = norm(attr_or(n, "axis", 0), rank_of(p, n->out[0]));
+	int axis = concat ? concat_axis(p) : 0;
 	if (concat && (out(p, 0)->axes >> axis & 1u)) {
 		/* padded positions come from the padded input; the others are real */
 		PV *vo = out(p, 0);
@@ -1071,34 +1086,21 @@ static void rule_copy(PP *p)
 static void rule_einsum(PP *p)
 {
 	Node *n = p->n;
-	const Attr *at = node_attr(n, "equation");
-	char eq[256];
-	size_t len = 0;
-	for (size_t i = 0; at && at->type == AT_STRING && i < at->s.len && len + 1 < sizeof eq; i++)
-		if (at->s.data[i] != ' ')
-			eq[len++] = at->s.data[i];
-	eq[len] = 0;
-	char *arrow = strstr(eq, "->");
-	if (!arrow || strchr(eq, '.')) {
+	Infer x = node_infer(p);
+	Einsum e;
+	einsum_parse(&x, &e);
+	if (e.implicit || e.ellipsis) {
 		leak(p, "is an einsum kiln does not analyse for padding (implicit output or ellipsis)");
 		return;
 	}
-	*arrow = 0;
-	const char *outs = arrow + 2;
-	char *terms[16];
-	int nt = 0;
-	for (char *t = eq; t && nt < 16; nt++) {
-		terms[nt] = t;
-		t = strchr(t, ',');
-		if (t)
-			*t++ = 0;
-	}
+	const char *outs = e.out;
+	int nt = e.noperands;
 	Kind byletter[128];
 	bool seen[128] = {false}, zero[128] = {false}, any[128] = {false};
 	for (int i = 0; i < n->nin && i < nt; i++) {
 		PV *v = in(p, i);
-		for (int k = 0; terms[i][k]; k++) {
-			unsigned char c = (unsigned char)terms[i][k] & 127;
+		for (int k = 0; e.term[i][k]; k++) {
+			unsigned char c = (unsigned char)e.term[i][k] & 127;
 			if (!(v->axes >> k & 1u))
 				continue;
 			seen[c] = true;
@@ -1129,10 +1131,12 @@ static void rule_make(PP *p)
 	Node *n = p->n;
 	PV *vo = out(p, 0);
 	if (pad_rule(n) == PD_FILL) {
-		const Attr *va = node_attr(n, "value");
+		Infer x = node_infer(p);
+		TensorParams tp;   /* ConstantOfShape's value: one element, NULL: 0 */
+		tensor_params(&x, &tp);
 		double c = 0;
-		if (va && va->type == AT_TENSOR) {
-			Folded f = {va->tensors[0].dtype, va->tensors[0].w.nelem, va->tensors[0].w.bytes};
+		if (tp.value) {
+			Folded f = {tp.value->dtype, tp.value->w.nelem, tp.value->w.bytes};
 			if (f.nelem < 1 || !elem(&f, 0, &c)) {
 				leak(p, "fills a value kiln cannot read");
 				return;
@@ -1296,7 +1300,7 @@ static void layout(PP *p)
 			offset |= (out(p, o)->axes >> a & 1u) && out(p, o)->off[a] > 0;
 	if (!offset)
 		return;
-	int axis = norm(attr_or(n, "axis", 0), rank_of(p, n->out[0]));
+	int axis = rec(n)->batch == BK_CONCAT ? concat_axis(p) : 0;
 	if (rec(n)->batch == BK_CONCAT && (out(p, 0)->axes >> axis & 1u)) {
 		lay = 2166136261u;
 		for (int i = 0; i < n->nin; i++) {

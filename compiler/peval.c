@@ -177,13 +177,13 @@ static bool eval_where(const Arg *in, int ydt, const Shape *ys, void *y)
 
 static bool eval_is_nan_inf(Infer *x, bool nan, const Arg *in, int ydt, int64_t ny, void *y)
 {
-	const Node *n = x->n;
-	int64_t pos = node_attr(n, "detect_positive") ? node_attr(n, "detect_positive")->i : 1;
-	int64_t neg = node_attr(n, "detect_negative") ? node_attr(n, "detect_negative")->i : 1;
+	ElementwiseParams p;
+	elementwise_params(x, &p);
 	for (int64_t k = 0; k < ny; k++) {
 		double v = get_f(&in[0], k);
 		put_i(ydt, y, k, nan ? isnan(v)
-		                 : isinf(v) && ((v > 0 && pos) || (v < 0 && neg)));
+		                 : isinf(v) && ((v > 0 && p.detect_positive) ||
+		                                (v < 0 && p.detect_negative)));
 	}
 	return true;
 }
@@ -193,8 +193,10 @@ static bool eval_clip(Infer *x, const Arg *in, int nin, int ydt, int64_t ny, voi
 	/* Bounds: inputs 1 and 2 from opset 11, attributes before. */
 	bool fl = is_float(in[0].dt);
 	bool has_lo = nin > 1 && in[1].p, has_hi = nin > 2 && in[2].p;
-	double lo_a = (double)attr_float(x, "min", -INFINITY),
-	       hi_a = (double)attr_float(x, "max", INFINITY);
+	ElementwiseParams p;
+	elementwise_params(x, &p);
+	double lo_a = p.has_min ? (double)p.min : -(double)INFINITY;
+	double hi_a = p.has_max ? (double)p.max : (double)INFINITY;
 	for (int64_t k = 0; k < ny; k++) {
 		if (fl) {
 			double v = get_f(&in[0], k);
@@ -270,44 +272,16 @@ static bool eval_map(Infer *x, const OpDef *d, const Arg *in, int nin, int ydt, 
 
 /* ---- reductions ------------------------------------------------------- */
 
-/* The reduced axes (a bit set) from the "axes" attribute or input 1. */
-static bool reduce_axes(Infer *x, const Arg *in, int nin, unsigned *mask, bool *noop)
-{
-	int rank = in[0].s->rank;
-	int64_t axes[KILN_MAX_RANK * 2];
-	int na = attr_ints(x, "axes", axes, KILN_MAX_RANK * 2);
-	if (nin > 1 && in[1].p) {
-		if (in[1].n > KILN_MAX_RANK * 2)
-			return false;
-		na = (int)in[1].n;
-		for (int k = 0; k < na; k++)
-			axes[k] = get_i(&in[1], k);
-	}
-	*mask = 0;
-	*noop = false;
-	if (na <= 0) {
-		if (attr_int(x, "noop_with_empty_axes", 0))
-			*noop = true;
-		else
-			*mask = (1u << rank) - 1;
-		return true;
-	}
-	for (int k = 0; k < na; k++) {
-		if (axes[k] < -rank || axes[k] >= rank)
-			return false;
-		*mask |= 1u << (axes[k] < 0 ? axes[k] + rank : axes[k]);
-	}
-	return true;
-}
-
-static bool eval_reduce(Infer *x, ReduceKind rk, const Arg *in, int nin, int ydt, int64_t ny,
-                        void *y)
+static bool eval_reduce(Infer *x, ReduceKind rk, const Arg *in, int ydt, int64_t ny, void *y)
 {
 	const Shape *s = in[0].s;
-	unsigned mask;
-	bool noop;
-	if (!reduce_axes(x, in, nin, &mask, &noop))
-		return false;
+	/* the reduced axes, from the axes attribute or input 1 (known here) */
+	ReduceParams rp;
+	reduce_params(x, &rp);
+	unsigned mask = 0;
+	bool noop = rp.noop;
+	for (int k = 0; k < s->rank; k++)
+		mask |= rp.reduce[k] ? 1u << k : 0;
 	int64_t ost[KILN_MAX_RANK], c[KILN_MAX_RANK];
 	/* Strides of the kept axes in the output (keepdims or not, same order). */
 	int64_t acc = 1;
@@ -383,8 +357,10 @@ static bool eval_reduce(Infer *x, ReduceKind rk, const Arg *in, int nin, int ydt
 static bool eval_argminmax(Infer *x, const Arg *in, int ydt, const Shape *ys, void *y)
 {
 	const Shape *s = in[0].s;
-	int axis = infer_axis(x, attr_int(x, "axis", 0), s->rank, "axis");
-	bool last = attr_int(x, "select_last_index", 0) != 0;
+	ReduceParams rp;
+	reduce_params(x, &rp);
+	int axis = rp.axis;
+	bool last = rp.select_last_index;
 	bool is_max = op_def(x->n->op)->reduce == RD_MAX;
 	int64_t len = s->dims[axis].size, inner = 1;
 	for (int k = axis + 1; k < s->rank; k++)
@@ -417,7 +393,9 @@ static void copy_elem(void *y, int64_t k, const Arg *a, int64_t src)
 static bool eval_gather(Infer *x, const Arg *in, const Shape *ys, void *y)
 {
 	const Shape *ds = in[0].s;
-	int axis = infer_axis(x, attr_int(x, "axis", 0), ds->rank, "axis");
+	TensorParams tp;
+	tensor_params(x, &tp);
+	int axis = tp.axis;
 	int64_t len = ds->dims[axis].size, inner = 1;
 	for (int k = axis + 1; k < ds->rank; k++)
 		inner *= ds->dims[k].size;
@@ -442,23 +420,23 @@ static bool eval_slice(Infer *x, const Arg *in, int nin, const Shape *ys, void *
 	int64_t start[KILN_MAX_RANK] = {0}, step[KILN_MAX_RANK];
 	for (int k = 0; k < rank; k++)
 		step[k] = 1;
-	int64_t st[KILN_MAX_RANK], attr_v[2][KILN_MAX_RANK * 2];
+	int64_t st[KILN_MAX_RANK];
 	int64_t nax;
 	const Arg *starts = nin > 1 && in[1].p ? &in[1] : NULL;
 	const Arg *axes = nin > 3 && in[3].p ? &in[3] : NULL, *steps = nin > 4 && in[4].p ? &in[4]
 	                                                                                   : NULL;
-	int na_attr = attr_ints(x, "starts", attr_v[0], KILN_MAX_RANK * 2);
-	int nx_attr = attr_ints(x, "axes", attr_v[1], KILN_MAX_RANK * 2);
-	nax = starts ? starts->n : na_attr;
+	TensorParams tp;   /* before opset 10: starts, ends and axes are attributes */
+	tensor_params(x, &tp);
+	nax = starts ? starts->n : x->n->since < 10 ? tp.nstarts : -1;
 	if (nax < 0 || nax > rank)
 		return false;
 	for (int64_t j = 0; j < nax; j++) {
-		int64_t a = axes ? get_i(axes, j) : nx_attr >= 0 && !starts ? attr_v[1][j] : j;
+		int64_t a = axes ? get_i(axes, j) : tp.naxes >= 0 && !starts ? tp.axes[j] : j;
 		if (a < -rank || a >= rank)
 			return false;
 		a = a < 0 ? a + rank : a;
 		int64_t dim = s->dims[a].size, sp = steps ? get_i(steps, j) : 1;
-		int64_t b = starts ? get_i(starts, j) : attr_v[0][j];
+		int64_t b = starts ? get_i(starts, j) : tp.starts[j];
 		if (sp == 0)
 			return false;
 		if (b < 0)
@@ -484,7 +462,9 @@ static bool eval_slice(Infer *x, const Arg *in, int nin, const Shape *ys, void *
 
 static bool eval_concat(Infer *x, const Arg *in, int nin, const Shape *ys, void *y)
 {
-	int axis = infer_axis(x, attr_int(x, "axis", 0), ys->rank, "axis");
+	TensorParams tp;
+	tensor_params(x, &tp);
+	int axis = tp.axis;
 	int64_t inner = 1, outer = 1, o = 0;
 	for (int k = axis + 1; k < ys->rank; k++)
 		inner *= ys->dims[k].size;
@@ -504,11 +484,10 @@ static bool eval_concat(Infer *x, const Arg *in, int nin, const Shape *ys, void 
 static bool eval_transpose(Infer *x, const Arg *in, const Shape *ys, void *y)
 {
 	const Shape *s = in[0].s;
-	int64_t perm[KILN_MAX_RANK], st[KILN_MAX_RANK], c[KILN_MAX_RANK];
-	int np = attr_ints(x, "perm", perm, KILN_MAX_RANK);
-	if (np < 0)
-		for (int k = 0; k < s->rank; k++)
-			perm[k] = s->rank - 1 - k;
+	int64_t st[KILN_MAX_RANK], c[KILN_MAX_RANK];
+	TensorParams tp;   /* perm: the attribute, or the axes reversed */
+	tensor_params(x, &tp);
+	const int64_t *perm = tp.perm;
 	strides(s, st);
 	for (int64_t o = 0; o < shape_nelem(ys); o++) {
 		coords(ys, o, c);
@@ -538,7 +517,9 @@ static bool eval_tile(const Arg *in, const Shape *ys, void *y)
 static bool eval_trilu(Infer *x, const Arg *in, int nin, const Shape *ys, void *y)
 {
 	int64_t kk = nin > 1 && in[1].p ? get_i(&in[1], 0) : 0;
-	bool upper = attr_int(x, "upper", 1) != 0;
+	TensorParams tp;
+	tensor_params(x, &tp);
+	bool upper = tp.upper;
 	int r = ys->rank;
 	if (r < 2)
 		return false;
@@ -557,13 +538,14 @@ static bool eval_trilu(Infer *x, const Arg *in, int nin, const Shape *ys, void *
 /* ConstantOfShape: its hook folds small results; larger ones on demand. */
 static bool eval_constant_of_shape(Infer *x, int ydt, int64_t ny, void *y)
 {
-	const Attr *v = node_attr(x->n, "value");
+	TensorParams tp;   /* value: one element, checked */
+	tensor_params(x, &tp);
 	static const float zero;
 	const void *one = &zero;
-	if (v) {
-		if (v->type != AT_TENSOR || v->tensors[0].w.nelem != 1 || v->tensors[0].dtype != ydt)
+	if (tp.value) {
+		if (tp.value->dtype != ydt)
 			return false;
-		one = v->tensors[0].w.bytes;
+		one = tp.value->w.bytes;
 	} else if (ydt != DT_FLOAT) {
 		return false;
 	}
@@ -587,7 +569,9 @@ static bool eval_range(const Arg *in, int ydt, const Shape *ys, void *y)
 static bool eval_cumsum(Infer *x, const Arg *in, int ydt, const Shape *ys, void *y)
 {
 	int axis = infer_axis(x, get_i(&in[1], 0), ys->rank, "axis");
-	bool excl = attr_int(x, "exclusive", 0) != 0, rev = attr_int(x, "reverse", 0) != 0;
+	ReduceParams rp;
+	reduce_params(x, &rp);
+	bool excl = rp.exclusive, rev = rp.reverse;
 	int64_t len = ys->dims[axis].size, inner = 1, ny = shape_nelem(ys);
 	for (int k = axis + 1; k < ys->rank; k++)
 		inner *= ys->dims[k].size;
@@ -678,7 +662,7 @@ static bool evaluate(Infer *x, int64_t max_float, int64_t max_int)
 	case PE_IS_NAN: case PE_IS_INF:
 		ok = eval_is_nan_inf(x, d->peval == PE_IS_NAN, in, ydt, ny, y);
 		break;
-	case PE_REDUCE: ok = eval_reduce(x, d->reduce, in, nin, ydt, ny, y); break;
+	case PE_REDUCE: ok = eval_reduce(x, d->reduce, in, ydt, ny, y); break;
 	case PE_ARG_EXTREMUM: ok = eval_argminmax(x, in, ydt, ys, y); break;
 	case PE_GATHER: ok = nin > 1 && in[1].p && eval_gather(x, in, ys, y); break;
 	case PE_SLICE: ok = eval_slice(x, in, nin, ys, y); break;

@@ -51,10 +51,6 @@ static double node_flops(const Sig *s, const Node *n)
 	switch (d ? d->cost : CK_ELEMENTS) {
 	case CK_MATMUL:
 		return 2 * out * (double)dim_or1(s, in0, -1);
-	case CK_GEMM: {
-		const Attr *t = node_attr(n, "transA");
-		return 2 * out * (double)dim_or1(s, in0, t && t->i ? 0 : 1);
-	}
 	case CK_RECURRENT: {
 		/* every step and row: W x and R h */
 		int64_t in_size = dim_or1(s, in0, -1) ? dim_or1(s, in0, -1) : 1;

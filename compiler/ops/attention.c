@@ -137,17 +137,25 @@ const char *attention_view(const int64_t perm[4][4], float scale, const Shape *q
 	return NULL;
 }
 
-const char *attention_layout(const Node *n, const Shape *q, const Shape *k, const Shape *v,
-                             const Shape *mask, kiln_attention_params *p, Shape *out)
+const char *attention_perms(const Node *n, int64_t perm[4][4])
 {
 	static const char *const names[4] = {"kiln.perm_q", "kiln.perm_k", "kiln.perm_v",
 	                                     "kiln.perm_y"};
-	int64_t perm[4][4];
 	for (int i = 0; i < 4; i++) {
 		const char *why = perm_of(n, names[i], perm[i]);
 		if (why)
 			return why;
 	}
+	return NULL;
+}
+
+const char *attention_layout(const Node *n, const Shape *q, const Shape *k, const Shape *v,
+                             const Shape *mask, kiln_attention_params *p, Shape *out)
+{
+	int64_t perm[4][4];
+	const char *why = attention_perms(n, perm);
+	if (why)
+		return why;
 	const Attr *sc = node_attr(n, "kiln.scale");
 	return attention_view(perm, sc && sc->type == AT_FLOAT ? sc->f : 1.0f, q, k, v, mask, p, out);
 }

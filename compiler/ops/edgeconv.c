@@ -149,6 +149,7 @@ const OpDef ops_edgeconv_defs[] = {
 	         "(passes/edgeconv.c)"},
 	{.op = OP_KilnKnn, .infer = knn_infer, .emit = emit_knn, .emit_returns = true,
 	 .flops = knn_flops, .batch = BK_ALONG_AXIS, .along = "ranks the nearest points",
+	 .axis = infer_last_axis,
 	 .index = IF_TOPK_INDICES, .shape_inputs = 1u << 1, .scratch = knn_scratch_bytes,
 	 .types = OT_F32,
 	 .note = "the indices of the k nearest points of each point of pts [N, C, P] (output 1; "

@@ -142,6 +142,8 @@ void einsum_parse(Infer *x, Einsum *e)
 	clean[n] = 0;
 	const char *arrow = strstr(clean, "->");
 	memset(e, 0, sizeof *e);
+	e->implicit = !arrow;
+	e->ellipsis = strstr(clean, "...") != NULL;
 	int64_t size[128];
 	for (int i = 0; i < 128; i++)
 		size[i] = -1;
@@ -302,9 +304,27 @@ static int64_t gemm_scratch_bytes(const Sig *s, int node, Arena *a)
 	return half_gemm_scratch_bytes(s, node);
 }
 
+/* The stitching model's multiply-adds (stitch.c): 2 per output element and
+ * step of K, which transA takes from A's first dim instead of its second.
+ * The attributes were checked at inference: gemm_params cannot fail here. */
+static double gemm_flops(const Sig *s, const Node *n)
+{
+	Infer x = {.sig = (Sig *)s, .g = s->g, .n = (Node *)n, .a = s->a};
+	GemmParams p;
+	gemm_params(&x, &p);
+	double out = 0;
+	for (int k = 0; k < n->nout; k++) {
+		int64_t e = n->out[k] == NONE ? 0 : shape_nelem(&s->shapes[n->out[k]]);
+		out += (double)(e < 0 ? 0 : e);
+	}
+	const Shape *a = &s->shapes[n->in[0]];
+	int ka = p.trans_a ? 0 : 1;
+	return 2 * out * (double)(ka < a->rank ? a->dims[ka].size : 1);
+}
+
 const OpDef ops_linalg_defs[] = {
 	{.op = OP_Gemm, .infer = ops_linalg_infer, .emit = emit_gemm, .batch = BK_GEMM,
-	 .scratch = gemm_scratch_bytes, .cost = CK_GEMM, .tile = TK_GEMM_TRANS_A,
+	 .scratch = gemm_scratch_bytes, .flops = gemm_flops, .tile = TK_GEMM_TRANS_A,
 	 .types = OT_F32 | OT_F16 | OT_BF16,
 	 .note = "runtime GEMM kernel; 16-bit floats computed in float32, the result rounded to "
 	         "nearest even"},
@@ -317,7 +337,8 @@ const OpDef ops_linalg_defs[] = {
 	 .types = OT_F32 | OT_F64 | OT_INTS,
 	 .note = "any equation, with ellipsis; generated loops"},
 	{.op = OP_KilnSelect, .infer = ops_linalg_infer, .emit = emit_kiln_select, .emit_returns = true,
-	 .batch = BK_ALONG_AXIS, .along = "selects columns", .types = OT_F32,
+	 .batch = BK_ALONG_AXIS, .along = "selects columns", .axis = infer_last_axis,
+	 .types = OT_F32,
 	 .note = "a MatMul by a constant selection matrix (0/1, one 1 per column) as a gather of "
 	         "x's columns, + 0.0f, and the GEMM's sum on rows holding an infinity or NaN: "
 	         "the MatMul's bits (passes/onehot.c, kiln_f32_select)"},

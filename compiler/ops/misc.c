@@ -80,6 +80,7 @@ void misc_lpnorm_params(Infer *x, LpNorm *p)
 		infer_fail(x, KILN_INVALID_MODEL, "p must be 1 or 2, got %lld", (long long)pv);
 	int axis = infer_axis(x, attr_int(x, "axis", -1), in->rank, "axis");
 	p->p = (int)pv;
+	p->axis = axis;
 	p->len = in->dims[axis].size;
 	p->outer = p->inner = 1;
 	for (int k = 0; k < in->rank; k++) {

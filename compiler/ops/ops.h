@@ -107,13 +107,16 @@ const char *attention_view(const int64_t perm[4][4], float scale, const Shape *q
                            const Shape *v, const Shape *mask, kiln_attention_params *p, Shape *out);
 const char *attention_layout(const Node *n, const Shape *q, const Shape *k, const Shape *v,
                              const Shape *mask, kiln_attention_params *p, Shape *out);
+/* Its kiln.perm_q, _k, _v and _y, checked (permutations of 0..3); NULL if so, else why not. */
+const char *attention_perms(const Node *n, int64_t perm[4][4]);
 void ops_resize_infer(Infer *x);        /* Resize, Upsample */
 void ops_signal_infer(Infer *x);        /* DFT, STFT, Hann/Hamming/BlackmanWindow, MelWeightMatrix */
 void ops_misc_infer(Infer *x);          /* Det, MeanVarianceNormalization, ReverseSequence,
                                            LpNormalization */
-/* LpNormalization's input as [outer, len, inner] around its axis, and p (1 or 2). */
+/* LpNormalization's input as [outer, len, inner] around its axis (normalized), and p (1 or 2). */
 typedef struct LpNorm {
 	int64_t outer, len, inner;
+	int axis;
 	int p;
 } LpNorm;
 void misc_lpnorm_params(Infer *x, LpNorm *p);
@@ -136,6 +139,8 @@ typedef struct Einsum {
 	char term[EINSUM_MAX_OPERANDS][KILN_MAX_RANK + 1];  /* one letter per axis */
 	char out[KILN_MAX_RANK + 1];
 	int64_t size[128];                                  /* per letter, -1 if unused */
+	bool implicit;         /* no "->": out is the letters used once, in order */
+	bool ellipsis;         /* "..." somewhere: its axes are the digits '0'.. */
 } Einsum;
 void einsum_parse(Infer *x, Einsum *e);
 void resize_params(Infer *x, const Shape *in, kiln_resize_params *p);

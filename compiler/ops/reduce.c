@@ -124,6 +124,14 @@ void ops_reduce_infer(Infer *x)
 
 /* ---- the records (opdef.h) ---------------------------------------------- */
 
+/* TopK's axis (the batch analysis, OpDef.axis). */
+static int topk_axis(Infer *x)
+{
+	ReduceParams p;
+	reduce_params(x, &p);
+	return p.axis;
+}
+
 const OpDef ops_reduce_defs[] = {
 	{.op = OP_ReduceMean, .infer = ops_reduce_infer, .emit = emit_reduce, .peval = PE_REDUCE,
 	 .reduce = RD_MEAN, .batch = BK_REDUCE, .shape_inputs = 1u << 1,
@@ -165,7 +173,7 @@ const OpDef ops_reduce_defs[] = {
 	 .batch = BK_ALONG_AXIS, .shape_inputs = 1u << 1, .types = OT_F32 | OT_F64 | OT_INTS,
 	 .batch_flags = BF_AXIS_INPUT, .along = "sums"},
 	{.op = OP_TopK, .infer = ops_reduce_infer, .emit = emit_topk, .batch = BK_ALONG_AXIS,
-	 .along = "sorts",
+	 .along = "sorts", .axis = topk_axis,
 	 .index = IF_TOPK_INDICES,
 	 .shape_inputs = 1u << 1,
 	 .types = OT_F32 | OT_F64 | OT_INTS,
