@@ -29,6 +29,7 @@
  */
 #include <string.h>
 
+#include "ops/ops.h"
 #include "stitch.h"
 #include "opdef.h"
 
@@ -86,8 +87,14 @@ static double weight_rows(const Sig *s, const Node *n, int64_t *welems)
 	case TK_GEMM_TRANS_A: {
 		if (a == NONE || is_weight(s, a) || s->shapes[a].rank < 2)
 			return -1;
-		if (d->tile == TK_GEMM_TRANS_A && node_attr_int(n, "transA", 0))
-			return -1;
+		if (d->tile == TK_GEMM_TRANS_A) {   /* Gemm: transA is resolved by gemm_params,
+			                                       checked at inference */
+			Infer x = {.sig = (Sig *)s, .g = s->g, .n = (Node *)n, .a = s->a};
+			GemmParams gp;
+			gemm_params(&x, &gp);
+			if (gp.trans_a)
+				return -1;
+		}
 		const Shape *sh = &s->shapes[a];
 		int64_t k = sh->dims[sh->rank - 1].size;
 		return k > 0 ? (double)(nelem(s, a) / k) / (double)s->batch : -1;

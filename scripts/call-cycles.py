@@ -29,7 +29,8 @@ other families that are always folded, or Identity's copy).
 Emitters and stages read no attributes: an op's attributes are resolved,
 with their defaults and checked, by its family's ops/F.c (elementwise_params,
 norm_params, ...), and emit/*.c and the stages of STAGES (partial
-evaluation, the batch and padding proofs, the stitching cost, the plan)
+evaluation, the batch and padding proofs, the stitching cost, the plan,
+batch tiling)
 read the resolved fields. --check fails on such an object that calls one of
 ATTR_READERS.
 """
@@ -102,7 +103,7 @@ def sccs(nodes, edges):
 SHARED = {'emit_folded_only', 'emit_unary'}
 ATTR_READERS = {'node_attr', 'node_attr_int', 'node_attr_float', 'node_attr_is',
                 'attr_int', 'attr_ints', 'attr_float', 'attr_string'}
-STAGES = {'peval.c', 'batchdep.c', 'padproof.c', 'stitch.c', 'plan.c'}
+STAGES = {'peval.c', 'batchdep.c', 'padproof.c', 'stitch.c', 'plan.c', 'batchtile.c'}
 
 
 def family_pair(c):
