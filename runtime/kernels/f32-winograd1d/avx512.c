@@ -10,15 +10,18 @@
 
 #include "transform.h"
 
-/* Phase r (0..3) of the 64 floats at s (s[4 j + r] in lane j). */
-static inline __m512 phase(const float *s, int r)
+/* Phases r and r + 1 (r 0 or 2) of the 64 floats at s (s[4 j + r] in lane
+ * j of *lo, s[4 j + r + 1] of *hi): a permutation of each half of the 64
+ * into both phases of its 8 tiles, then the 256-bit halves put together. */
+static inline void phases(const float *s, int r, __m512 *lo, __m512 *hi)
 {
 	const __m512i idx = _mm512_add_epi32(
-	    _mm512_set_epi32(28, 24, 20, 16, 12, 8, 4, 0, 28, 24, 20, 16, 12, 8, 4, 0),
+	    _mm512_set_epi32(29, 25, 21, 17, 13, 9, 5, 1, 28, 24, 20, 16, 12, 8, 4, 0),
 	    _mm512_set1_epi32(r));
-	__m512 lo = _mm512_permutex2var_ps(_mm512_loadu_ps(s), idx, _mm512_loadu_ps(s + 16));
-	__m512 hi = _mm512_permutex2var_ps(_mm512_loadu_ps(s + 32), idx, _mm512_loadu_ps(s + 48));
-	return _mm512_shuffle_f32x4(lo, hi, _MM_SHUFFLE(1, 0, 1, 0));
+	__m512 a = _mm512_permutex2var_ps(_mm512_loadu_ps(s), idx, _mm512_loadu_ps(s + 16));
+	__m512 b = _mm512_permutex2var_ps(_mm512_loadu_ps(s + 32), idx, _mm512_loadu_ps(s + 48));
+	*lo = _mm512_shuffle_f32x4(a, b, _MM_SHUFFLE(1, 0, 1, 0));
+	*hi = _mm512_shuffle_f32x4(a, b, _MM_SHUFFLE(3, 2, 3, 2));
 }
 
 void kiln_wino1d_in_avx512(const float *row, int64_t T16, float *v, int64_t vs)
@@ -26,8 +29,15 @@ void kiln_wino1d_in_avx512(const float *row, int64_t T16, float *v, int64_t vs)
 	const __m512 two = _mm512_set1_ps(2.0f), four = _mm512_set1_ps(4.0f);
 	for (int64_t t0 = 0; t0 < T16; t0 += WINO_LANES) {
 		const float *s = row + 4 * t0;
-		__m512 d0 = phase(s, 0), d1 = phase(s, 1), d2 = phase(s, 2), d3 = phase(s, 3);
-		__m512 d4 = phase(s + 4, 0), d5 = phase(s + 4, 1);
+		__m512 d0, d1, d2, d3;
+		phases(s, 0, &d0, &d1);
+		phases(s, 2, &d2, &d3);
+		/* d4 and d5 are d0 and d1 one tile on: shifted down a lane, with
+		 * s[64] and s[65] into the last (one shuffle each, not three) */
+		__m512 d4 = _mm512_castsi512_ps(_mm512_alignr_epi32(
+		    _mm512_castps_si512(_mm512_set1_ps(s[64])), _mm512_castps_si512(d0), 1));
+		__m512 d5 = _mm512_castsi512_ps(_mm512_alignr_epi32(
+		    _mm512_castps_si512(_mm512_set1_ps(s[65])), _mm512_castps_si512(d1), 1));
 		__m512 s31 = _mm512_sub_ps(d3, d1), s42 = _mm512_sub_ps(d4, d2);
 		__m512 r0 = _mm512_add_ps(
 		    _mm512_sub_ps(_mm512_mul_ps(four, _mm512_sub_ps(d0, d2)), d2), d4);
@@ -233,7 +243,7 @@ void kiln_wino1d_out_tm_avx512(const float *P, int64_t es, int64_t T, int64_t M,
                                int64_t n, float *tmp)
 {
 	const __m512 zero = _mm512_setzero_ps();
-	const int64_t rs = (T + 3) / 4 * 16;   /* a row of tmp: whole groups of 4 tiles */
+	(void)tmp;   /* no longer used: the rows go straight to y */
 	for (int64_t m0 = 0; m0 < M; m0 += 16) {
 		int live = M - m0 < 16 ? (int)(M - m0) : 16;
 		__mmask16 mk = (__mmask16)((1u << live) - 1);
@@ -249,34 +259,29 @@ void kiln_wino1d_out_tm_avx512(const float *P, int64_t es, int64_t T, int64_t M,
 				          _mm512_maskz_loadu_ps(mk, x + 5 * es), bv, r + 4 * k);
 			}
 			transpose16(r);
-			/* into the block's rows in L1 (whole groups of 4 tiles) */
-			for (int i = 0; i < 16; i++)
-				_mm512_storeu_ps(tmp + i * rs + 4 * t0, r[i]);
-		}
-		/* then each channel's row to y, + res, ReLU: one run per row */
-		for (int i = 0; i < live; i++) {
-			const float *o = tmp + i * rs;
-			float *yr = y + (m0 + i) * n;
-			const float *rr = res ? res + (m0 + i) * n : NULL;
-			int64_t j = 0;
-			/* whole vectors with plain loads and stores (masked ones cost
-			 * more on some CPUs), then the rest masked */
-			for (; j + 16 <= n; j += 16) {
-				__m512 v = _mm512_loadu_ps(o + j);
-				if (rr)
-					v = _mm512_add_ps(v, _mm512_loadu_ps(rr + j));
-				if (relu)
-					v = _mm512_max_ps(v, zero);
-				_mm512_storeu_ps(yr + j, v);
-			}
-			if (j < n) {
+			/* r[i]: channel m0 + i's outputs 4 t0 .. 4 t0 + 15, + res, ReLU,
+			 * straight to y (plain loads and stores for whole vectors, masked
+			 * ones at the row's end) */
+			int64_t j = 4 * t0;
+			if (j + 16 <= n) {
+				for (int i = 0; i < live; i++) {
+					__m512 v = r[i];
+					if (res)
+						v = _mm512_add_ps(v, _mm512_loadu_ps(res + (m0 + i) * n + j));
+					if (relu)
+						v = _mm512_max_ps(v, zero);
+					_mm512_storeu_ps(y + (m0 + i) * n + j, v);
+				}
+			} else if (j < n) {
 				__mmask16 ok = (__mmask16)((1u << (n - j)) - 1);
-				__m512 v = _mm512_loadu_ps(o + j);
-				if (rr)
-					v = _mm512_add_ps(v, _mm512_maskz_loadu_ps(ok, rr + j));
-				if (relu)
-					v = _mm512_max_ps(v, zero);
-				_mm512_mask_storeu_ps(yr + j, ok, v);
+				for (int i = 0; i < live; i++) {
+					__m512 v = r[i];
+					if (res)
+						v = _mm512_add_ps(v, _mm512_maskz_loadu_ps(ok, res + (m0 + i) * n + j));
+					if (relu)
+						v = _mm512_max_ps(v, zero);
+					_mm512_mask_storeu_ps(y + (m0 + i) * n + j, ok, v);
+				}
 			}
 		}
 	}
