@@ -10,52 +10,83 @@
 
 #include "transform.h"
 
-/* Phases r and r + 1 (r 0 or 2) of the 64 floats at s (s[4 j + r] in lane
- * j of *lo, s[4 j + r + 1] of *hi): a permutation of each half of the 64
- * into both phases of its 8 tiles, then the 256-bit halves put together. */
-static inline void phases(const float *s, int r, __m512 *lo, __m512 *hi)
+/* Phases r and r + 1 (r 0 or 2) of the 64 floats q0..q3 (q[4 j + r] in
+ * lane j of *lo, q[4 j + r + 1] of *hi): a permutation of each half of the
+ * 64 into both phases of its 8 tiles, then the 256-bit halves put together. */
+static inline void phases(__m512 q0, __m512 q1, __m512 q2, __m512 q3, int r, __m512 *lo,
+                          __m512 *hi)
 {
 	const __m512i idx = _mm512_add_epi32(
 	    _mm512_set_epi32(29, 25, 21, 17, 13, 9, 5, 1, 28, 24, 20, 16, 12, 8, 4, 0),
 	    _mm512_set1_epi32(r));
-	__m512 a = _mm512_permutex2var_ps(_mm512_loadu_ps(s), idx, _mm512_loadu_ps(s + 16));
-	__m512 b = _mm512_permutex2var_ps(_mm512_loadu_ps(s + 32), idx, _mm512_loadu_ps(s + 48));
+	__m512 a = _mm512_permutex2var_ps(q0, idx, q1);
+	__m512 b = _mm512_permutex2var_ps(q2, idx, q3);
 	*lo = _mm512_shuffle_f32x4(a, b, _MM_SHUFFLE(1, 0, 1, 0));
 	*hi = _mm512_shuffle_f32x4(a, b, _MM_SHUFFLE(3, 2, 3, 2));
 }
 
-void kiln_wino1d_in_avx512(const float *row, int64_t T16, float *v, int64_t vs)
+/* B^T d of 16 tiles from their 66 signal values (q0..q3 the first 64, then
+ * s64, s65) to o[e * vs + j]. */
+static inline void in_block(__m512 q0, __m512 q1, __m512 q2, __m512 q3, float s64, float s65,
+                            float *o, int64_t vs)
 {
 	const __m512 two = _mm512_set1_ps(2.0f), four = _mm512_set1_ps(4.0f);
+	__m512 d0, d1, d2, d3;
+	phases(q0, q1, q2, q3, 0, &d0, &d1);
+	phases(q0, q1, q2, q3, 2, &d2, &d3);
+	/* d4 and d5 are d0 and d1 one tile on: shifted down a lane, with
+	 * s64 and s65 into the last (one shuffle each, not three) */
+	__m512 d4 = _mm512_castsi512_ps(_mm512_alignr_epi32(
+	    _mm512_castps_si512(_mm512_set1_ps(s64)), _mm512_castps_si512(d0), 1));
+	__m512 d5 = _mm512_castsi512_ps(_mm512_alignr_epi32(
+	    _mm512_castps_si512(_mm512_set1_ps(s65)), _mm512_castps_si512(d1), 1));
+	__m512 s31 = _mm512_sub_ps(d3, d1), s42 = _mm512_sub_ps(d4, d2);
+	__m512 r0 = _mm512_add_ps(_mm512_sub_ps(_mm512_mul_ps(four, _mm512_sub_ps(d0, d2)), d2), d4);
+	__m512 r1 = _mm512_sub_ps(_mm512_add_ps(d4, d3), _mm512_mul_ps(four, _mm512_add_ps(d1, d2)));
+	__m512 r2 = _mm512_add_ps(_mm512_sub_ps(d4, d3), _mm512_mul_ps(four, _mm512_sub_ps(d1, d2)));
+	__m512 r3 = _mm512_add_ps(s42, _mm512_mul_ps(two, s31));
+	__m512 r4 = _mm512_sub_ps(s42, _mm512_mul_ps(two, s31));
+	__m512 r5 = _mm512_add_ps(_mm512_sub_ps(_mm512_mul_ps(four, _mm512_sub_ps(d1, d3)), d3), d5);
+	_mm512_storeu_ps(o, r0);
+	_mm512_storeu_ps(o + vs, r1);
+	_mm512_storeu_ps(o + 2 * vs, r2);
+	_mm512_storeu_ps(o + 3 * vs, r3);
+	_mm512_storeu_ps(o + 4 * vs, r4);
+	_mm512_storeu_ps(o + 5 * vs, r5);
+}
+
+void kiln_wino1d_in_avx512(const float *row, int64_t T16, float *v, int64_t vs)
+{
 	for (int64_t t0 = 0; t0 < T16; t0 += WINO_LANES) {
 		const float *s = row + 4 * t0;
-		__m512 d0, d1, d2, d3;
-		phases(s, 0, &d0, &d1);
-		phases(s, 2, &d2, &d3);
-		/* d4 and d5 are d0 and d1 one tile on: shifted down a lane, with
-		 * s[64] and s[65] into the last (one shuffle each, not three) */
-		__m512 d4 = _mm512_castsi512_ps(_mm512_alignr_epi32(
-		    _mm512_castps_si512(_mm512_set1_ps(s[64])), _mm512_castps_si512(d0), 1));
-		__m512 d5 = _mm512_castsi512_ps(_mm512_alignr_epi32(
-		    _mm512_castps_si512(_mm512_set1_ps(s[65])), _mm512_castps_si512(d1), 1));
-		__m512 s31 = _mm512_sub_ps(d3, d1), s42 = _mm512_sub_ps(d4, d2);
-		__m512 r0 = _mm512_add_ps(
-		    _mm512_sub_ps(_mm512_mul_ps(four, _mm512_sub_ps(d0, d2)), d2), d4);
-		__m512 r1 = _mm512_sub_ps(_mm512_add_ps(d4, d3),
-		                          _mm512_mul_ps(four, _mm512_add_ps(d1, d2)));
-		__m512 r2 = _mm512_add_ps(_mm512_sub_ps(d4, d3),
-		                          _mm512_mul_ps(four, _mm512_sub_ps(d1, d2)));
-		__m512 r3 = _mm512_add_ps(s42, _mm512_mul_ps(two, s31));
-		__m512 r4 = _mm512_sub_ps(s42, _mm512_mul_ps(two, s31));
-		__m512 r5 = _mm512_add_ps(
-		    _mm512_sub_ps(_mm512_mul_ps(four, _mm512_sub_ps(d1, d3)), d3), d5);
-		float *o = v + t0;
-		_mm512_storeu_ps(o, r0);
-		_mm512_storeu_ps(o + vs, r1);
-		_mm512_storeu_ps(o + 2 * vs, r2);
-		_mm512_storeu_ps(o + 3 * vs, r3);
-		_mm512_storeu_ps(o + 4 * vs, r4);
-		_mm512_storeu_ps(o + 5 * vs, r5);
+		in_block(_mm512_loadu_ps(s), _mm512_loadu_ps(s + 16), _mm512_loadu_ps(s + 32),
+		         _mm512_loadu_ps(s + 48), s[64], s[65], v + t0, vs);
+	}
+}
+
+/* 16 floats of x from i (0 outside 0 .. L - 1) */
+static inline __m512 load_padded(const float *x, int64_t L, int64_t i)
+{
+	int64_t lo = i < 0 ? -i : 0, hi = L - i < 16 ? L - i : 16;
+	if (lo == 0 && hi == 16)
+		return _mm512_loadu_ps(x + i);
+	if (hi <= lo)
+		return _mm512_setzero_ps();
+	__mmask16 mk = (__mmask16)(((1u << hi) - 1) & ~((1u << lo) - 1));
+	/* the lanes outside x are masked off (never read); the address is
+	 * formed as an integer so that no pointer leaves x */
+	return _mm512_maskz_loadu_ps(mk, (const void *)((uintptr_t)x + (uintptr_t)(i * 4)));
+}
+
+void kiln_wino1d_in_x_avx512(const float *x, int64_t L, int64_t pad, int64_t T16, float *v,
+                             int64_t vs)
+{
+	for (int64_t t0 = 0; t0 < T16; t0 += WINO_LANES) {
+		int64_t i = 4 * t0 - pad;
+		float s64 = i + 64 >= 0 && i + 64 < L ? x[i + 64] : 0.0f;
+		float s65 = i + 65 >= 0 && i + 65 < L ? x[i + 65] : 0.0f;
+		in_block(load_padded(x, L, i), load_padded(x, L, i + 16), load_padded(x, L, i + 32),
+		         load_padded(x, L, i + 48), s64, s65, v + t0, vs);
 	}
 }
 

@@ -31,6 +31,10 @@ void kiln_wino1d_in_avx2(const float *row, int64_t T16, float *v, int64_t vs);
 void kiln_wino1d_out_avx2(const float *m, int64_t ms, int64_t T16, float b, const float *res,
                           int relu, float *y, int64_t n);
 void kiln_wino1d_in_avx512(const float *row, int64_t T16, float *v, int64_t vs);
+/* The same from the unpadded signal x (L floats, pad zeros before it and
+ * zeros after): no padded row copied first. */
+void kiln_wino1d_in_x_avx512(const float *x, int64_t L, int64_t pad, int64_t T16, float *v,
+                             int64_t vs);
 void kiln_wino1d_out_avx512(const float *m, int64_t ms, int64_t T16, float b, const float *res,
                             int relu, float *y, int64_t n);
 /* AVX-512's products with output channels in lanes, P[t * M + m] (avx512.c),

@@ -154,6 +154,14 @@ void kiln_f32_conv1d_wino(const kiln_conv2d_params *p, const float *X, const flo
 		int64_t ncols = nn * T;
 		/* V[e][c][n * T + t]: each image's tiles, image by image (a block of
 		 * 16 tiles past an image's last is overwritten by the next image's) */
+#ifdef KILN_HAVE_X86_VARIANTS
+		if (in == kiln_wino1d_in_avx512)
+			for (int64_t n = 0; n < nn; n++)
+				for (int64_t c = 0; c < C; c++)
+					kiln_wino1d_in_x_avx512(X + ((n0 + n) * C + c) * L, L, p->pad_left, T16,
+					                        V + c * ld + n * T, C * ld);
+		else
+#endif
 		for (int64_t n = 0; n < nn; n++)
 			for (int64_t c = 0; c < C; c++) {
 				memcpy(row + p->pad_left, X + ((n0 + n) * C + c) * L, (size_t)L * sizeof *row);
