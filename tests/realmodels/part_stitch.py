@@ -10,7 +10,9 @@ dynamic, fixed with --shape):
   - `kiln info --plan` proves it batch-independent;
   - `kiln compile` at a few sizes, then kiln_run (stitch_rows.c) on the
     first n rows of ROWS plausible jets (part_model.jets: physical
-    4-vectors) for n = 0, 1, 5, 17, 57, the compiled sizes and ROWS, and on
+    4-vectors) for every n from 0 to 70, n = 100, 127-129, 199, 255-257, 299
+    and ROWS = 300, and the compiled sizes (in the sanitizer build n = 0, 1, 5,
+    17, 57, 64, 129 and 300), and on
     every row alone: each n's rows match ONNX Runtime's run of all ROWS rows
     (rtol 1e-2, atol 2e-3: see TOL_EXPORTS) and each row's own call (rtol
     1e-4, atol 1e-6);
@@ -41,7 +43,12 @@ from stitch_util import Stitcher, build, check_rows, ort, run, start, stitched  
 ST = Stitcher(*sys.argv[1:4])
 KILN, OUT = sys.argv[1], sys.argv[4]
 WANTED = set(sys.argv[5:])
-ROWS = 64
+ROWS = 300
+# Issue 29: stitched batches of every n from 0 to 70, and sizes up to 300 around
+# the powers of two, each row against the sample's own call.
+NS = list(range(0, 71)) + [100, 127, 128, 129, 199, 255, 256, 257, 299, 300]
+if os.environ.get("SANFLAGS"):  # the sanitizer build: the memory checks, at fewer sizes
+    NS = [0, 1, 5, 17, 57, 64, 129, 300]
 NPF, NSV = 20, 6
 
 # Against ONNX Runtime, the exports within rtol 1e-2, atol 2e-3: on
@@ -88,7 +95,7 @@ def check_model(name, path, feed, sizes, flags=(), tol=(1e-3, 1e-5)):
     exe = build(ST, path, os.path.join(d, "c"), sizes, flags)
     if not exe:
         return
-    ns = sorted(set([0, 1, 5, 17, 57, ROWS] + [int(s) for s in sizes.split(",")]))
+    ns = sorted(set(NS + [int(s) for s in sizes.split(",")]))
     got, err = stitched(exe, os.path.join(d, "c"), feed, ROWS, ns, ref.reshape(ROWS, -1).shape[1])
     if got is None:
         ST.fail("%s: stitch_rows failed: %s" % (name, err))
