@@ -19,7 +19,9 @@ generated C with the flags `kiln compile` uses. Skips (exit 77) with a
 message when the cross toolchain or qemu is absent (scripts/install-deps.sh
 installs gcc-aarch64-linux-gnu, libc6-dev-arm64-cross and qemu-user).
 
-usage: aarch64.py KILN SOURCE_ROOT LIBKILN_A OUTDIR [--only A,B]   (env CC)
+usage: aarch64.py KILN SOURCE_ROOT LIBKILN_A OUTDIR [--models DIR] [--only A,B]   (env CC)
+
+--models DIR adds every DIR/*.onnx, as bits.py's option does.
 """
 import glob
 import os
@@ -70,7 +72,9 @@ def build_a64(model_path, d, lib):
     wrapper script that runs it under qemu (bits.outputs runs it as any exe)."""
     os.makedirs(d, exist_ok=True)
     check(bits.run([bits.KILN, "compile", model_path, "--batch", bits.SIZES, "--name", "t",
-                    "--target", "aarch64-linux-gnu", "-o", d]), "kiln compile --target")
+                    "--target", "aarch64-linux-gnu", "-o", d] +
+                   bits.shape_flags(bits.onnx.load(model_path, load_external_data=False))),
+          "kiln compile --target")
     exe = os.path.join(d, "stitch_rows.a64")
     check(bits.run([XCC] + FLAGS + ["-I", d, "-I", os.path.join(bits.SRC, "include"),
                                     "-DMODEL=t_model", "-include", os.path.join(d, "t.h"),
@@ -86,10 +90,14 @@ def build_a64(model_path, d, lib):
 
 def main():
     args = sys.argv[1:]
-    only = None
+    only, models_dir = None, None
     if "--only" in args:
         k = args.index("--only")
         only = set(args[k + 1].split(","))
+        del args[k:k + 2]
+    if "--models" in args:
+        k = args.index("--models")
+        models_dir = args[k + 1]
         del args[k:k + 2]
     if len(args) != 4:
         sys.exit(__doc__)
@@ -106,6 +114,8 @@ def main():
     models = bits.own_models()
     if only is None or only - set(models):
         models.update(bits.torch_models())
+    if models_dir:
+        models.update(bits.dir_models(models_dir))
     if only:
         models = {k: v for k, v in models.items() if k in only}
     isas = bits.machine_isas()

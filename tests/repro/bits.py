@@ -586,28 +586,69 @@ def fnv(data):
     return "%016x" % h
 
 
-def feed_of(model):
+# a dynamic non-batch dimension (a sequence length) is fixed at this size,
+# at compile time (`--shape`) and in the inputs
+SEQ = 32
+
+
+def input_dims(model):
+    """[(name, elem_type, dims)] of the graph inputs, dims without the batch
+    axis and with every dynamic dimension fixed at SEQ."""
     inits = {i.name for i in model.graph.initializer}
-    r = np.random.default_rng(7)
-    feed = []
+    res = []
     for vi in model.graph.input:
         if vi.name in inits:
             continue
         t = vi.type.tensor_type
-        dims = [d.dim_value if d.HasField("dim_value") else None for d in t.shape.dim]
-        if any(d is None for d in dims[1:]):
-            raise RuntimeError("input %s: a dynamic non-batch dimension" % vi.name)
-        if t.elem_type != TensorProto.FLOAT:
-            raise RuntimeError("input %s: not float32" % vi.name)
-        feed.append(r.standard_normal([ROWS] + dims[1:]).astype(np.float32))
+        dims = [d.dim_value if d.HasField("dim_value") else SEQ for d in t.shape.dim[1:]]
+        res.append((vi.name, t.elem_type, dims))
+    return res
+
+
+def index_bound(model, name):
+    """Rows of the smallest constant table an integer input indexes by Gather
+    (a token id's vocabulary), so random ids stay in range; 2 otherwise."""
+    inits = {i.name: list(i.dims) for i in model.graph.initializer}
+    bound = None
+    for n in model.graph.node:
+        if n.op_type == "Gather" and len(n.input) > 1 and n.input[1] == name and n.input[0] in inits:
+            axis = next((a.i for a in n.attribute if a.name == "axis"), 0)
+            dims = inits[n.input[0]]
+            rows = dims[axis % len(dims)] if dims else 1
+            bound = rows if bound is None else min(bound, rows)
+    return bound or 2
+
+
+def feed_of(model):
+    r = np.random.default_rng(7)
+    feed = []
+    for name, elem, dims in input_dims(model):
+        if elem == TensorProto.FLOAT:
+            feed.append(r.standard_normal([ROWS] + dims).astype(np.float32))
+        elif elem in (TensorProto.INT64, TensorProto.INT32):
+            dt = np.int64 if elem == TensorProto.INT64 else np.int32
+            feed.append(r.integers(0, index_bound(model, name), [ROWS] + dims).astype(dt))
+        else:
+            raise RuntimeError("input %s: not float32, int32 or int64" % name)
     return feed
+
+
+def shape_flags(model):
+    """`--shape NAME=N,...` for each input with a dynamic non-batch dimension"""
+    flags = []
+    for vi, (name, _, dims) in zip([v for v in model.graph.input
+                                    if v.name not in {i.name for i in model.graph.initializer}],
+                                   input_dims(model)):
+        if any(not d.HasField("dim_value") for d in vi.type.tensor_type.shape.dim[1:]):
+            flags += ["--shape", "%s=%s" % (name, ",".join(["N"] + [str(d) for d in dims]))]
+    return flags
 
 
 def build(name, model, d):
     os.makedirs(d, exist_ok=True)
     path = os.path.join(d, "model.onnx")
     onnx.save(model, path)
-    r = run([KILN, "compile", path, "--batch", SIZES, "--name", "t", "-o", d])
+    r = run([KILN, "compile", path, "--batch", SIZES, "--name", "t", "-o", d] + shape_flags(model))
     if r.returncode:
         raise RuntimeError("kiln compile: " + r.stderr.strip())
     exe = os.path.join(d, "stitch_rows")
@@ -660,6 +701,12 @@ def rows_equal(byn, singles, n):
     return bad
 
 
+def dir_models(folder):
+    """every folder/*.onnx but those starting with _ (bench's probes), by name"""
+    return {f[:-5]: onnx.load(os.path.join(folder, f)) for f in sorted(os.listdir(folder))
+            if f.endswith(".onnx") and not f.startswith("_")}
+
+
 def main():
     global KILN, SRC, LIBKILN, CC, SAN
     args = sys.argv[1:]
@@ -687,9 +734,7 @@ def main():
     if only is None or only - set(models):
         models.update(torch_models())
     if models_dir:
-        for f in sorted(os.listdir(models_dir)):
-            if f.endswith(".onnx") and not f.startswith("_"):
-                models[f[:-5]] = onnx.load(os.path.join(models_dir, f))
+        models.update(dir_models(models_dir))
     if only:
         models = {k: v for k, v in models.items() if k in only}
 
