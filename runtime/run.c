@@ -670,8 +670,8 @@ static int inplace_chunk(kiln_context *c, int i, int64_t r, const kiln_input *in
 	return call(c, c->m, i);
 }
 
-KILN_API int kiln_run(kiln_context *ctx, int64_t n, const kiln_input *inputs,
-                      const kiln_output *outputs)
+static int run_n(kiln_context *ctx, int64_t n, const kiln_input *inputs,
+                 const kiln_output *outputs)
 {
 	if (!ctx || n < 0)
 		return KILN_USAGE;
@@ -861,9 +861,8 @@ static uint64_t lengths_bytes(const kiln_tensor_desc *t, int axis, int64_t n, ui
 	return bytes_of(&l.g, (uint64_t)n * per * lmax);
 }
 
-KILN_API int kiln_run_lengths(kiln_context *ctx, int64_t n, const int64_t *lengths,
-                              int64_t lmax, const kiln_input *inputs,
-                              const kiln_output *outputs)
+static int run_lengths(kiln_context *ctx, int64_t n, const int64_t *lengths, int64_t lmax,
+                       const kiln_input *inputs, const kiln_output *outputs)
 {
 	if (!ctx || n < 0 || ctx->m->nbuckets < 2)
 		return KILN_USAGE;
@@ -911,6 +910,27 @@ static int cmp_double(const void *a, const void *b)
 {
 	double x = *(const double *)a, y = *(const double *)b;
 	return (x > y) - (x < y);
+}
+
+/* The public entries: kiln's floating-point environment around the work
+ * (fpenv.c), the caller's given back after */
+KILN_API int kiln_run(kiln_context *ctx, int64_t n, const kiln_input *inputs,
+                      const kiln_output *outputs)
+{
+	kiln_fpenv e = kiln_fpenv_enter();
+	int st = run_n(ctx, n, inputs, outputs);
+	kiln_fpenv_leave(e);
+	return st;
+}
+
+KILN_API int kiln_run_lengths(kiln_context *ctx, int64_t n, const int64_t *lengths,
+                              int64_t lmax, const kiln_input *inputs,
+                              const kiln_output *outputs)
+{
+	kiln_fpenv e = kiln_fpenv_enter();
+	int st = run_lengths(ctx, n, lengths, lmax, inputs, outputs);
+	kiln_fpenv_leave(e);
+	return st;
 }
 
 KILN_API int kiln_context_calibrate(kiln_context *ctx, int reps, double *measured_ns)

@@ -120,6 +120,21 @@ KILN_API uint64_t kiln_context_bytes_max(const kiln_model *const *models, int n)
 
 /* ---- running ----------------------------------------------------------- */
 
+/* The thread's floating-point environment around a call (runtime/fpenv.c):
+ * kiln_fpenv_enter sets round-to-nearest, subnormals kept (no FTZ/DAZ) and
+ * every exception masked, and returns what it found; kiln_fpenv_leave puts
+ * that back, status flags included. kiln_run, kiln_run_lengths and the
+ * generated NAME_run_* entries call them, so a caller's -ffast-math library
+ * or feenableexcept does not change kiln's results (docs/reproducibility.md). */
+typedef struct kiln_fpenv {
+	uint64_t saved;            /* the control register as the caller had it */
+	int changed;               /* whether enter wrote it (leave restores it) */
+} kiln_fpenv;
+
+KILN_API kiln_fpenv kiln_fpenv_enter(void);
+KILN_API void kiln_fpenv_leave(kiln_fpenv e);
+
+
 /* Run the model on n rows. inputs and outputs follow the descriptor's order
  * (m->inputs, m->outputs). Returns KILN_OK, KILN_USAGE (bad arguments,
  * element type or buffer size), KILN_BATCH_MIXING (n is not compiled and

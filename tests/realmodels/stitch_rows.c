@@ -7,12 +7,47 @@
  *   usage: stitch_rows ROWS IN_0.bin ... IN_I.bin OUT_0.bin ... OUT_O.bin N1 N2 ...
  * Each input file holds ROWS rows; OUT_o gets, for each n in order, n rows
  * of output o, then the ROWS single-row results.
+ * With STITCH_FPENV=1 in the environment every call runs in a hostile
+ * floating-point environment (round upward, flush-to-zero, and on x86
+ * denormals-are-zero with invalid, divide-by-zero and overflow trapping), as
+ * another library of the process could leave it: kiln_run must give the
+ * same bytes (tests/repro/bits.py's fpenv check) and hand the environment
+ * back unchanged (checked after each call: exit 3 if not).
  */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include <kiln/run.h>
+
+#if defined(__x86_64__) || defined(__i386__)
+#include <immintrin.h>
+/* MXCSR: round up (13-14 = 10), FTZ (15), DAZ (6), invalid, divide-by-zero
+ * and overflow unmasked (bits 7, 9, 10 clear); status flags (0-5) ignored */
+#define HOSTILE 0xd940u
+static unsigned env_get(void) { return _mm_getcsr() & ~0x3fu; }
+static void env_set(unsigned v) { _mm_setcsr(v); }
+#elif defined(__aarch64__)
+#include <stdint.h>
+/* FPCR: round toward +inf (RMode 01 at 22), FZ (24) */
+#define HOSTILE (1u << 22 | 1u << 24)
+static unsigned env_get(void)
+{
+	uint64_t v;
+	__asm__ volatile("mrs %0, fpcr" : "=r"(v));
+	return (unsigned)v;
+}
+static void env_set(unsigned v)
+{
+	uint64_t w = v;
+	__asm__ volatile("msr fpcr, %0" : : "r"(w));
+}
+#else
+#include <fenv.h>
+#define HOSTILE ((unsigned)FE_UPWARD)
+static unsigned env_get(void) { return (unsigned)fegetround(); }
+static void env_set(unsigned v) { fesetround((int)v); }
+#endif
 
 enum { MAX_IO = 8 };
 
@@ -53,6 +88,9 @@ int main(int argc, char **argv)
 		fprintf(stderr, "kiln_context_create: %s\n", kiln_status_string(st));
 		return 1;
 	}
+	const char *fe = getenv("STITCH_FPENV");
+	int hostile = fe && !strcmp(fe, "1");
+	unsigned normal = env_get();
 	int nn = argc - 2 - ni - no;
 	for (int t = 0; t <= nn; t++) {
 		/* the listed n from row 0, then each row alone */
@@ -72,7 +110,18 @@ int main(int argc, char **argv)
 			}
 			for (int i = 0; i < no; i++)
 				out[i] = (kiln_output){y[i], m->outputs[i].dtype, kiln_tensor_bytes(&m->outputs[i], n)};
+			if (hostile)
+				env_set(HOSTILE);
 			st = kiln_run(ctx, n, in, out);
+			if (hostile) {
+				unsigned after = env_get();
+				env_set(normal);
+				if (after != HOSTILE) {
+					fprintf(stderr, "kiln_run left the floating-point environment "
+					        "%#x, the caller's was %#x\n", after, HOSTILE);
+					return 3;
+				}
+			}
 			if (st != KILN_OK) {
 				fprintf(stderr, "kiln_run n=%lld: %s\n", (long long)n, kiln_status_string(st));
 				return 1;

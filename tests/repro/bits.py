@@ -12,7 +12,12 @@ sample alone (n = 1). The checks, per model:
   isa64:ref=avx2, ...            the same for the n = 64 run alone (the tiled
                                  GEMM path, no batch-1 product);
   batch:<isa>                    row r of the n = 64 run == sample r at n = 1;
-  stitch:<isa>                   row r of the n = 57 run == sample r at n = 1.
+  stitch:<isa>                   row r of the n = 57 run == sample r at n = 1;
+  fpenv:<best isa>               all those runs give the same bytes when the
+                                 caller's floating-point environment is
+                                 hostile (round upward, flush-to-zero, traps:
+                                 STITCH_FPENV=1, tests/realmodels/stitch_rows.c)
+                                 and kiln_run hands it back unchanged.
 It prints the matrix (one line per model, = / x per check, the hashes), then
 asserts equality for every check that is not listed in KNOWN below (the
 differences kiln does not remove yet, each with its reason; the same list is
@@ -661,18 +666,20 @@ def build(name, model, d):
     return exe
 
 
-def outputs(exe, d, feed, isa):
-    """{n: [output o's bytes of the n-row run]} and the single rows [o][r]."""
+def outputs(exe, d, feed, isa, fpenv=False):
+    """{n: [output o's bytes of the n-row run]} and the single rows [o][r];
+    fpenv: every call in stitch_rows.c's hostile floating-point environment."""
     ins = []
     for i, a in enumerate(feed):
         ins.append(os.path.join(d, "in%d.bin" % i))
         a.tofile(ins[-1])
     nout = len(onnx.load(os.path.join(d, "model.onnx"), load_external_data=False).graph.output)
-    outs = [os.path.join(d, "out_%s_%d.bin" % (isa, o)) for o in range(nout)]
-    env = dict(os.environ, KILN_ISA=isa)
+    outs = [os.path.join(d, "out_%s%s_%d.bin" % (isa, "_fe" * fpenv, o)) for o in range(nout)]
+    env = dict(os.environ, KILN_ISA=isa, STITCH_FPENV="1" if fpenv else "0")
     r = run([exe, str(ROWS)] + ins + outs + [str(n) for n in NS], env=env)
     if r.returncode:
-        raise RuntimeError("stitch_rows under KILN_ISA=%s: %s" % (isa, r.stderr.strip()))
+        raise RuntimeError("stitch_rows under KILN_ISA=%s%s: %s" % (
+            isa, " STITCH_FPENV=1" * fpenv, r.stderr.strip() or "exit %d" % r.returncode))
     runs, singles, whole = {}, [], b""
     total = sum(NS) + ROWS
     for f in outs:
@@ -740,7 +747,8 @@ def main():
 
     checks = (["isa:ref=" + i for i in isas[1:]] + ["isa:avx2=avx512"] * ("avx512" in isas) +
               ["isa64:ref=" + i for i in isas[1:]] +
-              ["batch:" + i for i in isas] + ["stitch:" + i for i in isas])
+              ["batch:" + i for i in isas] + ["stitch:" + i for i in isas] +
+              ["fpenv:" + isas[-1]])
     print("%-17s %s  hashes (%s)" % ("model", " ".join("%-13s" % c for c in checks), ", ".join(isas)))
     failures, now_holds = [], []
     for name, model in models.items():
@@ -749,6 +757,7 @@ def main():
             exe = build(name, model, d)
             feed = feed_of(model)
             res = {isa: outputs(exe, d, feed, isa) for isa in isas}
+            hostile = outputs(exe, d, feed, isas[-1], fpenv=True)[2]
         except RuntimeError as e:
             failures.append("%s: %s" % (name, e))
             print("%-20s error: %s" % (name, e))
@@ -759,6 +768,8 @@ def main():
             if kind == "isa":
                 a, b = what.split("=")
                 verdict[c] = res[a][2] == res[b][2]
+            elif kind == "fpenv":
+                verdict[c] = hostile == res[what][2]
             elif kind == "isa64":
                 verdict[c] = res["ref"][0][64] == res[what.split("=")[1]][0][64]
             else:
