@@ -12,7 +12,8 @@
  * the largest bucket's own (its arena, staging area and plans), that each
  * smaller bucket's baked plan is kiln_plan_table's at its costs, that a
  * length past the largest bucket, a negative one and one past lmax give
- * KILN_LENGTH, and a model without buckets KILN_USAGE.
+ * KILN_LENGTH, and a model without buckets KILN_USAGE. After the run,
+ * each sample alone (n = 1) must give the bytes of its row, bit for bit.
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -144,6 +145,40 @@ int main(int argc, char **argv)
 		if (!f || fwrite(out[i].data, 1, out[i].bytes, f) != out[i].bytes || fclose(f)) {
 			fprintf(stderr, "cannot write %s\n", argv[5 + ni + i]);
 			return 1;
+		}
+	}
+	/* Each sample alone (n = 1, the same lmax): the same bytes as its row
+	 * of the n-sample call, which ran it in its bucket beside the others
+	 * (issue 30: a jet's result does not depend on the other jets). */
+	int64_t lm = lpass >= 0 ? lpass : lfile;
+	for (int64_t s = 0; s < n; s++) {
+		kiln_input in1[MAX_IO];
+		kiln_output out1[MAX_IO];
+		for (int i = 0; i < ni; i++) {
+			uint64_t one = bytes_at(&m->inputs[i], m->bucket_axis[i], 1, lm);
+			uint64_t at = m->inputs[i].batch_axis < 0 ? 0 : (uint64_t)s * one;
+			in1[i] = (kiln_input){(const char *)in[i].data + at, in[i].dtype, one};
+		}
+		for (int i = 0; i < no; i++) {
+			uint64_t one = bytes_at(&m->outputs[i], m->bucket_axis[ni + i], 1, lm);
+			out1[i] = (kiln_output){malloc(one + 1), out[i].dtype, one};
+			if (!out1[i].data)
+				return 1;
+		}
+		st = kiln_run_lengths(ctx, 1, &len[s], lm, in1, out1);
+		if (st != KILN_OK) {
+			fprintf(stderr, "sample %lld alone: %s\n", (long long)s, kiln_status_string(st));
+			return 1;
+		}
+		for (int i = 0; i < no; i++) {
+			uint64_t at = m->outputs[i].batch_axis < 0 ? 0 : (uint64_t)s * out1[i].bytes;
+			if (memcmp(out1[i].data, (const char *)out[i].data + at, out1[i].bytes) != 0) {
+				fprintf(stderr, "sample %lld (length %lld) alone: output %d differs from its "
+				        "row of the %lld-sample call\n", (long long)s, (long long)len[s], i,
+				        (long long)n);
+				return 1;
+			}
+			free(out1[i].data);
 		}
 	}
 	kiln_context_destroy(ctx);
