@@ -8,14 +8,22 @@
  * Without arguments the binary runs itself once per variant (KILN_ISA set,
  * argument "child") and compares the FNV-1a hashes of every output byte the
  * children print; a variant the CPU lacks falls back (runtime/kernels/isa.h)
- * and gives the ref bits trivially. Cases: M = 1 to 5 rows, odd N (1 to 67:
- * a partial group of columns, and for M = 5 below the 64 columns where
- * AVX-512 swaps the operands) and odd K (1 to 301: a partial last step, two
- * K blocks), alpha and beta (0, 1 and 0.25), a bias and ReLU epilogue, a B
- * with padded rows, float and float16 B, transposed and (float16) not;
- * float16 B in its natural layout at M = 1 over N = 256, 300 and 640; and
+ * and gives the ref bits trivially. Cases: M = 1 to 5 rows (5: the tiles,
+ * and from N = 64 AVX-512's swapped path), odd N (1 to 67: a partial group
+ * of columns) and odd K (1 to 301: a partial last step, two K blocks), alpha
+ * and beta (0, 1 and 0.3: beta C rounded, then added, in every variant), a
+ * bias and ReLU epilogue, a B with padded rows, float and float16 B,
+ * transposed and (float16) not;
+ * float16 B in its natural layout at M = 1 over N = 256, 300 and 640;
  * products on weights (packed, float16 in both layouts) of narrow and wide
- * N at M = 1 to 70, each row against the same row alone, bit for bit.
+ * N at M = 1 to 70, each row against the same row alone, bit for bit; and
+ * AVX-512's swapped path (driver.c gemm_swapped: 5 to 32 rows against a
+ * transposed B of 64 columns or more, a tied embedding's LM head): every M
+ * from 5 to 32, K = 1 to 511 (one K block, 256, two blocks, K not a
+ * multiple of 16; M K > 8192 takes the usual path), N = 67 and 1000 (several
+ * blocks of C^T), alpha, beta 0.3, padded rows of B, and bias with every
+ * kind of activation (in the tile, and exp-based
+ * ones over the finished rows), beta and an activation together.
  * Tolerance: |err| <= 1e-5 * (|alpha| sum_k |A[m,k]| |B[k,n]| + |beta| |C|)
  * + 1e-30.
  */
@@ -35,10 +43,27 @@ static void hash_bytes(const void *p, size_t n)
 		hash = (hash ^ ((const unsigned char *)p)[i]) * 1099511628211u;
 }
 
-/* One case: C (M x N) = ep(alpha A B + beta C), B K x N at (k, n) ->
- * rs k + cs n, float or float16 (half). */
+/* The activation of kiln_epilogue act (LeakyRelu alpha 0.1, Clip to [-2,
+ * 2], as run_case passes them), in double */
+static double act_of(int act, double s)
+{
+	switch (act) {
+	case KILN_ACT_RELU: return s > 0.0 ? s : 0.0;
+	case KILN_ACT_LEAKY_RELU: return s < 0.0 ? 0.1 * s : s;
+	case KILN_ACT_CLIP: return s < -2.0 ? -2.0 : s > 2.0 ? 2.0 : s;
+	case KILN_ACT_TANH: return tanh(s);
+	case KILN_ACT_SIGMOID: return 1.0 / (1.0 + exp(-s));
+	case KILN_ACT_GELU: return 0.5 * s * (1.0 + erf(s / sqrt(2.0)));
+	default: return s;
+	}
+}
+
+enum { NOEP = -1 };
+
+/* One case: C (M x N) = act(alpha A B + beta C + bias) (act NOEP: no
+ * epilogue), B K x N at (k, n) -> rs k + cs n, float or float16 (half). */
 static void run_case(int64_t M, int64_t N, int64_t K, int trans, int pad, int half, float alpha,
-                     float beta, int with_ep)
+                     float beta, int act)
 {
 	int64_t ld = K + (pad ? 3 : 0);
 	int64_t rs = trans ? 1 : N, cs = trans ? ld : 1;
@@ -57,11 +82,14 @@ static void run_case(int64_t M, int64_t N, int64_t K, int trans, int pad, int ha
 			B[i] = kiln_f16_to_f32(Bh[i]);
 	}
 	memcpy(C, C0, (size_t)(M * N) * sizeof *C);
-	kiln_epilogue ep = {.bias = bias, .act = KILN_ACT_RELU};
+	kiln_epilogue ep = {.bias = bias, .act = act, .alpha = 0.1f};
+	if (act == KILN_ACT_CLIP)
+		ep.alpha = -2.0f, ep.beta = 2.0f;
+	const kiln_epilogue *epp = act == NOEP ? NULL : &ep;
 	if (half)
-		kiln_f32_gemm_f16b(M, N, K, alpha, A, K, 1, Bh, rs, cs, beta, C, N, with_ep ? &ep : NULL);
+		kiln_f32_gemm_f16b(M, N, K, alpha, A, K, 1, Bh, rs, cs, beta, C, N, epp);
 	else
-		kiln_f32_gemm_ep(M, N, K, alpha, A, K, 1, B, rs, cs, beta, C, N, with_ep ? &ep : NULL);
+		kiln_f32_gemm_ep(M, N, K, alpha, A, K, 1, B, rs, cs, beta, C, N, epp);
 	hash_bytes(C, (size_t)(M * N) * sizeof *C);
 	double worst = 0.0;
 	for (int64_t m = 0; m < M; m++)
@@ -75,19 +103,19 @@ static void run_case(int64_t M, int64_t N, int64_t K, int trans, int pad, int ha
 			double c0 = (double)C0[m * N + n];
 			double want = (double)alpha * s + (double)beta * c0;
 			double tol = 1e-5 * (fabs((double)alpha) * mag + fabs((double)beta * c0));
-			if (with_ep) {
-				want += (double)bias[n];
-				want = want > 0.0 ? want : 0.0;
-				tol += 1e-6;
+			if (act != NOEP) {
+				/* the activations' slopes are at most 1.13 (GELU) */
+				want = act_of(act, want + (double)bias[n]);
+				tol = 1.2 * tol + 1e-6;
 			}
 			double err = fabs((double)C[m * N + n] - want) - tol - 1e-30;
 			if (err > worst)
 				worst = err;
 		}
 	char what[160];
-	snprintf(what, sizeof what, "M %lld N %lld K %lld trans %d pad %d half %d alpha %g beta %g ep %d",
+	snprintf(what, sizeof what, "M %lld N %lld K %lld trans %d pad %d half %d alpha %g beta %g act %d",
 	         (long long)M, (long long)N, (long long)K, trans, pad, half, (double)alpha,
-	         (double)beta, with_ep);
+	         (double)beta, act);
 	CHECK(worst <= 0.0, what);
 	free(A), free(B), free(Bh), free(C), free(C0), free(bias);
 }
@@ -157,6 +185,31 @@ static void weight_case(int64_t M, int64_t N, int64_t K, int form)
 	free(A), free(B), free(Bp), free(bias), free(Bh), free(C), free(row);
 }
 
+/* run_case over M = 5 to 32 (every row count of AVX-512's swapped path), each K
+ * plain (the LM head's call) and with one of the epilogues in turn */
+static void swap_cases(void)
+{
+	static const int64_t Ks[] = {1, 7, 37, 256, 257, 300, 511};
+	static const struct {
+		float alpha, beta;
+		int act, pad;
+	} forms[] = {
+		{0.7f, 0.0f, NOEP, 0}, {1.0f, 0.3f, NOEP, 1}, {1.0f, 0.0f, KILN_ACT_NONE, 0},
+		{1.0f, 0.0f, KILN_ACT_RELU, 1}, {-1.3f, 0.3f, KILN_ACT_GELU, 0},
+		{1.0f, 0.0f, KILN_ACT_SIGMOID, 0}, {0.7f, 1.0f, KILN_ACT_TANH, 0},
+		{1.0f, 0.3f, KILN_ACT_LEAKY_RELU, 0}, {1.0f, 0.0f, KILN_ACT_CLIP, 1},
+	};
+	int nf = (int)(sizeof forms / sizeof forms[0]), f = 0;
+	for (int64_t M = 5; M <= 32; M++)
+		for (size_t j = 0; j < sizeof Ks / sizeof Ks[0]; j++, f = (f + 1) % nf) {
+			int64_t K = Ks[j], N = (M + (int64_t)j) % 2 ? 1000 : 67;
+			if (M * K > 8192 && K != 511)
+				continue;  /* the usual path (K = 511 keeps one such case per M) */
+			run_case(M, N, K, 1, 0, 0, 1.0f, 0.0f, NOEP);
+			run_case(M, N, K, 1, forms[f].pad, 0, forms[f].alpha, forms[f].beta, forms[f].act);
+		}
+}
+
 static int child(void)
 {
 	static const int64_t Ns[] = {1, 7, 17, 33, 63, 67}, Ks[] = {1, 3, 5, 37, 255, 301};
@@ -164,22 +217,20 @@ static int child(void)
 		for (size_t i = 0; i < sizeof Ns / sizeof Ns[0]; i++)
 			for (size_t j = 0; j < sizeof Ks / sizeof Ks[0]; j++) {
 				int64_t N = Ns[i], K = Ks[j];
-				if (M == 5 && N >= 64)
-					continue;  /* AVX-512's swapped path (docs/reproducibility.md) */
-				run_case(M, N, K, 1, 0, 0, 1.0f, 0.0f, 0);
-				run_case(M, N, K, 1, 1, 0, 0.5f, 0.25f, 0);
-				run_case(M, N, K, 1, 0, 0, 1.0f, 1.0f, 1);
-				run_case(M, N, K, 1, 0, 1, 1.0f, 0.0f, 0);
-				run_case(M, N, K, 1, 1, 1, 1.0f, 0.0f, 1);
-				run_case(M, N, K, 0, 0, 1, 1.0f, 0.0f, 1);
+				run_case(M, N, K, 1, 0, 0, 1.0f, 0.0f, NOEP);
+				run_case(M, N, K, 1, 1, 0, 0.5f, 0.3f, NOEP);
+				run_case(M, N, K, 1, 0, 0, 1.0f, 1.0f, KILN_ACT_RELU);
+				run_case(M, N, K, 1, 0, 1, 1.0f, 0.0f, NOEP);
+				run_case(M, N, K, 1, 1, 1, 1.0f, 0.0f, KILN_ACT_RELU);
+				run_case(M, N, K, 0, 0, 1, 1.0f, 0.0f, KILN_ACT_RELU);
 			}
 	/* float16 B in its natural layout at batch 1: whole blocks of 256
 	 * columns (AVX-512's f16n_block256), with and without a remainder */
 	static const int64_t Nw[] = {256, 300, 640}, Kw[] = {37, 301};
 	for (size_t i = 0; i < sizeof Nw / sizeof Nw[0]; i++)
 		for (size_t j = 0; j < sizeof Kw / sizeof Kw[0]; j++) {
-			run_case(1, Nw[i], Kw[j], 0, 0, 1, 1.0f, 0.0f, 1);
-			run_case(1, Nw[i], Kw[j], 0, 0, 1, 0.5f, 0.25f, 0);
+			run_case(1, Nw[i], Kw[j], 0, 0, 1, 1.0f, 0.0f, KILN_ACT_RELU);
+			run_case(1, Nw[i], Kw[j], 0, 0, 1, 0.5f, 0.25f, NOEP);
 		}
 	/* products on weights, narrow (N <= 64: shorter K blocks) and wide,
 	 * K of one block, several narrow ones, and more than 256 rows; N = 5
@@ -195,6 +246,7 @@ static int child(void)
 				for (int form = 0; form < 3; form++)
 					if (form == 0 || Mq[i] <= 16)
 						weight_case(Mq[i], Nq[j], Kq[k], form);
+	swap_cases();
 	printf("hash %016llx\n", (unsigned long long)hash);
 	return harness_report();
 }

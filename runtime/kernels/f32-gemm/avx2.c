@@ -26,8 +26,8 @@ INLINE __m256i lanes(int n)
 INLINE __m256 epi(__m256 v, const GemmTile *t, int i, int j0, __m256i m, __m256 cold)
 {
 	v = _mm256_mul_ps(v, _mm256_set1_ps(t->alpha));
-	if (t->cbeta != 0.0f)
-		v = _mm256_fmadd_ps(cold, _mm256_set1_ps(t->cbeta), v);
+	if (t->cbeta != 0.0f)  /* beta C rounded, then added, as kiln_gemm_tile_ref adds it */
+		v = _mm256_add_ps(v, _mm256_mul_ps(cold, _mm256_set1_ps(t->cbeta)));
 	if (!t->final)
 		return v;
 	if (t->col_bias)

@@ -46,8 +46,8 @@ INLINE __m512 epi(__m512 v, const Epi *e, int i, int half, __mmask16 m, __m512 c
 {
 	if (e->scale)
 		v = _mm512_mul_ps(v, e->alpha);
-	if (e->with_c)
-		v = _mm512_fmadd_ps(cold, e->cbeta, v);
+	if (e->with_c)  /* beta C rounded, then added, as kiln_gemm_tile_ref adds it */
+		v = _mm512_add_ps(v, _mm512_mul_ps(cold, e->cbeta));
 	if (!e->final)
 		return v;
 	v = _mm512_add_ps(v, half ? e->cb1 : e->cb0);
@@ -193,8 +193,9 @@ INLINE void tile_rows_kb(const GemmTile *t, const int mr, const int two)
 				tot1[i] = _mm512_add_ps(v1, tot1[i]);
 			} else if (with_c) {
 				const float *c = t->C + i * t->ldc;
-				tot0[i] = _mm512_fmadd_ps(_mm512_maskz_loadu_ps(m0, c), cbeta, v0);
-				tot1[i] = two ? _mm512_fmadd_ps(_mm512_maskz_loadu_ps(m1, c + 16), cbeta, v1)
+				tot0[i] = _mm512_add_ps(v0, _mm512_mul_ps(_mm512_maskz_loadu_ps(m0, c), cbeta));
+				tot1[i] = two ? _mm512_add_ps(v1, _mm512_mul_ps(_mm512_maskz_loadu_ps(m1, c + 16),
+				                                                cbeta))
 				              : v1;
 			} else {
 				tot0[i] = v0;
@@ -751,10 +752,8 @@ void kiln_pack_b32_t_avx512(const float *src, int64_t cs, int64_t N, int64_t n0,
 
 /* gemm.h: 16 rows of Ct (cols of them at most 16 wide) at a time, transposed
  * in registers, then written as 16-float runs of C's rows. */
-void kiln_gemm_ct_avx512(const float *Ct, int64_t rows, int64_t cols, float beta, float *C,
-                         int64_t ldc)
+void kiln_gemm_ct_avx512(const float *Ct, int64_t rows, int64_t cols, float *C, int64_t ldc)
 {
-	__m512 vb = _mm512_set1_ps(beta);
 	for (int64_t j0 = 0; j0 < cols; j0 += 16) {
 		int64_t cw = cols - j0 < 16 ? cols - j0 : 16;
 		__mmask16 mc = (__mmask16)((1u << cw) - 1);
@@ -766,13 +765,8 @@ void kiln_gemm_ct_avx512(const float *Ct, int64_t rows, int64_t cols, float beta
 				r[i] = i < rh ? _mm512_maskz_loadu_ps(mc, Ct + (i0 + i) * cols + j0)
 				              : _mm512_setzero_ps();
 			transpose16(r);
-			for (int j = 0; j < cw; j++) {
-				float *c = C + (j0 + j) * ldc + i0;
-				__m512 v = r[j];
-				if (beta != 0.0f)
-					v = _mm512_fmadd_ps(_mm512_maskz_loadu_ps(mr, c), vb, v);
-				_mm512_mask_storeu_ps(c, mr, v);
-			}
+			for (int j = 0; j < cw; j++)
+				_mm512_mask_storeu_ps(C + (j0 + j) * ldc + i0, mr, r[j]);
 		}
 	}
 }

@@ -395,9 +395,14 @@ static void pack_f16(const GemmBSrc *s, int64_t n0, int64_t k0, int64_t kc, floa
  * rows is computed on the stack (in L1) and transposed into C there, so only
  * the M x K floats of A and the M x N results are moved, instead of a 16 x 16
  * register transpose per 256 floats of B when B's panels are packed on the
- * fly. Bias and activation apply to C^T's rows (per row of Bt) in the tile;
- * with beta != 0 and an epilogue (beta C must come before the activation)
- * the usual path runs. AVX-512 only (the variant it was measured on). */
+ * fly. AVX-512 only (the variant it was measured on), with the bits of the
+ * path every other variant takes for the same call (kiln_gemm_run on B
+ * packed on the fly, issue 30): each element the same products in the same
+ * FMA chains, in the same K blocks (GEMM_PACK_KC rows from 0, not
+ * kiln_gemm_kc's even ones), alpha per block, beta C on the first block
+ * (C^T's block starts as C's transpose where beta != 0), the bias (per row
+ * of Bt) and the activation on the last; the exp-based activations are
+ * elementwise, so C^T's rows give C's bits. */
 enum { SWAP_AT = 8192, SWAP_CT = 4096, SWAP_MIN_N = 64 };
 
 static int gemm_swapped(int64_t M, int64_t N, int64_t K, float alpha, const float *A,
@@ -406,8 +411,7 @@ static int gemm_swapped(int64_t M, int64_t N, int64_t K, float alpha, const floa
 {
 #ifdef KILN_HAVE_X86_VARIANTS
 	if (kiln_isa() != KILN_ISA_AVX512 || b_row_stride != 1 || ldbt < K || M <= 4 ||
-	    M > KILN_PACK_NR || K <= 0 || M * K > SWAP_AT || N < SWAP_MIN_N ||
-	    (beta != 0.0f && ep))
+	    M > KILN_PACK_NR || K <= 0 || M * K > SWAP_AT || N < SWAP_MIN_N)
 		return 0;
 	float at[SWAP_AT], ct[SWAP_CT];
 	for (int64_t m = 0; m < M; m++)
@@ -417,11 +421,15 @@ static int gemm_swapped(int64_t M, int64_t N, int64_t K, float alpha, const floa
 	int64_t R = SWAP_CT / M;
 	for (int64_t n0 = 0; n0 < N; n0 += R) {
 		int64_t nr = N - n0 < R ? N - n0 : R;
-		GemmEpi e = {.alpha = alpha, .beta = 0.0f,
+		if (beta != 0.0f)
+			for (int64_t n = 0; n < nr; n++)
+				for (int64_t m = 0; m < M; m++)
+					ct[n * M + m] = C[m * ldc + n0 + n];
+		GemmEpi e = {.alpha = alpha, .beta = beta,
 		             .row_bias = ep && ep->bias ? ep->bias + n0 : NULL, .ep = ep,
-		             .a_end = ldbt == K ? Bt + N * ldbt : NULL};
+		             .kc = GEMM_PACK_KC, .a_end = ldbt == K ? Bt + N * ldbt : NULL};
 		kiln_gemm_run(nr, M, K, Bt + n0 * ldbt, ldbt, &src, ct, M, &e);
-		kiln_gemm_ct_avx512(ct, nr, M, beta, C + n0, ldc);
+		kiln_gemm_ct_avx512(ct, nr, M, C + n0, ldc);
 	}
 	return 1;
 #else

@@ -151,11 +151,10 @@ void kiln_pack_b32_t_avx512(const float *src, int64_t cs, int64_t N, int64_t n0,
                             int64_t kc, float *dst);
 void kiln_gemm_dot_avx512(const GemmDot *d);
 
-/* C[j * ldc + i] = Ct[i * cols + j] + beta * C[j * ldc + i] (beta 0: C not
- * read) for i < rows, j < cols <= 32: a block of C^T, rows x cols, transposed
- * into C (driver.c's few rows against a transposed B). */
-void kiln_gemm_ct_avx512(const float *Ct, int64_t rows, int64_t cols, float beta, float *C,
-                         int64_t ldc);
+/* C[j * ldc + i] = Ct[i * cols + j] for i < rows, j < cols <= 32: a block of
+ * C^T, rows x cols, transposed into C (driver.c's few rows against a
+ * transposed B). */
+void kiln_gemm_ct_avx512(const float *Ct, int64_t rows, int64_t cols, float *C, int64_t ldc);
 
 /* The driver's epilogue description (the tile's, before splitting). */
 typedef struct GemmEpi {
