@@ -29,7 +29,9 @@ the vector kernels compute (exp, log, log1p, pow, tanh, sigmoid, erf, sin,
 cos, softplus), a transformer encoder block (MatMul, Softmax, LayerNorm, erf
 GELU), Softmax/LayerNorm/ReduceMean/GlobalAveragePool alone (reduce_norm),
 2-D and 1-D convolutions (conv), 1-D Winograd F(4, 3) convolutions (wino1d), LSTMs of 16 to 264 units in every step
-form (lstm), products of two activations (matmul_act), and, when python3-torch is there, bench/test_models.py's DeepJet-,
+form (lstm), products of two activations (matmul_act), a tied embedding's
+output projection (tied_head: AVX-512's swapped GEMM path at n = 16), and,
+when python3-torch is there, bench/test_models.py's DeepJet-,
 ParticleNet- and MLP-style exports (tests/realmodels patterns). --models DIR
 adds every DIR/*.onnx (e.g. bench's deepjet_like, particlenet_like,
 transformer_enc: `BENCH_MODELS_DIR=DIR bench/make_models.py`); --only NAME,...
@@ -291,7 +293,8 @@ def own_models():
             "libm_double": libm_double_model(),
             "transformer_block": transformer_model(), "reduce_norm": reduce_norm_model(),
             "conv": conv_model(), "conv_forms": conv_forms_model(), "lstm": lstm_model(),
-            "matmul_act": matmul_act_model(), "wino1d": wino1d_model()}
+            "matmul_act": matmul_act_model(), "wino1d": wino1d_model(),
+            "tied_head": tied_head_model()}
 
 
 def pointwise_model():
@@ -514,6 +517,47 @@ def matmul_act_model():
     n.append(helper.make_node("Concat", ["fa", "fb", "fc"], ["y"], axis=1))
     g = helper.make_graph(n, "matmul_act", [helper.make_tensor_value_info("x", TensorProto.FLOAT, ["N", 8, 40])],
                           [helper.make_tensor_value_info("y", TensorProto.FLOAT, None)], inits)
+    return helper.make_model(g, opset_imports=[helper.make_opsetid("", 17)])
+
+
+def tied_head_model():
+    """A tied embedding's output projection (bench's tied_embed_lm, small):
+    x [N, 8] -> token ids |x| * 400 (clipped to the vocabulary of 2000) ->
+    Gather of the embedding E [2000, 320] -> a Tanh layer of 320 with a
+    residual, the mean over the sequence, LayerNormalization -> MatMul by
+    Transpose(E), and Gemm(h, E, bias, transB = 1, alpha 0.5) -> Sigmoid.
+    E is read by the Gather too, so both products read it in place (B
+    transposed: kiln_f32_gemm): at batch 16 AVX-512's swapped path (5 to 32
+    rows), K = 320 > 256 (two K blocks), at 64 the tiles, at 1 the dot path."""
+    r = np.random.default_rng(35)
+    V, D, S = 2000, 320, 8
+    inits = [numpy_helper.from_array(_w(r, V, D, scale=0.5), "E"),
+             numpy_helper.from_array(_w(r, D, D), "W1"),
+             numpy_helper.from_array(_w(r, D, scale=0.1), "b1"),
+             numpy_helper.from_array(_w(r, V, scale=0.1), "bv"),
+             numpy_helper.from_array(np.ones(D, np.float32), "g"),
+             numpy_helper.from_array(np.zeros(D, np.float32), "be"),
+             numpy_helper.from_array(np.array(400.0, np.float32), "k400"),
+             numpy_helper.from_array(np.array(0.0, np.float32), "lo"),
+             numpy_helper.from_array(np.array(V - 1, np.float32), "hi")]
+    n = [helper.make_node("Abs", ["x"], ["xa"]),
+         helper.make_node("Mul", ["xa", "k400"], ["xs"]),
+         helper.make_node("Clip", ["xs", "lo", "hi"], ["xc"]),
+         helper.make_node("Cast", ["xc"], ["ids"], to=TensorProto.INT64),
+         helper.make_node("Gather", ["E", "ids"], ["emb"]),
+         helper.make_node("MatMul", ["emb", "W1"], ["h0"]),
+         helper.make_node("Add", ["h0", "b1"], ["h1"]),
+         helper.make_node("Tanh", ["h1"], ["h2"]),
+         helper.make_node("Add", ["h2", "emb"], ["h3"]),
+         helper.make_node("ReduceMean", ["h3"], ["hm"], axes=[1], keepdims=0),
+         helper.make_node("LayerNormalization", ["hm", "g", "be"], ["h"], axis=-1, epsilon=1e-5),
+         helper.make_node("Transpose", ["E"], ["Et"], perm=[1, 0]),
+         helper.make_node("MatMul", ["h", "Et"], ["logits"]),
+         helper.make_node("Gemm", ["h", "E", "bv"], ["z"], transB=1, alpha=0.5),
+         helper.make_node("Sigmoid", ["z"], ["p"]),
+         helper.make_node("Concat", ["logits", "p"], ["y"], axis=1)]
+    g = helper.make_graph(n, "tied_head", [helper.make_tensor_value_info("x", TensorProto.FLOAT, ["N", S])],
+                          [helper.make_tensor_value_info("y", TensorProto.FLOAT, ["N", 2 * V])], inits)
     return helper.make_model(g, opset_imports=[helper.make_opsetid("", 17)])
 
 
