@@ -246,6 +246,14 @@ static int child(void)
 				for (int form = 0; form < 3; form++)
 					if (form == 0 || Mq[i] <= 16)
 						weight_case(Mq[i], Nq[j], Kq[k], form);
+	/* AVX-512's batch-1 product takes four panels at a time where the
+	 * packed weight fits 32 KiB (K 32 ceil(N / 32) floats <= 8192), two (or
+	 * three) otherwise: 4 to 8 panels, full or narrow last, on both sides of
+	 * the line (N = 128: K 64 and 65; N = 256: K 32 and 33) */
+	static const int64_t Nl[] = {128, 160, 200, 224, 256}, Kl[] = {9, 32, 33, 40, 64, 65, 129};
+	for (size_t j = 0; j < sizeof Nl / sizeof Nl[0]; j++)
+		for (size_t k = 0; k < sizeof Kl / sizeof Kl[0]; k++)
+			weight_case(3, Nl[j], Kl[k], 0);
 	swap_cases();
 	printf("hash %016llx\n", (unsigned long long)hash);
 	return harness_report();

@@ -2,12 +2,15 @@
  * f32-gemv/avx512.c - gemv.h's product with AVX-512. Two 32-column panels
  * at a time (two streams of B: at batch 1 the step is bound by reading B
  * from L2, and four streams read it slower: ff12_128 b1 1.23 x f3a135a's
- * time with four panels at a time, 1.03 with two), each column one FMA
- * chain over the k of each K block in the GEMM tiles' order (so batch 1
- * gives the same bits as every batch size and variant), the panels' chains
- * side by side to hide the FMA latency, and a narrow layer's K blocks'
- * chains too. A narrower last panel goes through masked loads in the last
- * pair.
+ * time with four panels at a time, 1.03 with two), or four where the whole
+ * packed weight fits QUAD_BYTES (a weight called over and over, a recurrent
+ * step's or a small MLP's, stays in L1, and there two panels' four chains
+ * wait on the FMA latency: 128 x 64 from L1 121 -> 76 ns). Each column one
+ * FMA chain over the k of each K block in the GEMM tiles' order (so batch
+ * 1 gives the same bits as every batch size and variant, however many
+ * panels run together), the panels' chains side by side to hide the FMA
+ * latency, and a narrow layer's K blocks' chains too. A narrower last
+ * panel goes through masked loads in the last group.
  */
 #include <immintrin.h>
 
@@ -50,7 +53,7 @@ static inline __attribute__((always_inline)) void store(float *y, const float *b
  * first GA). */
 static inline __attribute__((always_inline)) void group_row(int64_t k, int64_t kc, int64_t w,
                                                             const float *x, const float *b,
-                                                            int64_t ps, __m512 acc[4][6],
+                                                            int64_t ps, __m512 acc[4][8],
                                                             const int P, const int H,
                                                             const int GA)
 {
@@ -93,7 +96,7 @@ static inline __attribute__((always_inline)) void blocks(int64_t K, int64_t kc, 
 {
 	const int V = 2 * (P - 1) + (H == 3 ? 2 : H);
 	const int64_t ps = KILN_PACK_NR * K, k0 = b0 * kc, n = kiln_gemv_last_rows(K, kc, b0 + G - 1);
-	__m512 acc[4][6];
+	__m512 acc[4][8];
 #pragma GCC unroll 8
 	for (int g = 0; g < G; g++)
 #pragma GCC unroll 8
@@ -110,7 +113,7 @@ static inline __attribute__((always_inline)) void blocks(int64_t K, int64_t kc, 
 			tot[v] = b0 + g == 0 ? acc[g][v] : _mm512_add_ps(acc[g][v], tot[v]);
 }
 
-/* P (1 to 3) panels side by side from b, panel p at b + 32 K p, the last w
+/* P (1 to 4) panels side by side from b, panel p at b + 32 K p, the last w
  * <= 32 columns wide (rows w apart; the others full; H: 1 when w <= 16,
  * 2 when w < 32, 3 when the last panel is full too), to y[0..32 (P - 1) +
  * w): each column one FMA chain over the k of each K block of kc rows from
@@ -125,9 +128,9 @@ static inline __attribute__((always_inline)) void panels(int64_t K, int64_t kc, 
                                                          const int P, const int H, const int G)
 {
 	const int64_t nb = (K + kc - 1) / kc;
-	__m512 tot[6];
-#pragma GCC unroll 6
-	for (int v = 0; v < 6; v++)
+	__m512 tot[8];
+#pragma GCC unroll 8
+	for (int v = 0; v < 8; v++)
 		tot[v] = _mm512_setzero_ps();  /* (K >= 1: the first block sets them) */
 	for (int64_t b0 = 0; b0 < nb;) {
 		int64_t g = nb - b0 < G ? nb - b0 : G;
@@ -148,21 +151,46 @@ static inline __attribute__((always_inline)) void panels(int64_t K, int64_t kc, 
 	      tot[2 * P - 2], H >= 2 ? tot[V - 1] : _mm512_setzero_ps());
 }
 
-/* Panels two at a time (the last group one, or three where three are
- * left: a lone full panel's two chains would wait on the FMA latency; the
- * narrow last panel in the last group); one or two panels of several K blocks (a narrow
- * layer's) run blocks side by side. */
+/* The largest packed weight (32 K np floats) read four panels at a time:
+ * 32 KiB, the L1 data cache of most AVX-512 cores (48 KiB on the EPYC
+ * measured). A probe timing the kernel alone (one core, the builds
+ * alternating, each call's x waiting on the last one's y, median ns, N x
+ * K), two panels at a time -> four, the weight called over and over (from
+ * L1) / sixteen weights in turn (from L2): 128 x 32 61 -> 42 / 103 -> 118,
+ * 128 x 64 121 -> 76 / 168 -> 237, 192 x 42 112 -> 90 / 197 -> 237, 256 x
+ * 32 106 -> 79 / 234 -> 207; over the line 192 x 64 181 -> 152 / 259 ->
+ * 342, 128 x 128 314 -> 254 / 456 -> 471. The rule reads only the shape
+ * (the sums are the same either way), so a small weight streamed from L2
+ * pays for the L1 case. */
+enum { QUAD_BYTES = 32768 };
+
+/* The panels of the group at p0 of np: four at a time where the packed
+ * weight fits QUAD_BYTES, two otherwise; three where three are left (or
+ * five: three, then two), so that no full panel runs alone (its two
+ * chains would wait on the FMA latency). */
+static int64_t group_of(int64_t np, int64_t p0, int64_t K)
+{
+	int64_t left = np - p0;
+	if (np * KILN_PACK_NR * K * (int64_t)sizeof(float) <= QUAD_BYTES)
+		return left == 5 ? 3 : left < 4 ? left : 4;
+	return left == 3 ? 3 : left < 2 ? left : 2;
+}
+
 void kiln_gemv_kc_avx512(int64_t N, int64_t K, int64_t kc, const float *x, const float *Bp,
                          const float *bias, float *y)
 {
 	int64_t np = (N + KILN_PACK_NR - 1) / KILN_PACK_NR;
 	int several = kc < K;
 	for (int64_t p0 = 0; p0 < np;) {
-		int64_t n0 = p0 * KILN_PACK_NR, g = np - p0 == 3 ? 3 : np - p0 < 2 ? np - p0 : 2;
+		int64_t n0 = p0 * KILN_PACK_NR, g = group_of(np, p0, K);
 		int64_t w = kiln_pack_b32_width(N, n0 + (g - 1) * KILN_PACK_NR);
 		const float *b = Bp + n0 * K, *bn = bias ? bias + n0 : NULL;
 		float *yn = y + n0;
 		switch (g) {
+		case 4:
+			w == KILN_PACK_NR ? panels(K, kc, w, x, b, bn, yn, 4, 3, 1)
+			                  : panels(K, kc, w, x, b, bn, yn, 4, 2, 1);
+			break;
 		/* a full last panel read without masks (a probe timing the kernel
 		 * alone, best of 300: 64 x 16 18.8 -> 16.3 ns, 32 x 64 32.0 ->
 		 * 29.4, 128 x 64 77 -> 75, 128 x 128 from L2 within the noise) */

@@ -13,7 +13,8 @@
  * FMA latency hidden by several panels' chains side by side (AVX2 two
  * panels, eight chains; AVX-512 two, four chains, and a narrow layer's K
  * blocks side by side too: two streams of B from L2, where four were
- * slower). f32-gemm/driver.c and
+ * slower; four panels, eight chains, for a weight of at most 32 KiB, which
+ * a call over and over finds in L1). f32-gemm/driver.c and
  * f32-rnn/rnn.c call them when kiln_isa() picks the variant; the ref variant
  * runs the GEMM core. kiln_gemv_f16_avx512 is the product on float16
  * weights in their natural layout (kiln_f32_gemm_f16b at batch 1).
