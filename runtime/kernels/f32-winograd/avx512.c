@@ -192,6 +192,16 @@ void kiln_wino_outputs_avx512(const kiln_conv2d_params *p, const WGeo *g, const 
 		__m512 b = _mm512_set1_ps(bias ? bias[o] : 0.0f);
 		int64_t at = ((r->b * g->M + o) * OH + 2 * r->ty) * OW + ox;
 		const float *res = ep && ep->residual ? ep->residual + at : NULL;
+		/* the next tile row's residual and outputs of this channel, likely
+		 * in memory: fetched while the other channels of this row pass */
+		if (r->tx0 == 0 && 2 * r->ty + 2 < OH) {
+			int64_t nr = 2 * r->ty + 4 <= OH ? 2 : 1;
+			for (int64_t l = 0; l < nr * OW; l += 16) {
+				if (res)
+					_mm_prefetch((const char *)(res + 2 * OW + l), _MM_HINT_T0);
+				__builtin_prefetch(Y + at + 2 * OW + l, 1, 3);
+			}
+		}
 		for (int64_t u0 = 0; u0 < n; u0 += 16) {
 			__mmask16 lm = first(n - u0);
 			__m512 s[4], d[4];
