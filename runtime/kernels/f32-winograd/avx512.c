@@ -119,10 +119,20 @@ void kiln_wino_inputs_avx512(const kiln_conv2d_params *p, const WGeo *g, const f
 		const float *x = X + (r->b * C + c) * H * W;
 		const float *const s[4] = {ok[0] ? x + iy[0] * W : x, ok[1] ? x + iy[1] * W : x,
 		                           ok[2] ? x + iy[2] * W : x, ok[3] ? x + iy[3] * W : x};
-		/* the next run's two new rows, which are likely in memory */
-		for (int64_t k = iy[3] + 1; k <= iy[3] + 2 && k < H && r->tx0 == 0; k++)
-			for (int64_t l = 0; l < W; l += 16)
-				_mm_prefetch((const char *)(x + k * W + l), _MM_HINT_T0);
+		/* the next run's two new rows, which are likely in memory (the
+		 * row's last float too: a row need not start a cache line); after
+		 * an image's last run, the next image's first rows */
+		if (r->tx0 == 0) {
+			const float *nxt = x;
+			int64_t k0 = iy[3] + 1, k1 = iy[3] + 2;
+			if (k0 >= H && r->b + 1 < p->batch)
+				nxt = x + C * H * W, k0 = 0, k1 = 3 - p->pad_top;
+			for (int64_t k = k0; k <= k1 && k < H; k++) {
+				for (int64_t l = 0; l < W; l += 16)
+					_mm_prefetch((const char *)(nxt + k * W + l), _MM_HINT_T0);
+				_mm_prefetch((const char *)(nxt + k * W + W - 1), _MM_HINT_T0);
+			}
+		}
 		__m512 ce[4], co[4], nx[4], no[4];
 		chunk(s, ok, x0, W, ne, 0, ce, co);
 		for (int64_t u0 = 0; u0 < n; u0 += 16) {
