@@ -107,7 +107,7 @@ void kiln_wino_inputs_avx512(const kiln_conv2d_params *p, const WGeo *g, const f
                              const WRun *r, float *V, float *row)
 {
 	(void)row;
-	const int64_t C = g->C, H = p->in_h, W = p->in_w, ts = g->ts, n = r->n, ne = n + 1;
+	const int64_t C = g->C, H = p->in_h, W = p->in_w, ts = g->ts, ve = g->ve, n = r->n, ne = n + 1;
 	const int64_t x0 = 2 * r->tx0 - p->pad_left;
 	int ok[4];
 	int64_t iy[4];
@@ -142,11 +142,11 @@ void kiln_wino_inputs_avx512(const kiln_conv2d_params *p, const WGeo *g, const f
 			#pragma GCC unroll 4
 			for (int k = 0; k < 4; k++) {
 				__m512 e1 = next1(nx[k], ce[k]), o1 = next1(no[k], co[k]);
-				float *vk = v + 4 * k * C * ts;
+				float *vk = v + 4 * k * ve;
 				_mm512_mask_storeu_ps(vk, st, _mm512_sub_ps(ce[k], e1));
-				_mm512_mask_storeu_ps(vk + C * ts, st, _mm512_add_ps(co[k], e1));
-				_mm512_mask_storeu_ps(vk + 2 * C * ts, st, _mm512_sub_ps(e1, co[k]));
-				_mm512_mask_storeu_ps(vk + 3 * C * ts, st, _mm512_sub_ps(co[k], o1));
+				_mm512_mask_storeu_ps(vk + ve, st, _mm512_add_ps(co[k], e1));
+				_mm512_mask_storeu_ps(vk + 2 * ve, st, _mm512_sub_ps(e1, co[k]));
+				_mm512_mask_storeu_ps(vk + 3 * ve, st, _mm512_sub_ps(co[k], o1));
 				ce[k] = nx[k], co[k] = no[k];
 			}
 		}
@@ -189,7 +189,7 @@ void kiln_wino_outputs_avx512(const kiln_conv2d_params *p, const WGeo *g, const 
 	(void)row;
 	const __m512i ilo = _mm512_setr_epi32(0, 16, 1, 17, 2, 18, 3, 19, 4, 20, 5, 21, 6, 22, 7, 23);
 	const __m512i ihi = _mm512_setr_epi32(8, 24, 9, 25, 10, 26, 11, 27, 12, 28, 13, 29, 14, 30, 15, 31);
-	const int64_t OH = p->out_h, OW = p->out_w, ts = g->ts, es = g->ms * ts, n = r->n;
+	const int64_t OH = p->out_h, OW = p->out_w, ts = g->ts, es = g->me, n = r->n;
 	const int64_t ox = 2 * r->tx0, w = OW - ox < 2 * n ? OW - ox : 2 * n;
 	const int act = ep ? ep->act : KILN_ACT_NONE;
 	const __m512 lo = _mm512_set1_ps(ep ? ep->alpha : 0.0f), hi = _mm512_set1_ps(ep ? ep->beta : 0.0f);

@@ -8,8 +8,10 @@
  *                   object: kiln_f32_conv2d_winograd_pack), groups g of 8
  *                   output channels (zeros past M)
  *   V[e][c][ts]     the transformed input tiles, ts (a multiple of 16) at a
- *                   time, in the work memory
- *   M[e][o][ts]     their products, ms output channels at a time (o < ms)
+ *                   time, in the work memory; e ve floats apart (C ts and,
+ *                   room given, a cache line more, WGeo)
+ *   M[e][o][ts]     their products, ms output channels at a time (o < ms);
+ *                   e me floats apart (ms ts, and a cache line more likewise)
  */
 #ifndef KILN_F32_WINOGRAD_H
 #define KILN_F32_WINOGRAD_H
@@ -25,7 +27,7 @@ enum { WINO_MR = 8, WINO_CONV_BLOCK = 32 /* the packed weight's (f32-conv/direct
  * Mp C floats, Mp = M rounded up to 8), the work memory's parts (offsets in
  * floats). */
 typedef struct WGeo {
-	int64_t TH, TW, tiles, ms, ts, C, M, es;
+	int64_t TH, TW, tiles, ms, ts, C, M, es, ve, me;
 	int64_t v, m, row, floats;
 } WGeo;
 
