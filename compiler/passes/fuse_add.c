@@ -11,16 +11,20 @@
  */
 #include "fuse.h"
 
-/* Add node j with input x made by `producer`: the other input, or NONE. */
-static int other_input(const Node *add, int x)
+/* The float32 addend r of x's one user, an Add of two inputs (*j), where x
+ * is float32 too; NONE otherwise. */
+static int sole_add_addend(PassCtx *c, int x, int *j)
 {
+	*j = rw_sole_user(c, x);
+	if (*j == NONE)
+		return NONE;
+	const Node *add = &c->g->nodes[*j];
 	if (add->op != OP_Add || add->nin != 2)
 		return NONE;
-	if (add->in[0] == x && add->in[1] != x)
-		return add->in[1];
-	if (add->in[1] == x && add->in[0] != x)
-		return add->in[0];
-	return NONE;
+	int r = add->in[0] == x && add->in[1] != x   ? add->in[1]
+	        : add->in[1] == x && add->in[0] != x ? add->in[0]
+	                                             : NONE;
+	return r != NONE && fuse_is_f32(c, r) && fuse_is_f32(c, x) ? r : NONE;
 }
 
 /* Conv + Add(r) where r has the Conv output's shape in every signature (no
@@ -43,13 +47,10 @@ static bool fuse_conv_residual(PassCtx *c, int i)
 	int x = n->out[0];
 	if (g->values[x].kind != VAL_TEMP || rw_pinned(c, x))
 		return false;
-	int j = rw_sole_user(c, x);
-	if (j == NONE)
+	int j, r = sole_add_addend(c, x, &j);
+	if (r == NONE)
 		return false;
 	Node *add = &g->nodes[j];
-	int r = other_input(add, x);
-	if (r == NONE || !fuse_is_f32(c, r) || !fuse_is_f32(c, x))
-		return false;
 	for (int k = 0; k < c->nsigs; k++) {
 		const Shape *sx = rw_shape_in(c, x, k);
 		if (!sx || !rw_same_shape(sx, rw_shape_in(c, r, k)) ||
@@ -84,13 +85,10 @@ bool fuse_add(PassCtx *c, int i)
 	if ((n->op != OP_MatMul && n->op != OP_Gemm) || n->nout != 1 || c->nsigs == 0)
 		return false;
 	int x = n->out[0];
-	int j = rw_sole_user(c, x);
-	if (j == NONE)
+	int j, r = sole_add_addend(c, x, &j);
+	if (r == NONE)
 		return false;
 	Node *add = &g->nodes[j];
-	int r = other_input(add, x);
-	if (r == NONE || !fuse_is_f32(c, r) || !fuse_is_f32(c, x))
-		return false;
 	/* The sum has the product's shape: the addend only broadcasts into it. */
 	for (int k = 0; k < c->nsigs; k++)
 		if (!rw_same_shape(rw_shape_in(c, x, k), rw_shape_in(c, add->out[0], k)))
