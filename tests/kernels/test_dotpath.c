@@ -127,12 +127,15 @@ static void run_case(int64_t M, int64_t N, int64_t K, int trans, int pad, int ha
  * path; more rows: the tiles, AVX-512's 6 x 64 tiles from 64 rows, the
  * dot path up to 4, B widened on the fly): the layer's K blocks, a narrow
  * one's shorter (gemm.h kiln_gemm_kc_n), at every M (issue 30). */
-static void weight_case(int64_t M, int64_t N, int64_t K, int form)
+static void weight_case_ab(int64_t M, int64_t N, int64_t K, int form, float alpha, float beta)
 {
 	float *A = malloc((size_t)(M * K) * sizeof *A), *B = malloc((size_t)(K * N) * sizeof *B);
 	float *Bp = malloc((size_t)(K * N) * sizeof *Bp), *bias = malloc((size_t)N * sizeof *bias);
 	uint16_t *Bh = malloc((size_t)(K * N) * sizeof *Bh);
 	float *C = malloc((size_t)(M * N) * sizeof *C), *row = malloc((size_t)N * sizeof *row);
+	float *C0 = malloc((size_t)(M * N) * sizeof *C0);
+	fill_uniform(C0, M * N, -1.0f, 1.0f);
+	memcpy(C, C0, (size_t)(M * N) * sizeof *C);
 	fill_uniform(A, M * K, -1.0f, 1.0f);
 	fill_uniform(B, K * N, -1.0f, 1.0f);
 	fill_uniform(bias, N, -0.5f, 0.5f);
@@ -152,10 +155,12 @@ static void weight_case(int64_t M, int64_t N, int64_t K, int form)
 		int64_t rows = m < 0 ? M : 1;
 		const float *a = A + (m < 0 ? 0 : m) * K;
 		float *c = m < 0 ? C : row;
+		if (m >= 0)
+			memcpy(row, C0 + m * N, (size_t)N * sizeof *row);
 		if (form == 0)
-			kiln_f32_gemm_pb(rows, N, K, 1.0f, a, K, Bp, 0.0f, c, N, &ep);
+			kiln_f32_gemm_pb(rows, N, K, alpha, a, K, Bp, beta, c, N, &ep);
 		else
-			kiln_f32_gemm_f16b(rows, N, K, 1.0f, a, K, 1, Bh, rs, cs, 0.0f, c, N, &ep);
+			kiln_f32_gemm_f16b(rows, N, K, alpha, a, K, 1, Bh, rs, cs, beta, c, N, &ep);
 		if (m >= 0)
 			same &= memcmp(row, C + m * N, (size_t)N * sizeof *row) == 0;
 	}
@@ -169,20 +174,28 @@ static void weight_case(int64_t M, int64_t N, int64_t K, int form)
 				acc += p;
 				mag += fabs(p);
 			}
-			double want = acc + (double)bias[n];
+			double c0 = (double)C0[m * N + n];
+			double want = (double)alpha * acc + (double)beta * c0 + (double)bias[n];
+			mag = fabs((double)alpha) * mag + fabs((double)beta * c0);
 			want = want > 0.0 ? want : 0.0;
 			double err = fabs((double)C[m * N + n] - want) - 1e-5 * mag - 1e-6;
 			if (err > worst)
 				worst = err;
 		}
 	char what[160];
-	snprintf(what, sizeof what, "weight form %d M %lld N %lld K %lld (K blocks of %lld)", form,
-	         (long long)M, (long long)N, (long long)K, (long long)kiln_gemm_kc_n(K, N));
+	snprintf(what, sizeof what, "weight form %d M %lld N %lld K %lld alpha %g beta %g (K blocks of %lld)",
+	         form, (long long)M, (long long)N, (long long)K, (double)alpha, (double)beta,
+	         (long long)kiln_gemm_kc_n(K, N));
 	CHECK(worst <= 0.0, what);
 	size_t len = strlen(what);
 	snprintf(what + len, sizeof what - len, ": each row alone, the same bits");
 	CHECK(same, what);
-	free(A), free(B), free(Bp), free(bias), free(Bh), free(C), free(row);
+	free(A), free(B), free(Bp), free(bias), free(Bh), free(C), free(C0), free(row);
+}
+
+static void weight_case(int64_t M, int64_t N, int64_t K, int form)
+{
+	weight_case_ab(M, N, K, form, 1.0f, 0.0f);
 }
 
 /* run_case over M = 5 to 32 (every row count of AVX-512's swapped path), each K
@@ -254,6 +267,18 @@ static int child(void)
 	for (size_t j = 0; j < sizeof Nl / sizeof Nl[0]; j++)
 		for (size_t k = 0; k < sizeof Kl / sizeof Kl[0]; k++)
 			weight_case(3, Nl[j], Kl[k], 0);
+	/* AVX-512's assembly tiles over a narrow layer's K blocks (5 to 12
+	 * rows; 64 rows: 10-row tiles of 16 columns, 5-row tiles by 64) with
+	 * + C (beta 1), and alpha or beta they leave to the intrinsics */
+	static const int64_t Ma[] = {64, 70}, Na[] = {5, 16, 32, 64}, Ka[] = {16, 17, 64, 129};
+	static const float ab[][2] = {{1.0f, 1.0f}, {0.5f, 0.0f}, {1.0f, 0.3f}};
+	for (size_t i = 0; i < sizeof Ma / sizeof Ma[0]; i++)
+		for (size_t j = 0; j < sizeof Na / sizeof Na[0]; j++)
+			for (size_t k = 0; k < sizeof Ka / sizeof Ka[0]; k++)
+				for (size_t q = 0; q < sizeof ab / sizeof ab[0]; q++)
+					weight_case_ab(Ma[i], Na[j], Ka[k], 0, ab[q][0], ab[q][1]);
+	weight_case(64, 5, 32, 0);
+	weight_case(64, 16, 40, 0);
 	swap_cases();
 	printf("hash %016llx\n", (unsigned long long)hash);
 	return harness_report();

@@ -343,15 +343,18 @@ static const float zero_bias[KILN_PACK_NR];
 	"mov %[c], %[t]\n\t" \
 	ROWS(ADD) \
 	"5:\n\t" \
+	KA_FINISH(ROWS, BIAS_LOAD, BIAS, ZERO, RELU, STORE)
+/* KA_END's part after + C */
+#define KA_FINISH(ROWS, BIAS_LOAD, BIAS, ZERO, RELU, STORE) \
 	"test $2, %[fl]\n\t" \
-	"jz 6f\n\t" \
+	"jz 10f\n\t" \
 	BIAS_LOAD \
 	ROWS(BIAS) \
 	"test $4, %[fl]\n\t" \
-	"jz 6f\n\t" \
+	"jz 10f\n\t" \
 	"vpxord %%zmm" ZERO ", %%zmm" ZERO ", %%zmm" ZERO "\n\t" \
 	ROWS(RELU) \
-	"6:\n\t" \
+	"10:\n\t" \
 	"mov %[c], %[t]\n\t" \
 	ROWS(STORE)
 #define KA_CLOBBERS \
@@ -495,6 +498,253 @@ static void tile_wide##n(const GemmTile *t, int flags) \
 }
 KW_TILE(5)
 KW_TILE(6)
+
+/* The tiles over a narrow layer's K blocks (tile_rows_kb's shapes, in GNU
+ * C assembly: gcc kept the intrinsics version's block totals partly on the
+ * stack and moved accumulators between registers; jet_tagger's four layers
+ * at M = 256 took 1.11-1.59 x the time of one block). Each block: the sums
+ * zeroed (ZERO), one FMA chain per element over the block's k (fours, then
+ * the k left over: STEP, ADV4, ADV1), then the first block's sums (+ C,
+ * flags & KA_ADDC) become the totals (FIRST) and every later block's are
+ * added to them (LATER); at the end + the column bias and ReLU and the
+ * stores (KA_FINISH): what tile_rows_kb computes, bit for bit. The blocks'
+ * k counts (kb_counts) are memory operands: the tiles use most general
+ * registers. */
+#define KB_BLOCKS(ZERO, STEP, ADV4, ADV1, FIRST, LATER) \
+	"1:\n\t" \
+	ZERO \
+	"mov %[n4f], %[n4]\n\t" \
+	"mov %[rf], %[t]\n\t" \
+	"cmp $1, %[cnt]\n\t" \
+	"jne 2f\n\t" \
+	"mov %[n4l], %[n4]\n\t" \
+	"mov %[rl], %[t]\n" \
+	"2:\n\t" \
+	"test %[n4], %[n4]\n\t" \
+	"jz 4f\n" \
+	"3:\n\t" \
+	STEP(0) STEP(1) STEP(2) STEP(3) \
+	ADV4 \
+	"dec %[n4]\n\t" \
+	"jnz 3b\n" \
+	"4:\n\t" \
+	"test %[t], %[t]\n\t" \
+	"jz 6f\n" \
+	"5:\n\t" \
+	STEP(0) \
+	ADV1 \
+	"dec %[t]\n\t" \
+	"jnz 5b\n" \
+	"6:\n\t" \
+	"cmp %[nbk], %[cnt]\n\t" \
+	"jne 8f\n\t" \
+	FIRST \
+	"jmp 9f\n" \
+	"8:\n\t" \
+	LATER \
+	"9:\n\t" \
+	"dec %[cnt]\n\t" \
+	"jnz 1b\n\t"
+/* FIRST where the totals are registers: SET (the sums) or ADDC (+ C) */
+#define KB_FIRST(ROWS, SET, ADDC) \
+	"test $1, %[fl]\n\t" \
+	"jnz 7f\n\t" \
+	ROWS(SET) \
+	"jmp 9f\n" \
+	"7:\n\t" \
+	"mov %[c], %[t]\n\t" \
+	ROWS(ADDC)
+
+/* The k counts of t's K blocks: n4f fours and rf single k in each but the
+ * last, n4l and rl in the last, nbk blocks */
+typedef struct KbCounts {
+	int64_t n4f, rf, n4l, rl, nbk;
+} KbCounts;
+
+static inline KbCounts kb_counts(const GemmTile *t)
+{
+	int64_t kb = t->kb, nbk = (t->K + kb - 1) / kb, last = t->K - (nbk - 1) * kb;
+	return (KbCounts){kb / 4, kb % 4, last / 4, last % 4, nbk};
+}
+#define KB_COUNTS(kc) \
+	[n4f] "m"(kc.n4f), [rf] "m"(kc.rf), [n4l] "m"(kc.n4l), [rl] "m"(kc.rl), [nbk] "m"(kc.nbk)
+
+/* The kb tiles' locals: A's rows (a0 + i l, a3 = a0 + 3 l), B, the bias
+ * (or `zeros`), the block counts, C; C's n rows of `lines` lines owned */
+#define KB_PROLOGUE(n, lines, zeros) \
+	int64_t l = t->lda * (int64_t)sizeof(float); \
+	const char *a0 = (const char *)t->A, *a3 = a0 + 3 * l; \
+	const float *b = t->B; \
+	const float *bias = t->final && t->col_bias ? t->col_bias : zeros; \
+	KbCounts kc = kb_counts(t); \
+	int64_t ldc = t->ldc * (int64_t)sizeof(float), cnt = kc.nbk, n4; \
+	float *c = t->C; \
+	intptr_t tmp; \
+	prefetch_c(c, t->ldc, n, lines);
+
+/* 5 or 6 rows by a whole panel of 32 (B's rows 32 floats back to back):
+ * row i's block sums in zmm i and i + 6, its total in zmm i + 12 and
+ * i + 18, B's row in zmm24-25, A's broadcasts in zmm26-31, A's rows as the
+ * wide tile reads them */
+#define KB_ROW(i, hi, tmp, s) \
+	"vbroadcastss " #s "*4" KW_A_##i ", %%zmm" #tmp "\n\t" \
+	"vfmadd231ps %%zmm24, %%zmm" #tmp ", %%zmm" #i "\n\t" \
+	"vfmadd231ps %%zmm25, %%zmm" #tmp ", %%zmm" #hi "\n\t"
+#define KB_STEP5(s) \
+	"vmovups (" #s "*128)(%[b]), %%zmm24\n\t" \
+	"vmovups (" #s "*128+64)(%[b]), %%zmm25\n\t" \
+	KB_ROW(0, 6, 26, s) KB_ROW(1, 7, 27, s) KB_ROW(2, 8, 28, s) \
+	KB_ROW(3, 9, 29, s) KB_ROW(4, 10, 30, s)
+#define KB_STEP6(s) KB_STEP5(s) KB_ROW(5, 11, 31, s)
+/* f(sums' low half, high half, totals' low half, high half) for each row */
+#define KB_ROWS5(f) f(0, 6, 12, 18) f(1, 7, 13, 19) f(2, 8, 14, 20) f(3, 9, 15, 21) f(4, 10, 16, 22)
+#define KB_ROWS6(f) KB_ROWS5(f) f(5, 11, 17, 23)
+/* f(totals' low half, high half) for each row */
+#define KB_TROWS5(f) f(12, 18) f(13, 19) f(14, 20) f(15, 21) f(16, 22)
+#define KB_TROWS6(f) KB_TROWS5(f) f(17, 23)
+#define KB_ZERO(i, hi, ti, thi) KA_ZERO(i) KA_ZERO(hi)
+#define KB_SET(i, hi, ti, thi) \
+	"vmovaps %%zmm" #i ", %%zmm" #ti "\n\t" \
+	"vmovaps %%zmm" #hi ", %%zmm" #thi "\n\t"
+#define KB_ADDC(i, hi, ti, thi) \
+	"vaddps (%[t]), %%zmm" #i ", %%zmm" #ti "\n\t" \
+	"vaddps 64(%[t]), %%zmm" #hi ", %%zmm" #thi "\n\t" \
+	"add %[ldc], %[t]\n\t"
+#define KB_TOT(i, hi, ti, thi) \
+	"vaddps %%zmm" #ti ", %%zmm" #i ", %%zmm" #ti "\n\t" \
+	"vaddps %%zmm" #thi ", %%zmm" #hi ", %%zmm" #thi "\n\t"
+#define KB_BIAS(ti, thi) \
+	"vaddps %%zmm24, %%zmm" #ti ", %%zmm" #ti "\n\t" \
+	"vaddps %%zmm25, %%zmm" #thi ", %%zmm" #thi "\n\t"
+
+/* tile_kb(t, flags, n): n rows over t->K in blocks of t->kb */
+#define KB_TILE(n) \
+static void tile_kb##n(const GemmTile *t, int flags) \
+{ \
+	KB_PROLOGUE(n, 2, zero_bias) \
+	__asm__ volatile(KB_BLOCKS(KB_ROWS##n(KB_ZERO), KB_STEP##n, KW_ADV(16, 512), KW_ADV(4, 128), \
+	                           KB_FIRST(KB_ROWS##n, KB_SET, KB_ADDC), KB_ROWS##n(KB_TOT)) \
+	        KA_FINISH(KB_TROWS##n, KA_BIAS_LOAD, KB_BIAS, "26", KA_RELU2, KA_STORE) \
+	        : [a0] "+r"(a0), [a3] "+r"(a3), [b] "+r"(b), [n4] "=&r"(n4), [cnt] "+r"(cnt), \
+	          [t] "=&r"(tmp) \
+	        : [l] "r"(l), [c] "r"(c), [ldc] "r"(ldc), [bias] "r"(bias), [fl] "r"(flags), \
+	          KB_COUNTS(kc) \
+	        : KA_CLOBBERS); \
+}
+KB_TILE(5)
+KB_TILE(6)
+
+/* The wide tile's shape (5 or 6 rows by two whole panels, N = 64): the
+ * block sums in its 24 accumulators, the totals in a buffer on the stack
+ * (all 32 registers are taken): the first block's sums (+ C) stored there,
+ * each later one's added to them (and stored back but for the last's).
+ * Half the broadcasts of A per FMA of the 32-wide tiles. */
+#define KWB_SAVE(i, r1, r2, r3) \
+	"vmovaps %%zmm" #i ", (" #i "*64)(%[s])\n\t" \
+	"vmovaps %%zmm" #r1 ", (" #r1 "*64)(%[s])\n\t" \
+	"vmovaps %%zmm" #r2 ", (" #r2 "*64)(%[s])\n\t" \
+	"vmovaps %%zmm" #r3 ", (" #r3 "*64)(%[s])\n\t"
+#define KWB_TOT(i, r1, r2, r3) \
+	"vaddps (" #i "*64)(%[s]), %%zmm" #i ", %%zmm" #i "\n\t" \
+	"vaddps (" #r1 "*64)(%[s]), %%zmm" #r1 ", %%zmm" #r1 "\n\t" \
+	"vaddps (" #r2 "*64)(%[s]), %%zmm" #r2 ", %%zmm" #r2 "\n\t" \
+	"vaddps (" #r3 "*64)(%[s]), %%zmm" #r3 ", %%zmm" #r3 "\n\t"
+#define KWB_FIRST(ROWS) \
+	"test $1, %[fl]\n\t" \
+	"jz 7f\n\t" \
+	"mov %[c], %[t]\n\t" \
+	ROWS(KW_ADD) \
+	"7:\n\t" \
+	ROWS(KWB_SAVE)
+#define KWB_LATER(ROWS) \
+	ROWS(KWB_TOT) \
+	"cmp $1, %[cnt]\n\t" \
+	"je 9f\n\t" \
+	ROWS(KWB_SAVE)
+#define KWB_BIAS_LOAD \
+	"mov %[bias], %[t]\n\t" \
+	"vmovups (%[t]), %%zmm24\n\t" \
+	"vmovups 64(%[t]), %%zmm25\n\t" \
+	"vmovups 128(%[t]), %%zmm26\n\t" \
+	"vmovups 192(%[t]), %%zmm27\n\t"
+#define KWB_TILE(n) \
+static void tile_wkb##n(const GemmTile *t, int flags) \
+{ \
+	_Alignas(64) float tot[24 * 16]; \
+	KB_PROLOGUE(n, 4, zero_bias64) \
+	int64_t ps = t->ldp * (int64_t)sizeof(float); \
+	float *sp = tot; \
+	__asm__ volatile(KB_BLOCKS(KA_24(KA_ZERO), KW_STEP##n, KW_ADV(16, 512), KW_ADV(4, 128), \
+	                           KWB_FIRST(KW_ROWS##n), KWB_LATER(KW_ROWS##n)) \
+	        KA_FINISH(KW_ROWS##n, KWB_BIAS_LOAD, KW_BIAS, "28", KW_RELU, KW_STORE) \
+	        : [a0] "+r"(a0), [a3] "+r"(a3), [b] "+r"(b), [n4] "=&r"(n4), [cnt] "+r"(cnt), \
+	          [t] "=&r"(tmp) \
+	        : [l] "r"(l), [ps] "r"(ps), [c] "r"(c), [ldc] "r"(ldc), [s] "r"(sp), \
+	          [fl] "r"(flags), [bias] "m"(bias), KB_COUNTS(kc) \
+	        : KA_CLOBBERS); \
+}
+KWB_TILE(5)
+KWB_TILE(6)
+
+/* 10 to 12 rows of one vector of at most 16 columns (B's rows w floats back
+ * to back, loaded under the columns' mask): row i's block sums in zmm i,
+ * its total in zmm i + 12, B's row in zmm24, A's broadcasts in zmm25-31,
+ * A's rows as the 12 x 32 tile reads them */
+#define KN_ROW(i, tmp, s) \
+	"vbroadcastss " #s "*4" KA_A_##i ", %%zmm" #tmp "\n\t" \
+	"vfmadd231ps %%zmm24, %%zmm" #tmp ", %%zmm" #i "\n\t"
+#define KN_STEP10(s) \
+	"vmovups (%[b]), %%zmm24%{%[m]%}%{z%}\n\t" \
+	"add %[lb], %[b]\n\t" \
+	KN_ROW(0, 25, s) KN_ROW(1, 26, s) KN_ROW(2, 27, s) KN_ROW(3, 28, s) KN_ROW(4, 29, s) \
+	KN_ROW(5, 30, s) KN_ROW(6, 31, s) KN_ROW(7, 25, s) KN_ROW(8, 26, s) KN_ROW(9, 27, s)
+#define KN_STEP11(s) KN_STEP10(s) KN_ROW(10, 28, s)
+#define KN_STEP12(s) KN_STEP11(s) KN_ROW(11, 29, s)
+/* f(sum, total) for each row */
+#define KN_ROWS10(f) \
+	f(0, 12) f(1, 13) f(2, 14) f(3, 15) f(4, 16) f(5, 17) f(6, 18) f(7, 19) f(8, 20) f(9, 21)
+#define KN_ROWS11(f) KN_ROWS10(f) f(10, 22)
+#define KN_ROWS12(f) KN_ROWS11(f) f(11, 23)
+#define KN_ZERO(i, ti) KA_ZERO(i)
+#define KN_SET(i, ti) "vmovaps %%zmm" #i ", %%zmm" #ti "\n\t"
+#define KN_TOT(i, ti) "vaddps %%zmm" #ti ", %%zmm" #i ", %%zmm" #ti "\n\t"
+#define KN_ADDC(i, ti) \
+	"vmovups (%[t]), %%zmm25%{%[m]%}%{z%}\n\t" \
+	"vaddps %%zmm25, %%zmm" #i ", %%zmm" #ti "\n\t" \
+	"add %[ldc], %[t]\n\t"
+/* the end's f(total): through KN_ROWS's f(sum, total) */
+#define KN_BIAS(i, ti) "vaddps %%zmm24, %%zmm" #ti ", %%zmm" #ti "\n\t"
+#define KN_RELU(i, ti) "vmaxps %%zmm25, %%zmm" #ti ", %%zmm" #ti "\n\t"
+#define KN_STORE(i, ti) \
+	"vmovups %%zmm" #ti ", (%[t])%{%[m]%}\n\t" \
+	"add %[ldc], %[t]\n\t"
+#define KN_BIAS_LOAD \
+	"mov %[bias], %[t]\n\t" \
+	"vmovups (%[t]), %%zmm24%{%[m]%}%{z%}\n\t"
+#define KN_ADV(da) \
+	"add $" #da ", %[a0]\n\t" \
+	"add $" #da ", %[a1]\n\t" \
+	"add $" #da ", %[a2]\n\t" \
+	"add $" #da ", %[a3]\n\t"
+#define KN_TILE(n) \
+static void tile_nkb##n(const GemmTile *t, int flags) \
+{ \
+	KB_PROLOGUE(n, 1, zero_bias) \
+	const char *a1 = a0 + l, *a2 = a1 + l; \
+	int64_t lb = t->ldb * (int64_t)sizeof(float); \
+	__mmask16 m = (__mmask16)((1u << t->w) - 1); \
+	__asm__ volatile(KB_BLOCKS(KN_ROWS##n(KN_ZERO), KN_STEP##n, KN_ADV(16), KN_ADV(4), \
+	                           KB_FIRST(KN_ROWS##n, KN_SET, KN_ADDC), KN_ROWS##n(KN_TOT)) \
+	        KA_FINISH(KN_ROWS##n, KN_BIAS_LOAD, KN_BIAS, "25", KN_RELU, KN_STORE) \
+	        : [a0] "+r"(a0), [a1] "+r"(a1), [a2] "+r"(a2), [a3] "+r"(a3), [b] "+r"(b), \
+	          [n4] "=&r"(n4), [cnt] "+r"(cnt), [t] "=&r"(tmp) \
+	        : [l] "r"(l), [lb] "r"(lb), [m] "Yk"(m), [fl] "r"(flags), [c] "m"(c), \
+	          [ldc] "m"(ldc), [bias] "m"(bias), KB_COUNTS(kc) \
+	        : KA_CLOBBERS); \
+}
+KN_TILE(10)
+KN_TILE(11)
+KN_TILE(12)
 #define HAVE_TILE_ASM 1
 #endif
 
@@ -514,9 +764,37 @@ KW_TILE(6)
 		tile_rows_kb(t, n, 0); \
 		break;
 
+#ifdef HAVE_TILE_ASM
+typedef void (*asm_tile_fn)(const GemmTile *t, int flags);
+
+/* The assembly tile of t's shape (two: kiln_gemm_tile_avx512's), or NULL:
+ * 11 or 12 rows by a whole panel; over a narrow layer's K blocks, 5 or 6
+ * rows by a whole panel or 10 to 12 of one vector */
+static asm_tile_fn tile_asm_of(const GemmTile *t, int two)
+{
+	int blocks = t->kb > 0 && t->kb < t->K;
+	if (two == 2 && t->ldb == KILN_PACK_NR) {
+		if (blocks)
+			return t->mr == 6 ? tile_kb6 : t->mr == 5 ? tile_kb5 : NULL;
+		return t->mr == 12 ? tile_asm12 : t->mr == 11 ? tile_asm11 : NULL;
+	}
+	if (blocks && !two)
+		return t->mr == 12 ? tile_nkb12 : t->mr == 11 ? tile_nkb11 : t->mr == 10 ? tile_nkb10 : NULL;
+	return NULL;
+}
+#endif
+
 void kiln_gemm_tile_avx512(const GemmTile *t)
 {
 	int two = t->w == 32 ? 2 : t->w > 16;
+#ifdef HAVE_TILE_ASM
+	asm_tile_fn f = tile_asm_of(t, two);
+	int flags;
+	if (f && (flags = tile_asm_flags(t)) >= 0) {
+		f(t, flags);
+		return;
+	}
+#endif
 	if (t->kb > 0 && t->kb < t->K && (t->mr <= 6 || (t->mr <= 12 && !two))) {
 		switch (t->mr) {
 		ROWS_KB(1) ROWS_KB(2) ROWS_KB(3) ROWS_KB(4) ROWS_KB(5) ROWS_KB(6)
@@ -526,17 +804,6 @@ void kiln_gemm_tile_avx512(const GemmTile *t)
 		}
 		return;
 	}
-#ifdef HAVE_TILE_ASM
-	int flags;
-	if (t->mr >= 11 && two == 2 && t->ldb == KILN_PACK_NR &&
-	    (flags = tile_asm_flags(t)) >= 0) {
-		if (t->mr == 12)
-			tile_asm12(t, flags);
-		else
-			tile_asm11(t, flags);
-		return;
-	}
-#endif
 	switch (t->mr) {
 	ROWS(1) ROWS(2) ROWS(3) ROWS(4) ROWS(5) ROWS(6) ROWS(7) ROWS(8) ROWS(9) ROWS(10) ROWS(11) ROWS(12)
 	default:
@@ -552,7 +819,12 @@ void kiln_gemm_tile64_avx512(const GemmTile *t)
 #ifdef HAVE_TILE_ASM
 	int flags;
 	if (t->mr >= 5 && t->ldb == KILN_PACK_NR && (flags = tile_asm_flags(t)) >= 0) {
-		if (t->mr == 6)
+		if (t->kb > 0 && t->kb < t->K) {
+			if (t->mr == 6)
+				tile_wkb6(t, flags);
+			else
+				tile_wkb5(t, flags);
+		} else if (t->mr == 6)
 			tile_wide6(t, flags);
 		else
 			tile_wide5(t, flags);

@@ -253,12 +253,15 @@ void kiln_gemm_run(int64_t M, int64_t N, int64_t K, const float *A, int64_t lda,
 		return;
 	}
 	/* AVX-512, a narrow layer's several K blocks of at most GEMM_KBLOCK
-	 * rows in all: tiles of 6 rows (12 for 16 columns or fewer) over all of K, the blocks' totals in
-	 * registers (t.kb: the same bits as a call per block), where a 12-row
-	 * tile call per block paid for C's masked stores and loads between
-	 * blocks (M = 16, 5 x 32 in blocks of 8: 545 ns against 175 in one
-	 * block) */
+	 * rows in all: tiles of 6 rows (12 for 16 columns or fewer; from 64
+	 * rows and 64 columns run_wide's 6 x 64) over all of K, the blocks'
+	 * totals in registers (on the stack for 6 x 64; t.kb: the same bits as
+	 * a call per block), where a 12-row tile call per block paid for C's
+	 * masked stores and loads between blocks (M = 16, 5 x 32 in blocks of
+	 * 8: 545 ns against 175 in one block) */
+	int narrow_kb = 0;
 	if (MR == 12 && kc < K && K <= GEMM_KBLOCK && e->kc > 0 && N <= GEMM_NARROW_N) {
+		narrow_kb = 1;
 		t.kb = kc;
 		kc = K;
 		MR = N <= 16 ? 12 : 6;  /* 12 rows of one vector of columns, else 6 of two */
@@ -279,7 +282,7 @@ void kiln_gemm_run(int64_t M, int64_t N, int64_t K, const float *A, int64_t lda,
 	 * the 6 x 64 tiles (run_wide) */
 	int wide = 0;
 #ifdef KILN_HAVE_X86_VARIANTS
-	wide = MR == 12 && b->packed && N >= 2 * KILN_PACK_NR && M >= WIDE_MIN_M && K > 0 &&
+	wide = (MR == 12 || narrow_kb) && b->packed && N >= 2 * KILN_PACK_NR && M >= WIDE_MIN_M && K > 0 &&
 	       gemm_b_direct(lda);
 #endif
 	int64_t pstep = wide ? 2 * KILN_PACK_NR : KILN_PACK_NR;
