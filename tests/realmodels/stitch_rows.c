@@ -6,7 +6,10 @@
  * tests/realmodels/particlenet.py with -DMODEL=NAME_model and -include NAME.h.
  *   usage: stitch_rows ROWS IN_0.bin ... IN_I.bin OUT_0.bin ... OUT_O.bin N1 N2 ...
  * Each input file holds ROWS rows; OUT_o gets, for each n in order, n rows
- * of output o, then the ROWS single-row results.
+ * of output o, then the ROWS single-row results. An output without a batch
+ * axis (a constant, a reduction over the batch) is written whole each time;
+ * standard output says which: a line "output O batched" or "output O whole"
+ * for each output.
  * With STITCH_FPENV=1 in the environment every call runs in a hostile
  * floating-point environment (round upward, flush-to-zero, and on x86
  * denormals-are-zero with invalid, divide-by-zero and overflow trapping), as
@@ -81,6 +84,8 @@ int main(int argc, char **argv)
 			fprintf(stderr, "cannot write %s\n", argv[2 + ni + i]);
 			return 1;
 		}
+		int batched = kiln_tensor_bytes(&m->outputs[i], 2) != kiln_tensor_bytes(&m->outputs[i], 1);
+		printf("output %d %s\n", i, batched ? "batched" : "whole");
 	}
 	kiln_context *ctx;
 	int st = kiln_context_create(&ctx, m);
