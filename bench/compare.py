@@ -229,25 +229,32 @@ def pinned(args, cmd):
     return ["taskset", "-c", str(args.core)] + cmd
 
 
-def time_kiln(args, exe, in_dir, out_dir):
-    """One pass of a kiln executable, from a fresh copy of it: its weights
+def time_kiln(args, exe, in_dir, out_dir, p):
+    """Pass p of a kiln executable, from its own copy of the file (exe.passP,
+    kept until the cell's passes are done: kiln_copies_done): its weights
     (.rodata) are read through the page cache, and which physical pages a
-    file gets decides the L2 set conflicts of the weights. Six copies of one
-    ff12_128 executable ran b1 in 3.9 to 4.8 us, each steady; one file for
-    every pass measured one such draw (kiln or the baseline 1.2 x the other
-    in one run, 0.95 in the next). A copy per pass, deleted after it, draws
-    the pages anew each pass, so the median and spread cover them."""
+    file gets decides the cache set conflicts of the weights. Six copies of
+    one ff12_128 executable ran b1 in 3.9 to 4.8 us, each steady; one file
+    for every pass measured one such draw (kiln or the baseline 1.2 x the
+    other in one run, 0.95 in the next), and so did a copy deleted after
+    each pass (the next copy got the freed pages back: ff25_256 b1 62 us in
+    all five passes of one run, 54-56 us in seven of nine of the next). A
+    live copy per pass takes new pages each pass."""
     os.makedirs(out_dir, exist_ok=True)
-    fresh = exe + ".pass"
+    fresh = "%s.pass%d" % (exe, p)
     shutil.copy2(exe, fresh)
-    try:
-        r = run(pinned(args, [fresh, str(args.min_time), str(args.min_calls), str(args.slow), in_dir,
-                              out_dir]))
-    finally:
-        os.unlink(fresh)
+    r = run(pinned(args, [fresh, str(args.min_time), str(args.min_calls), str(args.slow), in_dir,
+                          out_dir]))
     if r.returncode != 0:
         return None, "kiln run failed (exit %d): %s" % (r.returncode, r.stderr.strip()[-300:])
     return json.loads(r.stdout), None
+
+
+def kiln_copies_done(exe, passes):
+    """time_kiln's copies of exe, deleted once the cell is measured"""
+    for p in range(passes):
+        if exe and os.path.exists("%s.pass%d" % (exe, p)):
+            os.unlink("%s.pass%d" % (exe, p))
 
 
 def time_ort(args, path, spec_file):
@@ -512,10 +519,10 @@ def main():
             for e in order:
                 if e == "kiln" and c["exe"]:
                     rec["kiln"], err = time_kiln(args, c["exe"], os.path.join(c["dir"], "in"),
-                                                 os.path.join(c["dir"], f"kiln_out{p}"))
+                                                 os.path.join(c["dir"], f"kiln_out{p}"), p)
                 elif e == "baseline":
                     rec["baseline"], err = time_kiln(args, c["base_exe"], os.path.join(c["dir"], "in"),
-                                                     os.path.join(c["dir"], f"baseline_out{p}"))
+                                                     os.path.join(c["dir"], f"baseline_out{p}"), p)
                 elif e == "ort":
                     rec["ort"], err = time_ort(args, model_path(args, c["model"]), c["spec"])
                 else:
@@ -523,6 +530,8 @@ def main():
                 if err and err not in c["errors"]:
                     c["errors"].append(err)
             c["passes"].append(rec)
+        kiln_copies_done(c["exe"], args.passes)
+        kiln_copies_done(c["base_exe"], args.passes)
         # Outputs: kiln's against ORT's (first pass), and kiln's passes against each other.
         kdirs = [os.path.join(c["dir"], f"kiln_out{p}") for p in range(args.passes)
                  if c["passes"][p].get("kiln")]
