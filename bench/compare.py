@@ -241,7 +241,7 @@ def time_kiln(args, exe, in_dir, out_dir, p):
     all five passes of one run, 54-56 us in seven of nine of the next). A
     live copy per pass takes new pages each pass."""
     os.makedirs(out_dir, exist_ok=True)
-    fresh = "%s.pass%d" % (exe, p)
+    fresh = pass_copy(exe, p)
     shutil.copy2(exe, fresh)
     r = run(pinned(args, [fresh, str(args.min_time), str(args.min_calls), str(args.slow), in_dir,
                           out_dir]))
@@ -250,11 +250,16 @@ def time_kiln(args, exe, in_dir, out_dir, p):
     return json.loads(r.stdout), None
 
 
+def pass_copy(exe, p):
+    """time_kiln's copy of exe for pass p"""
+    return "%s.pass%d" % (exe, p)
+
+
 def kiln_copies_done(exe, passes):
     """time_kiln's copies of exe, deleted once the cell is measured"""
     for p in range(passes):
-        if exe and os.path.exists("%s.pass%d" % (exe, p)):
-            os.unlink("%s.pass%d" % (exe, p))
+        if exe and os.path.exists(pass_copy(exe, p)):
+            os.unlink(pass_copy(exe, p))
 
 
 def time_ort(args, path, spec_file):
